@@ -1,0 +1,68 @@
+// Text rendering of step results for people; --json prints the results as they are.
+
+import chalk from 'chalk';
+import type { CommitJobResult } from '../steps/commit-job.js';
+import type { StatusResult } from '../steps/status.js';
+import type { OpCounts } from '../store/instrumented.js';
+
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let i = -1;
+  do {
+    v /= 1024;
+    i++;
+  } while (v >= 1024 && i < units.length - 1);
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+}
+
+export function formatAge(seconds: number): string {
+  if (seconds < 120) return `${seconds}s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)}m`;
+  if (seconds < 172800) return `${Math.round(seconds / 3600)}h`;
+  return `${Math.round(seconds / 86400)}d`;
+}
+
+export function formatOps(c: OpCounts): string {
+  return Object.entries(c)
+    .filter(([, v]) => v)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+}
+
+export function renderCommit(r: CommitJobResult): string {
+  const what = r.outcome === 'rolled-forward' ? 'finished the interrupted commit of' : 'committed';
+  const lines = [`${chalk.green('✔')} ${what} job ${r.jobId}: ${r.files} file(s), ${formatBytes(r.bytes)} into ${r.target}`];
+  if (r.partitionsWritten.length) lines.push(`  partitions written: ${summarize(r.partitionsWritten)}`);
+  if (r.partitionsReplaced.length) lines.push(`  replaced: ${summarize(r.partitionsReplaced.map((p) => p || '(all data)'))}`);
+  return lines.join('\n');
+}
+
+function summarize(items: readonly string[], max = 5): string {
+  return items.length <= max ? items.join(', ') : `${items.slice(0, max).join(', ')} and ${items.length - max} more`;
+}
+
+export function renderStatus(s: StatusResult): string {
+  const j = s.job;
+  const color = s.state === 'staged' ? chalk.cyan : s.state === 'committing' ? chalk.yellow : s.state === 'aborted' ? chalk.red : chalk.green;
+  const lines = [
+    `job       ${j.jobId}`,
+    `state     ${color(s.state)}`,
+    `target    ${j.target}`,
+    `staging   ${j.staging}`,
+    `mode      ${j.mode} (${j.algorithm})${j.partitionBy.length ? `, partitioned by ${j.partitionBy.join(', ')}` : ''}${j.staticPartition.length ? `, static ${j.staticPartition.map((p) => `${p.column}=${p.value}`).join('/')}` : ''}`,
+    `attempt   app attempt ${j.appAttempt}`,
+    `owner     ${j.owner.user}@${j.owner.host} (pid ${j.owner.pid}), staged ${formatAge(s.ageSeconds)} ago`,
+    `committed ${s.tasks.filter((t) => t.state === 'committed').length} task(s), ${s.files} file(s), ${formatBytes(s.bytes)}${j.tasks !== undefined ? ` of ${j.tasks} declared` : ''}`,
+  ];
+  if (s.declaredMissing.length) lines.push(`missing   ${summarize(s.declaredMissing, 10)}`);
+  if (s.lease) lines.push(`lease     ${s.lease.live ? chalk.yellow('held') : 'stale'}: ${s.lease.holder}`);
+  if (s.tasks.length) {
+    lines.push('', 'TASK        STATE        FILES      BYTES  ATTEMPTS');
+    for (const t of s.tasks) {
+      lines.push(`${t.task.padEnd(11)} ${t.state.padEnd(10)} ${String(t.files).padStart(7)} ${formatBytes(t.bytes).padStart(10)}  ${t.attempts.map((a) => a.slice(a.lastIndexOf('_') + 1) + (a === t.winner ? '*' : '')).join(' ')}`);
+    }
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,69 @@
+// Typed errors; each carries the exit code of DESIGN §8 so only the entry point maps errors to exits.
+
+export const ExitCode = {
+  ok: 0,
+  failed: 1,
+  usage: 2,
+  denied: 3,
+  conflict: 4,
+  incomplete: 5,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+export class StageCommitError extends Error {
+  readonly exitCode: ExitCode;
+  constructor(exitCode: ExitCode, message: string) {
+    super(message);
+    this.exitCode = exitCode;
+    this.name = new.target.name;
+  }
+}
+
+/** Bad usage or bad input: nothing was changed (exit 2). */
+export class UsageError extends StageCommitError {
+  constructor(message: string) { super(ExitCode.usage, message); }
+}
+
+/** Another attempt of the task won its commit claim, or this attempt was aborted (exit 3). */
+export class CommitDeniedError extends StageCommitError {
+  constructor(message: string) { super(ExitCode.denied, message); }
+}
+
+/** Job locked, wrong state, target changed under the job, overlapping overwrite (exit 4). */
+export class ConflictError extends StageCommitError {
+  constructor(message: string) { super(ExitCode.conflict, message); }
+}
+
+/** Declared tasks are missing at commit-job (exit 5). */
+export class IncompleteError extends StageCommitError {
+  constructor(message: string) { super(ExitCode.incomplete, message); }
+}
+
+/** An unreadable or invalid manifest; the message names the file and the field (exit 1). */
+export class CorruptManifestError extends StageCommitError {
+  constructor(file: string, field: string, problem: string) {
+    super(ExitCode.failed, `${file}: field '${field}' ${problem}`);
+  }
+}
+
+export type StoreErrorKind = 'not-found' | 'exists' | 'refused' | 'io';
+
+/** A store operation failed; keeps the store's own message and the paths involved (exit 1). */
+export class StoreError extends StageCommitError {
+  readonly kind: StoreErrorKind;
+  readonly op: string;
+  readonly paths: string[];
+  constructor(kind: StoreErrorKind, op: string, paths: string[], detail: string) {
+    super(ExitCode.failed, `${op} ${paths.join(' -> ')}: ${detail}`);
+    this.kind = kind;
+    this.op = op;
+    this.paths = paths;
+  }
+}
+
+/** Thrown by the fault-injection store; never caught by the protocol. */
+export class InjectedFault extends Error {
+  constructor(readonly point: number, readonly op: string, readonly path: string) {
+    super(`injected fault at mutation ${point} (${op} ${path})`);
+  }
+}

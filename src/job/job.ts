@@ -1,0 +1,110 @@
+// The job manifest `_job.yaml`: typed, versioned, validated on load, written whole.
+
+import { CorruptManifestError } from '../errors.js';
+import { decodeManifest, encodeManifest, Fields, itemString } from '../manifest/codec.js';
+import { partitionPath, type PartitionValue } from '../paths.js';
+import type { Store } from '../store/types.js';
+import type { JobLayout } from './layout.js';
+
+export const MODES = ['create', 'append', 'overwrite'] as const;
+export const ALGORITHMS = ['v1', 'v2'] as const;
+export const JOB_STATES = ['staged', 'committing', 'committed', 'aborted'] as const;
+export type Mode = (typeof MODES)[number];
+export type Algorithm = (typeof ALGORITHMS)[number];
+export type JobState = (typeof JOB_STATES)[number];
+
+export interface Owner {
+  readonly user: string;
+  readonly host: string;
+  readonly pid: number;
+}
+
+export interface JobManifest {
+  readonly jobId: string;
+  readonly target: string;
+  readonly targetPath: string;
+  readonly staging: string;
+  readonly mode: Mode;
+  readonly algorithm: Algorithm;
+  /** All partition columns, in order (static ones first). */
+  readonly partitionBy: readonly string[];
+  /** Values of the leading (static) columns. */
+  readonly staticPartition: readonly PartitionValue[];
+  /** Declared tasks 0…N-1, if any. */
+  readonly tasks?: number;
+  readonly appAttempt: number;
+  readonly state: JobState;
+  readonly stagedAtMs: number;
+  readonly owner: Owner;
+}
+
+const KIND = 'stagecommit/job';
+const VERSION = 1;
+
+export function staticPrefix(job: JobManifest): string {
+  return partitionPath(job.staticPartition);
+}
+
+/** True when every partition column has a static value (a static partition overwrite). */
+export function isFullyStatic(job: JobManifest): boolean {
+  return job.partitionBy.length > 0 && job.staticPartition.length === job.partitionBy.length;
+}
+
+export function encodeJob(job: JobManifest): string {
+  return encodeManifest({
+    kind: KIND,
+    version: VERSION,
+    jobId: job.jobId,
+    state: job.state,
+    target: job.target,
+    targetPath: job.targetPath,
+    staging: job.staging,
+    mode: job.mode,
+    algorithm: job.algorithm,
+    partitionBy: [...job.partitionBy],
+    staticPartition: job.staticPartition.map((p) => ({ column: p.column, value: p.value })),
+    tasks: job.tasks ?? null,
+    appAttempt: job.appAttempt,
+    stagedAt: new Date(job.stagedAtMs).toISOString(),
+    stagedAtMs: job.stagedAtMs,
+    owner: { ...job.owner },
+  });
+}
+
+export function decodeJob(text: string, file: string): JobManifest {
+  const f = new Fields(decodeManifest(text, file), file);
+  f.kind(KIND, VERSION);
+  const owner = new Fields(f.object('owner'), file);
+  const job: JobManifest = {
+    jobId: f.string('jobId'),
+    state: f.oneOf('state', JOB_STATES),
+    target: f.string('target'),
+    targetPath: f.string('targetPath'),
+    staging: f.string('staging'),
+    mode: f.oneOf('mode', MODES),
+    algorithm: f.oneOf('algorithm', ALGORITHMS),
+    partitionBy: f.array('partitionBy', (c) => {
+      if (typeof c !== 'string') throw new Error('is not a string');
+      return c;
+    }),
+    staticPartition: f.array('staticPartition', (p) => ({ column: itemString(p, 'column'), value: itemString(p, 'value') })),
+    tasks: f.optNumber('tasks'),
+    appAttempt: f.number('appAttempt'),
+    stagedAtMs: f.number('stagedAtMs'),
+    owner: { user: owner.string('user'), host: owner.string('host'), pid: owner.number('pid') },
+  };
+  if (job.staticPartition.length > job.partitionBy.length) {
+    throw new CorruptManifestError(file, 'staticPartition', 'has more columns than partitionBy');
+  }
+  return job;
+}
+
+export async function loadJob(store: Store, layout: JobLayout): Promise<JobManifest | null> {
+  const data = await store.readFile(layout.jobFile);
+  if (data === null) return null;
+  return decodeJob(data.toString('utf8'), store.toUri(layout.jobFile));
+}
+
+export async function saveJob(store: Store, layout: JobLayout, job: JobManifest): Promise<void> {
+  await store.writeFile(layout.jobFile, encodeJob(job));
+}

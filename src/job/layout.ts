@@ -1,0 +1,47 @@
+// Where everything lives in a staging dir (DESIGN §4), with Hadoop's names.
+
+import { posix } from 'node:path';
+
+export const JOB_FILE = '_job.yaml';
+export const COMMIT_FILE = '_commit.yaml';
+export const LEASE_PREFIX = '_lease.';
+export const SUCCESS_FILE = '_SUCCESS';
+
+export function taskAttemptName(jobId: string, task: string, attempt: number): string {
+  return `attempt_${jobId}_${task}_${attempt}`;
+}
+
+export class JobLayout {
+  constructor(readonly root: string) {}
+
+  get jobFile(): string { return posix.join(this.root, JOB_FILE); }
+  get commitFile(): string { return posix.join(this.root, COMMIT_FILE); }
+  get temporary(): string { return posix.join(this.root, '_temporary'); }
+  /** The merge area in which a multi-task output becomes one tree before it reaches an absent target. */
+  get output(): string { return posix.join(this.root, '_output'); }
+  /** Where an overwrite parks the data it displaces until the new data is in place. */
+  get trash(): string { return posix.join(this.root, '_trash'); }
+
+  appAttemptDir(app: number): string { return posix.join(this.temporary, String(app)); }
+  attemptsDir(app: number): string { return posix.join(this.appAttemptDir(app), '_temporary'); }
+  attemptDir(app: number, taskAttempt: string): string { return posix.join(this.attemptsDir(app), taskAttempt); }
+  committedTaskDir(app: number, task: string): string { return posix.join(this.appAttemptDir(app), task); }
+  claimsDir(app: number): string { return posix.join(this.appAttemptDir(app), '_claims'); }
+  claimFile(app: number, task: string): string { return posix.join(this.claimsDir(app), `${task}.yaml`); }
+  abortedDir(app: number): string { return posix.join(this.appAttemptDir(app), '_aborted'); }
+  abortedMarker(app: number, taskAttempt: string): string { return posix.join(this.abortedDir(app), taskAttempt); }
+
+  /** A path inside the staging dir, relative to its root (how manifests record paths). */
+  relative(p: string): string { return posix.relative(this.root, p); }
+  resolve(rel: string): string { return posix.join(this.root, rel); }
+}
+
+/** The default staging dir: a hidden sibling of the target, `<parent>/.stagecommit/<table>/<jobId>`. */
+export function defaultStagingRoot(targetPath: string): string {
+  return posix.join(posix.dirname(targetPath), '.stagecommit', posix.basename(targetPath));
+}
+
+/** Where overwrite jobs record the partitions they replaced, for conflict detection. */
+export function commitLogDir(targetPath: string): string {
+  return posix.join(defaultStagingRoot(targetPath), '_log');
+}

@@ -1,0 +1,121 @@
+// Partition paths (Hive escaping), task ids and task-file paths: nothing may leave the target.
+
+import { UsageError } from './errors.js';
+
+export const HIVE_DEFAULT_PARTITION = '__HIVE_DEFAULT_PARTITION__';
+
+// Hive FileUtils.escapePathName: controls, DEL and these characters become %XX.
+const ESCAPED = new Set(['"', '#', '%', "'", '*', '/', ':', '=', '?', '\\', '{', '[', ']', '^', '\u007f']);
+
+function needsEscape(ch: string): boolean {
+  const c = ch.charCodeAt(0);
+  return c < 0x20 || ESCAPED.has(ch);
+}
+
+export function escapePartitionValue(value: string | null | undefined): string {
+  if (value === null || value === undefined || value === '') return HIVE_DEFAULT_PARTITION;
+  let out = '';
+  for (const ch of value) {
+    out += needsEscape(ch) ? '%' + ch.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0') : ch;
+  }
+  return out;
+}
+
+export function unescapePartitionValue(escaped: string): string {
+  if (escaped === HIVE_DEFAULT_PARTITION) return '';
+  return escaped.replace(/%([0-9A-Fa-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+}
+
+const COLUMN = /^[a-z0-9][a-z0-9_]*$/;
+
+/** Lower-cases and checks a partition column name. */
+export function normalizeColumn(raw: string): string {
+  const col = raw.trim().toLowerCase();
+  if (!COLUMN.test(col)) {
+    throw new UsageError(
+      `invalid partition column '${raw}': use letters, digits and '_' (not first), e.g. --partition-by dt,region`,
+    );
+  }
+  return col;
+}
+
+export interface PartitionValue {
+  readonly column: string;
+  readonly value: string;
+}
+
+/** Parses one `--partition K=V` (V raw, escaped later; the first '=' splits). */
+export function parsePartitionArg(arg: string): PartitionValue {
+  const eq = arg.indexOf('=');
+  if (eq <= 0) throw new UsageError(`invalid --partition '${arg}': expected COLUMN=VALUE, e.g. --partition dt=2026-11-30`);
+  return { column: normalizeColumn(arg.slice(0, eq)), value: arg.slice(eq + 1) };
+}
+
+export function partitionSegment(p: PartitionValue): string {
+  return `${p.column}=${escapePartitionValue(p.value)}`;
+}
+
+export function partitionPath(values: readonly PartitionValue[]): string {
+  return values.map(partitionSegment).join('/');
+}
+
+/** A task id: a number, or a token that cannot collide with the layout's `_` names. */
+export function checkTaskId(task: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(task)) {
+    throw new UsageError(`invalid task id '${task}': use a number or letters, digits, '_' and '-' (not first)`);
+  }
+  return task;
+}
+
+export function checkAttempt(raw: string | number | undefined): number {
+  const s = raw === undefined ? '0' : String(raw);
+  if (!/^\d{1,9}$/.test(s)) throw new UsageError(`invalid --attempt '${s}': expected a number (0, 1, …)`);
+  return Number(s);
+}
+
+/** Checks a relative file path inside a task's output: no '..', no absolute path, no empty name. */
+export function checkRelativePath(rel: string, what = 'file path'): string {
+  if (rel.startsWith('/') || /^[A-Za-z]:[\\/]/.test(rel)) {
+    throw new UsageError(`invalid ${what} '${rel}': absolute paths are not allowed; give a path relative to the table`);
+  }
+  const segs = rel.split('/');
+  for (const s of segs) {
+    if (s === '' || s === '.' || s === '..') {
+      throw new UsageError(`invalid ${what} '${rel}': empty, '.' and '..' segments are not allowed`);
+    }
+    if (s.includes('\0')) throw new UsageError(`invalid ${what} '${rel}': NUL characters are not allowed`);
+  }
+  return rel;
+}
+
+/** Names starting with '_' or '.' are never data (Hive and Spark readers skip them). */
+export function isDataName(name: string): boolean {
+  return !name.startsWith('_') && !name.startsWith('.');
+}
+
+/**
+ * Checks that a task-relative file path sits under a full partition path of the job
+ * (`col=value` for every column, in order, static values as declared) and returns that
+ * partition path ('' for an unpartitioned job).
+ */
+export function partitionOfFile(rel: string, columns: readonly string[], staticPrefix: string): string {
+  if (columns.length === 0) return '';
+  const segs = rel.split('/');
+  if (segs.length <= columns.length) {
+    throw new UsageError(
+      `file '${rel}' is not inside a partition: expected ${columns.map((c) => `${c}=…`).join('/')}/FILE`,
+    );
+  }
+  for (let i = 0; i < columns.length; i++) {
+    const s = segs[i]!;
+    const col = columns[i]!;
+    if (!s.startsWith(col + '=') || s.length === col.length + 1) {
+      throw new UsageError(`file '${rel}': segment '${s}' should be ${col}=VALUE (partition columns: ${columns.join(', ')})`);
+    }
+  }
+  const part = segs.slice(0, columns.length).join('/');
+  if (staticPrefix && part !== staticPrefix && !part.startsWith(staticPrefix + '/')) {
+    throw new UsageError(`file '${rel}' is outside the job's static partition '${staticPrefix}'`);
+  }
+  return part;
+}

@@ -1,0 +1,79 @@
+// Applies a commit plan. Every operation is idempotent, so a plan interrupted at any point is
+// finished by applying it again from the start.
+
+import { posix } from 'node:path';
+import { StoreError } from '../errors.js';
+import type { Store } from '../store/types.js';
+import { forEachLimit } from '../util/pool.js';
+import type { Loc, PlanOp, PlanPhase } from './plan.js';
+
+export interface ApplyContext {
+  readonly store: Store;
+  readonly stagingPath: string;
+  readonly targetPath: string;
+  readonly concurrency: number;
+  readonly onProgress?: (done: number, total: number) => void;
+}
+
+export function resolveLoc(ctx: Pick<ApplyContext, 'stagingPath' | 'targetPath'>, loc: Loc): string {
+  const rel = loc.slice(2);
+  const base = loc.startsWith('s:') ? ctx.stagingPath : loc.startsWith('t:') ? ctx.targetPath : null;
+  if (base === null) throw new Error(`bad plan location '${loc}'`);
+  return rel === '' ? base : posix.join(base, rel);
+}
+
+/** Renames, treating "source gone and destination present" as already done. */
+async function moveOnce(store: Store, from: string, to: string, replace: boolean): Promise<void> {
+  try {
+    await store.rename(from, to, { replace });
+  } catch (e) {
+    if (e instanceof StoreError && e.kind === 'not-found' && (await store.stat(to)) !== null && (await store.stat(from)) === null) return;
+    throw e;
+  }
+}
+
+async function applyOp(ctx: ApplyContext, op: PlanOp): Promise<void> {
+  const { store } = ctx;
+  const at = (l: Loc) => resolveLoc(ctx, l);
+  switch (op.op) {
+    case 'mkdir':
+      await store.mkdirs(at(op.path));
+      return;
+    case 'move': {
+      if (op.to === 't:') await store.mkdirs(posix.dirname(ctx.targetPath));
+      await moveOnce(store, at(op.from), at(op.to), op.replace === true);
+      return;
+    }
+    case 'copy':
+      await store.copy(at(op.from), at(op.to));
+      return;
+    case 'swap': {
+      const path = at(op.path);
+      const trash = at(op.trash);
+      if ((await store.stat(trash)) === null) {
+        try {
+          await store.rename(path, trash);
+        } catch (e) {
+          if (!(e instanceof StoreError && e.kind === 'not-found')) throw e;
+        }
+      }
+      await moveOnce(store, at(op.from), path, false);
+      return;
+    }
+    case 'delete':
+      await store.delete(at(op.path), op.dir);
+      return;
+  }
+}
+
+export async function applyPhases(ctx: ApplyContext, phases: readonly PlanPhase[]): Promise<void> {
+  const total = phases.reduce((a, p) => a + p.length, 0);
+  let done = 0;
+  for (const phase of phases) {
+    await forEachLimit(phase, ctx.concurrency, async (op) => {
+      await applyOp(ctx, op);
+      done++;
+      if (ctx.onProgress && (done % 256 === 0 || done === total)) ctx.onProgress(done, total);
+    });
+  }
+}

@@ -1,0 +1,242 @@
+// clean-orphans: finds what killed jobs leave under some roots and, when told to, removes it.
+// Walks directories only (never reads a data file), never follows links, never enters a
+// leftover once found; nothing outside a listed leftover is ever removed.
+
+import { posix } from 'node:path';
+import { StageCommitError, StoreError } from '../errors.js';
+import { loadJob, type JobManifest } from '../job/job.js';
+import { COMMIT_FILE, JobLayout, JOB_FILE } from '../job/layout.js';
+import { isLeaseLive, readCurrentLease } from '../job/lease.js';
+import type { Entry, Store } from '../store/types.js';
+import { mapLimit } from '../util/pool.js';
+import { abort } from './abort.js';
+import type { StepEnv } from './env.js';
+import { recover } from './recover.js';
+
+export const LEFTOVER_KINDS = ['spark-staging', 'hadoop-temporary', 'hive-staging', 's3a-magic', 'stagecommit', 'multipart-upload'] as const;
+export type LeftoverKind = (typeof LEFTOVER_KINDS)[number];
+export type LeftoverAction = 'would-delete' | 'deleted' | 'rolled-forward' | 'skipped';
+
+export interface Leftover {
+  readonly kind: LeftoverKind;
+  readonly path: string;
+  readonly uri: string;
+  readonly ageSeconds: number;
+  readonly files: number;
+  readonly bytes: number;
+  readonly jobId?: string;
+  readonly jobState?: string;
+  /** A stagecommit job past its commit point: --delete rolls it forward, never deletes it. */
+  readonly pastCommit?: boolean;
+  action: LeftoverAction;
+  reason?: string;
+}
+
+export interface ScanProblem {
+  readonly path: string;
+  readonly message: string;
+}
+
+export interface CleanOrphansInput {
+  readonly roots: readonly string[];
+  readonly olderThanMs: number;
+  readonly delete: boolean;
+  readonly maxDepth?: number;
+}
+
+export interface CleanOrphansResult {
+  readonly roots: readonly string[];
+  readonly olderThanSeconds: number;
+  readonly dryRun: boolean;
+  readonly directoriesScanned: number;
+  readonly leftovers: readonly Leftover[];
+  readonly problems: readonly ScanProblem[];
+  readonly reclaimableBytes: number;
+}
+
+/** A store that knows leftovers of its own (S3 multipart uploads) contributes them here. */
+export interface OrphanContributor {
+  find(root: string, olderThanMs: number, nowMs: number): Promise<Leftover[]>;
+  remove(l: Leftover): Promise<void>;
+}
+
+const SPARK_STAGING = /^\.spark-staging-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const HIVE_STAGING = /^\.hive-staging/;
+const MAGIC = /^__magic(_job-.+)?$/;
+
+/** The kind a directory is by its name alone (stagecommit staging dirs are known by `_job.yaml`). */
+export function kindByName(name: string): LeftoverKind | null {
+  if (SPARK_STAGING.test(name)) return 'spark-staging';
+  if (name === '_temporary') return 'hadoop-temporary';
+  if (HIVE_STAGING.test(name)) return 'hive-staging';
+  if (MAGIC.test(name)) return 's3a-magic';
+  return null;
+}
+
+interface Measure {
+  files: number;
+  bytes: number;
+  newestMs: number;
+}
+
+/** Files, bytes and the newest modification inside a directory (not the directory's own time). */
+async function measure(store: Store, dir: string, concurrency: number): Promise<Measure> {
+  const m: Measure = { files: 0, bytes: 0, newestMs: 0 };
+  let level = [dir];
+  while (level.length) {
+    const next = await mapLimit(level, concurrency, async (d) => {
+      const entries = await store.list(d, { details: true });
+      const dirs: string[] = [];
+      for (const e of entries) {
+        m.newestMs = Math.max(m.newestMs, e.mtimeMs);
+        if (e.kind === 'file') {
+          m.files++;
+          m.bytes += e.size;
+        } else if (e.kind === 'dir') dirs.push(e.path);
+      }
+      return dirs;
+    });
+    level = next.flat();
+  }
+  return m;
+}
+
+export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput, contributors: readonly OrphanContributor[] = []): Promise<CleanOrphansResult> {
+  const { store } = env;
+  const now = env.now();
+  const maxDepth = input.maxDepth ?? 16;
+  const problems: ScanProblem[] = [];
+  const found: { path: string; kind: LeftoverKind }[] = [];
+  let scanned = 0;
+
+  for (const root of input.roots) {
+    const st = await store.stat(root);
+    if (!st) {
+      problems.push({ path: store.toUri(root), message: 'does not exist' });
+      continue;
+    }
+    if (st.kind !== 'dir') {
+      problems.push({ path: store.toUri(root), message: 'is not a directory' });
+      continue;
+    }
+    let level: { path: string; depth: number }[] = [{ path: root, depth: 0 }];
+    while (level.length) {
+      const next = await mapLimit(level, env.concurrency, async ({ path, depth }) => {
+        let entries: Entry[];
+        try {
+          entries = await store.list(path);
+        } catch (e) {
+          problems.push({ path: store.toUri(path), message: (e as Error).message });
+          return [];
+        }
+        scanned++;
+        if (scanned % 1000 === 0) env.emit({ type: 'progress', label: 'scanning directories', done: scanned, total: scanned });
+        if (entries.some((e) => e.name === JOB_FILE && e.kind === 'file')) {
+          found.push({ path, kind: 'stagecommit' });
+          return [];
+        }
+        const down: { path: string; depth: number }[] = [];
+        for (const e of entries) {
+          if (e.kind !== 'dir') continue; // files are never read; links never followed
+          const kind = kindByName(e.name);
+          if (kind) found.push({ path: e.path, kind });
+          else if (depth + 1 <= maxDepth) down.push({ path: e.path, depth: depth + 1 });
+        }
+        return down;
+      });
+      level = next.flat();
+    }
+  }
+
+  env.emit({ type: 'phase', label: `measuring ${found.length} leftover(s)` });
+  const leftovers = (
+    await mapLimit(found, Math.max(1, Math.floor(env.concurrency / 4)), async (f): Promise<Leftover | null> => {
+      try {
+        return await describe(env, f.path, f.kind, now, input.olderThanMs);
+      } catch (e) {
+        problems.push({ path: store.toUri(f.path), message: (e as Error).message });
+        return null;
+      }
+    })
+  ).filter((l): l is Leftover => l !== null);
+  for (const c of contributors) for (const root of input.roots) leftovers.push(...(await c.find(root, input.olderThanMs, now)));
+  leftovers.sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
+
+  if (input.delete) {
+    for (const l of leftovers) {
+      if (l.action === 'skipped' && !l.pastCommit) continue;
+      try {
+        await act(env, l, input.olderThanMs, contributors);
+      } catch (e) {
+        l.action = 'skipped';
+        l.reason = e instanceof StageCommitError || e instanceof StoreError ? e.message : String(e);
+      }
+    }
+  }
+  const reclaimableBytes = leftovers.filter((l) => l.action === 'would-delete' || l.action === 'deleted').reduce((a, l) => a + l.bytes, 0);
+  return {
+    roots: input.roots.map((r) => store.toUri(r)),
+    olderThanSeconds: Math.round(input.olderThanMs / 1000),
+    dryRun: !input.delete,
+    directoriesScanned: scanned,
+    leftovers,
+    problems,
+    reclaimableBytes,
+  };
+}
+
+async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: number, olderThanMs: number): Promise<Leftover> {
+  const { store } = env;
+  const m = await measure(store, path, env.concurrency);
+  const ageSeconds = Math.max(0, Math.floor((now - (m.newestMs || now)) / 1000));
+  const base = { kind, path, uri: store.toUri(path), ageSeconds, files: m.files, bytes: m.bytes };
+  const young = now - m.newestMs < olderThanMs;
+  if (kind !== 'stagecommit') {
+    return young ? { ...base, action: 'skipped', reason: `changed ${ageSeconds}s ago: newer than --older-than` } : { ...base, action: 'would-delete' };
+  }
+  const layout = new JobLayout(path);
+  let job: JobManifest | null;
+  try {
+    job = await loadJob(store, layout);
+  } catch (e) {
+    return { ...base, action: 'skipped', reason: `unreadable ${JOB_FILE}: ${(e as Error).message}` };
+  }
+  if (!job) return { ...base, action: 'skipped', reason: `${JOB_FILE} vanished during the scan` };
+  const past = job.state === 'committing' || job.state === 'committed' || (await store.stat(posix.join(path, COMMIT_FILE))) !== null;
+  const state = past && job.state === 'staged' ? 'committing' : job.state;
+  const withJob = { ...base, jobId: job.jobId, jobState: state };
+  const lease = await readCurrentLease(store, layout);
+  if (lease && isLeaseLive(lease.record, env)) return { ...withJob, action: 'skipped', reason: 'a live process holds its lease' };
+  if (past) return { ...withJob, pastCommit: true, action: 'skipped', reason: 'past its commit point: --delete rolls it forward, never deletes it' };
+  if (young) return { ...withJob, action: 'skipped', reason: `changed ${ageSeconds}s ago: newer than --older-than` };
+  return { ...withJob, action: 'would-delete' };
+}
+
+async function act(env: StepEnv, l: Leftover, olderThanMs: number, contributors: readonly OrphanContributor[]): Promise<void> {
+  const { store } = env;
+  if (l.kind === 'multipart-upload') {
+    for (const c of contributors) await c.remove(l);
+    l.action = 'deleted';
+    return;
+  }
+  // Re-check just before acting: a leftover that changed since it was listed is left alone.
+  const again = await describe(env, l.path, l.kind, env.now(), olderThanMs);
+  if ((again.action === 'skipped' && !again.pastCommit) || again.files !== l.files || again.bytes !== l.bytes || again.ageSeconds + 5 < l.ageSeconds) {
+    l.action = 'skipped';
+    l.reason = again.reason ?? 'changed since it was listed';
+    return;
+  }
+  if (l.kind === 'stagecommit') {
+    if (l.pastCommit) {
+      await recover(env, { stagingPath: l.path });
+      l.action = 'rolled-forward';
+      l.reason = undefined;
+    } else {
+      await abort(env, { stagingPath: l.path });
+      l.action = 'deleted';
+    }
+    return;
+  }
+  await store.delete(l.path, true);
+  l.action = 'deleted';
+}

@@ -1,0 +1,35 @@
+// What every protocol step is given: the store, who is running, a clock, limits and an event sink.
+
+import type { OpCounts } from '../store/instrumented.js';
+import type { Store } from '../store/types.js';
+
+export type StepEvent =
+  | { readonly type: 'phase'; readonly label: string }
+  | { readonly type: 'progress'; readonly label: string; readonly done: number; readonly total: number }
+  | { readonly type: 'info'; readonly message: string }
+  | { readonly type: 'warn'; readonly message: string };
+
+export interface StepEnv {
+  readonly store: Store;
+  readonly user: string;
+  readonly host: string;
+  readonly pid: number;
+  readonly now: () => number;
+  /** Bounded parallelism for store operations. */
+  readonly concurrency: number;
+  /** How long a lease lives without renewal. */
+  readonly leaseTtlMs: number;
+  readonly isPidAlive: (pid: number) => boolean;
+  readonly emit: (e: StepEvent) => void;
+  /** Store operations counted so far in this process (DESIGN §9). */
+  readonly metrics: () => OpCounts;
+}
+
+export function isPidAliveLocal(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,169 @@
+// recover: after a killed run, finishes or undoes interrupted task commits, keeps every committed
+// task, starts the next app attempt and lists the tasks still to run; past the commit point it
+// rolls the job forward to done.
+
+import { encodeClaim, readClaims, type Claim } from '../job/claims.js';
+import { withdrawOverwrite } from '../job/commit-log.js';
+import { saveJob, type JobManifest } from '../job/job.js';
+import type { JobLayout } from '../job/layout.js';
+import { Lease } from '../job/lease.js';
+import { loadPlan } from '../plan/plan-file.js';
+import type { Store } from '../store/types.js';
+import { commitJobLocked, removeStagingDir } from './commit-job.js';
+import { openJob, walkFiles, type OpenJob } from './common.js';
+import type { StepEnv } from './env.js';
+import { publishV2 } from './publish.js';
+
+export interface RecoverInput {
+  readonly stagingPath: string;
+}
+
+export interface RecoverResult {
+  readonly jobId: string;
+  /** What the job is now: 'staged' (ready for the remaining tasks), 'committed' or 'aborted'. */
+  readonly state: 'staged' | 'committed' | 'aborted';
+  readonly appAttempt: number;
+  /** Tasks kept from earlier attempts. */
+  readonly committedTasks: readonly string[];
+  /** Tasks still to run, one a line on stdout. */
+  readonly tasksToRun: readonly string[];
+  /** Interrupted task commits, and what recover did with them. */
+  readonly finished: readonly string[];
+  readonly undone: readonly string[];
+  readonly rolledForward: boolean;
+}
+
+export async function recover(env: StepEnv, input: RecoverInput): Promise<RecoverResult> {
+  const first = await openJob(env.store, input.stagingPath);
+  const lease = await Lease.acquire(env.store, first.layout, env, 'recover');
+  try {
+    return await recoverLocked(env, await openJob(env.store, input.stagingPath));
+  } finally {
+    lease.stop();
+    await env.store.delete(lease.path, false).catch(() => false);
+  }
+}
+
+async function recoverLocked(env: StepEnv, open: OpenJob): Promise<RecoverResult> {
+  const { store } = env;
+  const { job, layout } = open;
+  const base = { jobId: job.jobId, appAttempt: job.appAttempt, committedTasks: [], tasksToRun: [], finished: [], undone: [] };
+  if (open.state === 'aborted') {
+    await removeStagingDir(env, layout);
+    return { ...base, state: 'aborted', rolledForward: false };
+  }
+  if (open.state === 'committing' || open.state === 'committed') {
+    env.emit({ type: 'phase', label: 'rolling the commit forward' });
+    await commitJobLocked(env, open);
+    return { ...base, state: 'committed', rolledForward: true };
+  }
+
+  const app = job.appAttempt;
+  const next = app + 1;
+  const claims = await readClaims(store, layout, app);
+  const finished: string[] = [];
+  const undone: string[] = [];
+  for (const claim of [...claims.values()].filter((c) => c.state === 'claimed')) {
+    const root = await finishableRoot(env, layout, job, claim);
+    if (root === null) {
+      await store.delete(layout.claimFile(app, claim.task), false);
+      claims.delete(claim.task);
+      undone.push(claim.taskAttempt);
+    } else {
+      const done: Claim = { ...claim, state: 'committed', root };
+      await store.writeFile(layout.claimFile(app, claim.task), encodeClaim(done));
+      claims.set(claim.task, done);
+      finished.push(claim.taskAttempt);
+    }
+  }
+
+  // Carry committed tasks and aborted attempts into the next app attempt; their files stay put.
+  for (const claim of claims.values()) {
+    await store.createExclusive(layout.claimFile(next, claim.task), encodeClaim({ ...claim, appAttempt: next }));
+  }
+  for (const marker of await store.list(layout.abortedDir(app))) {
+    await store.createExclusive(layout.abortedMarker(next, marker.name), '');
+  }
+  const attempted = await attemptedTasks(store, layout, job);
+  await withdrawOverwrite(store, job.targetPath, job.jobId);
+  await saveJob(store, layout, { ...job, appAttempt: next });
+
+  // Discard what no committed claim refers to in the earlier app attempts.
+  const keep = new Set([...claims.values()].map((c) => c.root ?? '').filter((r) => r !== ''));
+  for (const e of await store.list(layout.temporary)) {
+    if (e.name !== String(next)) await pruneExcept(store, layout, e.path, keep);
+  }
+  await store.delete(layout.output, true);
+  await store.delete(layout.trash, true);
+
+  const committedTasks = [...claims.keys()].sort(byTask);
+  let tasksToRun: string[];
+  if (job.tasks !== undefined) {
+    tasksToRun = [];
+    for (let t = 0; t < job.tasks; t++) if (!claims.has(String(t))) tasksToRun.push(String(t));
+  } else {
+    tasksToRun = [...attempted].filter((t) => !claims.has(t)).sort(byTask);
+  }
+  return { jobId: job.jobId, state: 'staged', appAttempt: next, committedTasks, tasksToRun, finished, undone, rolledForward: false };
+}
+
+function byTask(a: string, b: string): number {
+  const na = Number(a);
+  const nb = Number(b);
+  if (Number.isInteger(na) && Number.isInteger(nb)) return na - nb;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * An interrupted task commit is finished when its files are already where a commit puts them
+ * (the rename happened, or the store keeps files in the attempt dir); otherwise it is undone.
+ * Returns the committed root, or null to undo.
+ */
+async function finishableRoot(env: StepEnv, layout: JobLayout, job: JobManifest, claim: Claim): Promise<string | null> {
+  const { store } = env;
+  const attemptDir = layout.attemptDir(job.appAttempt, claim.taskAttempt);
+  if (job.algorithm === 'v2') {
+    // Some files may already be visible: undoing is impossible, so the publish is completed.
+    await publishV2(env, layout, job, attemptDir, claim.files);
+    return '';
+  }
+  if (!store.caps.directoryRename) {
+    const present = new Set((await walkFiles(store, attemptDir)).map((e) => e.name));
+    return claim.files.every((f) => present.has(f.path)) ? layout.relative(attemptDir) : null;
+  }
+  const taskDir = layout.committedTaskDir(job.appAttempt, claim.task);
+  if ((await store.stat(attemptDir)) === null && (claim.files.length === 0 || (await store.stat(taskDir)) !== null)) {
+    return layout.relative(taskDir);
+  }
+  return null;
+}
+
+/** Tasks that had an attempt in the current app attempt (from attempt dir names). */
+async function attemptedTasks(store: Store, layout: JobLayout, job: JobManifest): Promise<Set<string>> {
+  const out = new Set<string>();
+  const prefix = `attempt_${job.jobId}_`;
+  const add = (name: string) => {
+    if (!name.startsWith(prefix)) return;
+    const rest = name.slice(prefix.length);
+    const cut = rest.lastIndexOf('_');
+    if (cut > 0) out.add(rest.slice(0, cut));
+  };
+  for (const e of await store.list(layout.attemptsDir(job.appAttempt))) add(e.name);
+  for (const e of await store.list(layout.abortedDir(job.appAttempt))) add(e.name);
+  return out;
+}
+
+/** Deletes everything under `dir` except the kept staging-relative roots (and their ancestors). */
+async function pruneExcept(store: Store, layout: JobLayout, dir: string, keep: ReadonlySet<string>): Promise<void> {
+  const rel = layout.relative(dir);
+  if (keep.has(rel)) return;
+  const ancestor = [...keep].some((k) => k.startsWith(rel + '/'));
+  if (!ancestor) {
+    await store.delete(dir, true);
+    return;
+  }
+  for (const e of await store.list(dir)) {
+    if (e.kind === 'dir') await pruneExcept(store, layout, e.path, keep);
+    else await store.delete(e.path, false);
+  }
+}

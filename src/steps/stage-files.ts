@@ -1,0 +1,87 @@
+// stage (task files): puts files into a task attempt's dir, or tells a writer where that dir is.
+
+import { posix } from 'node:path';
+import type { Readable } from 'node:stream';
+import { CommitDeniedError, UsageError } from '../errors.js';
+import type { JobManifest } from '../job/job.js';
+import { taskAttemptName } from '../job/layout.js';
+import { checkAttempt, checkRelativePath, checkTaskId, partitionPath, type PartitionValue } from '../paths.js';
+import { forEachLimit } from '../util/pool.js';
+import { openJob, requireState } from './common.js';
+import type { StepEnv } from './env.js';
+
+export type StagedSource = { readonly localPath: string; readonly name: string } | { readonly stream: Readable; readonly name: string };
+
+export interface StageFilesInput {
+  readonly stagingPath: string;
+  readonly task: string;
+  readonly attempt?: number;
+  readonly partition: readonly PartitionValue[];
+  readonly files: readonly StagedSource[];
+  readonly printPath?: boolean;
+}
+
+export interface StageFilesResult {
+  readonly jobId: string;
+  readonly task: string;
+  readonly attempt: number;
+  /** The attempt dir (or the partition dir inside it), as a URI. */
+  readonly attemptDir: string;
+  /** Table-relative paths of the staged files. */
+  readonly files: readonly string[];
+}
+
+/** The partition path a task's files go to: the job's static values, then the task's own. */
+export function taskPartitionPath(job: JobManifest, given: readonly PartitionValue[], needFull: boolean): string {
+  const cols = job.partitionBy;
+  const values: PartitionValue[] = [...job.staticPartition];
+  let gi = 0;
+  for (; gi < given.length && gi < job.staticPartition.length; gi++) {
+    const s = job.staticPartition[gi]!;
+    const g = given[gi]!;
+    if (g.column !== s.column || g.value !== s.value) {
+      throw new UsageError(`--partition ${g.column}=${g.value} differs from the job's static partition ${s.column}=${s.value}`);
+    }
+  }
+  for (; gi < given.length; gi++) {
+    const g = given[gi]!;
+    const col = cols[values.length];
+    if (col === undefined) throw new UsageError(`--partition ${g.column}: the job has no more partition columns (${cols.join(', ') || 'none'})`);
+    if (g.column !== col) throw new UsageError(`--partition ${g.column}: expected column '${col}' next (partition columns: ${cols.join(', ')})`);
+    values.push(g);
+  }
+  if (needFull && values.length < cols.length) {
+    const missing = cols.slice(values.length);
+    throw new UsageError(`files need a value for partition column(s) ${missing.join(', ')}: add --partition ${missing[0]}=VALUE`);
+  }
+  return partitionPath(values);
+}
+
+export async function stageFiles(env: StepEnv, input: StageFilesInput): Promise<StageFilesResult> {
+  const { store } = env;
+  const task = checkTaskId(input.task);
+  const attempt = checkAttempt(input.attempt);
+  const open = await openJob(store, input.stagingPath);
+  const { job, layout } = open;
+  requireState(open, ['staged'], 'stage files');
+  const part = taskPartitionPath(job, input.partition, !input.printPath);
+  const names = input.files.map((f) => checkRelativePath(f.name, 'file name'));
+  if (new Set(names).size !== names.length) throw new UsageError('two staged files have the same name: give each file once');
+  if (input.files.length === 0 && !input.printPath) throw new UsageError('nothing to stage: give FILE… (or - with --name for stdin), or --print-path');
+
+  const taskAttempt = taskAttemptName(job.jobId, task, attempt);
+  if (await store.stat(layout.abortedMarker(job.appAttempt, taskAttempt))) {
+    throw new CommitDeniedError(`task attempt ${taskAttempt} was aborted: it can never commit; stage into a new --attempt`);
+  }
+  const dir = layout.attemptDir(job.appAttempt, taskAttempt);
+  const partDir = part ? posix.join(dir, part) : dir;
+  if (input.printPath) {
+    await store.mkdirs(partDir);
+    return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(partDir), files: [] };
+  }
+  await forEachLimit(input.files, env.concurrency, async (f) => {
+    const dst = posix.join(partDir, f.name);
+    await store.put(dst, 'localPath' in f ? { localPath: f.localPath } : { stream: f.stream });
+  });
+  return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(partDir), files: names.map((n) => (part ? `${part}/${n}` : n)) };
+}

@@ -1,0 +1,126 @@
+// stage (new job): checks the target and mode, creates the staging dir and `_job.yaml`.
+
+import { randomUUID } from 'node:crypto';
+import { posix } from 'node:path';
+import { UsageError } from '../errors.js';
+import { encodeJob, type Algorithm, type JobManifest, type Mode } from '../job/job.js';
+import { defaultStagingRoot, JobLayout } from '../job/layout.js';
+import { isDataName, normalizeColumn, type PartitionValue } from '../paths.js';
+import type { StepEnv } from './env.js';
+
+export interface StageJobInput {
+  readonly targetPath: string;
+  /** Explicit staging dir; else `<stagingRoot>/<jobId>`; else the default hidden sibling. */
+  readonly stagingPath?: string;
+  readonly stagingRoot?: string;
+  readonly mode: Mode;
+  readonly algorithm: Algorithm;
+  readonly partition: readonly PartitionValue[];
+  readonly partitionBy?: readonly string[];
+  readonly jobId?: string;
+  readonly tasks?: number;
+}
+
+export interface StageJobResult {
+  readonly jobId: string;
+  readonly handle: string;
+  readonly stagingPath: string;
+  readonly job: JobManifest;
+}
+
+const JOB_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+function isInside(child: string, parent: string): boolean {
+  return child === parent || child.startsWith(parent.endsWith('/') ? parent : parent + '/');
+}
+
+export function resolvePartitioning(partition: readonly PartitionValue[], partitionBy: readonly string[] | undefined): string[] {
+  const seen = new Set<string>();
+  for (const p of partition) {
+    if (seen.has(p.column)) throw new UsageError(`--partition ${p.column} is given twice: give each column once`);
+    seen.add(p.column);
+  }
+  if (!partitionBy) return partition.map((p) => p.column);
+  const cols = partitionBy.map(normalizeColumn);
+  if (new Set(cols).size !== cols.length) throw new UsageError(`--partition-by ${cols.join(',')} names a column twice`);
+  partition.forEach((p, i) => {
+    if (cols[i] !== p.column) {
+      throw new UsageError(
+        `--partition ${p.column} does not match --partition-by ${cols.join(',')}: static values must be the leading columns, in order`,
+      );
+    }
+  });
+  return cols;
+}
+
+export async function stageJob(env: StepEnv, input: StageJobInput): Promise<StageJobResult> {
+  const { store } = env;
+  if (input.algorithm === 'v2' && input.mode === 'overwrite') {
+    throw new UsageError(
+      "--algorithm v2 cannot be used with --mode overwrite: v2 publishes each task as it commits, so a failed job would leave the old data deleted and the new data half written; use v1 (the default)",
+    );
+  }
+  if (input.tasks !== undefined && (!Number.isInteger(input.tasks) || input.tasks < 1)) {
+    throw new UsageError(`--tasks must be a positive whole number, got ${input.tasks}`);
+  }
+  const partitionBy = resolvePartitioning(input.partition, input.partitionBy);
+  const jobId = input.jobId ?? randomUUID();
+  if (!JOB_ID.test(jobId)) {
+    throw new UsageError(`invalid --job-id '${jobId}': use letters, digits, '.', '_' and '-' (up to 128, not first)`);
+  }
+  const targetPath = input.targetPath.replace(/\/+$/, '') || '/';
+  if (targetPath === '/') throw new UsageError('the target cannot be the root of the store: give a table directory');
+
+  const stagingPath = (input.stagingPath ?? posix.join(input.stagingRoot ?? defaultStagingRoot(targetPath), jobId)).replace(/\/+$/, '');
+  if (isInside(targetPath, stagingPath)) {
+    throw new UsageError(`the target ${store.toUri(targetPath)} is inside the staging dir ${store.toUri(stagingPath)}: choose another --staging-dir`);
+  }
+  if (isInside(stagingPath, targetPath)) {
+    const rel = posix.relative(targetPath, stagingPath);
+    if (rel.split('/').every(isDataName)) {
+      throw new UsageError(
+        `the staging dir ${store.toUri(stagingPath)} is inside the target, where readers would see it: choose a --staging-dir outside it (or under a name starting with '_' or '.')`,
+      );
+    }
+  }
+
+  const target = await store.stat(targetPath);
+  if (target && target.kind !== 'dir') {
+    throw new UsageError(`the target ${store.toUri(targetPath)} exists and is not a directory: give a table directory`);
+  }
+  if (input.mode === 'create' && target) {
+    throw new UsageError(
+      `the target ${store.toUri(targetPath)} already exists and --mode create never replaces anything: use --mode append or --mode overwrite, or choose a new target`,
+    );
+  }
+  const existing = await store.list(stagingPath);
+  if (existing.length > 0) {
+    throw new UsageError(
+      input.stagingPath
+        ? `the staging dir ${store.toUri(stagingPath)} is not empty: a job never adopts files it did not stage; choose an empty or new --staging-dir`
+        : `job id '${jobId}' is already in use (${store.toUri(stagingPath)}): choose another --job-id, or leave it out for a fresh UUID`,
+    );
+  }
+
+  const job: JobManifest = {
+    jobId,
+    target: store.toUri(targetPath),
+    targetPath,
+    staging: store.toUri(stagingPath),
+    mode: input.mode,
+    algorithm: input.algorithm,
+    partitionBy,
+    staticPartition: input.partition,
+    tasks: input.tasks,
+    appAttempt: 0,
+    state: 'staged',
+    stagedAtMs: env.now(),
+    owner: { user: env.user, host: env.host, pid: env.pid },
+  };
+  const layout = new JobLayout(stagingPath);
+  await store.mkdirs(stagingPath);
+  if (!(await store.createExclusive(layout.jobFile, encodeJob(job)))) {
+    throw new UsageError(`job id '${jobId}' is already in use (${store.toUri(stagingPath)}): choose another --job-id`);
+  }
+  return { jobId, handle: store.toUri(stagingPath), stagingPath, job };
+}

@@ -1,0 +1,76 @@
+// status: what a job is doing — state, tasks, files, bytes, age, owner, lease.
+
+import { readClaims } from '../job/claims.js';
+import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
+import type { JobManifest } from '../job/job.js';
+import { openJob } from './common.js';
+import type { StepEnv } from './env.js';
+
+export interface TaskStatus {
+  readonly task: string;
+  readonly state: 'committed' | 'committing' | 'attempted' | 'aborted';
+  readonly attempts: readonly string[];
+  readonly winner?: string;
+  readonly files: number;
+  readonly bytes: number;
+}
+
+export interface StatusResult {
+  readonly jobId: string;
+  readonly state: string;
+  readonly job: JobManifest;
+  readonly ageSeconds: number;
+  readonly tasks: readonly TaskStatus[];
+  readonly declaredMissing: readonly string[];
+  readonly files: number;
+  readonly bytes: number;
+  readonly lease: { readonly live: boolean; readonly holder: string } | null;
+}
+
+export async function status(env: StepEnv, input: { stagingPath: string }): Promise<StatusResult> {
+  const { store } = env;
+  const open = await openJob(store, input.stagingPath);
+  const { job, layout } = open;
+  const app = job.appAttempt;
+  const claims = await readClaims(store, layout, app);
+  const byTask = new Map<string, { attempts: Set<string>; aborted: Set<string> }>();
+  const entry = (t: string) => {
+    let e = byTask.get(t);
+    if (!e) byTask.set(t, (e = { attempts: new Set(), aborted: new Set() }));
+    return e;
+  };
+  const prefix = `attempt_${job.jobId}_`;
+  const taskOf = (name: string) => (name.startsWith(prefix) ? name.slice(prefix.length, name.slice(prefix.length).lastIndexOf('_') + prefix.length) : null);
+  for (const e of await store.list(layout.attemptsDir(app))) {
+    const t = taskOf(e.name);
+    if (t) entry(t).attempts.add(e.name);
+  }
+  for (const e of await store.list(layout.abortedDir(app))) {
+    const t = taskOf(e.name);
+    if (t) entry(t).aborted.add(e.name);
+  }
+  for (const t of claims.keys()) entry(t);
+  const tasks: TaskStatus[] = [...byTask.entries()].map(([task, e]) => {
+    const c = claims.get(task);
+    const files = c?.files ?? [];
+    const state = c ? (c.state === 'committed' ? 'committed' : 'committing') : e.attempts.size ? 'attempted' : 'aborted';
+    const attempts = [...new Set([...e.attempts, ...e.aborted, ...(c ? [c.taskAttempt] : [])])].sort();
+    return { task, state, attempts, winner: c?.taskAttempt, files: c ? files.length : 0, bytes: c ? files.reduce((a, f) => a + f.size, 0) : 0 };
+  });
+  tasks.sort((a, b) => (Number(a.task) - Number(b.task)) || (a.task < b.task ? -1 : a.task > b.task ? 1 : 0));
+  const declaredMissing: string[] = [];
+  if (job.tasks !== undefined) for (let t = 0; t < job.tasks; t++) if (claims.get(String(t))?.state !== 'committed') declaredMissing.push(String(t));
+  const lease = await readCurrentLease(store, layout);
+  const committed = tasks.filter((t) => t.state === 'committed');
+  return {
+    jobId: job.jobId,
+    state: open.state,
+    job,
+    ageSeconds: Math.max(0, Math.round((env.now() - job.stagedAtMs) / 1000)),
+    tasks,
+    declaredMissing,
+    files: committed.reduce((a, t) => a + t.files, 0),
+    bytes: committed.reduce((a, t) => a + t.bytes, 0),
+    lease: lease ? { live: isLeaseLive(lease.record, env), holder: describeHolder(lease.record) } : null,
+  };
+}

@@ -1,0 +1,77 @@
+// A store wrapper that every call goes through: counts operations (DESIGN §9) and lets a
+// hook run before each mutation (fault injection wraps the real store here, never a mock).
+
+import type { Readable } from 'node:stream';
+import { InjectedFault } from '../errors.js';
+import type { Entry, ListOptions, MutatingOp, RenameOptions, Store, StoreOp } from './types.js';
+
+export type OpCounts = Partial<Record<StoreOp, number>>;
+
+/** Called before each mutating operation with its 1-based sequence number. */
+export type MutationHook = (n: number, op: MutatingOp, path: string) => void | Promise<void>;
+
+export class InstrumentedStore implements Store {
+  readonly counts: OpCounts = {};
+  private mutations = 0;
+  constructor(readonly inner: Store, private readonly beforeMutation?: MutationHook) {}
+
+  get name(): string { return this.inner.name; }
+  get caps() { return this.inner.caps; }
+  get mutationCount(): number { return this.mutations; }
+
+  private count(op: StoreOp): void {
+    this.counts[op] = (this.counts[op] ?? 0) + 1;
+  }
+
+  private async mutate(op: MutatingOp, path: string): Promise<void> {
+    this.count(op);
+    const n = ++this.mutations;
+    if (this.beforeMutation) await this.beforeMutation(n, op, path);
+  }
+
+  toUri(p: string): string { return this.inner.toUri(p); }
+  async stat(p: string): Promise<Entry | null> { this.count('stat'); return this.inner.stat(p); }
+  async list(d: string, o?: ListOptions): Promise<Entry[]> { this.count('list'); return this.inner.list(d, o); }
+  async readFile(p: string): Promise<Buffer | null> { this.count('readFile'); return this.inner.readFile(p); }
+  async writeFile(p: string, data: Buffer | string): Promise<void> {
+    await this.mutate('writeFile', p);
+    return this.inner.writeFile(p, data);
+  }
+  async createExclusive(p: string, data: Buffer | string): Promise<boolean> {
+    await this.mutate('createExclusive', p);
+    return this.inner.createExclusive(p, data);
+  }
+  async mkdirs(p: string): Promise<void> { await this.mutate('mkdirs', p); return this.inner.mkdirs(p); }
+  async rename(s: string, d: string, o?: RenameOptions): Promise<void> {
+    await this.mutate('rename', s);
+    return this.inner.rename(s, d, o);
+  }
+  async copy(s: string, d: string): Promise<void> { await this.mutate('copy', s); return this.inner.copy(s, d); }
+  async delete(p: string, r: boolean): Promise<boolean> { await this.mutate('delete', p); return this.inner.delete(p, r); }
+  async put(d: string, src: { localPath: string } | { stream: Readable }): Promise<void> {
+    await this.mutate('put', d);
+    return this.inner.put(d, src);
+  }
+}
+
+/** A hook that throws at the k-th mutation: the operation and all after it never happen. */
+export function failAt(k: number): MutationHook {
+  let tripped = false;
+  return (n, op, path) => {
+    if (tripped || n >= k) {
+      tripped = true;
+      throw new InjectedFault(n, op, path);
+    }
+  };
+}
+
+/** A hook that SIGKILLs this process at the k-th mutation (real-kill crash tests). */
+export function killAt(k: number): MutationHook {
+  return (n) => {
+    if (n >= k) process.kill(process.pid, 'SIGKILL');
+  };
+}
+
+export function totalOps(counts: OpCounts): number {
+  return Object.values(counts).reduce((a, b) => a + (b ?? 0), 0);
+}

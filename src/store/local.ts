@@ -1,0 +1,213 @@
+// The local filesystem store: atomic renames, real directories, claims by link().
+
+import { constants as fsc, createWriteStream, promises as fs } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+import { StoreError } from '../errors.js';
+import type { Entry, EntryKind, ListOptions, RenameOptions, Store, StoreCapabilities } from './types.js';
+
+const CAPS: StoreCapabilities = {
+  atomicRename: true,
+  directoryRename: true,
+  atomicCreate: true,
+  serverSideCopy: true,
+  realDirectories: true,
+};
+
+function code(e: unknown): string | undefined {
+  return (e as NodeJS.ErrnoException)?.code;
+}
+
+function wrap(e: unknown, op: string, paths: string[]): StoreError {
+  const c = code(e);
+  const kind = c === 'ENOENT' ? 'not-found' : c === 'EEXIST' || c === 'ENOTEMPTY' ? 'exists' : 'io';
+  return new StoreError(kind, op, paths, (e as Error).message ?? String(e));
+}
+
+function kindOf(d: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): EntryKind {
+  return d.isFile() ? 'file' : d.isDirectory() ? 'dir' : d.isSymbolicLink() ? 'symlink' : 'other';
+}
+
+function tempName(p: string): string {
+  return path.join(path.dirname(p), `.${path.basename(p)}.tmp-${randomBytes(6).toString('hex')}`);
+}
+
+export class LocalStore implements Store {
+  readonly name = 'local';
+  readonly caps = CAPS;
+
+  toUri(p: string): string {
+    return p;
+  }
+
+  async stat(p: string): Promise<Entry | null> {
+    try {
+      const s = await fs.lstat(p);
+      return { name: path.basename(p), path: p, kind: kindOf(s), size: s.size, mtimeMs: s.mtimeMs };
+    } catch (e) {
+      if (code(e) === 'ENOENT' || code(e) === 'ENOTDIR') return null;
+      throw wrap(e, 'stat', [p]);
+    }
+  }
+
+  async list(dir: string, opts: ListOptions = {}): Promise<Entry[]> {
+    let dirents;
+    try {
+      dirents = await fs.readdir(dir, { withFileTypes: true });
+    } catch (e) {
+      if (code(e) === 'ENOENT' || code(e) === 'ENOTDIR') return [];
+      throw wrap(e, 'list', [dir]);
+    }
+    const entries = dirents.map((d) => ({
+      name: d.name,
+      path: path.join(dir, d.name),
+      kind: kindOf(d),
+      size: -1,
+      mtimeMs: -1,
+    }));
+    if (!opts.details) return entries;
+    const out: Entry[] = [];
+    for (const e of entries) {
+      const s = await this.stat(e.path);
+      if (s) out.push(s); // vanished meanwhile: not listed
+    }
+    return out;
+  }
+
+  async readFile(p: string): Promise<Buffer | null> {
+    try {
+      return await fs.readFile(p);
+    } catch (e) {
+      if (code(e) === 'ENOENT') return null;
+      throw wrap(e, 'readFile', [p]);
+    }
+  }
+
+  private async writeTemp(p: string, data: Buffer | string): Promise<string> {
+    await this.mkdirs(path.dirname(p));
+    const tmp = tempName(p);
+    const fh = await fs.open(tmp, 'wx');
+    try {
+      await fh.writeFile(data);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    return tmp;
+  }
+
+  async writeFile(p: string, data: Buffer | string): Promise<void> {
+    try {
+      const tmp = await this.writeTemp(p, data);
+      await fs.rename(tmp, p);
+    } catch (e) {
+      throw e instanceof StoreError ? e : wrap(e, 'writeFile', [p]);
+    }
+  }
+
+  async createExclusive(p: string, data: Buffer | string): Promise<boolean> {
+    let tmp: string | undefined;
+    try {
+      tmp = await this.writeTemp(p, data);
+      await fs.link(tmp, p);
+      return true;
+    } catch (e) {
+      if (code(e) === 'EEXIST') return false;
+      throw e instanceof StoreError ? e : wrap(e, 'createExclusive', [p]);
+    } finally {
+      if (tmp) await fs.rm(tmp, { force: true });
+    }
+  }
+
+  async mkdirs(p: string): Promise<void> {
+    try {
+      await fs.mkdir(p, { recursive: true });
+    } catch (e) {
+      throw wrap(e, 'mkdirs', [p]);
+    }
+  }
+
+  async rename(src: string, dst: string, opts: RenameOptions = {}): Promise<void> {
+    try {
+      if (opts.replace) {
+        await fs.rename(src, dst);
+        return;
+      }
+      const s = await fs.lstat(src);
+      if (s.isDirectory()) {
+        // rename(2) silently replaces an empty directory: refuse any existing destination.
+        if (await this.stat(dst)) throw new StoreError('exists', 'rename', [src, dst], 'destination exists');
+        await fs.rename(src, dst);
+        return;
+      }
+      await this.renameFileNoReplace(src, dst);
+    } catch (e) {
+      throw e instanceof StoreError ? e : wrap(e, 'rename', [src, dst]);
+    }
+  }
+
+  /** link() then unlink(): the destination is created atomically and never clobbered. */
+  private async renameFileNoReplace(src: string, dst: string): Promise<void> {
+    try {
+      await fs.link(src, dst);
+    } catch (e) {
+      if (code(e) === 'EEXIST') {
+        // A crash between link and unlink leaves both names on one inode: finish the move.
+        const [a, b] = await Promise.all([fs.lstat(src), fs.lstat(dst)]);
+        if (a.ino === b.ino && a.dev === b.dev) {
+          await fs.unlink(src);
+          return;
+        }
+        throw new StoreError('exists', 'rename', [src, dst], 'destination exists');
+      }
+      if (code(e) === 'EPERM' || code(e) === 'EXDEV' || code(e) === 'ENOTSUP') {
+        if (await this.stat(dst)) throw new StoreError('exists', 'rename', [src, dst], 'destination exists');
+        await fs.rename(src, dst);
+        return;
+      }
+      throw e;
+    }
+    await fs.unlink(src);
+  }
+
+  async copy(src: string, dst: string): Promise<void> {
+    try {
+      await fs.copyFile(src, dst, fsc.COPYFILE_FICLONE);
+    } catch (e) {
+      throw wrap(e, 'copy', [src, dst]);
+    }
+  }
+
+  async delete(p: string, recursive: boolean): Promise<boolean> {
+    try {
+      const s = await fs.lstat(p);
+      if (s.isDirectory()) {
+        if (recursive) await fs.rm(p, { recursive: true, force: true });
+        else await fs.rmdir(p);
+      } else {
+        await fs.unlink(p);
+      }
+      return true;
+    } catch (e) {
+      if (code(e) === 'ENOENT') return false;
+      throw wrap(e, 'delete', [p]);
+    }
+  }
+
+  async put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> {
+    try {
+      await this.mkdirs(path.dirname(dst));
+      if ('localPath' in source) {
+        await fs.copyFile(source.localPath, dst, fsc.COPYFILE_FICLONE);
+      } else {
+        const tmp = tempName(dst);
+        await pipeline(source.stream, createWriteStream(tmp, { flags: 'wx' }));
+        await fs.rename(tmp, dst);
+      }
+    } catch (e) {
+      throw e instanceof StoreError ? e : wrap(e, 'put', [dst]);
+    }
+  }
+}

@@ -1,0 +1,73 @@
+// URIs → a store and a path in it. One store per scheme and authority; the protocol never
+// sees the scheme.
+
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { UsageError } from '../errors.js';
+import { LocalStore } from './local.js';
+import type { Store } from './types.js';
+
+export type Scheme = 'file' | 's3' | 'hdfs' | 'webhdfs' | 'swebhdfs';
+
+export interface ParsedUri {
+  readonly scheme: Scheme;
+  /** Bucket, or name node host:port / name service; '' for local files. */
+  readonly authority: string;
+  /** The path inside the store (absolute, '/'-separated). */
+  readonly path: string;
+}
+
+const REMOTE = /^([a-z][a-z0-9+.-]*):\/\/([^/]*)(\/.*)?$/i;
+
+export function parseUri(raw: string, cwd: string): ParsedUri {
+  if (raw === '') throw new UsageError('an empty path or URI was given: give a directory path or a URI such as s3://bucket/table');
+  if (raw.startsWith('file:')) {
+    let p: string;
+    try {
+      p = fileURLToPath(raw);
+    } catch (e) {
+      throw new UsageError(`invalid file URI '${raw}': ${(e as Error).message}; use file:///absolute/path`);
+    }
+    return { scheme: 'file', authority: '', path: normalize(p) };
+  }
+  const m = REMOTE.exec(raw);
+  if (m) {
+    const scheme = m[1]!.toLowerCase();
+    if (scheme !== 's3' && scheme !== 'hdfs' && scheme !== 'webhdfs' && scheme !== 'swebhdfs') {
+      throw new UsageError(`unsupported URI scheme '${scheme}://' in '${raw}': use a local path, file://, s3://, hdfs://, webhdfs:// or swebhdfs://`);
+    }
+    if (!m[2]) throw new UsageError(`'${raw}' names no ${scheme === 's3' ? 'bucket' : 'name node'}: use ${scheme}://${scheme === 's3' ? 'BUCKET' : 'HOST:PORT'}/path`);
+    return { scheme, authority: m[2], path: normalize(decodeURIComponent(m[3] ?? '/')) };
+  }
+  return { scheme: 'file', authority: '', path: normalize(path.resolve(cwd, raw)) };
+}
+
+function normalize(p: string): string {
+  const n = path.posix.normalize(p.replace(/\\/g, '/'));
+  return n.length > 1 ? n.replace(/\/+$/, '') : n;
+}
+
+export function storeKey(u: ParsedUri): string {
+  return `${u.scheme === 'webhdfs' || u.scheme === 'swebhdfs' ? 'hdfs' : u.scheme}://${u.authority}`;
+}
+
+/** Opens stores by scheme; later backends register here, not in the protocol. */
+export interface StoreOpener {
+  open(u: ParsedUri): Store;
+}
+
+export class DefaultStoreOpener implements StoreOpener {
+  private readonly cache = new Map<string, Store>();
+  open(u: ParsedUri): Store {
+    const key = storeKey(u);
+    let s = this.cache.get(key);
+    if (!s) {
+      if (u.scheme !== 'file') {
+        throw new UsageError(`${u.scheme}:// stores are not available in this build of stagecommit: use a local path`);
+      }
+      s = new LocalStore();
+      this.cache.set(key, s);
+    }
+    return s;
+  }
+}

@@ -1,0 +1,79 @@
+// The one store interface every backend implements, with capabilities declared at construction.
+
+import type { Readable } from 'node:stream';
+
+/** What a store can do; the protocol asks these, never which store it is. */
+export interface StoreCapabilities {
+  /** A file rename is one atomic, cheap operation. */
+  readonly atomicRename: boolean;
+  /** A directory (with everything under it) moves with one atomic rename. */
+  readonly directoryRename: boolean;
+  /** Create-if-absent is atomic (used for commit claims and leases). */
+  readonly atomicCreate: boolean;
+  /** Files can be copied without the data passing through this process. */
+  readonly serverSideCopy: boolean;
+  /** Empty directories exist on their own (false on object stores). */
+  readonly realDirectories: boolean;
+}
+
+export type EntryKind = 'file' | 'dir' | 'symlink' | 'other';
+
+export interface Entry {
+  readonly name: string;
+  readonly path: string;
+  readonly kind: EntryKind;
+  /** Bytes; -1 when the listing was asked without details. */
+  readonly size: number;
+  /** Modification time; -1 when the listing was asked without details. */
+  readonly mtimeMs: number;
+}
+
+export interface ListOptions {
+  /** Fill size and mtime (costs a stat per entry on some stores). */
+  readonly details?: boolean;
+}
+
+export interface RenameOptions {
+  /** Replace an existing destination file atomically (manifest updates, overwrite of a file). */
+  readonly replace?: boolean;
+}
+
+/**
+ * Paths are absolute, '/'-separated strings in the store's own namespace
+ * (a filesystem path locally, "/bucket/key" on S3, the HDFS path on WebHDFS).
+ *
+ * Error contract (StoreError.kind):
+ * - reads of a missing path return null (stat, readFile) or [] (list): never an error;
+ * - rename without `replace` onto an existing path fails with 'exists'; a missing source fails
+ *   with 'not-found'; the destination's parent must exist (mkdirs first);
+ * - delete of a missing path returns false: cleanup is idempotent;
+ * - createExclusive returns false when the path exists.
+ */
+export interface Store {
+  readonly name: string;
+  readonly caps: StoreCapabilities;
+  /** The URI a user would type for this path. */
+  toUri(path: string): string;
+  stat(path: string): Promise<Entry | null>;
+  /** Direct children of a directory; [] when it does not exist. */
+  list(dir: string, opts?: ListOptions): Promise<Entry[]>;
+  readFile(path: string): Promise<Buffer | null>;
+  /** Writes a whole file: readers see the old content or the new, never a part. Creates parents. */
+  writeFile(path: string, data: Buffer | string): Promise<void>;
+  /** Creates a whole file only if nothing is at the path; false if something is. Creates parents. */
+  createExclusive(path: string, data: Buffer | string): Promise<boolean>;
+  mkdirs(path: string): Promise<void>;
+  rename(src: string, dst: string, opts?: RenameOptions): Promise<void>;
+  /** Server-side copy of one file (stores with serverSideCopy). */
+  copy(src: string, dst: string): Promise<void>;
+  delete(path: string, recursive: boolean): Promise<boolean>;
+  /** Stores a local file or a stream at dst, creating parents. */
+  put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void>;
+}
+
+/** Operation names as counted in metrics (DESIGN §9). */
+export const READ_OPS = ['stat', 'list', 'readFile'] as const;
+export const MUTATING_OPS = ['writeFile', 'createExclusive', 'mkdirs', 'rename', 'copy', 'delete', 'put'] as const;
+export type ReadOp = (typeof READ_OPS)[number];
+export type MutatingOp = (typeof MUTATING_OPS)[number];
+export type StoreOp = ReadOp | MutatingOp;
