@@ -35,16 +35,12 @@ export interface StageFilesResult {
 export function taskPartitionPath(job: JobManifest, given: readonly PartitionValue[], needFull: boolean): string {
   const cols = job.partitionBy;
   const values: PartitionValue[] = [...job.staticPartition];
-  let gi = 0;
-  for (; gi < given.length && gi < job.staticPartition.length; gi++) {
-    const s = job.staticPartition[gi]!;
-    const g = given[gi]!;
-    if (g.column !== s.column || g.value !== s.value) {
-      throw new UsageError(`--partition ${g.column}=${g.value} differs from the job's static partition ${s.column}=${s.value}`);
+  for (const g of given) {
+    const s = job.staticPartition.find((p) => p.column === g.column);
+    if (s) {
+      if (g.value !== s.value) throw new UsageError(`--partition ${g.column}=${g.value} differs from the job's static partition ${s.column}=${s.value}`);
+      continue;
     }
-  }
-  for (; gi < given.length; gi++) {
-    const g = given[gi]!;
     const col = cols[values.length];
     if (col === undefined) throw new UsageError(`--partition ${g.column}: the job has no more partition columns (${cols.join(', ') || 'none'})`);
     if (g.column !== col) throw new UsageError(`--partition ${g.column}: expected column '${col}' next (partition columns: ${cols.join(', ')})`);

@@ -1,0 +1,41 @@
+// Runs the built CLI as a user would: a child process, its exit code, stdout and stderr.
+
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = fileURLToPath(new URL('../../../bin/stagecommit.js', import.meta.url));
+
+export interface CliResult {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface CliOptions {
+  readonly env?: Record<string, string | undefined>;
+  readonly input?: string | Buffer;
+  readonly cwd?: string;
+}
+
+export function cli(args: readonly string[], opts: CliOptions = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', ...opts.env };
+    for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+    const child = spawn(process.execPath, [BIN, ...args], { env, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+/** Runs the CLI and fails with its stderr unless it exits 0; returns stdout trimmed. */
+export async function ok(args: readonly string[], opts: CliOptions = {}): Promise<string> {
+  const r = await cli(args, opts);
+  if (r.code !== 0) throw new Error(`stagecommit ${args.join(' ')} exited ${r.code ?? r.signal}: ${r.stderr}`);
+  return r.stdout.trim();
+}
