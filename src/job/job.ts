@@ -74,7 +74,10 @@ export function encodeJob(job: JobManifest): string {
 export function decodeJob(text: string, file: string): JobManifest {
   const f = new Fields(decodeManifest(text, file), file);
   f.kind(KIND, VERSION);
-  const owner = new Fields(f.object('owner'), file);
+  const ownerOf = (): Owner => {
+    const o = new Fields(f.object('owner'), file);
+    return { user: o.string('user'), host: o.string('host'), pid: o.number('pid') };
+  };
   const job: JobManifest = {
     jobId: f.string('jobId'),
     state: f.oneOf('state', JOB_STATES),
@@ -91,7 +94,7 @@ export function decodeJob(text: string, file: string): JobManifest {
     tasks: f.optNumber('tasks'),
     appAttempt: f.number('appAttempt'),
     stagedAtMs: f.number('stagedAtMs'),
-    owner: { user: owner.string('user'), host: owner.string('host'), pid: owner.number('pid') },
+    owner: ownerOf(),
   };
   if (job.staticPartition.length > job.partitionBy.length) {
     throw new CorruptManifestError(file, 'staticPartition', 'has more columns than partitionBy');

@@ -80,6 +80,8 @@ function newNode(name: string): Node {
 }
 
 const join = (a: string, b: string): string => (a === '' ? b : b === '' ? a : `${a}/${b}`);
+/** A child of a location: 't:' + 'x' is 't:x', 's:_output' + 'x' is 's:_output/x'. */
+const childLoc = (loc: Loc, name: string): Loc => (loc.endsWith(':') ? loc + name : `${loc}/${name}`);
 
 /** Builds the output tree; two files with one destination are an error before the commit point. */
 export function buildTree(sources: readonly SourceTree[], skip?: ReadonlySet<string>): Node {
@@ -178,7 +180,7 @@ class Planner {
     if (rest.length === 0) return phase - 1;
     if (!this.input.renameDirs) {
       let last = phase;
-      for (const [name, child] of node.children) last = Math.max(last, this.moveIntoAbsent(child, join(rel, name), `${dest}/${name}`, placed, phase));
+      for (const [name, child] of node.children) last = Math.max(last, this.moveIntoAbsent(child, join(rel, name), childLoc(dest, name), placed, phase));
       return last;
     }
     const lead = Planner.largest(node, placed);
@@ -187,7 +189,7 @@ class Planner {
     const inPlace = new Set(placed).add(lead);
     let last = phase;
     for (const [name, child] of node.children) {
-      const childDest = `${dest}/${name}`;
+      const childDest = childLoc(dest, name);
       const childRel = join(rel, name);
       if (child.sources.has(lead)) last = Math.max(last, this.mergeInto(child, childRel, childDest, inPlace, phase + 1, null));
       else last = Math.max(last, this.moveIntoAbsent(child, childRel, childDest, inPlace, phase + 1));
@@ -203,7 +205,7 @@ class Planner {
     let last = phase;
     for (const [name, child] of node.children) {
       const childRel = join(rel, name);
-      const childDest = `${dest}/${name}`;
+      const childDest = childLoc(dest, name);
       if (this.remaining(child, placed).length === 0) continue;
       const old = existing?.get(name);
       const placedHere = [...child.sources.keys()].some((si) => placed.has(si));

@@ -1,0 +1,50 @@
+// Hive escaping of partition values, and the checks that keep every path inside the target.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { decodeManifest, encodeManifest } from '../src/manifest/codec.js';
+import { decodeJob } from '../src/job/job.js';
+import { checkRelativePath, escapePartitionValue, parsePartitionArg, partitionOfFile, unescapePartitionValue } from '../src/paths.js';
+
+test('partition values are escaped as Hive FileUtils.escapePathName does', () => {
+  assert.equal(escapePartitionValue('2026-11-30'), '2026-11-30');
+  assert.equal(escapePartitionValue('a/b'), 'a%2Fb');
+  assert.equal(escapePartitionValue('"#%\'*/:=?\\{[]^'), '%22%23%25%27%2A%2F%3A%3D%3F%5C%7B%5B%5D%5E');
+  assert.equal(escapePartitionValue('\u0001\u001f\u007f'), '%01%1F%7F');
+  assert.equal(escapePartitionValue('São Paulo 東京'), 'São Paulo 東京');
+  assert.equal(escapePartitionValue(''), '__HIVE_DEFAULT_PARTITION__');
+  assert.equal(escapePartitionValue(null), '__HIVE_DEFAULT_PARTITION__');
+  assert.equal(escapePartitionValue('..'), '..', 'a value is one segment below col=, so .. cannot climb');
+  for (const v of ['a/b', '50% off', 'x=y?', 'ok']) assert.equal(unescapePartitionValue(escapePartitionValue(v)), v);
+});
+
+test('--partition K=V: columns lower-cased, the first = splits, the value is raw', () => {
+  assert.deepEqual(parsePartitionArg('DT=a=b'), { column: 'dt', value: 'a=b' });
+  assert.deepEqual(parsePartitionArg('dt='), { column: 'dt', value: '' });
+  assert.throws(() => parsePartitionArg('=x'), /expected COLUMN=VALUE/);
+  assert.throws(() => parsePartitionArg('d/t=x'), /invalid partition column/);
+  assert.throws(() => parsePartitionArg('_dt=x'), /invalid partition column/);
+});
+
+test('task file paths: no .., no absolute path, no empty name', () => {
+  assert.equal(checkRelativePath('dt=1/a.csv'), 'dt=1/a.csv');
+  for (const bad of ['../a', 'a/../../b', '/etc/passwd', 'a//b', 'a/', './a', 'C:\\x']) assert.throws(() => checkRelativePath(bad), /invalid/, bad);
+});
+
+test('files must sit under a full partition path of the job', () => {
+  assert.equal(partitionOfFile('dt=1/region=eu/a', ['dt', 'region'], 'dt=1'), 'dt=1/region=eu');
+  assert.equal(partitionOfFile('a', [], ''), '');
+  assert.throws(() => partitionOfFile('dt=1/a', ['dt', 'region'], ''), /segment 'a' should be region=VALUE|not inside a partition/);
+  assert.throws(() => partitionOfFile('dt=2/a', ['dt'], 'dt=1'), /outside the job's static partition/);
+  assert.throws(() => partitionOfFile('a', ['dt'], ''), /not inside a partition/);
+});
+
+test('manifests: long lists one JSON line each, hand-edited YAML still loads, errors name the field', () => {
+  const text = encodeManifest({ kind: 'k', version: 1, name: 'x: y' }, { files: [{ path: 'a b', size: 1 }] });
+  assert.match(text, /^files:\n {2}- \{"path":"a b","size":1\}$/m);
+  assert.deepEqual(decodeManifest(text, 'f'), { kind: 'k', version: 1, name: 'x: y', files: [{ path: 'a b', size: 1 }] });
+  assert.deepEqual(decodeManifest('kind: k\nfiles:\n  - path: a\n    size: 2\n', 'f').files, [{ path: 'a', size: 2 }]);
+  assert.throws(() => decodeManifest('', '/s/_job.yaml'), /\/s\/_job.yaml: field '\(document\)' is not a mapping/);
+  assert.throws(() => decodeJob('kind: stagecommit/job\nversion: 1\njobId: j\nstate: weird\n', '/s/_job.yaml'), /\/s\/_job.yaml: field 'state' is 'weird'/);
+  assert.throws(() => decodeJob('kind: stagecommit/job\nversion: 9\n', '/s/_job.yaml'), /field 'version' is 9.*upgrade/);
+});

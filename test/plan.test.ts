@@ -1,0 +1,117 @@
+// The commit planner without a store: what moves where, what an overwrite displaces, and the
+// operation counts DESIGN §9 promises.
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { buildTree, planCommit, type PlanInput, type SourceTree, type TargetKind, type TargetSnapshot } from '../src/plan/plan.js';
+
+const ABSENT: TargetSnapshot = { exists: false, dirs: new Map() };
+
+function target(tree: Record<string, TargetKind[] | string[]>): TargetSnapshot {
+  // { '': ['dt=1/'], 'dt=1': ['a.csv'] } — names ending in '/' are directories
+  const dirs = new Map<string, Map<string, TargetKind>>();
+  for (const [dir, names] of Object.entries(tree)) {
+    dirs.set(dir, new Map(names.map((n) => (n.endsWith('/') ? [n.slice(0, -1), 'dir' as TargetKind] : [n, 'file' as TargetKind]))));
+  }
+  return { exists: true, dirs };
+}
+
+function src(task: string, files: string[]): SourceTree {
+  return { task, root: `_temporary/0/${task}`, files: files.map((path) => ({ path, size: 1 })) };
+}
+
+function plan(p: Partial<PlanInput> & Pick<PlanInput, 'sources'>, depth = 1) {
+  return planCommit({ mode: 'create', replaceUnits: [], renameDirs: true, target: ABSENT, ...p }, depth);
+}
+
+const ops = (r: ReturnType<typeof plan>) => r.phases.flat();
+const count = (r: ReturnType<typeof plan>, op: string) => ops(r).filter((o) => o.op === op).length;
+
+describe('planner', () => {
+  test('one task into an absent target: a single rename of its tree', () => {
+    const r = plan({ sources: [src('0', ['dt=1/a', 'dt=2/b'])] });
+    assert.deepEqual(r.phases, [[{ op: 'move', from: 's:_temporary/0/0', to: 't:', dir: true }]]);
+    assert.deepEqual(r.partitionsWritten, ['dt=1', 'dt=2']);
+  });
+
+  test('several tasks into an absent target: merged in staging, then one rename to the target', () => {
+    const r = plan({ sources: [src('0', ['dt=1/a', 'dt=1/b']), src('1', ['dt=2/c']), src('2', ['dt=1/d'])] });
+    const all = ops(r);
+    assert.deepEqual(all[0], { op: 'move', from: 's:_temporary/0/0', to: 's:_output', dir: true });
+    assert.deepEqual(all.at(-1), { op: 'move', from: 's:_output', to: 't:', dir: true });
+    assert.ok(all.some((o) => o.op === 'move' && o.from === 's:_temporary/0/1/dt=2' && o.to === 's:_output/dt=2'));
+    assert.ok(all.some((o) => o.op === 'move' && o.from === 's:_temporary/0/2/dt=1/d' && o.to === 's:_output/dt=1/d'));
+    assert.equal(all.filter((o) => o.op === 'move' && o.to.startsWith('t:')).length, 1);
+  });
+
+  test('100 partitions, one task each, new to an existing target: one rename per partition', () => {
+    const sources = Array.from({ length: 100 }, (_, i) => src(String(i), Array.from({ length: 100 }, (_, f) => `dt=${i}/f${f}`)));
+    const r = plan({ mode: 'append', sources, target: target({ '': ['dt=old/'] }) });
+    assert.equal(count(r, 'move'), 100);
+    assert.equal(r.files, 10_000);
+  });
+
+  test('partitions that already hold files: files move one by one, in one parallel phase', () => {
+    const sources = Array.from({ length: 10 }, (_, i) => src(String(i), [`dt=${i}/new.csv`]));
+    const t: Record<string, string[]> = { '': sources.map((_, i) => `dt=${i}/`) };
+    sources.forEach((_, i) => (t[`dt=${i}`] = ['old.csv']));
+    const r = plan({ mode: 'append', sources, target: target(t) });
+    assert.equal(r.phases.length, 1);
+    assert.equal(count(r, 'move'), 10);
+    assert.ok(ops(r).every((o) => o.op === 'move' && o.to.endsWith('/new.csv') && !o.replace));
+  });
+
+  test('several tasks into a new partition of an existing target: the partition appears with one rename', () => {
+    const r = plan({ mode: 'append', sources: [src('0', ['dt=9/a']), src('1', ['dt=9/b'])], target: target({ '': ['dt=1/'] }) });
+    const toTarget = ops(r).filter((o) => o.op === 'move' && o.to.startsWith('t:'));
+    assert.deepEqual(toTarget, [{ op: 'move', from: 's:_output/dt=9', to: 't:dt=9', dir: true }]);
+  });
+
+  test('dynamic overwrite: a data-only partition is swapped whole, old data parked in the trash', () => {
+    const r = plan({ mode: 'overwrite', replaceUnits: ['dt=1'], sources: [src('0', ['dt=1/new'])], target: target({ '': ['dt=1/', 'dt=2/'], 'dt=1': ['old'] }) });
+    assert.deepEqual(ops(r).filter((o) => o.op === 'swap'), [{ op: 'swap', path: 't:dt=1', trash: 's:_trash/dt=1', from: 's:_temporary/0/0/dt=1', dir: true }]);
+    assert.equal(count(r, 'delete'), 0);
+    assert.deepEqual(r.partitionsReplaced, ['dt=1']);
+  });
+
+  test('overwrite keeps non-data entries: files replaced in place, old data deleted last', () => {
+    const r = plan({ mode: 'overwrite', replaceUnits: ['dt=1'], sources: [src('0', ['dt=1/a', 'dt=1/new'])], target: target({ '': ['dt=1/'], 'dt=1': ['a', 'gone', '_temporary/', '.hidden'] }) });
+    const last = r.phases.at(-1)!;
+    assert.deepEqual(last, [{ op: 'delete', path: 't:dt=1/gone', dir: false }]);
+    assert.ok(ops(r).some((o) => o.op === 'move' && o.to === 't:dt=1/a' && o.replace === true));
+    assert.ok(!ops(r).some((o) => 'path' in o && /_temporary|\.hidden/.test(o.path)));
+  });
+
+  test('unpartitioned overwrite deletes root data entries the job does not write, after the moves', () => {
+    const r = plan({ mode: 'overwrite', replaceUnits: [''], sources: [src('0', ['p0'])], target: target({ '': ['p0', 'p1', 'sub/', '_SUCCESS', '.spark-staging-x/'] }) }, 0);
+    assert.deepEqual(r.phases.at(-1), [
+      { op: 'delete', path: 't:p1', dir: false },
+      { op: 'delete', path: 't:sub', dir: true },
+    ]);
+  });
+
+  test('static overwrite with no output empties the partition', () => {
+    const r = plan({ mode: 'overwrite', replaceUnits: ['dt=1'], sources: [], target: target({ '': ['dt=1/'], 'dt=1': ['a'] }) });
+    assert.deepEqual(ops(r), [{ op: 'delete', path: 't:dt=1', dir: true }]);
+  });
+
+  test('stores without rename: one server-side copy per file, never a directory move', () => {
+    const r = plan({ renameDirs: false, sources: [src('0', ['dt=1/a', 'dt=1/b']), src('1', ['dt=2/c'])] });
+    assert.equal(count(r, 'copy'), 3);
+    assert.equal(ops(r).length, 3);
+  });
+
+  test('append clashes: identical files are dropped, different ones refused', () => {
+    const t = target({ '': ['dt=1/'], 'dt=1': ['a'] });
+    assert.throws(() => plan({ mode: 'append', sources: [src('0', ['dt=1/a'])], target: t }), /append would overwrite 1 existing file/);
+    const r = plan({ mode: 'append', sources: [src('0', ['dt=1/a', 'dt=1/b'])], target: t, identical: new Set(['dt=1/a']) });
+    assert.equal(r.files, 1);
+    assert.deepEqual(ops(r), [{ op: 'move', from: 's:_temporary/0/0/dt=1/b', to: 't:dt=1/b' }]);
+  });
+
+  test('two tasks with one destination, or a file where another task has a directory, are refused', () => {
+    assert.throws(() => buildTree([src('0', ['x']), src('1', ['x'])]), /tasks 0 and 1 both wrote 'x'/);
+    assert.throws(() => buildTree([src('0', ['x']), src('1', ['x/y'])]), /directory/);
+    assert.throws(() => buildTree([src('0', ['x/y']), src('1', ['x'])]), /directory/);
+  });
+});
