@@ -16,6 +16,8 @@ export class JobLayout {
 
   get jobFile(): string { return posix.join(this.root, JOB_FILE); }
   get commitFile(): string { return posix.join(this.root, COMMIT_FILE); }
+  /** How many phases of the commit plan are done (so a replay never re-runs a finished phase). */
+  get progressFile(): string { return posix.join(this.root, '_commit.progress'); }
   get temporary(): string { return posix.join(this.root, '_temporary'); }
   /** The merge area in which a multi-task output becomes one tree before it reaches an absent target. */
   get output(): string { return posix.join(this.root, '_output'); }

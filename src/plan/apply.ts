@@ -13,6 +13,8 @@ export interface ApplyContext {
   readonly targetPath: string;
   readonly concurrency: number;
   readonly onProgress?: (done: number, total: number) => void;
+  /** Called after each phase: records progress, since a later phase may consume an earlier one's output. */
+  readonly onPhaseDone?: (phase: number) => Promise<void> | undefined;
 }
 
 export function resolveLoc(ctx: Pick<ApplyContext, 'stagingPath' | 'targetPath'>, loc: Loc): string {
@@ -66,14 +68,21 @@ async function applyOp(ctx: ApplyContext, op: PlanOp): Promise<void> {
   }
 }
 
-export async function applyPhases(ctx: ApplyContext, phases: readonly PlanPhase[]): Promise<void> {
+/**
+ * Runs the phases from `startPhase` on. Inside one phase no operation depends on another, so
+ * "source gone, destination present" means done; across phases it need not (a merge moves a
+ * tree into `_output`, and a later phase moves it on), hence the recorded phase progress.
+ */
+export async function applyPhases(ctx: ApplyContext, phases: readonly PlanPhase[], startPhase = 0): Promise<void> {
   const total = phases.reduce((a, p) => a + p.length, 0);
-  let done = 0;
-  for (const phase of phases) {
+  let done = phases.slice(0, startPhase).reduce((a, p) => a + p.length, 0);
+  for (let i = startPhase; i < phases.length; i++) {
+    const phase = phases[i]!;
     await forEachLimit(phase, ctx.concurrency, async (op) => {
       await applyOp(ctx, op);
       done++;
       if (ctx.onProgress && (done % 256 === 0 || done === total)) ctx.onProgress(done, total);
     });
+    await ctx.onPhaseDone?.(i);
   }
 }

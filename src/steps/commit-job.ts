@@ -100,7 +100,7 @@ export async function removeStagingDir(env: StepEnv, layout: JobLayout): Promise
   const last = new Set([JOB_FILE, COMMIT_FILE]);
   await Promise.all(entries.filter((e) => !last.has(e.name)).map((e) => store.delete(e.path, e.kind === 'dir')));
   await store.delete(layout.commitFile, false);
-  await store.delete(layout.jobFile, false);
+  // `_job.yaml` is all that is left: it and the directory go in one operation.
   await store.delete(layout.root, true);
   // Tidy the default layout's empty parents; another job's files keep them in place.
   const parent = posix.dirname(layout.root);
@@ -123,6 +123,8 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   }
   if (job.state === 'staged') await saveJob(store, layout, { ...job, state: 'committing' });
   env.emit({ type: 'phase', label: `publishing ${plan.files} file(s)` });
+  const progress = await store.readFile(layout.progressFile);
+  const phasesDone = progress ? Number.parseInt(progress.toString('utf8'), 10) || 0 : 0;
   await applyPhases(
     {
       store,
@@ -130,8 +132,10 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
       targetPath: job.targetPath,
       concurrency: env.concurrency,
       onProgress: (done, total) => env.emit({ type: 'progress', label: 'publishing', done, total }),
+      onPhaseDone: (phase) => (phase < plan.phases.length - 1 ? store.writeFile(layout.progressFile, `${phase + 1}\n`) : undefined),
     },
     plan.phases,
+    phasesDone,
   );
   await store.writeFile(
     success,

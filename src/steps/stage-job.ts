@@ -118,7 +118,7 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
     owner: { user: env.user, host: env.host, pid: env.pid },
   };
   const layout = new JobLayout(stagingPath);
-  await store.mkdirs(stagingPath);
+  // One mutation: the exclusive create makes the staging dir and `_job.yaml` together.
   if (!(await store.createExclusive(layout.jobFile, encodeJob(job)))) {
     throw new UsageError(`job id '${jobId}' is already in use (${store.toUri(stagingPath)}): choose another --job-id`);
   }
