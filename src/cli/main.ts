@@ -116,6 +116,20 @@ function wholeNumber(name: string) {
   };
 }
 
+/**
+ * Test hooks (crash and race tests): STAGECOMMIT_TEST_KILL_AT=k SIGKILLs this process before its
+ * k-th store mutation; STAGECOMMIT_TEST_DELAY_MS=n waits n ms before each mutation.
+ */
+function testHooks(env: NodeJS.ProcessEnv): MutationHook | undefined {
+  const kill = env.STAGECOMMIT_TEST_KILL_AT ? killAt(Number(env.STAGECOMMIT_TEST_KILL_AT)) : undefined;
+  const delay = Number(env.STAGECOMMIT_TEST_DELAY_MS ?? 0);
+  if (!kill && !delay) return undefined;
+  return async (n, op, p) => {
+    if (delay) await new Promise((r) => setTimeout(r, delay));
+    kill?.(n, op, p);
+  };
+}
+
 export class Runtime {
   private readonly opener = new DefaultStoreOpener();
   readonly config: Config;
@@ -134,8 +148,7 @@ export class Runtime {
 
   /** The step environment around one store; every call goes through the counting wrapper. */
   stepEnv(store: Store, concurrency?: number): StepEnv {
-    const hookAt = this.ctx.env.STAGECOMMIT_TEST_KILL_AT;
-    const hook: MutationHook | undefined = hookAt ? killAt(Number(hookAt)) : undefined;
+    const hook = testHooks(this.ctx.env);
     const inst = new InstrumentedStore(store, hook);
     this.instrumented = inst;
     return {
