@@ -1,0 +1,118 @@
+// Races between separate processes: attempts racing one claim, two jobs on one table,
+// two drivers of one job.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { posix } from 'node:path';
+import os from 'node:os';
+import { cli, ok } from './helpers/cli.js';
+import { libCommitJob, libStage, libStageTask, testEnv } from './helpers/lib.js';
+import { commitJob, commitTask, prepare, stage, stageTask } from './helpers/jobs.js';
+import { storeFixtures, type StoreSandbox } from './helpers/stores.js';
+import { data, readTree, writeTree } from './helpers/tree.js';
+import { JobLayout } from '../src/job/layout.js';
+
+const ROUNDS = Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? 50);
+const ATTEMPTS = 8;
+
+for (const fx of storeFixtures()) {
+  describe(`concurrency on ${fx.name}`, () => {
+    let sb: StoreSandbox;
+    let n = 0;
+    const dir = () => posix.join(sb.base, `c${++n}`);
+    before(async () => {
+      sb = await fx.sandbox();
+    });
+    after(async () => {
+      await sb.close();
+    });
+
+    test(`${ATTEMPTS} attempts race commit-task, ${ROUNDS} rounds: one winner, only its files`, async (t) => {
+      const wins = new Array<number>(ATTEMPTS).fill(0);
+      for (let round = 0; round < ROUNDS; round++) {
+        const targetPath = posix.join(dir(), 't');
+        const env = testEnv(sb.store);
+        const stagingPath = await libStage(env, targetPath, { name: 'race', initial: null, job: { mode: 'create', algorithm: 'v1' }, tasks: [] });
+        for (let a = 0; a < ATTEMPTS; a++) await libStageTask(env, stagingPath, { task: '0', attempt: a, files: { [`from-${a}.csv`]: `attempt ${a}` } });
+        const results = await Promise.all(
+          Array.from({ length: ATTEMPTS }, (_, a) => cli(['commit-task', '--job', sb.uri(stagingPath), '--task', '0', '--attempt', String(a)], { env: sb.env })),
+        );
+        const codes = results.map((r) => r.code);
+        const winners = codes.flatMap((c, a) => (c === 0 ? [a] : []));
+        assert.equal(winners.length, 1, `round ${round}: exit codes ${codes.join(',')}: ${results.map((r) => r.stderr).join('')}`);
+        assert.equal(codes.filter((c) => c === 3).length, ATTEMPTS - 1, `round ${round}: losers exit 3`);
+        wins[winners[0]!]!++;
+        await libCommitJob(env, stagingPath);
+        assert.deepEqual(data(await readTree(sb.store, targetPath)), { [`from-${winners[0]}.csv`]: `attempt ${winners[0]}` });
+      }
+      t.diagnostic(`wins per attempt over ${ROUNDS} rounds: ${wins.join(' ')}`);
+    });
+
+    test('two jobs overwriting different static partitions of one table at once: both land, nothing else moves', async () => {
+      const target = posix.join(dir(), 'sales');
+      await writeTree(sb.store, target, { 'dt=1/old': 'o1', 'dt=2/old': 'o2', 'dt=3/old': 'o3' });
+      const runOne = async (dt: string, tasks: number) => {
+        const job = await stage(sb, { target, mode: 'overwrite', partition: [`dt=${dt}`] });
+        await Promise.all(Array.from({ length: tasks }, (_, i) => stageTask(sb, job, { task: String(i), files: { [`part-${i}`]: `${dt}-${i}` } })));
+        await Promise.all(Array.from({ length: tasks }, (_, i) => commitTask(sb, job, String(i))));
+        return commitJob(sb, job);
+      };
+      const [a, b] = await Promise.all([runOne('1', 3), runOne('2', 3)]);
+      assert.equal(a.code, 0, a.stderr);
+      assert.equal(b.code, 0, b.stderr);
+      assert.deepEqual(data(await readTree(sb.store, target)), {
+        'dt=1/part-0': '1-0', 'dt=1/part-1': '1-1', 'dt=1/part-2': '1-2',
+        'dt=2/part-0': '2-0', 'dt=2/part-1': '2-1', 'dt=2/part-2': '2-2',
+        'dt=3/old': 'o3',
+      });
+    });
+
+    test('two overwrites of one partition staged together: the second to commit fails with exit 4 naming both', async () => {
+      const target = posix.join(dir(), 'sales');
+      await writeTree(sb.store, target, { 'dt=1/old': 'o1' });
+      const first = await prepare(sb, { target, mode: 'overwrite', partitionBy: 'dt', jobId: 'job-first' }, [{ task: '0', partition: ['dt=1'], files: { a: 'first' } }]);
+      const second = await prepare(sb, { target, mode: 'overwrite', partitionBy: 'dt', jobId: 'job-second' }, [{ task: '0', partition: ['dt=1'], files: { b: 'second' } }]);
+      assert.equal((await commitJob(sb, first)).code, 0);
+      const r = await commitJob(sb, second);
+      assert.equal(r.code, 4);
+      assert.match(r.stderr, /job job-second conflicts with job job-first, which replaced 'dt=1'/);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'first' });
+      // A job staged after that commit does not conflict.
+      await prepare(sb, { target, mode: 'overwrite', partitionBy: 'dt', jobId: 'job-third' }, [{ task: '0', partition: ['dt=1'], files: { c: 'third' } }]).then((j) => commitJob(sb, j)).then((c) => assert.equal(c.code, 0, c.stderr));
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/c': 'third' });
+    });
+
+    test('two commit-job on one job at once: one proceeds, the other exits 4 naming the holder', async () => {
+      const target = posix.join(dir(), 't');
+      const tasks = Array.from({ length: 4 }, (_, i) => ({ task: String(i), partition: [`dt=${i}`], files: { f: String(i) } }));
+      const job = await prepare(sb, { target, partitionBy: 'dt' }, tasks);
+      const slow = cli(['commit-job', '--job', job], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '150' } });
+      await new Promise((r) => setTimeout(r, 600));
+      const second = await cli(['commit-job', '--job', job], { env: sb.env });
+      const first = await slow;
+      assert.equal(first.code, 0, first.stderr);
+      assert.equal(second.code, 4, second.stderr);
+      assert.match(second.stderr, /is locked: commit-job by .* on .* \(pid \d+/);
+      assert.equal(Object.keys(data(await readTree(sb.store, target))).length, 4);
+    });
+
+    test('a lease held by a live process blocks; an expired one, or a dead pid on this host, is taken over', async () => {
+      const target = posix.join(dir(), 't');
+      const job = await prepare(sb, { target }, [{ task: '0', files: { a: 'a' } }]);
+      const layout = new JobLayout(job.replace(/^[a-z0-9]+:\/\/[^/]*/, ''));
+      const lease = (host: string, pid: number, expiresAtMs: number) =>
+        `kind: stagecommit/lease\nversion: 1\nop: commit-job\nowner: someone\nhost: ${host}\npid: ${pid}\nacquiredAtMs: 0\nexpiresAtMs: ${expiresAtMs}\n`;
+      await sb.store.writeFile(posix.join(layout.root, '_lease.0.yaml'), lease('other-host', 1, Date.now() + 3_600_000));
+      const blocked = await cli(['abort', '--job', job], { env: sb.env });
+      assert.equal(blocked.code, 4);
+      assert.match(blocked.stderr, /locked: commit-job by someone on other-host/);
+      await sb.store.writeFile(posix.join(layout.root, '_lease.0.yaml'), lease(os.hostname(), 2 ** 22 + 12345, Date.now() + 3_600_000));
+      const st = JSON.parse(await ok(['status', '--job', job, '--json'], { env: sb.env }));
+      assert.equal(st.lease.live, false);
+      await sb.store.writeFile(posix.join(layout.root, '_lease.0.yaml'), lease('other-host', 1, Date.now() - 1000));
+      const c = await commitJob(sb, job);
+      assert.equal(c.code, 0, c.stderr);
+      assert.deepEqual(data(await readTree(sb.store, target)), { a: 'a' });
+    });
+  });
+}
