@@ -1,0 +1,193 @@
+// clean-orphans on realistic leftovers of killed Spark, Hadoop, Hive, S3A and stagecommit jobs,
+// with look-alikes that must survive.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { posix } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { cli } from './helpers/cli.js';
+import { libCommitJob, libCommitTask, libStage, libStageTask, testEnv } from './helpers/lib.js';
+import { storeFixtures, type StoreSandbox } from './helpers/stores.js';
+import { readTree, writeTree, type Tree } from './helpers/tree.js';
+import { cleanOrphans, kindByName } from '../src/steps/clean-orphans.js';
+import { parseDuration } from '../src/cli/orphans-command.js';
+import { failAt } from '../src/store/instrumented.js';
+import { StoreError } from '../src/errors.js';
+import type { Entry, ListOptions } from '../src/store/types.js';
+import { LocalStore } from '../src/store/local.js';
+
+const U1 = '1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed';
+const U2 = '7c9e6679-7425-40de-944b-e07fc1f90ae7';
+
+/** What killed jobs leave, and data that only looks like it. */
+const OLD: Tree = {
+  // Spark dynamic partition overwrite killed mid-job
+  [`sales/.spark-staging-${U1}/dt=2026-11-29/part-00000-${U1}.c000.snappy.parquet`]: 'spark',
+  // Hadoop FileOutputCommitter v1: an attempt dir and a committed task dir
+  'sales/_temporary/0/_temporary/attempt_202611291000_0001_m_000000_0/dt=2026-11-28/part-00000': 'hadoop-attempt',
+  'sales/_temporary/0/task_202611291000_0001_m_000001/dt=2026-11-28/part-00001': 'hadoop-task',
+  // Hive staging nested in a partition
+  'sales/dt=2026-11-27/.hive-staging_hive_2026-11-29_10-00-00_123_4567890123-1/-ext-10000/000000_0': 'hive',
+  // S3A magic committer
+  'sales/__magic_job-42/tasks/attempt_1/part-0.pending': 'magic-job',
+  'logs/__magic/abc.pendingset': 'magic',
+  // data
+  'sales/dt=2026-11-27/part-0.parquet': 'data-27',
+  // look-alikes that are data
+  'sales/dt=2026-11-27/_temporary.csv': 'a data file named like a leftover',
+  'sales/note=.spark-staging/part-0': 'a partition whose value looks like a leftover',
+  'sales/.spark-staging-notes/readme.txt': 'not a Spark id',
+};
+
+const FRESH: Tree = {
+  [`sales/.spark-staging-${U2}/dt=2026-11-30/part-00000.parquet`]: 'running spark job',
+};
+
+for (const fx of storeFixtures()) {
+  describe(`clean-orphans on ${fx.name}`, () => {
+    let sb: StoreSandbox;
+    let root: string;
+    let dead: string;
+    let committing: string;
+    let live: string;
+    before(async () => {
+      sb = await fx.sandbox();
+      root = posix.join(sb.base, 'wh');
+      await writeTree(sb.store, root, OLD);
+      const env = testEnv(sb.store);
+      const sc = (mode: 'append' | 'create') => ({ name: 'j', initial: null, job: { mode, algorithm: 'v1' as const, partitionBy: ['dt'] }, tasks: [] });
+      // a stagecommit job killed before its commit point
+      dead = await libStage(env, posix.join(root, 'sales'), { ...sc('append'), job: { ...sc('append').job, jobId: 'dead-job' } });
+      await libStageTask(env, dead, { task: '0', partition: ['dt=x'], files: { f: 'dead' } });
+      // one killed after its commit point: must be rolled forward, never deleted
+      committing = await libStage(env, posix.join(root, 'events'), { ...sc('create'), job: { ...sc('create').job, jobId: 'committing-job' } });
+      await libStageTask(env, committing, { task: '0', partition: ['dt=1'], files: { e: 'event' } });
+      await libCommitTask(env, committing, { task: '0', files: {} });
+      await libCommitJob(testEnv(sb.store, failAt(3)), committing).catch(() => {}); // plan written, nothing moved
+      // The "killed" driver was this process: remove its lease as its death would have made it stale.
+      for (const e of await sb.store.list(committing)) if (e.name.startsWith('_lease.')) await sb.store.delete(e.path, false);
+      await sleep(2100);
+      await writeTree(sb.store, root, FRESH);
+      // a job whose driver is alive (this process holds its lease)
+      live = await libStage(env, posix.join(root, 'live'), { ...sc('append'), job: { ...sc('append').job, jobId: 'live-job' } });
+      await sb.store.writeFile(posix.join(live, '_lease.0.yaml'), `kind: stagecommit/lease\nversion: 1\nop: commit-job\nowner: me\nhost: ${testEnv(sb.store).host}\npid: ${process.pid}\nacquiredAtMs: 0\nexpiresAtMs: ${Date.now() + 3_600_000}\n`);
+    });
+    after(async () => {
+      await sb.close();
+    });
+
+    test('dry run: lists every kind with age, files and bytes, and changes nothing', async () => {
+      const before = await readTree(sb.store, root);
+      const r = await cli(['clean-orphans', sb.uri(root), '--older-than', '2s', '--json'], { env: sb.env });
+      assert.equal(r.code, 0, r.stderr);
+      const doc = JSON.parse(r.stdout);
+      const by = new Map<string, { kind: string; action: string; files: number; bytes: number; ageSeconds: number; reason?: string }>(
+        doc.leftovers.map((l: { path: string }) => [l.path.slice(sb.uri(root).length + 1), l]),
+      );
+      assert.deepEqual([...by.keys()].sort(), [
+        '.stagecommit/events/committing-job',
+        '.stagecommit/live/live-job',
+        '.stagecommit/sales/dead-job',
+        'logs/__magic',
+        `sales/.spark-staging-${U1}`,
+        `sales/.spark-staging-${U2}`,
+        'sales/__magic_job-42',
+        'sales/_temporary',
+        'sales/dt=2026-11-27/.hive-staging_hive_2026-11-29_10-00-00_123_4567890123-1',
+      ]);
+      assert.equal(by.get(`sales/.spark-staging-${U1}`)!.kind, 'spark-staging');
+      assert.equal(by.get(`sales/.spark-staging-${U1}`)!.action, 'would-delete');
+      assert.equal(by.get(`sales/.spark-staging-${U1}`)!.files, 1);
+      assert.equal(by.get(`sales/.spark-staging-${U1}`)!.bytes, 5);
+      assert.ok(by.get(`sales/.spark-staging-${U1}`)!.ageSeconds >= 2);
+      assert.equal(by.get(`sales/.spark-staging-${U2}`)!.action, 'skipped', 'fresh: protected by --older-than');
+      assert.equal(by.get('sales/_temporary')!.kind, 'hadoop-temporary');
+      assert.equal(by.get('sales/_temporary')!.files, 2);
+      assert.equal(by.get('sales/dt=2026-11-27/.hive-staging_hive_2026-11-29_10-00-00_123_4567890123-1')!.kind, 'hive-staging');
+      assert.equal(by.get('logs/__magic')!.kind, 's3a-magic');
+      assert.equal(by.get('.stagecommit/sales/dead-job')!.action, 'would-delete');
+      assert.equal(by.get('.stagecommit/events/committing-job')!.action, 'skipped');
+      assert.match(by.get('.stagecommit/events/committing-job')!.reason!, /past its commit point/);
+      assert.equal(by.get('.stagecommit/live/live-job')!.action, 'skipped');
+      assert.match(by.get('.stagecommit/live/live-job')!.reason!, /lease/);
+      assert.deepEqual(await readTree(sb.store, root), before);
+
+      const text = await cli(['clean-orphans', sb.uri(root), '--older-than', '2s'], { env: sb.env });
+      assert.match(text.stdout, /^KIND\s+PATH\s+AGE\s+FILES\s+BYTES\s+JOB\s+ACTION/m);
+      assert.match(text.stdout, /\d+ leftover\(s\) to remove, .* reclaimable; dry run/);
+    });
+
+    test('--delete removes exactly the listed leftovers, rolls the committed job forward, spares look-alikes', async () => {
+      const r = await cli(['clean-orphans', sb.uri(root), '--older-than', '2s', '--delete', '--json'], { env: sb.env });
+      assert.equal(r.code, 0, r.stderr);
+      const actions = Object.fromEntries(JSON.parse(r.stdout).leftovers.map((l: { path: string; action: string }) => [l.path.slice(sb.uri(root).length + 1), l.action]));
+      assert.equal(actions['.stagecommit/events/committing-job'], 'rolled-forward');
+      assert.equal(actions['.stagecommit/sales/dead-job'], 'deleted');
+      assert.equal(actions[`sales/.spark-staging-${U2}`], 'skipped');
+      const tree = await readTree(sb.store, root);
+      const keys = Object.keys(tree).filter((k) => !k.startsWith('.stagecommit/live/') && !k.endsWith('_SUCCESS'));
+      assert.deepEqual(keys.sort(), [
+        'events/dt=1/e',
+        'sales/.spark-staging-notes/readme.txt',
+        `sales/.spark-staging-${U2}/dt=2026-11-30/part-00000.parquet`,
+        'sales/dt=2026-11-27/_temporary.csv',
+        'sales/dt=2026-11-27/part-0.parquet',
+        'sales/note=.spark-staging/part-0',
+      ].sort());
+      assert.ok(tree['events/_SUCCESS']);
+      assert.ok(Object.keys(tree).some((k) => k.startsWith('.stagecommit/live/live-job/')), 'live job untouched');
+    });
+
+    test('a directory that cannot be listed is reported and the scan goes on', async () => {
+      const scanRoot = posix.join(sb.base, 'broken');
+      await writeTree(sb.store, scanRoot, { 'a/_temporary/0/x': 'x', 'b/bad/y': 'y' });
+      const env = testEnv(sb.store);
+      const inner = env.store.inner;
+      const badPath = posix.join(scanRoot, 'b', 'bad');
+      const failing = Object.create(inner) as typeof inner;
+      failing.list = async (d: string, o?: ListOptions): Promise<Entry[]> => {
+        if (d === badPath) throw new StoreError('io', 'list', [d], 'permission denied');
+        return inner.list(d, o);
+      };
+      const r = await cleanOrphans({ ...env, store: failing }, { roots: [scanRoot], olderThanMs: 0, delete: false });
+      assert.deepEqual(r.leftovers.map((l) => [l.kind, l.path]), [['hadoop-temporary', posix.join(scanRoot, 'a', '_temporary')]]);
+      assert.equal(r.problems.length, 1);
+      assert.match(r.problems[0]!.message, /permission denied/);
+    });
+
+    test('symbolic links are never followed', { skip: !(sb0IsLocal(fx.name)) && 'the store has no symbolic links' }, async () => {
+      const { symlink, mkdir } = await import('node:fs/promises');
+      const scanRoot = posix.join(sb.base, 'links');
+      await writeTree(sb.store, scanRoot, { 'elsewhere/_temporary/0/x': 'x' });
+      await mkdir(posix.join(scanRoot, 'table'), { recursive: true });
+      await symlink(posix.join(scanRoot, 'elsewhere'), posix.join(scanRoot, 'table', 'link'));
+      const r = await cleanOrphans(testEnv(new LocalStore()), { roots: [posix.join(scanRoot, 'table')], olderThanMs: 0, delete: true });
+      assert.deepEqual(r.leftovers, []);
+      assert.ok(await sb.store.stat(posix.join(scanRoot, 'elsewhere', '_temporary', '0', 'x')));
+    });
+  });
+}
+
+function sb0IsLocal(name: string): boolean {
+  return name === 'local';
+}
+
+test('leftover names: ids must look like the engines\' own', () => {
+  assert.equal(kindByName(`.spark-staging-${U1}`), 'spark-staging');
+  assert.equal(kindByName('.spark-staging-notes'), null);
+  assert.equal(kindByName('_temporary'), 'hadoop-temporary');
+  assert.equal(kindByName('_temporary.csv'), null);
+  assert.equal(kindByName('.hive-staging_hive_2026-11-29_10-00-00_123_4567890123-1'), 'hive-staging');
+  assert.equal(kindByName('__magic'), 's3a-magic');
+  assert.equal(kindByName('__magic_job-abc'), 's3a-magic');
+  assert.equal(kindByName('__magical'), null);
+  assert.equal(kindByName('note=.spark-staging'), null);
+});
+
+test('--older-than takes a number and a unit', () => {
+  assert.equal(parseDuration('90m'), 90 * 60_000);
+  assert.equal(parseDuration('36h'), 36 * 3_600_000);
+  assert.equal(parseDuration('7d'), 7 * 86_400_000);
+  assert.equal(parseDuration('10s'), 10_000);
+  for (const bad of ['', '7', 'd', '1w', '-1h', '1.5h']) assert.throws(() => parseDuration(bad), /invalid --older-than/);
+});
