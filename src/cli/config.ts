@@ -2,8 +2,8 @@
 // for the remote stores live here too.
 
 import { readFileSync } from 'node:fs';
-import YAML from 'yaml';
 import { UsageError } from '../errors.js';
+import { yamlLib } from '../manifest/codec.js';
 
 export interface Config {
   readonly stagingRoot?: string;
@@ -18,7 +18,7 @@ export function loadConfig(file: string | undefined): Config {
   if (!file) return { ...DEFAULTS, raw: {} };
   let doc: unknown;
   try {
-    doc = YAML.parse(readFileSync(file, 'utf8'));
+    doc = yamlLib().parse(readFileSync(file, 'utf8'));
   } catch (e) {
     throw new UsageError(`cannot read config ${file}: ${(e as Error).message.split('\n')[0]}; fix the file or leave out --config`);
   }

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields, itemNumber, itemString } from '../manifest/codec.js';
 import type { Store } from '../store/types.js';
+import { mapLimit } from '../util/pool.js';
 import type { JobLayout } from './layout.js';
 
 export interface TaskFile {
@@ -72,12 +73,10 @@ export async function readClaim(store: Store, path: string, retries = 20): Promi
 }
 
 /** Every claim of one app attempt, by task. */
-export async function readClaims(store: Store, layout: JobLayout, app: number): Promise<Map<string, Claim>> {
+export async function readClaims(store: Store, layout: JobLayout, app: number, concurrency = 16): Promise<Map<string, Claim>> {
+  const files = (await store.list(layout.claimsDir(app))).filter((e) => e.kind === 'file' && e.name.endsWith('.yaml'));
+  const claims = await mapLimit(files, concurrency, (e) => readClaim(store, e.path));
   const out = new Map<string, Claim>();
-  for (const e of await store.list(layout.claimsDir(app))) {
-    if (e.kind !== 'file' || !e.name.endsWith('.yaml')) continue;
-    const claim = await readClaim(store, e.path);
-    if (claim) out.set(claim.task, claim);
-  }
+  for (const c of claims) if (c) out.set(c.task, c);
   return out;
 }

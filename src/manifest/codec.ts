@@ -1,13 +1,25 @@
-// YAML manifests whose long lists hold one JSON flow mapping per line (valid YAML), so a
-// plan of 100,000 moves is written and read line by line instead of through a YAML tree.
+// YAML manifests written in YAML's JSON-compatible style: one `key: <JSON>` line per field and
+// one JSON flow mapping per list item. They are valid YAML for people and tools, and are read
+// line by line without a YAML parser; a hand-edited file falls back to a full YAML parse.
 
-import YAML from 'yaml';
+import { createRequire } from 'node:module';
 import { CorruptManifestError } from '../errors.js';
 
 const ITEM = '  - ';
+const FIELD = /^([A-Za-z][A-Za-z0-9]*):(?: (.*))?$/;
+
+/** The YAML library, loaded only when a document is not in our own line format. */
+export function yamlLib(): typeof import('yaml') {
+  return createRequire(import.meta.url)('yaml') as typeof import('yaml');
+}
 
 export function encodeManifest(header: Record<string, unknown>, lists: Record<string, readonly object[]> = {}): string {
-  const parts = [YAML.stringify(header, { lineWidth: 0 })];
+  const parts = [
+    Object.entries(header)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`)
+      .join(''),
+  ];
   for (const [key, items] of Object.entries(lists)) {
     if (items.length === 0) {
       parts.push(`${key}: []\n`);
@@ -27,7 +39,7 @@ export function decodeManifest(text: string, file: string): Record<string, unkno
   if (fast) return fast;
   let doc: unknown;
   try {
-    doc = YAML.parse(text);
+    doc = yamlLib().parse(text);
   } catch (e) {
     throw new CorruptManifestError(file, '(document)', `is not valid YAML: ${(e as Error).message.split('\n')[0]}`);
   }
@@ -39,33 +51,26 @@ export function decodeManifest(text: string, file: string): Record<string, unkno
 
 function decodeFast(text: string): Record<string, unknown> | null {
   const lines = text.split('\n');
-  const header: string[] = [];
-  const lists: Record<string, unknown[]> = {};
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!;
-    const key = /^([A-Za-z][A-Za-z0-9]*):$/.exec(line);
-    if (key && lines[i + 1]?.startsWith(ITEM + '{')) {
-      const items: unknown[] = [];
-      while (lines[i + 1]?.startsWith(ITEM)) {
-        try {
-          items.push(JSON.parse(lines[++i]!.slice(ITEM.length)));
-        } catch {
-          return null;
-        }
-      }
-      lists[key[1]!] = items;
-    } else {
-      header.push(line);
-    }
-  }
-  let doc: unknown;
+  const doc: Record<string, unknown> = {};
   try {
-    doc = YAML.parse(header.join('\n'));
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!;
+      if (line === '') continue;
+      const m = FIELD.exec(line);
+      if (!m) return null;
+      if (m[2] !== undefined) {
+        doc[m[1]!] = JSON.parse(m[2]);
+        continue;
+      }
+      const items: unknown[] = [];
+      while (lines[i + 1]?.startsWith(ITEM + '{')) items.push(JSON.parse(lines[++i]!.slice(ITEM.length)));
+      if (lines[i + 1]?.startsWith(' ')) return null;
+      doc[m[1]!] = items;
+    }
   } catch {
     return null;
   }
-  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return null;
-  return Object.assign(doc as Record<string, unknown>, lists);
+  return Object.keys(doc).length ? doc : null;
 }
 
 /** Field checks that name the file and the field when a manifest is wrong. */

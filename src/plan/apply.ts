@@ -18,10 +18,11 @@ export interface ApplyContext {
 }
 
 export function resolveLoc(ctx: Pick<ApplyContext, 'stagingPath' | 'targetPath'>, loc: Loc): string {
+  // Plan paths are already normal (relative, no '.' or '..' segments): concatenation suffices.
   const rel = loc.slice(2);
   const base = loc.startsWith('s:') ? ctx.stagingPath : loc.startsWith('t:') ? ctx.targetPath : null;
   if (base === null) throw new Error(`bad plan location '${loc}'`);
-  return rel === '' ? base : posix.join(base, rel);
+  return rel === '' ? base : base.endsWith('/') ? base + rel : `${base}/${rel}`;
 }
 
 /** Renames, treating "source gone and destination present" as already done. */
@@ -69,6 +70,26 @@ async function applyOp(ctx: ApplyContext, op: PlanOp): Promise<void> {
 }
 
 /**
+ * Plain file moves go to the store's bulk rename where it has one; a pair it reports as
+ * failed gets the one-by-one treatment (which knows "already moved"). Returns the other ops.
+ */
+async function moveFilesInBulk(ctx: ApplyContext, phase: PlanPhase, tick: (n: number) => void): Promise<PlanOp[]> {
+  const many = ctx.store.renameMany;
+  if (!many) return [...phase];
+  const files: Extract<PlanOp, { op: 'move' }>[] = [];
+  const rest: PlanOp[] = [];
+  for (const op of phase) {
+    if (op.op === 'move' && !op.dir && !op.replace && op.to !== 't:') files.push(op);
+    else rest.push(op);
+  }
+  if (files.length === 0) return rest;
+  const errors = await many.call(ctx.store, files.map((op) => ({ src: resolveLoc(ctx, op.from), dst: resolveLoc(ctx, op.to) })));
+  const failed = files.filter((_, i) => errors[i] !== null);
+  tick(files.length - failed.length);
+  return [...failed, ...rest];
+}
+
+/**
  * Runs the phases from `startPhase` on. Inside one phase no operation depends on another, so
  * "source gone, destination present" means done; across phases it need not (a merge moves a
  * tree into `_output`, and a later phase moves it on), hence the recorded phase progress.
@@ -78,10 +99,15 @@ export async function applyPhases(ctx: ApplyContext, phases: readonly PlanPhase[
   let done = phases.slice(0, startPhase).reduce((a, p) => a + p.length, 0);
   for (let i = startPhase; i < phases.length; i++) {
     const phase = phases[i]!;
-    await forEachLimit(phase, ctx.concurrency, async (op) => {
+    const tick = (n: number) => {
+      const before = done;
+      done += n;
+      if (ctx.onProgress && (Math.floor(done / 256) > Math.floor(before / 256) || done === total)) ctx.onProgress(done, total);
+    };
+    const rest = await moveFilesInBulk(ctx, phase, tick);
+    await forEachLimit(rest, ctx.concurrency, async (op) => {
       await applyOp(ctx, op);
-      done++;
-      if (ctx.onProgress && (done % 256 === 0 || done === total)) ctx.onProgress(done, total);
+      tick(1);
     });
     await ctx.onPhaseDone?.(i);
   }

@@ -164,6 +164,7 @@ class Planner {
   }
 
   private remaining(node: Node, placed: ReadonlySet<number>): number[] {
+    if (placed.size === 0) return [...node.sources.keys()];
     return [...node.sources.keys()].filter((si) => !placed.has(si));
   }
 
@@ -206,9 +207,9 @@ class Planner {
     for (const [name, child] of node.children) {
       const childRel = join(rel, name);
       const childDest = childLoc(dest, name);
-      if (this.remaining(child, placed).length === 0) continue;
+      const placedHere = placed.size > 0 && [...child.sources.keys()].some((si) => placed.has(si));
+      if (placedHere && this.remaining(child, placed).length === 0) continue;
       const old = existing?.get(name);
-      const placedHere = [...child.sources.keys()].some((si) => placed.has(si));
       if (old === undefined && !placedHere) {
         last = Math.max(last, this.publishNew(child, childRel, childDest, placed, phase));
       } else if (child.file) {

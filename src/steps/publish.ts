@@ -15,9 +15,12 @@ import type { StepEnv } from './env.js';
 function prefixes(paths: Iterable<string>, includeSelf: boolean): Set<string> {
   const out = new Set<string>(['']);
   for (const p of paths) {
-    const segs = p.split('/');
-    const upto = includeSelf ? segs.length : segs.length - 1;
-    for (let i = 1; i <= upto; i++) out.add(segs.slice(0, i).join('/'));
+    let end = includeSelf ? p.length : p.lastIndexOf('/');
+    // Walk up until a prefix is already known: siblings share their parents.
+    while (end > 0 && !out.has(p.slice(0, end))) {
+      out.add(p.slice(0, end));
+      end = p.lastIndexOf('/', end - 1);
+    }
   }
   return out;
 }

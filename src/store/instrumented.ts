@@ -3,7 +3,8 @@
 
 import type { Readable } from 'node:stream';
 import { InjectedFault } from '../errors.js';
-import type { Entry, ListOptions, MutatingOp, RenameOptions, Store, StoreOp } from './types.js';
+import type { StoreError } from '../errors.js';
+import type { Entry, ListOptions, MutatingOp, RenameOptions, RenamePair, Store, StoreOp } from './types.js';
 
 export type OpCounts = Partial<Record<StoreOp, number>>;
 
@@ -45,6 +46,27 @@ export class InstrumentedStore implements Store {
   async rename(s: string, d: string, o?: RenameOptions): Promise<void> {
     await this.mutate('rename', s);
     return this.inner.rename(s, d, o);
+  }
+  get renameMany(): ((pairs: readonly RenamePair[]) => Promise<(StoreError | null)[]>) | undefined {
+    const many = this.inner.renameMany?.bind(this.inner);
+    if (!many) return undefined;
+    return async (pairs) => {
+      // Each pair is one counted mutation; a hook that fails at pair k stops the batch there.
+      let allowed = 0;
+      let fault: unknown;
+      for (const p of pairs) {
+        try {
+          await this.mutate('rename', p.src);
+        } catch (e) {
+          fault = e;
+          break;
+        }
+        allowed++;
+      }
+      const done = allowed ? await many(pairs.slice(0, allowed)) : [];
+      if (fault !== undefined) throw fault;
+      return done;
+    };
   }
   async copy(s: string, d: string): Promise<void> { await this.mutate('copy', s); return this.inner.copy(s, d); }
   async delete(p: string, r: boolean): Promise<boolean> { await this.mutate('delete', p); return this.inner.delete(p, r); }

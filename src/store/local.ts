@@ -1,12 +1,12 @@
 // The local filesystem store: atomic renames, real directories, claims by link().
 
-import { constants as fsc, createWriteStream, promises as fs } from 'node:fs';
+import { constants as fsc, createWriteStream, linkSync, promises as fs, unlinkSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { StoreError } from '../errors.js';
-import type { Entry, EntryKind, ListOptions, RenameOptions, Store, StoreCapabilities } from './types.js';
+import type { Entry, EntryKind, ListOptions, RenameOptions, RenamePair, Store, StoreCapabilities } from './types.js';
 
 const CAPS: StoreCapabilities = {
   atomicRename: true,
@@ -131,25 +131,19 @@ export class LocalStore implements Store {
 
   async rename(src: string, dst: string, opts: RenameOptions = {}): Promise<void> {
     try {
-      if (opts.replace) {
-        await fs.rename(src, dst);
-        return;
-      }
-      const s = await fs.lstat(src);
-      if (s.isDirectory()) {
-        // rename(2) silently replaces an empty directory: refuse any existing destination.
-        if (await this.stat(dst)) throw new StoreError('exists', 'rename', [src, dst], 'destination exists');
-        await fs.rename(src, dst);
-        return;
-      }
-      await this.renameFileNoReplace(src, dst);
+      if (opts.replace) await fs.rename(src, dst);
+      else await this.renameNoReplace(src, dst);
     } catch (e) {
       throw e instanceof StoreError ? e : wrap(e, 'rename', [src, dst]);
     }
   }
 
-  /** link() then unlink(): the destination is created atomically and never clobbered. */
-  private async renameFileNoReplace(src: string, dst: string): Promise<void> {
+  /**
+   * Files: link() then unlink(), so the destination is created atomically and never clobbered.
+   * Directories (link() answers EPERM): rename(2) would silently replace an empty directory,
+   * so any existing destination is refused first.
+   */
+  private async renameNoReplace(src: string, dst: string): Promise<void> {
     try {
       await fs.link(src, dst);
     } catch (e) {
@@ -162,7 +156,8 @@ export class LocalStore implements Store {
         }
         throw new StoreError('exists', 'rename', [src, dst], 'destination exists');
       }
-      if (code(e) === 'EPERM' || code(e) === 'EXDEV' || code(e) === 'ENOTSUP') {
+      if (code(e) === 'EPERM' || code(e) === 'EXDEV' || code(e) === 'ENOTSUP' || code(e) === 'EISDIR') {
+        await fs.lstat(src); // ENOENT here is the caller's "source gone"
         if (await this.stat(dst)) throw new StoreError('exists', 'rename', [src, dst], 'destination exists');
         await fs.rename(src, dst);
         return;
@@ -170,6 +165,36 @@ export class LocalStore implements Store {
       throw e;
     }
     await fs.unlink(src);
+  }
+
+  /**
+   * File moves in bulk: link() and unlink() called directly in slices, which costs a tenth of
+   * one promise per call; the event loop gets a turn between slices. A pair that fails is
+   * retried through rename(), which knows every special case.
+   */
+  async renameMany(pairs: readonly RenamePair[]): Promise<(StoreError | null)[]> {
+    const out = new Array<StoreError | null>(pairs.length).fill(null);
+    const SLICE = 256;
+    for (let i = 0; i < pairs.length; i += SLICE) {
+      const retry: number[] = [];
+      for (let j = i; j < Math.min(pairs.length, i + SLICE); j++) {
+        const { src, dst } = pairs[j]!;
+        try {
+          linkSync(src, dst);
+        } catch {
+          retry.push(j);
+          continue;
+        }
+        unlinkSync(src);
+      }
+      for (const j of retry) {
+        await this.rename(pairs[j]!.src, pairs[j]!.dst).catch((e: unknown) => {
+          out[j] = e instanceof StoreError ? e : wrap(e, 'rename', [pairs[j]!.src, pairs[j]!.dst]);
+        });
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+    return out;
   }
 
   async copy(src: string, dst: string): Promise<void> {

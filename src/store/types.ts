@@ -1,6 +1,7 @@
 // The one store interface every backend implements, with capabilities declared at construction.
 
 import type { Readable } from 'node:stream';
+import type { StoreError } from '../errors.js';
 
 /** What a store can do; the protocol asks these, never which store it is. */
 export interface StoreCapabilities {
@@ -31,6 +32,11 @@ export interface Entry {
 export interface ListOptions {
   /** Fill size and mtime (costs a stat per entry on some stores). */
   readonly details?: boolean;
+}
+
+export interface RenamePair {
+  readonly src: string;
+  readonly dst: string;
 }
 
 export interface RenameOptions {
@@ -64,6 +70,11 @@ export interface Store {
   createExclusive(path: string, data: Buffer | string): Promise<boolean>;
   mkdirs(path: string): Promise<void>;
   rename(src: string, dst: string, opts?: RenameOptions): Promise<void>;
+  /**
+   * Optional: many no-replace file renames at once, where a store has a cheaper way than one
+   * call each. Same contract as rename, reported per pair (null when that pair moved).
+   */
+  renameMany?(pairs: readonly RenamePair[]): Promise<(StoreError | null)[]>;
   /** Server-side copy of one file (stores with serverSideCopy). */
   copy(src: string, dst: string): Promise<void>;
   delete(path: string, recursive: boolean): Promise<boolean>;

@@ -1,0 +1,320 @@
+// The S3 store: no rename and no directories; server-side copy (UploadPartCopy above a
+// threshold), DeleteObjects in batches of 1,000, paged listings, claims by If-None-Match.
+
+import { createReadStream } from 'node:fs';
+import { posix } from 'node:path';
+import type { Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CopyObjectCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCopyCommand,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { StoreError, UsageError } from '../../errors.js';
+import type { Entry, ListOptions, RenameOptions, Store, StoreCapabilities } from '../types.js';
+
+const CAPS: StoreCapabilities = {
+  atomicRename: false,
+  directoryRename: false,
+  atomicCreate: true,
+  serverSideCopy: true,
+  realDirectories: false,
+};
+
+export interface S3Settings {
+  readonly client: S3ClientConfig;
+  /** Files above this size are copied with UploadPartCopy in parts (S3's CopyObject stops at 5 GiB). */
+  readonly multipartCopyThreshold: number;
+  readonly multipartCopyPartSize: number;
+  /** Uploads above this size go in parts. */
+  readonly multipartUploadPartSize: number;
+}
+
+export const DEFAULT_S3: Omit<S3Settings, 'client'> = {
+  multipartCopyThreshold: 5 * 1024 ** 3,
+  multipartCopyPartSize: 512 * 1024 ** 2,
+  multipartUploadPartSize: 16 * 1024 ** 2,
+};
+
+export interface MultipartUpload {
+  readonly key: string;
+  readonly uploadId: string;
+  readonly initiatedMs: number;
+}
+
+/** "/bucket/a/b" → { bucket, key: "a/b" }. */
+export function splitPath(p: string): { bucket: string; key: string } {
+  const trimmed = p.replace(/^\/+/, '');
+  const slash = trimmed.indexOf('/');
+  return slash < 0 ? { bucket: trimmed, key: '' } : { bucket: trimmed.slice(0, slash), key: trimmed.slice(slash + 1) };
+}
+
+/** CopySource is encoded per path segment (RGW rejects encodeURI of a whole key with '?'). */
+export function copySource(bucket: string, key: string): string {
+  return `${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
+}
+
+function status(e: unknown): number | undefined {
+  return (e as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
+}
+
+function errName(e: unknown): string {
+  return (e as { name?: string; Code?: string })?.name ?? (e as { Code?: string })?.Code ?? '';
+}
+
+export class S3Store implements Store {
+  readonly name = 's3';
+  readonly caps = CAPS;
+  readonly client: S3Client;
+
+  constructor(readonly settings: S3Settings) {
+    this.client = new S3Client({ maxAttempts: 6, ...settings.client });
+  }
+
+  toUri(p: string): string {
+    return `s3:/${p.startsWith('/') ? '' : '/'}${p}`;
+  }
+
+  private fail(e: unknown, op: string, paths: string[]): StoreError {
+    const code = status(e);
+    const name = errName(e);
+    const kind = code === 404 || name === 'NoSuchKey' || name === 'NotFound' ? 'not-found' : code === 412 ? 'exists' : 'io';
+    const msg = `${name || 'error'}${code ? ` (HTTP ${code})` : ''}: ${(e as Error)?.message ?? String(e)}`;
+    return new StoreError(kind, op, paths.map((p) => this.toUri(p)), msg);
+  }
+
+  async stat(p: string): Promise<Entry | null> {
+    const { bucket, key } = splitPath(p);
+    if (key === '') return { name: bucket, path: p, kind: 'dir', size: 0, mtimeMs: 0 };
+    try {
+      const h = await this.client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+      return { name: posix.basename(p), path: p, kind: 'file', size: h.ContentLength ?? 0, mtimeMs: h.LastModified?.getTime() ?? 0 };
+    } catch (e) {
+      if (status(e) !== 404) throw this.fail(e, 'stat', [p]);
+    }
+    try {
+      const r = await this.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: key + '/', MaxKeys: 1 }));
+      return (r.KeyCount ?? 0) > 0 ? { name: posix.basename(p), path: p, kind: 'dir', size: 0, mtimeMs: 0 } : null;
+    } catch (e) {
+      throw this.fail(e, 'stat', [p]);
+    }
+  }
+
+  async list(dir: string, _opts?: ListOptions): Promise<Entry[]> {
+    const { bucket, key } = splitPath(dir);
+    const prefix = key === '' ? '' : key + '/';
+    const out: Entry[] = [];
+    let token: string | undefined;
+    try {
+      do {
+        const r = await this.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, Delimiter: '/', ContinuationToken: token }));
+        for (const cp of r.CommonPrefixes ?? []) {
+          const name = cp.Prefix!.slice(prefix.length, -1);
+          if (name) out.push({ name, path: posix.join(dir, name), kind: 'dir', size: 0, mtimeMs: 0 });
+        }
+        for (const o of r.Contents ?? []) {
+          const name = o.Key!.slice(prefix.length);
+          if (!name) continue; // a directory marker object
+          out.push({ name, path: posix.join(dir, name), kind: 'file', size: o.Size ?? 0, mtimeMs: o.LastModified?.getTime() ?? 0 });
+        }
+        token = r.IsTruncated ? r.NextContinuationToken : undefined;
+      } while (token);
+    } catch (e) {
+      if (errName(e) === 'NoSuchBucket') throw new UsageError(`bucket '${bucket}' does not exist: create it, or check the URI`);
+      throw this.fail(e, 'list', [dir]);
+    }
+    return out;
+  }
+
+  /** Every object under a prefix (recursive), paged. */
+  async listKeys(dir: string): Promise<{ key: string; size: number; mtimeMs: number }[]> {
+    const { bucket, key } = splitPath(dir);
+    const prefix = key === '' ? '' : key + '/';
+    const out: { key: string; size: number; mtimeMs: number }[] = [];
+    let token: string | undefined;
+    try {
+      do {
+        const r = await this.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+        for (const o of r.Contents ?? []) out.push({ key: o.Key!, size: o.Size ?? 0, mtimeMs: o.LastModified?.getTime() ?? 0 });
+        token = r.IsTruncated ? r.NextContinuationToken : undefined;
+      } while (token);
+    } catch (e) {
+      throw this.fail(e, 'list', [dir]);
+    }
+    return out;
+  }
+
+  async readFile(p: string): Promise<Buffer | null> {
+    const { bucket, key } = splitPath(p);
+    try {
+      const r = await this.client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      return Buffer.from(await r.Body!.transformToByteArray());
+    } catch (e) {
+      if (status(e) === 404 || errName(e) === 'NoSuchKey') return null;
+      throw this.fail(e, 'readFile', [p]);
+    }
+  }
+
+  async writeFile(p: string, data: Buffer | string): Promise<void> {
+    const { bucket, key } = splitPath(p);
+    try {
+      await this.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data }));
+    } catch (e) {
+      throw this.fail(e, 'writeFile', [p]);
+    }
+  }
+
+  async createExclusive(p: string, data: Buffer | string): Promise<boolean> {
+    const { bucket, key } = splitPath(p);
+    try {
+      await this.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, IfNoneMatch: '*' }));
+      return true;
+    } catch (e) {
+      if (status(e) === 412) return false;
+      // 409 ConditionalRequestConflict: a concurrent conditional write is in flight; it decides.
+      if (status(e) === 409) {
+        await new Promise((r) => setTimeout(r, 50));
+        return this.createExclusive(p, data);
+      }
+      throw this.fail(e, 'createExclusive', [p]);
+    }
+  }
+
+  async mkdirs(_p: string): Promise<void> {
+    // Object stores have no directories: a prefix exists while an object is under it.
+  }
+
+  async rename(src: string, dst: string, opts: RenameOptions = {}): Promise<void> {
+    // Not atomic on S3; the protocol never relies on it here (caps.atomicRename is false).
+    if (!opts.replace && (await this.stat(dst))) throw new StoreError('exists', 'rename', [this.toUri(src), this.toUri(dst)], 'destination exists');
+    await this.copy(src, dst);
+    await this.delete(src, false);
+  }
+
+  async copy(src: string, dst: string): Promise<void> {
+    const s = splitPath(src);
+    const d = splitPath(dst);
+    try {
+      const size = await this.sizeForCopy(src);
+      if (size !== null && size > this.settings.multipartCopyThreshold) {
+        await this.multipartCopy(s, d, size);
+        return;
+      }
+      await this.client.send(new CopyObjectCommand({ Bucket: d.bucket, Key: d.key, CopySource: copySource(s.bucket, s.key) }));
+    } catch (e) {
+      if (e instanceof StoreError) throw e;
+      throw this.fail(e, 'copy', [src, dst]);
+    }
+  }
+
+  /** Size of the source only when a multipart copy could be needed (saves a HEAD per file). */
+  private async sizeForCopy(src: string): Promise<number | null> {
+    if (this.settings.multipartCopyThreshold >= 5 * 1024 ** 3) return null;
+    const st = await this.stat(src);
+    if (!st) throw new StoreError('not-found', 'copy', [this.toUri(src)], 'source does not exist');
+    return st.size;
+  }
+
+  private async multipartCopy(s: { bucket: string; key: string }, d: { bucket: string; key: string }, size: number): Promise<void> {
+    const { UploadId } = await this.client.send(new CreateMultipartUploadCommand({ Bucket: d.bucket, Key: d.key }));
+    try {
+      const partSize = Math.max(5 * 1024 ** 2, this.settings.multipartCopyPartSize);
+      const parts: { ETag: string; PartNumber: number }[] = [];
+      for (let start = 0, n = 1; start < size; start += partSize, n++) {
+        const end = Math.min(size, start + partSize) - 1;
+        const r = await this.client.send(
+          new UploadPartCopyCommand({ Bucket: d.bucket, Key: d.key, UploadId, PartNumber: n, CopySource: copySource(s.bucket, s.key), CopySourceRange: `bytes=${start}-${end}` }),
+        );
+        parts.push({ ETag: r.CopyPartResult!.ETag!, PartNumber: n });
+      }
+      await this.client.send(new CompleteMultipartUploadCommand({ Bucket: d.bucket, Key: d.key, UploadId, MultipartUpload: { Parts: parts } }));
+    } catch (e) {
+      await this.client.send(new AbortMultipartUploadCommand({ Bucket: d.bucket, Key: d.key, UploadId })).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  async delete(p: string, recursive: boolean): Promise<boolean> {
+    const { key } = splitPath(p);
+    const keys = key === '' ? [] : [key];
+    if (recursive) for (const o of await this.listKeys(p)) keys.push(o.key);
+    await this.deleteKeys(splitPath(p).bucket, keys, p);
+    return true;
+  }
+
+  /** Several files in DeleteObjects batches of 1,000; per-key errors are checked. */
+  async deleteMany(paths: readonly string[]): Promise<void> {
+    const byBucket = new Map<string, string[]>();
+    for (const p of paths) {
+      const { bucket, key } = splitPath(p);
+      byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), key]);
+    }
+    for (const [bucket, keys] of byBucket) await this.deleteKeys(bucket, keys, `/${bucket}`);
+  }
+
+  private async deleteKeys(bucket: string, keys: readonly string[], what: string): Promise<void> {
+    for (let i = 0; i < keys.length; i += 1000) {
+      const batch = keys.slice(i, i + 1000);
+      try {
+        const r = await this.client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }));
+        const errors = (r.Errors ?? []).filter((x) => x.Code !== 'NoSuchKey');
+        if (errors.length) {
+          const first = errors[0]!;
+          throw new StoreError('io', 'delete', [this.toUri(`/${bucket}/${first.Key}`)], `${errors.length} key(s) not deleted, first: ${first.Code}: ${first.Message}`);
+        }
+      } catch (e) {
+        if (e instanceof StoreError) throw e;
+        throw this.fail(e, 'delete', [what]);
+      }
+    }
+  }
+
+  async put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> {
+    const { bucket, key } = splitPath(dst);
+    try {
+      const body = 'localPath' in source ? createReadStream(source.localPath) : source.stream;
+      const up = new Upload({ client: this.client, params: { Bucket: bucket, Key: key, Body: body }, partSize: Math.max(5 * 1024 ** 2, this.settings.multipartUploadPartSize), queueSize: 4, leavePartsOnError: false });
+      await up.done();
+    } catch (e) {
+      throw this.fail(e, 'put', [dst]);
+    }
+  }
+
+  /** Multipart uploads never completed under a prefix (for clean-orphans and job abort). */
+  async listUploads(dir: string): Promise<MultipartUpload[]> {
+    const { bucket, key } = splitPath(dir);
+    const out: MultipartUpload[] = [];
+    let keyMarker: string | undefined;
+    let uploadIdMarker: string | undefined;
+    try {
+      do {
+        const r = await this.client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: key === '' ? '' : key + '/', KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }));
+        for (const u of r.Uploads ?? []) out.push({ key: `/${bucket}/${u.Key}`, uploadId: u.UploadId!, initiatedMs: u.Initiated?.getTime() ?? 0 });
+        keyMarker = r.IsTruncated ? r.NextKeyMarker : undefined;
+        uploadIdMarker = r.IsTruncated ? r.NextUploadIdMarker : undefined;
+      } while (keyMarker);
+    } catch (e) {
+      throw this.fail(e, 'list', [dir]);
+    }
+    return out;
+  }
+
+  async abortUpload(u: MultipartUpload): Promise<void> {
+    const { bucket, key } = splitPath(u.key);
+    try {
+      await this.client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: u.uploadId }));
+    } catch (e) {
+      if (status(e) !== 404) throw this.fail(e, 'delete', [u.key]);
+    }
+  }
+}
