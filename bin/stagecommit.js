@@ -1,6 +1,12 @@
 #!/usr/bin/env node
-// Entry point: more threads for parallel file moves, then the CLI.
+// Entry point: more threads for parallel file moves, quiet about the AWS SDK's notice that
+// future releases will need Node 22 (Node 20 is supported today), then the CLI.
 process.env.UV_THREADPOOL_SIZE ??= '16';
+const emitWarning = process.emitWarning.bind(process);
+process.emitWarning = (warning, ...rest) => {
+  if (String(warning).startsWith('NodeVersionSupportWarning')) return;
+  emitWarning(warning, ...rest);
+};
 const { main } = await import('../dist/src/cli/main.js');
 const code = await main(process.argv.slice(2), { cwd: process.cwd(), env: process.env, stdin: process.stdin });
 process.exitCode = code;

@@ -18,7 +18,7 @@ install() {
   log "installing Ceph (ceph-mon ceph-osd radosgw) from Debian"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends ceph-mon ceph-osd radosgw ceph-common ceph-base >/dev/null
+  apt-get install -y -qq --no-install-recommends ceph-mon ceph-osd radosgw ceph-common ceph-base curl >/dev/null
 }
 
 running() {
@@ -56,7 +56,10 @@ keyring = $RGW_DIR/keyring
 osd objectstore = memstore
 memstore device bytes = 2147483648
 [client.rgw.a]
-rgw frontends = beast endpoint=127.0.0.1:$RGW_PORT
+rgw frontends = beast endpoint=127.0.0.1:$RGW_PORT tcp_nodelay=1
+# One bucket index shard: a listing then reads one omap instead of merging eleven.
+rgw override bucket index max shards = 1
+rgw bucket index max aio = 16
 rgw data = $RGW_DIR/rgw
 CONF
 }

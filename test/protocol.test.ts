@@ -239,7 +239,7 @@ for (const fx of storeFixtures()) {
       const a = await cli(['abort', '--job', job], { env: sb.env });
       assert.equal(a.code, 0);
       assert.deepEqual(await readTree(sb.store, target), { 'old.csv': 'old' });
-      assert.equal(await sb.store.stat(job.replace(/^[a-z0-9]+:\/\/[^/]*/, '')), null);
+      assert.equal(await sb.store.stat(sb.pathOf(job)), null);
       const again = await cli(['abort', '--job', job], { env: sb.env });
       assert.equal(again.code, 0);
       assert.match(again.stderr, /nothing to abort/);
@@ -281,7 +281,7 @@ for (const fx of storeFixtures()) {
       const s = await cli(['stage', '--job', job, '--task', '0', '--partition', 'dt=1', '--name', 'from-stdin.csv', '-'], { env: sb.env, input: 'piped\n' });
       assert.equal(s.code, 0, s.stderr);
       const printed = await ok(['stage', '--job', job, '--task', '1', '--print-path'], { env: sb.env });
-      const rel = printed.replace(/^[a-z0-9]+:\/\/[^/]*/, '');
+      const rel = sb.pathOf(printed);
       await writeTree(sb.store, rel, { 'dt=2/part-00000.parquet': 'p', 'dt=2/.part-00000.parquet.crc': 'crc' });
       assert.equal((await commitTask(sb, job, '0')).code, 0);
       assert.equal((await commitTask(sb, job, '1')).code, 0);
@@ -331,7 +331,7 @@ for (const fx of storeFixtures()) {
       const target = posix.join(dir(), 't');
       const job = await stage(sb, { target, partitionBy: 'dt' });
       const printed = await ok(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env });
-      await writeTree(sb.store, printed.replace(/^[a-z0-9]+:\/\/[^/]*/, ''), { 'stray.csv': 's' });
+      await writeTree(sb.store, sb.pathOf(printed), { 'stray.csv': 's' });
       const r = await commitTask(sb, job, '0');
       assert.equal(r.code, 2);
       assert.match(r.stderr, /not inside a partition/);

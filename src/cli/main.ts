@@ -7,7 +7,7 @@ import path from 'node:path';
 import { ExitCode, StageCommitError, UsageError } from '../errors.js';
 import { parsePartitionArg, type PartitionValue } from '../paths.js';
 import { InstrumentedStore, killAt, type MutationHook } from '../store/instrumented.js';
-import { DefaultStoreOpener, parseUri, storeKey, type ParsedUri } from '../store/resolve.js';
+import { parseUri, storeKey, StoreOpener, type ParsedUri } from '../store/resolve.js';
 import type { Store } from '../store/types.js';
 import { abort } from '../steps/abort.js';
 import { commitJob } from '../steps/commit-job.js';
@@ -131,7 +131,7 @@ function testHooks(env: NodeJS.ProcessEnv): MutationHook | undefined {
 }
 
 export class Runtime {
-  private readonly opener = new DefaultStoreOpener();
+  private readonly opener: StoreOpener;
   readonly config: Config;
   readonly ui: Ui;
   private instrumented: InstrumentedStore | undefined;
@@ -139,11 +139,13 @@ export class Runtime {
   constructor(readonly ctx: CliContext, readonly global: GlobalOptions) {
     this.ui = new Ui(global, ctx.env);
     this.config = loadConfig(global.config ?? ctx.env.STAGECOMMIT_CONFIG);
+    this.opener = new StoreOpener({ config: this.config.raw, env: ctx.env });
   }
 
-  location(raw: string): { uri: ParsedUri; store: Store } {
+  /** A URI or path → its store and the path inside it. */
+  async location(raw: string): Promise<{ uri: ParsedUri; store: Store; path: string }> {
     const uri = parseUri(raw, this.ctx.cwd);
-    return { uri, store: this.opener.open(uri) };
+    return { uri, ...(await this.opener.open(uri)) };
   }
 
   /** The step environment around one store; every call goes through the counting wrapper. */
@@ -161,15 +163,14 @@ export class Runtime {
       leaseTtlMs: this.config.leaseTtlSeconds * 1000,
       isPidAlive: isPidAliveLocal,
       emit: (e) => this.ui.event(e),
-      metrics: () => ({ ...inst.counts }),
+      metrics: () => inst.metrics(),
     };
   }
 
-  job(opt: string | undefined): { store: Store; path: string } {
+  async job(opt: string | undefined): Promise<{ store: Store; path: string }> {
     const handle = opt ?? this.ctx.env.STAGECOMMIT_JOB;
     if (!handle) throw new UsageError("no job given: pass --job HANDLE (what 'stagecommit stage --target …' printed) or set STAGECOMMIT_JOB");
-    const { uri, store } = this.location(handle);
-    return { store, path: uri.path };
+    return this.location(handle);
   }
 
   opsLine(): void {
@@ -218,23 +219,26 @@ Exit codes: 0 done, 1 failed (store error, corrupt manifest), 2 bad usage or inp
           if (o.job !== undefined || o.task !== undefined || files.length) {
             throw new UsageError('stage --target starts a new job and takes no --job, --task or files: stage files in a second call with --job');
           }
-          const target = rt.location(o.target);
+          const target = await rt.location(o.target);
+          if (target.uri.scheme === 's3' && target.uri.path === '/') {
+            throw new UsageError(`the target ${o.target} is a whole bucket: give a table prefix under it, e.g. s3://${target.uri.authority}/warehouse/sales`);
+          }
           const stagingRaw = o.stagingDir ?? undefined;
           let stagingPath: string | undefined;
           let stagingRoot: string | undefined;
-          const check = (raw: string, what: string) => {
-            const s = rt.location(raw);
+          const check = async (raw: string, what: string) => {
+            const s = await rt.location(raw);
             if (storeKey(s.uri) !== storeKey(target.uri)) {
               throw new UsageError(`${what} ${raw} is not on the target's store (${storeKey(target.uri)}): the staging dir must be on the same store, bucket or namespace`);
             }
-            return s.uri.path;
+            return s.path;
           };
-          if (stagingRaw) stagingPath = check(stagingRaw, '--staging-dir');
-          else if (rt.config.stagingRoot) stagingRoot = check(rt.config.stagingRoot, 'stagingRoot');
+          if (stagingRaw) stagingPath = await check(stagingRaw, '--staging-dir');
+          else if (rt.config.stagingRoot) stagingRoot = await check(rt.config.stagingRoot, 'stagingRoot');
           const partition: PartitionValue[] = (o.partition ?? []).map(parsePartitionArg);
           const env = rt.stepEnv(target.store);
           const r = await stageJob(env, {
-            targetPath: target.uri.path,
+            targetPath: target.path,
             stagingPath,
             stagingRoot,
             mode: o.mode,
@@ -250,7 +254,7 @@ Exit codes: 0 done, 1 failed (store error, corrupt manifest), 2 bad usage or inp
           return;
         }
         if (o.task === undefined) throw new UsageError('stage needs --target URI (new job) or --job JOB --task T (task files)');
-        const job = rt.job(o.job);
+        const job = await rt.job(o.job);
         if (o.name !== undefined && !files.includes('-')) throw new UsageError('--name names the data read from stdin: give FILE - as well');
         const sources: StagedSource[] = files.map((f) => {
           if (f === '-') {
@@ -284,7 +288,7 @@ Exit codes: 0 done, 1 failed (store error, corrupt manifest), 2 bad usage or inp
     .option('--attempt <n>', 'the task attempt (default 0)', wholeNumber('--attempt'))
     .action((o, cmd: Command) =>
       run(async (rt) => {
-        const job = rt.job(o.job);
+        const job = await rt.job(o.job);
         const r = await commitTask(rt.stepEnv(job.store), { stagingPath: job.path, task: o.task, attempt: o.attempt });
         if (rt.global.json) rt.ui.json(r);
         rt.ui.message(`${r.outcome === 'already' ? 'already committed' : 'committed'} task ${r.task} (${r.taskAttempt}): ${r.files} file(s), ${formatBytes(r.bytes)}`);
@@ -298,7 +302,7 @@ Exit codes: 0 done, 1 failed (store error, corrupt manifest), 2 bad usage or inp
     .option('--parallelism <n>', 'store operations in flight (default: config concurrency, 32)', positiveInt('--parallelism'))
     .action((o, cmd: Command) =>
       run(async (rt) => {
-        const job = rt.job(o.job);
+        const job = await rt.job(o.job);
         const r = await commitJob(rt.stepEnv(job.store, o.parallelism), { stagingPath: job.path });
         await rt.ui.stopSpinner();
         if (rt.global.json) rt.ui.json(r);
@@ -315,7 +319,7 @@ Exit codes: 0 done, 1 failed (store error, corrupt manifest), 2 bad usage or inp
     .option('--attempt <n>', 'the task attempt (default 0)', wholeNumber('--attempt'))
     .action((o, cmd: Command) =>
       run(async (rt) => {
-        const job = rt.job(o.job);
+        const job = await rt.job(o.job);
         if (o.attempt !== undefined && o.task === undefined) throw new UsageError('--attempt needs --task: it names one attempt of one task');
         const r = await abort(rt.stepEnv(job.store), { stagingPath: job.path, task: o.task, attempt: o.attempt });
         if (rt.global.json) rt.ui.json(r);
@@ -335,7 +339,7 @@ Exit codes: 0 done, 1 failed (store error, corrupt manifest), 2 bad usage or inp
     .option('--job <job>', 'the job handle')
     .action((o, cmd: Command) =>
       run(async (rt) => {
-        const job = rt.job(o.job);
+        const job = await rt.job(o.job);
         const r = await recover(rt.stepEnv(job.store), { stagingPath: job.path });
         await rt.ui.stopSpinner();
         if (rt.global.json) rt.ui.json(r);
@@ -355,7 +359,7 @@ Exit codes: 0 done, 1 failed (store error, corrupt manifest), 2 bad usage or inp
     .option('--job <job>', 'the job handle')
     .action((o, cmd: Command) =>
       run(async (rt) => {
-        const job = rt.job(o.job);
+        const job = await rt.job(o.job);
         const r = await status(rt.stepEnv(job.store), { stagingPath: job.path });
         if (rt.global.json) rt.ui.json(r);
         else rt.ui.result(renderStatus(r));

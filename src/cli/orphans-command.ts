@@ -44,10 +44,10 @@ export function cleanOrphansCommand(program: Command, run: Run): void {
         const olderThanMs = parseDuration(o.olderThan);
         const maxDepth = o.maxDepth === undefined ? undefined : Number(o.maxDepth);
         if (maxDepth !== undefined && (!Number.isInteger(maxDepth) || maxDepth < 0)) throw new UsageError(`invalid --max-depth '${o.maxDepth}': give a whole number`);
-        const locs = roots.map((r) => rt.location(r));
+        const locs = await Promise.all(roots.map((r) => rt.location(r)));
         if (new Set(locs.map((l) => storeKey(l.uri))).size > 1) throw new UsageError('the roots are on different stores: run clean-orphans once per store');
         const env = rt.stepEnv(locs[0]!.store);
-        const r = await cleanOrphans(env, { roots: locs.map((l) => l.uri.path), olderThanMs, delete: Boolean(o.delete), maxDepth });
+        const r = await cleanOrphans(env, { roots: locs.map((l) => l.path), olderThanMs, delete: Boolean(o.delete), maxDepth });
         await rt.ui.stopSpinner();
         if (rt.global.json) {
           rt.ui.json({ ...r, leftovers: r.leftovers.map(({ path: _p, uri, ...l }) => ({ ...l, path: uri })) });

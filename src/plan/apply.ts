@@ -69,11 +69,23 @@ async function applyOp(ctx: ApplyContext, op: PlanOp): Promise<void> {
   }
 }
 
+/** File deletes go to the store's bulk delete where it has one (S3: 1,000 keys a request). */
+async function deleteFilesInBulk(ctx: ApplyContext, phase: PlanPhase, tick: (n: number) => void): Promise<PlanPhase> {
+  const many = ctx.store.deleteMany;
+  if (!many) return phase;
+  const files = phase.filter((op) => op.op === 'delete' && !op.dir) as Extract<PlanOp, { op: 'delete' }>[];
+  if (files.length < 2) return phase;
+  await many.call(ctx.store, files.map((op) => resolveLoc(ctx, op.path)));
+  tick(files.length);
+  return phase.filter((op) => !(op.op === 'delete' && !op.dir));
+}
+
 /**
  * Plain file moves go to the store's bulk rename where it has one; a pair it reports as
  * failed gets the one-by-one treatment (which knows "already moved"). Returns the other ops.
  */
 async function moveFilesInBulk(ctx: ApplyContext, phase: PlanPhase, tick: (n: number) => void): Promise<PlanOp[]> {
+  phase = await deleteFilesInBulk(ctx, phase, tick);
   const many = ctx.store.renameMany;
   if (!many) return [...phase];
   const files: Extract<PlanOp, { op: 'move' }>[] = [];

@@ -96,6 +96,10 @@ function emptyPlan(job: JobManifest): PersistedPlan {
 /** Removes the staging dir whole, `_job.yaml` last, so a half-done cleanup is still a job. */
 export async function removeStagingDir(env: StepEnv, layout: JobLayout): Promise<void> {
   const { store } = env;
+  // Uploads a killed `stage` left behind (S3 multipart) would be billed forever: abort them.
+  if (store.listUploads && store.abortUpload) {
+    for (const u of await store.listUploads(layout.root)) await store.abortUpload(u);
+  }
   const entries = await store.list(layout.root);
   const last = new Set([JOB_FILE, COMMIT_FILE]);
   await Promise.all(entries.filter((e) => !last.has(e.name)).map((e) => store.delete(e.path, e.kind === 'dir')));

@@ -118,6 +118,8 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
     owner: { user: env.user, host: env.host, pid: env.pid },
   };
   const layout = new JobLayout(stagingPath);
+  // A store proves what the protocol relies on (S3: that conditional writes are honoured).
+  await store.verify?.(stagingPath);
   // One mutation: the exclusive create makes the staging dir and `_job.yaml` together.
   if (!(await store.createExclusive(layout.jobFile, encodeJob(job)))) {
     throw new UsageError(`job id '${jobId}' is already in use (${store.toUri(stagingPath)}): choose another --job-id`);

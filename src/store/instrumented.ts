@@ -4,7 +4,7 @@
 import type { Readable } from 'node:stream';
 import { InjectedFault } from '../errors.js';
 import type { StoreError } from '../errors.js';
-import type { Entry, ListOptions, MutatingOp, RenameOptions, RenamePair, Store, StoreOp } from './types.js';
+import type { Entry, ListOptions, MutatingOp, PendingUpload, RenameOptions, RenamePair, Store, StoreOp } from './types.js';
 
 export type OpCounts = Partial<Record<StoreOp, number>>;
 
@@ -14,7 +14,10 @@ export type MutationHook = (n: number, op: MutatingOp, path: string) => void | P
 export class InstrumentedStore implements Store {
   readonly counts: OpCounts = {};
   private mutations = 0;
-  constructor(readonly inner: Store, private readonly beforeMutation?: MutationHook) {}
+  private readonly requestBase: number;
+  constructor(readonly inner: Store, private readonly beforeMutation?: MutationHook) {
+    this.requestBase = inner.requestCount?.() ?? 0;
+  }
 
   get name(): string { return this.inner.name; }
   get caps() { return this.inner.caps; }
@@ -67,6 +70,30 @@ export class InstrumentedStore implements Store {
       if (fault !== undefined) throw fault;
       return done;
     };
+  }
+  get deleteMany(): ((paths: readonly string[]) => Promise<void>) | undefined {
+    const many = this.inner.deleteMany?.bind(this.inner);
+    if (!many) return undefined;
+    return async (paths) => {
+      for (const p of paths) await this.mutate('delete', p);
+      await many(paths);
+    };
+  }
+  get verify(): ((dir: string) => Promise<void>) | undefined {
+    return this.inner.verify?.bind(this.inner);
+  }
+  get listUploads(): ((dir: string) => Promise<PendingUpload[]>) | undefined {
+    const f = this.inner.listUploads?.bind(this.inner);
+    return f && (async (dir) => (this.count('list'), f(dir)));
+  }
+  get abortUpload(): ((u: PendingUpload) => Promise<void>) | undefined {
+    const f = this.inner.abortUpload?.bind(this.inner);
+    return f && (async (u) => (await this.mutate('delete', u.path), f(u)));
+  }
+  /** The counts, with the HTTP requests of stores that make them. */
+  metrics(): OpCounts & { requests?: number } {
+    const r = this.inner.requestCount?.();
+    return r === undefined ? { ...this.counts } : { ...this.counts, requests: r - this.requestBase };
   }
   async copy(s: string, d: string): Promise<void> { await this.mutate('copy', s); return this.inner.copy(s, d); }
   async delete(p: string, r: boolean): Promise<boolean> { await this.mutate('delete', p); return this.inner.delete(p, r); }

@@ -48,26 +48,51 @@ function normalize(p: string): string {
 }
 
 export function storeKey(u: ParsedUri): string {
-  return `${u.scheme === 'webhdfs' || u.scheme === 'swebhdfs' ? 'hdfs' : u.scheme}://${u.authority}`;
+  return `${u.scheme}://${u.authority}`;
 }
 
-/** Opens stores by scheme; later backends register here, not in the protocol. */
-export interface StoreOpener {
-  open(u: ParsedUri): Store;
+/** What the stores need from outside: the config file and the environment, passed in. */
+export interface StoreSettings {
+  readonly config: Record<string, unknown>;
+  readonly env: Readonly<Record<string, string | undefined>>;
 }
 
-export class DefaultStoreOpener implements StoreOpener {
-  private readonly cache = new Map<string, Store>();
-  open(u: ParsedUri): Store {
+export interface Located {
+  readonly store: Store;
+  /** The path inside the store (S3: "/bucket/key"). */
+  readonly path: string;
+}
+
+/** Opens stores by scheme (one per scheme and authority); remote stores load on first use. */
+export class StoreOpener {
+  private readonly cache = new Map<string, Promise<Store>>();
+  constructor(private readonly settings: StoreSettings) {}
+
+  async open(u: ParsedUri): Promise<Located> {
     const key = storeKey(u);
     let s = this.cache.get(key);
     if (!s) {
-      if (u.scheme !== 'file') {
-        throw new UsageError(`${u.scheme}:// stores are not available in this build of stagecommit: use a local path`);
-      }
-      s = new LocalStore();
+      s = this.create(u);
       this.cache.set(key, s);
     }
-    return s;
+    const store = await s;
+    return { store, path: u.scheme === 's3' ? `/${u.authority}${u.path === '/' ? '' : u.path}` : u.path };
+  }
+
+  private async create(u: ParsedUri): Promise<Store> {
+    switch (u.scheme) {
+      case 'file':
+        return new LocalStore();
+      case 's3': {
+        const [{ S3Store }, { s3Settings }] = await Promise.all([import('./s3/s3-store.js'), import('./s3/settings.js')]);
+        return new S3Store(s3Settings(this.settings.config.s3, this.settings.env));
+      }
+      case 'hdfs':
+      case 'webhdfs':
+      case 'swebhdfs': {
+        const [{ WebHdfsStore }, { webHdfsSettings }] = await Promise.all([import('./webhdfs/webhdfs-store.js'), import('./webhdfs/settings.js')]);
+        return new WebHdfsStore(await webHdfsSettings(u.scheme, u.authority, this.settings.config.webhdfs, this.settings.env));
+      }
+    }
   }
 }

@@ -34,6 +34,13 @@ export interface ListOptions {
   readonly details?: boolean;
 }
 
+export interface PendingUpload {
+  /** The path the upload was for. */
+  readonly path: string;
+  readonly uploadId: string;
+  readonly initiatedMs: number;
+}
+
 export interface RenamePair {
   readonly src: string;
   readonly dst: string;
@@ -78,6 +85,15 @@ export interface Store {
   /** Server-side copy of one file (stores with serverSideCopy). */
   copy(src: string, dst: string): Promise<void>;
   delete(path: string, recursive: boolean): Promise<boolean>;
+  /** Optional: delete many files in few requests (S3 DeleteObjects). Missing files are fine. */
+  deleteMany?(paths: readonly string[]): Promise<void>;
+  /** Optional: HTTP requests made so far, for stores that speak HTTP (DESIGN §9 metrics). */
+  requestCount?(): number;
+  /** Optional: prove at `stage` that a capability the protocol relies on really works here. */
+  verify?(dir: string): Promise<void>;
+  /** Optional: uploads begun under a directory and never completed (S3 multipart uploads). */
+  listUploads?(dir: string): Promise<PendingUpload[]>;
+  abortUpload?(upload: PendingUpload): Promise<void>;
   /** Stores a local file or a stream at dst, creating parents. */
   put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void>;
 }

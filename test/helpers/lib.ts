@@ -23,7 +23,7 @@ export function testEnv(store: Store, hook?: MutationHook, extra: Partial<StepEn
     leaseTtlMs: 60_000,
     isPidAlive: isPidAliveLocal,
     emit: () => {},
-    metrics: () => ({ ...inst.counts }),
+    metrics: () => inst.metrics(),
     ...extra,
     store: inst,
   };

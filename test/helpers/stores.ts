@@ -1,12 +1,14 @@
 // The stores every suite runs on: one parametrised list, so a store joins every suite at once.
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { LocalStore } from '../../src/store/local.js';
 import type { Store } from '../../src/store/types.js';
 
 export interface StoreSandbox {
+  /** A handle or printed URI → the path inside the store. */
+  pathOf(uri: string): string;
   /** The store, unwrapped (for checking outcomes, not for the code under test). */
   readonly store: Store;
   /** A fresh, empty directory in the store (a store path). */
@@ -28,12 +30,74 @@ export const localFixture: StoreFixture = {
   async sandbox() {
     const base = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-test-'));
     const store = new LocalStore();
-    return { store, base, uri: (p) => p, env: {}, close: () => rm(base, { recursive: true, force: true }) };
+    return { store, base, uri: (p) => p, pathOf: (u) => u, env: {}, close: () => rm(base, { recursive: true, force: true }) };
+  },
+};
+
+/** S3 on the Ceph RGW that `npm test` starts (scripts/rgw.sh): a fresh bucket per sandbox. */
+export const s3Fixture: StoreFixture = {
+  name: 's3',
+  async sandbox() {
+    const endpoint = process.env.STAGECOMMIT_TEST_S3_ENDPOINT;
+    if (!endpoint) throw new Error('STAGECOMMIT_TEST_S3_ENDPOINT is not set: run the tests with npm test, which starts Ceph RGW');
+    const { S3Store } = await import('../../src/store/s3/s3-store.js');
+    const { s3Settings } = await import('../../src/store/s3/settings.js');
+    const { CreateBucketCommand } = await import('@aws-sdk/client-s3');
+    const settings = s3Settings({ multipartCopyThresholdBytes: 6 * 1024 * 1024, multipartCopyPartBytes: 5 * 1024 * 1024 }, process.env);
+    const store = new S3Store(settings);
+    const bucket = `sc-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+    await store.client.send(new CreateBucketCommand({ Bucket: bucket }));
+    const configFile = path.join(os.tmpdir(), `${bucket}.yaml`);
+    await writeFile(configFile, 's3:\n  multipartCopyThresholdBytes: 6291456\n  multipartCopyPartBytes: 5242880\n');
+    return {
+      store,
+      base: `/${bucket}/sandbox`,
+      uri: (p) => `s3:/${p}`,
+      pathOf: (u) => u.replace(/^s3:\//, ''),
+      env: { STAGECOMMIT_CONFIG: configFile },
+      close: async () => {
+        await store.delete(`/${bucket}`, true);
+        await rm(configFile, { force: true });
+      },
+    };
+  },
+};
+
+/**
+ * HDFS over WebHDFS on the project's own server (test/webhdfs/server.ts): an HA pair whose
+ * first name node is standby, so every client fails over; listings paged by 7.
+ */
+export const hdfsFixture: StoreFixture = {
+  name: 'hdfs',
+  async sandbox() {
+    const { WebHdfsCluster } = await import('../webhdfs/server.js');
+    const { WebHdfsStore } = await import('../../src/store/webhdfs/webhdfs-store.js');
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-hdfs-'));
+    const cluster = await new WebHdfsCluster({ root: dir, listLimit: 7 }).start(2);
+    cluster.active = 1;
+    const configFile = path.join(dir, '..', `${path.basename(dir)}.yaml`);
+    await writeFile(configFile, `webhdfs:\n  user: tester\n  retryBaseMs: 20\n  nameservices:\n    testcluster: [${cluster.nameNodeUrls.join(', ')}]\n`);
+    const store = new WebHdfsStore({ nameNodes: cluster.nameNodeUrls, uriPrefix: 'hdfs://testcluster', user: 'tester', retries: 4, retryBaseMs: 20 });
+    await store.mkdirs('/sandbox');
+    return {
+      store,
+      base: '/sandbox',
+      uri: (p) => `hdfs://testcluster${p}`,
+      pathOf: (u) => u.replace(/^hdfs:\/\/testcluster/, ''),
+      env: { STAGECOMMIT_CONFIG: configFile },
+      close: async () => {
+        await cluster.stop();
+        await rm(dir, { recursive: true, force: true });
+        await rm(configFile, { force: true });
+      },
+    };
   },
 };
 
 export function storeFixtures(): StoreFixture[] {
-  const only = process.env.STAGECOMMIT_TEST_STORES?.split(',');
-  const all = [localFixture];
-  return only ? all.filter((f) => only.includes(f.name)) : all;
+  const only = (process.env.STAGECOMMIT_TEST_STORES ?? 'local').split(',');
+  const all = [localFixture, s3Fixture, hdfsFixture];
+  const unknown = only.filter((n) => !all.some((f) => f.name === n));
+  if (unknown.length) throw new Error(`STAGECOMMIT_TEST_STORES names unknown stores: ${unknown.join(', ')}`);
+  return all.filter((f) => only.includes(f.name));
 }

@@ -19,9 +19,8 @@ import {
   UploadPartCopyCommand,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import { StoreError, UsageError } from '../../errors.js';
-import type { Entry, ListOptions, RenameOptions, Store, StoreCapabilities } from '../types.js';
+import type { Entry, ListOptions, PendingUpload, RenameOptions, Store, StoreCapabilities } from '../types.js';
 
 const CAPS: StoreCapabilities = {
   atomicRename: false,
@@ -45,12 +44,6 @@ export const DEFAULT_S3: Omit<S3Settings, 'client'> = {
   multipartCopyPartSize: 512 * 1024 ** 2,
   multipartUploadPartSize: 16 * 1024 ** 2,
 };
-
-export interface MultipartUpload {
-  readonly key: string;
-  readonly uploadId: string;
-  readonly initiatedMs: number;
-}
 
 /** "/bucket/a/b" → { bucket, key: "a/b" }. */
 export function splitPath(p: string): { bucket: string; key: string } {
@@ -77,8 +70,37 @@ export class S3Store implements Store {
   readonly caps = CAPS;
   readonly client: S3Client;
 
+  private requests = 0;
+
   constructor(readonly settings: S3Settings) {
     this.client = new S3Client({ maxAttempts: 6, ...settings.client });
+    // Every HTTP request, retries included (DESIGN §9 counts requests).
+    this.client.middlewareStack.add(
+      (next) => async (args) => {
+        this.requests++;
+        return next(args);
+      },
+      { step: 'finalizeRequest', name: 'stagecommitRequestCounter' },
+    );
+  }
+
+  requestCount(): number {
+    return this.requests;
+  }
+
+  /**
+   * Claims rely on PutObject with If-None-Match: *. A server that ignores the header would let
+   * two attempts both win, so it is proven here: the second create must be refused.
+   */
+  async verify(dir: string): Promise<void> {
+    const probe = posix.join(dir, `.stagecommit-probe-${process.pid}-${Date.now()}`);
+    const first = await this.createExclusive(probe, 'probe');
+    const second = await this.createExclusive(probe, 'probe');
+    await this.delete(probe, false);
+    if (!first || second) {
+      throw new StoreError('refused', 'createExclusive', [this.toUri(probe)],
+        "this S3 server ignores 'If-None-Match: *' on PutObject, so commit claims cannot be made safely; use a server that supports conditional writes (AWS S3, Ceph RGW, MinIO)");
+    }
   }
 
   toUri(p: string): string {
@@ -283,6 +305,7 @@ export class S3Store implements Store {
     const { bucket, key } = splitPath(dst);
     try {
       const body = 'localPath' in source ? createReadStream(source.localPath) : source.stream;
+      const { Upload } = await import('@aws-sdk/lib-storage'); // loaded only by steps that upload
       const up = new Upload({ client: this.client, params: { Bucket: bucket, Key: key, Body: body }, partSize: Math.max(5 * 1024 ** 2, this.settings.multipartUploadPartSize), queueSize: 4, leavePartsOnError: false });
       await up.done();
     } catch (e) {
@@ -291,15 +314,15 @@ export class S3Store implements Store {
   }
 
   /** Multipart uploads never completed under a prefix (for clean-orphans and job abort). */
-  async listUploads(dir: string): Promise<MultipartUpload[]> {
+  async listUploads(dir: string): Promise<PendingUpload[]> {
     const { bucket, key } = splitPath(dir);
-    const out: MultipartUpload[] = [];
+    const out: PendingUpload[] = [];
     let keyMarker: string | undefined;
     let uploadIdMarker: string | undefined;
     try {
       do {
         const r = await this.client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: key === '' ? '' : key + '/', KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }));
-        for (const u of r.Uploads ?? []) out.push({ key: `/${bucket}/${u.Key}`, uploadId: u.UploadId!, initiatedMs: u.Initiated?.getTime() ?? 0 });
+        for (const u of r.Uploads ?? []) out.push({ path: `/${bucket}/${u.Key}`, uploadId: u.UploadId!, initiatedMs: u.Initiated?.getTime() ?? 0 });
         keyMarker = r.IsTruncated ? r.NextKeyMarker : undefined;
         uploadIdMarker = r.IsTruncated ? r.NextUploadIdMarker : undefined;
       } while (keyMarker);
@@ -309,12 +332,12 @@ export class S3Store implements Store {
     return out;
   }
 
-  async abortUpload(u: MultipartUpload): Promise<void> {
-    const { bucket, key } = splitPath(u.key);
+  async abortUpload(u: PendingUpload): Promise<void> {
+    const { bucket, key } = splitPath(u.path);
     try {
       await this.client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: u.uploadId }));
     } catch (e) {
-      if (status(e) !== 404) throw this.fail(e, 'delete', [u.key]);
+      if (status(e) !== 404) throw this.fail(e, 'delete', [u.path]);
     }
   }
 }

@@ -1,0 +1,52 @@
+// S3 settings from the config file's `s3:` section and the environment the AWS SDK knows.
+
+import { UsageError } from '../../errors.js';
+import { DEFAULT_S3, type S3Settings } from './s3-store.js';
+
+/** The environment variables that matter, passed in by the command-line layer. */
+export interface S3Env {
+  readonly AWS_ENDPOINT_URL?: string;
+  readonly AWS_ENDPOINT_URL_S3?: string;
+  readonly AWS_REGION?: string;
+  readonly AWS_DEFAULT_REGION?: string;
+  readonly AWS_PROFILE?: string;
+}
+
+function num(section: Record<string, unknown>, key: string, def: number): number {
+  const v = section[key];
+  if (v === undefined) return def;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new UsageError(`config: 's3.${key}' must be a positive whole number`);
+  return v;
+}
+
+/**
+ * Endpoint: config `s3.endpoint`, else AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL. With a custom
+ * endpoint, path-style addressing is the default (what Ceph and MinIO need) unless `s3.pathStyle`
+ * says otherwise. Credentials come from the SDK's usual chain (environment, profile, …).
+ */
+export function s3Settings(config: unknown, env: S3Env): S3Settings {
+  if (config !== undefined && (config === null || typeof config !== 'object' || Array.isArray(config))) {
+    throw new UsageError("config: 's3' must be a mapping (endpoint, region, pathStyle, …)");
+  }
+  const s = (config ?? {}) as Record<string, unknown>;
+  const str = (key: string): string | undefined => {
+    const v = s[key];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'string') throw new UsageError(`config: 's3.${key}' must be a string`);
+    return v;
+  };
+  const endpoint = str('endpoint') ?? env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
+  const region = str('region') ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
+  const pathStyle = s.pathStyle === undefined ? endpoint !== undefined : s.pathStyle === true;
+  return {
+    client: {
+      region,
+      ...(endpoint ? { endpoint } : {}),
+      forcePathStyle: pathStyle,
+      maxAttempts: num(s, 'maxAttempts', 6),
+    },
+    multipartCopyThreshold: num(s, 'multipartCopyThresholdBytes', DEFAULT_S3.multipartCopyThreshold),
+    multipartCopyPartSize: num(s, 'multipartCopyPartBytes', DEFAULT_S3.multipartCopyPartSize),
+    multipartUploadPartSize: num(s, 'uploadPartBytes', DEFAULT_S3.multipartUploadPartSize),
+  };
+}

@@ -1,0 +1,302 @@
+// A WebHDFS server for the tests, written from Hadoop's WebHDFS REST API page (wire format) and
+// filesystem specification (semantics), backed by a local directory. A name node pair (one can
+// be made standby) redirects OPEN and CREATE to a separate data node address, as HDFS does.
+// It does not mirror our client: test/webhdfs-server.test.ts checks it against the spec.
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createReadStream, createWriteStream, promises as fs } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+
+export interface WebHdfsServerOptions {
+  /** Local directory that holds the namespace. */
+  readonly root: string;
+  /** LISTSTATUS_BATCH page size (HDFS: dfs.ls.limit, 1000). */
+  readonly listLimit?: number;
+  /** Answer RENAME with renameoptions as unsupported (as gateways without rename2 do). */
+  readonly noRename2?: boolean;
+  /** Delay between a created file's appearance and its bytes (ms), to show the empty window. */
+  readonly createDelayMs?: number;
+}
+
+interface RemoteError {
+  readonly status: number;
+  readonly exception: string;
+  readonly javaClassName: string;
+  readonly message: string;
+}
+
+const err = (status: number, exception: string, pkg: string, message: string): RemoteError => ({ status, exception, javaClassName: `${pkg}.${exception}`, message });
+const notFound = (p: string) => err(404, 'FileNotFoundException', 'java.io', `File does not exist: ${p}`);
+const exists = (p: string) => err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `${p} already exists`);
+const illegal = (m: string) => err(400, 'IllegalArgumentException', 'java.lang', m);
+
+class Fail extends Error {
+  constructor(readonly remote: RemoteError) {
+    super(remote.message);
+  }
+}
+
+export class WebHdfsCluster {
+  private nameNodes: Server[] = [];
+  private dataNode: Server | undefined;
+  /** Index of the active name node; the others answer StandbyException. */
+  active = 0;
+  /** Every request the name nodes saw: op and user, for assertions. */
+  readonly log: { node: number; op: string; path: string; user: string | null; delegation: string | null }[] = [];
+  private dnPort = 0;
+
+  constructor(readonly opts: WebHdfsServerOptions) {}
+
+  get nameNodeUrls(): string[] {
+    return this.nameNodes.map((s) => `http://127.0.0.1:${(s.address() as AddressInfo).port}`);
+  }
+
+  async start(nameNodes = 2): Promise<this> {
+    await fs.mkdir(this.opts.root, { recursive: true });
+    this.dataNode = createServer((q, r) => void this.serveDataNode(q, r));
+    await listen(this.dataNode);
+    this.dnPort = (this.dataNode.address() as AddressInfo).port;
+    for (let i = 0; i < nameNodes; i++) {
+      const s = createServer((q, r) => void this.serveNameNode(i, q, r));
+      await listen(s);
+      this.nameNodes.push(s);
+    }
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    for (const s of [...this.nameNodes, this.dataNode]) {
+      if (!s) continue;
+      s.closeAllConnections();
+      await new Promise((r) => s.close(r));
+    }
+  }
+
+  private local(p: string): string {
+    const norm = path.posix.normalize('/' + p);
+    return path.join(this.opts.root, norm);
+  }
+
+  private async serveNameNode(i: number, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const url = new URL(req.url!, 'http://x');
+      if (!url.pathname.startsWith('/webhdfs/v1/')) throw new Fail(illegal(`Invalid path: ${url.pathname}`));
+      const p = decodeURIComponent(url.pathname.slice('/webhdfs/v1'.length)) || '/';
+      const op = (url.searchParams.get('op') ?? '').toUpperCase();
+      this.log.push({ node: i, op, path: p, user: url.searchParams.get('user.name'), delegation: url.searchParams.get('delegation') });
+      if (i !== this.active) {
+        throw new Fail(err(403, 'StandbyException', 'org.apache.hadoop.ipc', `Operation category ${req.method === 'GET' ? 'READ' : 'WRITE'} is not supported in state standby`));
+      }
+      await this.nameNodeOp(req, res, req.method ?? 'GET', op, p, url.searchParams);
+    } catch (e) {
+      fail(res, e);
+    }
+  }
+
+  private async nameNodeOp(req: IncomingMessage, res: ServerResponse, method: string, op: string, p: string, q: URLSearchParams): Promise<void> {
+    const want = (m: string) => {
+      if (method !== m) throw new Fail(illegal(`Invalid value for webhdfs parameter "op": ${op} is not a valid ${method} operation`));
+    };
+    const local = this.local(p);
+    switch (op) {
+      case 'GETFILESTATUS': {
+        want('GET');
+        return json(res, 200, { FileStatus: await status(local, '') });
+      }
+      case 'LISTSTATUS': {
+        want('GET');
+        return json(res, 200, { FileStatuses: { FileStatus: await this.listing(local, p) } });
+      }
+      case 'LISTSTATUS_BATCH': {
+        want('GET');
+        const all = await this.listing(local, p);
+        const after = q.get('startAfter');
+        const from = after ? all.findIndex((s) => s.pathSuffix > after) : 0;
+        const rest = from < 0 ? [] : all.slice(from);
+        const limit = this.opts.listLimit ?? 1000;
+        const page = rest.slice(0, limit);
+        return json(res, 200, { DirectoryListing: { partialListing: { FileStatuses: { FileStatus: page } }, remainingEntries: rest.length - page.length } });
+      }
+      case 'MKDIRS': {
+        want('PUT');
+        const st = await fs.stat(local).catch(() => null);
+        if (st && !st.isDirectory()) throw new Fail(err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `Path is not a directory: ${p}`));
+        await fs.mkdir(local, { recursive: true });
+        return json(res, 200, { boolean: true });
+      }
+      case 'RENAME': {
+        want('PUT');
+        const dst = q.get('destination');
+        if (!dst || !dst.startsWith('/')) throw new Fail(illegal(`Invalid value for webhdfs parameter "destination": ${dst}`));
+        const options = q.get('renameoptions');
+        if (options !== null) {
+          if (this.opts.noRename2) throw new Fail(illegal('Invalid parameter "renameoptions"'));
+          await this.rename2(p, dst, options.split(',').map((o) => o.trim().toUpperCase()).includes('OVERWRITE'));
+          res.writeHead(200, { 'content-type': 'application/json' }).end();
+          return;
+        }
+        return json(res, 200, { boolean: await this.rename(p, dst) });
+      }
+      case 'DELETE': {
+        want('DELETE');
+        const recursive = q.get('recursive') === 'true';
+        const st = await fs.lstat(local).catch(() => null);
+        if (!st || p === '/') return json(res, 200, { boolean: false });
+        if (st.isDirectory()) {
+          if (!recursive && (await fs.readdir(local)).length > 0) throw new Fail(err(403, 'PathIsNotEmptyDirectoryException', 'org.apache.hadoop.fs', `${p} is non empty': Directory is not empty`));
+          await fs.rm(local, { recursive: true, force: true });
+        } else await fs.unlink(local);
+        return json(res, 200, { boolean: true });
+      }
+      case 'OPEN': {
+        want('GET');
+        const st = await fs.stat(local).catch(() => null);
+        if (!st) throw new Fail(notFound(p));
+        if (st.isDirectory()) throw new Fail(err(404, 'FileNotFoundException', 'java.io', `Path is not a file: ${p}`));
+        return this.redirect(res, 'OPEN', p, q);
+      }
+      case 'CREATE': {
+        want('PUT');
+        // The name node only chooses a data node; the create happens there (as in HDFS).
+        void req.resume();
+        return this.redirect(res, 'CREATE', p, q);
+      }
+      default:
+        throw new Fail(illegal(`Invalid value for webhdfs parameter "op": No enum constant ${op}`));
+    }
+  }
+
+  private redirect(res: ServerResponse, op: string, p: string, q: URLSearchParams): void {
+    const params = new URLSearchParams(q);
+    params.set('op', op);
+    params.set('namenoderpcaddress', 'localhost:8020');
+    const location = `http://127.0.0.1:${this.dnPort}/webhdfs/v1${p.split('/').map(encodeURIComponent).join('/')}?${params}`;
+    res.writeHead(307, { location, 'content-type': 'application/json' }).end(JSON.stringify({ Location: location }));
+  }
+
+  private async listing(local: string, p: string): Promise<{ pathSuffix: string }[]> {
+    const st = await fs.lstat(local).catch(() => null);
+    if (!st) throw new Fail(notFound(p));
+    if (!st.isDirectory()) return [await status(local, '')];
+    const names = (await fs.readdir(local)).filter((n) => !n.startsWith('.webhdfs-tmp-')).sort();
+    const out = [];
+    for (const n of names) {
+      const s = await status(path.join(local, n), n).catch(() => null);
+      if (s) out.push(s);
+    }
+    return out;
+  }
+
+  /** FileSystem.rename (filesystem.md): false, not an error, when it cannot be done. */
+  private async rename(src: string, dst: string): Promise<boolean> {
+    const s = this.local(src);
+    let d = this.local(dst);
+    if (src === '/' || !(await fs.lstat(s).catch(() => null))) return false;
+    if (path.posix.normalize(dst + '/').startsWith(path.posix.normalize(src + '/'))) return false;
+    const dstSt = await fs.lstat(d).catch(() => null);
+    if (dstSt?.isDirectory()) {
+      // Onto an existing directory: the source moves inside it.
+      d = path.join(d, path.posix.basename(src));
+      if (await fs.lstat(d).catch(() => null)) return false;
+    } else if (dstSt) {
+      return false;
+    }
+    const parent = await fs.stat(path.dirname(d)).catch(() => null);
+    if (!parent?.isDirectory()) return false;
+    await fs.rename(s, d);
+    return true;
+  }
+
+  /** FileContext.rename with options (rename2): errors instead of false; never moves inside. */
+  private async rename2(src: string, dst: string, overwrite: boolean): Promise<void> {
+    const s = this.local(src);
+    const d = this.local(dst);
+    const srcSt = await fs.lstat(s).catch(() => null);
+    if (!srcSt) throw new Fail(notFound(src));
+    if (src === dst) throw new Fail(exists(dst));
+    if (path.posix.normalize(dst + '/').startsWith(path.posix.normalize(src + '/'))) throw new Fail(err(403, 'IOException', 'java.io', `Rename destination ${dst} is a directory or file under source ${src}`));
+    const dstSt = await fs.lstat(d).catch(() => null);
+    if (dstSt) {
+      if (!overwrite) throw new Fail(exists(dst));
+      if (dstSt.isDirectory() !== srcSt.isDirectory()) throw new Fail(err(403, 'IOException', 'java.io', `Source ${src} and destination ${dst} must both be directories or files`));
+      if (dstSt.isDirectory() && (await fs.readdir(d)).length > 0) throw new Fail(err(403, 'IOException', 'java.io', `rename destination directory is not empty: ${dst}`));
+    }
+    const parent = await fs.stat(path.dirname(d)).catch(() => null);
+    if (!parent) throw new Fail(notFound(path.posix.dirname(dst)));
+    if (!parent.isDirectory()) throw new Fail(err(403, 'ParentNotDirectoryException', 'org.apache.hadoop.fs', `Parent path is not a directory: ${path.posix.dirname(dst)}`));
+    if (dstSt?.isDirectory()) await fs.rmdir(d);
+    await fs.rename(s, d);
+  }
+
+  private async serveDataNode(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const url = new URL(req.url!, 'http://x');
+      const p = decodeURIComponent(url.pathname.slice('/webhdfs/v1'.length)) || '/';
+      const op = url.searchParams.get('op');
+      const local = this.local(p);
+      if (op === 'OPEN' && req.method === 'GET') {
+        const st = await fs.stat(local).catch(() => null);
+        if (!st?.isFile()) throw new Fail(notFound(p));
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': st.size });
+        await pipeline(createReadStream(local), res);
+        return;
+      }
+      if (op === 'CREATE' && req.method === 'PUT') {
+        const overwrite = url.searchParams.get('overwrite') === 'true';
+        await fs.mkdir(path.dirname(local), { recursive: true });
+        const st = await fs.lstat(local).catch(() => null);
+        if (st?.isDirectory()) throw new Fail(err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `${p} already exists as a directory`));
+        // HDFS makes the file visible (empty) at create, before its bytes arrive.
+        const fh = await fs.open(local, overwrite ? 'w' : 'wx').catch((e: NodeJS.ErrnoException) => {
+          if (e.code === 'EEXIST') throw new Fail(exists(p));
+          throw e;
+        });
+        await fh.close();
+        if (this.opts.createDelayMs) await new Promise((r) => setTimeout(r, this.opts.createDelayMs));
+        await pipeline(req, createWriteStream(local, { flags: 'r+' }));
+        res.writeHead(201, { location: `hdfs://localhost:8020${p.split("/").map(encodeURIComponent).join("/")}`, "content-length": 0 }).end();
+        return;
+      }
+      throw new Fail(illegal(`Invalid data node operation ${op}`));
+    } catch (e) {
+      fail(res, e);
+    }
+  }
+}
+
+async function status(local: string, suffix: string): Promise<Record<string, unknown> & { pathSuffix: string }> {
+  const st = await fs.lstat(local).catch(() => null);
+  if (!st) throw new Fail(notFound(local));
+  return {
+    accessTime: Math.floor(st.atimeMs),
+    blockSize: st.isDirectory() ? 0 : 134217728,
+    childrenNum: 0,
+    fileId: st.ino,
+    group: 'supergroup',
+    length: st.isDirectory() ? 0 : st.size,
+    modificationTime: Math.floor(st.mtimeMs),
+    owner: 'hdfs',
+    pathSuffix: suffix,
+    permission: (st.mode & 0o777).toString(8),
+    replication: st.isDirectory() ? 0 : 1,
+    storagePolicy: 0,
+    type: st.isSymbolicLink() ? 'SYMLINK' : st.isDirectory() ? 'DIRECTORY' : 'FILE',
+  };
+}
+
+function json(res: ServerResponse, code: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+}
+
+function fail(res: ServerResponse, e: unknown): void {
+  const remote = e instanceof Fail ? e.remote : err(500, 'IOException', 'java.io', (e as Error)?.message ?? String(e));
+  if (res.headersSent) return void res.destroy();
+  json(res, remote.status, { RemoteException: { exception: remote.exception, javaClassName: remote.javaClassName, message: remote.message } });
+}
+
+function listen(s: Server): Promise<void> {
+  return new Promise((resolve) => s.listen(0, '127.0.0.1', resolve));
+}
