@@ -120,7 +120,12 @@ for (const fx of storeFixtures()) {
       await sb.close();
     });
 
-    for (const sc of SCENARIOS) {
+    // Every mutation point of every step on every store. Locally each point is healed both ways;
+    // on remote stores (a request costs 2-7 ms) the two heals alternate between points, and S3
+    // skips the create scenario, whose copies are the overwrite scenario's copies.
+    const local = fx.name === 'local';
+    const scenarios = fx.name === 's3' ? SCENARIOS.filter((_, i) => i !== 1) : SCENARIOS;
+    for (const sc of scenarios) {
       test(`every mutation of every step heals: ${sc.name}`, async (t) => {
         const actions = flow(sc);
         const base = await fresh(sc);
@@ -133,7 +138,8 @@ for (const fx of storeFixtures()) {
           const a = actions[i]!;
           const label = a.kind === 'stage-task' || a.kind === 'commit-task' ? `${a.kind} ${a.t.task}` : a.kind;
           for (let k = 1; ; k++) {
-            for (const heal of ['recover', 'rerun'] as const) {
+            const heals = local ? (['recover', 'rerun'] as const) : ([k % 2 ? 'recover' : 'rerun'] as const);
+            for (const heal of heals) {
               const run = await fresh(sc);
               for (const before of actions.slice(0, i)) await act(sb.store, run, before, sc);
               let faulted = false;

@@ -1,0 +1,196 @@
+// The test WebHDFS server against Hadoop's rules (WebHDFS.md, filesystem.md), with raw HTTP —
+// not through our client — and then our client against it: failover, refusals, encoding.
+
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { WebHdfsCluster } from './webhdfs/server.js';
+import { WebHdfsStore } from '../src/store/webhdfs/webhdfs-store.js';
+import { StoreError } from '../src/errors.js';
+
+let dir: string;
+let cluster: WebHdfsCluster;
+let nn: string;
+
+async function op(method: string, p: string, query: string, body?: string): Promise<Response> {
+  return fetch(`${nn}/webhdfs/v1${p}?user.name=spec&${query}`, { method, body, redirect: 'manual' });
+}
+
+/** CREATE as the spec describes it: a 307 from the name node, then the bytes to the data node. */
+async function create(p: string, data: string, overwrite = false): Promise<Response> {
+  const r = await op('PUT', p, `op=CREATE&overwrite=${overwrite}`);
+  assert.equal(r.status, 307);
+  return fetch(r.headers.get('location')!, { method: 'PUT', body: data });
+}
+
+before(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'webhdfs-spec-'));
+  cluster = await new WebHdfsCluster({ root: dir, listLimit: 2 }).start(2);
+  nn = cluster.nameNodeUrls[0]!;
+});
+after(async () => {
+  await cluster.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('WebHDFS test server follows the specification', () => {
+  test('CREATE and OPEN redirect (307) to a data node address; overwrite=false refuses an existing file (403)', async () => {
+    const first = await op('PUT', '/spec/a.txt', 'op=CREATE&overwrite=false');
+    assert.equal(first.status, 307);
+    const loc = new URL(first.headers.get('location')!);
+    assert.notEqual(loc.port, new URL(nn).port, 'the data node is another address');
+    assert.equal((await fetch(loc, { method: 'PUT', body: 'hello' })).status, 201);
+    const again = await create('/spec/a.txt', 'other');
+    assert.equal(again.status, 403);
+    assert.equal(((await again.json()) as { RemoteException: { exception: string } }).RemoteException.exception, 'FileAlreadyExistsException');
+    const open = await op('GET', '/spec/a.txt', 'op=OPEN');
+    assert.equal(open.status, 307);
+    assert.equal(await (await fetch(open.headers.get('location')!)).text(), 'hello');
+  });
+
+  test('GETFILESTATUS of a missing path: 404 with a RemoteException body', async () => {
+    const r = await op('GET', '/nope', 'op=GETFILESTATUS');
+    assert.equal(r.status, 404);
+    const j = (await r.json()) as { RemoteException: { exception: string; javaClassName: string; message: string } };
+    assert.deepEqual([j.RemoteException.exception, j.RemoteException.javaClassName], ['FileNotFoundException', 'java.io.FileNotFoundException']);
+  });
+
+  test('rename: onto an existing directory moves the source inside it; refusals answer {"boolean": false}', async () => {
+    await create('/r/src/f', 'x');
+    await op('PUT', '/r/dst', 'op=MKDIRS');
+    const inside = await op('PUT', '/r/src', 'op=RENAME&destination=/r/dst');
+    assert.deepEqual(await inside.json(), { boolean: true });
+    assert.equal((await op('GET', '/r/dst/src/f', 'op=GETFILESTATUS')).status, 200, 'moved inside the directory');
+    assert.deepEqual(await (await op('PUT', '/r/missing', 'op=RENAME&destination=/r/x')).json(), { boolean: false }, 'missing source');
+    await create('/r/file1', '1');
+    await create('/r/file2', '2');
+    assert.deepEqual(await (await op('PUT', '/r/file1', 'op=RENAME&destination=/r/file2')).json(), { boolean: false }, 'existing file');
+    assert.deepEqual(await (await op('PUT', '/r/file1', 'op=RENAME&destination=/r/no/parent/f')).json(), { boolean: false }, 'rename does not create parents');
+  });
+
+  test('rename2 (renameoptions): NONE refuses an existing destination, OVERWRITE replaces a file', async () => {
+    await create('/r2/a', 'a');
+    await create('/r2/b', 'b');
+    const none = await op('PUT', '/r2/a', 'op=RENAME&destination=/r2/b&renameoptions=NONE');
+    assert.equal(none.status, 403);
+    assert.equal(((await none.json()) as { RemoteException: { exception: string } }).RemoteException.exception, 'FileAlreadyExistsException');
+    assert.equal((await op('PUT', '/r2/a', 'op=RENAME&destination=/r2/b&renameoptions=OVERWRITE')).status, 200);
+    const open = await op('GET', '/r2/b', 'op=OPEN');
+    assert.equal(await (await fetch(open.headers.get('location')!)).text(), 'a');
+  });
+
+  test('DELETE of a missing path answers false; a non-empty directory needs recursive=true', async () => {
+    assert.deepEqual(await (await op('DELETE', '/gone', 'op=DELETE')).json(), { boolean: false });
+    await create('/d/x', 'x');
+    assert.equal((await op('DELETE', '/d', 'op=DELETE&recursive=false')).status, 403);
+    assert.deepEqual(await (await op('DELETE', '/d', 'op=DELETE&recursive=true')).json(), { boolean: true });
+  });
+
+  test('LISTSTATUS_BATCH pages with startAfter and remainingEntries', async () => {
+    for (const n of ['a', 'b', 'c', 'd', 'e']) await create(`/l/${n}`, n);
+    const names: string[] = [];
+    let after = '';
+    for (;;) {
+      const j = (await (await op('GET', '/l', `op=LISTSTATUS_BATCH${after ? `&startAfter=${after}` : ''}`)).json()) as { DirectoryListing: { partialListing: { FileStatuses: { FileStatus: { pathSuffix: string }[] } }; remainingEntries: number } };
+      const page = j.DirectoryListing.partialListing.FileStatuses.FileStatus;
+      assert.ok(page.length <= 2);
+      names.push(...page.map((s) => s.pathSuffix));
+      if (j.DirectoryListing.remainingEntries === 0) break;
+      after = page.at(-1)!.pathSuffix;
+    }
+    assert.deepEqual(names, ['a', 'b', 'c', 'd', 'e']);
+  });
+
+  test('a standby name node answers 403 StandbyException', async () => {
+    const r = await fetch(`${cluster.nameNodeUrls[1]}/webhdfs/v1/?op=GETFILESTATUS&user.name=spec`);
+    assert.equal(r.status, 403);
+    assert.equal(((await r.json()) as { RemoteException: { exception: string } }).RemoteException.exception, 'StandbyException');
+  });
+
+  test('a created file is visible, empty, before its bytes arrive', async () => {
+    const slow = await new WebHdfsCluster({ root: path.join(dir, 'slow'), createDelayMs: 400 }).start(1);
+    try {
+      const base = slow.nameNodeUrls[0]!;
+      const r = await fetch(`${base}/webhdfs/v1/claim?op=CREATE&overwrite=false&user.name=x`, { method: 'PUT', redirect: 'manual' });
+      const writing = fetch(r.headers.get('location')!, { method: 'PUT', body: 'claim-bytes' });
+      await new Promise((res) => setTimeout(res, 150));
+      const st = (await (await fetch(`${base}/webhdfs/v1/claim?op=GETFILESTATUS&user.name=x`)).json()) as { FileStatus: { length: number } };
+      assert.equal(st.FileStatus.length, 0);
+      assert.equal((await writing).status, 201);
+    } finally {
+      await slow.stop();
+    }
+  });
+});
+
+describe('WebHDFS client against the server', () => {
+  const client = (over: Partial<ConstructorParameters<typeof WebHdfsStore>[0]> = {}) =>
+    new WebHdfsStore({ nameNodes: cluster.nameNodeUrls, uriPrefix: 'hdfs://c', user: 'etl', retries: 2, retryBaseMs: 5, ...over });
+
+  test('fails over from a standby name node and remembers the active one', async () => {
+    cluster.active = 1;
+    const c = client();
+    const before = cluster.log.length;
+    await c.mkdirs('/ha/x');
+    await c.mkdirs('/ha/y');
+    const seen = cluster.log.slice(before).map((l) => l.node);
+    assert.deepEqual(seen, [0, 1, 1], 'one standby answer, then the active node only');
+    cluster.active = 0;
+    assert.ok(await c.stat('/ha/x'), 'fails back when the other node becomes active');
+  });
+
+  test('a refused connection moves to the next name node', async () => {
+    cluster.active = 0;
+    const c = new WebHdfsStore({ nameNodes: ['http://127.0.0.1:1', nn], uriPrefix: 'hdfs://c', user: 'etl', retries: 1, retryBaseMs: 5 });
+    await c.mkdirs('/refused');
+    assert.ok(await c.stat('/refused'));
+  });
+
+  test('a rename that would clobber is an error naming source and destination, never a move inside', async () => {
+    cluster.active = 0;
+    const c = client();
+    await c.mkdirs('/cl/dir');
+    await c.createExclusive('/cl/a', 'a');
+    await assert.rejects(c.rename('/cl/a', '/cl/dir'), (e: StoreError) => e.kind === 'exists' && /\/cl\/a -> hdfs:\/\/c\/cl\/dir/.test(e.message));
+    assert.equal(await c.stat('/cl/dir/a'), null);
+    await assert.rejects(c.rename('/cl/none', '/cl/z'), (e: StoreError) => e.kind === 'not-found');
+  });
+
+  test('without rename2 (a gateway that lacks it) {"boolean": false} still becomes an error', async () => {
+    const plain = await new WebHdfsCluster({ root: path.join(dir, 'plain'), noRename2: true }).start(1);
+    try {
+      const c = new WebHdfsStore({ nameNodes: plain.nameNodeUrls, uriPrefix: 'hdfs://p', user: 'etl', retries: 0, retryBaseMs: 1 });
+      await c.createExclusive('/a', 'a');
+      await c.mkdirs('/d');
+      await assert.rejects(c.rename('/a', '/d'), /destination exists/);
+      await assert.rejects(c.rename('/missing', '/q'), /boolean": false\}: the source does not exist/);
+      await c.rename('/a', '/b');
+      assert.equal((await c.readFile('/b'))?.toString(), 'a');
+    } finally {
+      await plain.stop();
+    }
+  });
+
+  test('paths with spaces, %, =, +, ?, # and unicode round-trip; user.name or delegation is sent', async () => {
+    cluster.active = 0;
+    const c = client();
+    const p = '/enc/dt=2026 11%+?#/東京 ü.csv';
+    await c.writeFile(p, 'bytes');
+    assert.equal((await c.readFile(p))?.toString(), 'bytes');
+    assert.deepEqual((await c.list('/enc')).map((e) => e.name), ['dt=2026 11%+?#']);
+    const before = cluster.log.length;
+    await client({ delegation: 'TOKEN123' }).stat(p);
+    assert.deepEqual(cluster.log.slice(before).map((l) => [l.user, l.delegation]), [[null, 'TOKEN123']]);
+    assert.ok(cluster.log.slice(0, before).some((l) => l.user === 'etl'));
+  });
+
+  test('create-if-absent: exactly one of several concurrent creates wins', async () => {
+    cluster.active = 0;
+    const c = client();
+    const wins = await Promise.all(Array.from({ length: 8 }, (_, i) => c.createExclusive('/race/claim.yaml', `attempt ${i}`)));
+    assert.equal(wins.filter(Boolean).length, 1);
+    assert.equal(await c.delete('/race/none', true), false, 'delete of a missing path is false, not an error');
+  });
+});
