@@ -43,7 +43,7 @@ for (const fx of storeFixtures()) {
         const codes = results.map((r) => r.code);
         const winners = codes.flatMap((c, a) => (c === 0 ? [a] : []));
         assert.equal(winners.length, 1, `round ${round}: exit codes ${codes.join(',')}: ${results.map((r) => r.stderr).join('')}`);
-        assert.equal(codes.filter((c) => c === 3).length, ATTEMPTS - 1, `round ${round}: losers exit 3`);
+        assert.equal(codes.filter((c) => c === 3).length, ATTEMPTS - 1, `round ${round}: losers exit 3, got ${codes.join(',')}: ${results.map((r) => r.stderr).join('')}`);
         wins[winners[0]!]!++;
         await libCommitJob(env, stagingPath);
         assert.deepEqual(data(await readTree(sb.store, targetPath)), { [`from-${winners[0]}.csv`]: `attempt ${winners[0]}` });

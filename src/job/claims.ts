@@ -2,7 +2,7 @@
 // once committed, the record of the task's files.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StoreError } from '../errors.js';
+import { CorruptManifestError, StoreError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields, itemNumber, itemString } from '../manifest/codec.js';
 import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
@@ -57,16 +57,18 @@ export function decodeClaim(text: string, file: string): Claim {
 }
 
 /**
- * Reads a claim. A claim that reads empty is one being written (WebHDFS shows a created file
- * before its bytes arrive): it is read again shortly, never taken for free.
+ * Reads a claim. A claim that reads empty (or cut short) is one being written: WebHDFS shows a
+ * created file before all its bytes arrive. It is read again shortly, never taken for free.
  */
 export async function readClaim(store: Store, path: string, retries = 20): Promise<Claim | null> {
   for (let i = 0; ; i++) {
     const data = await store.readFile(path);
     if (data === null) return null;
-    if (data.length > 0) return decodeClaim(data.toString('utf8'), store.toUri(path));
-    if (i >= retries) {
-      throw new StoreError('io', 'readFile', [store.toUri(path)], 'claim is still empty after retries; is a writer stuck?');
+    try {
+      if (data.length > 0) return decodeClaim(data.toString('utf8'), store.toUri(path));
+      if (i >= retries) throw new StoreError('io', 'readFile', [store.toUri(path)], 'claim is still empty after retries; is a writer stuck?');
+    } catch (e) {
+      if (!(e instanceof CorruptManifestError) || i >= retries) throw e;
     }
     await sleep(50 * Math.min(i + 1, 5));
   }
