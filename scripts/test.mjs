@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ci = Boolean(process.env.CI);
-const stores = ['local'];
+// HDFS runs on the project's own WebHDFS server, which every test file starts for itself.
+const stores = ['local', 'hdfs'];
 const env = { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
 const stops = [];
 

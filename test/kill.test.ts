@@ -109,7 +109,7 @@ for (const fx of storeFixtures()) {
         await healAndFinish(run, want, `commit-task killed at ${k}`);
       }
       t.diagnostic(`commit-task: ${points} kill points, all healed`);
-      assert.ok(points >= 3);
+      assert.ok(points >= 2, 'at least the claim and its record (stores with rename add the promotion)');
     });
 
     test('an overwrite killed before its commit point leaves the old table, and the rerun succeeds (no "Path does not exist")', async () => {

@@ -50,6 +50,12 @@ for (const fx of storeFixtures()) {
     let dead: string;
     let committing: string;
     let live: string;
+    let freshAt = 0;
+    /**
+     * The fresh leftovers are younger than this, the old ones (written 4 s earlier) older, however
+     * long the suite has run; S3 times have whole seconds, hence the margin.
+     */
+    const olderThan = () => `${Math.ceil((Date.now() - freshAt) / 1000) + 2}s`;
     before(async () => {
       sb = await fx.sandbox();
       root = posix.join(sb.base, 'wh');
@@ -66,8 +72,9 @@ for (const fx of storeFixtures()) {
       await libCommitJob(testEnv(sb.store, failAt(3)), committing).catch(() => {}); // plan written, nothing moved
       // The "killed" driver was this process: remove its lease as its death would have made it stale.
       for (const e of await sb.store.list(committing)) if (e.name.startsWith('_lease.')) await sb.store.delete(e.path, false);
-      await sleep(2100);
+      await sleep(4000);
       await writeTree(sb.store, root, FRESH);
+      freshAt = Date.now();
       // a job whose driver is alive (this process holds its lease)
       live = await libStage(env, posix.join(root, 'live'), { ...sc('append'), job: { ...sc('append').job, jobId: 'live-job' } });
       await sb.store.writeFile(posix.join(live, '_lease.0.yaml'), `kind: stagecommit/lease\nversion: 1\nop: commit-job\nowner: me\nhost: ${testEnv(sb.store).host}\npid: ${process.pid}\nacquiredAtMs: 0\nexpiresAtMs: ${Date.now() + 3_600_000}\n`);
@@ -78,7 +85,7 @@ for (const fx of storeFixtures()) {
 
     test('dry run: lists every kind with age, files and bytes, and changes nothing', async () => {
       const before = await readTree(sb.store, root);
-      const r = await cli(['clean-orphans', sb.uri(root), '--older-than', '2s', '--json'], { env: sb.env });
+      const r = await cli(['clean-orphans', sb.uri(root), '--older-than', olderThan(), '--json'], { env: sb.env });
       assert.equal(r.code, 0, r.stderr);
       const doc = JSON.parse(r.stdout);
       const by = new Map<string, { kind: string; action: string; files: number; bytes: number; ageSeconds: number; reason?: string }>(
@@ -99,7 +106,7 @@ for (const fx of storeFixtures()) {
       assert.equal(by.get(`sales/.spark-staging-${U1}`)!.action, 'would-delete');
       assert.equal(by.get(`sales/.spark-staging-${U1}`)!.files, 1);
       assert.equal(by.get(`sales/.spark-staging-${U1}`)!.bytes, 5);
-      assert.ok(by.get(`sales/.spark-staging-${U1}`)!.ageSeconds >= 2);
+      assert.ok(by.get(`sales/.spark-staging-${U1}`)!.ageSeconds >= 4);
       assert.equal(by.get(`sales/.spark-staging-${U2}`)!.action, 'skipped', 'fresh: protected by --older-than');
       assert.equal(by.get('sales/_temporary')!.kind, 'hadoop-temporary');
       assert.equal(by.get('sales/_temporary')!.files, 2);
@@ -112,13 +119,13 @@ for (const fx of storeFixtures()) {
       assert.match(by.get('.stagecommit/live/live-job')!.reason!, /lease/);
       assert.deepEqual(await readTree(sb.store, root), before);
 
-      const text = await cli(['clean-orphans', sb.uri(root), '--older-than', '2s'], { env: sb.env });
+      const text = await cli(['clean-orphans', sb.uri(root), '--older-than', olderThan()], { env: sb.env });
       assert.match(text.stdout, /^KIND\s+PATH\s+AGE\s+FILES\s+BYTES\s+JOB\s+ACTION/m);
       assert.match(text.stdout, /\d+ leftover\(s\) to remove, .* reclaimable; dry run/);
     });
 
     test('--delete removes exactly the listed leftovers, rolls the committed job forward, spares look-alikes', async () => {
-      const r = await cli(['clean-orphans', sb.uri(root), '--older-than', '2s', '--delete', '--json'], { env: sb.env });
+      const r = await cli(['clean-orphans', sb.uri(root), '--older-than', olderThan(), '--delete', '--json'], { env: sb.env });
       assert.equal(r.code, 0, r.stderr);
       const actions = Object.fromEntries(JSON.parse(r.stdout).leftovers.map((l: { path: string; action: string }) => [l.path.slice(sb.uri(root).length + 1), l.action]));
       assert.equal(actions['.stagecommit/events/committing-job'], 'rolled-forward');
@@ -136,6 +143,24 @@ for (const fx of storeFixtures()) {
       ].sort());
       assert.ok(tree['events/_SUCCESS']);
       assert.ok(Object.keys(tree).some((k) => k.startsWith('.stagecommit/live/live-job/')), 'live job untouched');
+    });
+
+    test('uploads never completed: listed as multipart-upload, aborted with --delete, and by a job abort', async (t) => {
+      if (!sb.startUpload || !sb.store.listUploads) return t.skip('the store has no multipart uploads');
+      const upRoot = posix.join(sb.base, 'uploads');
+      await sb.startUpload(posix.join(upRoot, 'sales', 'dt=1', 'big.parquet'));
+      const dry = JSON.parse((await cli(['clean-orphans', sb.uri(upRoot), '--older-than', '0s', '--json'], { env: sb.env })).stdout);
+      assert.deepEqual(dry.leftovers.map((l: { kind: string; path: string; action: string }) => [l.kind, l.path, l.action]), [['multipart-upload', sb.uri(posix.join(upRoot, 'sales', 'dt=1', 'big.parquet')), 'would-delete']]);
+      const del = await cli(['clean-orphans', sb.uri(upRoot), '--older-than', '0s', '--delete'], { env: sb.env });
+      assert.equal(del.code, 0, del.stderr);
+      assert.deepEqual(await sb.store.listUploads(upRoot), []);
+
+      const env = testEnv(sb.store);
+      const job = await libStage(env, posix.join(upRoot, 'events'), { name: 'u', initial: null, job: { mode: 'create', algorithm: 'v1' }, tasks: [] });
+      await sb.startUpload(posix.join(job, '_temporary', '0', '_temporary', 'attempt_x_0_0', 'killed-upload'));
+      assert.equal((await sb.store.listUploads(job)).length, 1);
+      assert.equal((await cli(['abort', '--job', sb.uri(job)], { env: sb.env })).code, 0);
+      assert.deepEqual(await sb.store.listUploads(job), []);
     });
 
     test('a directory that cannot be listed is reported and the scan goes on', async () => {

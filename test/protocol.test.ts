@@ -337,6 +337,15 @@ for (const fx of storeFixtures()) {
       assert.match(r.stderr, /not inside a partition/);
     });
 
+    test('a 7 MiB file (above the S3 sandbox\'s multipart-copy threshold) arrives byte for byte', async () => {
+      const target = posix.join(dir(), 'big');
+      const big = Array.from({ length: 7 * 1024 }, (_, i) => `${String(i).padStart(1023, '.')}\n`).join('');
+      await runJob(sb, { target }, [{ task: '0', files: { 'big.csv': big } }]);
+      const got = await sb.store.readFile(posix.join(target, 'big.csv'));
+      assert.equal(got?.length, big.length);
+      assert.ok(got?.equals(Buffer.from(big)));
+    });
+
     test('STAGECOMMIT_JOB names the job; --json prints one document', async () => {
       const target = posix.join(dir(), 't');
       const staged = JSON.parse(await ok(['stage', '--target', sb.uri(target), '--json'], { env: sb.env }));

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ExitCode, StageCommitError, UsageError } from '../errors.js';
 import { parsePartitionArg, type PartitionValue } from '../paths.js';
-import { InstrumentedStore, killAt, type MutationHook } from '../store/instrumented.js';
+import { InstrumentedStore, type MutationHook } from '../store/instrumented.js';
 import { parseUri, storeKey, StoreOpener, type ParsedUri } from '../store/resolve.js';
 import type { Store } from '../store/types.js';
 import { abort } from '../steps/abort.js';
@@ -121,7 +121,8 @@ function wholeNumber(name: string) {
  * k-th store mutation; STAGECOMMIT_TEST_DELAY_MS=n waits n ms before each mutation.
  */
 function testHooks(env: NodeJS.ProcessEnv): MutationHook | undefined {
-  const kill = env.STAGECOMMIT_TEST_KILL_AT ? killAt(Number(env.STAGECOMMIT_TEST_KILL_AT)) : undefined;
+  const killAt = Number(env.STAGECOMMIT_TEST_KILL_AT ?? 0);
+  const kill: MutationHook | undefined = killAt ? (n) => void (n >= killAt && process.kill(process.pid, 'SIGKILL')) : undefined;
   const delay = Number(env.STAGECOMMIT_TEST_DELAY_MS ?? 0);
   if (!kill && !delay) return undefined;
   return async (n, op, p) => {

@@ -50,7 +50,7 @@ export function cleanOrphansCommand(program: Command, run: Run): void {
         const r = await cleanOrphans(env, { roots: locs.map((l) => l.path), olderThanMs, delete: Boolean(o.delete), maxDepth });
         await rt.ui.stopSpinner();
         if (rt.global.json) {
-          rt.ui.json({ ...r, leftovers: r.leftovers.map(({ path: _p, uri, ...l }) => ({ ...l, path: uri })) });
+          rt.ui.json({ ...r, leftovers: r.leftovers.map(({ path: _p, uri, upload: _u, pastCommit: _c, ...l }) => ({ ...l, path: uri })) });
         } else {
           rt.ui.result(renderOrphans(r));
         }

@@ -7,7 +7,7 @@ import { StageCommitError, StoreError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
 import { COMMIT_FILE, JobLayout, JOB_FILE } from '../job/layout.js';
 import { isLeaseLive, readCurrentLease } from '../job/lease.js';
-import type { Entry, Store } from '../store/types.js';
+import type { Entry, PendingUpload, Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import { abort } from './abort.js';
 import type { StepEnv } from './env.js';
@@ -26,6 +26,8 @@ export interface Leftover {
   readonly bytes: number;
   readonly jobId?: string;
   readonly jobState?: string;
+  /** The upload to abort, for kind 'multipart-upload'. */
+  readonly upload?: PendingUpload;
   /** A stagecommit job past its commit point: --delete rolls it forward, never deletes it. */
   readonly pastCommit?: boolean;
   action: LeftoverAction;
@@ -52,12 +54,6 @@ export interface CleanOrphansResult {
   readonly leftovers: readonly Leftover[];
   readonly problems: readonly ScanProblem[];
   readonly reclaimableBytes: number;
-}
-
-/** A store that knows leftovers of its own (S3 multipart uploads) contributes them here. */
-export interface OrphanContributor {
-  find(root: string, olderThanMs: number, nowMs: number): Promise<Leftover[]>;
-  remove(l: Leftover): Promise<void>;
 }
 
 const SPARK_STAGING = /^\.spark-staging-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -101,7 +97,28 @@ async function measure(store: Store, dir: string, concurrency: number): Promise<
   return m;
 }
 
-export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput, contributors: readonly OrphanContributor[] = []): Promise<CleanOrphansResult> {
+/** Uploads begun under a root and never completed (S3 multipart), on stores that have them. */
+async function staleUploads(env: StepEnv, root: string, now: number, olderThanMs: number): Promise<Leftover[]> {
+  const { store } = env;
+  if (!store.listUploads) return [];
+  return (await store.listUploads(root)).map((u) => {
+    const ageSeconds = Math.max(0, Math.floor((now - u.initiatedMs) / 1000));
+    const young = now - u.initiatedMs < olderThanMs;
+    return {
+      kind: 'multipart-upload' as const,
+      path: u.path,
+      uri: store.toUri(u.path),
+      ageSeconds,
+      files: 0,
+      bytes: 0,
+      upload: u,
+      action: young ? ('skipped' as const) : ('would-delete' as const),
+      reason: young ? `started ${ageSeconds}s ago: newer than --older-than` : undefined,
+    };
+  });
+}
+
+export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Promise<CleanOrphansResult> {
   const { store } = env;
   const now = env.now();
   const maxDepth = input.maxDepth ?? 16;
@@ -159,14 +176,14 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput, contr
       }
     })
   ).filter((l): l is Leftover => l !== null);
-  for (const c of contributors) for (const root of input.roots) leftovers.push(...(await c.find(root, input.olderThanMs, now)));
+  for (const root of input.roots) leftovers.push(...(await staleUploads(env, root, now, input.olderThanMs)));
   leftovers.sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
 
   if (input.delete) {
     for (const l of leftovers) {
       if (l.action === 'skipped' && !l.pastCommit) continue;
       try {
-        await act(env, l, input.olderThanMs, contributors);
+        await act(env, l, input.olderThanMs);
       } catch (e) {
         l.action = 'skipped';
         l.reason = e instanceof StageCommitError || e instanceof StoreError ? e.message : String(e);
@@ -212,10 +229,10 @@ async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: num
   return { ...withJob, action: 'would-delete' };
 }
 
-async function act(env: StepEnv, l: Leftover, olderThanMs: number, contributors: readonly OrphanContributor[]): Promise<void> {
+async function act(env: StepEnv, l: Leftover, olderThanMs: number): Promise<void> {
   const { store } = env;
   if (l.kind === 'multipart-upload') {
-    for (const c of contributors) await c.remove(l);
+    await store.abortUpload!(l.upload!);
     l.action = 'deleted';
     return;
   }

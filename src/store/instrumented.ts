@@ -114,13 +114,6 @@ export function failAt(k: number): MutationHook {
   };
 }
 
-/** A hook that SIGKILLs this process at the k-th mutation (real-kill crash tests). */
-export function killAt(k: number): MutationHook {
-  return (n) => {
-    if (n >= k) process.kill(process.pid, 'SIGKILL');
-  };
-}
-
 export function totalOps(counts: OpCounts): number {
   return Object.values(counts).reduce((a, b) => a + (b ?? 0), 0);
 }

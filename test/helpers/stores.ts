@@ -15,6 +15,8 @@ export interface StoreSandbox {
   readonly base: string;
   /** The URI a user would type for a store path. */
   uri(p: string): string;
+  /** Stores with multipart uploads: begin one at a path and leave it incomplete. */
+  startUpload?(p: string): Promise<void>;
   /** Environment for the CLI (config, credentials). */
   readonly env: Record<string, string>;
   close(): Promise<void>;
@@ -42,7 +44,7 @@ export const s3Fixture: StoreFixture = {
     if (!endpoint) throw new Error('STAGECOMMIT_TEST_S3_ENDPOINT is not set: run the tests with npm test, which starts Ceph RGW');
     const { S3Store } = await import('../../src/store/s3/s3-store.js');
     const { s3Settings } = await import('../../src/store/s3/settings.js');
-    const { CreateBucketCommand } = await import('@aws-sdk/client-s3');
+    const { CreateBucketCommand, CreateMultipartUploadCommand } = await import('@aws-sdk/client-s3');
     const settings = s3Settings({ multipartCopyThresholdBytes: 6 * 1024 * 1024, multipartCopyPartBytes: 5 * 1024 * 1024 }, process.env);
     const store = new S3Store(settings);
     const bucket = `sc-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
@@ -54,6 +56,9 @@ export const s3Fixture: StoreFixture = {
       base: `/${bucket}/sandbox`,
       uri: (p) => `s3:/${p}`,
       pathOf: (u) => u.replace(/^s3:\//, ''),
+      startUpload: async (p) => {
+        await store.client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: p.slice(bucket.length + 2) }));
+      },
       env: { STAGECOMMIT_CONFIG: configFile },
       close: async () => {
         await store.delete(`/${bucket}`, true);
