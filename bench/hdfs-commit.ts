@@ -9,8 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebHdfsCluster } from '../test/webhdfs/server.js';
 import { WebHdfsStore } from '../src/store/webhdfs/webhdfs-store.js';
-import { InstrumentedStore } from '../src/store/instrumented.js';
-import { isPidAliveLocal, type StepEnv } from '../src/steps/env.js';
+import { testEnv } from '../test/helpers/lib.js';
 import { stageJob } from '../src/steps/stage-job.js';
 import { commitTask } from '../src/steps/commit-task.js';
 import { JobLayout, taskAttemptName } from '../src/job/layout.js';
@@ -50,8 +49,7 @@ async function scenario(name: string, existing: boolean) {
     mkdirSync(local(`${table}/dt=${p}`), { recursive: true });
     writeFileSync(local(`${table}/dt=${p}/old.csv`), 'old');
   }
-  const inst = new InstrumentedStore(store);
-  const env: StepEnv = { store: inst, user: 'bench', host: os.hostname(), pid: process.pid, now: Date.now, concurrency: 32, leaseTtlMs: 120_000, isPidAlive: isPidAliveLocal, emit: () => {}, metrics: () => inst.metrics() };
+  const env = testEnv(store, undefined, { concurrency: 32 });
   const { stagingPath, job } = await stageJob(env, { targetPath: table, mode: 'append', algorithm: 'v1', partition: [], partitionBy: ['dt'] });
   const layout = new JobLayout(stagingPath);
   for (let p = 0; p < PARTITIONS; p++) {

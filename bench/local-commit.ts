@@ -9,8 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LocalStore } from '../src/store/local.js';
-import { InstrumentedStore } from '../src/store/instrumented.js';
-import { isPidAliveLocal, type StepEnv } from '../src/steps/env.js';
+import { testEnv } from '../test/helpers/lib.js';
 import { stageJob } from '../src/steps/stage-job.js';
 import { commitTask } from '../src/steps/commit-task.js';
 import { JobLayout, taskAttemptName } from '../src/job/layout.js';
@@ -20,10 +19,7 @@ const PARTITIONS = Number(process.env.BENCH_PARTITIONS ?? 100);
 const FILES = Number(process.env.BENCH_FILES ?? 10_000);
 const PER_PARTITION = FILES / PARTITIONS;
 
-function env(): StepEnv {
-  const store = new InstrumentedStore(new LocalStore());
-  return { store, user: 'bench', host: os.hostname(), pid: process.pid, now: Date.now, concurrency: 32, leaseTtlMs: 120_000, isPidAlive: isPidAliveLocal, emit: () => {}, metrics: () => store.counts };
-}
+const env = () => testEnv(new LocalStore(), undefined, { concurrency: 32 });
 
 /** Writes the job's files straight into the attempt dirs (as --print-path writers do) and commits each task. */
 async function stagedJob(root: string, target: string, mode: 'create' | 'append', tasksPerPartition: number): Promise<string> {

@@ -11,8 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { S3Store } from '../src/store/s3/s3-store.js';
 import { s3Settings } from '../src/store/s3/settings.js';
-import { InstrumentedStore } from '../src/store/instrumented.js';
-import { isPidAliveLocal, type StepEnv } from '../src/steps/env.js';
+import { testEnv } from '../test/helpers/lib.js';
 import { stageJob } from '../src/steps/stage-job.js';
 import { commitTask } from '../src/steps/commit-task.js';
 import { JobLayout, taskAttemptName } from '../src/job/layout.js';
@@ -53,8 +52,7 @@ async function upload(keys: string[]): Promise<void> {
 const names = Array.from({ length: FILES }, (_, i) => `dt=2026-11-${String(i % PARTITIONS).padStart(2, '0')}/part-${String(i).padStart(5, '0')}.csv`);
 
 // stagecommit: 20 tasks (one per partition) uploaded into their attempt dirs and committed.
-const inst = new InstrumentedStore(store);
-const stepEnv: StepEnv = { store: inst, user: 'bench', host: os.hostname(), pid: process.pid, now: Date.now, concurrency: 32, leaseTtlMs: 120_000, isPidAlive: isPidAliveLocal, emit: () => {}, metrics: () => inst.metrics() };
+const stepEnv = testEnv(store, undefined, { concurrency: 32 });
 const { stagingPath, job } = await stageJob(stepEnv, { targetPath: `/${bucket}/wh/sales`, mode: 'create', algorithm: 'v1', partition: [], partitionBy: ['dt'] });
 const layout = new JobLayout(stagingPath);
 const taskOf = (i: number) => String(i % PARTITIONS);
