@@ -101,7 +101,9 @@ export class Lease {
     const path = posix.join(layout.root, leaseName(gen));
     if (!(await store.createExclusive(path, encodeLease(record)))) {
       const winner = await readCurrentLease(store, layout);
-      throw new ConflictError(`job ${layout.root} is locked: ${describeHolder(winner?.record ?? null)}; wait for it to finish`);
+      // A create retried after a lost response finds its own first attempt: that is a win.
+      const ours = winner?.path === path && winner.record?.pid === record.pid && winner.record.host === record.host && winner.record.acquiredAtMs === record.acquiredAtMs;
+      if (!ours) throw new ConflictError(`job ${layout.root} is locked: ${describeHolder(winner?.record ?? null)}; wait for it to finish`);
     }
     if (current) await store.delete(current.path, false);
     const lease = new Lease(store, layout, path, record, env);

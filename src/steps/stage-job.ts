@@ -121,8 +121,13 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
   // A store proves what the protocol relies on (S3: that conditional writes are honoured).
   await store.verify?.(stagingPath);
   // One mutation: the exclusive create makes the staging dir and `_job.yaml` together.
-  if (!(await store.createExclusive(layout.jobFile, encodeJob(job)))) {
-    throw new UsageError(`job id '${jobId}' is already in use (${store.toUri(stagingPath)}): choose another --job-id`);
+  const body = encodeJob(job);
+  if (!(await store.createExclusive(layout.jobFile, body))) {
+    // A create retried after a lost response finds its own first attempt: that is a success.
+    const existing = await store.readFile(layout.jobFile);
+    if (existing?.toString('utf8') !== body) {
+      throw new UsageError(`job id '${jobId}' is already in use (${store.toUri(stagingPath)}): choose another --job-id`);
+    }
   }
   return { jobId, handle: store.toUri(stagingPath), stagingPath, job };
 }

@@ -1,0 +1,68 @@
+// S3 under throttling and resets: a proxy in front of the real RGW answers 503 SlowDown to
+// some requests and drops others; a whole job through it must still commit exactly.
+
+import assert from 'node:assert/strict';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { posix } from 'node:path';
+import { runJob } from './helpers/jobs.js';
+import { storeFixtures, type StoreSandbox } from './helpers/stores.js';
+import { data, readTree } from './helpers/tree.js';
+
+const s3 = storeFixtures().find((f) => f.name === 's3');
+
+describe('S3 retries throttling (503 SlowDown), 500s and connection resets', { skip: !s3 && 'S3 is not among the test stores' }, () => {
+  let sb: StoreSandbox;
+  let proxy: Server;
+  let seen = 0;
+  const faults = { slowDown: 0, internal: 0, reset: 0 };
+  before(async () => {
+    sb = await s3!.sandbox();
+    const upstream = new URL(process.env.STAGECOMMIT_TEST_S3_ENDPOINT!);
+    proxy = createServer((req, res) => {
+      const n = ++seen;
+      if (n % 6 === 0) {
+        faults.slowDown++;
+        req.resume();
+        res.writeHead(503, { 'content-type': 'application/xml' }).end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>');
+        return;
+      }
+      if (n % 13 === 0) {
+        faults.internal++;
+        req.resume();
+        res.writeHead(500, { 'content-type': 'application/xml' }).end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>');
+        return;
+      }
+      if (n % 17 === 0) {
+        faults.reset++;
+        req.socket.destroy();
+        return;
+      }
+      const up = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+      });
+      up.on('error', () => res.destroy());
+      req.pipe(up);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  });
+  after(async () => {
+    proxy?.closeAllConnections();
+    await new Promise((r) => proxy?.close(r));
+    await sb?.close();
+  });
+
+  test('a partitioned overwrite through the faulty proxy lands exactly', async () => {
+    const env = { ...sb.env, AWS_ENDPOINT_URL: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, AWS_ENDPOINT_URL_S3: undefined };
+    const viaProxy = { ...sb, env: env as unknown as Record<string, string> };
+    const target = posix.join(sb.base, 'retry', 'sales');
+    await runJob(viaProxy, { target, partitionBy: 'dt' }, [
+      { task: '0', partition: ['dt=1'], files: { 'a.csv': 'a', 'b.csv': 'b' } },
+      { task: '1', partition: ['dt=2 x+y%'], files: { 'c.csv': 'c' } },
+    ]);
+    assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a.csv': 'a', 'dt=1/b.csv': 'b', 'dt=2 x+y%25/c.csv': 'c' });
+    assert.ok(faults.slowDown > 2 && faults.internal > 0 && faults.reset > 0, JSON.stringify(faults));
+  });
+});
