@@ -6,9 +6,20 @@ export const JOB_FILE = '_job.yaml';
 export const COMMIT_FILE = '_commit.yaml';
 export const LEASE_PREFIX = '_lease.';
 export const SUCCESS_FILE = '_SUCCESS';
+export const OUTPUT_DIR = '_output';
+export const TRASH_DIR = '_trash';
 
 export function taskAttemptName(jobId: string, task: string, attempt: number): string {
   return `attempt_${jobId}_${task}_${attempt}`;
+}
+
+/** The task of an attempt dir name `attempt_<jobId>_<task>_<n>`, or null for other names. */
+export function taskOfAttempt(jobId: string, name: string): string | null {
+  const prefix = `attempt_${jobId}_`;
+  if (!name.startsWith(prefix)) return null;
+  const rest = name.slice(prefix.length);
+  const cut = rest.lastIndexOf('_');
+  return cut > 0 ? rest.slice(0, cut) : null;
 }
 
 export class JobLayout {
@@ -20,9 +31,9 @@ export class JobLayout {
   get progressFile(): string { return posix.join(this.root, '_commit.progress'); }
   get temporary(): string { return posix.join(this.root, '_temporary'); }
   /** The merge area in which a multi-task output becomes one tree before it reaches an absent target. */
-  get output(): string { return posix.join(this.root, '_output'); }
+  get output(): string { return posix.join(this.root, OUTPUT_DIR); }
   /** Where an overwrite parks the data it displaces until the new data is in place. */
-  get trash(): string { return posix.join(this.root, '_trash'); }
+  get trash(): string { return posix.join(this.root, TRASH_DIR); }
 
   appAttemptDir(app: number): string { return posix.join(this.temporary, String(app)); }
   attemptsDir(app: number): string { return posix.join(this.appAttemptDir(app), '_temporary'); }

@@ -3,6 +3,7 @@
 import { posix } from 'node:path';
 import { ConflictError, UsageError } from '../errors.js';
 import { isDataName } from '../paths.js';
+import { OUTPUT_DIR, TRASH_DIR } from '../job/layout.js';
 
 /**
  * A location: 's:REL' inside the staging dir, 't:REL' inside the target ('t:' is the target
@@ -64,8 +65,6 @@ export interface CommitPlan {
   readonly partitionsReplaced: readonly string[];
 }
 
-export const OUTPUT_DIR = '_output';
-export const TRASH_DIR = '_trash';
 
 interface Node {
   readonly name: string;

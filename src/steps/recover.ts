@@ -5,7 +5,7 @@
 import { encodeClaim, readClaims, type Claim } from '../job/claims.js';
 import { withdrawOverwrite } from '../job/commit-log.js';
 import { saveJob, type JobManifest } from '../job/job.js';
-import type { JobLayout } from '../job/layout.js';
+import { taskOfAttempt, type JobLayout } from '../job/layout.js';
 import { Lease } from '../job/lease.js';
 import { loadPlan } from '../plan/plan-file.js';
 import type { Store } from '../store/types.js';
@@ -141,15 +141,13 @@ async function finishableRoot(env: StepEnv, layout: JobLayout, job: JobManifest,
 /** Tasks that had an attempt in the current app attempt (from attempt dir names). */
 async function attemptedTasks(store: Store, layout: JobLayout, job: JobManifest): Promise<Set<string>> {
   const out = new Set<string>();
-  const prefix = `attempt_${job.jobId}_`;
-  const add = (name: string) => {
-    if (!name.startsWith(prefix)) return;
-    const rest = name.slice(prefix.length);
-    const cut = rest.lastIndexOf('_');
-    if (cut > 0) out.add(rest.slice(0, cut));
-  };
-  for (const e of await store.list(layout.attemptsDir(job.appAttempt))) add(e.name);
-  for (const e of await store.list(layout.abortedDir(job.appAttempt))) add(e.name);
+  const dirs = [layout.attemptsDir(job.appAttempt), layout.abortedDir(job.appAttempt)];
+  for (const dir of dirs) {
+    for (const e of await store.list(dir)) {
+      const task = taskOfAttempt(job.jobId, e.name);
+      if (task) out.add(task);
+    }
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 import { readClaims } from '../job/claims.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import type { JobManifest } from '../job/job.js';
+import { taskOfAttempt } from '../job/layout.js';
 import { openJob } from './common.js';
 import type { StepEnv } from './env.js';
 
@@ -39,14 +40,12 @@ export async function status(env: StepEnv, input: { stagingPath: string }): Prom
     if (!e) byTask.set(t, (e = { attempts: new Set(), aborted: new Set() }));
     return e;
   };
-  const prefix = `attempt_${job.jobId}_`;
-  const taskOf = (name: string) => (name.startsWith(prefix) ? name.slice(prefix.length, name.slice(prefix.length).lastIndexOf('_') + prefix.length) : null);
   for (const e of await store.list(layout.attemptsDir(app))) {
-    const t = taskOf(e.name);
+    const t = taskOfAttempt(job.jobId, e.name);
     if (t) entry(t).attempts.add(e.name);
   }
   for (const e of await store.list(layout.abortedDir(app))) {
-    const t = taskOf(e.name);
+    const t = taskOfAttempt(job.jobId, e.name);
     if (t) entry(t).aborted.add(e.name);
   }
   for (const t of claims.keys()) entry(t);

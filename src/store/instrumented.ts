@@ -113,7 +113,3 @@ export function failAt(k: number): MutationHook {
     }
   };
 }
-
-export function totalOps(counts: OpCounts): number {
-  return Object.values(counts).reduce((a, b) => a + (b ?? 0), 0);
-}

@@ -99,8 +99,6 @@ export interface Store {
 }
 
 /** Operation names as counted in metrics (DESIGN §9). */
-export const READ_OPS = ['stat', 'list', 'readFile'] as const;
-export const MUTATING_OPS = ['writeFile', 'createExclusive', 'mkdirs', 'rename', 'copy', 'delete', 'put'] as const;
-export type ReadOp = (typeof READ_OPS)[number];
-export type MutatingOp = (typeof MUTATING_OPS)[number];
+export type ReadOp = 'stat' | 'list' | 'readFile';
+export type MutatingOp = 'writeFile' | 'createExclusive' | 'mkdirs' | 'rename' | 'copy' | 'delete' | 'put';
 export type StoreOp = ReadOp | MutatingOp;
