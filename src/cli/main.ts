@@ -191,6 +191,14 @@ export function buildProgram(ctx: CliContext, run: (fn: (rt: Runtime) => Promise
     .addHelpText(
       'after',
       `
+Targets: /data/sales, file:///data/sales, s3://bucket/wh/sales, hdfs://nn:9870/wh/sales,
+webhdfs://…, swebhdfs://…, hdfs://NAMESERVICE/… (name nodes listed in the config).
+
+Example:
+  JOB=$(stagecommit stage --target /data/sales --mode overwrite --partition-by dt --tasks 1)
+  stagecommit stage --job "$JOB" --task 0 --partition dt=2026-11-30 part-0.parquet
+  stagecommit commit-task --job "$JOB" --task 0 && stagecommit commit-job --job "$JOB"
+
 Exit codes: 0 done, 1 failed (store error, corrupt manifest), 2 bad usage or input,
 3 commit denied (another attempt won), 4 conflict (locked, wrong state, target changed),
 5 incomplete (declared tasks missing). JOB defaults to $STAGECOMMIT_JOB.`,
