@@ -67,6 +67,17 @@ export function checkTaskId(task: string): string {
   return task;
 }
 
+/** Task ids in a person's order: numbers numerically, then tokens alphabetically. */
+export function compareTasks(a: string, b: string): number {
+  const na = Number(a);
+  const nb = Number(b);
+  const numA = /^\d+$/.test(a);
+  const numB = /^\d+$/.test(b);
+  if (numA && numB) return na - nb;
+  if (numA !== numB) return numA ? -1 : 1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 export function checkAttempt(raw: string | number | undefined): number {
   const s = raw === undefined ? '0' : String(raw);
   if (!/^\d{1,9}$/.test(s)) throw new UsageError(`invalid --attempt '${s}': expected a number (0, 1, …)`);

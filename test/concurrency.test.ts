@@ -2,13 +2,13 @@
 // two drivers of one job.
 
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import os from 'node:os';
 import { cli, ok } from './helpers/cli.js';
 import { libCommitJob, libStage, libStageTask, testEnv } from './helpers/lib.js';
 import { commitJob, commitTask, prepare, stage, stageTask } from './helpers/jobs.js';
-import { storeFixtures, type StoreSandbox } from './helpers/stores.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
 import { JobLayout } from '../src/job/layout.js';
 
@@ -19,15 +19,8 @@ const ATTEMPTS = 8;
 
 for (const fx of storeFixtures()) {
   describe(`concurrency on ${fx.name}`, () => {
-    let sb: StoreSandbox;
-    let n = 0;
-    const dir = () => posix.join(sb.base, `c${++n}`);
-    before(async () => {
-      sb = await fx.sandbox();
-    });
-    after(async () => {
-      await sb.close();
-    });
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 'c');
 
     const ROUNDS = roundsFor(fx.name);
     test(`${ATTEMPTS} attempts race commit-task, ${ROUNDS} rounds: one winner, only its files`, async (t) => {

@@ -3,7 +3,7 @@
 // uninterrupted run ends. Before the commit point the target must be untouched.
 
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { InjectedFault } from '../src/errors.js';
 import { failAt } from '../src/store/instrumented.js';
@@ -13,7 +13,7 @@ import { recover } from '../src/steps/recover.js';
 import { abort } from '../src/steps/abort.js';
 import { JobGoneError } from '../src/steps/common.js';
 import type { Store } from '../src/store/types.js';
-import { storeFixtures, type StoreSandbox } from './helpers/stores.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree, type Tree } from './helpers/tree.js';
 import { libCommitJob, libCommitTask, libStage, libStageTask, testEnv, type Scenario } from './helpers/lib.js';
 import type { TaskSpec } from './helpers/jobs.js';
@@ -105,20 +105,14 @@ async function expectFinished(store: Store, run: Run, expected: Tree, label: str
 
 for (const fx of storeFixtures()) {
   describe(`crash sweeps on ${fx.name}`, () => {
-    let sb: StoreSandbox;
-    let n = 0;
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 'r');
     const fresh = async (sc: Scenario): Promise<Run> => {
-      const root = posix.join(sb.base, `r${++n}`);
+      const root = dir();
       const run = { targetPath: posix.join(root, 'table'), stagingPath: posix.join(root, 'staging', 'job') };
       if (sc.initial) await writeTree(sb.store, run.targetPath, sc.initial);
       return run;
     };
-    before(async () => {
-      sb = await fx.sandbox();
-    });
-    after(async () => {
-      await sb.close();
-    });
 
     // Every mutation point of every step on every store. Locally each point is healed both ways;
     // on remote stores (a request costs 2-7 ms) the two heals alternate between points, and S3

@@ -3,13 +3,13 @@
 // dead holder's lease is taken over) and check the job ends as an uninterrupted run does.
 
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { JobLayout } from '../src/job/layout.js';
 import { loadJob } from '../src/job/job.js';
 import { cli } from './helpers/cli.js';
 import { libCommitJob, libCommitTask, libStage, libStageTask, testEnv, type Scenario } from './helpers/lib.js';
-import { storeFixtures, type StoreSandbox } from './helpers/stores.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
 
 const SC: Scenario = {
@@ -25,17 +25,11 @@ const SC: Scenario = {
 
 for (const fx of storeFixtures()) {
   describe(`SIGKILL sweeps on ${fx.name}`, () => {
-    let sb: StoreSandbox;
-    let n = 0;
-    before(async () => {
-      sb = await fx.sandbox();
-    });
-    after(async () => {
-      await sb.close();
-    });
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 'k');
 
     async function setup(commitTasks: number) {
-      const root = posix.join(sb.base, `k${++n}`);
+      const root = dir();
       const targetPath = posix.join(root, 'table');
       await writeTree(sb.store, targetPath, SC.initial!);
       const env = testEnv(sb.store);

@@ -3,24 +3,17 @@
 // what is left in staging, exit codes and messages.
 
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { cli, ok } from './helpers/cli.js';
 import { commitJob, commitTask, localFiles, prepare, runJob, stage, stageTask } from './helpers/jobs.js';
-import { storeFixtures, type StoreSandbox } from './helpers/stores.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
 
 for (const fx of storeFixtures()) {
   describe(`protocol on ${fx.name}`, () => {
-    let sb: StoreSandbox;
-    let n = 0;
-    const dir = () => posix.join(sb.base, `t${++n}`);
-    before(async () => {
-      sb = await fx.sandbox();
-    });
-    after(async () => {
-      await sb.close();
-    });
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 't');
 
     test('create: several tasks appear whole, the staging dir is gone, _SUCCESS is Hadoop JSON', async () => {
       const root = dir();

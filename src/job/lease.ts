@@ -122,17 +122,14 @@ export class Lease {
     this.timer.unref();
   }
 
-  /** Stops renewing; removes the lease file unless the staging dir is already gone. */
-  async release(removeFile = true): Promise<void> {
+  /**
+   * Stops renewing and removes the lease file. It may be gone already (the step removed the
+   * staging dir) or unreachable (a failing store): an expired lease is taken over anyway.
+   */
+  async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
     clearInterval(this.timer);
-    if (removeFile) await this.store.delete(this.path, false);
-  }
-
-  /** Stops the renewal timer only (the staging dir, lease included, is being removed). */
-  stop(): void {
-    this.released = true;
-    clearInterval(this.timer);
+    await this.store.delete(this.path, false).catch(() => false);
   }
 }

@@ -85,7 +85,6 @@ async function deleteFilesInBulk(ctx: ApplyContext, phase: PlanPhase, tick: (n: 
  * failed gets the one-by-one treatment (which knows "already moved"). Returns the other ops.
  */
 async function moveFilesInBulk(ctx: ApplyContext, phase: PlanPhase, tick: (n: number) => void): Promise<PlanOp[]> {
-  phase = await deleteFilesInBulk(ctx, phase, tick);
   const many = ctx.store.renameMany;
   if (!many) return [...phase];
   const files: Extract<PlanOp, { op: 'move' }>[] = [];
@@ -116,7 +115,7 @@ export async function applyPhases(ctx: ApplyContext, phases: readonly PlanPhase[
       done += n;
       if (ctx.onProgress && (Math.floor(done / 256) > Math.floor(before / 256) || done === total)) ctx.onProgress(done, total);
     };
-    const rest = await moveFilesInBulk(ctx, phase, tick);
+    const rest = await moveFilesInBulk(ctx, await deleteFilesInBulk(ctx, phase, tick), tick);
     await forEachLimit(rest, ctx.concurrency, async (op) => {
       await applyOp(ctx, op);
       tick(1);

@@ -5,10 +5,8 @@ import { readClaim } from '../job/claims.js';
 import { withdrawOverwrite } from '../job/commit-log.js';
 import { saveJob } from '../job/job.js';
 import { taskAttemptName } from '../job/layout.js';
-import { Lease } from '../job/lease.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
-import { removeStagingDir } from './commit-job.js';
-import { JobGoneError, openJob, requireState } from './common.js';
+import { JobGoneError, openJob, removeStagingDir, requireState, withJobLease } from './common.js';
 import type { StepEnv } from './env.js';
 
 export interface AbortInput {
@@ -40,19 +38,14 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
   }
   if (task !== undefined) return abortTask(env, open.job.jobId, input.stagingPath, task, attempt);
 
-  const lease = await Lease.acquire(env.store, open.layout, env, 'abort');
-  try {
-    open = await openJob(env.store, input.stagingPath);
-    requireState(open, ['staged', 'aborted'], 'abort');
-    const { job, layout } = open;
+  return withJobLease(env, open, 'abort', async (locked) => {
+    requireState(locked, ['staged', 'aborted'], 'abort');
+    const { job, layout } = locked;
     if (job.state !== 'aborted') await saveJob(env.store, layout, { ...job, state: 'aborted' });
     await withdrawOverwrite(env.store, job.targetPath, job.jobId);
     await removeStagingDir(env, layout);
-    return { jobId: job.jobId, outcome: 'aborted', scope };
-  } finally {
-    lease.stop();
-    await env.store.delete(lease.path, false).catch(() => false);
-  }
+    return { jobId: job.jobId, outcome: 'aborted' as const, scope };
+  });
 }
 
 async function abortTask(env: StepEnv, jobId: string, stagingPath: string, task: string, attempt: number): Promise<AbortResult> {

@@ -6,14 +6,14 @@ import { ConflictError, IncompleteError } from '../errors.js';
 import { readClaims, type Claim } from '../job/claims.js';
 import { recordOverwrite } from '../job/commit-log.js';
 import { isFullyStatic, saveJob, staticPrefix, type JobManifest } from '../job/job.js';
-import { COMMIT_FILE, JobLayout, JOB_FILE, SUCCESS_FILE } from '../job/layout.js';
-import { Lease } from '../job/lease.js';
+import { SUCCESS_FILE } from '../job/layout.js';
 import { successJson } from '../job/success.js';
 import { applyPhases } from '../plan/apply.js';
 import { encodePlan, loadPlan, type PersistedPlan } from '../plan/plan-file.js';
 import { partitionsOf, planCommit, type SourceTree } from '../plan/plan.js';
+import { compareTasks } from '../paths.js';
 import type { OpCounts } from '../store/instrumented.js';
-import { openJob, type OpenJob } from './common.js';
+import { openJob, removeStagingDir, withJobLease, type OpenJob } from './common.js';
 import type { StepEnv } from './env.js';
 import { identicalClashes, snapshotTarget } from './publish.js';
 
@@ -60,7 +60,7 @@ export function committedTasks(job: JobManifest, claims: ReadonlyMap<string, Cla
       );
     }
   }
-  return committed.sort((a, b) => (a.task < b.task ? -1 : a.task > b.task ? 1 : 0));
+  return committed.sort((a, b) => compareTasks(a.task, b.task));
 }
 
 /** Plans the commit from the committed tasks; throws before the commit point on any problem. */
@@ -91,29 +91,6 @@ async function preparePlan(env: StepEnv, open: OpenJob): Promise<PersistedPlan> 
 
 function emptyPlan(job: JobManifest): PersistedPlan {
   return { jobId: job.jobId, appAttempt: job.appAttempt, createdAtMs: 0, tasks: [], phases: [], files: 0, bytes: 0, filenames: [], partitionsWritten: [], partitionsReplaced: [] };
-}
-
-/** Removes the staging dir whole, `_job.yaml` last, so a half-done cleanup is still a job. */
-export async function removeStagingDir(env: StepEnv, layout: JobLayout): Promise<void> {
-  const { store } = env;
-  // Uploads a killed `stage` left behind (S3 multipart) would be billed forever: abort them.
-  if (store.listUploads && store.abortUpload) {
-    for (const u of await store.listUploads(layout.root)) await store.abortUpload(u);
-  }
-  const entries = await store.list(layout.root);
-  const last = new Set([JOB_FILE, COMMIT_FILE]);
-  await Promise.all(entries.filter((e) => !last.has(e.name)).map((e) => store.delete(e.path, e.kind === 'dir')));
-  await store.delete(layout.commitFile, false);
-  // `_job.yaml` is all that is left: it and the directory go in one operation.
-  await store.delete(layout.root, true);
-  // Tidy the default layout's empty parents; another job's files keep them in place.
-  const parent = posix.dirname(layout.root);
-  if (posix.basename(posix.dirname(parent)) === '.stagecommit' && store.caps.realDirectories) {
-    for (const dir of [parent, posix.dirname(parent)]) {
-      if ((await store.list(dir)).length > 0) break;
-      await store.delete(dir, false).catch(() => false);
-    }
-  }
 }
 
 /** After the commit point: apply the plan, write _SUCCESS, clean up. Safe to run again. */
@@ -163,15 +140,7 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
 }
 
 export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<CommitJobResult> {
-  const { store } = env;
-  const open = await openJob(store, input.stagingPath);
-  const lease = await Lease.acquire(store, open.layout, env, 'commit-job');
-  try {
-    return await commitJobLocked(env, await openJob(store, input.stagingPath));
-  } finally {
-    lease.stop();
-    await store.delete(lease.path, false).catch(() => false);
-  }
+  return withJobLease(env, await openJob(env.store, input.stagingPath), 'commit-job', (open) => commitJobLocked(env, open));
 }
 
 /** commit-job's work, for a caller that holds the job lease (commit-job itself, recover). */

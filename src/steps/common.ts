@@ -3,7 +3,9 @@
 import { posix } from 'node:path';
 import { ConflictError, UsageError } from '../errors.js';
 import { loadJob, type JobManifest, type JobState } from '../job/job.js';
-import { JobLayout, SUCCESS_FILE } from '../job/layout.js';
+import { COMMIT_FILE, JobLayout, JOB_FILE, SUCCESS_FILE } from '../job/layout.js';
+import { Lease } from '../job/lease.js';
+import type { StepEnv } from './env.js';
 import type { Entry, Store } from '../store/types.js';
 
 export interface OpenJob {
@@ -72,4 +74,40 @@ export async function walkFiles(store: Store, dir: string, details = false): Pro
   };
   await visit(dir, '');
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/**
+ * Runs a step that drives the job (commit-job, abort, recover) under the job lease: the job is
+ * read again once the lease is held, since another driver may have moved it on meanwhile.
+ */
+export async function withJobLease<T>(env: StepEnv, open: OpenJob, op: string, fn: (open: OpenJob) => Promise<T>): Promise<T> {
+  const lease = await Lease.acquire(env.store, open.layout, env, op);
+  try {
+    return await fn(await openJob(env.store, open.layout.root));
+  } finally {
+    await lease.release();
+  }
+}
+
+/** Removes the staging dir whole, `_job.yaml` last, so a half-done cleanup is still a job. */
+export async function removeStagingDir(env: StepEnv, layout: JobLayout): Promise<void> {
+  const { store } = env;
+  // Uploads a killed `stage` left behind (S3 multipart) would be billed forever: abort them.
+  if (store.listUploads && store.abortUpload) {
+    for (const u of await store.listUploads(layout.root)) await store.abortUpload(u);
+  }
+  const entries = await store.list(layout.root);
+  const last = new Set([JOB_FILE, COMMIT_FILE]);
+  await Promise.all(entries.filter((e) => !last.has(e.name)).map((e) => store.delete(e.path, e.kind === 'dir')));
+  await store.delete(layout.commitFile, false);
+  // `_job.yaml` is all that is left: it and the directory go in one operation.
+  await store.delete(layout.root, true);
+  // Tidy the default layout's empty parents; another job's files keep them in place.
+  const parent = posix.dirname(layout.root);
+  if (posix.basename(posix.dirname(parent)) === '.stagecommit' && store.caps.realDirectories) {
+    for (const dir of [parent, posix.dirname(parent)]) {
+      if ((await store.list(dir)).length > 0) break;
+      await store.delete(dir, false).catch(() => false);
+    }
+  }
 }

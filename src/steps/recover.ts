@@ -6,11 +6,11 @@ import { encodeClaim, readClaims, type Claim } from '../job/claims.js';
 import { withdrawOverwrite } from '../job/commit-log.js';
 import { saveJob, type JobManifest } from '../job/job.js';
 import { taskOfAttempt, type JobLayout } from '../job/layout.js';
-import { Lease } from '../job/lease.js';
 import { loadPlan } from '../plan/plan-file.js';
 import type { Store } from '../store/types.js';
-import { commitJobLocked, removeStagingDir } from './commit-job.js';
-import { openJob, walkFiles, type OpenJob } from './common.js';
+import { compareTasks } from '../paths.js';
+import { commitJobLocked } from './commit-job.js';
+import { openJob, removeStagingDir, walkFiles, withJobLease, type OpenJob } from './common.js';
 import type { StepEnv } from './env.js';
 import { publishV2 } from './publish.js';
 
@@ -34,14 +34,7 @@ export interface RecoverResult {
 }
 
 export async function recover(env: StepEnv, input: RecoverInput): Promise<RecoverResult> {
-  const first = await openJob(env.store, input.stagingPath);
-  const lease = await Lease.acquire(env.store, first.layout, env, 'recover');
-  try {
-    return await recoverLocked(env, await openJob(env.store, input.stagingPath));
-  } finally {
-    lease.stop();
-    await env.store.delete(lease.path, false).catch(() => false);
-  }
+  return withJobLease(env, await openJob(env.store, input.stagingPath), 'recover', (open) => recoverLocked(env, open));
 }
 
 async function recoverLocked(env: StepEnv, open: OpenJob): Promise<RecoverResult> {
@@ -96,22 +89,15 @@ async function recoverLocked(env: StepEnv, open: OpenJob): Promise<RecoverResult
   await store.delete(layout.output, true);
   await store.delete(layout.trash, true);
 
-  const committedTasks = [...claims.keys()].sort(byTask);
+  const committedTasks = [...claims.keys()].sort(compareTasks);
   let tasksToRun: string[];
   if (job.tasks !== undefined) {
     tasksToRun = [];
     for (let t = 0; t < job.tasks; t++) if (!claims.has(String(t))) tasksToRun.push(String(t));
   } else {
-    tasksToRun = [...attempted].filter((t) => !claims.has(t)).sort(byTask);
+    tasksToRun = [...attempted].filter((t) => !claims.has(t)).sort(compareTasks);
   }
   return { jobId: job.jobId, state: 'staged', appAttempt: next, committedTasks, tasksToRun, finished, undone, rolledForward: false };
-}
-
-function byTask(a: string, b: string): number {
-  const na = Number(a);
-  const nb = Number(b);
-  if (Number.isInteger(na) && Number.isInteger(nb)) return na - nb;
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /**

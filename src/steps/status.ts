@@ -4,6 +4,7 @@ import { readClaims } from '../job/claims.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import type { JobManifest } from '../job/job.js';
 import { taskOfAttempt } from '../job/layout.js';
+import { compareTasks } from '../paths.js';
 import { openJob } from './common.js';
 import type { StepEnv } from './env.js';
 
@@ -56,7 +57,7 @@ export async function status(env: StepEnv, input: { stagingPath: string }): Prom
     const attempts = [...new Set([...e.attempts, ...e.aborted, ...(c ? [c.taskAttempt] : [])])].sort();
     return { task, state, attempts, winner: c?.taskAttempt, files: c ? files.length : 0, bytes: c ? files.reduce((a, f) => a + f.size, 0) : 0 };
   });
-  tasks.sort((a, b) => (Number(a.task) - Number(b.task)) || (a.task < b.task ? -1 : a.task > b.task ? 1 : 0));
+  tasks.sort((a, b) => compareTasks(a.task, b.task));
   const declaredMissing: string[] = [];
   if (job.tasks !== undefined) for (let t = 0; t < job.tasks; t++) if (claims.get(String(t))?.state !== 'committed') declaredMissing.push(String(t));
   const lease = await readCurrentLease(store, layout);

@@ -1,6 +1,7 @@
 // The stores every suite runs on: one parametrised list, so a store joins every suite at once.
 
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { after, before } from 'node:test';
 import os from 'node:os';
 import path from 'node:path';
 import { LocalStore } from '../../src/store/local.js';
@@ -105,4 +106,21 @@ export function storeFixtures(): StoreFixture[] {
   const unknown = only.filter((n) => !all.some((f) => f.name === n));
   if (unknown.length) throw new Error(`STAGECOMMIT_TEST_STORES names unknown stores: ${unknown.join(', ')}`);
   return all.filter((f) => only.includes(f.name));
+}
+
+/**
+ * One sandbox for the enclosing describe block: opened before its tests, closed after them.
+ * `set` receives it; the returned function names a fresh directory in it for each call.
+ */
+export function useSandbox(fx: StoreFixture, set: (sb: StoreSandbox) => void, prefix = 't'): () => string {
+  let sb: StoreSandbox | undefined;
+  let n = 0;
+  before(async () => {
+    sb = await fx.sandbox();
+    set(sb);
+  });
+  after(async () => {
+    await sb?.close();
+  });
+  return () => path.posix.join(sb!.base, `${prefix}${++n}`);
 }

@@ -266,6 +266,7 @@ export class S3Store implements Store {
     }
   }
 
+  /** S3 deletes missing keys silently, so this cannot tell "was not there": it answers true. */
   async delete(p: string, recursive: boolean): Promise<boolean> {
     const { key } = splitPath(p);
     const keys = key === '' ? [] : [key];
