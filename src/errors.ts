@@ -41,8 +41,13 @@ export class IncompleteError extends StageCommitError {
 
 /** An unreadable or invalid manifest; the message names the file and the field (exit 1). */
 export class CorruptManifestError extends StageCommitError {
-  constructor(file: string, field: string, problem: string) {
-    super(ExitCode.failed, `${file}: field '${field}' ${problem}`);
+  constructor(file: string, field: string, problem: string, whole = false) {
+    super(ExitCode.failed, `${file}: ${whole ? '' : `field '${field}' `}${problem}`);
+  }
+
+  /** A problem with the document as a whole (cut short, digest mismatch). */
+  static document(file: string, problem: string): CorruptManifestError {
+    return new CorruptManifestError(file, '', problem, true);
   }
 }
 

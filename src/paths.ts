@@ -130,3 +130,10 @@ export function partitionOfFile(rel: string, columns: readonly string[], staticP
   }
   return part;
 }
+
+/** An absolute store path as the tool writes it: '/', no empty, '.' or '..' segment, no NUL. */
+export function checkStorePath(p: string): string {
+  if (!p.startsWith('/')) throw new Error(`'${p}' is not an absolute path`);
+  if (p !== '/') checkRelativePath(p.slice(1), 'path');
+  return p;
+}

@@ -11,6 +11,7 @@ import { commitJob, commitTask, prepare, stage, stageTask } from './helpers/jobs
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
 import { JobLayout } from '../src/job/layout.js';
+import { encodeLease } from '../src/job/lease.js';
 
 // 50 rounds locally; on remote stores each racer pays ~0.4 s of start-up, so 5 rounds there keep
 // the whole run within its budget (STAGECOMMIT_RACE_ROUNDS=50 runs more on any store).
@@ -96,8 +97,7 @@ for (const fx of storeFixtures()) {
       const target = posix.join(dir(), 't');
       const job = await prepare(sb, { target }, [{ task: '0', files: { a: 'a' } }]);
       const layout = new JobLayout(sb.pathOf(job));
-      const lease = (host: string, pid: number, expiresAtMs: number) =>
-        `kind: stagecommit/lease\nversion: 1\nop: commit-job\nowner: someone\nhost: ${host}\npid: ${pid}\nacquiredAtMs: 0\nexpiresAtMs: ${expiresAtMs}\n`;
+      const lease = (host: string, pid: number, expiresAtMs: number) => encodeLease({ op: 'commit-job', owner: 'someone', host, pid, acquiredAtMs: 0, expiresAtMs });
       await sb.store.writeFile(posix.join(layout.root, '_lease.0.yaml'), lease('other-host', 1, Date.now() + 3_600_000));
       const blocked = await cli(['abort', '--job', job], { env: sb.env });
       assert.equal(blocked.code, 4);

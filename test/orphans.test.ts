@@ -11,6 +11,7 @@ import { storeFixtures, type StoreSandbox } from './helpers/stores.js';
 import { readTree, writeTree, type Tree } from './helpers/tree.js';
 import { cleanOrphans, kindByName } from '../src/steps/clean-orphans.js';
 import { parseDuration } from '../src/cli/orphans-command.js';
+import { encodeLease } from '../src/job/lease.js';
 import { failAt } from '../src/store/instrumented.js';
 import { StoreError } from '../src/errors.js';
 import type { Entry, ListOptions } from '../src/store/types.js';
@@ -69,7 +70,7 @@ for (const fx of storeFixtures()) {
       committing = await libStage(env, posix.join(root, 'events'), { ...sc('create'), job: { ...sc('create').job, jobId: 'committing-job' } });
       await libStageTask(env, committing, { task: '0', partition: ['dt=1'], files: { e: 'event' } });
       await libCommitTask(env, committing, { task: '0', files: {} });
-      await libCommitJob(testEnv(sb.store, failAt(3)), committing).catch(() => {}); // plan written, nothing moved
+      await libCommitJob(testEnv(sb.store, failAt(4)), committing).catch(() => {}); // lease, log entry, plan written; nothing moved
       // The "killed" driver was this process: remove its lease as its death would have made it stale.
       for (const e of await sb.store.list(committing)) if (e.name.startsWith('_lease.')) await sb.store.delete(e.path, false);
       await sleep(4000);
@@ -77,7 +78,7 @@ for (const fx of storeFixtures()) {
       freshAt = Date.now();
       // a job whose driver is alive (this process holds its lease)
       live = await libStage(env, posix.join(root, 'live'), { ...sc('append'), job: { ...sc('append').job, jobId: 'live-job' } });
-      await sb.store.writeFile(posix.join(live, '_lease.0.yaml'), `kind: stagecommit/lease\nversion: 1\nop: commit-job\nowner: me\nhost: ${testEnv(sb.store).host}\npid: ${process.pid}\nacquiredAtMs: 0\nexpiresAtMs: ${Date.now() + 3_600_000}\n`);
+      await sb.store.writeFile(posix.join(live, '_lease.0.yaml'), encodeLease({ op: 'commit-job', owner: 'me', host: testEnv(sb.store).host, pid: process.pid, acquiredAtMs: 0, expiresAtMs: Date.now() + 3_600_000 }));
     });
     after(async () => {
       await sb.close();
@@ -134,6 +135,8 @@ for (const fx of storeFixtures()) {
       const tree = await readTree(sb.store, root);
       const keys = Object.keys(tree).filter((k) => !k.startsWith('.stagecommit/live/') && !k.endsWith('_SUCCESS'));
       assert.deepEqual(keys.sort(), [
+        '.stagecommit/events/_log/00000000000000000000.done',
+        '.stagecommit/events/_log/00000000000000000000.yaml',
         'events/dt=1/e',
         'sales/.spark-staging-notes/readme.txt',
         `sales/.spark-staging-${U2}/dt=2026-11-30/part-00000.parquet`,

@@ -39,12 +39,16 @@ test('files must sit under a full partition path of the job', () => {
   assert.throws(() => partitionOfFile('a', ['dt'], ''), /not inside a partition/);
 });
 
-test('manifests: long lists one JSON line each, hand-edited YAML still loads, errors name the field', () => {
+test('manifests: long lists one JSON line each, a check line at the end; hand-written YAML only when allowed; errors name the field', () => {
   const text = encodeManifest({ kind: 'k', version: 1, name: 'x: y' }, { files: [{ path: 'a b', size: 1 }] });
   assert.match(text, /^files:\n {2}- \{"path":"a b","size":1\}$/m);
+  assert.match(text, /\nend: \{"lines":5,"lists":\{"files":1\},"sha256":"[0-9a-f]{64}"\}\n$/);
   assert.deepEqual(decodeManifest(text, 'f'), { kind: 'k', version: 1, name: 'x: y', files: [{ path: 'a b', size: 1 }] });
-  assert.deepEqual(decodeManifest('kind: k\nfiles:\n  - path: a\n    size: 2\n', 'f').files, [{ path: 'a', size: 2 }]);
-  assert.throws(() => decodeManifest('', '/s/_job.yaml'), /\/s\/_job.yaml: field '\(document\)' is not a mapping/);
-  assert.throws(() => decodeJob('kind: stagecommit/job\nversion: 1\njobId: j\nstate: weird\n', '/s/_job.yaml'), /\/s\/_job.yaml: field 'state' is 'weird'/);
-  assert.throws(() => decodeJob('kind: stagecommit/job\nversion: 9\n', '/s/_job.yaml'), /field 'version' is 9.*upgrade/);
+  const handWritten = 'kind: k\nfiles:\n  - path: a\n    size: 2\n';
+  assert.throws(() => decodeManifest(handWritten, '/s/f.yaml'), /\/s\/f.yaml: has no 'end:' check line/);
+  assert.deepEqual(decodeManifest(handWritten, 'f', { allowUnsigned: true }).files, [{ path: 'a', size: 2 }]);
+  assert.throws(() => decodeManifest('', '/s/_job.yaml'), /\/s\/_job.yaml: is empty/);
+  const sign = (body: string) => encodeManifest(Object.fromEntries(body.trim().split('\n').map((l) => [l.split(': ')[0]!, JSON.parse(l.split(': ')[1]!)])));
+  assert.throws(() => decodeJob(sign('kind: "stagecommit/job"\nversion: 1\njobId: "j"\nstate: "weird"'), '/s/_job.yaml'), /\/s\/_job.yaml: field 'state' is 'weird'/);
+  assert.throws(() => decodeJob(sign('kind: "stagecommit/job"\nversion: 9'), '/s/_job.yaml'), /field 'version' is 9.*upgrade/);
 });

@@ -32,7 +32,9 @@ for (const fx of storeFixtures()) {
       assert.equal(success.filenames.length, 3);
       assert.ok(success.jobId && typeof success.timestamp === 'number' && success.hostname && success.date);
       assert.ok(success.metrics.op_rename > 0 || success.metrics.op_copy > 0);
-      assert.deepEqual(Object.keys(await readTree(sb.store, root, { dirs: true })), Object.keys(tree).map((k) => `sales/${k}`), 'nothing but the table is left beside it');
+      const beside = Object.keys(await readTree(sb.store, root, { dirs: true }));
+      assert.deepEqual(beside.filter((k) => !k.startsWith('.stagecommit/sales/_log/')), Object.keys(tree).map((k) => `sales/${k}`), 'nothing but the table (and its log) is left beside it');
+      assert.deepEqual(beside.filter((k) => k.startsWith('.stagecommit/')), ['.stagecommit/sales/_log/00000000000000000000.done', '.stagecommit/sales/_log/00000000000000000000.yaml'], 'the table log holds one finished entry');
       const again = await cli(['status', '--job', job], { env: sb.env });
       assert.equal(again.code, 2);
       assert.match(again.stderr, /finished/);

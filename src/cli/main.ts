@@ -26,6 +26,7 @@ export interface GlobalOptions {
   config?: string;
   quiet?: boolean;
   verbose?: boolean;
+  allowUnsignedJob?: boolean;
 }
 
 /** Where a command writes: stdout for the result, stderr for the rest; a spinner only on a TTY. */
@@ -165,6 +166,7 @@ export class Runtime {
       isPidAlive: isPidAliveLocal,
       emit: (e) => this.ui.event(e),
       metrics: () => inst.metrics(),
+      allowUnsignedJob: this.global.allowUnsignedJob,
     };
   }
 
@@ -187,6 +189,7 @@ export function buildProgram(ctx: CliContext, run: (fn: (rt: Runtime) => Promise
     .option('--config <file>', 'YAML config file (default: $STAGECOMMIT_CONFIG)')
     .option('-q, --quiet', 'print nothing but the result and errors')
     .option('-v, --verbose', 'print each phase and the store operation counts on stderr')
+    .option('--allow-unsigned-job', "accept a hand-written _job.yaml without its 'end:' check line")
     .showSuggestionAfterError()
     .addHelpText(
       'after',
@@ -199,8 +202,9 @@ Example:
   stagecommit stage --job "$JOB" --task 0 --partition dt=2026-11-30 part-0.parquet
   stagecommit commit-task --job "$JOB" --task 0 && stagecommit commit-job --job "$JOB"
 
-Exit codes: 0 done, 1 failed (store error, corrupt manifest), 2 bad usage or input,
-3 commit denied (another attempt won), 4 conflict (locked, wrong state, target changed),
+Exit codes: 0 done, 1 failed (store error, damaged manifest: nothing changed), 2 bad usage or input,
+3 commit denied (another attempt won, or it was aborted), 4 conflict (locked, wrong state,
+target changed, another job replaced or is still committing the same partitions),
 5 incomplete (declared tasks missing). JOB defaults to $STAGECOMMIT_JOB.`,
     );
 
@@ -337,7 +341,7 @@ Exit codes: 0 done, 1 failed (store error, corrupt manifest), 2 bad usage or inp
             ? 'nothing to abort: no job at that handle (finished, aborted or never staged)'
             : r.scope === 'job'
               ? `aborted job ${r.jobId}: its staged data is gone, the target was not touched`
-              : `aborted ${r.taskAttempt}${r.releasedClaim ? ' and released its commit claim' : ''}`,
+              : `aborted ${r.taskAttempt}${r.wasDenied ? ' (another attempt had won the task)' : ''}`,
         );
       }, cmd),
     );

@@ -1,12 +1,14 @@
-// Commit claims: the task-commit coordinator (first attempt to create the claim wins) and,
-// once committed, the record of the task's files.
+// Task coordination: per task, the commit claim (first attempt to create it wins; once committed,
+// the record of the task's files); per attempt, the decision (commit or abort, whichever creates
+// it first, DESIGN §5.9). Both are created exclusively and checked on every read.
 
-import { setTimeout as sleep } from 'node:timers/promises';
-import { CorruptManifestError, StoreError } from '../errors.js';
-import { decodeManifest, encodeManifest, Fields, itemNumber, itemString } from '../manifest/codec.js';
+import { CorruptManifestError } from '../errors.js';
+import { encodeManifest, decodeManifest, Fields, itemNumber, itemString } from '../manifest/codec.js';
+import { checkRelativePath, checkTaskId } from '../paths.js';
 import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
-import type { JobLayout } from './layout.js';
+import { taskAttemptName, type JobLayout } from './layout.js';
+import { readManifestFile } from './manifest-io.js';
 
 export interface TaskFile {
   /** Path relative to the table root (partition path included). */
@@ -29,56 +31,129 @@ export interface Claim {
   readonly files: readonly TaskFile[];
 }
 
+/** What the reader knows the claim must say: the job's id, the task its name gives, the app attempt. */
+export interface ClaimContext {
+  readonly jobId: string;
+  readonly task: string;
+  readonly appAttempt: number;
+}
+
 const KIND = 'stagecommit/claim';
 const VERSION = 1;
 
 export function encodeClaim(c: Claim): string {
   const { files, ...rest } = c;
-  const header = { kind: KIND, version: VERSION, ...rest, bytes: files.reduce((a, f) => a + f.size, 0) };
+  const header = { kind: KIND, version: VERSION, ...rest, root: rest.root ?? null, bytes: files.reduce((a, f) => a + f.size, 0) };
   return encodeManifest(header, { files });
 }
 
-export function decodeClaim(text: string, file: string): Claim {
+/**
+ * The staging-relative places a committed task's files may be: the committed task dir or the
+ * attempt dir of this or an earlier app attempt (recover carries claims forward), or '' (v2).
+ */
+function checkRoot(root: string, ctx: ClaimContext, taskAttempt: string): void {
+  if (root === '') return;
+  const m = /^_temporary\/(\d+)\/(.+)$/.exec(root);
+  const app = m ? Number(m[1]) : -1;
+  const ok = m !== null && app <= ctx.appAttempt && (m[2] === ctx.task || m[2] === `_temporary/${taskAttempt}`);
+  if (!ok) throw new Error(`'${root}' is not this task's committed dir or attempt dir inside the staging dir`);
+}
+
+export function decodeClaim(text: string, file: string, ctx: ClaimContext): Claim {
   const f = new Fields(decodeManifest(text, file), file);
   f.kind(KIND, VERSION);
   const state = f.oneOf('state', ['claimed', 'committed'] as const);
-  return {
-    task: f.string('task'),
-    attempt: f.number('attempt'),
-    taskAttempt: f.string('taskAttempt'),
-    appAttempt: f.number('appAttempt'),
-    state,
-    claimedAtMs: f.number('claimedAtMs'),
-    host: f.string('host'),
-    pid: f.number('pid'),
-    root: state === 'committed' ? (f.optString('root') ?? '') : undefined,
-    files: f.array('files', (x) => ({ path: itemString(x, 'path'), size: itemNumber(x, 'size') })),
+  const fail = (field: string, e: unknown): never => {
+    throw new CorruptManifestError(file, field, (e as Error).message);
   };
-}
-
-/**
- * Reads a claim. A claim that reads empty (or cut short) is one being written: WebHDFS shows a
- * created file before all its bytes arrive. It is read again shortly, never taken for free.
- */
-export async function readClaim(store: Store, path: string, retries = 20): Promise<Claim | null> {
-  for (let i = 0; ; i++) {
-    const data = await store.readFile(path);
-    if (data === null) return null;
-    try {
-      if (data.length > 0) return decodeClaim(data.toString('utf8'), store.toUri(path));
-      if (i >= retries) throw new StoreError('io', 'readFile', [store.toUri(path)], 'claim is still empty after retries; is a writer stuck?');
-    } catch (e) {
-      if (!(e instanceof CorruptManifestError) || i >= retries) throw e;
-    }
-    await sleep(50 * Math.min(i + 1, 5));
+  const task = f.string('task');
+  if (task !== ctx.task) throw new CorruptManifestError(file, 'task', `is '${task}', but the file is the claim of task '${ctx.task}'`);
+  const attempt = f.count('attempt');
+  const taskAttempt = f.string('taskAttempt');
+  if (taskAttempt !== taskAttemptName(ctx.jobId, task, attempt)) {
+    throw new CorruptManifestError(file, 'taskAttempt', `is '${taskAttempt}', expected '${taskAttemptName(ctx.jobId, task, attempt)}'`);
   }
+  const appAttempt = f.count('appAttempt');
+  if (appAttempt !== ctx.appAttempt) throw new CorruptManifestError(file, 'appAttempt', `is ${appAttempt}, but the file is in app attempt ${ctx.appAttempt}`);
+  let root: string | undefined;
+  if (state === 'committed') {
+    root = f.text('root');
+    try {
+      checkRoot(root, ctx, taskAttempt);
+    } catch (e) {
+      fail('root', e);
+    }
+  }
+  const files = f.array('files', (x) => {
+    const path = itemString(x, 'path');
+    checkRelativePath(path, 'file path');
+    return { path, size: itemNumber(x, 'size') };
+  });
+  const bytes = f.count('bytes');
+  if (bytes !== files.reduce((a, x) => a + x.size, 0)) throw new CorruptManifestError(file, 'bytes', `is ${bytes}, but the files add up to ${files.reduce((a, x) => a + x.size, 0)}`);
+  return { task, attempt, taskAttempt, appAttempt, state, claimedAtMs: f.count('claimedAtMs'), host: f.string('host'), pid: f.count('pid'), root, files };
 }
 
-/** Every claim of one app attempt, by task. */
-export async function readClaims(store: Store, layout: JobLayout, app: number, concurrency = 16): Promise<Map<string, Claim>> {
-  const files = (await store.list(layout.claimsDir(app))).filter((e) => e.kind === 'file' && e.name.endsWith('.yaml'));
-  const claims = await mapLimit(files, concurrency, (e) => readClaim(store, e.path));
+/** Reads a claim (null: none). A claim being written on WebHDFS is read again shortly. */
+export function readClaim(store: Store, layout: JobLayout, ctx: ClaimContext): Promise<Claim | null> {
+  return readManifestFile(store, layout.claimFile(ctx.appAttempt, ctx.task), (text, file) => decodeClaim(text, file, ctx));
+}
+
+/** Every claim of one app attempt, by task; a file there that is not a claim is reported. */
+export async function readClaims(store: Store, layout: JobLayout, jobId: string, app: number, concurrency = 16): Promise<Map<string, Claim>> {
+  const entries = (await store.list(layout.claimsDir(app))).filter((e) => !e.name.startsWith('.'));
+  const tasks = entries.map((e) => {
+    const task = e.kind === 'file' && e.name.endsWith('.yaml') ? e.name.slice(0, -5) : '';
+    try {
+      return checkTaskId(task);
+    } catch {
+      throw CorruptManifestError.document(store.toUri(e.path), 'is not a claim file (<task>.yaml): remove it if you put it there');
+    }
+  });
+  const claims = await mapLimit(tasks, concurrency, (task) => readClaim(store, layout, { jobId, task, appAttempt: app }));
   const out = new Map<string, Claim>();
   for (const c of claims) if (c) out.set(c.task, c);
   return out;
+}
+
+export type DecisionOutcome = 'commit' | 'abort';
+
+export interface Decision {
+  readonly taskAttempt: string;
+  readonly outcome: DecisionOutcome;
+  readonly atMs: number;
+  readonly by: string;
+}
+
+const DECISION = 'stagecommit/decision';
+
+function decodeDecision(text: string, file: string, taskAttempt: string): Decision {
+  const f = new Fields(decodeManifest(text, file), file);
+  f.kind(DECISION, 1);
+  const d: Decision = { taskAttempt: f.string('taskAttempt'), outcome: f.oneOf('outcome', ['commit', 'abort'] as const), atMs: f.count('atMs'), by: f.string('by') };
+  if (d.taskAttempt !== taskAttempt) throw new CorruptManifestError(file, 'taskAttempt', `is '${d.taskAttempt}', but the file is the decision of ${taskAttempt}`);
+  return d;
+}
+
+export function readDecision(store: Store, layout: JobLayout, app: number, taskAttempt: string): Promise<Decision | null> {
+  return readManifestFile(store, layout.decisionFile(app, taskAttempt), (text, file) => decodeDecision(text, file, taskAttempt));
+}
+
+/**
+ * Decides an attempt's fate with one exclusive create: the first of commit-task and
+ * abort --task to get here wins. Returns the decision that stands (ours, or the earlier one).
+ */
+export async function decide(store: Store, layout: JobLayout, app: number, d: Decision): Promise<Decision> {
+  const body = encodeManifest({ kind: DECISION, version: 1, taskAttempt: d.taskAttempt, outcome: d.outcome, atMs: d.atMs, at: new Date(d.atMs).toISOString(), by: d.by });
+  if (await store.createExclusive(layout.decisionFile(app, d.taskAttempt), body)) return d;
+  const standing = await readDecision(store, layout, app, d.taskAttempt);
+  // A create retried after a lost response may find its own first try: it stands either way.
+  return standing ?? d;
+}
+
+/** Every decision of one app attempt, by task attempt. */
+export async function readDecisions(store: Store, layout: JobLayout, app: number, concurrency = 16): Promise<Map<string, Decision>> {
+  const names = (await store.list(layout.decisionsDir(app))).filter((e) => e.kind === 'file' && e.name.endsWith('.yaml')).map((e) => e.name.slice(0, -5));
+  const read = await mapLimit(names, concurrency, (n) => readDecision(store, layout, app, n));
+  return new Map(read.filter((d): d is Decision => d !== null).map((d) => [d.taskAttempt, d]));
 }

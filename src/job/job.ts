@@ -1,8 +1,8 @@
 // The job manifest `_job.yaml`: typed, versioned, validated on load, written whole.
 
 import { CorruptManifestError } from '../errors.js';
-import { decodeManifest, encodeManifest, Fields, itemString } from '../manifest/codec.js';
-import { partitionPath, type PartitionValue } from '../paths.js';
+import { decodeManifest, encodeManifest, Fields, itemString, type DecodeOptions } from '../manifest/codec.js';
+import { checkStorePath, normalizeColumn, partitionPath, type PartitionValue } from '../paths.js';
 import type { Store } from '../store/types.js';
 import type { JobLayout } from './layout.js';
 
@@ -32,6 +32,8 @@ export interface JobManifest {
   readonly staticPartition: readonly PartitionValue[];
   /** Declared tasks 0…N-1, if any. */
   readonly tasks?: number;
+  /** The newest table-log entry when the job was staged (null: the log was empty), DESIGN §5.5. */
+  readonly logPosition: number | null;
   readonly appAttempt: number;
   readonly state: JobState;
   readonly stagedAtMs: number;
@@ -64,6 +66,7 @@ export function encodeJob(job: JobManifest): string {
     partitionBy: [...job.partitionBy],
     staticPartition: job.staticPartition.map((p) => ({ column: p.column, value: p.value })),
     tasks: job.tasks ?? null,
+    logPosition: job.logPosition,
     appAttempt: job.appAttempt,
     stagedAt: new Date(job.stagedAtMs).toISOString(),
     stagedAtMs: job.stagedAtMs,
@@ -71,8 +74,8 @@ export function encodeJob(job: JobManifest): string {
   });
 }
 
-export function decodeJob(text: string, file: string): JobManifest {
-  const f = new Fields(decodeManifest(text, file), file);
+export function decodeJob(text: string, file: string, opts: DecodeOptions = {}): JobManifest {
+  const f = new Fields(decodeManifest(text, file, opts), file);
   f.kind(KIND, VERSION);
   const ownerOf = (): Owner => {
     const o = new Fields(f.object('owner'), file);
@@ -86,26 +89,42 @@ export function decodeJob(text: string, file: string): JobManifest {
     staging: f.string('staging'),
     mode: f.oneOf('mode', MODES),
     algorithm: f.oneOf('algorithm', ALGORITHMS),
-    partitionBy: f.array('partitionBy', (c) => {
-      if (typeof c !== 'string') throw new Error('is not a string');
-      return c;
-    }),
-    staticPartition: f.array('staticPartition', (p) => ({ column: itemString(p, 'column'), value: itemString(p, 'value') })),
-    tasks: f.optNumber('tasks'),
-    appAttempt: f.number('appAttempt'),
-    stagedAtMs: f.number('stagedAtMs'),
+    partitionBy: f.array('partitionBy', (c) => column(c)),
+    staticPartition: f.array('staticPartition', (p) => ({ column: column(itemString(p, 'column')), value: itemString(p, 'value') })),
+    tasks: f.nullableCount('tasks') ?? undefined,
+    logPosition: f.nullableCount('logPosition'),
+    appAttempt: f.count('appAttempt'),
+    stagedAtMs: f.count('stagedAtMs'),
     owner: ownerOf(),
   };
-  if (job.staticPartition.length > job.partitionBy.length) {
-    throw new CorruptManifestError(file, 'staticPartition', 'has more columns than partitionBy');
+  if (job.staticPartition.some((p, i) => p.column !== job.partitionBy[i])) {
+    throw new CorruptManifestError(file, 'staticPartition', 'does not name the leading columns of partitionBy, in order');
+  }
+  if (job.tasks === 0) throw new CorruptManifestError(file, 'tasks', 'is 0: a job declares at least one task, or null');
+  try {
+    checkStorePath(job.targetPath);
+  } catch (e) {
+    throw new CorruptManifestError(file, 'targetPath', (e as Error).message);
   }
   return job;
 }
 
-export async function loadJob(store: Store, layout: JobLayout): Promise<JobManifest | null> {
+function column(c: unknown): string {
+  if (typeof c !== 'string') throw new Error('is not a string');
+  if (normalizeColumn(c) !== c) throw new Error(`'${c}' is not a partition column name`);
+  return c;
+}
+
+export async function loadJob(store: Store, layout: JobLayout, opts: DecodeOptions = {}): Promise<JobManifest | null> {
   const data = await store.readFile(layout.jobFile);
   if (data === null) return null;
-  return decodeJob(data.toString('utf8'), store.toUri(layout.jobFile));
+  const file = store.toUri(layout.jobFile);
+  const job = decodeJob(data.toString('utf8'), file, opts);
+  // A staging dir copied or moved elsewhere is not the job it names: never adopt its files.
+  if (job.staging !== store.toUri(layout.root)) {
+    throw new CorruptManifestError(file, 'staging', `is ${job.staging}, but the file is in ${store.toUri(layout.root)}: a staging dir is never moved or copied; stage a new job`);
+  }
+  return job;
 }
 
 export async function saveJob(store: Store, layout: JobLayout, job: JobManifest): Promise<void> {

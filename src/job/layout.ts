@@ -19,7 +19,7 @@ export function taskOfAttempt(jobId: string, name: string): string | null {
   if (!name.startsWith(prefix)) return null;
   const rest = name.slice(prefix.length);
   const cut = rest.lastIndexOf('_');
-  return cut > 0 ? rest.slice(0, cut) : null;
+  return cut > 0 && /^\d+$/.test(rest.slice(cut + 1)) ? rest.slice(0, cut) : null;
 }
 
 export class JobLayout {
@@ -41,8 +41,9 @@ export class JobLayout {
   committedTaskDir(app: number, task: string): string { return posix.join(this.appAttemptDir(app), task); }
   claimsDir(app: number): string { return posix.join(this.appAttemptDir(app), '_claims'); }
   claimFile(app: number, task: string): string { return posix.join(this.claimsDir(app), `${task}.yaml`); }
-  abortedDir(app: number): string { return posix.join(this.appAttemptDir(app), '_aborted'); }
-  abortedMarker(app: number, taskAttempt: string): string { return posix.join(this.abortedDir(app), taskAttempt); }
+  /** One file per task attempt, created exclusively: commit or abort, whichever comes first (§5.9). */
+  decisionsDir(app: number): string { return posix.join(this.appAttemptDir(app), '_decisions'); }
+  decisionFile(app: number, taskAttempt: string): string { return posix.join(this.decisionsDir(app), `${taskAttempt}.yaml`); }
 
   /** A path inside the staging dir, relative to its root (how manifests record paths). */
   relative(p: string): string { return posix.relative(this.root, p); }

@@ -3,11 +3,11 @@
 // holder's lease is itself arbitrated by create-if-absent.
 
 import { posix } from 'node:path';
-import { ConflictError } from '../errors.js';
+import { ConflictError, CorruptManifestError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
-import type { StepEnv } from '../steps/env.js';
 import type { Store } from '../store/types.js';
 import { LEASE_PREFIX, type JobLayout } from './layout.js';
+import { readManifestFile } from './manifest-io.js';
 
 export interface LeaseRecord {
   readonly op: string;
@@ -18,9 +18,29 @@ export interface LeaseRecord {
   readonly expiresAtMs: number;
 }
 
+/** Who is asking, and how they judge a holder: what the lease needs of a step's environment. */
+export interface LeaseClock {
+  readonly user: string;
+  readonly host: string;
+  readonly pid: number;
+  readonly now: () => number;
+  readonly leaseTtlMs: number;
+  readonly isPidAlive: (pid: number) => boolean;
+  readonly emit: (e: { type: 'warn'; message: string }) => void;
+}
+
+export interface CurrentLease {
+  readonly gen: number;
+  readonly path: string;
+  /** null: the file is still empty (a create whose bytes have not arrived). */
+  readonly record: LeaseRecord | null;
+  /** When an empty lease file was made: empty past the TTL is dead (DESIGN §5.13). */
+  readonly emptySinceMs?: number;
+}
+
 const KIND = 'stagecommit/lease';
 
-function encodeLease(r: LeaseRecord): string {
+export function encodeLease(r: LeaseRecord): string {
   return encodeManifest({ kind: KIND, version: 1, ...r, expiresAt: new Date(r.expiresAtMs).toISOString() });
 }
 
@@ -31,9 +51,9 @@ function decodeLease(text: string, file: string): LeaseRecord {
     op: f.string('op'),
     owner: f.string('owner'),
     host: f.string('host'),
-    pid: f.number('pid'),
-    acquiredAtMs: f.number('acquiredAtMs'),
-    expiresAtMs: f.number('expiresAtMs'),
+    pid: f.count('pid'),
+    acquiredAtMs: f.count('acquiredAtMs'),
+    expiresAtMs: f.count('expiresAtMs'),
   };
 }
 
@@ -42,22 +62,41 @@ function leaseName(gen: number): string {
 }
 
 /** The newest lease generation in a staging dir, if any. */
-export async function readCurrentLease(store: Store, layout: JobLayout): Promise<{ gen: number; path: string; record: LeaseRecord | null } | null> {
-  let best: { gen: number; path: string } | null = null;
-  for (const e of await store.list(layout.root)) {
-    const m = /^_lease\.(\d+)\.yaml$/.exec(e.name);
-    if (m && (!best || Number(m[1]) > best.gen)) best = { gen: Number(m[1]), path: e.path };
+export async function readCurrentLease(store: Store, layout: JobLayout): Promise<CurrentLease | null> {
+  for (;;) {
+    let best: { gen: number; path: string } | null = null;
+    for (const e of await store.list(layout.root)) {
+      const m = /^_lease\.(\d+)\.yaml$/.exec(e.name);
+      if (m && (!best || Number(m[1]) > best.gen)) best = { gen: Number(m[1]), path: e.path };
+    }
+    if (!best) return null;
+    const data = await store.readFile(best.path);
+    if (data === null) continue; // released meanwhile: look again
+    if (data.length === 0) {
+      const st = await store.stat(best.path);
+      return { ...best, record: null, emptySinceMs: st?.mtimeMs ?? 0 };
+    }
+    const file = store.toUri(best.path);
+    try {
+      return { ...best, record: decodeLease(data.toString('utf8'), file) };
+    } catch (e) {
+      if (!(e instanceof CorruptManifestError) || !store.caps.createsVisibleEarly) throw holderUnreadable(e, file);
+    }
+    const record = await readManifestFile(store, best.path, decodeLease).catch((e: unknown) => {
+      throw holderUnreadable(e, file);
+    });
+    if (record) return { ...best, record };
   }
-  if (!best) return null;
-  const data = await store.readFile(best.path);
-  if (data === null) return readCurrentLease(store, layout);
-  // An empty lease is one being written (WebHDFS create): it counts as held.
-  const record = data.length === 0 ? null : decodeLease(data.toString('utf8'), store.toUri(best.path));
-  return { ...best, record };
 }
 
-export function isLeaseLive(r: LeaseRecord | null, env: Pick<StepEnv, 'now' | 'host' | 'isPidAlive'>): boolean {
-  if (r === null) return true;
+function holderUnreadable(e: unknown, file: string): Error {
+  if (!(e instanceof CorruptManifestError)) return e as Error;
+  return new CorruptManifestError(file, '', `${e.message.slice(file.length + 2)}; if no stagecommit process works on this job, delete the file and run the step again`, true);
+}
+
+export function isLeaseLive(lease: Pick<CurrentLease, 'record' | 'emptySinceMs'>, env: Pick<LeaseClock, 'now' | 'host' | 'isPidAlive' | 'leaseTtlMs'>): boolean {
+  const r = lease.record;
+  if (r === null) return env.now() - (lease.emptySinceMs ?? 0) < env.leaseTtlMs;
   if (r.expiresAtMs <= env.now()) return false;
   if (r.host === env.host && !env.isPidAlive(r.pid)) return false;
   return true;
@@ -70,17 +109,17 @@ export function describeHolder(r: LeaseRecord | null): string {
 
 export class Lease {
   private timer: NodeJS.Timeout | undefined;
+  private renewing: Promise<void> | undefined;
   private released = false;
 
   private constructor(
     private readonly store: Store,
-    private readonly layout: JobLayout,
     readonly path: string,
     private record: LeaseRecord,
-    private readonly env: StepEnv,
+    private readonly env: LeaseClock,
   ) {}
 
-  static async acquire(store: Store, layout: JobLayout, env: StepEnv, op: string): Promise<Lease> {
+  static async acquire(store: Store, layout: JobLayout, env: LeaseClock, op: string): Promise<Lease> {
     const record: LeaseRecord = {
       op,
       owner: env.user,
@@ -93,8 +132,8 @@ export class Lease {
     let gen = 0;
     if (current) {
       const mine = current.record?.host === env.host && current.record.pid === env.pid;
-      if (!mine && isLeaseLive(current.record, env)) {
-        throw new ConflictError(`job ${layout.root} is locked: ${describeHolder(current.record)}; wait for it to finish`);
+      if (!mine && isLeaseLive(current, env)) {
+        throw new ConflictError(`job ${store.toUri(layout.root)} is locked: ${describeHolder(current.record)}; wait for it to finish`);
       }
       gen = current.gen + 1;
     }
@@ -103,10 +142,10 @@ export class Lease {
       const winner = await readCurrentLease(store, layout);
       // A create retried after a lost response finds its own first attempt: that is a win.
       const ours = winner?.path === path && winner.record?.pid === record.pid && winner.record.host === record.host && winner.record.acquiredAtMs === record.acquiredAtMs;
-      if (!ours) throw new ConflictError(`job ${layout.root} is locked: ${describeHolder(winner?.record ?? null)}; wait for it to finish`);
+      if (!ours) throw new ConflictError(`job ${store.toUri(layout.root)} is locked: ${describeHolder(winner?.record ?? null)}; wait for it to finish`);
     }
     if (current) await store.delete(current.path, false);
-    const lease = new Lease(store, layout, path, record, env);
+    const lease = new Lease(store, path, record, env);
     lease.startRenewal();
     return lease;
   }
@@ -114,12 +153,21 @@ export class Lease {
   private startRenewal(): void {
     const every = Math.max(1000, Math.floor(this.env.leaseTtlMs / 3));
     this.timer = setInterval(() => {
+      if (this.renewing) return;
       this.record = { ...this.record, expiresAtMs: this.env.now() + this.env.leaseTtlMs };
-      this.store.writeFile(this.path, encodeLease(this.record)).catch((e) =>
-        this.env.emit({ type: 'warn', message: `could not renew the job lease: ${(e as Error).message}` }),
-      );
+      this.renewing = this.store
+        .writeFile(this.path, encodeLease(this.record))
+        .catch((e) => this.env.emit({ type: 'warn', message: `could not renew the job lease: ${(e as Error).message}` }))
+        .finally(() => (this.renewing = undefined));
     }, every);
     this.timer.unref();
+  }
+
+  /** Stops renewing (and waits for a renewal in flight): before the staging dir goes away. */
+  async stopRenewal(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.renewing;
   }
 
   /**
@@ -129,7 +177,7 @@ export class Lease {
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
-    clearInterval(this.timer);
+    await this.stopRenewal();
     await this.store.delete(this.path, false).catch(() => false);
   }
 }

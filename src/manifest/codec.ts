@@ -1,16 +1,25 @@
-// YAML manifests written in YAML's JSON-compatible style: one `key: <JSON>` line per field and
-// one JSON flow mapping per list item. They are valid YAML for people and tools, and are read
-// line by line without a YAML parser; a hand-edited file falls back to a full YAML parse.
+// Self-checking YAML manifests (DESIGN §5.10). Written in YAML's JSON-compatible style: one
+// `key: <JSON>` line per field, one JSON flow mapping per list item, and a last line
+// `end: {"lines": N, "lists": {...}, "sha256": "…"}` that counts the lines and every list and
+// digests everything before it. A file cut short anywhere (also exactly at a line boundary),
+// or edited, fails that check. Files are read line by line without a YAML parser; a
+// hand-written file (no end line) is parsed as YAML only where the caller allows it.
 
+import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { CorruptManifestError } from '../errors.js';
 
 const ITEM = '  - ';
 const FIELD = /^([A-Za-z][A-Za-z0-9]*):(?: (.*))?$/;
+const END = 'end: ';
 
 /** The YAML library, loaded only when a document is not in our own line format. */
 export function yamlLib(): typeof import('yaml') {
   return createRequire(import.meta.url)('yaml') as typeof import('yaml');
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
 export function encodeManifest(header: Record<string, unknown>, lists: Record<string, readonly object[]> = {}): string {
@@ -20,7 +29,9 @@ export function encodeManifest(header: Record<string, unknown>, lists: Record<st
       .map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`)
       .join(''),
   ];
+  const counts: Record<string, number> = {};
   for (const [key, items] of Object.entries(lists)) {
+    counts[key] = items.length;
     if (items.length === 0) {
       parts.push(`${key}: []\n`);
       continue;
@@ -30,50 +41,99 @@ export function encodeManifest(header: Record<string, unknown>, lists: Record<st
     for (let i = 0; i < items.length; i++) lines[i + 1] = ITEM + JSON.stringify(items[i]);
     parts.push(lines.join('\n') + '\n');
   }
-  return parts.join('');
+  const body = parts.join('');
+  const lineCount = countLines(body);
+  return `${body}${END}${JSON.stringify({ lines: lineCount, lists: counts, sha256: sha256(body) })}\n`;
 }
 
-/** Parses a manifest; falls back to a full YAML parse for hand-edited documents. */
-export function decodeManifest(text: string, file: string): Record<string, unknown> {
-  const fast = decodeFast(text);
-  if (fast) return fast;
+function countLines(text: string): number {
+  let n = 0;
+  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
+export interface DecodeOptions {
+  /** Accept a hand-written manifest without the end line (parsed as YAML, fields still checked). */
+  readonly allowUnsigned?: boolean;
+}
+
+/**
+ * Parses a manifest and checks its end line: the digest, the line count and every list's count.
+ * Throws CorruptManifestError naming the file and what is wrong.
+ */
+export function decodeManifest(text: string, file: string, opts: DecodeOptions = {}): Record<string, unknown> {
+  if (text.length === 0) throw CorruptManifestError.document(file, 'is empty (cut short before anything was written)');
+  const cut = text.endsWith('\n') ? text.lastIndexOf('\n', text.length - 2) + 1 : -1;
+  const last = cut >= 0 ? text.slice(cut, -1) : '';
+  if (!last.startsWith(END)) {
+    if (opts.allowUnsigned && !/^end:/m.test(text)) return decodeUnsigned(text, file);
+    throw CorruptManifestError.document(
+      file,
+      text.endsWith('\n')
+        ? "has no 'end:' check line at its end: it was cut short or edited by hand"
+        : 'does not end with a newline: it was cut short',
+    );
+  }
+  const body = text.slice(0, cut);
+  let end: { lines?: unknown; lists?: unknown; sha256?: unknown };
+  try {
+    end = JSON.parse(last.slice(END.length)) as typeof end;
+  } catch {
+    throw CorruptManifestError.document(file, "has an unreadable 'end:' check line");
+  }
+  if (typeof end.sha256 !== 'string' || end.sha256 !== sha256(body)) {
+    throw CorruptManifestError.document(file, 'does not match the sha256 in its end line: it was edited or damaged');
+  }
+  if (end.lines !== countLines(body)) throw CorruptManifestError.document(file, `has ${countLines(body)} lines, its end line says ${String(end.lines)}`);
+  const doc = decodeLines(body);
+  if (!doc) throw CorruptManifestError.document(file, 'is not in the line format stagecommit writes');
+  const lists = (end.lists ?? {}) as Record<string, unknown>;
+  if (typeof lists !== 'object' || Array.isArray(lists)) throw CorruptManifestError.document(file, "has an unreadable 'lists' count in its end line");
+  for (const [key, n] of Object.entries(lists)) {
+    const v = doc[key];
+    if (!Array.isArray(v)) throw new CorruptManifestError(file, key, 'is missing: the end line counts it as a list');
+    if (v.length !== n) throw new CorruptManifestError(file, key, `has ${v.length} entries, the end line says ${String(n)}`);
+  }
+  return doc;
+}
+
+function decodeUnsigned(text: string, file: string): Record<string, unknown> {
   let doc: unknown;
   try {
     doc = yamlLib().parse(text);
   } catch (e) {
-    throw new CorruptManifestError(file, '(document)', `is not valid YAML: ${(e as Error).message.split('\n')[0]}`);
+    throw CorruptManifestError.document(file, `is not valid YAML: ${(e as Error).message.split('\n')[0]}`);
   }
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
-    throw new CorruptManifestError(file, '(document)', 'is not a mapping (the file is empty or truncated)');
+    throw CorruptManifestError.document(file, 'is not a mapping');
   }
   return doc as Record<string, unknown>;
 }
 
-function decodeFast(text: string): Record<string, unknown> | null {
+function decodeLines(text: string): Record<string, unknown> | null {
   const lines = text.split('\n');
   const doc: Record<string, unknown> = {};
   try {
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i]!;
-      if (line === '') continue;
+      if (line === '' && i === lines.length - 1) continue;
       const m = FIELD.exec(line);
-      if (!m) return null;
+      if (!m || Object.hasOwn(doc, m[1]!)) return null;
       if (m[2] !== undefined) {
         doc[m[1]!] = JSON.parse(m[2]);
         continue;
       }
       const items: unknown[] = [];
-      while (lines[i + 1]?.startsWith(ITEM + '{')) items.push(JSON.parse(lines[++i]!.slice(ITEM.length)));
-      if (lines[i + 1]?.startsWith(' ')) return null;
+      while (lines[i + 1]?.startsWith(ITEM)) items.push(JSON.parse(lines[++i]!.slice(ITEM.length)));
       doc[m[1]!] = items;
     }
   } catch {
     return null;
   }
-  return Object.keys(doc).length ? doc : null;
+  return doc;
 }
 
-/** Field checks that name the file and the field when a manifest is wrong. */
+/** Field checks that name the file and the field when a manifest is wrong. Nothing defaults. */
 export class Fields {
   constructor(readonly doc: Record<string, unknown>, readonly file: string) {}
 
@@ -94,10 +154,10 @@ export class Fields {
     return v;
   }
 
-  optString(field: string): string | undefined {
+  /** A string that must be present but may be empty. */
+  text(field: string): string {
     const v = this.doc[field];
-    if (v === undefined || v === null) return undefined;
-    if (typeof v !== 'string') this.fail(field, 'is not a string');
+    if (typeof v !== 'string') this.fail(field, 'is missing or not a string');
     return v;
   }
 
@@ -107,11 +167,17 @@ export class Fields {
     return v;
   }
 
-  optNumber(field: string): number | undefined {
-    const v = this.doc[field];
-    if (v === undefined || v === null) return undefined;
-    if (typeof v !== 'number' || !Number.isFinite(v)) this.fail(field, 'is not a number');
+  /** A whole number ≥ 0. */
+  count(field: string): number {
+    const v = this.number(field);
+    if (!Number.isSafeInteger(v) || v < 0) this.fail(field, `is ${v}, expected a whole number`);
     return v;
+  }
+
+  /** A field that must be present; null means "none". */
+  nullableCount(field: string): number | null {
+    if (!Object.hasOwn(this.doc, field)) this.fail(field, 'is missing (write null for none)');
+    return this.doc[field] === null ? null : this.count(field);
   }
 
   bool(field: string): boolean {
@@ -127,8 +193,8 @@ export class Fields {
   }
 
   array<T>(field: string, check: (item: unknown, i: number) => T): T[] {
-    const v = this.doc[field] ?? [];
-    if (!Array.isArray(v)) this.fail(field, 'is not a list');
+    const v = this.doc[field];
+    if (!Array.isArray(v)) this.fail(field, v === undefined ? 'is missing' : 'is not a list');
     return v.map((item, i) => {
       try {
         return check(item, i);
@@ -136,6 +202,13 @@ export class Fields {
         if (e instanceof CorruptManifestError) throw e;
         return this.fail(`${field}[${i}]`, (e as Error).message);
       }
+    });
+  }
+
+  strings(field: string): string[] {
+    return this.array(field, (x) => {
+      if (typeof x !== 'string') throw new Error('is not a string');
+      return x;
     });
   }
 
@@ -155,6 +228,6 @@ export function itemString(o: unknown, key: string): string {
 
 export function itemNumber(o: unknown, key: string): number {
   const v = (o as Record<string, unknown> | null)?.[key];
-  if (typeof v !== 'number') throw new Error(`'${key}' is missing or not a number`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new Error(`'${key}' is missing or not a whole number`);
   return v;
 }

@@ -1,5 +1,6 @@
-// Applies a commit plan. Every operation is idempotent, so a plan interrupted at any point is
-// finished by applying it again from the start.
+// Applies a commit plan. Every operation is idempotent, and finished phases are recorded by the
+// caller, so a plan interrupted at any point is finished by applying it again from the first
+// unfinished phase.
 
 import { posix } from 'node:path';
 import { StoreError } from '../errors.js';
@@ -35,6 +36,28 @@ async function moveOnce(store: Store, from: string, to: string, replace: boolean
   }
 }
 
+/**
+ * Moves a directory into the target. Where the destination appeared since the plan was made —
+ * another job's commit of other partitions created a shared parent (`dt=1` for `dt=1/r=a` and
+ * `dt=1/r=b`) — the children move into it one by one, and the emptied source goes.
+ */
+async function moveDirIntoTarget(store: Store, from: string, to: string): Promise<void> {
+  try {
+    await moveOnce(store, from, to, false);
+    return;
+  } catch (e) {
+    if (!(e instanceof StoreError && e.kind === 'exists')) throw e;
+    const [src, dst] = await Promise.all([store.stat(from), store.stat(to)]);
+    if (src?.kind !== 'dir' || dst?.kind !== 'dir') throw e;
+  }
+  for (const child of await store.list(from)) {
+    const dest = posix.join(to, child.name);
+    if (child.kind === 'dir') await moveDirIntoTarget(store, child.path, dest);
+    else await moveOnce(store, child.path, dest, false);
+  }
+  await store.delete(from, false);
+}
+
 async function applyOp(ctx: ApplyContext, op: PlanOp): Promise<void> {
   const { store } = ctx;
   const at = (l: Loc) => resolveLoc(ctx, l);
@@ -44,7 +67,8 @@ async function applyOp(ctx: ApplyContext, op: PlanOp): Promise<void> {
       return;
     case 'move': {
       if (op.to === 't:') await store.mkdirs(posix.dirname(ctx.targetPath));
-      await moveOnce(store, at(op.from), at(op.to), op.replace === true);
+      if (op.dir && op.to.startsWith('t:') && store.caps.directoryRename) await moveDirIntoTarget(store, at(op.from), at(op.to));
+      else await moveOnce(store, at(op.from), at(op.to), op.replace === true);
       return;
     }
     case 'copy':

@@ -1,13 +1,18 @@
 // `_commit.yaml`: the persisted commit plan. Its existence is the commit point.
 
-import { decodeManifest, encodeManifest, Fields, itemString } from '../manifest/codec.js';
+import { CorruptManifestError } from '../errors.js';
+import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
+import { checkRelativePath } from '../paths.js';
 import type { Store } from '../store/types.js';
-import type { JobLayout } from '../job/layout.js';
-import type { CommitPlan, PlanOp } from './plan.js';
+import { OUTPUT_DIR, TRASH_DIR, type JobLayout } from '../job/layout.js';
+import { readManifestFile } from '../job/manifest-io.js';
+import type { CommitPlan, Loc, PlanOp } from './plan.js';
 
 const KIND = 'stagecommit/commit';
 const VERSION = 1;
 const OPS = ['mkdir', 'move', 'copy', 'swap', 'delete'] as const;
+/** Where a plan may touch the staging dir: task output, the merge area, the trash. */
+const STAGING_AREAS = ['_temporary', OUTPUT_DIR, TRASH_DIR];
 
 export interface PersistedPlan extends CommitPlan {
   readonly jobId: string;
@@ -15,6 +20,8 @@ export interface PersistedPlan extends CommitPlan {
   readonly createdAtMs: number;
   /** Tasks whose output the plan publishes. */
   readonly tasks: readonly string[];
+  /** The table-log entry this commit holds (null: v2, which does not use the log). */
+  readonly logEntry: number | null;
 }
 
 export function encodePlan(p: PersistedPlan): string {
@@ -26,10 +33,12 @@ export function encodePlan(p: PersistedPlan): string {
       version: VERSION,
       jobId: p.jobId,
       appAttempt: p.appAttempt,
+      logEntry: p.logEntry,
       createdAt: new Date(p.createdAtMs).toISOString(),
       createdAtMs: p.createdAtMs,
       files: p.files,
       bytes: p.bytes,
+      phaseCount: p.phases.length,
       tasks: [...p.tasks],
       partitionsWritten: [...p.partitionsWritten],
       partitionsReplaced: [...p.partitionsReplaced],
@@ -39,43 +48,81 @@ export function encodePlan(p: PersistedPlan): string {
   );
 }
 
+/** A plan location read back: 's:' inside the staging areas or 't:' inside the target (DESIGN §5.11). */
+function checkLoc(v: unknown, key: string): Loc {
+  if (typeof v !== 'string') throw new Error(`'${key}' is missing or not a string`);
+  const side = v.slice(0, 2);
+  const rel = v.slice(2);
+  if (side !== 's:' && side !== 't:') throw new Error(`'${key}' is '${v}': a location starts with s: (staging) or t: (target)`);
+  if (rel === '') {
+    if (side === 't:') return v;
+    throw new Error(`'${key}' is the staging dir itself`);
+  }
+  try {
+    checkRelativePath(rel, 'plan path');
+  } catch (e) {
+    throw new Error(`'${key}' ${(e as Error).message}`);
+  }
+  if (side === 's:' && !STAGING_AREAS.includes(rel.split('/')[0]!)) throw new Error(`'${key}' is '${v}', outside the staging dir's task output, merge area and trash`);
+  return v;
+}
+
+function checkOp(o: Record<string, unknown>): PlanOp {
+  const flag = (k: string) => {
+    if (o[k] !== undefined && typeof o[k] !== 'boolean') throw new Error(`'${k}' is not true/false`);
+    return o[k] === true;
+  };
+  switch (o.op) {
+    case 'mkdir':
+      return { op: 'mkdir', path: checkLoc(o.path, 'path') };
+    case 'move': {
+      const op: PlanOp = { op: 'move', from: checkLoc(o.from, 'from'), to: checkLoc(o.to, 'to') };
+      return { ...op, ...(flag('dir') ? { dir: true } : {}), ...(flag('replace') ? { replace: true } : {}) };
+    }
+    case 'copy':
+      return { op: 'copy', from: checkLoc(o.from, 'from'), to: checkLoc(o.to, 'to') };
+    case 'swap':
+      return { op: 'swap', path: checkLoc(o.path, 'path'), trash: checkLoc(o.trash, 'trash'), from: checkLoc(o.from, 'from'), dir: flag('dir') };
+    case 'delete': {
+      const path = checkLoc(o.path, 'path');
+      if (!path.startsWith('t:') || path === 't:') throw new Error(`'path' is '${path}': a plan deletes only old data inside the target`);
+      return { op: 'delete', path, dir: flag('dir') };
+    }
+    default:
+      throw new Error(`'op' is '${String(o.op)}', expected one of ${OPS.join(', ')}`);
+  }
+}
+
 export function decodePlan(text: string, file: string): PersistedPlan {
   const f = new Fields(decodeManifest(text, file), file);
   f.kind(KIND, VERSION);
-  const strings = (field: string) =>
-    f.array(field, (x) => {
-      if (typeof x !== 'string') throw new Error('is not a string');
-      return x;
-    });
-  const phases: PlanOp[][] = [];
+  const phaseCount = f.count('phaseCount');
+  const phases: PlanOp[][] = Array.from({ length: phaseCount }, () => []);
   f.array('ops', (x) => {
     const o = x as Record<string, unknown>;
+    if (o === null || typeof o !== 'object') throw new Error('is not a mapping');
     const phase = o.phase;
-    if (typeof phase !== 'number' || phase < 0 || !Number.isInteger(phase)) throw new Error("'phase' is missing or not a whole number");
-    if (!OPS.includes(o.op as (typeof OPS)[number])) throw new Error(`'op' is '${String(o.op)}', expected one of ${OPS.join(', ')}`);
-    for (const key of o.op === 'mkdir' || o.op === 'delete' ? ['path'] : o.op === 'swap' ? ['path', 'trash', 'from'] : ['from', 'to']) {
-      itemString(o, key);
-    }
-    const { phase: _, ...op } = o;
-    while (phases.length <= phase) phases.push([]);
-    phases[phase]!.push(op as unknown as PlanOp);
+    if (typeof phase !== 'number' || !Number.isInteger(phase) || phase < 0 || phase >= phaseCount) throw new Error(`'phase' is not a whole number below phaseCount (${phaseCount})`);
+    phases[phase]!.push(checkOp(o));
   });
+  if (phases.some((p) => p.length === 0)) throw new CorruptManifestError(file, 'ops', 'leaves a phase empty');
   return {
     jobId: f.string('jobId'),
-    appAttempt: f.number('appAttempt'),
-    createdAtMs: f.number('createdAtMs'),
-    files: f.number('files'),
-    bytes: f.number('bytes'),
-    tasks: strings('tasks'),
-    partitionsWritten: strings('partitionsWritten'),
-    partitionsReplaced: strings('partitionsReplaced'),
-    filenames: strings('filenames'),
+    appAttempt: f.count('appAttempt'),
+    logEntry: f.nullableCount('logEntry'),
+    createdAtMs: f.count('createdAtMs'),
+    files: f.count('files'),
+    bytes: f.count('bytes'),
+    tasks: f.strings('tasks'),
+    partitionsWritten: f.strings('partitionsWritten'),
+    partitionsReplaced: f.strings('partitionsReplaced'),
+    filenames: f.strings('filenames'),
     phases,
   };
 }
 
-export async function loadPlan(store: Store, layout: JobLayout): Promise<PersistedPlan | null> {
-  const data = await store.readFile(layout.commitFile);
-  if (data === null) return null;
-  return decodePlan(data.toString('utf8'), store.toUri(layout.commitFile));
+export async function loadPlan(store: Store, layout: JobLayout, jobId: string): Promise<PersistedPlan | null> {
+  const plan = await readManifestFile(store, layout.commitFile, decodePlan);
+  if (plan && plan.jobId !== jobId) throw new CorruptManifestError(store.toUri(layout.commitFile), 'jobId', `is '${plan.jobId}', but the job is '${jobId}'`);
+  return plan;
 }

@@ -390,3 +390,31 @@ export function planCommit(input: PlanInput, partitionDepth: number): CommitPlan
     partitionsReplaced: planner.replacedUnits(),
   };
 }
+
+/**
+ * The target directories (table-relative, '' for the root) whose entries the plan changes: the
+ * parent of everything it creates, moves or deletes there, and a deleted or swapped directory
+ * itself. Checked for write access before the commit point (DESIGN §5.13).
+ */
+export function targetDirsChanged(phases: readonly PlanPhase[]): string[] {
+  const out = new Set<string>();
+  const parent = (rel: string) => {
+    const d = posix.dirname(rel);
+    return d === '.' ? '' : d;
+  };
+  const touch = (loc: Loc, self: boolean) => {
+    if (!loc.startsWith('t:')) return;
+    const rel = loc.slice(2);
+    if (rel !== '') out.add(parent(rel));
+    if (self) out.add(rel);
+  };
+  for (const phase of phases) {
+    for (const op of phase) {
+      if (op.op === 'mkdir') touch(op.path, false);
+      else if (op.op === 'move' || op.op === 'copy') touch(op.to, false);
+      else if (op.op === 'swap') touch(op.path, false);
+      else touch(op.path, op.dir);
+    }
+  }
+  return [...out].sort();
+}

@@ -1,12 +1,12 @@
 // abort: throws away one task attempt, or the whole job's staged data (refused past the commit point).
 
 import { ConflictError } from '../errors.js';
-import { readClaim } from '../job/claims.js';
-import { withdrawOverwrite } from '../job/commit-log.js';
+import { decide, readClaim } from '../job/claims.js';
 import { saveJob } from '../job/job.js';
 import { taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
-import { JobGoneError, openJob, removeStagingDir, requireState, withJobLease } from './common.js';
+import { releaseLogEntry } from './commit-point.js';
+import { JobGoneError, openJob, removeStagingDir, requireState, withJobLease, type OpenJob } from './common.js';
 import type { StepEnv } from './env.js';
 
 export interface AbortInput {
@@ -21,8 +21,8 @@ export interface AbortResult {
   readonly outcome: 'aborted' | 'nothing';
   readonly scope: 'job' | 'task';
   readonly taskAttempt?: string;
-  /** A task abort that released the attempt's commit claim. */
-  readonly releasedClaim?: boolean;
+  /** A task abort of an attempt whose commit had been denied (another attempt won): only its files go. */
+  readonly wasDenied?: boolean;
 }
 
 export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResult> {
@@ -31,42 +31,45 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
   const attempt = checkAttempt(input.attempt);
   let open;
   try {
-    open = await openJob(env.store, input.stagingPath);
+    open = await openJob(env, input.stagingPath);
   } catch (e) {
     if (e instanceof JobGoneError) return { outcome: 'nothing', scope };
     throw e;
   }
-  if (task !== undefined) return abortTask(env, open.job.jobId, input.stagingPath, task, attempt);
+  if (task !== undefined) return abortTask(env, open, task, attempt);
 
-  return withJobLease(env, open, 'abort', async (locked) => {
+  return withJobLease(env, open, 'abort', async (locked, lease) => {
     requireState(locked, ['staged', 'aborted'], 'abort');
     const { job, layout } = locked;
-    if (job.state !== 'aborted') await saveJob(env.store, layout, { ...job, state: 'aborted' });
-    await withdrawOverwrite(env.store, job.targetPath, job.jobId);
-    await removeStagingDir(env, layout);
+    if (job.state !== 'aborted') {
+      await releaseLogEntry(env, job);
+      await saveJob(env.store, layout, { ...job, state: 'aborted' });
+    }
+    await removeStagingDir(env, layout, lease);
     return { jobId: job.jobId, outcome: 'aborted' as const, scope };
   });
 }
 
-async function abortTask(env: StepEnv, jobId: string, stagingPath: string, task: string, attempt: number): Promise<AbortResult> {
+/**
+ * One decision per attempt (§5.9): the abort wins only by creating the attempt's decision
+ * first. After a commit-task has decided, its output belongs to the job (exit 4).
+ */
+async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: number): Promise<AbortResult> {
   const { store } = env;
-  const open = await openJob(store, stagingPath);
   const { job, layout } = open;
   requireState(open, ['staged'], 'abort a task attempt');
   const app = job.appAttempt;
-  const taskAttempt = taskAttemptName(jobId, task, attempt);
-  const claimPath = layout.claimFile(app, task);
-  const claim = await readClaim(store, claimPath);
-  const mine = claim?.taskAttempt === taskAttempt;
-  if (mine && claim.state === 'committed') {
-    throw new ConflictError(`cannot abort ${taskAttempt}: it is already committed and its files belong to the job; abort the whole job to discard them`);
-  }
-  // Remembered first, so the attempt can never commit even if it is committing right now.
-  await store.createExclusive(layout.abortedMarker(app, taskAttempt), `${new Date(env.now()).toISOString()} ${env.user}@${env.host}\n`);
-  if (mine) {
-    if (store.caps.directoryRename && job.algorithm === 'v1') await store.delete(layout.committedTaskDir(app, task), true);
-    await store.delete(claimPath, false);
+  const taskAttempt = taskAttemptName(job.jobId, task, attempt);
+  const decision = await decide(store, layout, app, { taskAttempt, outcome: 'abort', atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` });
+  let wasDenied = false;
+  if (decision.outcome === 'commit') {
+    const claim = await readClaim(store, layout, { jobId: job.jobId, task, appAttempt: app });
+    if (claim?.taskAttempt === taskAttempt || !claim) {
+      const what = claim?.state === 'committed' ? 'already committed' : 'committing (its commit-task decided first)';
+      throw new ConflictError(`cannot abort ${taskAttempt}: it is ${what} and its files belong to the job; abort the whole job, or commit another attempt${claim?.state === 'committed' ? '' : " (run 'stagecommit recover' if its commit-task was killed)"}`);
+    }
+    wasDenied = true; // another attempt won the task: this one's files were never going to appear
   }
   await store.delete(layout.attemptDir(app, taskAttempt), true);
-  return { jobId, outcome: 'aborted', scope: 'task', taskAttempt, releasedClaim: mine };
+  return { jobId: job.jobId, outcome: 'aborted', scope: 'task', taskAttempt, wasDenied };
 }

@@ -223,7 +223,7 @@ async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: num
   const state = past && job.state === 'staged' ? 'committing' : job.state;
   const withJob = { ...base, jobId: job.jobId, jobState: state };
   const lease = await readCurrentLease(store, layout);
-  if (lease && isLeaseLive(lease.record, env)) return { ...withJob, action: 'skipped', reason: 'a live process holds its lease' };
+  if (lease && isLeaseLive(lease, env)) return { ...withJob, action: 'skipped', reason: 'a live process holds its lease' };
   if (past) return { ...withJob, pastCommit: true, action: 'skipped', reason: 'past its commit point: --delete rolls it forward, never deletes it' };
   if (young) return { ...withJob, action: 'skipped', reason: `changed ${ageSeconds}s ago: newer than --older-than` };
   return { ...withJob, action: 'would-delete' };

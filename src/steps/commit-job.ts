@@ -1,18 +1,23 @@
-// commit-job: checks the tasks, plans the commit, writes the plan (the commit point), applies
-// it, writes _SUCCESS and removes the staging dir. After the commit point it only rolls forward.
+// commit-job: checks the tasks, reaches the commit point through the table log, writes the plan
+// (the commit point), applies it, writes _SUCCESS and removes the staging dir. After the commit
+// point it only rolls forward.
 
 import { posix } from 'node:path';
-import { ConflictError, IncompleteError } from '../errors.js';
+import { ConflictError, CorruptManifestError, IncompleteError } from '../errors.js';
 import { readClaims, type Claim } from '../job/claims.js';
-import { recordOverwrite } from '../job/commit-log.js';
 import { isFullyStatic, saveJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { SUCCESS_FILE } from '../job/layout.js';
+import type { Lease } from '../job/lease.js';
 import { successJson } from '../job/success.js';
+import { TableLog } from '../job/table-log.js';
 import { applyPhases } from '../plan/apply.js';
 import { encodePlan, loadPlan, type PersistedPlan } from '../plan/plan-file.js';
-import { partitionsOf, planCommit, type SourceTree } from '../plan/plan.js';
+import { partitionsOf, planCommit, targetDirsChanged, type SourceTree } from '../plan/plan.js';
 import { compareTasks } from '../paths.js';
 import type { OpCounts } from '../store/instrumented.js';
+import { mapLimit } from '../util/pool.js';
+import { checkTaskFiles } from './commit-task.js';
+import { reachCommitPoint, type CommitUnits } from './commit-point.js';
 import { openJob, removeStagingDir, withJobLease, type OpenJob } from './common.js';
 import type { StepEnv } from './env.js';
 import { identicalClashes, snapshotTarget } from './publish.js';
@@ -41,6 +46,13 @@ export function replaceUnitsOf(job: JobManifest, files: readonly { path: string 
   return partitionsOf(files, job.partitionBy.length);
 }
 
+/** What a commit holds in the table log: the partitions it writes and replaces (the whole table when unpartitioned or created). */
+export function commitUnitsOf(job: JobManifest, files: readonly { path: string }[]): CommitUnits {
+  const replaces = replaceUnitsOf(job, files);
+  if (job.mode === 'create' || job.partitionBy.length === 0) return { touches: [''], replaces };
+  return { touches: [...new Set([...partitionsOf(files, job.partitionBy.length), ...replaces])].sort(), replaces };
+}
+
 /** Committed claims of the current app attempt; a claim still committing stops the commit. */
 export function committedTasks(job: JobManifest, claims: ReadonlyMap<string, Claim>): Claim[] {
   const pending = [...claims.values()].filter((c) => c.state !== 'committed');
@@ -63,104 +75,139 @@ export function committedTasks(job: JobManifest, claims: ReadonlyMap<string, Cla
   return committed.sort((a, b) => compareTasks(a.task, b.task));
 }
 
-/** Plans the commit from the committed tasks; throws before the commit point on any problem. */
+/**
+ * The committed claims, checked like input from the command line (DESIGN §5.11) and against
+ * what is on the store: a task whose output is gone is never committed (§5.9).
+ */
+async function checkedClaims(env: StepEnv, open: OpenJob): Promise<Claim[]> {
+  const { store } = env;
+  const { job, layout } = open;
+  const claims = committedTasks(job, await readClaims(store, layout, job.jobId, job.appAttempt));
+  for (const c of claims) {
+    try {
+      checkTaskFiles(job, c.files);
+    } catch (e) {
+      throw new CorruptManifestError(store.toUri(layout.claimFile(job.appAttempt, c.task)), 'files', (e as Error).message);
+    }
+  }
+  if (job.algorithm === 'v1') {
+    const present = await mapLimit(claims, env.concurrency, async (c) => c.files.length === 0 || (await store.stat(layout.resolve(c.root!))) !== null);
+    const gone = claims.filter((_, i) => !present[i]);
+    if (gone.length) {
+      throw new ConflictError(
+        `the committed output of task ${gone[0]!.task} (${gone[0]!.taskAttempt}) is gone from ${store.toUri(layout.resolve(gone[0]!.root!))}: nothing was changed; abort the job and run it again`,
+      );
+    }
+  }
+  return claims;
+}
+
+/** Plans the commit and reaches the commit point; throws before it on any problem. */
 async function preparePlan(env: StepEnv, open: OpenJob): Promise<PersistedPlan> {
   const { store } = env;
   const { job, layout } = open;
-  const claims = committedTasks(job, await readClaims(store, layout, job.appAttempt));
-  const base = { jobId: job.jobId, appAttempt: job.appAttempt, createdAtMs: env.now(), tasks: claims.map((c) => c.task) };
+  const claims = await checkedClaims(env, open);
+  const base = { jobId: job.jobId, appAttempt: job.appAttempt, tasks: claims.map((c) => c.task) };
   const all = claims.flatMap((c) => c.files);
   if (job.algorithm === 'v2') {
     // Every task published itself at commit-task; the job commit only marks success.
-    return { ...base, phases: [], files: all.length, bytes: all.reduce((a, f) => a + f.size, 0), filenames: all.map((f) => f.path).sort(), partitionsWritten: partitionsOf(all, job.partitionBy.length), partitionsReplaced: [] };
+    return { ...base, createdAtMs: env.now(), logEntry: null, phases: [], files: all.length, bytes: all.reduce((a, f) => a + f.size, 0), filenames: all.map((f) => f.path).sort(), partitionsWritten: partitionsOf(all, job.partitionBy.length), partitionsReplaced: [] };
   }
   const sources: SourceTree[] = claims.map((c) => ({ task: c.task, root: c.root ?? '', files: c.files }));
-  const replaceUnits = replaceUnitsOf(job, all);
-  env.emit({ type: 'phase', label: 'reading the target' });
-  const target = await snapshotTarget(store, job.targetPath, sources, replaceUnits, env.concurrency);
-  if (job.mode === 'create' && target.exists) {
-    throw new ConflictError(`the target ${job.target} appeared after job ${job.jobId} was staged, and --mode create never replaces anything: nothing was changed; abort this job, or stage it again with --mode append or overwrite`);
-  }
-  const identical = job.mode === 'append' ? await identicalClashes(store, layout, job.targetPath, sources, target, env.concurrency) : undefined;
-  const plan = planCommit({ mode: job.mode, replaceUnits, renameDirs: store.caps.directoryRename, sources, target, identical }, job.partitionBy.length);
-  if (job.mode === 'overwrite') {
-    await recordOverwrite(store, job.targetPath, { jobId: job.jobId, stagedAtMs: job.stagedAtMs, partitions: replaceUnits }, env.now());
-  }
-  return { ...base, ...plan };
+  const units = commitUnitsOf(job, all);
+  const { plan, entry } = await reachCommitPoint(env, open, units, async () => {
+    env.emit({ type: 'phase', label: 'reading the target' });
+    const target = await snapshotTarget(store, job.targetPath, sources, units.replaces, env.concurrency);
+    if (job.mode === 'create' && target.exists) {
+      throw new ConflictError(`the target ${job.target} appeared after job ${job.jobId} was staged, and --mode create never replaces anything: nothing was changed; abort this job, or stage it again with --mode append or overwrite`);
+    }
+    const identical = job.mode === 'append' ? await identicalClashes(store, layout, job.targetPath, sources, target, env.concurrency) : undefined;
+    const planned = planCommit({ mode: job.mode, replaceUnits: units.replaces, renameDirs: store.caps.directoryRename, sources, target, identical }, job.partitionBy.length);
+    // A directory the commit cannot change is found now, not after the commit point (§5.13).
+    await store.checkWritable?.(targetDirsChanged(planned.phases).map((rel) => (rel === '' ? job.targetPath : posix.join(job.targetPath, rel))));
+    return planned;
+  });
+  return { ...base, createdAtMs: env.now(), logEntry: entry.number, ...plan };
 }
 
 function emptyPlan(job: JobManifest): PersistedPlan {
-  return { jobId: job.jobId, appAttempt: job.appAttempt, createdAtMs: 0, tasks: [], phases: [], files: 0, bytes: 0, filenames: [], partitionsWritten: [], partitionsReplaced: [] };
+  return { jobId: job.jobId, appAttempt: job.appAttempt, logEntry: null, createdAtMs: 0, tasks: [], phases: [], files: 0, bytes: 0, filenames: [], partitionsWritten: [], partitionsReplaced: [] };
 }
 
 /** After the commit point: apply the plan, write _SUCCESS, clean up. Safe to run again. */
-export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPlan): Promise<{ success: string }> {
+export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPlan, lease?: Lease): Promise<{ success: string }> {
   const { store } = env;
   const { job, layout } = open;
   const success = posix.join(job.targetPath, SUCCESS_FILE);
-  if (job.state === 'committed') {
-    await removeStagingDir(env, layout);
-    return { success: store.toUri(success) };
+  const log = new TableLog(store, job.targetPath);
+  if (job.state !== 'committed') {
+    if (job.state === 'staged') await saveJob(store, layout, { ...job, state: 'committing' });
+    env.emit({ type: 'phase', label: `publishing ${plan.files} file(s)` });
+    const progress = await store.readFile(layout.progressFile);
+    const phasesDone = progress ? Number.parseInt(progress.toString('utf8'), 10) || 0 : 0;
+    await applyPhases(
+      {
+        store,
+        stagingPath: layout.root,
+        targetPath: job.targetPath,
+        concurrency: env.concurrency,
+        onProgress: (done, total) => env.emit({ type: 'progress', label: 'publishing', done, total }),
+        // Every phase is recorded, the last one too: a replay after the log entry is finished
+        // must not run a phase again over what later commits wrote.
+        onPhaseDone: (phase) => store.writeFile(layout.progressFile, `${phase + 1}\n`),
+      },
+      plan.phases,
+      phasesDone,
+    );
+    await store.writeFile(
+      success,
+      successJson({
+        job,
+        nowMs: env.now(),
+        hostname: env.host,
+        filenames: plan.filenames,
+        files: plan.files,
+        bytes: plan.bytes,
+        partitionsWritten: plan.partitionsWritten,
+        partitionsReplaced: plan.partitionsReplaced,
+        metrics: env.metrics(),
+        targetUri: job.target,
+      }),
+    );
+    await saveJob(store, layout, { ...job, state: 'committed' });
   }
-  if (job.state === 'staged') await saveJob(store, layout, { ...job, state: 'committing' });
-  env.emit({ type: 'phase', label: `publishing ${plan.files} file(s)` });
-  const progress = await store.readFile(layout.progressFile);
-  const phasesDone = progress ? Number.parseInt(progress.toString('utf8'), 10) || 0 : 0;
-  await applyPhases(
-    {
-      store,
-      stagingPath: layout.root,
-      targetPath: job.targetPath,
-      concurrency: env.concurrency,
-      onProgress: (done, total) => env.emit({ type: 'progress', label: 'publishing', done, total }),
-      onPhaseDone: (phase) => (phase < plan.phases.length - 1 ? store.writeFile(layout.progressFile, `${phase + 1}\n`) : undefined),
-    },
-    plan.phases,
-    phasesDone,
-  );
-  await store.writeFile(
-    success,
-    successJson({
-      job,
-      nowMs: env.now(),
-      hostname: env.host,
-      filenames: plan.filenames,
-      files: plan.files,
-      bytes: plan.bytes,
-      partitionsWritten: plan.partitionsWritten,
-      partitionsReplaced: plan.partitionsReplaced,
-      metrics: env.metrics(),
-      targetUri: job.target,
-    }),
-  );
-  await saveJob(store, layout, { ...job, state: 'committed' });
+  if (plan.logEntry !== null) await log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now());
   env.emit({ type: 'phase', label: 'removing the staging dir' });
-  await removeStagingDir(env, layout);
+  await removeStagingDir(env, layout, lease);
+  if (plan.logEntry !== null) await log.prune(await log.list(), env.now()).catch(() => undefined);
   return { success: store.toUri(success) };
 }
 
 export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<CommitJobResult> {
-  return withJobLease(env, await openJob(env.store, input.stagingPath), 'commit-job', (open) => commitJobLocked(env, open));
+  return withJobLease(env, await openJob(env, input.stagingPath), 'commit-job', (open, lease) => commitJobLocked(env, open, lease));
 }
 
 /** commit-job's work, for a caller that holds the job lease (commit-job itself, recover). */
-export async function commitJobLocked(env: StepEnv, open: OpenJob): Promise<CommitJobResult> {
+export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease): Promise<CommitJobResult> {
   const { store } = env;
   const { job, layout } = open;
   if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; stage a new job`);
-  let plan = await loadPlan(store, layout);
+  let plan = await loadPlan(store, layout, job.jobId);
   const outcome = plan ? 'rolled-forward' : 'committed';
   if (!plan && open.state === 'committed') {
     // Only the clean-up was left: the plan is removed just before `_job.yaml`.
-    const { success } = await rollForward(env, open, emptyPlan(job));
+    const { success } = await rollForward(env, open, emptyPlan(job), lease);
     return { jobId: job.jobId, target: job.target, outcome: 'rolled-forward', files: 0, bytes: 0, partitionsWritten: [], partitionsReplaced: [], success, metrics: env.metrics() };
+  }
+  if (!plan && open.state === 'committing') {
+    throw new CorruptManifestError(store.toUri(layout.commitFile), '', 'is missing, but the job is past its commit point: its plan cannot be made again (that could undo newer commits); restore the file or repair the target by hand', true);
   }
   if (!plan) {
     plan = await preparePlan(env, open);
     env.emit({ type: 'phase', label: 'writing the commit plan' });
     await store.writeFile(layout.commitFile, encodePlan(plan));
   }
-  const { success } = await rollForward(env, open, plan);
+  const { success } = await rollForward(env, open, plan, lease);
   return {
     jobId: job.jobId,
     target: job.target,

@@ -1,8 +1,9 @@
-// commit-task: claims the task for this attempt (first claim wins), promotes its files, records them.
+// commit-task: decides the attempt (commit, unless an abort came first), claims the task for it
+// (first claim wins), promotes its files and records them.
 
 import { posix } from 'node:path';
-import { CommitDeniedError, UsageError } from '../errors.js';
-import { encodeClaim, readClaim, type Claim, type TaskFile } from '../job/claims.js';
+import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
+import { decide, encodeClaim, readClaim, type Claim, type TaskFile } from '../job/claims.js';
 import { staticPrefix, type JobManifest } from '../job/job.js';
 import { JobLayout, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
@@ -39,15 +40,23 @@ function denied(claim: Claim, mine: string): CommitDeniedError {
   return new CommitDeniedError(`commit denied for ${mine}: task ${claim.task} was claimed by ${claim.taskAttempt} (${claim.host}, pid ${claim.pid}); this attempt's files will never appear`);
 }
 
+/** A task id outside the declared tasks would commit output that commit-job never asks for. */
+function checkDeclared(job: JobManifest, task: string): void {
+  if (job.tasks !== undefined && !(/^\d+$/.test(task) && Number(task) < job.tasks)) {
+    throw new UsageError(`task ${task} is not one of the job's declared tasks 0…${job.tasks - 1} (--tasks ${job.tasks}): nothing was committed`);
+  }
+}
+
 export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<CommitTaskResult> {
   const { store } = env;
   const task = checkTaskId(input.task);
   const attempt = checkAttempt(input.attempt);
-  const open = await openJob(store, input.stagingPath);
+  const open = await openJob(env, input.stagingPath);
   const { job, layout } = open;
+  checkDeclared(job, task);
   const app = job.appAttempt;
   const taskAttempt = taskAttemptName(job.jobId, task, attempt);
-  const claimPath = layout.claimFile(app, task);
+  const ctx = { jobId: job.jobId, task, appAttempt: app };
   const result = (outcome: CommitTaskResult['outcome'], files: readonly TaskFile[]): CommitTaskResult => ({
     jobId: job.jobId,
     task,
@@ -57,13 +66,15 @@ export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<
     bytes: files.reduce((a, f) => a + f.size, 0),
   });
 
-  let claim = await readClaim(store, claimPath);
+  let claim = await readClaim(store, layout, ctx);
   if (claim && claim.taskAttempt !== taskAttempt) throw denied(claim, taskAttempt);
   if (claim?.state === 'committed') return result('already', claim.files);
   requireState(open, ['staged'], 'commit a task');
-  const abortedMarker = layout.abortedMarker(app, taskAttempt);
-  if (await store.stat(abortedMarker)) {
-    throw new CommitDeniedError(`commit denied for ${taskAttempt}: the attempt was aborted and can never commit; run the task as a new --attempt`);
+
+  // One decision per attempt (§5.9): commit, unless an abort of this attempt came first.
+  const decision = await decide(store, layout, app, { taskAttempt, outcome: 'commit', atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` });
+  if (decision.outcome === 'abort') {
+    throw new CommitDeniedError(`commit denied for ${taskAttempt}: the attempt was aborted (${new Date(decision.atMs).toISOString()} by ${decision.by}) and can never commit; run the task as a new --attempt`);
   }
 
   const attemptDir = layout.attemptDir(app, taskAttempt);
@@ -71,20 +82,17 @@ export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<
     const files = (await walkFiles(store, attemptDir, true)).map((e) => ({ path: e.name, size: e.size }));
     checkTaskFiles(job, files);
     const fresh: Claim = { task, attempt, taskAttempt, appAttempt: app, state: 'claimed', claimedAtMs: env.now(), host: env.host, pid: env.pid, files };
-    if (await store.createExclusive(claimPath, encodeClaim(fresh))) {
+    if (await store.createExclusive(layout.claimFile(app, task), encodeClaim(fresh))) {
       claim = fresh;
     } else {
-      claim = await readClaim(store, claimPath);
-      if (!claim) throw new CommitDeniedError(`commit denied for ${taskAttempt}: the claim of task ${task} was released while this attempt claimed it; run commit-task again`);
+      claim = await readClaim(store, layout, ctx);
+      if (!claim) throw new ConflictError(`the claim of task ${task} vanished while ${taskAttempt} claimed it (recover ran meanwhile?): run commit-task again`);
       if (claim.taskAttempt !== taskAttempt) throw denied(claim, taskAttempt);
     }
   }
 
   const root = await promote(env, layout, job, attemptDir, task, claim.files);
-  if (await store.stat(abortedMarker)) {
-    throw new CommitDeniedError(`commit denied for ${taskAttempt}: the attempt was aborted while it committed`);
-  }
-  await store.writeFile(claimPath, encodeClaim({ ...claim, state: 'committed', root }));
+  await store.writeFile(layout.claimFile(app, task), encodeClaim({ ...claim, state: 'committed', root }));
   return result('committed', claim.files);
 }
 
@@ -101,7 +109,7 @@ async function promote(env: StepEnv, layout: JobLayout, job: JobManifest, attemp
     await store.mkdirs(posix.dirname(taskDir));
     await store.rename(attemptDir, taskDir);
   } else if (files.length > 0 && !(await store.stat(taskDir))) {
-    throw new UsageError(`the output of ${posix.basename(attemptDir)} vanished from ${store.toUri(attemptDir)} before it was committed: run the task again as a new attempt`);
+    throw new ConflictError(`the output of ${posix.basename(attemptDir)} vanished from ${store.toUri(attemptDir)} before it was committed: run the task again as a new attempt`);
   }
   return layout.relative(taskDir);
 }

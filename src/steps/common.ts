@@ -1,7 +1,7 @@
 // What several steps share: opening a job by its staging dir, and walking a directory's files.
 
 import { posix } from 'node:path';
-import { ConflictError, UsageError } from '../errors.js';
+import { ConflictError, StoreError, UsageError } from '../errors.js';
 import { loadJob, type JobManifest, type JobState } from '../job/job.js';
 import { COMMIT_FILE, JobLayout, JOB_FILE, SUCCESS_FILE } from '../job/layout.js';
 import { Lease } from '../job/lease.js';
@@ -19,9 +19,10 @@ export interface OpenJob {
 export class JobGoneError extends UsageError {}
 
 /** Reads the job; a missing `_job.yaml` is reported with where its `_SUCCESS` is, if we can tell. */
-export async function openJob(store: Store, stagingPath: string): Promise<OpenJob> {
+export async function openJob(env: Pick<StepEnv, 'store' | 'allowUnsignedJob'>, stagingPath: string): Promise<OpenJob> {
+  const { store } = env;
   const layout = new JobLayout(stagingPath);
-  const job = await loadJob(store, layout);
+  const job = await loadJob(store, layout, { allowUnsigned: env.allowUnsignedJob });
   if (job) {
     const past = job.state === 'staged' && (await store.stat(layout.commitFile)) !== null;
     return { layout, job, state: past ? 'committing' : job.state };
@@ -80,28 +81,46 @@ export async function walkFiles(store: Store, dir: string, details = false): Pro
  * Runs a step that drives the job (commit-job, abort, recover) under the job lease: the job is
  * read again once the lease is held, since another driver may have moved it on meanwhile.
  */
-export async function withJobLease<T>(env: StepEnv, open: OpenJob, op: string, fn: (open: OpenJob) => Promise<T>): Promise<T> {
+export async function withJobLease<T>(env: StepEnv, open: OpenJob, op: string, fn: (open: OpenJob, lease: Lease) => Promise<T>): Promise<T> {
   const lease = await Lease.acquire(env.store, open.layout, env, op);
+  let again: OpenJob;
   try {
-    return await fn(await openJob(env.store, open.layout.root));
+    again = await openJob(env, open.layout.root);
+  } catch (e) {
+    await lease.release();
+    // The job finished while we took the lease: our lease file must not leave a staging dir behind.
+    if (e instanceof JobGoneError && env.store.caps.realDirectories) await env.store.delete(open.layout.root, false).catch(() => false);
+    throw e;
+  }
+  try {
+    return await fn(again, lease);
   } finally {
     await lease.release();
   }
 }
 
 /** Removes the staging dir whole, `_job.yaml` last, so a half-done cleanup is still a job. */
-export async function removeStagingDir(env: StepEnv, layout: JobLayout): Promise<void> {
+export async function removeStagingDir(env: StepEnv, layout: JobLayout, lease?: Lease): Promise<void> {
   const { store } = env;
+  await lease?.stopRenewal();
   // Uploads a killed `stage` left behind (S3 multipart) would be billed forever: abort them.
   if (store.listUploads && store.abortUpload) {
     for (const u of await store.listUploads(layout.root)) await store.abortUpload(u);
   }
   const entries = await store.list(layout.root);
-  const last = new Set([JOB_FILE, COMMIT_FILE]);
+  const last = new Set([JOB_FILE, COMMIT_FILE, lease ? posix.basename(lease.path) : '']);
   await Promise.all(entries.filter((e) => !last.has(e.name)).map((e) => store.delete(e.path, e.kind === 'dir')));
   await store.delete(layout.commitFile, false);
-  // `_job.yaml` is all that is left: it and the directory go in one operation.
-  await store.delete(layout.root, true);
+  // `_job.yaml` (and our lease) is all that is left: they and the directory go in one operation.
+  // A racing step's lease file can appear meanwhile (it will find no job): remove it too.
+  for (let i = 0; ; i++) {
+    try {
+      await store.delete(layout.root, true);
+      break;
+    } catch (e) {
+      if (!(e instanceof StoreError && e.kind === 'exists') || i >= 5) throw e;
+    }
+  }
   // Tidy the default layout's empty parents; another job's files keep them in place.
   const parent = posix.dirname(layout.root);
   if (posix.basename(posix.dirname(parent)) === '.stagecommit' && store.caps.realDirectories) {

@@ -23,6 +23,10 @@ export interface StepEnv {
   readonly emit: (e: StepEvent) => void;
   /** Store operations counted so far in this process (DESIGN §9). */
   readonly metrics: () => OpCounts;
+  /** Accept a hand-written `_job.yaml` without its check line (--allow-unsigned-job). */
+  readonly allowUnsignedJob?: boolean;
+  /** How long commit-job waits for an unfinished commit of the same partitions by a live job. */
+  readonly commitWaitMs?: number;
 }
 
 export function isPidAliveLocal(pid: number): boolean {

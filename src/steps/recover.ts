@@ -2,14 +2,15 @@
 // task, starts the next app attempt and lists the tasks still to run; past the commit point it
 // rolls the job forward to done.
 
-import { encodeClaim, readClaims, type Claim } from '../job/claims.js';
-import { withdrawOverwrite } from '../job/commit-log.js';
+import { decide, encodeClaim, readClaims, readDecisions, type Claim } from '../job/claims.js';
 import { saveJob, type JobManifest } from '../job/job.js';
 import { taskOfAttempt, type JobLayout } from '../job/layout.js';
 import { loadPlan } from '../plan/plan-file.js';
 import type { Store } from '../store/types.js';
 import { compareTasks } from '../paths.js';
+import type { Lease } from '../job/lease.js';
 import { commitJobLocked } from './commit-job.js';
+import { releaseLogEntry } from './commit-point.js';
 import { openJob, removeStagingDir, walkFiles, withJobLease, type OpenJob } from './common.js';
 import type { StepEnv } from './env.js';
 import { publishV2 } from './publish.js';
@@ -34,26 +35,26 @@ export interface RecoverResult {
 }
 
 export async function recover(env: StepEnv, input: RecoverInput): Promise<RecoverResult> {
-  return withJobLease(env, await openJob(env.store, input.stagingPath), 'recover', (open) => recoverLocked(env, open));
+  return withJobLease(env, await openJob(env, input.stagingPath), 'recover', (open, lease) => recoverLocked(env, open, lease));
 }
 
-async function recoverLocked(env: StepEnv, open: OpenJob): Promise<RecoverResult> {
+async function recoverLocked(env: StepEnv, open: OpenJob, lease: Lease): Promise<RecoverResult> {
   const { store } = env;
   const { job, layout } = open;
   const base = { jobId: job.jobId, appAttempt: job.appAttempt, committedTasks: [], tasksToRun: [], finished: [], undone: [] };
   if (open.state === 'aborted') {
-    await removeStagingDir(env, layout);
+    await removeStagingDir(env, layout, lease);
     return { ...base, state: 'aborted', rolledForward: false };
   }
   if (open.state === 'committing' || open.state === 'committed') {
     env.emit({ type: 'phase', label: 'rolling the commit forward' });
-    await commitJobLocked(env, open);
+    await commitJobLocked(env, open, lease);
     return { ...base, state: 'committed', rolledForward: true };
   }
 
   const app = job.appAttempt;
   const next = app + 1;
-  const claims = await readClaims(store, layout, app);
+  const [claims, decisions] = await Promise.all([readClaims(store, layout, job.jobId, app), readDecisions(store, layout, app)]);
   const finished: string[] = [];
   const undone: string[] = [];
   for (const claim of [...claims.values()].filter((c) => c.state === 'claimed')) {
@@ -70,15 +71,21 @@ async function recoverLocked(env: StepEnv, open: OpenJob): Promise<RecoverResult
     }
   }
 
-  // Carry committed tasks and aborted attempts into the next app attempt; their files stay put.
+  // Carry committed tasks, their decisions and every abort into the next app attempt; files stay put.
   for (const claim of claims.values()) {
     await store.createExclusive(layout.claimFile(next, claim.task), encodeClaim({ ...claim, appAttempt: next }));
   }
-  for (const marker of await store.list(layout.abortedDir(app))) {
-    await store.createExclusive(layout.abortedMarker(next, marker.name), '');
+  const winners = new Set([...claims.values()].map((c) => c.taskAttempt));
+  for (const d of decisions.values()) {
+    if (d.outcome === 'abort' || winners.has(d.taskAttempt)) await decide(store, layout, next, d);
   }
   const attempted = await attemptedTasks(store, layout, job);
-  await withdrawOverwrite(store, job.targetPath, job.jobId);
+  for (const d of decisions.values()) {
+    const task = taskOfAttempt(job.jobId, d.taskAttempt);
+    if (task) attempted.add(task);
+  }
+  // Not past the commit point: a table-log entry an interrupted commit-job made is given up.
+  await releaseLogEntry(env, job);
   await saveJob(store, layout, { ...job, appAttempt: next });
 
   // Discard what no committed claim refers to in the earlier app attempts.
@@ -124,15 +131,12 @@ async function finishableRoot(env: StepEnv, layout: JobLayout, job: JobManifest,
   return null;
 }
 
-/** Tasks that had an attempt in the current app attempt (from attempt dir names). */
+/** Tasks that had an attempt dir in the current app attempt. */
 async function attemptedTasks(store: Store, layout: JobLayout, job: JobManifest): Promise<Set<string>> {
   const out = new Set<string>();
-  const dirs = [layout.attemptsDir(job.appAttempt), layout.abortedDir(job.appAttempt)];
-  for (const dir of dirs) {
-    for (const e of await store.list(dir)) {
-      const task = taskOfAttempt(job.jobId, e.name);
-      if (task) out.add(task);
-    }
+  for (const e of await store.list(layout.attemptsDir(job.appAttempt))) {
+    const task = taskOfAttempt(job.jobId, e.name);
+    if (task) out.add(task);
   }
   return out;
 }

@@ -2,7 +2,8 @@
 
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
-import { CommitDeniedError, UsageError } from '../errors.js';
+import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
+import { readDecision } from '../job/claims.js';
 import type { JobManifest } from '../job/job.js';
 import { taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionPath, type PartitionValue } from '../paths.js';
@@ -57,7 +58,7 @@ export async function stageFiles(env: StepEnv, input: StageFilesInput): Promise<
   const { store } = env;
   const task = checkTaskId(input.task);
   const attempt = checkAttempt(input.attempt);
-  const open = await openJob(store, input.stagingPath);
+  const open = await openJob(env, input.stagingPath);
   const { job, layout } = open;
   requireState(open, ['staged'], 'stage files');
   const part = taskPartitionPath(job, input.partition, !input.printPath);
@@ -66,8 +67,12 @@ export async function stageFiles(env: StepEnv, input: StageFilesInput): Promise<
   if (input.files.length === 0 && !input.printPath) throw new UsageError('nothing to stage: give FILE… (or - with --name for stdin), or --print-path');
 
   const taskAttempt = taskAttemptName(job.jobId, task, attempt);
-  if (await store.stat(layout.abortedMarker(job.appAttempt, taskAttempt))) {
+  const decision = await readDecision(store, layout, job.appAttempt, taskAttempt);
+  if (decision?.outcome === 'abort') {
     throw new CommitDeniedError(`task attempt ${taskAttempt} was aborted: it can never commit; stage into a new --attempt`);
+  }
+  if (decision?.outcome === 'commit') {
+    throw new ConflictError(`task attempt ${taskAttempt} has already committed (or is committing): files staged now would never appear; stage into a new --attempt`);
   }
   const dir = layout.attemptDir(job.appAttempt, taskAttempt);
   const partDir = part ? posix.join(dir, part) : dir;

@@ -5,6 +5,7 @@ import { posix } from 'node:path';
 import { UsageError } from '../errors.js';
 import { encodeJob, type Algorithm, type JobManifest, type Mode } from '../job/job.js';
 import { defaultStagingRoot, JobLayout } from '../job/layout.js';
+import { TableLog } from '../job/table-log.js';
 import { isDataName, normalizeColumn, type PartitionValue } from '../paths.js';
 import type { StepEnv } from './env.js';
 
@@ -112,6 +113,8 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
     partitionBy,
     staticPartition: input.partition,
     tasks: input.tasks,
+    // Where the table log stands now: commits after this one are checked at commit-job (§5.5).
+    logPosition: await new TableLog(store, targetPath).position(),
     appAttempt: 0,
     state: 'staged',
     stagedAtMs: env.now(),

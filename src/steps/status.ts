@@ -1,6 +1,6 @@
 // status: what a job is doing — state, tasks, files, bytes, age, owner, lease.
 
-import { readClaims } from '../job/claims.js';
+import { readClaims, readDecisions } from '../job/claims.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import type { JobManifest } from '../job/job.js';
 import { taskOfAttempt } from '../job/layout.js';
@@ -31,10 +31,10 @@ export interface StatusResult {
 
 export async function status(env: StepEnv, input: { stagingPath: string }): Promise<StatusResult> {
   const { store } = env;
-  const open = await openJob(store, input.stagingPath);
+  const open = await openJob(env, input.stagingPath);
   const { job, layout } = open;
   const app = job.appAttempt;
-  const claims = await readClaims(store, layout, app);
+  const [claims, decisions] = await Promise.all([readClaims(store, layout, job.jobId, app), readDecisions(store, layout, app)]);
   const byTask = new Map<string, { attempts: Set<string>; aborted: Set<string> }>();
   const entry = (t: string) => {
     let e = byTask.get(t);
@@ -45,9 +45,9 @@ export async function status(env: StepEnv, input: { stagingPath: string }): Prom
     const t = taskOfAttempt(job.jobId, e.name);
     if (t) entry(t).attempts.add(e.name);
   }
-  for (const e of await store.list(layout.abortedDir(app))) {
-    const t = taskOfAttempt(job.jobId, e.name);
-    if (t) entry(t).aborted.add(e.name);
+  for (const d of decisions.values()) {
+    const t = taskOfAttempt(job.jobId, d.taskAttempt);
+    if (t && d.outcome === 'abort') entry(t).aborted.add(d.taskAttempt);
   }
   for (const t of claims.keys()) entry(t);
   const tasks: TaskStatus[] = [...byTask.entries()].map(([task, e]) => {
@@ -71,6 +71,6 @@ export async function status(env: StepEnv, input: { stagingPath: string }): Prom
     declaredMissing,
     files: committed.reduce((a, t) => a + t.files, 0),
     bytes: committed.reduce((a, t) => a + t.bytes, 0),
-    lease: lease ? { live: isLeaseLive(lease.record, env), holder: describeHolder(lease.record) } : null,
+    lease: lease ? { live: isLeaseLive(lease, env), holder: describeHolder(lease.record) } : null,
   };
 }

@@ -79,6 +79,9 @@ export class InstrumentedStore implements Store {
       await many(paths);
     };
   }
+  get checkWritable(): ((dirs: readonly string[]) => Promise<void>) | undefined {
+    return this.inner.checkWritable?.bind(this.inner);
+  }
   get verify(): ((dir: string) => Promise<void>) | undefined {
     return this.inner.verify?.bind(this.inner);
   }

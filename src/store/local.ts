@@ -6,6 +6,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { StoreError } from '../errors.js';
+import { checkWritableLocal } from './local-access.js';
 import type { Entry, EntryKind, ListOptions, RenameOptions, RenamePair, Store, StoreCapabilities } from './types.js';
 
 const CAPS: StoreCapabilities = {
@@ -40,6 +41,10 @@ export class LocalStore implements Store {
 
   toUri(p: string): string {
     return p;
+  }
+
+  checkWritable(dirs: readonly string[]): Promise<void> {
+    return checkWritableLocal(dirs);
   }
 
   async stat(p: string): Promise<Entry | null> {

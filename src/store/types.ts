@@ -15,6 +15,11 @@ export interface StoreCapabilities {
   readonly serverSideCopy: boolean;
   /** Empty directories exist on their own (false on object stores). */
   readonly realDirectories: boolean;
+  /**
+   * A file made by createExclusive can be seen before all its bytes are written (WebHDFS: the
+   * name node lists a file under construction). Readers of such files read again shortly.
+   */
+  readonly createsVisibleEarly?: boolean;
 }
 
 export type EntryKind = 'file' | 'dir' | 'symlink' | 'other';
@@ -94,6 +99,11 @@ export interface Store {
   /** Optional: uploads begun under a directory and never completed (S3 multipart uploads). */
   listUploads?(dir: string): Promise<PendingUpload[]>;
   abortUpload?(upload: PendingUpload): Promise<void>;
+  /**
+   * Optional: fails (StoreError 'refused') when this process cannot change the entries of one of
+   * these directories; a directory that does not exist yet is judged by its nearest existing parent.
+   */
+  checkWritable?(dirs: readonly string[]): Promise<void>;
   /** Stores a local file or a stream at dst, creating parents. */
   put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void>;
 }

@@ -15,6 +15,7 @@ const CAPS: StoreCapabilities = {
   atomicCreate: true,
   serverSideCopy: false,
   realDirectories: true,
+  createsVisibleEarly: true,
 };
 
 export interface WebHdfsSettings {

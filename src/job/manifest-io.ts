@@ -1,0 +1,23 @@
+// Reading a manifest file from a store: decode and check it, and on stores that show a created
+// file before its bytes arrive (WebHDFS), read a short or empty one again before calling it damaged.
+
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CorruptManifestError } from '../errors.js';
+import type { Store } from '../store/types.js';
+
+const RETRIES = 12;
+
+/** Reads and decodes one manifest; null when the file does not exist. */
+export async function readManifestFile<T>(store: Store, path: string, decode: (text: string, file: string) => T): Promise<T | null> {
+  const file = store.toUri(path);
+  for (let i = 0; ; i++) {
+    const data = await store.readFile(path);
+    if (data === null) return null;
+    try {
+      return decode(data.toString('utf8'), file);
+    } catch (e) {
+      if (!(e instanceof CorruptManifestError) || !store.caps.createsVisibleEarly || i >= RETRIES) throw e;
+    }
+    await sleep(25 * Math.min(i + 1, 8));
+  }
+}

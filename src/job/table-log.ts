@@ -1,0 +1,166 @@
+// The table log (DESIGN §5.5, §5.8): numbered entries beside the default staging root, each
+// created with the store's create-if-absent, as Delta Lake's `_delta_log/N.json`. A job records
+// the newest entry at `stage`; at its commit it creates the next entry. Whoever creates number N
+// first has it: the loser reads what it lost to and either conflicts or tries N+1. An entry is
+// finished once its job has applied its plan (`N.done`); until then it holds what it touches.
+
+import { posix } from 'node:path';
+import { ConflictError, CorruptManifestError } from '../errors.js';
+import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
+import { checkRelativePath, checkStorePath } from '../paths.js';
+import type { Store } from '../store/types.js';
+import { mapLimit } from '../util/pool.js';
+import { commitLogDir } from './layout.js';
+import { readManifestFile } from './manifest-io.js';
+
+const ENTRY = 'stagecommit/log-entry';
+const DONE = 'stagecommit/log-done';
+const DIGITS = 20;
+/** Entries kept at least; older finished ones go once they are a week old. */
+const KEEP_ENTRIES = 1000;
+const KEEP_MS = 7 * 24 * 3600 * 1000;
+
+export interface LogEntry {
+  readonly number: number;
+  readonly jobId: string;
+  /** The job's staging dir (store path): where its plan is, and who to finish. */
+  readonly staging: string;
+  readonly handle: string;
+  /** Table-relative paths the commit writes into or replaces ('' = the whole table). */
+  readonly touches: readonly string[];
+  /** Table-relative units whose old data the commit replaces. */
+  readonly replaces: readonly string[];
+  readonly atMs: number;
+}
+
+export type DoneOutcome = 'committed' | 'void';
+
+export interface LogListing {
+  /** Entry numbers present, ascending. */
+  readonly numbers: readonly number[];
+  readonly done: ReadonlySet<number>;
+}
+
+/** The first path where two sets of table-relative paths overlap (one inside the other), or null. */
+export function overlap(a: readonly string[], b: readonly string[]): string | null {
+  for (const p of a) {
+    for (const q of b) {
+      if (p === '' || q === '' || p === q || p.startsWith(q + '/') || q.startsWith(p + '/')) return p.length >= q.length ? p : q;
+    }
+  }
+  return null;
+}
+
+export function describeUnit(u: string): string {
+  return u === '' ? 'the whole table' : `'${u}'`;
+}
+
+function checkUnits(field: string, f: Fields): string[] {
+  return f.array(field, (x) => {
+    if (typeof x !== 'string') throw new Error('is not a string');
+    if (x !== '') checkRelativePath(x, 'partition path');
+    return x;
+  });
+}
+
+export class TableLog {
+  readonly dir: string;
+  constructor(private readonly store: Store, targetPath: string) {
+    this.dir = commitLogDir(targetPath);
+  }
+
+  private entryPath(n: number): string {
+    return posix.join(this.dir, `${String(n).padStart(DIGITS, '0')}.yaml`);
+  }
+
+  private donePath(n: number): string {
+    return posix.join(this.dir, `${String(n).padStart(DIGITS, '0')}.done`);
+  }
+
+  async list(): Promise<LogListing> {
+    const numbers: number[] = [];
+    const done = new Set<number>();
+    for (const e of await this.store.list(this.dir)) {
+      const m = /^(\d{20})\.(yaml|done)$/.exec(e.name);
+      if (!m) continue;
+      if (m[2] === 'yaml') numbers.push(Number(m[1]));
+      else done.add(Number(m[1]));
+    }
+    numbers.sort((a, b) => a - b);
+    return { numbers, done };
+  }
+
+  /** The newest entry number, recorded by `stage` (null: no entry yet). */
+  async position(): Promise<number | null> {
+    const { numbers } = await this.list();
+    return numbers.length ? numbers[numbers.length - 1]! : null;
+  }
+
+  private decode(text: string, file: string, n: number): LogEntry {
+    const f = new Fields(decodeManifest(text, file), file);
+    f.kind(ENTRY, 1);
+    const number = f.count('number');
+    if (number !== n) throw new CorruptManifestError(file, 'number', `is ${number}, but the file is entry ${n}`);
+    const staging = f.string('staging');
+    try {
+      checkStorePath(staging);
+    } catch (e) {
+      throw new CorruptManifestError(file, 'staging', (e as Error).message);
+    }
+    return { number, jobId: f.string('jobId'), staging, handle: f.string('handle'), touches: checkUnits('touches', f), replaces: checkUnits('replaces', f), atMs: f.count('atMs') };
+  }
+
+  async read(n: number): Promise<LogEntry> {
+    const path = this.entryPath(n);
+    const e = await readManifestFile(this.store, path, (text, file) => this.decode(text, file, n));
+    if (!e) throw new ConflictError(`the table log entry ${this.store.toUri(path)} vanished while it was read: run the step again`);
+    return e;
+  }
+
+  readMany(ns: readonly number[], concurrency: number): Promise<LogEntry[]> {
+    return mapLimit(ns, concurrency, (n) => this.read(n));
+  }
+
+  async readDone(n: number): Promise<DoneOutcome | null> {
+    return readManifestFile(this.store, this.donePath(n), (text, file) => {
+      const f = new Fields(decodeManifest(text, file), file);
+      f.kind(DONE, 1);
+      return f.oneOf('outcome', ['committed', 'void'] as const);
+    });
+  }
+
+  /** Creates entry N if nobody has; false when another job has it. */
+  tryAppend(entry: LogEntry): Promise<boolean> {
+    const { number, jobId, staging, handle, touches, replaces, atMs } = entry;
+    const body = encodeManifest({ kind: ENTRY, version: 1, number, jobId, staging, handle, touches: [...touches], replaces: [...replaces], atMs, at: new Date(atMs).toISOString() });
+    return this.store.createExclusive(this.entryPath(number), body);
+  }
+
+  /** Marks entry N finished (its commit applied) or void (its job never passed its commit point). */
+  async markDone(entry: Pick<LogEntry, 'number' | 'jobId'>, outcome: DoneOutcome, nowMs: number): Promise<void> {
+    const body = encodeManifest({ kind: DONE, version: 1, number: entry.number, jobId: entry.jobId, outcome, atMs: nowMs });
+    await this.store.createExclusive(this.donePath(entry.number), body);
+  }
+
+  /**
+   * Removes the oldest finished entries beyond the newest KEEP_ENTRIES, once a week old: only a
+   * contiguous run from the start, so a job staged earlier sees a gap and conflicts (never a miss).
+   */
+  async prune(listing: LogListing, nowMs: number): Promise<void> {
+    const { numbers, done } = listing;
+    for (let i = 0; i < numbers.length - KEEP_ENTRIES && i < 64; i++) {
+      const n = numbers[i]!;
+      if (!done.has(n)) return;
+      if (nowMs - (await this.read(n)).atMs < KEEP_MS) return;
+      await this.store.delete(this.entryPath(n), false);
+      await this.store.delete(this.donePath(n), false);
+    }
+  }
+
+  /** This job's unfinished entry made after its `stage`, if an interrupted run created one. */
+  async findOwn(jobId: string, position: number | null, listing: LogListing, concurrency: number): Promise<LogEntry | null> {
+    const since = listing.numbers.filter((n) => (position === null || n > position) && !listing.done.has(n));
+    const entries = await this.readMany(since, concurrency);
+    return entries.find((e) => e.jobId === jobId) ?? null;
+  }
+}

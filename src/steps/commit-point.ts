@@ -1,0 +1,129 @@
+// Reaching the commit point through the table log (DESIGN §5.5, §5.8): conflicts with commits
+// made since the job was staged, waiting for (or naming) unfinished commits of the same
+// partitions, then creating the next log entry — the one decision two racing jobs cannot both win.
+
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ConflictError } from '../errors.js';
+import { loadJob, type JobManifest } from '../job/job.js';
+import type { OpenJob } from './common.js';
+import { JobLayout } from '../job/layout.js';
+import { isLeaseLive, readCurrentLease } from '../job/lease.js';
+import { describeUnit, overlap, TableLog, type LogEntry, type LogListing } from '../job/table-log.js';
+import type { StepEnv } from './env.js';
+
+export interface CommitUnits {
+  /** Table-relative paths the commit writes into or replaces ('' = the whole table). */
+  readonly touches: readonly string[];
+  /** Units whose old data it replaces. */
+  readonly replaces: readonly string[];
+}
+
+const DEFAULT_WAIT_MS = 60_000;
+
+type HolderState = 'finished' | 'void' | 'live' | 'stopped';
+
+/** Whether an unfinished entry's job is done, abandoned before its commit point, running, or stopped. */
+async function holderState(env: StepEnv, e: LogEntry): Promise<HolderState> {
+  const layout = new JobLayout(e.staging);
+  const job = await loadJob(env.store, layout);
+  if (!job || job.jobId !== e.jobId || job.state === 'committed') return 'finished';
+  if (job.state === 'aborted') return 'void';
+  const lease = await readCurrentLease(env.store, layout);
+  return lease && isLeaseLive(lease, env) ? 'live' : 'stopped';
+}
+
+function sameSet(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
+}
+
+/**
+ * Runs `plan` once the table is stable where the job writes, and returns it with the log entry
+ * this job now holds. Throws ConflictError (exit 4) before the commit point, changing nothing
+ * but log bookkeeping, when another job replaced or is still committing the same partitions.
+ */
+export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: CommitUnits, plan: () => Promise<P>): Promise<{ plan: P; entry: LogEntry; listing: LogListing }> {
+  const { job } = open;
+  const log = new TableLog(env.store, job.targetPath);
+  const pos = job.logPosition;
+  const deadline = env.now() + (env.commitWaitMs ?? DEFAULT_WAIT_MS);
+  const cache = new Map<number, LogEntry>();
+  const read = async (ns: readonly number[]) => {
+    const missing = ns.filter((n) => !cache.has(n));
+    for (const e of await log.readMany(missing, env.concurrency)) cache.set(e.number, e);
+    return ns.map((n) => cache.get(n)!);
+  };
+  for (let round = 0; ; round++) {
+    const listing = await log.list();
+    const { numbers, done } = listing;
+    const max = numbers.length ? numbers[numbers.length - 1]! : null;
+    const since = numbers.filter((n) => pos === null || n > pos);
+    if (since.length !== (max ?? -1) - (pos ?? -1)) {
+      throw new ConflictError(
+        `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: entries made since it was staged are missing (pruned after a week, or removed): nothing was changed; stage the job again`,
+      );
+    }
+    const unfinished = numbers.filter((n) => !done.has(n));
+    await read([...new Set([...since, ...unfinished])]);
+    const mine = new Set(since.filter((n) => cache.get(n)!.jobId === job.jobId));
+    const ownNumber = [...mine].find((n) => !done.has(n));
+    const own = ownNumber === undefined ? null : cache.get(ownNumber)!;
+
+    // §5.5: a commit since this job's stage that touched what this job replaces wins over it.
+    for (const n of since) {
+      const e = cache.get(n)!;
+      if (mine.has(n)) continue;
+      const where = overlap(units.replaces, e.touches);
+      if (where === null || (done.has(n) && (await log.readDone(n)) === 'void')) continue;
+      const did = overlap(units.replaces, e.replaces) !== null ? 'replaced' : 'wrote into';
+      throw new ConflictError(
+        `job ${job.jobId} conflicts with job ${e.jobId}, which ${did} ${describeUnit(where)} at ${new Date(e.atMs).toISOString()} after this job was staged: nothing was changed; stage the job again on the new data`,
+      );
+    }
+
+    // §5.8: an unfinished commit holds what it touches until its plan is applied.
+    let wait: LogEntry | null = null;
+    for (const n of unfinished) {
+      const e = cache.get(n)!;
+      // Entries after our own were made by jobs that saw ours: they wait for us, not we for them.
+      if (mine.has(n) || (own && n > own.number)) continue;
+      const where = overlap(units.touches, e.touches);
+      if (where === null) continue;
+      const state = await holderState(env, e);
+      if (state === 'finished' || state === 'void') {
+        await log.markDone(e, state === 'void' ? 'void' : 'committed', env.now());
+        continue;
+      }
+      if (state === 'live' && env.now() < deadline) {
+        wait = e;
+        continue;
+      }
+      throw new ConflictError(
+        state === 'live'
+          ? `job ${job.jobId} waited for job ${e.jobId}, which is still committing ${describeUnit(where)} (${e.handle}): nothing was changed; run commit-job again when it has finished`
+          : `job ${e.jobId} passed its commit point for ${describeUnit(where)} but did not finish (killed?): nothing was changed; finish it with 'stagecommit recover --job ${e.handle}', then run commit-job again`,
+      );
+    }
+    if (wait) {
+      env.emit({ type: 'phase', label: `waiting for job ${wait.jobId} to finish its commit` });
+      await sleep(Math.min(1000, 100 * (round + 1)));
+      continue;
+    }
+
+    const planned = await plan();
+    if (own && sameSet(own.touches, units.touches) && sameSet(own.replaces, units.replaces)) return { plan: planned, entry: own, listing };
+    // An interrupted run held an entry for other partitions (tasks committed since): give it up.
+    if (own) await log.markDone(own, 'void', env.now());
+    const entry: LogEntry = { number: (max ?? -1) + 1, jobId: job.jobId, staging: open.layout.root, handle: job.staging, touches: units.touches, replaces: units.replaces, atMs: env.now() };
+    if (await log.tryAppend(entry)) return { plan: planned, entry, listing: { numbers: [...numbers, entry.number], done } };
+    // Another job took that number first: read what it did, then try the next one.
+  }
+}
+
+/** Gives up this job's log entry if it holds one (abort, or recover before the commit point). */
+export async function releaseLogEntry(env: StepEnv, job: JobManifest): Promise<void> {
+  if (job.algorithm === 'v2') return;
+  const log = new TableLog(env.store, job.targetPath);
+  const listing = await log.list();
+  const own = await log.findOwn(job.jobId, job.logPosition, listing, env.concurrency);
+  if (own && !listing.done.has(own.number)) await log.markDone(own, 'void', env.now());
+}

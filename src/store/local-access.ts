@@ -1,0 +1,31 @@
+// Write access to local directories, checked before a commit point (DESIGN §5.13): a commit
+// that could not finish must fail before it starts, not halfway through.
+
+import { constants as fsc, promises as fs } from 'node:fs';
+import path from 'node:path';
+import { StoreError } from '../errors.js';
+
+async function nearestExisting(dir: string): Promise<string> {
+  for (let d = dir; ; d = path.dirname(d)) {
+    try {
+      await fs.stat(d);
+      return d;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || d === path.dirname(d)) return d;
+    }
+  }
+}
+
+export async function checkWritableLocal(dirs: readonly string[]): Promise<void> {
+  const seen = new Set<string>();
+  for (const dir of dirs) {
+    const d = await nearestExisting(dir);
+    if (seen.has(d)) continue;
+    seen.add(d);
+    try {
+      await fs.access(d, fsc.W_OK | fsc.X_OK);
+    } catch (e) {
+      throw new StoreError('refused', 'checkWritable', [d], `cannot change this directory (${(e as NodeJS.ErrnoException).code ?? 'no access'}): give this user write access, then run the step again`);
+    }
+  }
+}
