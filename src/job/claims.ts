@@ -130,7 +130,7 @@ const DECISION = 'stagecommit/decision';
 function decodeDecision(text: string, file: string, taskAttempt: string): Decision {
   const f = new Fields(decodeManifest(text, file), file);
   f.kind(DECISION, 1);
-  const d: Decision = { taskAttempt: f.string('taskAttempt'), outcome: f.oneOf('outcome', ['commit', 'abort'] as const), atMs: f.count('atMs'), by: f.string('by') };
+  const d: Decision = { taskAttempt: f.string('taskAttempt'), outcome: f.oneOf('outcome', ['commit', 'abort'] as const), atMs: (f.string('at'), f.count('atMs')), by: f.string('by') };
   if (d.taskAttempt !== taskAttempt) throw new CorruptManifestError(file, 'taskAttempt', `is '${d.taskAttempt}', but the file is the decision of ${taskAttempt}`);
   return d;
 }

@@ -94,7 +94,7 @@ export function decodeJob(text: string, file: string, opts: DecodeOptions = {}):
     tasks: f.nullableCount('tasks') ?? undefined,
     logPosition: f.nullableCount('logPosition'),
     appAttempt: f.count('appAttempt'),
-    stagedAtMs: f.count('stagedAtMs'),
+    stagedAtMs: (f.string('stagedAt'), f.count('stagedAtMs')),
     owner: ownerOf(),
   };
   if (job.staticPartition.some((p, i) => p.column !== job.partitionBy[i])) {

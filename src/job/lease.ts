@@ -53,7 +53,7 @@ function decodeLease(text: string, file: string): LeaseRecord {
     host: f.string('host'),
     pid: f.count('pid'),
     acquiredAtMs: f.count('acquiredAtMs'),
-    expiresAtMs: f.count('expiresAtMs'),
+    expiresAtMs: (f.string('expiresAt'), f.count('expiresAtMs')),
   };
 }
 

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CorruptManifestError } from '../errors.js';
 import type { Store } from '../store/types.js';
 
-const RETRIES = 12;
+const RETRIES = 8;
 
 /** Reads and decodes one manifest; null when the file does not exist. */
 export async function readManifestFile<T>(store: Store, path: string, decode: (text: string, file: string) => T): Promise<T | null> {

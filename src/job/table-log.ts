@@ -107,7 +107,7 @@ export class TableLog {
     } catch (e) {
       throw new CorruptManifestError(file, 'staging', (e as Error).message);
     }
-    return { number, jobId: f.string('jobId'), staging, handle: f.string('handle'), touches: checkUnits('touches', f), replaces: checkUnits('replaces', f), atMs: f.count('atMs') };
+    return { number, jobId: f.string('jobId'), staging, handle: f.string('handle'), touches: checkUnits('touches', f), replaces: checkUnits('replaces', f), atMs: (f.string('at'), f.count('atMs')) };
   }
 
   async read(n: number): Promise<LogEntry> {
@@ -125,6 +125,9 @@ export class TableLog {
     return readManifestFile(this.store, this.donePath(n), (text, file) => {
       const f = new Fields(decodeManifest(text, file), file);
       f.kind(DONE, 1);
+      if (f.count('number') !== n) throw new CorruptManifestError(file, 'number', `is not ${n}, the entry it finishes`);
+      f.string('jobId');
+      f.count('atMs');
       return f.oneOf('outcome', ['committed', 'void'] as const);
     });
   }

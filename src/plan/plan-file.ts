@@ -110,7 +110,7 @@ export function decodePlan(text: string, file: string): PersistedPlan {
     jobId: f.string('jobId'),
     appAttempt: f.count('appAttempt'),
     logEntry: f.nullableCount('logEntry'),
-    createdAtMs: f.count('createdAtMs'),
+    createdAtMs: (f.string('createdAt'), f.count('createdAtMs')),
     files: f.count('files'),
     bytes: f.count('bytes'),
     tasks: f.strings('tasks'),

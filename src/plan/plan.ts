@@ -412,7 +412,7 @@ export function targetDirsChanged(phases: readonly PlanPhase[]): string[] {
     for (const op of phase) {
       if (op.op === 'mkdir') touch(op.path, false);
       else if (op.op === 'move' || op.op === 'copy') touch(op.to, false);
-      else if (op.op === 'swap') touch(op.path, false);
+      else if (op.op === 'swap') touch(op.path, true);
       else touch(op.path, op.dir);
     }
   }

@@ -20,16 +20,20 @@ export interface CommitUnits {
 
 const DEFAULT_WAIT_MS = 60_000;
 
-type HolderState = 'finished' | 'void' | 'live' | 'stopped';
+type HolderState = 'finished' | 'void' | 'live' | 'stopped' | 'undecided';
 
-/** Whether an unfinished entry's job is done, abandoned before its commit point, running, or stopped. */
+/**
+ * What an unfinished entry's job is doing: done, given up, running (its lease is live), stopped
+ * past its commit point, or stopped after taking the entry but before writing its plan.
+ */
 async function holderState(env: StepEnv, e: LogEntry): Promise<HolderState> {
   const layout = new JobLayout(e.staging);
   const job = await loadJob(env.store, layout);
   if (!job || job.jobId !== e.jobId || job.state === 'committed') return 'finished';
   if (job.state === 'aborted') return 'void';
   const lease = await readCurrentLease(env.store, layout);
-  return lease && isLeaseLive(lease, env) ? 'live' : 'stopped';
+  if (lease && isLeaseLive(lease, env)) return 'live';
+  return (await env.store.stat(layout.commitFile)) ? 'stopped' : 'undecided';
 }
 
 function sameSet(a: readonly string[], b: readonly string[]): boolean {
@@ -100,7 +104,9 @@ export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: Co
       throw new ConflictError(
         state === 'live'
           ? `job ${job.jobId} waited for job ${e.jobId}, which is still committing ${describeUnit(where)} (${e.handle}): nothing was changed; run commit-job again when it has finished`
-          : `job ${e.jobId} passed its commit point for ${describeUnit(where)} but did not finish (killed?): nothing was changed; finish it with 'stagecommit recover --job ${e.handle}', then run commit-job again`,
+          : state === 'stopped'
+            ? `job ${e.jobId} passed its commit point for ${describeUnit(where)} but did not finish (killed?): nothing was changed; finish it with 'stagecommit recover --job ${e.handle}', then run commit-job again`
+            : `job ${e.jobId} holds ${describeUnit(where)} in the table log but stopped before its commit point (killed?): nothing was changed; run 'stagecommit recover --job ${e.handle}' (or abort it), then run commit-job again`,
       );
     }
     if (wait) {
