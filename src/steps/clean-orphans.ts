@@ -72,18 +72,25 @@ export function kindByName(name: string): LeftoverKind | null {
 interface Measure {
   files: number;
   bytes: number;
+  /** When the leftover last changed; 0 when the store keeps no time for it. */
   newestMs: number;
 }
 
-/** Files, bytes and the newest modification inside a directory (not the directory's own time). */
+/**
+ * Files, bytes and the newest modification inside a directory (not the directory's own time,
+ * which a write deep inside does not change). An empty leftover has nothing inside to date it:
+ * its own time is its age, so a `_temporary` made a second ago is not old (DESIGN §6).
+ */
 async function measure(store: Store, dir: string, concurrency: number): Promise<Measure> {
   const m: Measure = { files: 0, bytes: 0, newestMs: 0 };
+  let entries = 0;
   let level = [dir];
   while (level.length) {
     const next = await mapLimit(level, concurrency, async (d) => {
-      const entries = await store.list(d, { details: true });
+      const listed = await store.list(d, { details: true });
+      entries += listed.length;
       const dirs: string[] = [];
-      for (const e of entries) {
+      for (const e of listed) {
         m.newestMs = Math.max(m.newestMs, e.mtimeMs);
         if (e.kind === 'file') {
           m.files++;
@@ -93,6 +100,11 @@ async function measure(store: Store, dir: string, concurrency: number): Promise<
       return dirs;
     });
     level = next.flat();
+  }
+  if (entries === 0) {
+    const own = await store.stat(dir);
+    if (!own) throw new StoreError('not-found', 'stat', [store.toUri(dir)], 'vanished during the scan');
+    m.newestMs = Math.max(0, own.mtimeMs);
   }
   return m;
 }
@@ -205,12 +217,16 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
 async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: number, olderThanMs: number): Promise<Leftover> {
   const { store } = env;
   const m = await measure(store, path, env.concurrency);
-  const ageSeconds = Math.max(0, Math.floor((now - (m.newestMs || now)) / 1000));
+  const ageSeconds = m.newestMs > 0 ? Math.max(0, Math.floor((now - m.newestMs) / 1000)) : 0;
   const base = { kind, path, uri: store.toUri(path), ageSeconds, files: m.files, bytes: m.bytes };
-  const young = now - m.newestMs < olderThanMs;
-  if (kind !== 'stagecommit') {
-    return young ? { ...base, action: 'skipped', reason: `changed ${ageSeconds}s ago: newer than --older-than` } : { ...base, action: 'would-delete' };
-  }
+  // A leftover that cannot be dated may belong to a job that is starting: it is never taken for old.
+  const protectedBy =
+    m.newestMs <= 0
+      ? 'empty, and the store keeps no modification time for it: its age is unknown'
+      : now - m.newestMs < olderThanMs
+        ? `changed ${ageSeconds}s ago: newer than --older-than`
+        : undefined;
+  if (kind !== 'stagecommit') return protectedBy ? { ...base, action: 'skipped', reason: protectedBy } : { ...base, action: 'would-delete' };
   const layout = new JobLayout(path);
   let job: JobManifest | null;
   try {
@@ -225,7 +241,7 @@ async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: num
   const lease = await readCurrentLease(store, layout);
   if (lease && isLeaseLive(lease.record, env)) return { ...withJob, action: 'skipped', reason: 'a live process holds its lease' };
   if (past) return { ...withJob, pastCommit: true, action: 'skipped', reason: 'past its commit point: --delete rolls it forward, never deletes it' };
-  if (young) return { ...withJob, action: 'skipped', reason: `changed ${ageSeconds}s ago: newer than --older-than` };
+  if (protectedBy) return { ...withJob, action: 'skipped', reason: protectedBy };
   return { ...withJob, action: 'would-delete' };
 }
 
