@@ -1,12 +1,14 @@
-// clean-orphans at its edges: an empty leftover is dated by its own time.
+// clean-orphans at its edges: an empty leftover is dated by its own time, and a root that is
+// missing or not a directory is bad input that scans and changes nothing.
 
 import assert from 'node:assert/strict';
-import { utimes } from 'node:fs/promises';
+import { symlink, utimes } from 'node:fs/promises';
 import { posix } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { cli } from './helpers/cli.js';
 import { storeFixtures, useSandbox, type StoreFixture, type StoreSandbox } from './helpers/stores.js';
+import { readTree, writeTree } from './helpers/tree.js';
 
 interface JsonLeftover {
   kind: string;
@@ -76,6 +78,47 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(old), null);
       assert.equal((await sb.store.stat(young))?.kind, 'dir');
       assert.equal((await sb.store.stat(posix.join(root, 'sales')))?.kind, 'dir', 'nothing outside the leftover is removed');
+    });
+
+    test('a root that does not exist is exit 2 naming it; the other roots are not touched', async () => {
+      const good = newDir();
+      await writeTree(sb.store, good, { 'sales/_temporary/0/part-0': 'x' });
+      const missing = posix.join(newDir(), 'no-such-table');
+      // The good root comes first: checking roots one by one while acting would already have deleted there.
+      const r = await cli(['clean-orphans', sb.uri(good), sb.uri(missing), '--older-than', '0s', '--delete'], { env: sb.env });
+      assert.equal(r.code, 2, r.stderr);
+      assert.equal(r.stdout, '');
+      const lines = r.stderr.trim().split('\n');
+      assert.equal(lines.length, 1, r.stderr);
+      assert.match(lines[0]!, /^stagecommit: error: the root .*no-such-table does not exist: give the directories to scan .*nothing was scanned or changed$/);
+      assert.ok(lines[0]!.includes(sb.uri(missing)), r.stderr);
+      assert.deepEqual(await readTree(sb.store, good), { 'sales/_temporary/0/part-0': 'x' });
+    });
+
+    test('a root that is a file is exit 2; with --json the error is the one document on stdout', async () => {
+      const base = newDir();
+      const file = posix.join(base, 'part-0.parquet');
+      await writeTree(sb.store, base, { 'part-0.parquet': 'data', '_temporary/0/x': 'x' });
+      const r = await cli(['clean-orphans', sb.uri(file), sb.uri(base), '--older-than', '0s', '--delete', '--json'], { env: sb.env });
+      assert.equal(r.code, 2, r.stderr);
+      const doc = JSON.parse(r.stdout) as { error: { exitCode: number; kind: string; message: string } };
+      assert.deepEqual(Object.keys(doc), ['error']);
+      assert.equal(doc.error.exitCode, 2);
+      assert.equal(doc.error.kind, 'UsageError');
+      assert.match(doc.error.message, /^the root .*part-0\.parquet is a file: give the directories to scan/);
+      assert.doesNotMatch(r.stderr, /\n.+\n/, 'one line on stderr');
+      assert.deepEqual(await readTree(sb.store, base), { '_temporary/0/x': 'x', 'part-0.parquet': 'data' });
+    });
+
+    test('a root that is a symbolic link is exit 2: links are never followed, not even a root', async (t) => {
+      if (fx.name !== 'local') return t.skip('the store has no symbolic links');
+      const base = newDir();
+      await writeTree(sb.store, base, { 'real/_temporary/0/x': 'x' });
+      await symlink(posix.join(base, 'real'), posix.join(base, 'link'));
+      const r = await cli(['clean-orphans', posix.join(base, 'link'), '--older-than', '0s', '--delete'], { env: sb.env });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /the root .*link is a symbolic link, which clean-orphans never follows \(give the directory it points to\)/);
+      assert.deepEqual(await readTree(sb.store, posix.join(base, 'real')), { '_temporary/0/x': 'x' });
     });
   });
 }

@@ -3,7 +3,7 @@
 // leftover once found; nothing outside a listed leftover is ever removed.
 
 import { posix } from 'node:path';
-import { StageCommitError, StoreError } from '../errors.js';
+import { StageCommitError, StoreError, UsageError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
 import { COMMIT_FILE, JobLayout, JOB_FILE } from '../job/layout.js';
 import { isLeaseLive, readCurrentLease } from '../job/lease.js';
@@ -130,6 +130,27 @@ async function staleUploads(env: StepEnv, root: string, now: number, olderThanMs
   });
 }
 
+/**
+ * Every root is checked before any is scanned: a mistyped root is bad input (exit 2), never a
+ * quiet "no leftovers", and one bad root in a list changes nothing under the others.
+ */
+async function checkRoots(store: Store, roots: readonly string[], concurrency: number): Promise<void> {
+  const bad = await mapLimit(roots, concurrency, async (root): Promise<string | null> => {
+    const st = await store.stat(root);
+    const uri = store.toUri(root);
+    if (st?.kind === 'dir') return null;
+    // On a store without directories a prefix "exists" only through its objects; uploads never completed count too.
+    if (!st && !store.caps.realDirectories && store.listUploads && (await store.listUploads(root)).length) return null;
+    if (!st) return `the root ${uri} does not exist`;
+    if (st.kind === 'symlink') return `the root ${uri} is a symbolic link, which clean-orphans never follows (give the directory it points to)`;
+    return `the root ${uri} is ${st.kind === 'file' ? 'a file' : 'not a directory'}`;
+  });
+  const problems = bad.filter((b): b is string => b !== null);
+  if (problems.length) {
+    throw new UsageError(`${problems.join('; ')}: give the directories to scan (a table, or a warehouse above it); nothing was scanned or changed`);
+  }
+}
+
 export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Promise<CleanOrphansResult> {
   const { store } = env;
   const now = env.now();
@@ -138,16 +159,8 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
   const found: { path: string; kind: LeftoverKind }[] = [];
   let scanned = 0;
 
+  await checkRoots(store, input.roots, env.concurrency);
   for (const root of input.roots) {
-    const st = await store.stat(root);
-    if (!st) {
-      problems.push({ path: store.toUri(root), message: 'does not exist' });
-      continue;
-    }
-    if (st.kind !== 'dir') {
-      problems.push({ path: store.toUri(root), message: 'is not a directory' });
-      continue;
-    }
     let level: { path: string; depth: number }[] = [{ path: root, depth: 0 }];
     while (level.length) {
       const next = await mapLimit(level, env.concurrency, async ({ path, depth }) => {
