@@ -29,16 +29,30 @@ export interface GlobalOptions {
   allowUnsignedJob?: boolean;
 }
 
-/** Where a command writes: stdout for the result, stderr for the rest; a spinner only on a TTY. */
+/**
+ * ora divides by the terminal's width to know how many lines its last frame took: a width of 0
+ * (`script`, some CI runners) makes it clear lines forever, and a busy loop never lets a signal
+ * handler run. Spinners need a terminal whose width is known and sane.
+ */
+const SPINNER_MIN_COLUMNS = 20;
+
+function spinnerTerminal(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv): boolean {
+  return Boolean(stream.isTTY) && (stream.columns ?? 0) >= SPINNER_MIN_COLUMNS && env.TERM !== 'dumb';
+}
+
+/** Where a command writes: stdout for the result, stderr for the rest; a spinner only on a fit terminal. */
 export class Ui {
   private spinner: { text: string; stop(): void; start(): unknown } | undefined;
   private spinnerLoading: Promise<void> | undefined;
+  private spinnerText = '';
+  /** Set when the spinner is stopped for good, or the terminal stopped being fit for one. */
+  private spinnerOver = false;
   constructor(readonly opts: GlobalOptions, private readonly env: NodeJS.ProcessEnv) {
     if (env.NO_COLOR !== undefined || !process.stderr.isTTY) chalk.level = 0;
   }
 
   get interactive(): boolean {
-    return Boolean(process.stderr.isTTY) && !this.opts.quiet && !this.opts.json && this.env.CI === undefined;
+    return !this.spinnerOver && spinnerTerminal(process.stderr, this.env) && !this.opts.quiet && !this.opts.json && this.env.CI === undefined;
   }
 
   result(text: string): void {
@@ -59,7 +73,8 @@ export class Ui {
   }
 
   error(text: string): void {
-    this.stopSpinner();
+    this.spinnerOver = true;
+    this.endSpinner();
     process.stderr.write(`${chalk.red('stagecommit: error:')} ${text}\n`);
   }
 
@@ -77,19 +92,60 @@ export class Ui {
     const text = e.type === 'progress' ? `${e.label} ${e.done}/${e.total}` : e.type === 'phase' ? e.label : e.message;
     if (e.type !== 'progress') this.verbose(text);
     if (!this.interactive) return;
+    this.spinnerText = text;
     if (this.spinner) {
       this.spinner.text = text;
       return;
     }
     this.spinnerLoading ??= import('ora').then(({ default: ora }) => {
-      this.spinner = ora({ text, stream: process.stderr }).start();
+      if (!this.interactive) return; // stopped, or the terminal changed, while ora loaded
+      // stdin stays as it is: `stage … -` may read it, and the terminal turns Ctrl-C into SIGINT.
+      this.spinner = ora({ text: this.spinnerText, stream: process.stderr, discardStdin: false }).start();
+      this.watchWhileSpinning(true);
     });
   }
 
   async stopSpinner(): Promise<void> {
+    this.spinnerOver = true;
     await this.spinnerLoading;
+    this.endSpinner();
+  }
+
+  private endSpinner(): void {
+    this.watchWhileSpinning(false);
     this.spinner?.stop();
     this.spinner = undefined;
+  }
+
+  /** A terminal made narrower than a spinner can draw on gets plain output from then on. */
+  private readonly resized = (): void => {
+    if (spinnerTerminal(process.stderr, this.env)) return;
+    this.spinnerOver = true;
+    this.endSpinner();
+  };
+
+  /**
+   * A spinner hides the cursor and keeps a timer: SIGINT and SIGTERM restore the cursor and end
+   * the step at once, with the shell's code for the signal (130, 143). Every step is safe to
+   * run again after it.
+   */
+  private readonly interrupted = (signal: NodeJS.Signals): void => {
+    this.spinnerOver = true;
+    this.endSpinner();
+    process.stderr.write(`stagecommit: stopped by ${signal}; the step is safe to run again\n`);
+    process.exit(128 + (os.constants.signals[signal] ?? 0));
+  };
+
+  private watchWhileSpinning(on: boolean): void {
+    if (on) {
+      process.stderr.on('resize', this.resized);
+      process.on('SIGINT', this.interrupted);
+      process.on('SIGTERM', this.interrupted);
+    } else {
+      process.stderr.off('resize', this.resized);
+      process.off('SIGINT', this.interrupted);
+      process.off('SIGTERM', this.interrupted);
+    }
   }
 }
 
@@ -205,7 +261,8 @@ Example:
 Exit codes: 0 done, 1 failed (store error, damaged manifest: nothing changed), 2 bad usage or input,
 3 commit denied (another attempt won, or it was aborted), 4 conflict (locked, wrong state,
 target changed, another job replaced or is still committing the same partitions),
-5 incomplete (declared tasks missing). JOB defaults to $STAGECOMMIT_JOB.`,
+5 incomplete (declared tasks missing), 130/143 stopped by SIGINT/SIGTERM (run the step
+again). JOB defaults to $STAGECOMMIT_JOB.`,
     );
 
   program

@@ -35,8 +35,8 @@ export function cleanOrphansCommand(program: Command, run: Run): void {
   program
     .command('clean-orphans')
     .description('find (and with --delete remove) what killed Spark, Hive, Hadoop and stagecommit jobs left behind')
-    .argument('<roots...>', 'directories to scan')
-    .option('--older-than <duration>', 'only leftovers whose newest change is older than this (s, m, h, d)', '24h')
+    .argument('<roots...>', 'directories to scan; each must exist (else exit 2, and nothing is scanned)')
+    .option('--older-than <duration>', 'only leftovers last changed longer ago than this: the newest change inside, an empty one\'s own time (s, m, h, d)', '24h')
     .option('--delete', 'remove the leftovers (default: a dry run that only lists them)')
     .option('--max-depth <n>', 'how deep below each root to look (default 16)')
     .action((roots: string[], o, cmd: Command) =>

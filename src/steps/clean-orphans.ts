@@ -3,7 +3,7 @@
 // leftover once found; nothing outside a listed leftover is ever removed.
 
 import { posix } from 'node:path';
-import { StageCommitError, StoreError } from '../errors.js';
+import { StageCommitError, StoreError, UsageError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
 import { COMMIT_FILE, JobLayout, JOB_FILE } from '../job/layout.js';
 import { isLeaseLive, readCurrentLease } from '../job/lease.js';
@@ -72,18 +72,25 @@ export function kindByName(name: string): LeftoverKind | null {
 interface Measure {
   files: number;
   bytes: number;
+  /** When the leftover last changed; 0 when the store keeps no time for it. */
   newestMs: number;
 }
 
-/** Files, bytes and the newest modification inside a directory (not the directory's own time). */
+/**
+ * Files, bytes and the newest modification inside a directory (not the directory's own time,
+ * which a write deep inside does not change). An empty leftover has nothing inside to date it:
+ * its own time is its age, so a `_temporary` made a second ago is not old (DESIGN §6).
+ */
 async function measure(store: Store, dir: string, concurrency: number): Promise<Measure> {
   const m: Measure = { files: 0, bytes: 0, newestMs: 0 };
+  let entries = 0;
   let level = [dir];
   while (level.length) {
     const next = await mapLimit(level, concurrency, async (d) => {
-      const entries = await store.list(d, { details: true });
+      const listed = await store.list(d, { details: true });
+      entries += listed.length;
       const dirs: string[] = [];
-      for (const e of entries) {
+      for (const e of listed) {
         m.newestMs = Math.max(m.newestMs, e.mtimeMs);
         if (e.kind === 'file') {
           m.files++;
@@ -93,6 +100,11 @@ async function measure(store: Store, dir: string, concurrency: number): Promise<
       return dirs;
     });
     level = next.flat();
+  }
+  if (entries === 0) {
+    const own = await store.stat(dir);
+    if (!own) throw new StoreError('not-found', 'stat', [store.toUri(dir)], 'vanished during the scan');
+    m.newestMs = Math.max(0, own.mtimeMs);
   }
   return m;
 }
@@ -118,6 +130,27 @@ async function staleUploads(env: StepEnv, root: string, now: number, olderThanMs
   });
 }
 
+/**
+ * Every root is checked before any is scanned: a mistyped root is bad input (exit 2), never a
+ * quiet "no leftovers", and one bad root in a list changes nothing under the others.
+ */
+async function checkRoots(store: Store, roots: readonly string[], concurrency: number): Promise<void> {
+  const bad = await mapLimit(roots, concurrency, async (root): Promise<string | null> => {
+    const st = await store.stat(root);
+    const uri = store.toUri(root);
+    if (st?.kind === 'dir') return null;
+    // On a store without directories a prefix "exists" only through its objects; uploads never completed count too.
+    if (!st && !store.caps.realDirectories && store.listUploads && (await store.listUploads(root)).length) return null;
+    if (!st) return `the root ${uri} does not exist`;
+    if (st.kind === 'symlink') return `the root ${uri} is a symbolic link, which clean-orphans never follows (give the directory it points to)`;
+    return `the root ${uri} is ${st.kind === 'file' ? 'a file' : 'not a directory'}`;
+  });
+  const problems = bad.filter((b): b is string => b !== null);
+  if (problems.length) {
+    throw new UsageError(`${problems.join('; ')}: give the directories to scan (a table, or a warehouse above it); nothing was scanned or changed`);
+  }
+}
+
 export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Promise<CleanOrphansResult> {
   const { store } = env;
   const now = env.now();
@@ -126,16 +159,8 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
   const found: { path: string; kind: LeftoverKind }[] = [];
   let scanned = 0;
 
+  await checkRoots(store, input.roots, env.concurrency);
   for (const root of input.roots) {
-    const st = await store.stat(root);
-    if (!st) {
-      problems.push({ path: store.toUri(root), message: 'does not exist' });
-      continue;
-    }
-    if (st.kind !== 'dir') {
-      problems.push({ path: store.toUri(root), message: 'is not a directory' });
-      continue;
-    }
     let level: { path: string; depth: number }[] = [{ path: root, depth: 0 }];
     while (level.length) {
       const next = await mapLimit(level, env.concurrency, async ({ path, depth }) => {
@@ -205,12 +230,16 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
 async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: number, olderThanMs: number): Promise<Leftover> {
   const { store } = env;
   const m = await measure(store, path, env.concurrency);
-  const ageSeconds = Math.max(0, Math.floor((now - (m.newestMs || now)) / 1000));
+  const ageSeconds = m.newestMs > 0 ? Math.max(0, Math.floor((now - m.newestMs) / 1000)) : 0;
   const base = { kind, path, uri: store.toUri(path), ageSeconds, files: m.files, bytes: m.bytes };
-  const young = now - m.newestMs < olderThanMs;
-  if (kind !== 'stagecommit') {
-    return young ? { ...base, action: 'skipped', reason: `changed ${ageSeconds}s ago: newer than --older-than` } : { ...base, action: 'would-delete' };
-  }
+  // A leftover that cannot be dated may belong to a job that is starting: it is never taken for old.
+  const protectedBy =
+    m.newestMs <= 0
+      ? 'empty, and the store keeps no modification time for it: its age is unknown'
+      : now - m.newestMs < olderThanMs
+        ? `changed ${ageSeconds}s ago: newer than --older-than`
+        : undefined;
+  if (kind !== 'stagecommit') return protectedBy ? { ...base, action: 'skipped', reason: protectedBy } : { ...base, action: 'would-delete' };
   const layout = new JobLayout(path);
   let job: JobManifest | null;
   try {
@@ -225,7 +254,7 @@ async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: num
   const lease = await readCurrentLease(store, layout);
   if (lease && isLeaseLive(lease, env)) return { ...withJob, action: 'skipped', reason: 'a live process holds its lease' };
   if (past) return { ...withJob, pastCommit: true, action: 'skipped', reason: 'past its commit point: --delete rolls it forward, never deletes it' };
-  if (young) return { ...withJob, action: 'skipped', reason: `changed ${ageSeconds}s ago: newer than --older-than` };
+  if (protectedBy) return { ...withJob, action: 'skipped', reason: protectedBy };
   return { ...withJob, action: 'would-delete' };
 }
 

@@ -1,0 +1,119 @@
+// Every step ends on a real terminal (DESIGN §5 invariant 13): one of zero width, one of normal
+// width with its spinner, and signals while a commit runs. Local store only: these test the
+// terminal, not the store.
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { commitJob } from './helpers/jobs.js';
+import { libCommitTask, libStage, libStageTask, testEnv } from './helpers/lib.js';
+import { HIDE_CURSOR, havePty, SHOW_CURSOR, underPty, type PtyResult } from './helpers/pty.js';
+import { localFixture, useSandbox, type StoreSandbox } from './helpers/stores.js';
+import { data, readTree } from './helpers/tree.js';
+
+const FILES = { 'a.csv': 'a\n', 'b.csv': 'b\n' };
+
+function describeRun(r: PtyResult): string {
+  return `exit ${r.code} after ${r.ms} ms, ${r.bytes} bytes${r.stuck ? ', killed by the test' : ''}: ${JSON.stringify(r.output.slice(0, 600))}`;
+}
+
+describe('commit-job on a terminal', { skip: !havePty && 'util-linux script (/usr/bin/script) is needed to make a terminal' }, () => {
+  let sb: StoreSandbox;
+  const newDir = useSandbox(localFixture, (s) => (sb = s), 'tty');
+
+  /** A job with two committed tasks, ready for commit-job (staged in-process: only the commit under test runs as a CLI). */
+  async function job(): Promise<{ target: string; handle: string }> {
+    const target = newDir();
+    const env = testEnv(sb.store);
+    const handle = await libStage(env, target, { name: 'tty', initial: null, job: { mode: 'create', algorithm: 'v1', tasks: 2 }, tasks: [] });
+    for (const [task, name] of [['0', 'a.csv'], ['1', 'b.csv']] as const) {
+      await libStageTask(env, handle, { task, files: { [name]: FILES[name] } });
+      await libCommitTask(env, handle, { task, files: {} });
+    }
+    return { target, handle };
+  }
+
+  async function assertCommitted(target: string): Promise<void> {
+    assert.deepEqual(data(await readTree(sb.store, target)), FILES);
+  }
+
+  test('0 columns: the commit ends at once with exit 0, without a spinner, and prints little', async () => {
+    const { target, handle } = await job();
+    const r = await underPty(['commit-job', '--job', handle], { cols: 0, rows: 0, timeoutMs: 8000 });
+    assert.equal(r.stuck, false, describeRun(r));
+    assert.equal(r.code, 0, describeRun(r));
+    assert.ok(r.ms < 5000, describeRun(r));
+    assert.ok(r.bytes < 64 * 1024, describeRun(r));
+    assert.ok(!r.output.includes(HIDE_CURSOR), `no spinner on a terminal without width: ${describeRun(r)}`);
+    assert.match(r.output, /_SUCCESS\r?\n.*committed job .*: 2 file\(s\)/s);
+    await assertCommitted(target);
+  });
+
+  test('0 columns: SIGTERM in the middle of a slow commit ends it at once; running it again finishes it', async () => {
+    const { target, handle } = await job();
+    let sentAt = 0;
+    const r = await underPty(['commit-job', '--job', handle, '--verbose'], {
+      cols: 0,
+      rows: 0,
+      timeoutMs: 8000,
+      env: { STAGECOMMIT_TEST_DELAY_MS: '500' },
+      onOutput: (text, cli) => {
+        // Past its commit point and at work: by now a spinner would have been drawing for a while.
+        if (!sentAt && text.includes('publishing')) {
+          sentAt = Date.now();
+          process.kill(cli.pid, 'SIGTERM');
+        }
+      },
+    });
+    assert.equal(r.stuck, false, describeRun(r));
+    assert.ok(sentAt, describeRun(r));
+    assert.equal(r.code, 128 + 15, describeRun(r));
+    assert.ok(r.bytes < 64 * 1024, describeRun(r));
+    const again = await commitJob(sb, handle);
+    assert.equal(again.code, 0, again.stderr);
+    await assertCommitted(target);
+  });
+
+  test('80 columns: the spinner runs, ends, and gives the cursor back', async () => {
+    const { target, handle } = await job();
+    // Slow mutations, so the commit lasts long enough for the spinner to draw.
+    const r = await underPty(['commit-job', '--job', handle], { cols: 80, rows: 24, timeoutMs: 8000, env: { STAGECOMMIT_TEST_DELAY_MS: '60' } });
+    assert.equal(r.stuck, false, describeRun(r));
+    assert.equal(r.code, 0, describeRun(r));
+    assert.ok(r.output.includes(HIDE_CURSOR), `a spinner: ${describeRun(r)}`);
+    assert.ok(r.output.lastIndexOf(SHOW_CURSOR) > r.output.lastIndexOf(HIDE_CURSOR), `the cursor is shown again: ${describeRun(r)}`);
+    assert.ok(r.bytes < 64 * 1024, describeRun(r));
+    assert.match(r.output, /committed job .*: 2 file\(s\)/);
+    await assertCommitted(target);
+  });
+
+  for (const [signal, how] of [
+    ['SIGINT', 'Ctrl-C'],
+    ['SIGTERM', 'SIGTERM'],
+  ] as const) {
+    test(`80 columns: ${how} while the spinner runs ends the step at once with ${signal === 'SIGINT' ? 130 : 143}; running it again finishes it`, async () => {
+      const { target, handle } = await job();
+      let sentAt = 0;
+      const r = await underPty(['commit-job', '--job', handle], {
+        cols: 80,
+        rows: 24,
+        timeoutMs: 8000,
+        env: { STAGECOMMIT_TEST_DELAY_MS: '500' },
+        onOutput: (text, cli) => {
+          if (sentAt || !text.includes(HIDE_CURSOR)) return;
+          sentAt = Date.now();
+          if (signal === 'SIGINT') cli.type('\x03');
+          else process.kill(cli.pid, signal);
+        },
+      });
+      assert.ok(sentAt, `the spinner never started: ${describeRun(r)}`);
+      assert.equal(r.stuck, false, describeRun(r));
+      assert.equal(r.code, signal === 'SIGINT' ? 130 : 143, describeRun(r));
+      assert.ok(Date.now() - sentAt < 3000, describeRun(r));
+      assert.match(r.output, new RegExp(`stagecommit: stopped by ${signal}; the step is safe to run again`));
+      assert.ok(r.output.lastIndexOf(SHOW_CURSOR) > r.output.lastIndexOf(HIDE_CURSOR), `the cursor is shown again: ${describeRun(r)}`);
+      const again = await commitJob(sb, handle);
+      assert.equal(again.code, 0, again.stderr);
+      await assertCommitted(target);
+    });
+  }
+});
