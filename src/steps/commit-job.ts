@@ -9,7 +9,7 @@ import { isFullyStatic, saveJob, staticPrefix, type JobManifest } from '../job/j
 import { SUCCESS_FILE } from '../job/layout.js';
 import type { Lease } from '../job/lease.js';
 import { successJson } from '../job/success.js';
-import { TableLog } from '../job/table-log.js';
+import { TableLog, type LogListing } from '../job/table-log.js';
 import { applyPhases } from '../plan/apply.js';
 import { encodePlan, loadPlan, type PersistedPlan } from '../plan/plan-file.js';
 import { partitionsOf, planCommit, targetDirsChanged, type SourceTree } from '../plan/plan.js';
@@ -103,7 +103,7 @@ async function checkedClaims(env: StepEnv, open: OpenJob): Promise<Claim[]> {
 }
 
 /** Plans the commit and reaches the commit point; throws before it on any problem. */
-async function preparePlan(env: StepEnv, open: OpenJob): Promise<PersistedPlan> {
+async function preparePlan(env: StepEnv, open: OpenJob): Promise<{ plan: PersistedPlan; listing?: LogListing }> {
   const { store } = env;
   const { job, layout } = open;
   const claims = await checkedClaims(env, open);
@@ -111,11 +111,11 @@ async function preparePlan(env: StepEnv, open: OpenJob): Promise<PersistedPlan> 
   const all = claims.flatMap((c) => c.files);
   if (job.algorithm === 'v2') {
     // Every task published itself at commit-task; the job commit only marks success.
-    return { ...base, createdAtMs: env.now(), logEntry: null, phases: [], files: all.length, bytes: all.reduce((a, f) => a + f.size, 0), filenames: all.map((f) => f.path).sort(), partitionsWritten: partitionsOf(all, job.partitionBy.length), partitionsReplaced: [] };
+    return { plan: { ...base, createdAtMs: env.now(), logEntry: null, phases: [], files: all.length, bytes: all.reduce((a, f) => a + f.size, 0), filenames: all.map((f) => f.path).sort(), partitionsWritten: partitionsOf(all, job.partitionBy.length), partitionsReplaced: [] } };
   }
   const sources: SourceTree[] = claims.map((c) => ({ task: c.task, root: c.root ?? '', files: c.files }));
   const units = commitUnitsOf(job, all);
-  const { plan, entry } = await reachCommitPoint(env, open, units, async () => {
+  const { plan, entry, listing } = await reachCommitPoint(env, open, units, async () => {
     env.emit({ type: 'phase', label: 'reading the target' });
     const target = await snapshotTarget(store, job.targetPath, sources, units.replaces, env.concurrency);
     if (job.mode === 'create' && target.exists) {
@@ -127,7 +127,7 @@ async function preparePlan(env: StepEnv, open: OpenJob): Promise<PersistedPlan> 
     await store.checkWritable?.(targetDirsChanged(planned.phases).map((rel) => (rel === '' ? job.targetPath : posix.join(job.targetPath, rel))));
     return planned;
   });
-  return { ...base, createdAtMs: env.now(), logEntry: entry.number, ...plan };
+  return { plan: { ...base, createdAtMs: env.now(), logEntry: entry.number, ...plan }, listing };
 }
 
 function emptyPlan(job: JobManifest): PersistedPlan {
@@ -135,7 +135,7 @@ function emptyPlan(job: JobManifest): PersistedPlan {
 }
 
 /** After the commit point: apply the plan, write _SUCCESS, clean up. Safe to run again. */
-export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPlan, lease?: Lease): Promise<{ success: string }> {
+export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPlan, lease?: Lease, listing?: LogListing): Promise<{ success: string }> {
   const { store } = env;
   const { job, layout } = open;
   const success = posix.join(job.targetPath, SUCCESS_FILE);
@@ -179,7 +179,8 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   if (plan.logEntry !== null) await log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now());
   env.emit({ type: 'phase', label: 'removing the staging dir' });
   await removeStagingDir(env, layout, lease);
-  if (plan.logEntry !== null) await log.prune(await log.list(), env.now()).catch(() => undefined);
+  // The log is tidied by the run that made the entry, from the listing it already holds.
+  if (listing) await log.prune(listing, env.now()).catch((e: unknown) => env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }));
   return { success: store.toUri(success) };
 }
 
@@ -202,12 +203,13 @@ export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease
   if (!plan && open.state === 'committing') {
     throw new CorruptManifestError(store.toUri(layout.commitFile), '', 'is missing, but the job is past its commit point: its plan cannot be made again (that could undo newer commits); restore the file or repair the target by hand', true);
   }
+  let listing: LogListing | undefined;
   if (!plan) {
-    plan = await preparePlan(env, open);
+    ({ plan, listing } = await preparePlan(env, open));
     env.emit({ type: 'phase', label: 'writing the commit plan' });
     await store.writeFile(layout.commitFile, encodePlan(plan));
   }
-  const { success } = await rollForward(env, open, plan, lease);
+  const { success } = await rollForward(env, open, plan, lease, listing);
   return {
     jobId: job.jobId,
     target: job.target,
