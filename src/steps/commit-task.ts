@@ -6,6 +6,7 @@ import { encodeClaim, readClaim, type Claim, type TaskFile } from '../job/claims
 import { staticPrefix, type JobManifest } from '../job/job.js';
 import { JobLayout, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
+import { removeTempFiles } from '../store/temp-names.js';
 import { openJob, requireState, walkFiles } from './common.js';
 import type { StepEnv } from './env.js';
 import { publishV2 } from './publish.js';
@@ -67,6 +68,8 @@ export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<
   }
 
   const attemptDir = layout.attemptDir(app, taskAttempt);
+  // A killed `stage` left its temp files here: they must not be listed, nor moved along with the dir.
+  await removeTempFiles(store, attemptDir);
   if (!claim) {
     const files = (await walkFiles(store, attemptDir, true)).map((e) => ({ path: e.name, size: e.size }));
     checkTaskFiles(job, files);
