@@ -163,6 +163,18 @@ for (const fx of storeFixtures()) {
       }
     });
 
+    test("a driver killed while writing _SUCCESS leaves its temp; the step run again removes it", async () => {
+      const target = posix.join(dir(), 't');
+      await writeTree(sb.store, target, { 'dt=1/old': 'old' });
+      const staging = await ready(target, job('S', 'append'), [{ task: '0', partition: ['dt=2'], files: { f: 'f' } }]);
+      await assert.rejects(commitJob(testEnv(sb.store, failAt(5)), { stagingPath: staging })); // past the commit point, killed mid-apply
+      await killed(staging);
+      await sb.store.writeFile(posix.join(target, '.stagecommit-tmp-0123456789ab-_SUCCESS'), '{"half":');
+      const r = await cli(['recover', '--job', sb.uri(staging)], { env: sb.env });
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(Object.keys(await readTree(sb.store, target)), ['_SUCCESS', 'dt=1/old', 'dt=2/f']);
+    });
+
     test('an empty lease file blocks only until the lease TTL, then is taken over', async () => {
       const target = posix.join(dir(), 't');
       const staging = await ready(target, job('E', 'create'), [{ task: '0', partition: ['dt=1'], files: { f: 'f' } }]);

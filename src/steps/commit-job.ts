@@ -15,6 +15,8 @@ import { encodePlan, loadPlan, type PersistedPlan } from '../plan/plan-file.js';
 import { partitionsOf, planCommit, targetDirsChanged, type SourceTree } from '../plan/plan.js';
 import { compareTasks } from '../paths.js';
 import type { OpCounts } from '../store/instrumented.js';
+import { isTempName } from '../store/temp-names.js';
+import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import { checkTaskFiles } from './commit-task.js';
 import { reachCommitPoint, type CommitUnits } from './commit-point.js';
@@ -174,6 +176,8 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
         targetUri: job.target,
       }),
     );
+    // A driver killed while writing _SUCCESS left its temp beside it: this re-run removes it (§5.12).
+    if (job.state === 'committing') await removeSuccessTemps(store, job.targetPath);
     await saveJob(store, layout, { ...job, state: 'committed' });
   }
   if (plan.logEntry !== null) await log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now());
@@ -182,6 +186,12 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   // The log is tidied by the run that made the entry, from the listing it already holds.
   if (listing) await log.prune(listing, env.now()).catch((e: unknown) => env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }));
   return { success: store.toUri(success) };
+}
+
+async function removeSuccessTemps(store: Store, targetPath: string): Promise<void> {
+  for (const e of await store.list(targetPath)) {
+    if (isTempName(e.name) && e.name.endsWith(`-${SUCCESS_FILE}`)) await store.delete(e.path, false);
+  }
 }
 
 export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<CommitJobResult> {

@@ -7,6 +7,7 @@ import { decide, encodeClaim, readClaim, type Claim, type TaskFile } from '../jo
 import { staticPrefix, type JobManifest } from '../job/job.js';
 import { JobLayout, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
+import { removeTempFiles } from '../store/temp-names.js';
 import { openJob, requireState, walkFiles } from './common.js';
 import type { StepEnv } from './env.js';
 import { publishV2 } from './publish.js';
@@ -79,7 +80,8 @@ export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<
 
   const attemptDir = layout.attemptDir(app, taskAttempt);
   if (!claim) {
-    const files = (await walkFiles(store, attemptDir, true)).map((e) => ({ path: e.name, size: e.size }));
+    // A killed `stage` left its temp files here: they are not listed, and go before the dir moves.
+    const files = (await walkFiles(store, attemptDir, true, { removeTemps: true })).map((e) => ({ path: e.name, size: e.size }));
     checkTaskFiles(job, files);
     const fresh: Claim = { task, attempt, taskAttempt, appAttempt: app, state: 'claimed', claimedAtMs: env.now(), host: env.host, pid: env.pid, files };
     if (await store.createExclusive(layout.claimFile(app, task), encodeClaim(fresh))) {
@@ -89,6 +91,9 @@ export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<
       if (!claim) throw new ConflictError(`the claim of task ${task} vanished while ${taskAttempt} claimed it (recover ran meanwhile?): run commit-task again`);
       if (claim.taskAttempt !== taskAttempt) throw denied(claim, taskAttempt);
     }
+  } else {
+    // A re-run after a killed commit: temps must not move into the committed dir with the rest.
+    await removeTempFiles(store, attemptDir);
   }
 
   const root = await promote(env, layout, job, attemptDir, task, claim.files);

@@ -6,6 +6,7 @@ import { loadJob, type JobManifest, type JobState } from '../job/job.js';
 import { COMMIT_FILE, JobLayout, JOB_FILE, SUCCESS_FILE } from '../job/layout.js';
 import { Lease } from '../job/lease.js';
 import type { StepEnv } from './env.js';
+import { isTempName } from '../store/temp-names.js';
 import type { Entry, Store } from '../store/types.js';
 
 export interface OpenJob {
@@ -60,13 +61,21 @@ export function requireState(open: OpenJob, allowed: readonly JobState[], doing:
   }
 }
 
-/** Every file under a directory, paths relative to it; does not follow symbolic links. */
-export async function walkFiles(store: Store, dir: string, details = false): Promise<Entry[]> {
+/**
+ * Every file under a directory, paths relative to it; does not follow symbolic links. Temp files
+ * (the reserved pattern: writes in progress, or a killed step's debris) are never output.
+ */
+export async function walkFiles(store: Store, dir: string, details = false, opts: { removeTemps?: boolean } = {}): Promise<Entry[]> {
   const out: Entry[] = [];
   const visit = async (d: string, rel: string): Promise<void> => {
     const entries = await store.list(d, { details });
     await Promise.all(
       entries.map(async (e) => {
+        // Temp files are never output; a killed step's ones go when the next step asks (§5.12).
+        if (isTempName(e.name)) {
+          if (opts.removeTemps) await store.delete(e.path, e.kind === 'dir');
+          return;
+        }
         const r = rel ? `${rel}/${e.name}` : e.name;
         if (e.kind === 'dir') await visit(e.path, r);
         else if (e.kind === 'file') out.push({ ...e, name: r });

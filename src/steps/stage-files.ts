@@ -7,6 +7,7 @@ import { readDecision } from '../job/claims.js';
 import type { JobManifest } from '../job/job.js';
 import { taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionPath, type PartitionValue } from '../paths.js';
+import { isTempName, TEMP_PREFIX } from '../store/temp-names.js';
 import { forEachLimit } from '../util/pool.js';
 import { openJob, requireState } from './common.js';
 import type { StepEnv } from './env.js';
@@ -63,6 +64,8 @@ export async function stageFiles(env: StepEnv, input: StageFilesInput): Promise<
   requireState(open, ['staged'], 'stage files');
   const part = taskPartitionPath(job, input.partition, !input.printPath);
   const names = input.files.map((f) => checkRelativePath(f.name, 'file name'));
+  const reserved = names.find((n) => n.split('/').some(isTempName));
+  if (reserved !== undefined) throw new UsageError(`file name '${reserved}': names starting with '${TEMP_PREFIX}' are reserved for temp files and never committed; rename it`);
   if (new Set(names).size !== names.length) throw new UsageError('two staged files have the same name: give each file once');
   if (input.files.length === 0 && !input.printPath) throw new UsageError('nothing to stage: give FILE… (or - with --name for stdin), or --print-path');
 

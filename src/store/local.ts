@@ -1,12 +1,12 @@
 // The local filesystem store: atomic renames, real directories, claims by link().
 
 import { constants as fsc, createWriteStream, linkSync, promises as fs, unlinkSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { StoreError } from '../errors.js';
 import { checkWritableLocal } from './local-access.js';
+import { tempPathFor } from './temp-names.js';
 import type { Entry, EntryKind, ListOptions, RenameOptions, RenamePair, Store, StoreCapabilities } from './types.js';
 
 const CAPS: StoreCapabilities = {
@@ -31,8 +31,29 @@ function kindOf(d: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink()
   return d.isFile() ? 'file' : d.isDirectory() ? 'dir' : d.isSymbolicLink() ? 'symlink' : 'other';
 }
 
-function tempName(p: string): string {
-  return path.join(path.dirname(p), `.${path.basename(p)}.tmp-${randomBytes(6).toString('hex')}`);
+/**
+ * Runs `write` on a fresh temp path beside `p`, then `finish` (which moves it into place); the
+ * temp is removed whenever either fails (a full disk, a quota, any error), so none is left.
+ */
+async function viaTemp<T>(p: string, write: (tmp: string) => Promise<void>, finish: (tmp: string) => Promise<T>): Promise<T> {
+  const tmp = tempPathFor(p);
+  try {
+    await write(tmp);
+    return await finish(tmp);
+  } catch (e) {
+    await fs.rm(tmp, { force: true }).catch(() => undefined);
+    throw e;
+  }
+}
+
+/** Flushes a file's bytes to disk, so that a rename never publishes a name without its data. */
+async function syncFile(p: string): Promise<void> {
+  const fh = await fs.open(p, 'r+');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
 }
 
 export class LocalStore implements Store {
@@ -90,9 +111,7 @@ export class LocalStore implements Store {
     }
   }
 
-  private async writeTemp(p: string, data: Buffer | string): Promise<string> {
-    await this.mkdirs(path.dirname(p));
-    const tmp = tempName(p);
+  private async writeTemp(tmp: string, data: Buffer | string): Promise<void> {
     const fh = await fs.open(tmp, 'wx');
     try {
       await fh.writeFile(data);
@@ -100,29 +119,39 @@ export class LocalStore implements Store {
     } finally {
       await fh.close();
     }
-    return tmp;
   }
 
   async writeFile(p: string, data: Buffer | string): Promise<void> {
     try {
-      const tmp = await this.writeTemp(p, data);
-      await fs.rename(tmp, p);
+      await this.mkdirs(path.dirname(p));
+      await viaTemp(p, (tmp) => this.writeTemp(tmp, data), (tmp) => fs.rename(tmp, p));
     } catch (e) {
       throw e instanceof StoreError ? e : wrap(e, 'writeFile', [p]);
     }
   }
 
+  /** The whole file is written under a temp name, then link()ed into place (fails if the name exists). */
   async createExclusive(p: string, data: Buffer | string): Promise<boolean> {
-    let tmp: string | undefined;
     try {
-      tmp = await this.writeTemp(p, data);
-      await fs.link(tmp, p);
-      return true;
+      await this.mkdirs(path.dirname(p));
+      return await viaTemp(
+        p,
+        (tmp) => this.writeTemp(tmp, data),
+        async (tmp) => {
+          let created = true;
+          try {
+            await fs.link(tmp, p);
+          } catch (e) {
+            if (code(e) !== 'EEXIST') throw e;
+            created = false;
+          }
+          // The claim is made (or refused) by now: failing to tidy the temp must not undo that answer.
+          await fs.rm(tmp, { force: true }).catch(() => undefined);
+          return created;
+        },
+      );
     } catch (e) {
-      if (code(e) === 'EEXIST') return false;
       throw e instanceof StoreError ? e : wrap(e, 'createExclusive', [p]);
-    } finally {
-      if (tmp) await fs.rm(tmp, { force: true });
     }
   }
 
@@ -226,16 +255,19 @@ export class LocalStore implements Store {
     }
   }
 
+  /** Bytes go to a temp name and are renamed into place whole: a killed or failed put publishes nothing. */
   async put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> {
     try {
       await this.mkdirs(path.dirname(dst));
-      if ('localPath' in source) {
-        await fs.copyFile(source.localPath, dst, fsc.COPYFILE_FICLONE);
-      } else {
-        const tmp = tempName(dst);
-        await pipeline(source.stream, createWriteStream(tmp, { flags: 'wx' }));
-        await fs.rename(tmp, dst);
-      }
+      await viaTemp(
+        dst,
+        async (tmp) => {
+          if ('localPath' in source) await fs.copyFile(source.localPath, tmp, fsc.COPYFILE_EXCL | fsc.COPYFILE_FICLONE);
+          else await pipeline(source.stream, createWriteStream(tmp, { flags: 'wx' }));
+          await syncFile(tmp);
+        },
+        (tmp) => fs.rename(tmp, dst),
+      );
     } catch (e) {
       throw e instanceof StoreError ? e : wrap(e, 'put', [dst]);
     }

@@ -7,6 +7,7 @@ import { posix } from 'node:path';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreError, type StoreErrorKind } from '../../errors.js';
+import { tempPathFor } from '../temp-names.js';
 import type { Entry, ListOptions, RenameOptions, Store, StoreCapabilities } from '../types.js';
 
 const CAPS: StoreCapabilities = {
@@ -218,16 +219,32 @@ export class WebHdfsStore implements Store {
     throw await this.failure(put, 'create', [p]);
   }
 
-  /** Whole-file replace: write a temp name, then rename2 with OVERWRITE (HDFS's atomic rename). */
-  async writeFile(p: string, data: Buffer | string): Promise<void> {
-    const tmp = posix.join(posix.dirname(p), `.${posix.basename(p)}.tmp-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`);
-    await this.create(tmp, body(data), false);
+  /**
+   * Writes `data` under a temp name, then rename2 with OVERWRITE (HDFS's atomic rename) onto `p`.
+   * HDFS shows a file from its CREATE on, so the temp is deleted whenever anything fails.
+   */
+  private async viaTemp(p: string, data: BodyInit, op: string): Promise<void> {
+    const tmp = tempPathFor(p);
+    let created: 'created' | 'exists';
+    try {
+      created = await this.create(tmp, data, false);
+    } catch (e) {
+      await this.delete(tmp, false).catch(() => false);
+      throw e;
+    }
+    // Someone else's temp of the same random name: not ours to publish or delete.
+    if (created === 'exists') throw new StoreError('exists', op, [this.toUri(tmp)], 'a temp file of that name exists already');
     try {
       await this.rename(tmp, p, { replace: true });
     } catch (e) {
       await this.delete(tmp, false).catch(() => false);
       throw e;
     }
+  }
+
+  /** Whole-file replace: readers see the old file or the new one, never a part. */
+  async writeFile(p: string, data: Buffer | string): Promise<void> {
+    await this.viaTemp(p, body(data), 'writeFile');
   }
 
   async createExclusive(p: string, data: Buffer | string): Promise<boolean> {
@@ -284,9 +301,10 @@ export class WebHdfsStore implements Store {
     return boolean; // false: the path was not there, which cleanup counts as done
   }
 
+  /** Streams to a temp name and renames it into place whole: a killed or failed put publishes nothing. */
   async put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> {
     const stream = 'localPath' in source ? createReadStream(source.localPath) : source.stream;
-    await this.create(dst, Readable.toWeb(stream) as unknown as BodyInit, true);
+    await this.viaTemp(dst, Readable.toWeb(stream) as unknown as BodyInit, 'put');
   }
 }
 

@@ -1,0 +1,59 @@
+// The one reserved name pattern for temporary files: every store's temps carry it, no step takes them for output.
+
+import { randomBytes } from 'node:crypto';
+import { posix } from 'node:path';
+import type { Store } from './types.js';
+
+/**
+ * A file whose name starts with this is a write in progress, or the debris of a killed one:
+ * never data. The leading dot hides it from Hive and Spark readers too.
+ */
+export const TEMP_PREFIX = '.stagecommit-tmp-';
+
+/** How much of the final name a temp name keeps (bytes), so it stays under NAME_MAX (255). */
+const KEPT_NAME_BYTES = 160;
+
+export function isTempName(name: string): boolean {
+  return name.startsWith(TEMP_PREFIX);
+}
+
+/** A fresh temp path beside `finalPath`: `.stagecommit-tmp-<random>-<final name>`. */
+export function tempPathFor(finalPath: string): string {
+  const kept = headBytes(posix.basename(finalPath), KEPT_NAME_BYTES);
+  return posix.join(posix.dirname(finalPath), `${TEMP_PREFIX}${randomBytes(6).toString('hex')}-${kept}`);
+}
+
+/** The longest prefix of `s` that is at most `max` bytes in UTF-8, never splitting a character. */
+function headBytes(s: string, max: number): string {
+  if (Buffer.byteLength(s) <= max) return s;
+  let out = '';
+  let bytes = 0;
+  for (const ch of s) {
+    bytes += Buffer.byteLength(ch);
+    if (bytes > max) break;
+    out += ch;
+  }
+  return out;
+}
+
+/**
+ * Removes the temp files a killed step left anywhere under `dir` (the next step on the same
+ * attempt calls this before it lists or moves output); returns how many went.
+ */
+export async function removeTempFiles(store: Store, dir: string): Promise<number> {
+  let removed = 0;
+  const visit = async (d: string): Promise<void> => {
+    const entries = await store.list(d);
+    await Promise.all(
+      entries.map(async (e) => {
+        if (isTempName(e.name)) {
+          if (await store.delete(e.path, e.kind === 'dir')) removed++;
+        } else if (e.kind === 'dir') {
+          await visit(e.path);
+        }
+      }),
+    );
+  };
+  await visit(dir);
+  return removed;
+}
