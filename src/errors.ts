@@ -41,7 +41,7 @@ export class IncompleteError extends StageCommitError {
 
 /** An unreadable or invalid manifest; the message names the file and the field (exit 1). */
 export class CorruptManifestError extends StageCommitError {
-  constructor(file: string, field: string, problem: string, whole = false) {
+  constructor(readonly file: string, readonly field: string, readonly problem: string, whole = false) {
     super(ExitCode.failed, `${file}: ${whole ? '' : `field '${field}' `}${problem}`);
   }
 

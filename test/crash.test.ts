@@ -117,8 +117,12 @@ for (const fx of storeFixtures()) {
     // Every mutation point of every step on every store. Locally each point is healed both ways;
     // on remote stores (a request costs 2-7 ms) the two heals alternate between points, and S3
     // skips the create scenario, whose copies are the overwrite scenario's copies.
+    // Remote stores (a request costs 2-7 ms, a sweep re-runs every step before the faulted one)
+    // sweep the task and job commits, where the stores differ, on the overwrite and v2 scenarios;
+    // the local sweep covers every step of every scenario.
     const local = fx.name === 'local';
-    const scenarios = fx.name === 's3' ? SCENARIOS.filter((_, i) => i !== 1) : SCENARIOS;
+    const scenarios = local ? SCENARIOS : SCENARIOS.filter((_, i) => i !== 1);
+    const swept = (a: Action) => local || a.kind === 'commit-task' || a.kind === 'commit-job';
     for (const sc of scenarios) {
       test(`every mutation of every step heals: ${sc.name}`, async (t) => {
         const actions = flow(sc);
@@ -131,6 +135,7 @@ for (const fx of storeFixtures()) {
         for (let i = 0; i < actions.length; i++) {
           const a = actions[i]!;
           const label = a.kind === 'stage-task' || a.kind === 'commit-task' ? `${a.kind} ${a.t.task}` : a.kind;
+          if (!swept(a)) continue;
           for (let k = 1; ; k++) {
             const heals = local ? (['recover', 'rerun'] as const) : ([k % 2 ? 'recover' : 'rerun'] as const);
             for (const heal of heals) {

@@ -89,9 +89,11 @@ export async function readCurrentLease(store: Store, layout: JobLayout): Promise
   }
 }
 
+/** A damaged lease wedges its job until someone looks: say what to do. */
 function holderUnreadable(e: unknown, file: string): Error {
   if (!(e instanceof CorruptManifestError)) return e as Error;
-  return new CorruptManifestError(file, '', `${e.message.slice(file.length + 2)}; if no stagecommit process works on this job, delete the file and run the step again`, true);
+  const what = e.field ? `field '${e.field}' ${e.problem}` : e.problem;
+  return new CorruptManifestError(file, '', `${what}; if no stagecommit process works on this job, delete the file and run the step again`, true);
 }
 
 export function isLeaseLive(lease: Pick<CurrentLease, 'record' | 'emptySinceMs'>, env: Pick<LeaseClock, 'now' | 'host' | 'isPidAlive' | 'leaseTtlMs'>): boolean {
