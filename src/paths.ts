@@ -64,6 +64,8 @@ export function checkTaskId(task: string): string {
   if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(task)) {
     throw new UsageError(`invalid task id '${task}': use a number or letters, digits, '_' and '-' (not first)`);
   }
+  // '01' and '1' would be two claims for one declared task: numbers are written one way only.
+  if (/^0\d+$/.test(task)) throw new UsageError(`invalid task id '${task}': write numbers without leading zeros ('${String(Number(task))}')`);
   return task;
 }
 

@@ -267,7 +267,7 @@ for (const fx of storeFixtures()) {
         counts.job = await expectRefused(w.root, jLayout.jobFile, [
           ...sample(damages(jobText, 1)),
           { name: "state edited to 'committed' (not re-signed)", text: jobText.replace('state: "staged"', 'state: "committed"') },
-          ...forged(jobText, [['targetPath escapes', 'targetPath', '"/a/../../victim"'], ['targetPath relative', 'targetPath', '"victim"'], ['staging elsewhere', 'staging', '"/elsewhere"'], ['tasks 0', 'tasks', '0']]),
+          ...forged(jobText, [['targetPath escapes', 'targetPath', '"/a/../../victim"'], ['targetPath relative', 'targetPath', '"victim"'], ['staging elsewhere', 'staging', '"/elsewhere"'], ['tasks 0', 'tasks', '0'], ['v2 overwrite', 'algorithm', '"v2"'], ['target not targetPath', 'target', '"/elsewhere"']]),
         ], () => commitJob(env(), { stagingPath: w.j }));
 
         counts.claim = await expectRefused(w.root, claim, [
@@ -331,6 +331,57 @@ for (const fx of storeFixtures()) {
         await sb.store.writeFile(pLayout.commitFile, planText);
         assert.deepEqual(await readTree(sb.store, w.root), before);
       });
+    });
+
+    test('committed output changed after commit-task (a file removed, one added, a symbolic link) is refused before the commit point', async (t) => {
+      for (const change of ['removed', 'added', ...(fx.name === 'local' ? ['symlink'] : [])]) {
+        const target = posix.join(dir(), 't');
+        await writeTree(sb.store, target, { 'dt=1/old': 'old', 'dt=2/old': 'old' });
+        const staging = await ready(target, job(`C-${change}`, 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }, { task: '1', partition: ['dt=2'], files: { b: 'b' } }]);
+        const root = posix.join(staging, (await sb.store.stat(posix.join(staging, '_temporary/0/1'))) ? '_temporary/0/1' : `_temporary/0/_temporary/attempt_C-${change}_1_0`);
+        if (change === 'removed') await sb.store.delete(posix.join(root, 'dt=2/b'), false);
+        if (change === 'added') await sb.store.writeFile(posix.join(root, 'dt=2/extra'), 'x');
+        if (change === 'symlink') execFileSync('ln', ['-s', '/etc/passwd', posix.join(root, 'dt=2/link')]);
+        const before = await readTree(sb.store, target);
+        const r = await cli(['commit-job', '--job', sb.uri(staging)], { env: sb.env });
+        assert.equal(r.code, 4, `${change}: ${r.stderr}`);
+        assert.match(r.stderr, /committed output of task 1 .* (has lost 'dt=2\/b'|holds 'dt=2\/extra'|holds 'dt=2\/link')/);
+        assert.deepEqual(await readTree(sb.store, target), before, `${change}: target unchanged`);
+      }
+      t.diagnostic('removed, added and link refused');
+    });
+
+    test('scripts that would silently do nothing: never-staged attempt after recover, task id 01, create with the staging dir inside the target', async () => {
+      const target = posix.join(dir(), 't');
+      const staging = await ready(target, { ...job('N', 'overwrite'), job: { ...job('N', 'overwrite').job, tasks: 2 } }, [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }]);
+      await libStageTask(testEnv(sb.store), staging, { task: '1', partition: ['dt=2'], files: { b: 'b' } });
+      assert.deepEqual((await recover(testEnv(sb.store), { stagingPath: staging })).tasksToRun, ['1']);
+      const r = await cli(['commit-task', '--job', sb.uri(staging), '--task', '1'], { env: sb.env });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /was never staged in app attempt 1 \(recover started it/);
+      const z = await cli(['commit-task', '--job', sb.uri(staging), '--task', '01'], { env: sb.env });
+      assert.equal(z.code, 2, z.stderr);
+      assert.match(z.stderr, /write numbers without leading zeros \('1'\)/);
+      const fresh = posix.join(dir(), 'new');
+      const c = await cli(['stage', '--target', sb.uri(fresh), '--staging-dir', sb.uri(posix.join(fresh, '.stg'))], { env: sb.env });
+      assert.equal(c.code, 2, c.stderr);
+      assert.match(c.stderr, /inside the target/);
+    });
+
+    test("a plan whose table-log entry was lost or reused is never rolled forward", async () => {
+      const root = dir();
+      const target = posix.join(root, 't');
+      await writeTree(sb.store, target, { 'dt=1/old': 'old' });
+      const a = await ready(target, job('A', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { fa: 'A' } }]);
+      await assert.rejects(commitJob(testEnv(sb.store, failAt(5)), { stagingPath: a })); // past its commit point
+      await killed(a);
+      await sb.store.delete(posix.join(root, '.stagecommit', 't', '_log', '00000000000000000000.yaml'), false); // the entry is lost
+      const b = await ready(target, job('B', 'append'), [{ task: '0', partition: ['dt=1'], files: { fb: 'B' } }]);
+      await commitJob(testEnv(sb.store), { stagingPath: b }); // takes number 0 again
+      const r = await cli(['recover', '--job', sb.uri(a)], { env: sb.env });
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /_commit\.yaml: field 'logEntry' names table-log entry 0, which is job B's/);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/fb': 'B', 'dt=1/old': 'old' });
     });
 
     test('a read-only partition directory is found before the commit point (local: an immutable directory)', async (t) => {

@@ -101,6 +101,7 @@ export function decodeJob(text: string, file: string, opts: DecodeOptions = {}):
     throw new CorruptManifestError(file, 'staticPartition', 'does not name the leading columns of partitionBy, in order');
   }
   if (job.tasks === 0) throw new CorruptManifestError(file, 'tasks', 'is 0: a job declares at least one task, or null');
+  if (job.algorithm === 'v2' && job.mode === 'overwrite') throw new CorruptManifestError(file, 'algorithm', "is 'v2' with mode 'overwrite', which stage never writes");
   try {
     checkStorePath(job.targetPath);
   } catch (e) {
@@ -120,6 +121,9 @@ export async function loadJob(store: Store, layout: JobLayout, opts: DecodeOptio
   if (data === null) return null;
   const file = store.toUri(layout.jobFile);
   const job = decodeJob(data.toString('utf8'), file, opts);
+  if (job.target !== store.toUri(job.targetPath)) {
+    throw new CorruptManifestError(file, 'target', `is ${job.target}, but targetPath is ${store.toUri(job.targetPath)}`);
+  }
   // A staging dir copied or moved elsewhere is not the job it names: never adopt its files.
   if (job.staging !== store.toUri(layout.root)) {
     throw new CorruptManifestError(file, 'staging', `is ${job.staging}, but the file is in ${store.toUri(layout.root)}: a staging dir is never moved or copied; stage a new job`);

@@ -8,6 +8,8 @@ export const LEASE_PREFIX = '_lease.';
 export const SUCCESS_FILE = '_SUCCESS';
 export const OUTPUT_DIR = '_output';
 export const TRASH_DIR = '_trash';
+/** On stores without directories, marks an attempt dir that `stage --print-path` made (never output). */
+export const ATTEMPT_MARKER = '.stagecommit-attempt';
 
 export function taskAttemptName(jobId: string, task: string, attempt: number): string {
   return `attempt_${jobId}_${task}_${attempt}`;

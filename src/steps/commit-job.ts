@@ -6,7 +6,7 @@ import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, IncompleteError } from '../errors.js';
 import { readClaims, type Claim } from '../job/claims.js';
 import { isFullyStatic, saveJob, staticPrefix, type JobManifest } from '../job/job.js';
-import { SUCCESS_FILE } from '../job/layout.js';
+import { ATTEMPT_MARKER, SUCCESS_FILE } from '../job/layout.js';
 import type { Lease } from '../job/lease.js';
 import { successJson } from '../job/success.js';
 import { TableLog, type LogListing } from '../job/table-log.js';
@@ -93,15 +93,44 @@ async function checkedClaims(env: StepEnv, open: OpenJob): Promise<Claim[]> {
     }
   }
   if (job.algorithm === 'v1') {
-    const present = await mapLimit(claims, env.concurrency, async (c) => c.files.length === 0 || (await store.stat(layout.resolve(c.root!))) !== null);
-    const gone = claims.filter((_, i) => !present[i]);
-    if (gone.length) {
-      throw new ConflictError(
-        `the committed output of task ${gone[0]!.task} (${gone[0]!.taskAttempt}) is gone from ${store.toUri(layout.resolve(gone[0]!.root!))}: nothing was changed; abort the job and run it again`,
-      );
+    const problems = await mapLimit(claims, env.concurrency, (c) => outputProblem(store, layout.resolve(c.root!), c.files));
+    const i = problems.findIndex((p) => p !== null);
+    if (i >= 0) {
+      const c = claims[i]!;
+      throw new ConflictError(`the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(layout.resolve(c.root!))} ${problems[i]}: nothing was changed; abort the job and run it again`);
     }
   }
   return claims;
+}
+
+/**
+ * What is wrong with a committed task's output on the store, or null: it must hold exactly the
+ * files its claim lists (a directory rename publishes whatever is there), with their sizes where
+ * the listing tells them.
+ */
+async function outputProblem(store: Store, root: string, files: readonly { path: string; size: number }[]): Promise<string | null> {
+  const want = new Map(files.map((f) => [f.path, f.size]));
+  const found = new Map<string, number>();
+  let odd: string | null = null;
+  const visit = async (dir: string, rel: string): Promise<void> => {
+    for (const e of await store.list(dir)) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.kind === 'dir') await visit(e.path, r);
+      else if (e.kind === 'file') {
+        if (r !== ATTEMPT_MARKER) found.set(r, e.size);
+      }
+      else odd ??= r;
+    }
+  };
+  await visit(root, '');
+  if (odd !== null) return `holds '${odd}', which is not a regular file`;
+  for (const [path, size] of want) {
+    const got = found.get(path);
+    if (got === undefined) return `has lost '${path}'`;
+    if (got >= 0 && got !== size) return `has '${path}' at ${got} bytes, the claim recorded ${size}`;
+  }
+  for (const path of found.keys()) if (!want.has(path)) return `holds '${path}', which its claim does not list`;
+  return null;
 }
 
 /** Plans the commit and reaches the commit point; throws before it on any problem. */
@@ -188,6 +217,27 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   return { success: store.toUri(success) };
 }
 
+/**
+ * A roll-forward applies its plan only while the table log still says the plan's entry is this
+ * job's and unfinished: an entry lost or reused means later commits may hold those partitions.
+ */
+async function checkHeldEntry(store: Store, open: OpenJob, plan: PersistedPlan): Promise<void> {
+  const log = new TableLog(store, open.job.targetPath);
+  const n = plan.logEntry!;
+  const entry = await log.read(n).catch((e: unknown) => {
+    if (e instanceof ConflictError) return null;
+    throw e;
+  });
+  const void_ = entry && (await log.readDone(n)) === 'void';
+  if (!entry || entry.jobId !== open.job.jobId || void_) {
+    throw new CorruptManifestError(
+      store.toUri(open.layout.commitFile),
+      'logEntry',
+      `names table-log entry ${n}, which ${!entry ? 'is gone' : void_ ? 'was given up' : `is job ${entry.jobId}'s`}: rolling this plan forward could undo newer commits; check the target and abort the job, or restore the log`,
+    );
+  }
+}
+
 async function removeSuccessTemps(store: Store, targetPath: string): Promise<void> {
   for (const e of await store.list(targetPath)) {
     if (isTempName(e.name) && e.name.endsWith(`-${SUCCESS_FILE}`)) await store.delete(e.path, false);
@@ -213,6 +263,7 @@ export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease
   if (!plan && open.state === 'committing') {
     throw new CorruptManifestError(store.toUri(layout.commitFile), '', 'is missing, but the job is past its commit point: its plan cannot be made again (that could undo newer commits); restore the file or repair the target by hand', true);
   }
+  if (plan?.logEntry !== null && plan !== null && job.state !== 'committed') await checkHeldEntry(store, open, plan);
   let listing: LogListing | undefined;
   if (!plan) {
     ({ plan, listing } = await preparePlan(env, open));

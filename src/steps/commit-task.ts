@@ -4,7 +4,7 @@
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
 import { decide, encodeClaim, readClaim, type Claim, type TaskFile } from '../job/claims.js';
-import { staticPrefix, type JobManifest } from '../job/job.js';
+import { loadJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { JobLayout, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
 import { removeTempFiles } from '../store/temp-names.js';
@@ -82,6 +82,9 @@ export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<
   if (!claim) {
     // A killed `stage` left its temp files here: they are not listed, and go before the dir moves.
     const files = (await walkFiles(store, attemptDir, true, { removeTemps: true })).map((e) => ({ path: e.name, size: e.size }));
+    if (files.length === 0 && !(await store.stat(attemptDir))) {
+      throw new UsageError(`${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it: stage the task again)' : ''}: nothing was committed; stage its files, or --print-path for a writer, first`);
+    }
     checkTaskFiles(job, files);
     const fresh: Claim = { task, attempt, taskAttempt, appAttempt: app, state: 'claimed', claimedAtMs: env.now(), host: env.host, pid: env.pid, files };
     if (await store.createExclusive(layout.claimFile(app, task), encodeClaim(fresh))) {
@@ -98,6 +101,11 @@ export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<
 
   const root = await promote(env, layout, job, attemptDir, task, claim.files);
   await store.writeFile(layout.claimFile(app, task), encodeClaim({ ...claim, state: 'committed', root }));
+  // recover may have started the next app attempt meanwhile, without this claim: say so.
+  const now = await loadJob(store, layout);
+  if (now && now.appAttempt !== app) {
+    throw new ConflictError(`recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${app}: its output may not have been kept; check 'stagecommit status' and run the task again if it is listed`);
+  }
   return result('committed', claim.files);
 }
 

@@ -3,7 +3,7 @@
 import { posix } from 'node:path';
 import { ConflictError, StoreError, UsageError } from '../errors.js';
 import { loadJob, type JobManifest, type JobState } from '../job/job.js';
-import { COMMIT_FILE, JobLayout, JOB_FILE, SUCCESS_FILE } from '../job/layout.js';
+import { ATTEMPT_MARKER, COMMIT_FILE, JobLayout, JOB_FILE, SUCCESS_FILE } from '../job/layout.js';
 import { Lease } from '../job/lease.js';
 import type { StepEnv } from './env.js';
 import { isTempName } from '../store/temp-names.js';
@@ -76,6 +76,7 @@ export async function walkFiles(store: Store, dir: string, details = false, opts
           if (opts.removeTemps) await store.delete(e.path, e.kind === 'dir');
           return;
         }
+        if (rel === '' && e.name === ATTEMPT_MARKER) return;
         const r = rel ? `${rel}/${e.name}` : e.name;
         if (e.kind === 'dir') await visit(e.path, r);
         else if (e.kind === 'file') out.push({ ...e, name: r });

@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
 import { readDecision } from '../job/claims.js';
 import type { JobManifest } from '../job/job.js';
-import { taskAttemptName } from '../job/layout.js';
+import { ATTEMPT_MARKER, taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionPath, type PartitionValue } from '../paths.js';
 import { isTempName, TEMP_PREFIX } from '../store/temp-names.js';
 import { forEachLimit } from '../util/pool.js';
@@ -81,6 +81,9 @@ export async function stageFiles(env: StepEnv, input: StageFilesInput): Promise<
   const partDir = part ? posix.join(dir, part) : dir;
   if (input.printPath) {
     await store.mkdirs(partDir);
+    // Where directories do not exist on their own, the attempt is marked as staged (an attempt
+    // that writes nothing may commit; one never staged may not).
+    if (!store.caps.realDirectories) await store.writeFile(posix.join(dir, ATTEMPT_MARKER), '');
     return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(partDir), files: [] };
   }
   await forEachLimit(input.files, env.concurrency, async (f) => {

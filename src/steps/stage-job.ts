@@ -77,6 +77,9 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
     throw new UsageError(`the target ${store.toUri(targetPath)} is inside the staging dir ${store.toUri(stagingPath)}: choose another --staging-dir`);
   }
   if (isInside(stagingPath, targetPath)) {
+    if (input.mode === 'create') {
+      throw new UsageError(`the staging dir ${store.toUri(stagingPath)} is inside the target, and making it would make the target exist, which --mode create refuses at commit: choose a --staging-dir outside the target`);
+    }
     const rel = posix.relative(targetPath, stagingPath);
     if (rel.split('/').every(isDataName)) {
       throw new UsageError(
