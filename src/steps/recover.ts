@@ -5,7 +5,6 @@
 import { decide, encodeClaim, readClaims, readDecisions, type Claim } from '../job/claims.js';
 import { saveJob, type JobManifest } from '../job/job.js';
 import { taskOfAttempt, type JobLayout } from '../job/layout.js';
-import { loadPlan } from '../plan/plan-file.js';
 import type { Store } from '../store/types.js';
 import { compareTasks } from '../paths.js';
 import type { Lease } from '../job/lease.js';
