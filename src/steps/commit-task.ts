@@ -7,7 +7,6 @@ import { decide, encodeClaim, readClaim, type Claim, type TaskFile } from '../jo
 import { loadJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { JobLayout, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
-import { removeTempFiles } from '../store/temp-names.js';
 import { openJob, requireState, walkFiles } from './common.js';
 import type { StepEnv } from './env.js';
 import { publishV2 } from './publish.js';
@@ -96,7 +95,7 @@ export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<
     }
   } else {
     // A re-run after a killed commit: temps must not move into the committed dir with the rest.
-    await removeTempFiles(store, attemptDir);
+    await walkFiles(store, attemptDir, false, { removeTemps: true });
   }
 
   const root = await promote(env, layout, job, attemptDir, task, claim.files);

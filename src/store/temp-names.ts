@@ -2,7 +2,6 @@
 
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
-import type { Store } from './types.js';
 
 /**
  * A file whose name starts with this is a write in progress, or the debris of a killed one:
@@ -34,26 +33,4 @@ function headBytes(s: string, max: number): string {
     out += ch;
   }
   return out;
-}
-
-/**
- * Removes the temp files a killed step left anywhere under `dir` (the next step on the same
- * attempt calls this before it lists or moves output); returns how many went.
- */
-export async function removeTempFiles(store: Store, dir: string): Promise<number> {
-  let removed = 0;
-  const visit = async (d: string): Promise<void> => {
-    const entries = await store.list(d);
-    await Promise.all(
-      entries.map(async (e) => {
-        if (isTempName(e.name)) {
-          if (await store.delete(e.path, e.kind === 'dir')) removed++;
-        } else if (e.kind === 'dir') {
-          await visit(e.path);
-        }
-      }),
-    );
-  };
-  await visit(dir);
-  return removed;
 }
