@@ -70,22 +70,14 @@ export async function readCurrentLease(store: Store, layout: JobLayout): Promise
       if (m && (!best || Number(m[1]) > best.gen)) best = { gen: Number(m[1]), path: e.path };
     }
     if (!best) return null;
-    const data = await store.readFile(best.path);
-    if (data === null) continue; // released meanwhile: look again
-    if (data.length === 0) {
-      const st = await store.stat(best.path);
-      return { ...best, record: null, emptySinceMs: st?.mtimeMs ?? 0 };
-    }
-    const file = store.toUri(best.path);
-    try {
-      return { ...best, record: decodeLease(data.toString('utf8'), file) };
-    } catch (e) {
-      if (!(e instanceof CorruptManifestError) || !store.caps.createsVisibleEarly) throw holderUnreadable(e, file);
-    }
-    const record = await readManifestFile(store, best.path, decodeLease).catch((e: unknown) => {
+    const found = best;
+    const file = store.toUri(found.path);
+    const lease = await readManifestFile<CurrentLease>(store, found.path, (text) => ({ ...found, record: decodeLease(text, file) }), {
+      onEmpty: async () => ({ ...found, record: null, emptySinceMs: (await store.stat(found.path))?.mtimeMs ?? 0 }),
+    }).catch((e: unknown) => {
       throw holderUnreadable(e, file);
     });
-    if (record) return { ...best, record };
+    if (lease) return lease; // null: released meanwhile, look again
   }
 }
 

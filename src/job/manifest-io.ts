@@ -7,12 +7,16 @@ import type { Store } from '../store/types.js';
 
 const RETRIES = 8;
 
-/** Reads and decodes one manifest; null when the file does not exist. */
-export async function readManifestFile<T>(store: Store, path: string, decode: (text: string, file: string) => T): Promise<T | null> {
+/**
+ * Reads and decodes one manifest; null when the file does not exist. `onEmpty` answers for a
+ * file with no bytes yet where the caller judges that itself (a lease: empty past its TTL is dead).
+ */
+export async function readManifestFile<T>(store: Store, path: string, decode: (text: string, file: string) => T, opts: { onEmpty?: () => Promise<T> } = {}): Promise<T | null> {
   const file = store.toUri(path);
   for (let i = 0; ; i++) {
     const data = await store.readFile(path);
     if (data === null) return null;
+    if (data.length === 0 && opts.onEmpty) return opts.onEmpty();
     try {
       return decode(data.toString('utf8'), file);
     } catch (e) {

@@ -263,7 +263,7 @@ export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease
   if (!plan && open.state === 'committing') {
     throw new CorruptManifestError(store.toUri(layout.commitFile), '', 'is missing, but the job is past its commit point: its plan cannot be made again (that could undo newer commits); restore the file or repair the target by hand', true);
   }
-  if (plan?.logEntry !== null && plan !== null && job.state !== 'committed') await checkHeldEntry(store, open, plan);
+  if (plan && plan.logEntry !== null && job.state !== 'committed') await checkHeldEntry(store, open, plan);
   let listing: LogListing | undefined;
   if (!plan) {
     ({ plan, listing } = await preparePlan(env, open));

@@ -8,7 +8,7 @@ import { loadJob, type JobManifest } from '../job/job.js';
 import type { OpenJob } from './common.js';
 import { JobLayout } from '../job/layout.js';
 import { isLeaseLive, readCurrentLease } from '../job/lease.js';
-import { describeUnit, overlap, TableLog, type LogEntry, type LogListing } from '../job/table-log.js';
+import { describeUnit, overlap, TableLog, type DoneOutcome, type LogEntry, type LogListing } from '../job/table-log.js';
 import type { StepEnv } from './env.js';
 
 export interface CommitUnits {
@@ -56,6 +56,9 @@ export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: Co
     for (const e of await log.readMany(missing, env.concurrency)) cache.set(e.number, e);
     return ns.map((n) => cache.get(n)!);
   };
+  // Done markers never change either: each is read once, and only where it decides something.
+  const outcomes = new Map<number, Promise<DoneOutcome | null>>();
+  const outcome = (n: number) => outcomes.get(n) ?? outcomes.set(n, log.readDone(n)).get(n)!;
   for (let round = 0; ; round++) {
     const listing = await log.list();
     const { numbers, done } = listing;
@@ -77,7 +80,7 @@ export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: Co
       const e = cache.get(n)!;
       if (mine.has(n)) continue;
       const where = overlap(units.replaces, e.touches);
-      if (where === null || (done.has(n) && (await log.readDone(n)) === 'void')) continue;
+      if (where === null || (done.has(n) && (await outcome(n)) === 'void')) continue;
       const did = overlap(units.replaces, e.replaces) !== null ? 'replaced' : 'wrote into';
       throw new ConflictError(
         `job ${job.jobId} conflicts with job ${e.jobId}, which ${did} ${describeUnit(where)} at ${new Date(e.atMs).toISOString()} after this job was staged: nothing was changed; stage the job again on the new data`,
