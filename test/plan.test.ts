@@ -21,7 +21,7 @@ function src(task: string, files: string[]): SourceTree {
 }
 
 function plan(p: Partial<PlanInput> & Pick<PlanInput, 'sources'>, depth = 1) {
-  return planCommit({ mode: 'create', replaceUnits: [], renameDirs: true, target: ABSENT, ...p }, depth);
+  return planCommit({ mode: 'create', replaceUnits: [], strategy: 'rename', target: ABSENT, ...p }, depth);
 }
 
 const ops = (r: ReturnType<typeof plan>) => r.phases.flat();
@@ -96,7 +96,7 @@ describe('planner', () => {
   });
 
   test('stores without rename: one server-side copy per file, never a directory move', () => {
-    const r = plan({ renameDirs: false, sources: [src('0', ['dt=1/a', 'dt=1/b']), src('1', ['dt=2/c'])] });
+    const r = plan({ strategy: 'copy', sources: [src('0', ['dt=1/a', 'dt=1/b']), src('1', ['dt=2/c'])] });
     assert.equal(count(r, 'copy'), 3);
     assert.equal(ops(r).length, 3);
   });

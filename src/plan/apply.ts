@@ -67,7 +67,8 @@ async function applyOp(ctx: ApplyContext, op: PlanOp): Promise<void> {
       return;
     case 'move': {
       if (op.to === 't:') await store.mkdirs(posix.dirname(ctx.targetPath));
-      if (op.dir && op.to.startsWith('t:') && store.caps.directoryRename) await moveDirIntoTarget(store, at(op.from), at(op.to));
+      // Only the 'rename' strategy plans directory moves.
+      if (op.dir && op.to.startsWith('t:')) await moveDirIntoTarget(store, at(op.from), at(op.to));
       else await moveOnce(store, at(op.from), at(op.to), op.replace === true);
       return;
     }

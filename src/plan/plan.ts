@@ -4,6 +4,7 @@ import { posix } from 'node:path';
 import { ConflictError, UsageError } from '../errors.js';
 import { isDataName } from '../paths.js';
 import { OUTPUT_DIR, TRASH_DIR } from '../job/layout.js';
+import type { PublishStrategy } from '../store/operations.js';
 
 /**
  * A location: 's:REL' inside the staging dir, 't:REL' inside the target ('t:' is the target
@@ -46,8 +47,8 @@ export interface PlanInput {
   readonly mode: 'create' | 'append' | 'overwrite';
   /** Table-relative paths whose old data the job replaces wholesale ('' = the root's data). */
   readonly replaceUnits: readonly string[];
-  /** One rename moves a directory and all under it. */
-  readonly renameDirs: boolean;
+  /** How the store publishes: directory and file renames, or server-side copies of files (store/operations). */
+  readonly strategy: PublishStrategy;
   readonly sources: readonly SourceTree[];
   readonly target: TargetSnapshot;
   /** Append clashes already found byte-identical: the staged copy is simply dropped. */
@@ -129,7 +130,11 @@ class Planner {
   private readonly deletes: PlanOp[] = [];
   private readonly replaced = new Set<string>();
 
+  /** Directories (and files) move by rename; else each file is copied. */
+  private readonly renames: boolean;
+
   constructor(private readonly input: PlanInput, private readonly tree: Node) {
+    this.renames = input.strategy === 'rename';
     this.replaceUnits = new Set(input.mode === 'overwrite' ? input.replaceUnits : []);
   }
 
@@ -178,7 +183,7 @@ class Planner {
     }
     const rest = this.remaining(node, placed);
     if (rest.length === 0) return phase - 1;
-    if (!this.input.renameDirs) {
+    if (!this.renames) {
       let last = phase;
       for (const [name, child] of node.children) last = Math.max(last, this.moveIntoAbsent(child, join(rel, name), childLoc(dest, name), placed, phase));
       return last;
@@ -226,7 +231,7 @@ class Planner {
   /** A node new to the target: a single source moves whole; several meet in staging first. */
   private publishNew(node: Node, rel: string, dest: Loc, placed: ReadonlySet<number>, phase: number): number {
     const rest = this.remaining(node, placed);
-    const direct = node.file || rest.length === 1 || !this.input.renameDirs || dest.startsWith('s:');
+    const direct = node.file || rest.length === 1 || !this.renames || dest.startsWith('s:');
     if (direct) return this.moveIntoAbsent(node, rel, dest, placed, phase);
     const staged = 's:' + join(OUTPUT_DIR, rel);
     this.add(phase, { op: 'mkdir', path: 's:' + posix.dirname(join(OUTPUT_DIR, rel)) });
@@ -236,7 +241,7 @@ class Planner {
   }
 
   private fileOp(from: Loc, to: Loc, replace: boolean): PlanOp {
-    if (!this.input.renameDirs) return { op: 'copy', from, to };
+    if (!this.renames) return { op: 'copy', from, to };
     return replace ? { op: 'move', from, to, replace: true } : { op: 'move', from, to };
   }
 
@@ -291,9 +296,9 @@ class Planner {
     const sources = [...root.sources.keys()];
     if (sources.length === 0) {
       this.add(0, { op: 'mkdir', path: 't:' });
-    } else if (sources.length === 1 && this.input.renameDirs) {
+    } else if (sources.length === 1 && this.renames) {
       this.add(0, { op: 'move', from: this.src(sources[0]!, ''), to: 't:', dir: true });
-    } else if (this.input.renameDirs) {
+    } else if (this.renames) {
       // Several tasks: their trees meet in staging, and the target appears with one rename.
       const last = this.moveIntoAbsent(root, '', 's:' + OUTPUT_DIR, new Set(), 0);
       this.add(last + 1, { op: 'move', from: 's:' + OUTPUT_DIR, to: 't:', dir: true });
@@ -312,7 +317,7 @@ class Planner {
       if (kind !== undefined) this.replaced.add(u);
       if (u === '' || !node || kind === undefined) continue;
       if (kind === 'dir' && this.hasNonData(u)) continue;
-      if (!this.input.renameDirs) continue;
+      if (!this.renames) continue;
       swapped.add(u);
       const trash = 's:' + join(TRASH_DIR, u);
       const parentTrash = 's:' + posix.dirname(join(TRASH_DIR, u));

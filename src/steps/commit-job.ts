@@ -13,6 +13,8 @@ import { TableLog, type LogListing } from '../job/table-log.js';
 import { applyPhases } from '../plan/apply.js';
 import { encodePlan, loadPlan, type PersistedPlan } from '../plan/plan-file.js';
 import { partitionsOf, planCommit, targetDirsChanged, type SourceTree } from '../plan/plan.js';
+import { identicalClashes, snapshotTarget } from '../plan/target.js';
+import { publishStrategy } from '../store/operations.js';
 import { compareTasks } from '../paths.js';
 import type { OpCounts } from '../store/instrumented.js';
 import { isTempName } from '../store/temp-names.js';
@@ -22,7 +24,6 @@ import { checkTaskFiles } from './commit-task.js';
 import { reachCommitPoint, type CommitUnits } from './commit-point.js';
 import { openJob, removeStagingDir, withJobLease, type OpenJob } from './common.js';
 import type { StepEnv } from './env.js';
-import { identicalClashes, snapshotTarget } from './publish.js';
 
 export interface CommitJobInput {
   readonly stagingPath: string;
@@ -153,7 +154,7 @@ async function preparePlan(env: StepEnv, open: OpenJob): Promise<{ plan: Persist
       throw new ConflictError(`the target ${job.target} appeared after job ${job.jobId} was staged, and --mode create never replaces anything: nothing was changed; abort this job, or stage it again with --mode append or overwrite`);
     }
     const identical = job.mode === 'append' ? await identicalClashes(store, layout, job.targetPath, sources, target, env.concurrency) : undefined;
-    const planned = planCommit({ mode: job.mode, replaceUnits: units.replaces, renameDirs: store.caps.directoryRename, sources, target, identical }, job.partitionBy.length);
+    const planned = planCommit({ mode: job.mode, replaceUnits: units.replaces, strategy: publishStrategy(store), sources, target, identical }, job.partitionBy.length);
     // A directory the commit cannot change is found now, not after the commit point (§5.13).
     await store.checkWritable?.(targetDirsChanged(planned.phases).map((rel) => (rel === '' ? job.targetPath : posix.join(job.targetPath, rel))));
     return planned;

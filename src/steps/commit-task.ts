@@ -7,9 +7,11 @@ import { decide, encodeClaim, readClaim, type Claim, type TaskFile } from '../jo
 import { loadJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { JobLayout, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
-import { openJob, requireState, walkFiles } from './common.js';
+import { attemptFiles } from '../job/tasks.js';
+import { publishV2 } from '../plan/publish-v2.js';
+import { promoteOutput } from '../store/operations.js';
+import { openJob, requireState } from './common.js';
 import type { StepEnv } from './env.js';
-import { publishV2 } from './publish.js';
 
 export interface CommitTaskInput {
   readonly stagingPath: string;
@@ -80,7 +82,7 @@ export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<
   const attemptDir = layout.attemptDir(app, taskAttempt);
   if (!claim) {
     // A killed `stage` left its temp files here: they are not listed, and go before the dir moves.
-    const files = (await walkFiles(store, attemptDir, true, { removeTemps: true })).map((e) => ({ path: e.name, size: e.size }));
+    const files = (await attemptFiles(store, attemptDir, { details: true, removeTemps: true })).map((e) => ({ path: e.name, size: e.size }));
     if (files.length === 0 && !(await store.stat(attemptDir))) {
       throw new UsageError(`${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it: stage the task again)' : ''}: nothing was committed; stage its files, or --print-path for a writer, first`);
     }
@@ -95,7 +97,7 @@ export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<
     }
   } else {
     // A re-run after a killed commit: temps must not move into the committed dir with the rest.
-    await walkFiles(store, attemptDir, false, { removeTemps: true });
+    await attemptFiles(store, attemptDir, { removeTemps: true });
   }
 
   const root = await promote(env, layout, job, attemptDir, task, claim.files);
@@ -115,13 +117,9 @@ async function promote(env: StepEnv, layout: JobLayout, job: JobManifest, attemp
     await publishV2(env, layout, job, attemptDir, files);
     return '';
   }
-  if (!store.caps.directoryRename) return layout.relative(attemptDir);
-  const taskDir = layout.committedTaskDir(job.appAttempt, task);
-  if (await store.stat(attemptDir)) {
-    await store.mkdirs(posix.dirname(taskDir));
-    await store.rename(attemptDir, taskDir);
-  } else if (files.length > 0 && !(await store.stat(taskDir))) {
+  const root = await promoteOutput(store, attemptDir, layout.committedTaskDir(job.appAttempt, task), files.length > 0);
+  if (root === null) {
     throw new ConflictError(`the output of ${posix.basename(attemptDir)} vanished from ${store.toUri(attemptDir)} before it was committed: run the task again as a new attempt`);
   }
-  return layout.relative(taskDir);
+  return layout.relative(root);
 }

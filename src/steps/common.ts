@@ -1,13 +1,12 @@
-// What several steps share: opening a job by its staging dir, and walking a directory's files.
+// What several steps share: opening a job by its staging dir, its lease, removing its staging dir.
 
 import { posix } from 'node:path';
 import { ConflictError, StoreError, UsageError } from '../errors.js';
 import { loadJob, type JobManifest, type JobState } from '../job/job.js';
-import { ATTEMPT_MARKER, COMMIT_FILE, JobLayout, JOB_FILE, SUCCESS_FILE } from '../job/layout.js';
+import { COMMIT_FILE, JobLayout, JOB_FILE, SUCCESS_FILE } from '../job/layout.js';
 import { Lease } from '../job/lease.js';
 import type { StepEnv } from './env.js';
-import { isTempName } from '../store/temp-names.js';
-import type { Entry, Store } from '../store/types.js';
+import type { Store } from '../store/types.js';
 
 export interface OpenJob {
   readonly layout: JobLayout;
@@ -59,32 +58,6 @@ export function requireState(open: OpenJob, allowed: readonly JobState[], doing:
     const hint = open.state === 'committing' ? "it is past its commit point: run 'stagecommit recover' to finish it" : 'there is nothing more to do';
     throw new ConflictError(`cannot ${doing}: job ${open.job.jobId} is ${open.state}; ${hint}`);
   }
-}
-
-/**
- * Every file under a directory, paths relative to it; does not follow symbolic links. Temp files
- * (the reserved pattern: writes in progress, or a killed step's debris) are never output.
- */
-export async function walkFiles(store: Store, dir: string, details = false, opts: { removeTemps?: boolean } = {}): Promise<Entry[]> {
-  const out: Entry[] = [];
-  const visit = async (d: string, rel: string): Promise<void> => {
-    const entries = await store.list(d, { details });
-    await Promise.all(
-      entries.map(async (e) => {
-        // Temp files are never output; a killed step's ones go when the next step asks (§5.12).
-        if (isTempName(e.name)) {
-          if (opts.removeTemps) await store.delete(e.path, e.kind === 'dir');
-          return;
-        }
-        if (rel === '' && e.name === ATTEMPT_MARKER) return;
-        const r = rel ? `${rel}/${e.name}` : e.name;
-        if (e.kind === 'dir') await visit(e.path, r);
-        else if (e.kind === 'file') out.push({ ...e, name: r });
-      }),
-    );
-  };
-  await visit(dir, '');
-  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 /**

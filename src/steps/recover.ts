@@ -10,9 +10,10 @@ import { compareTasks } from '../paths.js';
 import type { Lease } from '../job/lease.js';
 import { commitJobLocked } from './commit-job.js';
 import { releaseLogEntry } from './commit-point.js';
-import { openJob, removeStagingDir, walkFiles, withJobLease, type OpenJob } from './common.js';
+import { publishV2 } from '../plan/publish-v2.js';
+import { promotedOutput } from '../store/operations.js';
+import { openJob, removeStagingDir, withJobLease, type OpenJob } from './common.js';
 import type { StepEnv } from './env.js';
-import { publishV2 } from './publish.js';
 
 export interface RecoverInput {
   readonly stagingPath: string;
@@ -119,15 +120,8 @@ async function finishableRoot(env: StepEnv, layout: JobLayout, job: JobManifest,
     await publishV2(env, layout, job, attemptDir, claim.files);
     return '';
   }
-  if (!store.caps.directoryRename) {
-    const present = new Set((await walkFiles(store, attemptDir)).map((e) => e.name));
-    return claim.files.every((f) => present.has(f.path)) ? layout.relative(attemptDir) : null;
-  }
-  const taskDir = layout.committedTaskDir(job.appAttempt, claim.task);
-  if ((await store.stat(attemptDir)) === null && (claim.files.length === 0 || (await store.stat(taskDir)) !== null)) {
-    return layout.relative(taskDir);
-  }
-  return null;
+  const root = await promotedOutput(store, attemptDir, layout.committedTaskDir(job.appAttempt, claim.task), claim.files);
+  return root === null ? null : layout.relative(root);
 }
 
 /** Tasks that had an attempt dir in the current app attempt. */

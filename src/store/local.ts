@@ -10,10 +10,7 @@ import { tempPathFor } from './temp-names.js';
 import type { Entry, EntryKind, ListOptions, RenameOptions, RenamePair, Store, StoreCapabilities } from './types.js';
 
 const CAPS: StoreCapabilities = {
-  atomicRename: true,
   directoryRename: true,
-  atomicCreate: true,
-  serverSideCopy: true,
   realDirectories: true,
 };
 

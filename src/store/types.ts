@@ -5,14 +5,11 @@ import type { StoreError } from '../errors.js';
 
 /** What a store can do; the protocol asks these, never which store it is. */
 export interface StoreCapabilities {
-  /** A file rename is one atomic, cheap operation. */
-  readonly atomicRename: boolean;
-  /** A directory (with everything under it) moves with one atomic rename. */
+  /**
+   * A directory (with everything under it) moves with one atomic rename, and file renames are
+   * cheap; without it files are published by server-side copy (store/operations decides).
+   */
   readonly directoryRename: boolean;
-  /** Create-if-absent is atomic (used for commit claims and leases). */
-  readonly atomicCreate: boolean;
-  /** Files can be copied without the data passing through this process. */
-  readonly serverSideCopy: boolean;
   /** Empty directories exist on their own (false on object stores). */
   readonly realDirectories: boolean;
   /**
@@ -87,7 +84,7 @@ export interface Store {
    * call each. Same contract as rename, reported per pair (null when that pair moved).
    */
   renameMany?(pairs: readonly RenamePair[]): Promise<(StoreError | null)[]>;
-  /** Server-side copy of one file (stores with serverSideCopy). */
+  /** Server-side copy of one file: how stores without directoryRename publish. */
   copy(src: string, dst: string): Promise<void>;
   delete(path: string, recursive: boolean): Promise<boolean>;
   /** Optional: delete many files in few requests (S3 DeleteObjects). Missing files are fine. */

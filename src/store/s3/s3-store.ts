@@ -23,10 +23,7 @@ import { StoreError, UsageError } from '../../errors.js';
 import type { Entry, ListOptions, PendingUpload, RenameOptions, Store, StoreCapabilities } from '../types.js';
 
 const CAPS: StoreCapabilities = {
-  atomicRename: false,
   directoryRename: false,
-  atomicCreate: true,
-  serverSideCopy: true,
   realDirectories: false,
 };
 
@@ -217,7 +214,7 @@ export class S3Store implements Store {
   }
 
   async rename(src: string, dst: string, opts: RenameOptions = {}): Promise<void> {
-    // Not atomic on S3; the protocol never relies on it here (caps.atomicRename is false).
+    // Copy, then delete: not atomic. Commits on S3 publish by copy (store/operations), never by this.
     if (!opts.replace && (await this.stat(dst))) throw new StoreError('exists', 'rename', [this.toUri(src), this.toUri(dst)], 'destination exists');
     await this.copy(src, dst);
     await this.delete(src, false);

@@ -11,10 +11,7 @@ import { tempPathFor } from '../temp-names.js';
 import type { Entry, ListOptions, RenameOptions, Store, StoreCapabilities } from '../types.js';
 
 const CAPS: StoreCapabilities = {
-  atomicRename: true,
   directoryRename: true,
-  atomicCreate: true,
-  serverSideCopy: false,
   realDirectories: true,
   createsVisibleEarly: true,
 };

@@ -1,15 +1,10 @@
-// Reading the target where the output touches it, and publishing a planned output (commit-job, v2 tasks).
+// Reading the target where the output touches it: the planner's view of what is already there.
 
 import { posix } from 'node:path';
-import type { TaskFile } from '../job/claims.js';
-import type { JobManifest } from '../job/job.js';
 import type { JobLayout } from '../job/layout.js';
-import { applyPhases } from '../plan/apply.js';
-import { findClashes, planCommit, type CommitPlan, type SourceTree, type TargetKind, type TargetSnapshot } from '../plan/plan.js';
 import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
-import { walkFiles } from './common.js';
-import type { StepEnv } from './env.js';
+import { findClashes, type SourceTree, type TargetKind, type TargetSnapshot } from './plan.js';
 
 /** Every directory prefix of the given table-relative paths, plus the paths themselves. */
 function prefixes(paths: Iterable<string>, includeSelf: boolean): Set<string> {
@@ -60,17 +55,4 @@ export async function identicalClashes(store: Store, layout: JobLayout, targetPa
     return a !== null && b !== null && a.equals(b);
   });
   return new Set(clashes.filter((_, i) => same[i]));
-}
-
-/** v2: a task's files go straight into the target when it commits (create/append only). */
-export async function publishV2(env: StepEnv, layout: JobLayout, job: JobManifest, attemptDir: string, files: readonly TaskFile[]): Promise<CommitPlan> {
-  const { store } = env;
-  // Files already published by an interrupted run of this commit are no longer in the attempt dir.
-  const present = new Set((await walkFiles(store, attemptDir)).map((e) => e.name));
-  const sources: SourceTree[] = [{ task: 'v2', root: layout.relative(attemptDir), files: files.filter((f) => present.has(f.path)) }];
-  const target = await snapshotTarget(store, job.targetPath, sources, [], env.concurrency);
-  const identical = await identicalClashes(store, layout, job.targetPath, sources, target, env.concurrency);
-  const plan = planCommit({ mode: 'append', replaceUnits: [], renameDirs: store.caps.directoryRename, sources, target, identical }, job.partitionBy.length);
-  await applyPhases({ store, stagingPath: layout.root, targetPath: job.targetPath, concurrency: env.concurrency }, plan.phases);
-  return plan;
 }

@@ -1,0 +1,32 @@
+// Which tasks a job has: the files of an attempt dir, the tasks attempted, the declared tasks
+// not yet committed. The one home of each of these rules.
+
+import type { Entry, Store } from '../store/types.js';
+import { walkFiles } from '../store/walk.js';
+import type { Claim } from './claims.js';
+import type { JobManifest } from './job.js';
+import { ATTEMPT_MARKER, taskOfAttempt, type JobLayout } from './layout.js';
+
+const NOT_OUTPUT = new Set([ATTEMPT_MARKER]);
+
+/** The output files of a task attempt dir, relative to it (never temps, never the attempt marker). */
+export function attemptFiles(store: Store, attemptDir: string, opts: { details?: boolean; removeTemps?: boolean } = {}): Promise<Entry[]> {
+  return walkFiles(store, attemptDir, { ...opts, ignoreTop: NOT_OUTPUT });
+}
+
+/** Task → the attempt dirs it has in an app attempt. */
+export async function attemptsByTask(store: Store, layout: JobLayout, jobId: string, app: number): Promise<Map<string, Set<string>>> {
+  const out = new Map<string, Set<string>>();
+  for (const e of await store.list(layout.attemptsDir(app))) {
+    const task = taskOfAttempt(jobId, e.name);
+    if (task) (out.get(task) ?? out.set(task, new Set()).get(task)!).add(e.name);
+  }
+  return out;
+}
+
+/** Declared tasks (--tasks N) without a committed claim, in order; [] when none were declared. */
+export function declaredNotCommitted(job: JobManifest, claims: ReadonlyMap<string, Claim>): string[] {
+  const missing: string[] = [];
+  if (job.tasks !== undefined) for (let t = 0; t < job.tasks; t++) if (claims.get(String(t))?.state !== 'committed') missing.push(String(t));
+  return missing;
+}

@@ -1,0 +1,48 @@
+// What the protocol does with a store, each decided once by the store's capabilities (rclone's
+// operations over Features): how a commit publishes (rename or copy), how a task's output is
+// promoted, and where an interrupted promotion left it.
+
+import { walkFiles } from './walk.js';
+import type { Store } from './types.js';
+
+/**
+ * How a commit moves output: 'rename' where one rename moves a directory and all under it (files
+ * move too), 'copy' where it does not (object stores: each file is copied server-side and the
+ * staged copy goes with the staging dir). The planner's one input about the store.
+ */
+export type PublishStrategy = 'rename' | 'copy';
+
+export function publishStrategy(store: Store): PublishStrategy {
+  return store.caps.directoryRename ? 'rename' : 'copy';
+}
+
+/**
+ * Promotes a task attempt's output to `committedDir` (v1 commit-task): one directory rename where
+ * the store has it; elsewhere the output stays in the attempt dir, which is returned. Returns null
+ * when the output vanished before it was promoted (no attempt dir, no committed dir, files expected).
+ */
+export async function promoteOutput(store: Store, attemptDir: string, committedDir: string, expectsFiles: boolean): Promise<string | null> {
+  if (publishStrategy(store) === 'copy') return attemptDir;
+  if (await store.stat(attemptDir)) {
+    const parent = committedDir.slice(0, committedDir.lastIndexOf('/')) || '/';
+    await store.mkdirs(parent);
+    await store.rename(attemptDir, committedDir);
+    return committedDir;
+  }
+  if (expectsFiles && !(await store.stat(committedDir))) return null;
+  return committedDir;
+}
+
+/**
+ * Where an interrupted promotion left a task's output, if it is whole: in `committedDir` once the
+ * rename happened, or (stores that keep output in place) in the attempt dir when every file is
+ * there. Null: the promotion must be undone.
+ */
+export async function promotedOutput(store: Store, attemptDir: string, committedDir: string, files: readonly { path: string }[]): Promise<string | null> {
+  if (publishStrategy(store) === 'copy') {
+    const present = new Set((await walkFiles(store, attemptDir)).map((e) => e.name));
+    return files.every((f) => present.has(f.path)) ? attemptDir : null;
+  }
+  if ((await store.stat(attemptDir)) === null && (files.length === 0 || (await store.stat(committedDir)) !== null)) return committedDir;
+  return null;
+}
