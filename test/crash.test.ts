@@ -11,7 +11,7 @@ import { JobLayout } from '../src/job/layout.js';
 import { loadJob } from '../src/job/job.js';
 import { recover } from '../src/steps/recover.js';
 import { abort } from '../src/steps/abort.js';
-import { JobGoneError } from '../src/steps/common.js';
+import { JobGoneError } from '../src/job/open.js';
 import type { Store } from '../src/store/types.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree, type Tree } from './helpers/tree.js';

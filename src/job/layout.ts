@@ -52,9 +52,26 @@ export class JobLayout {
   resolve(rel: string): string { return posix.join(this.root, rel); }
 }
 
+/** The hidden directory beside a target that holds its default staging dirs and its table log. */
+export const STAGING_PARENT = '.stagecommit';
+
 /** The default staging dir: a hidden sibling of the target, `<parent>/.stagecommit/<table>/<jobId>`. */
 export function defaultStagingRoot(targetPath: string): string {
-  return posix.join(posix.dirname(targetPath), '.stagecommit', posix.basename(targetPath));
+  return posix.join(posix.dirname(targetPath), STAGING_PARENT, posix.basename(targetPath));
+}
+
+/** The target of a staging dir in the default layout, or null when it is elsewhere. */
+export function targetOfDefaultStaging(stagingPath: string): { targetPath: string; jobId: string } | null {
+  const parts = stagingPath.split('/');
+  const n = parts.length;
+  if (n < 4 || parts[n - 3] !== STAGING_PARENT) return null;
+  return { targetPath: posix.join(parts.slice(0, n - 3).join('/') || '/', parts[n - 2]!), jobId: parts[n - 1]! };
+}
+
+/** The default layout's parents of a staging dir (`<parent>/.stagecommit/<table>`, then `.stagecommit`); [] elsewhere. */
+export function defaultStagingParents(stagingPath: string): string[] {
+  const table = posix.dirname(stagingPath);
+  return posix.basename(posix.dirname(table)) === STAGING_PARENT ? [table, posix.dirname(table)] : [];
 }
 
 /** Where overwrite jobs record the partitions they replaced, for conflict detection. */

@@ -6,8 +6,10 @@ import { saveJob } from '../job/job.js';
 import { taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
 import { releaseLogEntry } from './commit-point.js';
-import { JobGoneError, openJob, removeStagingDir, requireState, withJobLease, type OpenJob } from './common.js';
+import { requireState, type OpenJob } from '../job/open.js';
+import { removeStagingDir } from '../job/staging-dir.js';
 import type { StepEnv } from './env.js';
+import { runStep } from './runner.js';
 
 export interface AbortInput {
   readonly stagingPath: string;
@@ -29,23 +31,15 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
   const scope = input.task === undefined ? 'job' : 'task';
   const task = input.task === undefined ? undefined : checkTaskId(input.task);
   const attempt = checkAttempt(input.attempt);
-  let open;
-  try {
-    open = await openJob(env, input.stagingPath);
-  } catch (e) {
-    if (e instanceof JobGoneError) return { outcome: 'nothing', scope };
-    throw e;
-  }
-  if (task !== undefined) return abortTask(env, open, task, attempt);
-
-  return withJobLease(env, open, 'abort', async (locked, lease) => {
-    requireState(locked, ['staged', 'aborted'], 'abort');
-    const { job, layout } = locked;
+  const ifGone = (): AbortResult => ({ outcome: 'nothing', scope });
+  if (task !== undefined) return runStep(env, input.stagingPath, { name: 'abort', ifGone }, (open) => abortTask(env, open, task, attempt));
+  const rule = { name: 'abort', lease: true, states: { allowed: ['staged', 'aborted'] as const, doing: 'abort' }, ifGone };
+  return runStep(env, input.stagingPath, rule, async ({ job, layout }, lease) => {
     if (job.state !== 'aborted') {
       await releaseLogEntry(env, job);
       await saveJob(env.store, layout, { ...job, state: 'aborted' });
     }
-    await removeStagingDir(env, layout, lease);
+    await removeStagingDir(env.store, layout, lease);
     return { jobId: job.jobId, outcome: 'aborted' as const, scope };
   });
 }

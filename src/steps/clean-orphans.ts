@@ -2,10 +2,10 @@
 // Walks directories only (never reads a data file), never follows links, never enters a
 // leftover once found; nothing outside a listed leftover is ever removed.
 
-import { posix } from 'node:path';
 import { StageCommitError, StoreError, UsageError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
-import { COMMIT_FILE, JobLayout, JOB_FILE } from '../job/layout.js';
+import { JobLayout, JOB_FILE } from '../job/layout.js';
+import { isPastCommitPoint, stateOnStore } from '../job/open.js';
 import { isLeaseLive, readCurrentLease } from '../job/lease.js';
 import type { Entry, PendingUpload, Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
@@ -248,8 +248,8 @@ async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: num
     return { ...base, action: 'skipped', reason: `unreadable ${JOB_FILE}: ${(e as Error).message}` };
   }
   if (!job) return { ...base, action: 'skipped', reason: `${JOB_FILE} vanished during the scan` };
-  const past = job.state === 'committing' || job.state === 'committed' || (await store.stat(posix.join(path, COMMIT_FILE))) !== null;
-  const state = past && job.state === 'staged' ? 'committing' : job.state;
+  const state = await stateOnStore(store, layout, job);
+  const past = isPastCommitPoint(state);
   const withJob = { ...base, jobId: job.jobId, jobState: state };
   const lease = await readCurrentLease(store, layout);
   if (lease && isLeaseLive(lease, env)) return { ...withJob, action: 'skipped', reason: 'a live process holds its lease' };

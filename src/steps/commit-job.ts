@@ -22,8 +22,11 @@ import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import { checkTaskFiles } from './commit-task.js';
 import { reachCommitPoint, type CommitUnits } from './commit-point.js';
-import { openJob, removeStagingDir, withJobLease, type OpenJob } from './common.js';
+import type { OpenJob } from '../job/open.js';
+import { removeStagingDir } from '../job/staging-dir.js';
+import { declaredNotCommitted } from '../job/tasks.js';
 import type { StepEnv } from './env.js';
+import { runStep } from './runner.js';
 
 export interface CommitJobInput {
   readonly stagingPath: string;
@@ -66,14 +69,11 @@ export function committedTasks(job: JobManifest, claims: ReadonlyMap<string, Cla
     );
   }
   const committed = [...claims.values()];
-  if (job.tasks !== undefined) {
-    const missing: string[] = [];
-    for (let t = 0; t < job.tasks; t++) if (!claims.has(String(t))) missing.push(String(t));
-    if (missing.length) {
-      throw new IncompleteError(
-        `${missing.length} of ${job.tasks} declared task(s) are not committed: ${missing.slice(0, 20).join(', ')}${missing.length > 20 ? ', …' : ''}; commit them (or run 'stagecommit recover' to list them)`,
-      );
-    }
+  const missing = declaredNotCommitted(job, claims);
+  if (missing.length) {
+    throw new IncompleteError(
+      `${missing.length} of ${job.tasks} declared task(s) are not committed: ${missing.slice(0, 20).join(', ')}${missing.length > 20 ? ', …' : ''}; commit them (or run 'stagecommit recover' to list them)`,
+    );
   }
   return committed.sort((a, b) => compareTasks(a.task, b.task));
 }
@@ -212,7 +212,7 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   }
   if (plan.logEntry !== null) await log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now());
   env.emit({ type: 'phase', label: 'removing the staging dir' });
-  await removeStagingDir(env, layout, lease);
+  await removeStagingDir(store, layout, lease);
   // The log is tidied by the run that made the entry, from the listing it already holds.
   if (listing) await log.prune(listing, env.now()).catch((e: unknown) => env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }));
   return { success: store.toUri(success) };
@@ -246,7 +246,7 @@ async function removeSuccessTemps(store: Store, targetPath: string): Promise<voi
 }
 
 export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<CommitJobResult> {
-  return withJobLease(env, await openJob(env, input.stagingPath), 'commit-job', (open, lease) => commitJobLocked(env, open, lease));
+  return runStep(env, input.stagingPath, { name: 'commit-job', lease: true }, (open, lease) => commitJobLocked(env, open, lease));
 }
 
 /** commit-job's work, for a caller that holds the job lease (commit-job itself, recover). */

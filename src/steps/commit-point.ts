@@ -5,7 +5,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConflictError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
-import type { OpenJob } from './common.js';
+import type { OpenJob } from '../job/open.js';
 import { JobLayout } from '../job/layout.js';
 import { isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { describeUnit, overlap, TableLog, type DoneOutcome, type LogEntry, type LogListing } from '../job/table-log.js';

@@ -10,8 +10,9 @@ import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '.
 import { attemptFiles } from '../job/tasks.js';
 import { publishV2 } from '../plan/publish-v2.js';
 import { promoteOutput } from '../store/operations.js';
-import { openJob, requireState } from './common.js';
+import { requireState, type OpenJob } from '../job/open.js';
 import type { StepEnv } from './env.js';
+import { runStep } from './runner.js';
 
 export interface CommitTaskInput {
   readonly stagingPath: string;
@@ -50,10 +51,13 @@ function checkDeclared(job: JobManifest, task: string): void {
 }
 
 export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<CommitTaskResult> {
-  const { store } = env;
   const task = checkTaskId(input.task);
   const attempt = checkAttempt(input.attempt);
-  const open = await openJob(env, input.stagingPath);
+  return runStep(env, input.stagingPath, { name: 'commit-task' }, (open) => commitAttempt(env, open, task, attempt));
+}
+
+async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt: number): Promise<CommitTaskResult> {
+  const { store } = env;
   const { job, layout } = open;
   checkDeclared(job, task);
   const app = job.appAttempt;

@@ -12,8 +12,11 @@ import { commitJobLocked } from './commit-job.js';
 import { releaseLogEntry } from './commit-point.js';
 import { publishV2 } from '../plan/publish-v2.js';
 import { promotedOutput } from '../store/operations.js';
-import { openJob, removeStagingDir, withJobLease, type OpenJob } from './common.js';
+import type { OpenJob } from '../job/open.js';
+import { removeStagingDir } from '../job/staging-dir.js';
+import { attemptsByTask, declaredNotCommitted } from '../job/tasks.js';
 import type { StepEnv } from './env.js';
+import { runStep } from './runner.js';
 
 export interface RecoverInput {
   readonly stagingPath: string;
@@ -35,7 +38,7 @@ export interface RecoverResult {
 }
 
 export async function recover(env: StepEnv, input: RecoverInput): Promise<RecoverResult> {
-  return withJobLease(env, await openJob(env, input.stagingPath), 'recover', (open, lease) => recoverLocked(env, open, lease));
+  return runStep(env, input.stagingPath, { name: 'recover', lease: true }, (open, lease) => recoverLocked(env, open, lease!));
 }
 
 async function recoverLocked(env: StepEnv, open: OpenJob, lease: Lease): Promise<RecoverResult> {
@@ -43,7 +46,7 @@ async function recoverLocked(env: StepEnv, open: OpenJob, lease: Lease): Promise
   const { job, layout } = open;
   const base = { jobId: job.jobId, appAttempt: job.appAttempt, committedTasks: [], tasksToRun: [], finished: [], undone: [] };
   if (open.state === 'aborted') {
-    await removeStagingDir(env, layout, lease);
+    await removeStagingDir(store, layout, lease);
     return { ...base, state: 'aborted', rolledForward: false };
   }
   if (open.state === 'committing' || open.state === 'committed') {
@@ -79,7 +82,7 @@ async function recoverLocked(env: StepEnv, open: OpenJob, lease: Lease): Promise
   for (const d of decisions.values()) {
     if (d.outcome === 'abort' || winners.has(d.taskAttempt)) await decide(store, layout, next, d);
   }
-  const attempted = await attemptedTasks(store, layout, job);
+  const attempted = new Set((await attemptsByTask(store, layout, job.jobId, app)).keys());
   for (const d of decisions.values()) {
     const task = taskOfAttempt(job.jobId, d.taskAttempt);
     if (task) attempted.add(task);
@@ -97,13 +100,8 @@ async function recoverLocked(env: StepEnv, open: OpenJob, lease: Lease): Promise
   await store.delete(layout.trash, true);
 
   const committedTasks = [...claims.keys()].sort(compareTasks);
-  let tasksToRun: string[];
-  if (job.tasks !== undefined) {
-    tasksToRun = [];
-    for (let t = 0; t < job.tasks; t++) if (!claims.has(String(t))) tasksToRun.push(String(t));
-  } else {
-    tasksToRun = [...attempted].filter((t) => !claims.has(t)).sort(compareTasks);
-  }
+  // Every claim left is committed now: the interrupted ones were finished or undone above.
+  const tasksToRun = job.tasks !== undefined ? declaredNotCommitted(job, claims) : [...attempted].filter((t) => !claims.has(t)).sort(compareTasks);
   return { jobId: job.jobId, state: 'staged', appAttempt: next, committedTasks, tasksToRun, finished, undone, rolledForward: false };
 }
 
@@ -122,16 +120,6 @@ async function finishableRoot(env: StepEnv, layout: JobLayout, job: JobManifest,
   }
   const root = await promotedOutput(store, attemptDir, layout.committedTaskDir(job.appAttempt, claim.task), claim.files);
   return root === null ? null : layout.relative(root);
-}
-
-/** Tasks that had an attempt dir in the current app attempt. */
-async function attemptedTasks(store: Store, layout: JobLayout, job: JobManifest): Promise<Set<string>> {
-  const out = new Set<string>();
-  for (const e of await store.list(layout.attemptsDir(job.appAttempt))) {
-    const task = taskOfAttempt(job.jobId, e.name);
-    if (task) out.add(task);
-  }
-  return out;
 }
 
 /** Deletes everything under `dir` except the kept staging-relative roots (and their ancestors). */

@@ -9,8 +9,9 @@ import { ATTEMPT_MARKER, taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionPath, type PartitionValue } from '../paths.js';
 import { isTempName, TEMP_PREFIX } from '../store/temp-names.js';
 import { forEachLimit } from '../util/pool.js';
-import { openJob, requireState } from './common.js';
+import type { OpenJob } from '../job/open.js';
 import type { StepEnv } from './env.js';
+import { runStep } from './runner.js';
 
 export type StagedSource = { readonly localPath: string; readonly name: string } | { readonly stream: Readable; readonly name: string };
 
@@ -56,12 +57,14 @@ export function taskPartitionPath(job: JobManifest, given: readonly PartitionVal
 }
 
 export async function stageFiles(env: StepEnv, input: StageFilesInput): Promise<StageFilesResult> {
-  const { store } = env;
   const task = checkTaskId(input.task);
   const attempt = checkAttempt(input.attempt);
-  const open = await openJob(env, input.stagingPath);
+  return runStep(env, input.stagingPath, { name: 'stage', states: { allowed: ['staged'], doing: 'stage files' } }, (open) => stageInto(env, open, input, task, attempt));
+}
+
+async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, task: string, attempt: number): Promise<StageFilesResult> {
+  const { store } = env;
   const { job, layout } = open;
-  requireState(open, ['staged'], 'stage files');
   const part = taskPartitionPath(job, input.partition, !input.printPath);
   const names = input.files.map((f) => checkRelativePath(f.name, 'file name'));
   const reserved = names.find((n) => n.split('/').some(isTempName));

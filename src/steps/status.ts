@@ -3,10 +3,12 @@
 import { readClaims, readDecisions } from '../job/claims.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import type { JobManifest } from '../job/job.js';
+import type { OpenJob } from '../job/open.js';
 import { taskOfAttempt } from '../job/layout.js';
+import { attemptsByTask, declaredNotCommitted } from '../job/tasks.js';
 import { compareTasks } from '../paths.js';
-import { openJob } from './common.js';
 import type { StepEnv } from './env.js';
+import { runStep } from './runner.js';
 
 export interface TaskStatus {
   readonly task: string;
@@ -29,9 +31,12 @@ export interface StatusResult {
   readonly lease: { readonly live: boolean; readonly holder: string } | null;
 }
 
-export async function status(env: StepEnv, input: { stagingPath: string }): Promise<StatusResult> {
+export function status(env: StepEnv, input: { stagingPath: string }): Promise<StatusResult> {
+  return runStep(env, input.stagingPath, { name: 'status' }, (open) => statusOf(env, open));
+}
+
+async function statusOf(env: StepEnv, open: OpenJob): Promise<StatusResult> {
   const { store } = env;
-  const open = await openJob(env, input.stagingPath);
   const { job, layout } = open;
   const app = job.appAttempt;
   const [claims, decisions] = await Promise.all([readClaims(store, layout, job.jobId, app), readDecisions(store, layout, app)]);
@@ -41,10 +46,7 @@ export async function status(env: StepEnv, input: { stagingPath: string }): Prom
     if (!e) byTask.set(t, (e = { attempts: new Set(), aborted: new Set() }));
     return e;
   };
-  for (const e of await store.list(layout.attemptsDir(app))) {
-    const t = taskOfAttempt(job.jobId, e.name);
-    if (t) entry(t).attempts.add(e.name);
-  }
+  for (const [t, names] of await attemptsByTask(store, layout, job.jobId, app)) for (const n of names) entry(t).attempts.add(n);
   for (const d of decisions.values()) {
     const t = taskOfAttempt(job.jobId, d.taskAttempt);
     if (t && d.outcome === 'abort') entry(t).aborted.add(d.taskAttempt);
@@ -58,8 +60,7 @@ export async function status(env: StepEnv, input: { stagingPath: string }): Prom
     return { task, state, attempts, winner: c?.taskAttempt, files: c ? files.length : 0, bytes: c ? files.reduce((a, f) => a + f.size, 0) : 0 };
   });
   tasks.sort((a, b) => compareTasks(a.task, b.task));
-  const declaredMissing: string[] = [];
-  if (job.tasks !== undefined) for (let t = 0; t < job.tasks; t++) if (claims.get(String(t))?.state !== 'committed') declaredMissing.push(String(t));
+  const declaredMissing = declaredNotCommitted(job, claims);
   const lease = await readCurrentLease(store, layout);
   const committed = tasks.filter((t) => t.state === 'committed');
   return {

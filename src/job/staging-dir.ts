@@ -1,0 +1,36 @@
+// Removing a job's staging dir when the job is over (committed or aborted).
+
+import { posix } from 'node:path';
+import { StoreError } from '../errors.js';
+import type { Store } from '../store/types.js';
+import { COMMIT_FILE, defaultStagingParents, JOB_FILE, type JobLayout } from './layout.js';
+import type { Lease } from './lease.js';
+
+/** Removes the staging dir whole, `_job.yaml` last, so a half-done cleanup is still a job. */
+export async function removeStagingDir(store: Store, layout: JobLayout, lease?: Lease): Promise<void> {
+  await lease?.stopRenewal();
+  // Uploads a killed `stage` left behind (S3 multipart) would be billed forever: abort them.
+  if (store.listUploads && store.abortUpload) {
+    for (const u of await store.listUploads(layout.root)) await store.abortUpload(u);
+  }
+  const entries = await store.list(layout.root);
+  const last = new Set([JOB_FILE, COMMIT_FILE, lease ? posix.basename(lease.path) : '']);
+  await Promise.all(entries.filter((e) => !last.has(e.name)).map((e) => store.delete(e.path, e.kind === 'dir')));
+  await store.delete(layout.commitFile, false);
+  // `_job.yaml` (and our lease) is all that is left: they and the directory go in one operation.
+  // A racing step's lease file can appear meanwhile (it will find no job): remove it too.
+  for (let i = 0; ; i++) {
+    try {
+      await store.delete(layout.root, true);
+      break;
+    } catch (e) {
+      if (!(e instanceof StoreError && e.kind === 'exists') || i >= 5) throw e;
+    }
+  }
+  // Tidy the default layout's empty parents; another job's files keep them in place.
+  if (!store.caps.realDirectories) return;
+  for (const dir of defaultStagingParents(layout.root)) {
+    if ((await store.list(dir)).length > 0) break;
+    await store.delete(dir, false).catch(() => false);
+  }
+}

@@ -1,0 +1,59 @@
+// The one way a step meets its job (Hadoop's AbstractJobOrTaskStage): open it, take its lease when
+// the step drives the job, check the state the step may run in, release the lease however the step
+// ends. Each step is then only its logic.
+
+import { type JobState } from '../job/job.js';
+import { Lease } from '../job/lease.js';
+import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.js';
+import type { StepEnv } from './env.js';
+
+export interface StepRule<T> {
+  /** The step's name, recorded in the lease: 'commit-job'. */
+  readonly name: string;
+  /** Run under the job lease (steps that drive the job: commit-job, abort, recover). */
+  readonly lease?: boolean;
+  /** States the step may start in, and what it does for the refusal ("cannot <doing>"). */
+  readonly states?: { readonly allowed: readonly JobState[]; readonly doing: string };
+  /** The answer when the handle names no job at all (abort: nothing to do, like rm -f). */
+  readonly ifGone?: () => T;
+}
+
+export async function runStep<T>(env: StepEnv, stagingPath: string, rule: StepRule<T>, body: (open: OpenJob, lease?: Lease) => Promise<T>): Promise<T> {
+  let open: OpenJob;
+  try {
+    open = await openJob(env, stagingPath);
+  } catch (e) {
+    if (rule.ifGone && e instanceof JobGoneError) return rule.ifGone();
+    throw e;
+  }
+  if (!rule.lease) {
+    if (rule.states) requireState(open, rule.states.allowed, rule.states.doing);
+    return body(open);
+  }
+  return withJobLease(env, open, rule.name, async (locked, lease) => {
+    if (rule.states) requireState(locked, rule.states.allowed, rule.states.doing);
+    return body(locked, lease);
+  });
+}
+
+/**
+ * Runs under the job lease: the job is read again once the lease is held, since another driver
+ * may have moved it on meanwhile.
+ */
+async function withJobLease<T>(env: StepEnv, open: OpenJob, op: string, fn: (open: OpenJob, lease: Lease) => Promise<T>): Promise<T> {
+  const lease = await Lease.acquire(env.store, open.layout, env, op);
+  let again: OpenJob;
+  try {
+    again = await openJob(env, open.layout.root);
+  } catch (e) {
+    await lease.release();
+    // The job finished while we took the lease: our lease file must not leave a staging dir behind.
+    if (e instanceof JobGoneError && env.store.caps.realDirectories) await env.store.delete(open.layout.root, false).catch(() => false);
+    throw e;
+  }
+  try {
+    return await fn(again, lease);
+  } finally {
+    await lease.release();
+  }
+}
