@@ -51,19 +51,29 @@ export class CorruptManifestError extends StageCommitError {
   }
 }
 
-export type StoreErrorKind = 'not-found' | 'exists' | 'refused' | 'io';
+/**
+ * What went wrong in a store: 'not-found' and 'exists' as the Store contract says; 'refused'
+ * (permission, a capability that does not hold); 'io' (anything else); 'no-location' (the URI names
+ * a place this store does not have, such as a missing bucket: bad input, exit 2).
+ */
+export type StoreErrorKind = 'not-found' | 'exists' | 'refused' | 'io' | 'no-location';
 
-/** A store operation failed; keeps the store's own message and the paths involved (exit 1). */
+/** A store operation failed; keeps the store's own message and the paths involved (exit 1; 'no-location' exit 2). */
 export class StoreError extends StageCommitError {
   readonly kind: StoreErrorKind;
   readonly op: string;
   readonly paths: string[];
   constructor(kind: StoreErrorKind, op: string, paths: string[], detail: string) {
-    super(ExitCode.failed, `${op} ${paths.join(' -> ')}: ${detail}`);
+    super(kind === 'no-location' ? ExitCode.usage : ExitCode.failed, paths.length ? `${op} ${paths.join(' -> ')}: ${detail}` : detail);
     this.kind = kind;
     this.op = op;
     this.paths = paths;
   }
+}
+
+/** A rule the code itself keeps was broken (a planner invariant): a bug, not bad input (exit 1). */
+export class InternalError extends StageCommitError {
+  constructor(message: string) { super(ExitCode.failed, message); }
 }
 
 /** Thrown by the fault-injection store; never caught by the protocol. */

@@ -3,7 +3,7 @@
 // unfinished phase.
 
 import { posix } from 'node:path';
-import { StoreError } from '../errors.js';
+import { InternalError, StoreError } from '../errors.js';
 import type { Store } from '../store/types.js';
 import { forEachLimit } from '../util/pool.js';
 import type { Loc, PlanOp, PlanPhase } from './plan.js';
@@ -22,7 +22,7 @@ export function resolveLoc(ctx: Pick<ApplyContext, 'stagingPath' | 'targetPath'>
   // Plan paths are already normal (relative, no '.' or '..' segments): concatenation suffices.
   const rel = loc.slice(2);
   const base = loc.startsWith('s:') ? ctx.stagingPath : loc.startsWith('t:') ? ctx.targetPath : null;
-  if (base === null) throw new Error(`bad plan location '${loc}'`);
+  if (base === null) throw new InternalError(`bad plan location '${loc}'`);
   return rel === '' ? base : base.endsWith('/') ? base + rel : `${base}/${rel}`;
 }
 

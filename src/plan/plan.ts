@@ -1,7 +1,7 @@
 // The commit plan as data: what moves where and what an overwrite displaces. Pure: no store.
 
 import { posix } from 'node:path';
-import { ConflictError, UsageError } from '../errors.js';
+import { ConflictError, InternalError } from '../errors.js';
 import { isDataName } from '../paths.js';
 import { OUTPUT_DIR, TRASH_DIR } from '../job/layout.js';
 import type { PublishStrategy } from '../store/operations.js';
@@ -155,7 +155,7 @@ class Planner {
 
   private targetChildren(rel: string): ReadonlyMap<string, TargetKind> {
     const c = this.input.target.dirs.get(rel);
-    if (!c) throw new Error(`planner: target directory '${rel}' was not listed`);
+    if (!c) throw new InternalError(`planner: target directory '${rel}' was not listed`);
     return c;
   }
 
@@ -374,7 +374,7 @@ export function partitionsOf(files: readonly { path: string }[], depth: number):
 
 export function planCommit(input: PlanInput, partitionDepth: number): CommitPlan {
   if (input.mode === 'create' && input.target.exists) {
-    throw new UsageError('planner: create mode needs an absent target');
+    throw new InternalError('planner: create mode needs an absent target');
   }
   const tree = buildTree(input.sources, input.identical);
   if (input.mode === 'append' && input.target.exists) {

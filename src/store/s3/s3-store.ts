@@ -19,7 +19,7 @@ import {
   UploadPartCopyCommand,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
-import { StoreError, UsageError } from '../../errors.js';
+import { StoreError } from '../../errors.js';
 import type { Entry, ListOptions, PendingUpload, RenameOptions, Store, StoreCapabilities } from '../types.js';
 
 const CAPS: StoreCapabilities = {
@@ -53,6 +53,9 @@ export function splitPath(p: string): { bucket: string; key: string } {
 export function copySource(bucket: string, key: string): string {
   return `${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
 }
+
+/** How often a conditional create answered 409 (another in flight) is tried again before it fails. */
+const CONFLICT_RETRIES = 20;
 
 function status(e: unknown): number | undefined {
   return (e as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
@@ -149,7 +152,7 @@ export class S3Store implements Store {
         token = r.IsTruncated ? r.NextContinuationToken : undefined;
       } while (token);
     } catch (e) {
-      if (errName(e) === 'NoSuchBucket') throw new UsageError(`bucket '${bucket}' does not exist: create it, or check the URI`);
+      if (errName(e) === 'NoSuchBucket') throw new StoreError('no-location', 'list', [], `bucket '${bucket}' does not exist: create it, or check the URI`);
       throw this.fail(e, 'list', [dir]);
     }
     return out;
@@ -193,7 +196,7 @@ export class S3Store implements Store {
     }
   }
 
-  async createExclusive(p: string, data: Buffer | string): Promise<boolean> {
+  async createExclusive(p: string, data: Buffer | string, conflicts = 0): Promise<boolean> {
     const { bucket, key } = splitPath(p);
     try {
       await this.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, IfNoneMatch: '*' }));
@@ -201,9 +204,9 @@ export class S3Store implements Store {
     } catch (e) {
       if (status(e) === 412) return false;
       // 409 ConditionalRequestConflict: a concurrent conditional write is in flight; it decides.
-      if (status(e) === 409) {
-        await new Promise((r) => setTimeout(r, 50));
-        return this.createExclusive(p, data);
+      if (status(e) === 409 && conflicts < CONFLICT_RETRIES) {
+        await new Promise((r) => setTimeout(r, 50 * Math.min(conflicts + 1, 10)));
+        return this.createExclusive(p, data, conflicts + 1);
       }
       throw this.fail(e, 'createExclusive', [p]);
     }

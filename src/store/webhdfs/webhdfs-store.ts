@@ -64,7 +64,7 @@ export class WebHdfsStore implements Store {
   private readonly fetch: typeof fetch;
 
   constructor(readonly settings: WebHdfsSettings) {
-    if (settings.nameNodes.length === 0) throw new Error('WebHDFS: no name node configured');
+    if (settings.nameNodes.length === 0) throw new StoreError('refused', 'connect', [], 'WebHDFS: no name node configured');
     this.fetch = settings.fetch ?? fetch;
   }
 
@@ -91,41 +91,34 @@ export class WebHdfsStore implements Store {
   private async call(method: Method, op: string, p: string, params: Record<string, string | undefined> = {}, body?: BodyInit): Promise<Response> {
     const n = this.settings.nameNodes.length;
     let lastError: unknown;
-    for (let attempt = 0, failovers = 0; attempt <= this.settings.retries; ) {
+    for (let attempt = 0, failovers = 0; ; ) {
       const base = this.settings.nameNodes[this.active]!;
       const url = `${base.replace(/\/$/, '')}/webhdfs/v1${encodePath(p)}?${this.query(op, params)}`;
-      let res: Response;
+      let res: Response | null = null;
+      let exception: string | undefined;
       try {
         this.requests++;
         res = await this.fetch(url, { method, redirect: 'manual', body, duplex: body ? 'half' : undefined } as RequestInit);
       } catch (e) {
         lastError = e;
-        if (failovers < n - 1) {
-          this.active = (this.active + 1) % n;
-          failovers++;
-          continue;
-        }
-        failovers = 0;
-        attempt++;
-        await sleep(this.settings.retryBaseMs * 2 ** attempt);
+      }
+      if (res && (res.status === 403 || res.status >= 500)) exception = (await this.remote(res.clone()))?.exception;
+      // No answer, or a standby: the next name node, while one is left untried this round.
+      if ((res === null || exception === 'StandbyException') && failovers < n - 1) {
+        this.active = (this.active + 1) % n;
+        failovers++;
         continue;
       }
-      if (res.status === 403 || res.status >= 500) {
-        const remote = await this.remote(res.clone());
-        if (remote?.exception === 'StandbyException' && failovers < n - 1) {
-          this.active = (this.active + 1) % n;
-          failovers++;
-          continue;
-        }
-        const transient = res.status >= 500 || remote?.exception === 'RetriableException' || remote?.exception === 'StandbyException';
-        if (transient && attempt < this.settings.retries) {
-          failovers = 0;
-          attempt++;
-          await sleep(this.settings.retryBaseMs * 2 ** attempt);
-          continue;
-        }
+      const transient = res === null || res.status >= 500 || exception === 'RetriableException' || exception === 'StandbyException';
+      if (!transient) return res!;
+      if (attempt >= this.settings.retries) {
+        if (res) return res;
+        break;
       }
-      return res;
+      // The one backoff: every name node was tried (or the answer was transient); wait, then again.
+      failovers = 0;
+      attempt++;
+      await sleep(this.settings.retryBaseMs * 2 ** attempt);
     }
     throw new StoreError('io', op, [this.toUri(p)], `no name node answered (${this.settings.nameNodes.join(', ')}): ${(lastError as Error)?.message ?? lastError}`);
   }
