@@ -76,7 +76,10 @@ export class InternalError extends StageCommitError {
   constructor(message: string) { super(ExitCode.failed, message); }
 }
 
-/** Thrown by the fault-injection store; never caught by the protocol. */
+/**
+ * Thrown by the fault-injection store (tests). Steps let it through like any failure; clean-orphans
+ * records it as that leftover's reason and goes on, as it does with every error.
+ */
 export class InjectedFault extends Error {
   constructor(readonly point: number, readonly op: string, readonly path: string) {
     super(`injected fault at mutation ${point} (${op} ${path})`);

@@ -21,11 +21,6 @@ export function escapePartitionValue(value: string | null | undefined): string {
   return out;
 }
 
-export function unescapePartitionValue(escaped: string): string {
-  if (escaped === HIVE_DEFAULT_PARTITION) return '';
-  return escaped.replace(/%([0-9A-Fa-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
-}
-
 const COLUMN = /^[a-z0-9][a-z0-9_]*$/;
 
 /** Lower-cases and checks a partition column name. */

@@ -4,7 +4,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decodeManifest, encodeManifest } from '../src/manifest/codec.js';
 import { decodeJob } from '../src/job/job.js';
-import { checkRelativePath, escapePartitionValue, parsePartitionArg, partitionOfFile, unescapePartitionValue } from '../src/paths.js';
+import { checkRelativePath, escapePartitionValue, parsePartitionArg, partitionOfFile } from '../src/paths.js';
+
+/** Hive's unescapePathName: how readers decode a partition directory name. */
+function unescapePartitionValue(escaped: string): string {
+  return escaped.replace(/%([0-9A-Fa-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+}
 
 test('partition values are escaped as Hive FileUtils.escapePathName does', () => {
   assert.equal(escapePartitionValue('2026-11-30'), '2026-11-30');

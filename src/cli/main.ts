@@ -89,7 +89,7 @@ export class Ui {
   /** Progress from the steps: a spinner on a TTY, lines with --verbose, nothing otherwise. */
   event(e: StepEvent): void {
     if (e.type === 'warn') return this.message(chalk.yellow(`warning: ${e.message}`));
-    const text = e.type === 'progress' ? `${e.label} ${e.done}/${e.total}` : e.type === 'phase' ? e.label : e.message;
+    const text = e.type === 'progress' ? `${e.label} ${e.done}/${e.total}` : e.label;
     if (e.type !== 'progress') this.verbose(text);
     if (!this.interactive) return;
     this.spinnerText = text;

@@ -180,12 +180,6 @@ export class Fields {
     return this.doc[field] === null ? null : this.count(field);
   }
 
-  bool(field: string): boolean {
-    const v = this.doc[field];
-    if (typeof v !== 'boolean') this.fail(field, 'is missing or not true/false');
-    return v;
-  }
-
   oneOf<T extends string>(field: string, allowed: readonly T[]): T {
     const v = this.doc[field];
     if (typeof v !== 'string' || !allowed.includes(v as T)) this.fail(field, `is '${String(v)}', expected one of ${allowed.join(', ')}`);

@@ -1,6 +1,6 @@
-// Applies a commit plan. Every operation is idempotent, and finished phases are recorded by the
-// caller, so a plan interrupted at any point is finished by applying it again from the first
-// unfinished phase.
+// Applies a commit plan. An operation is idempotent within its phase, not across phases (a later
+// phase may move on what an earlier one made), so the caller records each finished phase and an
+// interrupted plan resumes at the first unfinished one; applying it again from the start is unsafe.
 
 import { posix } from 'node:path';
 import { InternalError, StoreError } from '../errors.js';

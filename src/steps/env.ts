@@ -6,7 +6,6 @@ import type { Store } from '../store/types.js';
 export type StepEvent =
   | { readonly type: 'phase'; readonly label: string }
   | { readonly type: 'progress'; readonly label: string; readonly done: number; readonly total: number }
-  | { readonly type: 'info'; readonly message: string }
   | { readonly type: 'warn'; readonly message: string };
 
 export interface StepEnv {

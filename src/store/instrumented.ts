@@ -19,9 +19,7 @@ export class InstrumentedStore implements Store {
     this.requestBase = inner.requestCount?.() ?? 0;
   }
 
-  get name(): string { return this.inner.name; }
   get caps() { return this.inner.caps; }
-  get mutationCount(): number { return this.mutations; }
 
   private count(op: StoreOp): void {
     this.counts[op] = (this.counts[op] ?? 0) + 1;

@@ -54,7 +54,6 @@ async function syncFile(p: string): Promise<void> {
 }
 
 export class LocalStore implements Store {
-  readonly name = 'local';
   readonly caps = CAPS;
 
   toUri(p: string): string {

@@ -61,16 +61,15 @@ export interface RenameOptions {
  * - reads of a missing path return null (stat, readFile) or [] (list): never an error;
  * - rename without `replace` onto an existing path fails with 'exists'; a missing source fails
  *   with 'not-found'; the destination's parent must exist (mkdirs first);
- * - delete of a missing path returns false: cleanup is idempotent;
+ * - delete of a missing path succeeds: cleanup is idempotent (what it answers is not to be relied on);
  * - createExclusive returns false when the path exists.
  */
 export interface Store {
-  readonly name: string;
   readonly caps: StoreCapabilities;
   /** The URI a user would type for this path. */
   toUri(path: string): string;
   stat(path: string): Promise<Entry | null>;
-  /** Direct children of a directory; [] when it does not exist. */
+  /** Direct children of a directory, held in memory whole (not streamed); [] when it does not exist. */
   list(dir: string, opts?: ListOptions): Promise<Entry[]>;
   readFile(path: string): Promise<Buffer | null>;
   /** Writes a whole file: readers see the old content or the new, never a part. Creates parents. */

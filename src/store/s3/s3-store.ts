@@ -66,7 +66,6 @@ function errName(e: unknown): string {
 }
 
 export class S3Store implements Store {
-  readonly name = 's3';
   readonly caps = CAPS;
   readonly client: S3Client;
 

@@ -36,13 +36,6 @@ interface RemoteException {
   message: string;
 }
 
-/** A name node answered with an error; kept typed so callers can tell "exists" from "not found". */
-export class WebHdfsError extends StoreError {
-  constructor(kind: StoreErrorKind, op: string, paths: string[], readonly status: number, readonly remote: RemoteException | null, detail: string) {
-    super(kind, op, paths, detail);
-  }
-}
-
 function kindOf(status: number, exception: string | undefined): StoreErrorKind {
   if (status === 404 || exception === 'FileNotFoundException') return 'not-found';
   if (exception === 'FileAlreadyExistsException') return 'exists';
@@ -57,7 +50,6 @@ export function encodePath(p: string): string {
 type Method = 'GET' | 'PUT' | 'DELETE';
 
 export class WebHdfsStore implements Store {
-  readonly name = 'hdfs';
   readonly caps = CAPS;
   private active = 0;
   private requests = 0;
@@ -132,10 +124,10 @@ export class WebHdfsStore implements Store {
     }
   }
 
-  private async failure(res: Response, op: string, paths: string[]): Promise<WebHdfsError> {
+  private async failure(res: Response, op: string, paths: string[]): Promise<StoreError> {
     const remote = await this.remote(res);
     const detail = remote ? `${remote.exception}: ${remote.message}` : `HTTP ${res.status}`;
-    return new WebHdfsError(kindOf(res.status, remote?.exception), op, paths.map((p) => this.toUri(p)), res.status, remote, detail);
+    return new StoreError(kindOf(res.status, remote?.exception), op, paths.map((p) => this.toUri(p)), detail);
   }
 
   private async json<T>(res: Response, op: string, paths: string[]): Promise<T> {
