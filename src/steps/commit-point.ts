@@ -36,6 +36,17 @@ async function holderState(env: StepEnv, e: LogEntry): Promise<HolderState> {
   return (await env.store.stat(layout.commitFile)) ? 'stopped' : 'undecided';
 }
 
+/** Why this job cannot commit while `e` holds `where`: its holder is running, or stopped. */
+function heldBy(job: JobManifest, e: LogEntry, where: string, state: HolderState): ConflictError {
+  return new ConflictError(
+    state === 'live'
+      ? `job ${job.jobId} waited for job ${e.jobId}, which is still committing ${describeUnit(where)} (${e.handle}): nothing was changed; run commit-job again when it has finished`
+      : state === 'stopped'
+        ? `job ${e.jobId} passed its commit point for ${describeUnit(where)} but did not finish (killed?): nothing was changed; finish it with 'stagecommit recover --job ${e.handle}', then run commit-job again`
+        : `job ${e.jobId} holds ${describeUnit(where)} in the table log but stopped before its commit point (killed?): nothing was changed; run 'stagecommit recover --job ${e.handle}' (or abort it), then run commit-job again`,
+  );
+}
+
 function sameSet(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
 }
@@ -104,13 +115,7 @@ export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: Co
         wait = e;
         continue;
       }
-      throw new ConflictError(
-        state === 'live'
-          ? `job ${job.jobId} waited for job ${e.jobId}, which is still committing ${describeUnit(where)} (${e.handle}): nothing was changed; run commit-job again when it has finished`
-          : state === 'stopped'
-            ? `job ${e.jobId} passed its commit point for ${describeUnit(where)} but did not finish (killed?): nothing was changed; finish it with 'stagecommit recover --job ${e.handle}', then run commit-job again`
-            : `job ${e.jobId} holds ${describeUnit(where)} in the table log but stopped before its commit point (killed?): nothing was changed; run 'stagecommit recover --job ${e.handle}' (or abort it), then run commit-job again`,
-      );
+      throw heldBy(job, e, where, state);
     }
     if (wait) {
       env.emit({ type: 'phase', label: `waiting for job ${wait.jobId} to finish its commit` });

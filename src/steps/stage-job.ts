@@ -54,6 +54,25 @@ export function resolvePartitioning(partition: readonly PartitionValue[], partit
   return cols;
 }
 
+/** Where the staging dir may be: never around the target, never inside it where readers see it. */
+function checkStagingPlace(env: StepEnv, targetPath: string, stagingPath: string, mode: Mode): void {
+  const { store } = env;
+  if (isInside(targetPath, stagingPath)) {
+    throw new UsageError(`the target ${store.toUri(targetPath)} is inside the staging dir ${store.toUri(stagingPath)}: choose another --staging-dir`);
+  }
+  if (isInside(stagingPath, targetPath)) {
+    if (mode === 'create') {
+      throw new UsageError(`the staging dir ${store.toUri(stagingPath)} is inside the target, and making it would make the target exist, which --mode create refuses at commit: choose a --staging-dir outside the target`);
+    }
+    const rel = posix.relative(targetPath, stagingPath);
+    if (rel.split('/').every(isDataName)) {
+      throw new UsageError(
+        `the staging dir ${store.toUri(stagingPath)} is inside the target, where readers would see it: choose a --staging-dir outside it (or under a name starting with '_' or '.')`,
+      );
+    }
+  }
+}
+
 export async function stageJob(env: StepEnv, input: StageJobInput): Promise<StageJobResult> {
   const { store } = env;
   if (input.algorithm === 'v2' && input.mode === 'overwrite') {
@@ -73,20 +92,7 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
   if (targetPath === '/') throw new UsageError('the target cannot be the root of the store: give a table directory');
 
   const stagingPath = (input.stagingPath ?? posix.join(input.stagingRoot ?? defaultStagingRoot(targetPath), jobId)).replace(/\/+$/, '');
-  if (isInside(targetPath, stagingPath)) {
-    throw new UsageError(`the target ${store.toUri(targetPath)} is inside the staging dir ${store.toUri(stagingPath)}: choose another --staging-dir`);
-  }
-  if (isInside(stagingPath, targetPath)) {
-    if (input.mode === 'create') {
-      throw new UsageError(`the staging dir ${store.toUri(stagingPath)} is inside the target, and making it would make the target exist, which --mode create refuses at commit: choose a --staging-dir outside the target`);
-    }
-    const rel = posix.relative(targetPath, stagingPath);
-    if (rel.split('/').every(isDataName)) {
-      throw new UsageError(
-        `the staging dir ${store.toUri(stagingPath)} is inside the target, where readers would see it: choose a --staging-dir outside it (or under a name starting with '_' or '.')`,
-      );
-    }
-  }
+  checkStagingPlace(env, targetPath, stagingPath, input.mode);
 
   const target = await store.stat(targetPath);
   if (target && target.kind !== 'dir') {

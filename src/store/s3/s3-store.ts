@@ -6,9 +6,7 @@ import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
-  CompleteMultipartUploadCommand,
   CopyObjectCommand,
-  CreateMultipartUploadCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadObjectCommand,
@@ -16,54 +14,20 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
-  UploadPartCopyCommand,
-  type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { StoreError } from '../../errors.js';
 import type { Entry, ListOptions, PendingUpload, RenameOptions, Store, StoreCapabilities } from '../types.js';
+import { multipartCopy } from './copy.js';
+import { copySource, errName, splitPath, status } from './keys.js';
+import type { S3Settings } from './settings.js';
 
 const CAPS: StoreCapabilities = {
   directoryRename: false,
   realDirectories: false,
 };
 
-export interface S3Settings {
-  readonly client: S3ClientConfig;
-  /** Files above this size are copied with UploadPartCopy in parts (S3's CopyObject stops at 5 GiB). */
-  readonly multipartCopyThreshold: number;
-  readonly multipartCopyPartSize: number;
-  /** Uploads above this size go in parts. */
-  readonly multipartUploadPartSize: number;
-}
-
-export const DEFAULT_S3: Omit<S3Settings, 'client'> = {
-  multipartCopyThreshold: 5 * 1024 ** 3,
-  multipartCopyPartSize: 512 * 1024 ** 2,
-  multipartUploadPartSize: 16 * 1024 ** 2,
-};
-
-/** "/bucket/a/b" → { bucket, key: "a/b" }. */
-export function splitPath(p: string): { bucket: string; key: string } {
-  const trimmed = p.replace(/^\/+/, '');
-  const slash = trimmed.indexOf('/');
-  return slash < 0 ? { bucket: trimmed, key: '' } : { bucket: trimmed.slice(0, slash), key: trimmed.slice(slash + 1) };
-}
-
-/** CopySource is encoded per path segment (RGW rejects encodeURI of a whole key with '?'). */
-export function copySource(bucket: string, key: string): string {
-  return `${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
-}
-
 /** How often a conditional create answered 409 (another in flight) is tried again before it fails. */
 const CONFLICT_RETRIES = 20;
-
-function status(e: unknown): number | undefined {
-  return (e as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
-}
-
-function errName(e: unknown): string {
-  return (e as { name?: string; Code?: string })?.name ?? (e as { Code?: string })?.Code ?? '';
-}
 
 export class S3Store implements Store {
   readonly caps = CAPS;
@@ -228,7 +192,7 @@ export class S3Store implements Store {
     try {
       const size = await this.sizeForCopy(src);
       if (size !== null && size > this.settings.multipartCopyThreshold) {
-        await this.multipartCopy(s, d, size);
+        await multipartCopy(this.client, s, d, size, this.settings.multipartCopyPartSize);
         return;
       }
       await this.client.send(new CopyObjectCommand({ Bucket: d.bucket, Key: d.key, CopySource: copySource(s.bucket, s.key) }));
@@ -244,25 +208,6 @@ export class S3Store implements Store {
     const st = await this.stat(src);
     if (!st) throw new StoreError('not-found', 'copy', [this.toUri(src)], 'source does not exist');
     return st.size;
-  }
-
-  private async multipartCopy(s: { bucket: string; key: string }, d: { bucket: string; key: string }, size: number): Promise<void> {
-    const { UploadId } = await this.client.send(new CreateMultipartUploadCommand({ Bucket: d.bucket, Key: d.key }));
-    try {
-      const partSize = Math.max(5 * 1024 ** 2, this.settings.multipartCopyPartSize);
-      const parts: { ETag: string; PartNumber: number }[] = [];
-      for (let start = 0, n = 1; start < size; start += partSize, n++) {
-        const end = Math.min(size, start + partSize) - 1;
-        const r = await this.client.send(
-          new UploadPartCopyCommand({ Bucket: d.bucket, Key: d.key, UploadId, PartNumber: n, CopySource: copySource(s.bucket, s.key), CopySourceRange: `bytes=${start}-${end}` }),
-        );
-        parts.push({ ETag: r.CopyPartResult!.ETag!, PartNumber: n });
-      }
-      await this.client.send(new CompleteMultipartUploadCommand({ Bucket: d.bucket, Key: d.key, UploadId, MultipartUpload: { Parts: parts } }));
-    } catch (e) {
-      await this.client.send(new AbortMultipartUploadCommand({ Bucket: d.bucket, Key: d.key, UploadId })).catch(() => undefined);
-      throw e;
-    }
   }
 
   /** S3 deletes missing keys silently, so this cannot tell "was not there": it answers true. */

@@ -1,7 +1,22 @@
 // S3 settings from the config file's `s3:` section and the environment the AWS SDK knows.
 
+import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import { UsageError } from '../../errors.js';
-import { DEFAULT_S3, type S3Settings } from './s3-store.js';
+
+export interface S3Settings {
+  readonly client: S3ClientConfig;
+  /** Files above this size are copied with UploadPartCopy in parts (S3's CopyObject stops at 5 GiB). */
+  readonly multipartCopyThreshold: number;
+  readonly multipartCopyPartSize: number;
+  /** Uploads above this size go in parts. */
+  readonly multipartUploadPartSize: number;
+}
+
+export const DEFAULT_S3: Omit<S3Settings, 'client'> = {
+  multipartCopyThreshold: 5 * 1024 ** 3,
+  multipartCopyPartSize: 512 * 1024 ** 2,
+  multipartUploadPartSize: 16 * 1024 ** 2,
+};
 
 /** The environment variables that matter, passed in by the command-line layer. */
 export interface S3Env {

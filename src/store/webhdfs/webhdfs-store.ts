@@ -5,10 +5,13 @@
 import { createReadStream } from 'node:fs';
 import { posix } from 'node:path';
 import { Readable } from 'node:stream';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { StoreError, type StoreErrorKind } from '../../errors.js';
+import { StoreError } from '../../errors.js';
 import { tempPathFor } from '../temp-names.js';
 import type { Entry, ListOptions, RenameOptions, Store, StoreCapabilities } from '../types.js';
+import { NameNodes, type WebHdfsSettings } from './namenodes.js';
+
+export type { WebHdfsSettings } from './namenodes.js';
+export { encodePath } from './namenodes.js';
 
 const CAPS: StoreCapabilities = {
   directoryRename: true,
@@ -16,132 +19,30 @@ const CAPS: StoreCapabilities = {
   createsVisibleEarly: true,
 };
 
-export interface WebHdfsSettings {
-  /** Name node base URLs (http:// or https://), several for an HA pair; tried in order. */
-  readonly nameNodes: readonly string[];
-  /** How this store's URIs are written back: 'hdfs://mycluster'. */
-  readonly uriPrefix: string;
-  readonly user?: string;
-  readonly delegation?: string;
-  /** Transient failures (connection reset, 5xx, RetriableException) retried this many times. */
-  readonly retries: number;
-  readonly retryBaseMs: number;
-  /** A fetch with TLS settings (swebhdfs CA bundle); default: the global fetch. */
-  readonly fetch?: typeof fetch;
-}
-
-interface RemoteException {
-  exception: string;
-  javaClassName?: string;
-  message: string;
-}
-
-function kindOf(status: number, exception: string | undefined): StoreErrorKind {
-  if (status === 404 || exception === 'FileNotFoundException') return 'not-found';
-  if (exception === 'FileAlreadyExistsException') return 'exists';
-  return 'io';
-}
-
-/** Paths are encoded segment by segment: spaces, %, =, +, ?, # and unicode all survive. */
-export function encodePath(p: string): string {
-  return p.split('/').map(encodeURIComponent).join('/');
-}
-
-type Method = 'GET' | 'PUT' | 'DELETE';
-
 export class WebHdfsStore implements Store {
   readonly caps = CAPS;
-  private active = 0;
-  private requests = 0;
-  private readonly fetch: typeof fetch;
+
+  private readonly nn: NameNodes;
 
   constructor(readonly settings: WebHdfsSettings) {
-    if (settings.nameNodes.length === 0) throw new StoreError('refused', 'connect', [], 'WebHDFS: no name node configured');
-    this.fetch = settings.fetch ?? fetch;
+    this.nn = new NameNodes(settings);
   }
 
   requestCount(): number {
-    return this.requests;
+    return this.nn.requests;
   }
 
   toUri(p: string): string {
     return `${this.settings.uriPrefix}${p}`;
   }
 
-  private query(op: string, params: Record<string, string | undefined>): string {
-    const q = new URLSearchParams({ op });
-    for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, v);
-    if (this.settings.delegation) q.set('delegation', this.settings.delegation);
-    else if (this.settings.user) q.set('user.name', this.settings.user);
-    return q.toString();
-  }
-
-  /**
-   * One name node call with failover and retries. Standby name nodes and refused connections
-   * move to the next name node (remembered); transient errors back off and retry.
-   */
-  private async call(method: Method, op: string, p: string, params: Record<string, string | undefined> = {}, body?: BodyInit): Promise<Response> {
-    const n = this.settings.nameNodes.length;
-    let lastError: unknown;
-    for (let attempt = 0, failovers = 0; ; ) {
-      const base = this.settings.nameNodes[this.active]!;
-      const url = `${base.replace(/\/$/, '')}/webhdfs/v1${encodePath(p)}?${this.query(op, params)}`;
-      let res: Response | null = null;
-      let exception: string | undefined;
-      try {
-        this.requests++;
-        res = await this.fetch(url, { method, redirect: 'manual', body, duplex: body ? 'half' : undefined } as RequestInit);
-      } catch (e) {
-        lastError = e;
-      }
-      if (res && (res.status === 403 || res.status >= 500)) exception = (await this.remote(res.clone()))?.exception;
-      // No answer, or a standby: the next name node, while one is left untried this round.
-      if ((res === null || exception === 'StandbyException') && failovers < n - 1) {
-        this.active = (this.active + 1) % n;
-        failovers++;
-        continue;
-      }
-      const transient = res === null || res.status >= 500 || exception === 'RetriableException' || exception === 'StandbyException';
-      if (!transient) return res!;
-      if (attempt >= this.settings.retries) {
-        if (res) return res;
-        break;
-      }
-      // The one backoff: every name node was tried (or the answer was transient); wait, then again.
-      failovers = 0;
-      attempt++;
-      await sleep(this.settings.retryBaseMs * 2 ** attempt);
-    }
-    throw new StoreError('io', op, [this.toUri(p)], `no name node answered (${this.settings.nameNodes.join(', ')}): ${(lastError as Error)?.message ?? lastError}`);
-  }
-
-  private async remote(res: Response): Promise<RemoteException | null> {
-    try {
-      const j = (await res.json()) as { RemoteException?: RemoteException };
-      return j.RemoteException ?? null;
-    } catch {
-      return null;
-    }
-  }
-
-  private async failure(res: Response, op: string, paths: string[]): Promise<StoreError> {
-    const remote = await this.remote(res);
-    const detail = remote ? `${remote.exception}: ${remote.message}` : `HTTP ${res.status}`;
-    return new StoreError(kindOf(res.status, remote?.exception), op, paths.map((p) => this.toUri(p)), detail);
-  }
-
-  private async json<T>(res: Response, op: string, paths: string[]): Promise<T> {
-    if (!res.ok) throw await this.failure(res, op, paths);
-    return (await res.json()) as T;
-  }
-
   async stat(p: string): Promise<Entry | null> {
-    const res = await this.call('GET', 'GETFILESTATUS', p);
+    const res = await this.nn.call('GET', 'GETFILESTATUS', p);
     if (res.status === 404) {
       await res.body?.cancel();
       return null;
     }
-    const { FileStatus: s } = await this.json<{ FileStatus: HdfsStatus }>(res, 'stat', [p]);
+    const { FileStatus: s } = await this.nn.json<{ FileStatus: HdfsStatus }>(res, 'stat', [p]);
     return entry(p, s);
   }
 
@@ -149,12 +50,12 @@ export class WebHdfsStore implements Store {
     const out: Entry[] = [];
     let startAfter: string | undefined;
     for (;;) {
-      const res = await this.call('GET', 'LISTSTATUS_BATCH', dir, { startAfter });
+      const res = await this.nn.call('GET', 'LISTSTATUS_BATCH', dir, { startAfter });
       if (res.status === 404) {
         await res.body?.cancel();
         return out;
       }
-      const j = await this.json<{ DirectoryListing: { partialListing: { FileStatuses: { FileStatus: HdfsStatus[] } }; remainingEntries: number } }>(res, 'list', [dir]);
+      const j = await this.nn.json<{ DirectoryListing: { partialListing: { FileStatuses: { FileStatus: HdfsStatus[] } }; remainingEntries: number } }>(res, 'list', [dir]);
       const page = j.DirectoryListing.partialListing.FileStatuses.FileStatus;
       for (const s of page) if (s.pathSuffix) out.push(entry(posix.join(dir, s.pathSuffix), s));
       if (j.DirectoryListing.remainingEntries <= 0 || page.length === 0) return out;
@@ -163,42 +64,40 @@ export class WebHdfsStore implements Store {
   }
 
   async readFile(p: string): Promise<Buffer | null> {
-    const res = await this.call('GET', 'OPEN', p);
+    const res = await this.nn.call('GET', 'OPEN', p);
     if (res.status === 404) {
       await res.body?.cancel();
       return null;
     }
-    if (res.status !== 307) throw await this.failure(res, 'readFile', [p]);
+    if (res.status !== 307) throw await this.nn.failure(res, 'readFile', [p]);
     const location = res.headers.get('location')!;
     await res.body?.cancel();
-    this.requests++;
-    const data = await this.fetch(location);
+    const data = await this.nn.dataNode(location);
     if (data.status === 404) return null;
-    if (!data.ok) throw await this.failure(data, 'readFile', [p]);
+    if (!data.ok) throw await this.nn.failure(data, 'readFile', [p]);
     return Buffer.from(await data.arrayBuffer());
   }
 
   /** CREATE: the name node redirects (307) to a data node, which takes the bytes. */
   private async create(p: string, body: BodyInit, overwrite: boolean): Promise<'created' | 'exists'> {
-    const res = await this.call('PUT', 'CREATE', p, { overwrite: String(overwrite) });
+    const res = await this.nn.call('PUT', 'CREATE', p, { overwrite: String(overwrite) });
     if (res.status !== 307) {
       if (res.status === 403 && !overwrite) {
-        const remote = await this.remote(res.clone());
+        const remote = await this.nn.remote(res.clone());
         if (remote?.exception === 'FileAlreadyExistsException') return 'exists';
       }
-      throw await this.failure(res, 'create', [p]);
+      throw await this.nn.failure(res, 'create', [p]);
     }
     const location = res.headers.get('location')!;
     await res.body?.cancel();
-    this.requests++;
-    const put = await this.fetch(location, { method: 'PUT', body, duplex: 'half' } as RequestInit);
+    const put = await this.nn.dataNode(location, { method: 'PUT', body, duplex: 'half' } as RequestInit);
     if (put.status === 201 || put.ok) {
       await put.body?.cancel();
       return 'created';
     }
-    const remote = await this.remote(put.clone());
+    const remote = await this.nn.remote(put.clone());
     if (!overwrite && remote?.exception === 'FileAlreadyExistsException') return 'exists';
-    throw await this.failure(put, 'create', [p]);
+    throw await this.nn.failure(put, 'create', [p]);
   }
 
   /**
@@ -234,8 +133,8 @@ export class WebHdfsStore implements Store {
   }
 
   async mkdirs(p: string): Promise<void> {
-    const res = await this.call('PUT', 'MKDIRS', p);
-    const { boolean } = await this.json<{ boolean: boolean }>(res, 'mkdirs', [p]);
+    const res = await this.nn.call('PUT', 'MKDIRS', p);
+    const { boolean } = await this.nn.json<{ boolean: boolean }>(res, 'mkdirs', [p]);
     if (!boolean) throw new StoreError('refused', 'mkdirs', [this.toUri(p)], 'the name node answered false');
   }
 
@@ -245,14 +144,14 @@ export class WebHdfsStore implements Store {
    * the destination checked first and `{"boolean": false}` turned into an error.
    */
   async rename(src: string, dst: string, opts: RenameOptions = {}): Promise<void> {
-    const res = await this.call('PUT', 'RENAME', src, { destination: dst, renameoptions: opts.replace ? 'OVERWRITE' : 'NONE' });
+    const res = await this.nn.call('PUT', 'RENAME', src, { destination: dst, renameoptions: opts.replace ? 'OVERWRITE' : 'NONE' });
     if (res.ok) {
       await res.body?.cancel();
       return;
     }
-    const remote = await this.remote(res.clone());
+    const remote = await this.nn.remote(res.clone());
     if (res.status === 400 && /renameoptions/i.test(remote?.message ?? '')) return this.plainRename(src, dst, opts);
-    throw await this.failure(res, 'rename', [src, dst]);
+    throw await this.nn.failure(res, 'rename', [src, dst]);
   }
 
   private async plainRename(src: string, dst: string, opts: RenameOptions): Promise<void> {
@@ -261,8 +160,8 @@ export class WebHdfsStore implements Store {
       if (!opts.replace || existing.kind === 'dir') throw new StoreError('exists', 'rename', [this.toUri(src), this.toUri(dst)], 'destination exists');
       await this.delete(dst, false);
     }
-    const res = await this.call('PUT', 'RENAME', src, { destination: dst });
-    const { boolean } = await this.json<{ boolean: boolean }>(res, 'rename', [src, dst]);
+    const res = await this.nn.call('PUT', 'RENAME', src, { destination: dst });
+    const { boolean } = await this.nn.json<{ boolean: boolean }>(res, 'rename', [src, dst]);
     if (boolean) return;
     // Tell the caller why: HDFS answers false for all of these.
     const [s, d] = await Promise.all([this.stat(src), this.stat(dst)]);
@@ -278,8 +177,8 @@ export class WebHdfsStore implements Store {
   }
 
   async delete(p: string, recursive: boolean): Promise<boolean> {
-    const res = await this.call('DELETE', 'DELETE', p, { recursive: String(recursive) });
-    const { boolean } = await this.json<{ boolean: boolean }>(res, 'delete', [p]);
+    const res = await this.nn.call('DELETE', 'DELETE', p, { recursive: String(recursive) });
+    const { boolean } = await this.nn.json<{ boolean: boolean }>(res, 'delete', [p]);
     return boolean; // false: the path was not there, which cleanup counts as done
   }
 

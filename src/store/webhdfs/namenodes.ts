@@ -1,0 +1,126 @@
+// Talking to the name nodes: one call with HA failover and one backoff for transient answers,
+// RemoteException bodies turned into StoreErrors, data node redirects counted as requests.
+
+import { setTimeout as sleep } from 'node:timers/promises';
+import { StoreError, type StoreErrorKind } from '../../errors.js';
+
+export interface WebHdfsSettings {
+  /** Name node base URLs (http:// or https://), several for an HA pair; tried in order. */
+  readonly nameNodes: readonly string[];
+  /** How this store's URIs are written back: 'hdfs://mycluster'. */
+  readonly uriPrefix: string;
+  readonly user?: string;
+  readonly delegation?: string;
+  /** Transient failures (connection reset, 5xx, RetriableException) retried this many times. */
+  readonly retries: number;
+  readonly retryBaseMs: number;
+  /** A fetch with TLS settings (swebhdfs CA bundle); default: the global fetch. */
+  readonly fetch?: typeof fetch;
+}
+
+interface RemoteException {
+  exception: string;
+  javaClassName?: string;
+  message: string;
+}
+
+function kindOf(status: number, exception: string | undefined): StoreErrorKind {
+  if (status === 404 || exception === 'FileNotFoundException') return 'not-found';
+  if (exception === 'FileAlreadyExistsException') return 'exists';
+  return 'io';
+}
+
+/** Paths are encoded segment by segment: spaces, %, =, +, ?, # and unicode all survive. */
+export function encodePath(p: string): string {
+  return p.split('/').map(encodeURIComponent).join('/');
+}
+
+type Method = 'GET' | 'PUT' | 'DELETE';
+
+export class NameNodes {
+  private active = 0;
+  requests = 0;
+  private readonly fetch: typeof fetch;
+
+  constructor(readonly settings: WebHdfsSettings) {
+    if (settings.nameNodes.length === 0) throw new StoreError('refused', 'connect', [], 'WebHDFS: no name node configured');
+    this.fetch = settings.fetch ?? fetch;
+  }
+
+  private toUri(p: string): string {
+    return `${this.settings.uriPrefix}${p}`;
+  }
+
+  private query(op: string, params: Record<string, string | undefined>): string {
+    const q = new URLSearchParams({ op });
+    for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, v);
+    if (this.settings.delegation) q.set('delegation', this.settings.delegation);
+    else if (this.settings.user) q.set('user.name', this.settings.user);
+    return q.toString();
+  }
+
+  /**
+   * One name node call with failover and retries. Standby name nodes and refused connections
+   * move to the next name node (remembered); transient errors back off and retry.
+   */
+  async call(method: Method, op: string, p: string, params: Record<string, string | undefined> = {}, body?: BodyInit): Promise<Response> {
+    const n = this.settings.nameNodes.length;
+    let lastError: unknown;
+    for (let attempt = 0, failovers = 0; ; ) {
+      const base = this.settings.nameNodes[this.active]!;
+      const url = `${base.replace(/\/$/, '')}/webhdfs/v1${encodePath(p)}?${this.query(op, params)}`;
+      let res: Response | null = null;
+      let exception: string | undefined;
+      try {
+        this.requests++;
+        res = await this.fetch(url, { method, redirect: 'manual', body, duplex: body ? 'half' : undefined } as RequestInit);
+      } catch (e) {
+        lastError = e;
+      }
+      if (res && (res.status === 403 || res.status >= 500)) exception = (await this.remote(res.clone()))?.exception;
+      // No answer, or a standby: the next name node, while one is left untried this round.
+      if ((res === null || exception === 'StandbyException') && failovers < n - 1) {
+        this.active = (this.active + 1) % n;
+        failovers++;
+        continue;
+      }
+      const transient = res === null || res.status >= 500 || exception === 'RetriableException' || exception === 'StandbyException';
+      if (!transient) return res!;
+      if (attempt >= this.settings.retries) {
+        if (res) return res;
+        break;
+      }
+      // The one backoff: every name node was tried (or the answer was transient); wait, then again.
+      failovers = 0;
+      attempt++;
+      await sleep(this.settings.retryBaseMs * 2 ** attempt);
+    }
+    throw new StoreError('io', op, [this.toUri(p)], `no name node answered (${this.settings.nameNodes.join(', ')}): ${(lastError as Error)?.message ?? lastError}`);
+  }
+
+  async remote(res: Response): Promise<RemoteException | null> {
+    try {
+      const j = (await res.json()) as { RemoteException?: RemoteException };
+      return j.RemoteException ?? null;
+    } catch {
+      return null;
+    }
+  }
+
+  async failure(res: Response, op: string, paths: string[]): Promise<StoreError> {
+    const remote = await this.remote(res);
+    const detail = remote ? `${remote.exception}: ${remote.message}` : `HTTP ${res.status}`;
+    return new StoreError(kindOf(res.status, remote?.exception), op, paths.map((p) => this.toUri(p)), detail);
+  }
+
+  async json<T>(res: Response, op: string, paths: string[]): Promise<T> {
+    if (!res.ok) throw await this.failure(res, op, paths);
+    return (await res.json()) as T;
+  }
+
+  /** The second leg of OPEN and CREATE: the data node a name node redirected to. */
+  dataNode(url: string, init?: RequestInit): Promise<Response> {
+    this.requests++;
+    return this.fetch(url, init);
+  }
+}
