@@ -2,7 +2,7 @@
 
 import os from 'node:os';
 import { posix } from 'node:path';
-import { InstrumentedStore, type MutationHook } from '../../src/store/instrumented.js';
+import { InstrumentedStore, type MutationHook, type StoreHooks } from '../../src/store/instrumented.js';
 import type { Store } from '../../src/store/types.js';
 import { isPidAliveLocal, type StepEnv } from '../../src/steps/env.js';
 import { stageJob, type StageJobInput } from '../../src/steps/stage-job.js';
@@ -12,7 +12,7 @@ import { commitJob } from '../../src/steps/commit-job.js';
 import { parsePartitionArg } from '../../src/paths.js';
 import { localFiles, type TaskSpec } from './jobs.js';
 
-export function testEnv(store: Store, hook?: MutationHook, extra: Partial<StepEnv> = {}): StepEnv & { store: InstrumentedStore } {
+export function testEnv(store: Store, hook?: MutationHook | StoreHooks, extra: Partial<StepEnv> = {}): StepEnv & { store: InstrumentedStore } {
   const inst = new InstrumentedStore(store, hook);
   return {
     user: 'tester',
