@@ -121,15 +121,19 @@ export class InstrumentedStore implements Store {
   }
 }
 
-/** A hook that throws at the k-th mutation: the operation and all after it never happen. */
-export function failAt(k: number): MutationHook {
+/**
+ * A hook that throws at the k-th mutation: the operation and all after it never happen.
+ * `tripped()` tells whether it fired (a step may swallow the fault, e.g. a lease release).
+ */
+export function failAt(k: number): MutationHook & { tripped(): boolean } {
   let tripped = false;
-  return (n, op, path) => {
+  const hook = (n: number, op: MutatingOp, path: string): void => {
     if (tripped || n >= k) {
       tripped = true;
       throw new InjectedFault(n, op, path);
     }
   };
+  return Object.assign(hook, { tripped: () => tripped });
 }
 
 /**
