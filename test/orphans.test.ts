@@ -12,9 +12,9 @@ import { readTree, writeTree, type Tree } from './helpers/tree.js';
 import { cleanOrphans, kindByName } from '../src/steps/clean-orphans.js';
 import { parseDuration } from '../src/cli/orphans-command.js';
 import { encodeLease } from '../src/job/lease.js';
-import { failAt } from '../src/store/instrumented.js';
-import { StoreError } from '../src/errors.js';
-import type { Entry, ListOptions } from '../src/store/types.js';
+import { unreliable } from '../src/store/instrumented.js';
+import { InjectedFault, StoreError } from '../src/errors.js';
+import { killed } from './helpers/crash-points.js';
 import { LocalStore } from '../src/store/local.js';
 
 const U1 = '1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed';
@@ -70,7 +70,7 @@ for (const fx of storeFixtures()) {
       committing = await libStage(env, posix.join(root, 'events'), { ...sc('create'), job: { ...sc('create').job, jobId: 'committing-job' } });
       await libStageTask(env, committing, { task: '0', partition: ['dt=1'], files: { e: 'event' } });
       await libCommitTask(env, committing, { task: '0', files: {} });
-      await libCommitJob(testEnv(sb.store, failAt(4)), committing).catch(() => {}); // lease, log entry, plan written; nothing moved
+      await assert.rejects(libCommitJob(testEnv(sb.store, killed.atCommitPoint()), committing), InjectedFault);
       // The "killed" driver was this process: remove its lease as its death would have made it stale.
       for (const e of await sb.store.list(committing)) if (e.name.startsWith('_lease.')) await sb.store.delete(e.path, false);
       await sleep(4000);
@@ -169,15 +169,10 @@ for (const fx of storeFixtures()) {
     test('a directory that cannot be listed is reported and the scan goes on', async () => {
       const scanRoot = posix.join(sb.base, 'broken');
       await writeTree(sb.store, scanRoot, { 'a/_temporary/0/x': 'x', 'b/bad/y': 'y' });
-      const env = testEnv(sb.store);
-      const inner = env.store.inner;
       const badPath = posix.join(scanRoot, 'b', 'bad');
-      const failing = Object.create(inner) as typeof inner;
-      failing.list = async (d: string, o?: ListOptions): Promise<Entry[]> => {
-        if (d === badPath) throw new StoreError('io', 'list', [d], 'permission denied');
-        return inner.list(d, o);
-      };
-      const r = await cleanOrphans({ ...env, store: failing }, { roots: [scanRoot], olderThanMs: 0, delete: false });
+      const faults = unreliable({ op: 'list', path: (p) => p === badPath, error: (op, p) => new StoreError('io', op, [p], 'permission denied') });
+      const r = await cleanOrphans(testEnv(sb.store, faults), { roots: [scanRoot], olderThanMs: 0, delete: false });
+      assert.equal(faults.failures(), 1, 'the listing failed once');
       assert.deepEqual(r.leftovers.map((l) => [l.kind, l.path]), [['hadoop-temporary', posix.join(scanRoot, 'a', '_temporary')]]);
       assert.equal(r.problems.length, 1);
       assert.match(r.problems[0]!.message, /permission denied/);
