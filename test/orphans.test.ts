@@ -74,8 +74,9 @@ for (const fx of storeFixtures()) {
       // The "killed" driver was this process: remove its lease as its death would have made it stale.
       for (const e of await sb.store.list(committing)) if (e.name.startsWith('_lease.')) await sb.store.delete(e.path, false);
       await sleep(4000);
-      await writeTree(sb.store, root, FRESH);
+      // Taken before the write: a slow write must not make the fresh leftovers look older than the margin.
       freshAt = Date.now();
+      await writeTree(sb.store, root, FRESH);
       // a job whose driver is alive (this process holds its lease)
       live = await libStage(env, posix.join(root, 'live'), { ...sc('append'), job: { ...sc('append').job, jobId: 'live-job' } });
       await sb.store.writeFile(posix.join(live, '_lease.0.yaml'), encodeLease({ op: 'commit-job', owner: 'me', host: testEnv(sb.store).host, pid: process.pid, acquiredAtMs: 0, expiresAtMs: Date.now() + 3_600_000 }));
