@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import os from 'node:os';
-import { cli, ok } from './helpers/cli.js';
+import { cli, ok, spawnCli, until } from './helpers/cli.js';
 import { libCommitJob, libStage, libStageTask, testEnv } from './helpers/lib.js';
 import { commitJob, commitTask, prepare, stage, stageTask } from './helpers/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
@@ -84,10 +84,22 @@ for (const fx of storeFixtures()) {
       const target = posix.join(dir(), 't');
       const tasks = Array.from({ length: 4 }, (_, i) => ({ task: String(i), partition: [`dt=${i}`], files: { f: String(i) } }));
       const job = await prepare(sb, { target, partitionBy: 'dt' }, tasks);
-      const slow = cli(['commit-job', '--job', job], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '150' } });
-      await new Promise((r) => setTimeout(r, 600));
-      const second = await cli(['commit-job', '--job', job], { env: sb.env });
-      const first = await slow;
+      const slow = spawnCli(['commit-job', '--job', job], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '150' } });
+      // Barrier: the first holds the lease (its file has its bytes), and is stopped while the second runs.
+      const staging = sb.pathOf(job);
+      const leaseHeld = async () => {
+        for (const e of await sb.store.list(staging)) if (e.name.startsWith('_lease.') && (await sb.store.readFile(e.path))?.length) return true;
+        return false;
+      };
+      await until('the first commit-job holds the lease', leaseHeld);
+      slow.child.kill('SIGSTOP');
+      let second;
+      try {
+        second = await cli(['commit-job', '--job', job], { env: sb.env });
+      } finally {
+        slow.child.kill('SIGCONT');
+      }
+      const first = await slow.result;
       assert.equal(first.code, 0, first.stderr);
       assert.equal(second.code, 4, second.stderr);
       assert.match(second.stderr, /is locked: commit-job by .* on .* \(pid \d+/);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { InjectedFault } from '../src/errors.js';
-import { failAt } from '../src/store/instrumented.js';
+import { failAt, type MutationHook } from '../src/store/instrumented.js';
 import { JobLayout } from '../src/job/layout.js';
 import { loadJob } from '../src/job/job.js';
 import { recover } from '../src/steps/recover.js';
@@ -15,6 +15,7 @@ import { JobGoneError } from '../src/job/open.js';
 import type { Store } from '../src/store/types.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree, type Tree } from './helpers/tree.js';
+import { killed } from './helpers/crash-points.js';
 import { libCommitJob, libCommitTask, libStage, libStageTask, testEnv, type Scenario } from './helpers/lib.js';
 import type { TaskSpec } from './helpers/jobs.js';
 
@@ -68,7 +69,11 @@ interface Run {
   stagingPath: string;
 }
 
-async function act(store: Store, run: Run, a: Action, sc: Scenario, hook?: ReturnType<typeof failAt>): Promise<void> {
+function labelOf(a: Action): string {
+  return a.kind === 'stage-task' || a.kind === 'commit-task' ? `${a.kind} ${a.t.task}` : a.kind;
+}
+
+async function act(store: Store, run: Run, a: Action, sc: Scenario, hook?: MutationHook): Promise<void> {
   const env = testEnv(store, hook);
   switch (a.kind) {
     case 'stage':
@@ -96,6 +101,38 @@ async function finishAfterRecover(store: Store, run: Run, sc: Scenario): Promise
   await libCommitJob(testEnv(store), run.stagingPath);
 }
 
+/** A hook that only counts: how many mutation points a clean run of a step has. */
+function counter(): { hook: MutationHook; count(): number } {
+  let n = 0;
+  return { hook: () => void n++, count: () => n };
+}
+
+/**
+ * Runs a step with a fault at mutation k. `fired`: the fault was injected; `threw`: it stopped
+ * the step (a fault at a best-effort mutation, such as a lease release, is swallowed).
+ */
+async function faultAt(k: number, run: (hook: MutationHook) => Promise<unknown>): Promise<{ fired: boolean; threw: boolean }> {
+  const hook = failAt(k);
+  try {
+    await run(hook);
+    return { fired: hook.tripped(), threw: false };
+  } catch (e) {
+    if (!(e instanceof InjectedFault)) throw e;
+    return { fired: true, threw: true };
+  }
+}
+
+/**
+ * Which points a store faults. The in-memory stores (a filesystem and an object store) take
+ * every point; the real stores of this run share the points out, each every n-th from its own
+ * offset, so that together they cover them all and each still meets its own crash semantics.
+ */
+const realStores = storeFixtures().map((f) => f.name);
+function sampler(store: string): (k: number) => boolean {
+  const i = realStores.indexOf(store);
+  return i < 0 ? () => true : (k) => (k - 1) % realStores.length === i;
+}
+
 async function expectFinished(store: Store, run: Run, expected: Tree, label: string): Promise<void> {
   const tree = await readTree(store, run.targetPath);
   assert.deepEqual(data(tree), expected, `${label}: target content`);
@@ -103,7 +140,7 @@ async function expectFinished(store: Store, run: Run, expected: Tree, label: str
   assert.equal(await store.stat(run.stagingPath), null, `${label}: staging dir removed`);
 }
 
-for (const fx of storeFixtures()) {
+for (const fx of storeFixtures({ inProcess: true })) {
   describe(`crash sweeps on ${fx.name}`, () => {
     let sb!: StoreSandbox;
     const dir = useSandbox(fx, (s) => (sb = s), 'r');
@@ -113,43 +150,54 @@ for (const fx of storeFixtures()) {
       if (sc.initial) await writeTree(sb.store, run.targetPath, sc.initial);
       return run;
     };
+    const sampled = sampler(fx.name);
+    /** How many of the points 1..n this store faults. */
+    const shareOf = (n: number) => Array.from({ length: n }, (_, k) => k + 1).filter(sampled).length;
+    const memory = Boolean(fx.inProcess);
+    // In memory every point of every step is healed both ways. The real stores take their share
+    // of the points (sampler) with the two heals alternating; remote ones (a request costs
+    // 2-7 ms, a sweep re-runs every step before the faulted one) sweep only the task and job
+    // commits, where the stores differ, on the overwrite and v2 scenarios.
+    const remote = !memory && fx.name !== 'local';
+    const scenarios = remote ? SCENARIOS.filter((_, i) => i !== 1) : SCENARIOS;
+    const swept = (a: Action) => !remote || a.kind === 'commit-task' || a.kind === 'commit-job';
+    const heals = (k: number) => (memory ? (['recover', 'rerun'] as const) : ([k % 2 ? 'recover' : 'rerun'] as const));
 
-    // Every mutation point of every step on every store. Locally each point is healed both ways;
-    // on remote stores (a request costs 2-7 ms) the two heals alternate between points, and S3
-    // skips the create scenario, whose copies are the overwrite scenario's copies.
-    // Remote stores (a request costs 2-7 ms, a sweep re-runs every step before the faulted one)
-    // sweep the task and job commits, where the stores differ, on the overwrite and v2 scenarios;
-    // the local sweep covers every step of every scenario.
-    const local = fx.name === 'local';
-    const scenarios = local ? SCENARIOS : SCENARIOS.filter((_, i) => i !== 1);
-    const swept = (a: Action) => local || a.kind === 'commit-task' || a.kind === 'commit-job';
     for (const sc of scenarios) {
       test(`every mutation of every step heals: ${sc.name}`, async (t) => {
         const actions = flow(sc);
         const base = await fresh(sc);
-        for (const a of actions) await act(sb.store, base, a, sc);
+        const points: Record<string, number> = {};
+        for (const a of actions) {
+          const c = counter();
+          await act(sb.store, base, a, sc, c.hook);
+          points[labelOf(a)] = c.count();
+        }
         const expected = data(await readTree(sb.store, base.targetPath));
         const initial = sc.initial ?? null;
-        const points: Record<string, number> = {};
+        let visited = 0;
 
         for (let i = 0; i < actions.length; i++) {
           const a = actions[i]!;
-          const label = a.kind === 'stage-task' || a.kind === 'commit-task' ? `${a.kind} ${a.t.task}` : a.kind;
+          const label = labelOf(a);
           if (!swept(a)) continue;
-          for (let k = 1; ; k++) {
-            const heals = local ? (['recover', 'rerun'] as const) : ([k % 2 ? 'recover' : 'rerun'] as const);
-            for (const heal of heals) {
+          const n = points[label]!;
+          assert.ok(n >= 1, `${label} makes no mutation`);
+          // k = n + 1 is the run with no fault: the step runs through and the job finishes.
+          for (let k = 1; k <= n + 1; k++) {
+            if (k <= n && !sampled(k)) continue;
+            for (const heal of heals(k)) {
               const run = await fresh(sc);
               for (const before of actions.slice(0, i)) await act(sb.store, run, before, sc);
-              let faulted = false;
-              try {
-                await act(sb.store, run, a, sc, failAt(k));
-              } catch (e) {
-                if (!(e instanceof InjectedFault)) throw e;
-                faulted = true;
-              }
-              if (!faulted) {
-                points[label] = k - 1;
+              const { fired, threw } = await faultAt(k, (hook) => act(sb.store, run, a, sc, hook));
+              assert.equal(fired, k <= n, `${label}: a clean run makes ${n} mutations, yet a fault at ${k} ${fired ? 'came' : 'never came'}`);
+              const where = `${label}, fault at mutation ${k} of ${n}, healed by ${heal}`;
+              if (fired) visited++;
+              if (!threw) {
+                // The step ran through (a swallowed fault, or none): the job goes on from there.
+                for (const rest of actions.slice(i + 1)) await act(sb.store, run, rest, sc);
+                await expectFinished(sb.store, run, expected, where);
+                if (fired) continue;
                 break;
               }
               const layout = new JobLayout(run.stagingPath);
@@ -157,9 +205,8 @@ for (const fx of storeFixtures()) {
               const pastCommitPoint = (await sb.store.stat(layout.commitFile)) !== null || job === null || job.state !== 'staged';
               if (!pastCommitPoint && sc.job.algorithm === 'v1') {
                 const now = data(await readTree(sb.store, run.targetPath));
-                assert.deepEqual(now, initial ?? {}, `${label} k=${k}: target untouched before the commit point`);
+                assert.deepEqual(now, initial ?? {}, `${where}: target untouched before the commit point`);
               }
-              const where = `${label}, fault at mutation ${k}, healed by ${heal}`;
               if (heal === 'recover' && a.kind !== 'stage') {
                 await finishAfterRecover(sb.store, run, sc);
               } else {
@@ -167,33 +214,42 @@ for (const fx of storeFixtures()) {
               }
               await expectFinished(sb.store, run, expected, where);
             }
-            if (points[label] !== undefined) break;
           }
         }
-        t.diagnostic(`crash points per step: ${JSON.stringify(points)}`);
+        t.diagnostic(`crash points per step: ${JSON.stringify(points)}; faulted here: ${visited}`);
         assert.ok(points['commit-job']! >= 3);
+        const share = actions.filter(swept).reduce((sum, a) => sum + shareOf(points[labelOf(a)]!), 0);
+        assert.equal(visited, share * (memory ? 2 : 1), "every point of this store's share was faulted");
       });
     }
 
+    /** Job of the first scenario, staged with every task committed, commit-job not run. */
+    const staged = async (sc: Scenario): Promise<Run> => {
+      const run = await fresh(sc);
+      for (const a of flow(sc).slice(0, -1)) await act(sb.store, run, a, sc);
+      return run;
+    };
+
     test('abort at every mutation, then abort again: staging gone, target as before', async (t) => {
       const sc = SCENARIOS[0]!;
-      let points = 0;
-      for (let k = 1; ; k++) {
-        const run = await fresh(sc);
-        for (const a of flow(sc).slice(0, -1)) await act(sb.store, run, a, sc);
-        try {
-          await abort(testEnv(sb.store, failAt(k)), { stagingPath: run.stagingPath });
-          points = k - 1;
-          break;
-        } catch (e) {
-          if (!(e instanceof InjectedFault)) throw e;
-        }
-        assert.deepEqual(await readTree(sb.store, run.targetPath), sc.initial);
-        await abort(testEnv(sb.store), { stagingPath: run.stagingPath });
-        assert.deepEqual(await readTree(sb.store, run.targetPath), sc.initial);
-        assert.equal(await sb.store.stat(run.stagingPath), null);
+      const c = counter();
+      await abort(testEnv(sb.store, c.hook), { stagingPath: (await staged(sc)).stagingPath });
+      const n = c.count();
+      assert.ok(n >= 3, `a clean abort makes ${n} mutations`);
+      let visited = 0;
+      for (let k = 1; k <= n + 1; k++) {
+        if (k <= n && !sampled(k)) continue;
+        const run = await staged(sc);
+        const { fired, threw } = await faultAt(k, (hook) => abort(testEnv(sb.store, hook), { stagingPath: run.stagingPath }));
+        assert.equal(fired, k <= n, `a clean abort makes ${n} mutations, yet a fault at ${k} ${fired ? 'came' : 'never came'}`);
+        assert.deepEqual(await readTree(sb.store, run.targetPath), sc.initial, `fault at ${k}: target as before`);
+        if (fired) visited++;
+        if (threw) await abort(testEnv(sb.store), { stagingPath: run.stagingPath }).catch(finished);
+        assert.deepEqual(await readTree(sb.store, run.targetPath), sc.initial, `fault at ${k}, aborted again: target as before`);
+        assert.equal(await sb.store.stat(run.stagingPath), null, `fault at ${k}: staging dir removed`);
       }
-      t.diagnostic(`abort crash points: ${points}`);
+      t.diagnostic(`abort crash points: ${n}, faulted here: ${visited}`);
+      assert.equal(visited, shareOf(n), "every point of this store's share was faulted");
     });
 
     test('recover at every mutation (with an interrupted task commit), then recover again and finish', async (t) => {
@@ -201,27 +257,30 @@ for (const fx of storeFixtures()) {
       const expectedRun = await fresh(sc);
       for (const a of flow(sc)) await act(sb.store, expectedRun, a, sc);
       const expected = data(await readTree(sb.store, expectedRun.targetPath));
-      let points = 0;
-      for (let k = 1; ; k++) {
+      /** Tasks 0 and 1 committed; task 2 claimed and killed before its claim says committed. */
+      const interrupted = async (): Promise<Run> => {
         const run = await fresh(sc);
-        const actions = flow(sc);
-        for (const a of actions.slice(0, 1 + sc.tasks.length + 2)) await act(sb.store, run, a, sc); // tasks 0, 1 committed
-        await act(sb.store, run, { kind: 'commit-task', t: sc.tasks[2]! }, sc, failAt(2)).catch(() => {}); // claimed, not committed
-        let done = false;
-        try {
-          await recover(testEnv(sb.store, failAt(k)), { stagingPath: run.stagingPath });
-          done = true;
-        } catch (e) {
-          if (!(e instanceof InjectedFault)) throw e;
-        }
+        for (const a of flow(sc).slice(0, 1 + sc.tasks.length + 2)) await act(sb.store, run, a, sc);
+        await assert.rejects(act(sb.store, run, { kind: 'commit-task', t: sc.tasks[2]! }, sc, killed.claimed('2')), InjectedFault);
+        return run;
+      };
+      const c = counter();
+      const clean = await interrupted();
+      await recover(testEnv(sb.store, c.hook), { stagingPath: clean.stagingPath });
+      const n = c.count();
+      assert.ok(n >= 3, `a clean recover makes ${n} mutations`);
+      let visited = 0;
+      for (let k = 1; k <= n + 1; k++) {
+        if (k <= n && !sampled(k)) continue;
+        const run = await interrupted();
+        const { fired } = await faultAt(k, (hook) => recover(testEnv(sb.store, hook), { stagingPath: run.stagingPath }));
+        assert.equal(fired, k <= n, `a clean recover makes ${n} mutations, yet a fault at ${k} ${fired ? 'came' : 'never came'}`);
+        if (fired) visited++;
         await finishAfterRecover(sb.store, run, sc);
-        await expectFinished(sb.store, run, expected, `recover fault at ${k}`);
-        if (done) {
-          points = k - 1;
-          break;
-        }
+        await expectFinished(sb.store, run, expected, `recover fault at ${k} of ${n}`);
       }
-      t.diagnostic(`recover crash points: ${points}`);
+      t.diagnostic(`recover crash points: ${n}, faulted here: ${visited}`);
+      assert.equal(visited, shareOf(n), "every point of this store's share was faulted");
     });
   });
 }

@@ -1,12 +1,14 @@
 // Real kills: SIGKILL the CLI before each store mutation of commit-task and commit-job (a sweep
-// over every point, not one lucky timing), then `recover` through the CLI right away (the
-// dead holder's lease is taken over) and check the job ends as an uninterrupted run does.
+// over every point, shared out between the stores of the run, not one lucky timing), then
+// `recover` through the CLI right away (the dead holder's lease is taken over) and check the
+// job ends as an uninterrupted run does.
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { JobLayout } from '../src/job/layout.js';
 import { loadJob } from '../src/job/job.js';
+import type { MutationHook } from '../src/store/instrumented.js';
 import { cli } from './helpers/cli.js';
 import { libCommitJob, libCommitTask, libStage, libStageTask, testEnv, type Scenario } from './helpers/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
@@ -23,10 +25,26 @@ const SC: Scenario = {
   ],
 };
 
-for (const fx of storeFixtures()) {
+/** How many mutations a clean in-process run of a step makes: the CLI running it makes as many. */
+async function mutationsOf(run: (hook: MutationHook) => Promise<unknown>): Promise<number> {
+  let n = 0;
+  await run(() => void n++);
+  return n;
+}
+
+const stores = storeFixtures();
+
+for (const fx of stores) {
   describe(`SIGKILL sweeps on ${fx.name}`, () => {
     let sb!: StoreSandbox;
     const dir = useSandbox(fx, (s) => (sb = s), 'k');
+    /**
+     * The stores of this run share the kill points out (each every n-th point from its own
+     * offset), so together they kill every point once; the crash sweeps (crash.test.ts) fault
+     * every point in-process on every store.
+     */
+    const sampled = (k: number) => (k - 1) % stores.length === stores.indexOf(fx);
+    const shareOf = (n: number) => Array.from({ length: n }, (_, k) => k + 1).filter(sampled).length;
 
     async function setup(commitTasks: number) {
       const root = dir();
@@ -68,15 +86,21 @@ for (const fx of storeFixtures()) {
 
     test('commit-job killed at every mutation point heals with recover', async (t) => {
       const want = await expected();
-      let points = 0;
-      for (let k = 1; ; k++) {
+      const points = await mutationsOf((hook) => setup(3).then((run) => libCommitJob(testEnv(sb.store, hook), run.stagingPath)));
+      assert.ok(points >= 10, `commit-job makes ${points} mutations`);
+      let killed = 0;
+      for (let k = 1; k <= points + 1; k++) {
+        if (k <= points && !sampled(k)) continue;
         const run = await setup(3);
         const r = await cli(['commit-job', '--job', run.handle], { env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: String(k) } });
-        if (r.code === 0) {
-          points = k - 1;
+        if (k > points) {
+          assert.equal(r.code, 0, `no kill at ${k}: ${r.stderr}`);
+          assert.deepEqual(data(await readTree(sb.store, run.targetPath)), want, 'no kill: target');
+          assert.equal(await sb.store.stat(run.stagingPath), null, 'no kill: staging removed');
           break;
         }
         assert.equal(r.signal, 'SIGKILL', `k=${k}: ${r.stderr}`);
+        killed++;
         const layout = new JobLayout(run.stagingPath);
         const job = await loadJob(sb.store, layout);
         if (job?.state === 'staged' && !(await sb.store.stat(layout.commitFile))) {
@@ -84,26 +108,32 @@ for (const fx of storeFixtures()) {
         }
         await healAndFinish(run, want, `commit-job killed at ${k}`);
       }
-      t.diagnostic(`commit-job: ${points} kill points, all healed`);
-      assert.ok(points >= 10);
+      t.diagnostic(`commit-job: ${points} kill points, ${killed} of them killed and healed on ${fx.name}`);
+      assert.equal(killed, shareOf(points), "every point of this store's share was killed");
     });
 
     test('commit-task killed at every mutation point heals with recover', async (t) => {
       const want = await expected();
-      let points = 0;
-      for (let k = 1; ; k++) {
+      const points = await mutationsOf((hook) => setup(2).then((run) => libCommitTask(testEnv(sb.store, hook), run.stagingPath, SC.tasks[2]!)));
+      assert.ok(points >= 2, 'at least the claim and its record (stores with rename add the promotion)');
+      let killed = 0;
+      for (let k = 1; k <= points + 1; k++) {
+        if (k <= points && !sampled(k)) continue;
         const run = await setup(2);
         const r = await cli(['commit-task', '--job', run.handle, '--task', '2'], { env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: String(k) } });
-        if (r.code === 0) {
-          points = k - 1;
+        if (k > points) {
+          assert.equal(r.code, 0, `no kill at ${k}: ${r.stderr}`);
+          await libCommitJob(testEnv(sb.store), run.stagingPath);
+          assert.deepEqual(data(await readTree(sb.store, run.targetPath)), want, 'no kill: target');
           break;
         }
         assert.equal(r.signal, 'SIGKILL', `k=${k}: ${r.stderr}`);
+        killed++;
         assert.deepEqual(await readTree(sb.store, run.targetPath), SC.initial);
         await healAndFinish(run, want, `commit-task killed at ${k}`);
       }
-      t.diagnostic(`commit-task: ${points} kill points, all healed`);
-      assert.ok(points >= 2, 'at least the claim and its record (stores with rename add the promotion)');
+      t.diagnostic(`commit-task: ${points} kill points, ${killed} of them killed and healed on ${fx.name}`);
+      assert.equal(killed, shareOf(points), "every point of this store's share was killed");
     });
 
     test('an overwrite killed before its commit point leaves the old table, and the rerun succeeds (no "Path does not exist")', async () => {

@@ -12,9 +12,9 @@ import { readTree, writeTree, type Tree } from './helpers/tree.js';
 import { cleanOrphans, kindByName } from '../src/steps/clean-orphans.js';
 import { parseDuration } from '../src/cli/orphans-command.js';
 import { encodeLease } from '../src/job/lease.js';
-import { failAt } from '../src/store/instrumented.js';
-import { StoreError } from '../src/errors.js';
-import type { Entry, ListOptions } from '../src/store/types.js';
+import { unreliable } from '../src/store/instrumented.js';
+import { InjectedFault, StoreError } from '../src/errors.js';
+import { killed } from './helpers/crash-points.js';
 import { LocalStore } from '../src/store/local.js';
 
 const U1 = '1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed';
@@ -70,12 +70,13 @@ for (const fx of storeFixtures()) {
       committing = await libStage(env, posix.join(root, 'events'), { ...sc('create'), job: { ...sc('create').job, jobId: 'committing-job' } });
       await libStageTask(env, committing, { task: '0', partition: ['dt=1'], files: { e: 'event' } });
       await libCommitTask(env, committing, { task: '0', files: {} });
-      await libCommitJob(testEnv(sb.store, failAt(4)), committing).catch(() => {}); // lease, log entry, plan written; nothing moved
+      await assert.rejects(libCommitJob(testEnv(sb.store, killed.atCommitPoint()), committing), InjectedFault);
       // The "killed" driver was this process: remove its lease as its death would have made it stale.
       for (const e of await sb.store.list(committing)) if (e.name.startsWith('_lease.')) await sb.store.delete(e.path, false);
       await sleep(4000);
-      await writeTree(sb.store, root, FRESH);
+      // Taken before the write: a slow write must not make the fresh leftovers look older than the margin.
       freshAt = Date.now();
+      await writeTree(sb.store, root, FRESH);
       // a job whose driver is alive (this process holds its lease)
       live = await libStage(env, posix.join(root, 'live'), { ...sc('append'), job: { ...sc('append').job, jobId: 'live-job' } });
       await sb.store.writeFile(posix.join(live, '_lease.0.yaml'), encodeLease({ op: 'commit-job', owner: 'me', host: testEnv(sb.store).host, pid: process.pid, acquiredAtMs: 0, expiresAtMs: Date.now() + 3_600_000 }));
@@ -169,15 +170,10 @@ for (const fx of storeFixtures()) {
     test('a directory that cannot be listed is reported and the scan goes on', async () => {
       const scanRoot = posix.join(sb.base, 'broken');
       await writeTree(sb.store, scanRoot, { 'a/_temporary/0/x': 'x', 'b/bad/y': 'y' });
-      const env = testEnv(sb.store);
-      const inner = env.store.inner;
       const badPath = posix.join(scanRoot, 'b', 'bad');
-      const failing = Object.create(inner) as typeof inner;
-      failing.list = async (d: string, o?: ListOptions): Promise<Entry[]> => {
-        if (d === badPath) throw new StoreError('io', 'list', [d], 'permission denied');
-        return inner.list(d, o);
-      };
-      const r = await cleanOrphans({ ...env, store: failing }, { roots: [scanRoot], olderThanMs: 0, delete: false });
+      const faults = unreliable({ op: 'list', path: (p) => p === badPath, error: (op, p) => new StoreError('io', op, [p], 'permission denied') });
+      const r = await cleanOrphans(testEnv(sb.store, faults), { roots: [scanRoot], olderThanMs: 0, delete: false });
+      assert.equal(faults.failures(), 1, 'the listing failed once');
       assert.deepEqual(r.leftovers.map((l) => [l.kind, l.path]), [['hadoop-temporary', posix.join(scanRoot, 'a', '_temporary')]]);
       assert.equal(r.problems.length, 1);
       assert.match(r.problems[0]!.message, /permission denied/);

@@ -1,22 +1,32 @@
-// A store wrapper that every call goes through: counts operations (DESIGN §9) and lets a
-// hook run before each mutation (fault injection wraps the real store here, never a mock).
+// A store wrapper that every call goes through: counts operations (DESIGN §9) and lets hooks run
+// before each call (fault injection wraps the real store here, never a mock). Faults are named by
+// operation and path (Hadoop's UnreliableManifestStoreOperations), or by a mutation's number.
 
 import type { Readable } from 'node:stream';
 import { InjectedFault } from '../errors.js';
 import type { StoreError } from '../errors.js';
-import type { Entry, ListOptions, MutatingOp, PendingUpload, RenameOptions, RenamePair, Store, StoreOp } from './types.js';
+import type { Entry, ListOptions, MutatingOp, PendingUpload, ReadOp, RenameOptions, RenamePair, Store, StoreOp } from './types.js';
 
 export type OpCounts = Partial<Record<StoreOp, number>>;
 
 /** Called before each mutating operation with its 1-based sequence number. */
 export type MutationHook = (n: number, op: MutatingOp, path: string) => void | Promise<void>;
+/** Called before each read. */
+export type ReadHook = (op: ReadOp, path: string) => void | Promise<void>;
+
+export interface StoreHooks {
+  readonly beforeMutation?: MutationHook;
+  readonly beforeRead?: ReadHook;
+}
 
 export class InstrumentedStore implements Store {
   readonly counts: OpCounts = {};
   private mutations = 0;
   private readonly requestBase: number;
-  constructor(readonly inner: Store, private readonly beforeMutation?: MutationHook) {
+  private readonly hooks: StoreHooks;
+  constructor(readonly inner: Store, hooks: MutationHook | StoreHooks = {}) {
     this.requestBase = inner.requestCount?.() ?? 0;
+    this.hooks = typeof hooks === 'function' ? { beforeMutation: hooks } : hooks;
   }
 
   get caps() { return this.inner.caps; }
@@ -28,13 +38,18 @@ export class InstrumentedStore implements Store {
   private async mutate(op: MutatingOp, path: string): Promise<void> {
     this.count(op);
     const n = ++this.mutations;
-    if (this.beforeMutation) await this.beforeMutation(n, op, path);
+    if (this.hooks.beforeMutation) await this.hooks.beforeMutation(n, op, path);
+  }
+
+  private async read(op: ReadOp, path: string): Promise<void> {
+    this.count(op);
+    if (this.hooks.beforeRead) await this.hooks.beforeRead(op, path);
   }
 
   toUri(p: string): string { return this.inner.toUri(p); }
-  async stat(p: string): Promise<Entry | null> { this.count('stat'); return this.inner.stat(p); }
-  async list(d: string, o?: ListOptions): Promise<Entry[]> { this.count('list'); return this.inner.list(d, o); }
-  async readFile(p: string): Promise<Buffer | null> { this.count('readFile'); return this.inner.readFile(p); }
+  async stat(p: string): Promise<Entry | null> { await this.read('stat', p); return this.inner.stat(p); }
+  async list(d: string, o?: ListOptions): Promise<Entry[]> { await this.read('list', d); return this.inner.list(d, o); }
+  async readFile(p: string): Promise<Buffer | null> { await this.read('readFile', p); return this.inner.readFile(p); }
   async writeFile(p: string, data: Buffer | string): Promise<void> {
     await this.mutate('writeFile', p);
     return this.inner.writeFile(p, data);
@@ -85,7 +100,7 @@ export class InstrumentedStore implements Store {
   }
   get listUploads(): ((dir: string) => Promise<PendingUpload[]>) | undefined {
     const f = this.inner.listUploads?.bind(this.inner);
-    return f && (async (dir) => (this.count('list'), f(dir)));
+    return f && (async (dir) => (await this.read('list', dir), f(dir)));
   }
   get abortUpload(): ((u: PendingUpload) => Promise<void>) | undefined {
     const f = this.inner.abortUpload?.bind(this.inner);
@@ -104,13 +119,73 @@ export class InstrumentedStore implements Store {
   }
 }
 
-/** A hook that throws at the k-th mutation: the operation and all after it never happen. */
-export function failAt(k: number): MutationHook {
+/**
+ * A hook that throws at the k-th mutation: the operation and all after it never happen.
+ * `tripped()` tells whether it fired (a step may swallow the fault, e.g. a lease release).
+ */
+export function failAt(k: number): MutationHook & { tripped(): boolean } {
   let tripped = false;
-  return (n, op, path) => {
+  const hook = (n: number, op: MutatingOp, path: string): void => {
     if (tripped || n >= k) {
       tripped = true;
       throw new InjectedFault(n, op, path);
     }
   };
+  return Object.assign(hook, { tripped: () => tripped });
+}
+
+/**
+ * Which calls a fault applies to: operations (any, when absent) and paths (any, when absent),
+ * the path being the one a call names first (a rename's or a copy's source).
+ */
+export interface CallMatch {
+  readonly op?: StoreOp | readonly StoreOp[];
+  readonly path?: RegExp | ((path: string) => boolean);
+}
+
+export function matches(m: CallMatch, op: StoreOp, path: string): boolean {
+  const ops = m.op === undefined ? undefined : typeof m.op === 'string' ? [m.op] : m.op;
+  if (ops && !ops.includes(op)) return false;
+  if (m.path === undefined) return true;
+  return typeof m.path === 'function' ? m.path(path) : m.path.test(path);
+}
+
+export interface FaultRule extends CallMatch {
+  /** How many matching calls fail before the rest go through (default: all of them). */
+  readonly times?: number;
+  /** The error a failing call throws (default: InjectedFault). */
+  readonly error?: (op: StoreOp, path: string) => Error;
+}
+
+/**
+ * An unreliable store: each call that a rule matches fails (reads too), up to the rule's
+ * `times`, and the store goes on working otherwise. Returns the hooks and how many calls failed.
+ */
+export function unreliable(...rules: readonly FaultRule[]): StoreHooks & { failures(): number } {
+  const left = rules.map((r) => r.times ?? Infinity);
+  let failed = 0;
+  const check = (n: number, op: StoreOp, path: string): void => {
+    const i = rules.findIndex((r, j) => left[j]! > 0 && matches(r, op, path));
+    if (i < 0) return;
+    left[i]!--;
+    failed++;
+    throw rules[i]!.error?.(op, path) ?? new InjectedFault(n, op, path);
+  };
+  return { beforeMutation: check, beforeRead: (op, path) => check(0, op, path), failures: () => failed };
+}
+
+/**
+ * A crash at a named mutation: the first mutation that `at` matches, and every mutation after
+ * it, never happen (as failAt, with the point named rather than counted). With `after`, the
+ * matching mutation happens and the crash comes at the next one. `tripped()` tells whether the
+ * crash came, so a test can assert that it reached its point.
+ */
+export function crashAt(at: CallMatch, opts: { after?: boolean } = {}): MutationHook & { tripped(): boolean } {
+  let state: 'armed' | 'next' | 'dead' = 'armed';
+  const hook = (n: number, op: MutatingOp, path: string): void => {
+    if (state === 'armed' && matches(at, op, path)) state = opts.after ? 'next' : 'dead';
+    else if (state === 'next') state = 'dead';
+    if (state === 'dead') throw new InjectedFault(n, op, path);
+  };
+  return Object.assign(hook, { tripped: () => state === 'dead' });
 }

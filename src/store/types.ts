@@ -25,9 +25,9 @@ export interface Entry {
   readonly name: string;
   readonly path: string;
   readonly kind: EntryKind;
-  /** Bytes; -1 when the listing was asked without details. */
+  /** Bytes; may be -1 when the listing was asked without details (stores whose listings carry it fill it). */
   readonly size: number;
-  /** Modification time; -1 when the listing was asked without details. */
+  /** Modification time; may be -1 when the listing was asked without details. */
   readonly mtimeMs: number;
 }
 
@@ -61,7 +61,8 @@ export interface RenameOptions {
  * - reads of a missing path return null (stat, readFile) or [] (list): never an error;
  * - rename without `replace` onto an existing path fails with 'exists'; a missing source fails
  *   with 'not-found'; the destination's parent must exist (mkdirs first);
- * - delete of a missing path succeeds: cleanup is idempotent (what it answers is not to be relied on);
+ * - delete of a missing path is no error: cleanup is idempotent (its answer, whether something was
+ *   removed, is not to be relied on: S3 cannot tell and answers true);
  * - createExclusive returns false when the path exists.
  */
 export interface Store {

@@ -1,6 +1,6 @@
 // Runs the built CLI as a user would: a child process, its exit code, stdout and stderr.
 
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export const BIN = fileURLToPath(new URL('../../../bin/stagecommit.js', import.meta.url));
@@ -18,19 +18,34 @@ export interface CliOptions {
   readonly cwd?: string;
 }
 
-export function cli(args: readonly string[], opts: CliOptions = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', ...opts.env };
-    for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
-    const child = spawn(process.execPath, [BIN, ...args], { env, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+/** Starts the CLI; `result` settles when it exits (the child is there to signal it meanwhile). */
+export function spawnCli(args: readonly string[], opts: CliOptions = {}): { child: ChildProcess; result: Promise<CliResult> } {
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', ...opts.env };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  const child = spawn(process.execPath, [BIN, ...args], { env, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+  const result = new Promise<CliResult>((resolve, reject) => {
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
+    child.stdout!.setEncoding('utf8').on('data', (d) => (stdout += d));
+    child.stderr!.setEncoding('utf8').on('data', (d) => (stderr += d));
     child.on('error', reject);
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-    child.stdin.end(opts.input ?? '');
   });
+  child.stdin!.end(opts.input ?? '');
+  return { child, result };
+}
+
+export function cli(args: readonly string[], opts: CliOptions = {}): Promise<CliResult> {
+  return spawnCli(args, opts).result;
+}
+
+/** Waits until `cond` holds (a barrier on what a store shows); fails after `limitMs`. */
+export async function until(what: string, cond: () => Promise<boolean>, limitMs = 60_000): Promise<void> {
+  const end = Date.now() + limitMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`never happened: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 /** Runs the CLI and fails with its stderr unless it exits 0; returns stdout trimmed. */

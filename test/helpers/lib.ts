@@ -2,7 +2,7 @@
 
 import os from 'node:os';
 import { posix } from 'node:path';
-import { InstrumentedStore, type MutationHook } from '../../src/store/instrumented.js';
+import { InstrumentedStore, type MutationHook, type StoreHooks } from '../../src/store/instrumented.js';
 import type { Store } from '../../src/store/types.js';
 import { isPidAliveLocal, type StepEnv } from '../../src/steps/env.js';
 import { stageJob, type StageJobInput } from '../../src/steps/stage-job.js';
@@ -12,7 +12,7 @@ import { commitJob } from '../../src/steps/commit-job.js';
 import { parsePartitionArg } from '../../src/paths.js';
 import { localFiles, type TaskSpec } from './jobs.js';
 
-export function testEnv(store: Store, hook?: MutationHook, extra: Partial<StepEnv> = {}): StepEnv & { store: InstrumentedStore } {
+export function testEnv(store: Store, hook?: MutationHook | StoreHooks, extra: Partial<StepEnv> = {}): StepEnv & { store: InstrumentedStore } {
   const inst = new InstrumentedStore(store, hook);
   return {
     user: 'tester',
@@ -59,4 +59,25 @@ export async function libCommitTask(env: StepEnv, stagingPath: string, t: TaskSp
 
 export async function libCommitJob(env: StepEnv, stagingPath: string): Promise<void> {
   await commitJob(env, { stagingPath });
+}
+
+/** A v1 job of one id and mode, partitioned by `partitionBy` (dt), with no tasks of its own. */
+export function jobScenario(jobId: string, mode: 'overwrite' | 'append' | 'create', partitionBy: string[] = ['dt']): Scenario {
+  return { name: jobId, initial: null, job: { mode, algorithm: 'v1', partitionBy, jobId }, tasks: [] };
+}
+
+/** A job staged, its tasks staged and committed, in-process; returns the staging path. */
+export async function readyJob(store: Store, target: string, sc: Scenario, tasks: readonly TaskSpec[]): Promise<string> {
+  const env = testEnv(store);
+  const staging = await libStage(env, target, sc);
+  for (const t of tasks) {
+    await libStageTask(env, staging, t);
+    await libCommitTask(env, staging, t);
+  }
+  return staging;
+}
+
+/** The in-process driver that failed is "dead": its lease goes, as a dead pid's lease would be taken over. */
+export async function driverDied(store: Store, staging: string): Promise<void> {
+  for (const e of await store.list(staging)) if (e.name.startsWith('_lease.')) await store.delete(e.path, false);
 }

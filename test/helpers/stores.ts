@@ -5,6 +5,7 @@ import { after, before } from 'node:test';
 import os from 'node:os';
 import path from 'node:path';
 import { LocalStore } from '../../src/store/local.js';
+import { MemoryStore, type MemoryStoreKind } from '../../src/store/memory.js';
 import type { Store } from '../../src/store/types.js';
 
 export interface StoreSandbox {
@@ -20,13 +21,33 @@ export interface StoreSandbox {
   startUpload?(p: string): Promise<void>;
   /** Environment for the CLI (config, credentials). */
   readonly env: Record<string, string>;
+  /** How many entries one listing request returns, where listings are paged. */
+  readonly listPage?: number;
   close(): Promise<void>;
 }
 
 export interface StoreFixture {
   readonly name: string;
+  /** Lives in this process only: no CLI child can open it (in-process suites only). */
+  readonly inProcess?: boolean;
   sandbox(): Promise<StoreSandbox>;
 }
+
+/** The in-memory store, as a filesystem or as an object store: fast, for step-level suites. */
+function memoryFixture(kind: MemoryStoreKind): StoreFixture {
+  return {
+    name: kind === 'filesystem' ? 'memory' : 'memory-object',
+    inProcess: true,
+    async sandbox() {
+      const store = new MemoryStore(kind);
+      const base = '/sandbox';
+      await store.mkdirs(base);
+      const uri = (p: string) => store.toUri(p);
+      return { store, base, uri, pathOf: (u) => u.replace(/^memory:\/\//, ''), env: {}, listPage: undefined, close: async () => {} };
+    },
+  };
+}
+export const memoryFixtures: readonly StoreFixture[] = [memoryFixture('filesystem'), memoryFixture('object')];
 
 export const localFixture: StoreFixture = {
   name: 'local',
@@ -55,6 +76,7 @@ export const s3Fixture: StoreFixture = {
     return {
       store,
       base: `/${bucket}/sandbox`,
+      listPage: 1000,
       uri: (p) => `s3:/${p}`,
       pathOf: (u) => u.replace(/^s3:\//, ''),
       startUpload: async (p) => {
@@ -88,6 +110,7 @@ export const hdfsFixture: StoreFixture = {
     return {
       store,
       base: '/sandbox',
+      listPage: 7,
       uri: (p) => `hdfs://testcluster${p}`,
       pathOf: (u) => u.replace(/^hdfs:\/\/testcluster/, ''),
       env: { STAGECOMMIT_CONFIG: configFile },
@@ -100,12 +123,19 @@ export const hdfsFixture: StoreFixture = {
   },
 };
 
-export function storeFixtures(): StoreFixture[] {
+/**
+ * The stores STAGECOMMIT_TEST_STORES names (default: local). Suites that run the steps in this
+ * process (`inProcess`) also get the in-memory stores, named or not: they cost milliseconds and
+ * need nothing. Only in-process suites can run on them.
+ */
+export function storeFixtures(opts: { inProcess?: boolean } = {}): StoreFixture[] {
   const only = (process.env.STAGECOMMIT_TEST_STORES ?? 'local').split(',');
-  const all = [localFixture, s3Fixture, hdfsFixture];
+  const real = [localFixture, s3Fixture, hdfsFixture];
+  const all = [...real, ...memoryFixtures];
   const unknown = only.filter((n) => !all.some((f) => f.name === n));
   if (unknown.length) throw new Error(`STAGECOMMIT_TEST_STORES names unknown stores: ${unknown.join(', ')}`);
-  return all.filter((f) => only.includes(f.name));
+  if (!opts.inProcess) return real.filter((f) => only.includes(f.name));
+  return [...memoryFixtures, ...real.filter((f) => only.includes(f.name))];
 }
 
 /**

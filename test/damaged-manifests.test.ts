@@ -1,0 +1,176 @@
+// Every manifest kind damaged on purpose (cut, lines removed, bytes flipped, fields removed,
+// retyped or forged, paths escaping): each is refused with exit 1 naming the file, and nothing
+// changes. The steps run in-process, so the in-memory stores take every variant.
+
+import assert from 'node:assert/strict';
+import { posix } from 'node:path';
+import { describe, test } from 'node:test';
+import { CorruptManifestError, InjectedFault } from '../src/errors.js';
+import { encodeLease } from '../src/job/lease.js';
+import { JobLayout } from '../src/job/layout.js';
+import { abort } from '../src/steps/abort.js';
+import { commitJob } from '../src/steps/commit-job.js';
+import { recover } from '../src/steps/recover.js';
+import { cli } from './helpers/cli.js';
+import { killed as killedAt } from './helpers/crash-points.js';
+import { damages, parseBody, withField, withItem, type Variant } from './helpers/damage.js';
+import type { TaskSpec } from './helpers/jobs.js';
+import { driverDied, jobScenario as job, libStageTask, readyJob, testEnv, type Scenario } from './helpers/lib.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
+import { data, readTree, writeTree } from './helpers/tree.js';
+
+const real = storeFixtures().map((f) => f.name);
+
+/** Whether variant i runs on a store: all in memory; real stores each take their own share. */
+function sampled(store: string, i: number): boolean {
+  const k = real.indexOf(store);
+  if (k < 0) return true;
+  const every = store === 'local' ? 4 : 15;
+  return i % every === k % every;
+}
+
+for (const fx of storeFixtures({ inProcess: true })) {
+describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing changed`, () => {
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 'm');
+    const ready = (target: string, sc: Scenario, tasks: readonly TaskSpec[]) => readyJob(sb.store, target, sc, tasks);
+    const killed = (staging: string) => driverDied(sb.store, staging);
+
+  /**
+   * One table with every manifest kind in place: job J (staged, two tasks committed, an
+   * aborted attempt) holding `_job.yaml`, claims, decisions and a lease; job K's log entry
+   * after J's stage (voided: K gave up), and job P past its commit point (its `_commit.yaml`).
+   */
+  async function world() {
+    const root = dir();
+    const target = posix.join(root, 't');
+    await writeTree(sb.store, target, { 'dt=1/old': 'old', 'dt=9/keep': 'k' });
+    const j = await ready(target, job('J', 'overwrite'), [
+      { task: '0', partition: ['dt=1'], files: { a: 'a' } },
+      { task: '1', partition: ['dt=2'], files: { b: 'b' } },
+    ]);
+    await libStageTask(testEnv(sb.store), j, { task: '0', attempt: 1, partition: ['dt=1'], files: { late: 'late' } });
+    await abort(testEnv(sb.store), { stagingPath: j, task: '0', attempt: 1 });
+    const k = await ready(target, job('K', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { k: 'k' } }]);
+    await assert.rejects(commitJob(testEnv(sb.store, killedAt.beforeCommitPoint()), { stagingPath: k }), InjectedFault); // holds log entry 0
+    await killed(k);
+    await abort(testEnv(sb.store), { stagingPath: k }); // gives it up: entry 0 is void
+    const p = await ready(posix.join(root, 'other'), job('P', 'append'), [{ task: '0', partition: ['dt=5'], files: { p: 'p' } }]);
+    await assert.rejects(commitJob(testEnv(sb.store, killedAt.applying()), { stagingPath: p }), InjectedFault);
+    await killed(p);
+    const layout = new JobLayout(j);
+    const log = posix.join(root, '.stagecommit', 't', '_log');
+    return { root, j, p, layout, log, entry: posix.join(log, '00000000000000000000.yaml'), done: posix.join(log, '00000000000000000000.done') };
+  }
+
+  async function expectRefused(root: string, file: string, variants: readonly Variant[], step: () => Promise<unknown>): Promise<number> {
+    const good = (await sb.store.readFile(file))!;
+    const before = await readTree(sb.store, root);
+    let n = 0;
+    for (const v of variants) {
+      await sb.store.writeFile(file, v.text);
+      const err = await step().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof CorruptManifestError, `${file}: ${v.name}: expected exit 1, got ${err === null ? 'success' : String(err)}`);
+      assert.ok(err.message.startsWith(sb.store.toUri(file)), `${v.name}: the message names the file: ${err.message}`);
+      await sb.store.writeFile(file, good);
+      assert.deepEqual(await readTree(sb.store, root), before, `${file}: ${v.name}: something changed`);
+      n++;
+    }
+    return n;
+  }
+
+  /**
+   * The in-memory stores run every variant; the real stores a deterministic sample, each its own
+   * share (local every 4th, remote stores every 15th: a step there re-reads short files).
+   */
+  const sample = (vs: Variant[]) => vs.filter((_, i) => sampled(fx.name, i));
+
+  test('every kind, cut at every line and at bytes, lines removed, bytes flipped, fields removed or retyped, paths escaping', async (t) => {
+    const w = await world();
+    const env = () => testEnv(sb.store);
+    const jLayout = w.layout;
+    const claim = jLayout.claimFile(0, '0');
+    const claimText = (await sb.store.readFile(claim))!.toString();
+    const jobText = (await sb.store.readFile(jLayout.jobFile))!.toString();
+    const decision = (await sb.store.list(jLayout.decisionsDir(0))).find((e) => e.name.endsWith('_0_1.yaml'))!.path;
+    const pLayout = new JobLayout(w.p);
+    const planText = (await sb.store.readFile(pLayout.commitFile))!.toString();
+    const entryText = (await sb.store.readFile(w.entry))!.toString();
+    const lease = posix.join(w.j, '_lease.0.yaml');
+    const leaseText = encodeLease({ op: 'commit-job', owner: 'other', host: 'elsewhere', pid: 1, acquiredAtMs: 0, expiresAtMs: Date.now() + 3_600_000 });
+    const forged = (text: string, cases: [string, string, string][]): Variant[] => cases.map(([name, key, value]) => ({ name, text: withField(text, key, value) }));
+    const counts: Record<string, number> = {};
+
+    counts.job = await expectRefused(w.root, jLayout.jobFile, [
+      ...sample(damages(jobText, 1)),
+      { name: "state edited to 'committed' (not re-signed)", text: jobText.replace('state: "staged"', 'state: "committed"') },
+      ...forged(jobText, [['targetPath escapes', 'targetPath', '"/a/../../victim"'], ['targetPath relative', 'targetPath', '"victim"'], ['staging elsewhere', 'staging', '"/elsewhere"'], ['tasks 0', 'tasks', '0'], ['v2 overwrite', 'algorithm', '"v2"'], ['target not targetPath', 'target', '"/elsewhere"']]),
+    ], () => commitJob(env(), { stagingPath: w.j }));
+
+    counts.claim = await expectRefused(w.root, claim, [
+      ...sample(damages(claimText, 2)),
+      ...forged(claimText, [['root escapes', 'root', '"../../../victim"'], ['root absolute', 'root', '"/etc"'], ['root of another task', 'root', '"_temporary/0/1"'], ['task renamed', 'task', '"7"']]),
+      { name: 'file path escapes', text: withItem(claimText, 'files', 0, (o) => (o.path = 'dt=1/../../x')) },
+      { name: 'file path absolute', text: withItem(claimText, 'files', 0, (o) => (o.path = '/etc/passwd')) },
+      { name: 'file outside the partitions', text: withItem(claimText, 'files', 0, (o) => (o.path = 'loose')) },
+    ], () => commitJob(env(), { stagingPath: w.j }));
+
+    counts.decision = await expectRefused(w.root, decision, sample(damages((await sb.store.readFile(decision))!.toString(), 3)), () => recover(env(), { stagingPath: w.j }));
+
+    await sb.store.writeFile(lease, leaseText);
+    counts.lease = await expectRefused(w.root, lease, sample(damages(leaseText, 4)).filter((v) => v.text !== ''), () => commitJob(env(), { stagingPath: w.j }));
+
+    await sb.store.delete(lease, false);
+    counts.logEntry = await expectRefused(w.root, w.entry, [
+      ...sample(damages(entryText, 5)),
+      ...forged(entryText, [['staging escapes', 'staging', '"/a/../b"'], ['touches escape', 'touches', '["../x"]'], ['number differs', 'number', '3']]),
+    ], () => commitJob(env(), { stagingPath: w.j }));
+
+    counts.logDone = await expectRefused(w.root, w.done, sample(damages((await sb.store.readFile(w.done))!.toString(), 6)), () => commitJob(env(), { stagingPath: w.j }));
+
+    const ops = parseBody(planText).find((l) => l.key === 'ops')!.items!.length;
+    counts.plan = await expectRefused(w.root, pLayout.commitFile, [
+      ...sample(damages(planText, 7)),
+      ...[['from', 's:../../etc'], ['to', 't:../x'], ['to', 't:/abs'], ['from', 's:_job.yaml'], ['to', 't:a//b']].map(([k, v]) => ({ name: `op ${k} '${v}'`, text: withItem(planText, 'ops', ops - 1, (o) => (o[k!] = v)) })),
+      { name: 'delete of the whole target', text: withItem(planText, 'ops', ops - 1, (o) => Object.assign(o, { op: 'delete', path: 't:', dir: true })) },
+      ...forged(planText, [['phaseCount too small', 'phaseCount', '0'], ['another job', 'jobId', '"Q"']]),
+    ], () => recover(env(), { stagingPath: w.p }));
+
+    t.diagnostic(`damaged variants refused: ${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    // Undamaged, everything still works: J commits (K's entry is void), P rolls forward.
+    await commitJob(env(), { stagingPath: w.j });
+    await recover(env(), { stagingPath: w.p });
+    assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 't'))), { 'dt=1/a': 'a', 'dt=2/b': 'b', 'dt=9/keep': 'k' });
+    assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 'other'))), { 'dt=5/p': 'p' });
+  });
+
+  test('through the CLI: exit 1, one line naming the file, a JSON error; a lost plan past the commit point is never made again', async (t) => {
+    if (fx.inProcess) return t.skip('the CLI cannot open an in-memory store');
+    const w = await world();
+    const pLayout = new JobLayout(w.p);
+    const planText = (await sb.store.readFile(pLayout.commitFile))!.toString();
+    const before = await readTree(sb.store, w.root);
+    // Cut exactly at a line boundary: the last operation line and the check line gone.
+    await sb.store.writeFile(pLayout.commitFile, planText.split('\n').slice(0, -3).join('\n') + '\n');
+    const r = await cli(['recover', '--job', sb.uri(w.p), '--json'], { env: sb.env });
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+    assert.match(r.stderr, new RegExp(`${sb.uri(pLayout.commitFile).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: has no 'end:' check line`));
+    assert.equal(JSON.parse(r.stdout).error.exitCode, 1);
+    // The plan deleted after a kill mid-apply: exit 1, never planned again.
+    await sb.store.delete(pLayout.commitFile, false);
+    const jobText = (await sb.store.readFile(pLayout.jobFile))!.toString();
+    assert.match(jobText, /state: "committing"/);
+    for (const args of [['recover', '--job', sb.uri(w.p)], ['commit-job', '--job', sb.uri(w.p)]]) {
+      const rr = await cli(args, { env: sb.env });
+      assert.equal(rr.code, 1, rr.stderr);
+      assert.match(rr.stderr, /_commit\.yaml: is missing, but the job is past its commit point/);
+    }
+    await sb.store.writeFile(pLayout.commitFile, planText);
+    assert.deepEqual(await readTree(sb.store, w.root), before);
+  });
+});
+}
