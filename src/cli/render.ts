@@ -1,6 +1,7 @@
 // Text rendering of step results for people; --json prints the results as they are.
 
 import chalk from 'chalk';
+import type { CleanOrphansResult } from '../steps/clean-orphans.js';
 import type { CommitJobResult } from '../steps/commit-job.js';
 import type { StatusResult } from '../steps/status.js';
 import type { OpCounts } from '../store/instrumented.js';
@@ -65,4 +66,17 @@ export function renderStatus(s: StatusResult): string {
     }
   }
   return lines.join('\n');
+}
+
+export function renderOrphans(r: CleanOrphansResult): string {
+  if (r.leftovers.length === 0) return `no leftovers under ${r.roots.join(', ')} (${r.directoriesScanned} directories scanned)`;
+  const rows = r.leftovers.map((l) => [l.kind, l.uri, formatAge(l.ageSeconds), String(l.files), formatBytes(l.bytes), l.jobId ?? '', l.action + (l.reason ? ` (${l.reason})` : '')]);
+  const head = ['KIND', 'PATH', 'AGE', 'FILES', 'BYTES', 'JOB', 'ACTION'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const fmt = (row: string[]) => row.map((c, i) => (i === 2 || i === 3 || i === 4 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const gone = r.leftovers.filter((l) => l.action === 'would-delete' || l.action === 'deleted').length;
+  const summary = r.dryRun
+    ? `${gone} leftover(s) to remove, ${formatBytes(r.reclaimableBytes)} reclaimable; dry run: nothing was changed, add --delete to remove them`
+    : `${gone} leftover(s) removed, ${formatBytes(r.reclaimableBytes)} reclaimed`;
+  return [chalk.bold(fmt(head)), ...rows.map(fmt), '', summary].join('\n');
 }

@@ -21,6 +21,7 @@ export class InstrumentedStore implements Store {
 
   get name(): string { return this.inner.name; }
   get caps() { return this.inner.caps; }
+  get namespaceDepth(): number | undefined { return this.inner.namespaceDepth; }
   get mutationCount(): number { return this.mutations; }
 
   private count(op: StoreOp): void {

@@ -68,6 +68,8 @@ function errName(e: unknown): string {
 export class S3Store implements Store {
   readonly name = 's3';
   readonly caps = CAPS;
+  /** `/bucket` is a whole bucket: a table lives under a prefix in it. */
+  readonly namespaceDepth = 1;
   readonly client: S3Client;
 
   private requests = 0;
