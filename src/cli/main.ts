@@ -2,7 +2,7 @@
 
 import { ExitCode } from '../errors.js';
 import { buildProgram } from './program.js';
-import { reportError, Runtime, uiFor, type CliContext, type GlobalOptions } from './runtime.js';
+import { reportError, Runtime, uiFor, wantsJson, type CliContext, type GlobalOptions } from './runtime.js';
 import type { Ui } from './ui.js';
 
 export type { CliContext, GlobalOptions } from './runtime.js';
@@ -30,6 +30,8 @@ export async function main(argv: string[], ctx: CliContext): Promise<number> {
     await program.parseAsync(argv, { from: 'user' });
     return ExitCode.ok;
   } catch (e) {
-    return reportError(e, ui ?? uiFor(ctx, globals), globals);
+    // A usage error stops commander before the global options are known: --json still holds.
+    const opts = { ...globals, json: globals.json ?? wantsJson(argv) };
+    return reportError(e, ui ?? uiFor(ctx, opts), opts);
   }
 }

@@ -19,11 +19,3 @@ export function wholeNumber(name: string) {
     return Number(v);
   };
 }
-
-const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
-
-export function parseDuration(raw: string): number {
-  const m = /^(\d+)([smhd])$/.exec(raw.trim());
-  if (!m) throw new UsageError(`invalid --older-than '${raw}': give a number and a unit s, m, h or d (e.g. 90m, 36h, 7d)`);
-  return Number(m[1]) * UNITS[m[2]!]! * 1000;
-}

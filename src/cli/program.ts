@@ -5,12 +5,13 @@ import { abortCommand } from './commands/abort.js';
 import { cleanOrphansCommand } from './commands/clean-orphans.js';
 import { commitJobCommand } from './commands/commit-job.js';
 import { commitTaskCommand } from './commands/commit-task.js';
+import { completionCommand } from './commands/completion.js';
 import { recoverCommand } from './commands/recover.js';
 import { stageCommand } from './commands/stage.js';
 import { statusCommand } from './commands/status.js';
 import type { Run } from './runtime.js';
 
-const COMMANDS = [stageCommand, commitTaskCommand, commitJobCommand, abortCommand, recoverCommand, statusCommand, cleanOrphansCommand];
+const COMMANDS = [stageCommand, commitTaskCommand, commitJobCommand, abortCommand, recoverCommand, statusCommand, cleanOrphansCommand, completionCommand];
 
 const HELP_AFTER = `
 Targets: /data/sales, file:///data/sales, s3://bucket/wh/sales, hdfs://nn:9870/wh/sales,

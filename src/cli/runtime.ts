@@ -2,12 +2,10 @@
 // environment, and the one place where an error becomes an exit code (and a JSON error doc).
 
 import { CommanderError, type Command } from 'commander';
-import os from 'node:os';
-import { ExitCode, StageCommitError, UsageError } from '../errors.js';
-import { InstrumentedStore, type MutationHook } from '../store/instrumented.js';
-import { parseUri, StoreOpener, type ParsedUri } from '../store/resolve.js';
-import type { Store } from '../store/types.js';
-import { isPidAliveLocal, type StepEnv } from '../steps/env.js';
+import { errorDoc, errorExitCode, errorKind } from '../api/errors.js';
+import { Session } from '../api/session.js';
+import { ExitCode, UsageError } from '../errors.js';
+import type { MutationHook } from '../store/instrumented.js';
 import { loadConfig, type Config } from './config.js';
 import { formatOps } from './render.js';
 import { Ui, type UiStream } from './ui.js';
@@ -51,67 +49,59 @@ function testHooks(env: NodeJS.ProcessEnv): MutationHook | undefined {
   };
 }
 
+/** One command line's UI and API session: progress from the steps goes to the UI. */
 export class Runtime {
-  private readonly opener: StoreOpener;
-  readonly config: Config;
   readonly ui: Ui;
-  private instrumented: InstrumentedStore | undefined;
+  readonly session: Session;
 
   constructor(readonly ctx: CliContext, readonly global: GlobalOptions) {
     this.ui = uiFor(ctx, global);
-    this.config = loadConfig(global.config ?? ctx.env.STAGECOMMIT_CONFIG);
-    this.opener = new StoreOpener({ config: this.config.raw, env: ctx.env });
+    this.session = new Session({
+      config: loadConfig(global.config ?? ctx.env.STAGECOMMIT_CONFIG),
+      env: ctx.env,
+      cwd: ctx.cwd,
+      onProgress: (e) => this.ui.event(e),
+      allowUnsignedJob: global.allowUnsignedJob,
+      beforeMutation: testHooks(ctx.env),
+    });
   }
 
-  /** A URI or path → its store and the path inside it. */
-  async location(raw: string): Promise<{ uri: ParsedUri; store: Store; path: string }> {
-    const uri = parseUri(raw, this.ctx.cwd);
-    return { uri, ...(await this.opener.open(uri)) };
+  /** --job, else $STAGECOMMIT_JOB (the API says what to do when neither is given). */
+  job(opt: string | undefined): string {
+    return opt ?? this.ctx.env.STAGECOMMIT_JOB ?? '';
   }
 
-  /** The step environment around one store; every call goes through the counting wrapper. */
-  stepEnv(store: Store, concurrency?: number): StepEnv {
-    const inst = new InstrumentedStore(store, testHooks(this.ctx.env));
-    this.instrumented = inst;
-    return {
-      store: inst,
-      user: this.ctx.env.USER ?? os.userInfo().username,
-      host: os.hostname(),
-      pid: process.pid,
-      now: () => Date.now(),
-      concurrency: concurrency ?? this.config.concurrency,
-      leaseTtlMs: this.config.leaseTtlSeconds * 1000,
-      isPidAlive: isPidAliveLocal,
-      emit: (e) => this.ui.event(e),
-      metrics: () => inst.metrics(),
-      allowUnsignedJob: this.global.allowUnsignedJob,
-    };
-  }
-
-  async job(opt: string | undefined): Promise<{ store: Store; path: string }> {
-    const handle = opt ?? this.ctx.env.STAGECOMMIT_JOB;
-    if (!handle) throw new UsageError("no job given: pass --job HANDLE (what 'stagecommit stage --target …' printed) or set STAGECOMMIT_JOB");
-    return this.location(handle);
+  /** Prints the document under --json, else the text a person reads. */
+  output(doc: unknown, text: () => void): void {
+    if (this.global.json) this.ui.json(doc);
+    else text();
   }
 
   opsLine(): void {
-    if (this.instrumented) this.ui.verbose(`store operations: ${formatOps(this.instrumented.counts)}`);
+    const counts = this.session.counts;
+    if (counts) this.ui.verbose(`store operations: ${formatOps(counts)}`);
   }
 }
 
-/** The one place an error becomes an exit code: a message on stderr, and under --json a document on stdout. */
+/** Under --json: asked for before the command could be parsed (usage errors). */
+export function wantsJson(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end < 0 ? argv : argv.slice(0, end)).includes('--json');
+}
+
+/**
+ * The one place an error becomes an exit code: one line on stderr, and under --json the error
+ * document on stdout. Commander has printed its own usage errors already.
+ */
 export async function reportError(e: unknown, ui: Ui, globals: GlobalOptions): Promise<number> {
   await ui.stopSpinner();
-  if (e instanceof CommanderError) return e.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
-  let exitCode: number;
-  if (e instanceof StageCommitError) {
-    exitCode = e.exitCode;
-    ui.error(e.message.replace(/\n/g, ' '));
-  } else {
-    exitCode = ExitCode.failed;
-    ui.error((e as Error)?.message ?? String(e));
-    if (globals.verbose) ui.raw(String((e as Error)?.stack) + '\n', 'stderr');
+  if (e instanceof CommanderError) {
+    if (e.exitCode === 0) return ExitCode.ok;
+    if (globals.json) ui.json(errorDoc(new UsageError(e.message.replace(/^error: /, ''))));
+    return ExitCode.usage;
   }
-  if (globals.json) ui.json({ error: { exitCode, kind: (e as Error)?.name ?? 'Error', message: (e as Error)?.message ?? String(e) } });
-  return exitCode;
+  ui.error(((e as Error)?.message ?? String(e)).replace(/\n/g, ' '));
+  if (errorKind(e) === 'InternalError' && globals.verbose && e instanceof Error && e.stack) ui.raw(e.stack + '\n', 'stderr');
+  if (globals.json) ui.json(errorDoc(e));
+  return errorExitCode(e);
 }

@@ -84,10 +84,16 @@ export class Ui {
     } else write();
   }
 
+  /** The phase running and when it began (--verbose prints each phase's time when the next begins). */
+  private phase: { label: string; startMs: number } | undefined;
+  /** The first progress count of the phase, and when: the rate is counted from there. */
+  private progressStart: { done: number; atMs: number } | undefined;
+
   /** Progress from the steps: a spinner on a TTY, lines with --verbose, nothing otherwise. */
   event(e: StepEvent): void {
     if (e.type === 'warn') return this.message(chalk.yellow(`warning: ${e.message}`));
-    const text = e.type === 'progress' ? `${e.label} ${e.done}/${e.total}` : e.type === 'phase' ? e.label : e.message;
+    if (e.type === 'phase') this.startPhase(e.label);
+    const text = e.type === 'progress' ? this.progressText(e.label, e.done, e.total) : e.type === 'phase' ? e.label : e.message;
     if (e.type !== 'progress') this.verbose(text);
     if (!this.interactive) return;
     this.spinnerText = text;
@@ -103,7 +109,30 @@ export class Ui {
     });
   }
 
+  private startPhase(label: string): void {
+    this.endPhase();
+    this.phase = { label, startMs: Date.now() };
+    this.progressStart = undefined;
+  }
+
+  /** Under --verbose: how long the phase that just ended took. */
+  private endPhase(): void {
+    if (this.phase) this.verbose(`  ${this.phase.label}: ${((Date.now() - this.phase.startMs) / 1000).toFixed(1)}s`);
+    this.phase = undefined;
+  }
+
+  /** `publishing 1024/4000, 310/s, about 10s left`: the rate and time left once counts move. */
+  private progressText(label: string, done: number, total: number): string {
+    const now = Date.now();
+    this.progressStart ??= { done, atMs: now };
+    const secs = (now - this.progressStart.atMs) / 1000;
+    const rate = secs > 0.5 ? (done - this.progressStart.done) / secs : 0;
+    if (rate <= 0 || done >= total) return `${label} ${done}/${total}`;
+    return `${label} ${done}/${total}, ${Math.round(rate)}/s, about ${Math.ceil((total - done) / rate)}s left`;
+  }
+
   async stopSpinner(): Promise<void> {
+    this.endPhase();
     this.spinnerOver = true;
     await this.spinnerLoading;
     this.endSpinner();

@@ -1,30 +1,32 @@
 // abort: throw away one task attempt (--task) or the whole job.
 
 import { Command } from 'commander';
-import { UsageError } from '../../errors.js';
-import { abort, type AbortResult } from '../../steps/abort.js';
+import { abort, type AbortDoc } from '../../api/index.js';
+import { withHelp } from '../help.js';
 import { wholeNumber } from '../options.js';
 import type { Run } from '../runtime.js';
 
-function renderAbort(r: AbortResult): string {
+function renderAbort(r: AbortDoc): string {
   if (r.outcome === 'nothing') return 'nothing to abort: no job at that handle (finished, aborted or never staged)';
   if (r.scope === 'job') return `aborted job ${r.jobId}: its staged data is gone, the target was not touched`;
   return `aborted ${r.taskAttempt}${r.wasDenied ? ' (another attempt had won the task)' : ''}`;
 }
 
 export function abortCommand(run: Run): Command {
-  return new Command('abort')
+  const cmd = new Command('abort')
     .description('throw away one task attempt (--task) or the whole job')
-    .option('--job <job>', 'the job handle')
+    .option('--job <job>', 'the job handle (default: $STAGECOMMIT_JOB)')
     .option('--task <t>', 'abort only this task attempt')
     .option('--attempt <n>', 'the task attempt (default 0)', wholeNumber('--attempt'))
-    .action((o: { job?: string; task?: string; attempt?: number }, cmd: Command) =>
+    .action((o: { job?: string; task?: string; attempt?: number }, c: Command) =>
       run(async (rt) => {
-        const job = await rt.job(o.job);
-        if (o.attempt !== undefined && o.task === undefined) throw new UsageError('--attempt needs --task: it names one attempt of one task');
-        const r = await abort(rt.stepEnv(job.store), { stagingPath: job.path, task: o.task, attempt: o.attempt });
-        if (rt.global.json) rt.ui.json(r);
+        const r = await abort(rt.session, { ...o, job: rt.job(o.job) });
+        rt.output(r, () => undefined);
         rt.ui.message(renderAbort(r));
-      }, cmd),
+      }, c),
     );
+  return withHelp(cmd, {
+    examples: ['stagecommit abort --job "$JOB"                       # the whole job; the target is not touched', 'stagecommit abort --job "$JOB" --task 3 --attempt 0   # one attempt'],
+    exitCodes: [0, 1, 2, 4],
+  });
 }
