@@ -4,27 +4,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
-import { PassThrough } from 'node:stream';
-import { main } from '../src/cli/main.js';
+import { runMain } from './helpers/main.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
-
-/** Runs main() with captured stdout and stderr. */
-export async function runMain(args: string[], env: Record<string, string> = {}, input = ''): Promise<{ code: number; stdout: string; stderr: string }> {
-  const capture = () => {
-    const s = new PassThrough();
-    let text = '';
-    s.setEncoding('utf8').on('data', (d: string) => (text += d));
-    return { stream: s, text: () => text };
-  };
-  const out = capture();
-  const err = capture();
-  const stdin = new PassThrough();
-  stdin.end(input);
-  const code = await main(args, { cwd: process.cwd(), env: { ...process.env, NO_COLOR: '1', ...env }, stdin, stdout: out.stream, stderr: err.stream });
-  await new Promise((r) => setImmediate(r));
-  return { code, stdout: out.text(), stderr: err.text() };
-}
 
 for (const fx of storeFixtures()) {
   describe(`main() in-process on ${fx.name}`, () => {

@@ -52,15 +52,23 @@ async function stagingOf(s: Session, o: StageOptions, targetKey: string): Promis
   return o.stagingDir ? { stagingPath: loc.path } : { stagingRoot: loc.path };
 }
 
+function oneOf<T extends string>(flag: string, value: T | undefined, allowed: readonly T[]): T {
+  const v = value ?? allowed[0]!;
+  if (!allowed.includes(v)) throw new UsageError(`${flag} '${v}' is not one of ${allowed.join(', ')}`);
+  return v;
+}
+
 export async function stage(s: Session, o: StageOptions): Promise<StageDoc> {
+  const mode = oneOf<Mode>('--mode', o.mode, ['create', 'append', 'overwrite']);
+  const algorithm = oneOf<Algorithm>('--algorithm', o.algorithm, ['v1', 'v2']);
   const target = await s.location(o.target);
   const staging = await stagingOf(s, o, storeKey(target.uri));
   const partitionBy = typeof o.partitionBy === 'string' ? o.partitionBy.split(',').filter((c) => c !== '') : o.partitionBy;
   const r = await stageJob(s.stepEnv(target.store), {
     targetPath: target.path,
     ...staging,
-    mode: o.mode ?? 'create',
-    algorithm: o.algorithm ?? 'v1',
+    mode,
+    algorithm,
     partition: (o.partition ?? []).map(parsePartitionArg),
     partitionBy,
     jobId: o.jobId,
