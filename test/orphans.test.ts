@@ -10,7 +10,7 @@ import { libCommitJob, libCommitTask, libStage, libStageTask, testEnv } from './
 import { storeFixtures, type StoreSandbox } from './helpers/stores.js';
 import { readTree, writeTree, type Tree } from './helpers/tree.js';
 import { cleanOrphans, kindByName } from '../src/steps/clean-orphans.js';
-import { parseDuration } from '../src/cli/orphans-command.js';
+import { parseDuration } from '../src/api/clean-orphans.js';
 import { encodeLease } from '../src/job/lease.js';
 import { unreliable } from '../src/store/instrumented.js';
 import { InjectedFault, StoreError } from '../src/errors.js';

@@ -1,8 +1,7 @@
 // Text rendering of step results for people; --json prints the results as they are.
 
 import chalk from 'chalk';
-import type { CommitJobResult } from '../steps/commit-job.js';
-import type { StatusResult } from '../steps/status.js';
+import type { CleanOrphansDoc, CommitJobDoc, StatusDoc } from '../api/index.js';
 import type { OpCounts } from '../store/instrumented.js';
 
 export function formatBytes(n: number): string {
@@ -31,7 +30,7 @@ export function formatOps(c: OpCounts): string {
     .join(', ');
 }
 
-export function renderCommit(r: CommitJobResult): string {
+export function renderCommit(r: CommitJobDoc): string {
   const what = r.outcome === 'rolled-forward' ? 'finished the interrupted commit of' : 'committed';
   const lines = [`${chalk.green('✔')} ${what} job ${r.jobId}: ${r.files} file(s), ${formatBytes(r.bytes)} into ${r.target}`];
   if (r.partitionsWritten.length) lines.push(`  partitions written: ${summarize(r.partitionsWritten)}`);
@@ -43,14 +42,14 @@ function summarize(items: readonly string[], max = 5): string {
   return items.length <= max ? items.join(', ') : `${items.slice(0, max).join(', ')} and ${items.length - max} more`;
 }
 
-export function renderStatus(s: StatusResult): string {
+export function renderStatus(s: StatusDoc): string {
   const j = s.job;
   const color = s.state === 'staged' ? chalk.cyan : s.state === 'committing' ? chalk.yellow : s.state === 'aborted' ? chalk.red : chalk.green;
   const lines = [
     `job       ${j.jobId}`,
     `state     ${color(s.state)}`,
     `target    ${j.target}`,
-    `staging   ${j.staging}`,
+    `staging   ${s.handle}`,
     `mode      ${j.mode} (${j.algorithm})${j.partitionBy.length ? `, partitioned by ${j.partitionBy.join(', ')}` : ''}${j.staticPartition.length ? `, static ${j.staticPartition.map((p) => `${p.column}=${p.value}`).join('/')}` : ''}`,
     `attempt   app attempt ${j.appAttempt}`,
     `owner     ${j.owner.user}@${j.owner.host} (pid ${j.owner.pid}), staged ${formatAge(s.ageSeconds)} ago`,
@@ -65,4 +64,17 @@ export function renderStatus(s: StatusResult): string {
     }
   }
   return lines.join('\n');
+}
+
+export function renderOrphans(r: CleanOrphansDoc): string {
+  if (r.leftovers.length === 0) return `no leftovers under ${r.roots.join(', ')} (${r.directoriesScanned} directories scanned)`;
+  const rows = r.leftovers.map((l) => [l.kind, l.path, formatAge(l.ageSeconds), String(l.files), formatBytes(l.bytes), l.jobId ?? '', l.action + (l.reason ? ` (${l.reason})` : '')]);
+  const head = ['KIND', 'PATH', 'AGE', 'FILES', 'BYTES', 'JOB', 'ACTION'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const fmt = (row: string[]) => row.map((c, i) => (i === 2 || i === 3 || i === 4 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const gone = r.leftovers.filter((l) => l.action === 'would-delete' || l.action === 'deleted').length;
+  const summary = r.dryRun
+    ? `${gone} leftover(s) to remove, ${formatBytes(r.reclaimableBytes)} reclaimable; dry run: nothing was changed, add --delete to remove them`
+    : `${gone} leftover(s) removed, ${formatBytes(r.reclaimableBytes)} reclaimed`;
+  return [chalk.bold(fmt(head)), ...rows.map(fmt), '', summary].join('\n');
 }

@@ -28,8 +28,10 @@ export interface StageFilesResult {
   readonly jobId: string;
   readonly task: string;
   readonly attempt: number;
-  /** The attempt dir (or the partition dir inside it), as a URI. */
+  /** The task attempt's own dir, as a URI. */
   readonly attemptDir: string;
+  /** Where the files go: the attempt dir plus the partition path given, as a URI. */
+  readonly writeDir: string;
   /** Table-relative paths of the staged files. */
   readonly files: readonly string[];
 }
@@ -87,11 +89,11 @@ async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, ta
     // Where directories do not exist on their own, the attempt is marked as staged (an attempt
     // that writes nothing may commit; one never staged may not).
     if (!store.caps.realDirectories) await store.writeFile(posix.join(dir, ATTEMPT_MARKER), '');
-    return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(partDir), files: [] };
+    return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(dir), writeDir: store.toUri(partDir), files: [] };
   }
   await forEachLimit(input.files, env.concurrency, async (f) => {
     const dst = posix.join(partDir, f.name);
     await store.put(dst, 'localPath' in f ? { localPath: f.localPath } : { stream: f.stream });
   });
-  return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(partDir), files: names.map((n) => (part ? `${part}/${n}` : n)) };
+  return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(dir), writeDir: store.toUri(partDir), files: names.map((n) => (part ? `${part}/${n}` : n)) };
 }

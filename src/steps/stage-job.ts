@@ -7,6 +7,7 @@ import { encodeJob, type Algorithm, type JobManifest, type Mode } from '../job/j
 import { defaultStagingRoot, JobLayout } from '../job/layout.js';
 import { TableLog } from '../job/table-log.js';
 import { isDataName, normalizeColumn, type PartitionValue } from '../paths.js';
+import type { Store } from '../store/types.js';
 import type { StepEnv } from './env.js';
 
 export interface StageJobInput {
@@ -33,6 +34,16 @@ const JOB_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
 function isInside(child: string, parent: string): boolean {
   return child === parent || child.startsWith(parent.endsWith('/') ? parent : parent + '/');
+}
+
+/** A table lives in a directory: not the store's root, nor a whole bucket. */
+function checkTableDir(store: Store, targetPath: string): void {
+  const depth = targetPath.split('/').filter(Boolean).length;
+  if (depth === 0) throw new UsageError('the target cannot be the root of the store: give a table directory');
+  if (depth <= (store.namespaceDepth ?? 0)) {
+    const uri = store.toUri(targetPath);
+    throw new UsageError(`the target ${uri} is a whole bucket: give a table prefix under it, e.g. ${uri}/warehouse/sales`);
+  }
 }
 
 export function resolvePartitioning(partition: readonly PartitionValue[], partitionBy: readonly string[] | undefined): string[] {
@@ -89,7 +100,7 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
     throw new UsageError(`invalid --job-id '${jobId}': use letters, digits, '.', '_' and '-' (up to 128, not first)`);
   }
   const targetPath = input.targetPath.replace(/\/+$/, '') || '/';
-  if (targetPath === '/') throw new UsageError('the target cannot be the root of the store: give a table directory');
+  checkTableDir(store, targetPath);
 
   const stagingPath = (input.stagingPath ?? posix.join(input.stagingRoot ?? defaultStagingRoot(targetPath), jobId)).replace(/\/+$/, '');
   checkStagingPlace(env, targetPath, stagingPath, input.mode);

@@ -30,6 +30,7 @@ export class InstrumentedStore implements Store {
   }
 
   get caps() { return this.inner.caps; }
+  get namespaceDepth(): number | undefined { return this.inner.namespaceDepth; }
 
   private count(op: StoreOp): void {
     this.counts[op] = (this.counts[op] ?? 0) + 1;

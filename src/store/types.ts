@@ -69,6 +69,11 @@ export interface Store {
   readonly caps: StoreCapabilities;
   /** The URI a user would type for this path. */
   toUri(path: string): string;
+  /**
+   * Optional: how many leading path segments name a namespace rather than a directory (S3: 1,
+   * the bucket); a path that deep or less cannot hold a table. Default 0: only the root.
+   */
+  readonly namespaceDepth?: number;
   stat(path: string): Promise<Entry | null>;
   /** Direct children of a directory, held in memory whole (not streamed); [] when it does not exist. */
   list(dir: string, opts?: ListOptions): Promise<Entry[]>;

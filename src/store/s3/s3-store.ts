@@ -31,6 +31,8 @@ const CONFLICT_RETRIES = 20;
 
 export class S3Store implements Store {
   readonly caps = CAPS;
+  /** `/bucket` is a whole bucket: a table lives under a prefix in it. */
+  readonly namespaceDepth = 1;
   readonly client: S3Client;
 
   private requests = 0;

@@ -1,0 +1,41 @@
+// clean-orphans: find (and with delete: true remove) what killed jobs left behind under some roots.
+
+import { UsageError } from '../errors.js';
+import { cleanOrphans as cleanOrphansStep, type CleanOrphansResult, type Leftover } from '../steps/clean-orphans.js';
+import { storeKey } from '../store/resolve.js';
+import type { Session } from './session.js';
+
+export interface CleanOrphansOptions {
+  readonly roots: readonly string[];
+  /** Only leftovers last changed longer ago than this: a number and a unit s, m, h or d (default '24h'). */
+  readonly olderThan?: string;
+  /** Remove them (default: a dry run that only lists them). */
+  readonly delete?: boolean;
+  readonly maxDepth?: number;
+}
+
+/** One leftover as `--json` shows it: `path` is its URI. */
+export type LeftoverDoc = Omit<Leftover, 'path' | 'uri' | 'upload' | 'pastCommit'> & { readonly path: string };
+
+export interface CleanOrphansDoc extends Omit<CleanOrphansResult, 'leftovers'> {
+  readonly leftovers: readonly LeftoverDoc[];
+}
+
+const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
+
+export function parseDuration(raw: string): number {
+  const m = /^(\d+)([smhd])$/.exec(raw.trim());
+  if (!m) throw new UsageError(`invalid --older-than '${raw}': give a number and a unit s, m, h or d (e.g. 90m, 36h, 7d)`);
+  return Number(m[1]) * UNITS[m[2]!]! * 1000;
+}
+
+export async function cleanOrphans(s: Session, o: CleanOrphansOptions): Promise<CleanOrphansDoc> {
+  const olderThanMs = parseDuration(o.olderThan ?? '24h');
+  const maxDepth = o.maxDepth;
+  if (maxDepth !== undefined && (!Number.isInteger(maxDepth) || maxDepth < 0)) throw new UsageError(`invalid --max-depth '${maxDepth}': give a whole number`);
+  if (o.roots.length === 0) throw new UsageError('clean-orphans needs at least one root directory to scan');
+  const locs = await Promise.all(o.roots.map((r) => s.location(r)));
+  if (new Set(locs.map((l) => storeKey(l.uri))).size > 1) throw new UsageError('the roots are on different stores: run clean-orphans once per store');
+  const r = await cleanOrphansStep(s.stepEnv(locs[0]!.store), { roots: locs.map((l) => l.path), olderThanMs, delete: Boolean(o.delete), maxDepth });
+  return { ...r, leftovers: r.leftovers.map(({ path: _p, uri, upload: _u, pastCommit: _c, ...l }) => ({ ...l, path: uri })) };
+}

@@ -1,0 +1,21 @@
+// commit-job: publish every committed task into the target, all at once.
+
+import { commitJob as commitJobStep, type CommitJobResult } from '../steps/commit-job.js';
+import type { Session } from './session.js';
+
+export interface CommitJobOptions {
+  readonly job: string;
+  /** Store operations in flight (default: the config's concurrency). */
+  readonly parallelism?: number;
+}
+
+/** `commit-job --json`; `success` is the URI of the `_SUCCESS` file written. */
+export interface CommitJobDoc extends CommitJobResult {
+  readonly handle: string;
+}
+
+export async function commitJob(s: Session, o: CommitJobOptions): Promise<CommitJobDoc> {
+  const job = await s.job(o.job);
+  const r = await commitJobStep(s.stepEnv(job.store, o.parallelism), { stagingPath: job.path });
+  return { handle: job.store.toUri(job.path), ...r };
+}

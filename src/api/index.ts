@@ -1,0 +1,16 @@
+// Every API operation over a Session: what the CLI commands and the library (src/index.ts) call.
+
+export { stage, stageFiles, attemptPath } from './stage.js';
+export type { StageOptions, StageDoc, AttemptOptions, StageFilesOptions, StageFilesDoc, FileSource } from './stage.js';
+export { commitTask } from './commit-task.js';
+export type { CommitTaskOptions, CommitTaskDoc } from './commit-task.js';
+export { commitJob } from './commit-job.js';
+export type { CommitJobOptions, CommitJobDoc } from './commit-job.js';
+export { abort } from './abort.js';
+export type { AbortOptions, AbortDoc } from './abort.js';
+export { recover } from './recover.js';
+export type { RecoverOptions, RecoverDoc } from './recover.js';
+export { status } from './status.js';
+export type { StatusOptions, StatusDoc, StatusJob } from './status.js';
+export { cleanOrphans } from './clean-orphans.js';
+export type { CleanOrphansOptions, CleanOrphansDoc, LeftoverDoc } from './clean-orphans.js';

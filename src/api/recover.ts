@@ -1,0 +1,18 @@
+// recover: after a killed run, keep committed tasks, start the next attempt, name the tasks still to run.
+
+import { recover as recoverStep, type RecoverResult } from '../steps/recover.js';
+import type { Session } from './session.js';
+
+export interface RecoverOptions {
+  readonly job: string;
+}
+
+export interface RecoverDoc extends RecoverResult {
+  readonly handle: string;
+}
+
+export async function recover(s: Session, o: RecoverOptions): Promise<RecoverDoc> {
+  const job = await s.job(o.job);
+  const r = await recoverStep(s.stepEnv(job.store), { stagingPath: job.path });
+  return { handle: job.store.toUri(job.path), ...r };
+}

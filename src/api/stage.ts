@@ -1,0 +1,148 @@
+// stage in its three forms: a new job, task files into an attempt, the attempt dir for a writer.
+
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { UsageError } from '../errors.js';
+import type { Algorithm, Mode } from '../job/job.js';
+import { parsePartitionArg } from '../paths.js';
+import { storeKey } from '../store/resolve.js';
+import { stageFiles as stageFilesStep, type StagedSource, type StageFilesResult } from '../steps/stage-files.js';
+import { stageJob } from '../steps/stage-job.js';
+import { iso, type Session } from './session.js';
+
+export interface StageOptions {
+  /** The table directory to write (URI or path). */
+  readonly target: string;
+  readonly mode?: Mode;
+  /** Static partition values in column order, each 'column=value' (raw, escaped as Hive does). */
+  readonly partition?: readonly string[];
+  /** All partition columns in order: 'dt,region' or ['dt', 'region']. */
+  readonly partitionBy?: string | readonly string[];
+  readonly stagingDir?: string;
+  readonly jobId?: string;
+  readonly algorithm?: Algorithm;
+  /** Declares tasks 0…N-1 that commit-job must find committed. */
+  readonly tasks?: number;
+}
+
+/** `stage --target … --json` */
+export interface StageDoc {
+  readonly handle: string;
+  readonly jobId: string;
+  readonly target: string;
+  readonly mode: Mode;
+  readonly algorithm: Algorithm;
+  readonly partitionBy: readonly string[];
+  /** Declared task count, null when not declared. */
+  readonly tasksDeclared: number | null;
+  readonly stagedAt: string;
+  readonly stagedAtMs: number;
+}
+
+/** The staging dir given (stagingDir, else the config's stagingRoot), checked to be on the target's store. */
+async function stagingOf(s: Session, o: StageOptions, targetKey: string): Promise<{ stagingPath?: string; stagingRoot?: string }> {
+  const raw = o.stagingDir ?? s.config.stagingRoot;
+  if (!raw) return {};
+  const what = o.stagingDir ? '--staging-dir' : 'stagingRoot';
+  const loc = await s.location(raw);
+  if (storeKey(loc.uri) !== targetKey) {
+    throw new UsageError(`${what} ${raw} is not on the target's store (${targetKey}): the staging dir must be on the same store, bucket or namespace`);
+  }
+  return o.stagingDir ? { stagingPath: loc.path } : { stagingRoot: loc.path };
+}
+
+function oneOf<T extends string>(flag: string, value: T | undefined, allowed: readonly T[]): T {
+  const v = value ?? allowed[0]!;
+  if (!allowed.includes(v)) throw new UsageError(`${flag} '${v}' is not one of ${allowed.join(', ')}`);
+  return v;
+}
+
+export async function stage(s: Session, o: StageOptions): Promise<StageDoc> {
+  const mode = oneOf<Mode>('--mode', o.mode, ['create', 'append', 'overwrite']);
+  const algorithm = oneOf<Algorithm>('--algorithm', o.algorithm, ['v1', 'v2']);
+  const target = await s.location(o.target);
+  const staging = await stagingOf(s, o, storeKey(target.uri));
+  const partitionBy = typeof o.partitionBy === 'string' ? o.partitionBy.split(',').filter((c) => c !== '') : o.partitionBy;
+  const r = await stageJob(s.stepEnv(target.store), {
+    targetPath: target.path,
+    ...staging,
+    mode,
+    algorithm,
+    partition: (o.partition ?? []).map(parsePartitionArg),
+    partitionBy,
+    jobId: o.jobId,
+    tasks: o.tasks,
+  });
+  const j = r.job;
+  return { handle: r.handle, jobId: r.jobId, target: j.target, mode: j.mode, algorithm: j.algorithm, partitionBy: j.partitionBy, tasksDeclared: j.tasks ?? null, stagedAt: iso(j.stagedAtMs), stagedAtMs: j.stagedAtMs };
+}
+
+/** A file to stage: a local path, or data under a name. */
+export type FileSource = string | { readonly name: string; readonly stream: Readable } | { readonly name: string; readonly data: Buffer | string };
+
+export interface AttemptOptions {
+  /** The job handle (what stage returned as `handle`). */
+  readonly job: string;
+  readonly task: string | number;
+  readonly attempt?: number;
+  /** The task's partition values, 'column=value', in column order after the job's static ones. */
+  readonly partition?: readonly string[];
+}
+
+export interface StageFilesOptions extends AttemptOptions {
+  readonly files: readonly FileSource[];
+}
+
+/** `stage --job … --task … FILE… --json` and `stage … --print-path --json` */
+export interface StageFilesDoc {
+  readonly handle: string;
+  readonly jobId: string;
+  readonly task: string;
+  readonly attempt: number;
+  /** The task attempt's own dir (URI). */
+  readonly attemptDir: string;
+  /** Where the files went, or where a writer writes: attemptDir plus the partition path. */
+  readonly writeDir: string;
+  /** How many files were staged. */
+  readonly files: number;
+  /** Their table-relative paths. */
+  readonly fileList: readonly string[];
+}
+
+async function sourceOf(s: Session, f: FileSource): Promise<StagedSource> {
+  if (typeof f !== 'string') {
+    if ('stream' in f) return f;
+    const { Readable } = await import('node:stream');
+    return { name: f.name, stream: Readable.from([Buffer.from(f.data)]) };
+  }
+  const localPath = path.resolve(s.init.cwd, f);
+  const st = await stat(localPath).catch(() => null);
+  if (!st) throw new UsageError(`cannot read ${localPath}: no such file; nothing was staged`);
+  if (!st.isFile()) throw new UsageError(`${localPath} is not a regular file: stage files, or use --print-path and write into the dir`);
+  return { localPath, name: path.basename(f) };
+}
+
+async function stageInto(s: Session, o: AttemptOptions, files: readonly StagedSource[], printPath: boolean): Promise<StageFilesDoc> {
+  const job = await s.job(o.job);
+  const r: StageFilesResult = await stageFilesStep(s.stepEnv(job.store), {
+    stagingPath: job.path,
+    task: String(o.task),
+    attempt: o.attempt,
+    partition: (o.partition ?? []).map(parsePartitionArg),
+    files,
+    printPath,
+  });
+  return { handle: job.store.toUri(job.path), jobId: r.jobId, task: r.task, attempt: r.attempt, attemptDir: r.attemptDir, writeDir: r.writeDir, files: r.files.length, fileList: r.files };
+}
+
+export async function stageFiles(s: Session, o: StageFilesOptions): Promise<StageFilesDoc> {
+  const sources: StagedSource[] = [];
+  for (const f of o.files) sources.push(await sourceOf(s, f));
+  return stageInto(s, o, sources, false);
+}
+
+/** The attempt dir for a writer that writes there itself (`stage --print-path`); creates it. */
+export async function attemptPath(s: Session, o: AttemptOptions): Promise<StageFilesDoc> {
+  return stageInto(s, o, [], true);
+}

@@ -1,0 +1,24 @@
+// status: a job's state, tasks, files, bytes, age and owner.
+
+import type { JobManifest } from '../job/job.js';
+import { status as statusStep, type StatusResult } from '../steps/status.js';
+import { iso, type Session } from './session.js';
+
+export interface StatusOptions {
+  readonly job: string;
+}
+
+/** The job's manifest as `status --json` shows it: the handle is top-level `handle`, not `staging`. */
+export type StatusJob = Omit<JobManifest, 'staging'> & { readonly stagedAt: string };
+
+export interface StatusDoc extends Omit<StatusResult, 'job'> {
+  readonly handle: string;
+  readonly job: StatusJob;
+}
+
+export async function status(s: Session, o: StatusOptions): Promise<StatusDoc> {
+  const loc = await s.job(o.job);
+  const r = await statusStep(s.stepEnv(loc.store), { stagingPath: loc.path });
+  const { staging, ...job } = r.job;
+  return { handle: staging, ...r, job: { ...job, stagedAt: iso(job.stagedAtMs) } };
+}

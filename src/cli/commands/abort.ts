@@ -1,0 +1,32 @@
+// abort: throw away one task attempt (--task) or the whole job.
+
+import { Command } from 'commander';
+import { abort, type AbortDoc } from '../../api/index.js';
+import { withHelp } from '../help.js';
+import { wholeNumber } from '../options.js';
+import type { Run } from '../runtime.js';
+
+function renderAbort(r: AbortDoc): string {
+  if (r.outcome === 'nothing') return 'nothing to abort: no job at that handle (finished, aborted or never staged)';
+  if (r.scope === 'job') return `aborted job ${r.jobId}: its staged data is gone, the target was not touched`;
+  return `aborted ${r.taskAttempt}${r.wasDenied ? ' (another attempt had won the task)' : ''}`;
+}
+
+export function abortCommand(run: Run): Command {
+  const cmd = new Command('abort')
+    .description('throw away one task attempt (--task) or the whole job')
+    .option('--job <job>', 'the job handle (default: $STAGECOMMIT_JOB)')
+    .option('--task <t>', 'abort only this task attempt')
+    .option('--attempt <n>', 'the task attempt (default 0)', wholeNumber('--attempt'))
+    .action((o: { job?: string; task?: string; attempt?: number }, c: Command) =>
+      run(async (rt) => {
+        const r = await abort(rt.session, { ...o, job: rt.job(o.job) });
+        rt.output(r, () => undefined);
+        rt.ui.message(renderAbort(r));
+      }, c),
+    );
+  return withHelp(cmd, {
+    examples: ['stagecommit abort --job "$JOB"                       # the whole job; the target is not touched', 'stagecommit abort --job "$JOB" --task 3 --attempt 0   # one attempt'],
+    exitCodes: [0, 1, 2, 4],
+  });
+}

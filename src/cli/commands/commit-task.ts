@@ -1,0 +1,27 @@
+// commit-task: claim the task for this attempt (first claim wins) and promote its files.
+
+import { Command } from 'commander';
+import { commitTask } from '../../api/index.js';
+import { withHelp } from '../help.js';
+import { wholeNumber } from '../options.js';
+import { formatBytes } from '../render.js';
+import type { Run } from '../runtime.js';
+
+export function commitTaskCommand(run: Run): Command {
+  const cmd = new Command('commit-task')
+    .description('claim the task for this attempt (first claim wins) and promote its files')
+    .option('--job <job>', 'the job handle (default: $STAGECOMMIT_JOB)')
+    .requiredOption('--task <t>', 'the task id')
+    .option('--attempt <n>', 'the task attempt (default 0)', wholeNumber('--attempt'))
+    .action((o: { job?: string; task: string; attempt?: number }, c: Command) =>
+      run(async (rt) => {
+        const r = await commitTask(rt.session, { ...o, job: rt.job(o.job) });
+        rt.output(r, () => undefined);
+        rt.ui.message(`${r.outcome === 'already' ? 'already committed' : 'committed'} task ${r.task} (${r.taskAttempt}): ${r.files} file(s), ${formatBytes(r.bytes)}`);
+      }, c),
+    );
+  return withHelp(cmd, {
+    examples: ['stagecommit commit-task --job "$JOB" --task 0', 'stagecommit commit-task --job "$JOB" --task 3 --attempt 1 || echo "another attempt won (exit 3)"'],
+    exitCodes: [0, 1, 2, 3, 4],
+  });
+}

@@ -1,0 +1,31 @@
+// recover: after a killed run, keep committed tasks, start the next attempt, print the tasks still to run.
+
+import { Command } from 'commander';
+import { recover, type RecoverDoc } from '../../api/index.js';
+import { withHelp } from '../help.js';
+import type { Run } from '../runtime.js';
+
+function renderRecover(r: RecoverDoc): string {
+  if (r.state === 'committed') return `job ${r.jobId} was past its commit point: rolled forward to committed`;
+  if (r.state === 'aborted') return `job ${r.jobId} was aborted: finished removing its staging dir`;
+  const extra = [r.finished.length ? `finished ${r.finished.length} interrupted task commit(s)` : '', r.undone.length ? `undid ${r.undone.length}` : ''].filter(Boolean).join(', ');
+  return `job ${r.jobId}: app attempt ${r.appAttempt}; ${r.committedTasks.length} task(s) kept, ${r.tasksToRun.length} to run${extra ? `; ${extra}` : ''}`;
+}
+
+export function recoverCommand(run: Run): Command {
+  const cmd = new Command('recover')
+    .description('after a killed run: keep committed tasks, start the next attempt, print the tasks still to run')
+    .option('--job <job>', 'the job handle (default: $STAGECOMMIT_JOB)')
+    .action((o: { job?: string }, c: Command) =>
+      run(async (rt) => {
+        const r = await recover(rt.session, { job: rt.job(o.job) });
+        await rt.ui.stopSpinner();
+        rt.output(r, () => rt.ui.result(r.tasksToRun.join('\n')));
+        rt.ui.message(renderRecover(r));
+      }, c),
+    );
+  return withHelp(cmd, {
+    examples: ['for t in $(stagecommit recover --job "$JOB"); do run-task "$t"; done'],
+    exitCodes: [0, 1, 2, 4],
+  });
+}

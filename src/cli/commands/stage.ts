@@ -1,0 +1,93 @@
+// stage: start a job (--target), put a task attempt's files into it (--job --task FILE…), or
+// print the attempt dir for a writer (--job --task --print-path).
+
+import { Command, Option } from 'commander';
+import { attemptPath, stage, stageFiles, type FileSource } from '../../api/index.js';
+import { UsageError } from '../../errors.js';
+import { withHelp } from '../help.js';
+import { collect, positiveInt, wholeNumber } from '../options.js';
+import type { CliContext, Run, Runtime } from '../runtime.js';
+
+interface StageFlags {
+  target?: string;
+  mode: 'create' | 'append' | 'overwrite';
+  partition?: string[];
+  partitionBy?: string;
+  stagingDir?: string;
+  jobId?: string;
+  algorithm: 'v1' | 'v2';
+  tasks?: number;
+  job?: string;
+  task?: string;
+  attempt?: number;
+  name?: string;
+  printPath?: boolean;
+}
+
+async function newJob(rt: Runtime, o: StageFlags, files: string[]): Promise<void> {
+  if (o.job !== undefined || o.task !== undefined || files.length) {
+    throw new UsageError('stage --target starts a new job and takes no --job, --task or files: stage files in a second call with --job');
+  }
+  const r = await stage(rt.session, { ...o, target: o.target! });
+  rt.output(r, () => rt.ui.result(r.handle));
+  rt.ui.message(`staged job ${r.jobId} for ${r.target} (${r.mode}, ${r.algorithm})`);
+}
+
+/** FILE arguments → files for the API: paths, or stdin once under --name. */
+function filesOf(ctx: CliContext, files: string[], o: StageFlags): FileSource[] {
+  if (o.name !== undefined && !files.includes('-')) throw new UsageError('--name names the data read from stdin: give FILE - as well');
+  if (files.filter((f) => f === '-').length > 1) throw new UsageError('stdin (-) can be read once per call');
+  if (o.printPath && files.length) throw new UsageError('--print-path takes no files: either print the dir or stage files');
+  return files.map((f) => {
+    if (f !== '-') return f;
+    if (!o.name) throw new UsageError('reading stdin (FILE -) needs --name NAME for the file it becomes');
+    return { name: o.name, stream: ctx.stdin as never };
+  });
+}
+
+async function taskFiles(rt: Runtime, o: StageFlags, files: string[]): Promise<void> {
+  if (o.task === undefined) throw new UsageError('stage needs --target URI (new job) or --job JOB --task T (task files)');
+  const attempt = { job: rt.job(o.job), task: o.task, attempt: o.attempt, partition: o.partition };
+  const list = filesOf(rt.ctx, files, o);
+  const r = o.printPath ? await attemptPath(rt.session, attempt) : await stageFiles(rt.session, { ...attempt, files: list });
+  rt.output(r, () => (o.printPath ? rt.ui.result(r.writeDir) : rt.ui.message(`staged ${r.files} file(s) for task ${r.task} attempt ${r.attempt}`)));
+}
+
+const FORMS = `Forms:
+  stage --target URI [--mode M] [--partition K=V]… [--partition-by COLS] [--tasks N] …
+      start a job; prints its handle (JOB)
+  stage --job JOB --task T [--attempt N] [--partition K=V]… FILE…   (FILE - reads stdin, with --name)
+      put files into task T's attempt N
+  stage --job JOB --task T [--attempt N] [--partition K=V]… --print-path
+      create and print the attempt dir, for a writer that writes there itself`;
+
+export function stageCommand(run: Run): Command {
+  const cmd = new Command('stage')
+    .description("start a job (--target), or put a task attempt's files into it (--job --task)")
+    .usage('--target URI [options]  |  --job JOB --task T [--attempt N] [--partition K=V]… FILE…  |  --job JOB --task T --print-path')
+    .option('--target <uri>', '[new job] the table directory to write')
+    .addOption(new Option('--mode <mode>', '[new job] what the commit does to the target').choices(['create', 'append', 'overwrite']).default('create'))
+    .option('--partition-by <cols>', '[new job] all partition columns in order, for dynamic partitions (e.g. dt,region)')
+    .option('--staging-dir <uri>', "[new job] where the job's files wait (same store as the target)")
+    .option('--job-id <id>', '[new job] the job id (default: a fresh UUID)')
+    .addOption(new Option('--algorithm <alg>', '[new job] v1: visible at commit-job; v2: each task at commit-task').choices(['v1', 'v2']).default('v1'))
+    .option('--tasks <n>', '[new job] declare tasks 0…N-1 that commit-job must find committed', positiveInt('--tasks'))
+    .option('--partition <k=v>', 'a partition value (repeat, in column order); raw value, escaped as Hive does', collect)
+    .option('--job <job>', '[files] the job handle printed by stage --target (default: $STAGECOMMIT_JOB)')
+    .option('--task <t>', '[files] the task id (a number or a token)')
+    .option('--attempt <n>', '[files] the task attempt (default 0)', wholeNumber('--attempt'))
+    .option('--name <name>', '[files] the file name for data read from stdin (FILE -)')
+    .option('--print-path', '[files] print the attempt dir for a writer that writes there itself')
+    .argument('[files...]', 'files to stage; - reads stdin')
+    .action((files: string[], o: StageFlags, c: Command) => run((rt) => (o.target !== undefined ? newJob(rt, o, files) : taskFiles(rt, o, files)), c));
+  return withHelp(cmd, {
+    before: FORMS,
+    examples: [
+      'JOB=$(stagecommit stage --target s3://lake/wh/sales --mode overwrite --partition-by dt --tasks 2)',
+      'stagecommit stage --job "$JOB" --task 0 --partition dt=2026-11-30 part-0.parquet',
+      'gzip -c log.txt | stagecommit stage --job "$JOB" --task 1 --partition dt=2026-11-30 --name log.txt.gz -',
+      'DIR=$(stagecommit stage --job "$JOB" --task 1 --print-path)   # a writer writes into $DIR',
+    ],
+    exitCodes: [0, 1, 2, 3, 4],
+  });
+}

@@ -1,0 +1,23 @@
+// status: show a job's state, tasks, files, bytes, age and owner.
+
+import { Command } from 'commander';
+import { status } from '../../api/index.js';
+import { withHelp } from '../help.js';
+import { renderStatus } from '../render.js';
+import type { Run } from '../runtime.js';
+
+export function statusCommand(run: Run): Command {
+  const cmd = new Command('status')
+    .description('show a job: state, tasks, files, bytes, age, owner')
+    .option('--job <job>', 'the job handle (default: $STAGECOMMIT_JOB)')
+    .action((o: { job?: string }, c: Command) =>
+      run(async (rt) => {
+        const r = await status(rt.session, { job: rt.job(o.job) });
+        rt.output(r, () => rt.ui.result(renderStatus(r)));
+      }, c),
+    );
+  return withHelp(cmd, {
+    examples: ['stagecommit status --job "$JOB"', 'stagecommit --json status --job "$JOB" | jq .declaredMissing'],
+    exitCodes: [0, 1, 2],
+  });
+}

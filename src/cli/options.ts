@@ -1,0 +1,21 @@
+// Parsers for option values shared by the commands: each throws a one-line UsageError (exit 2).
+
+import { UsageError } from '../errors.js';
+
+export function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+export function positiveInt(name: string) {
+  return (v: string): number => {
+    if (!/^\d+$/.test(v) || Number(v) < 1) throw new UsageError(`${name} must be a positive whole number, got '${v}'`);
+    return Number(v);
+  };
+}
+
+export function wholeNumber(name: string) {
+  return (v: string): number => {
+    if (!/^\d{1,9}$/.test(v)) throw new UsageError(`${name} must be a whole number (0, 1, …), got '${v}'`);
+    return Number(v);
+  };
+}

@@ -1,0 +1,44 @@
+// The command tree: global options and help, then one command per file under commands/.
+
+import { Command } from 'commander';
+import { abortCommand } from './commands/abort.js';
+import { cleanOrphansCommand } from './commands/clean-orphans.js';
+import { commitJobCommand } from './commands/commit-job.js';
+import { commitTaskCommand } from './commands/commit-task.js';
+import { completionCommand } from './commands/completion.js';
+import { recoverCommand } from './commands/recover.js';
+import { stageCommand } from './commands/stage.js';
+import { statusCommand } from './commands/status.js';
+import type { Run } from './runtime.js';
+
+const COMMANDS = [stageCommand, commitTaskCommand, commitJobCommand, abortCommand, recoverCommand, statusCommand, cleanOrphansCommand, completionCommand];
+
+const HELP_AFTER = `
+Targets: /data/sales, file:///data/sales, s3://bucket/wh/sales, hdfs://nn:9870/wh/sales,
+webhdfs://…, swebhdfs://…, hdfs://NAMESERVICE/… (name nodes listed in the config).
+
+Example:
+  JOB=$(stagecommit stage --target /data/sales --mode overwrite --partition-by dt --tasks 1)
+  stagecommit stage --job "$JOB" --task 0 --partition dt=2026-11-30 part-0.parquet
+  stagecommit commit-task --job "$JOB" --task 0 && stagecommit commit-job --job "$JOB"
+
+Exit codes: 0 done, 1 failed (store error, damaged manifest: nothing changed), 2 bad usage or input,
+3 commit denied (another attempt won, or it was aborted), 4 conflict (locked, wrong state,
+target changed, another job replaced or is still committing the same partitions),
+5 incomplete (declared tasks missing), 130/143 stopped by SIGINT/SIGTERM (run the step
+again). JOB defaults to $STAGECOMMIT_JOB.`;
+
+export function buildProgram(run: Run): Command {
+  const program = new Command('stagecommit')
+    .description('All-or-nothing batch writes into table directories (local filesystem, S3, HDFS).')
+    .version('0.1.0')
+    .option('--json', 'print the result as one JSON document on stdout')
+    .option('--config <file>', 'YAML config file (default: $STAGECOMMIT_CONFIG)')
+    .option('-q, --quiet', 'print nothing but the result and errors')
+    .option('-v, --verbose', 'print each phase and the store operation counts on stderr')
+    .option('--allow-unsigned-job', "accept a hand-written _job.yaml without its 'end:' check line")
+    .showSuggestionAfterError()
+    .addHelpText('after', HELP_AFTER);
+  for (const make of COMMANDS) program.addCommand(make(run));
+  return program;
+}

@@ -1,0 +1,177 @@
+// Where a command writes: stdout for the result, stderr for the rest; a spinner only on a fit terminal.
+
+import chalk from 'chalk';
+import os from 'node:os';
+import type { StepEvent } from '../steps/env.js';
+
+/** What the CLI prints on: process.stdout/stderr, or any writable stream in an in-process test. */
+export type UiStream = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+
+export interface UiStreams {
+  readonly stdout: UiStream;
+  readonly stderr: UiStream;
+}
+
+export interface UiOptions {
+  readonly json?: boolean;
+  readonly quiet?: boolean;
+  readonly verbose?: boolean;
+}
+
+/**
+ * ora divides by the terminal's width to know how many lines its last frame took: a width of 0
+ * (`script`, some CI runners) makes it clear lines forever, and a busy loop never lets a signal
+ * handler run. Spinners need a terminal whose width is known and sane.
+ */
+const SPINNER_MIN_COLUMNS = 20;
+
+function spinnerTerminal(stream: UiStream, env: NodeJS.ProcessEnv): boolean {
+  return Boolean(stream.isTTY) && (stream.columns ?? 0) >= SPINNER_MIN_COLUMNS && env.TERM !== 'dumb';
+}
+
+export class Ui {
+  private spinner: { text: string; stop(): void; start(): unknown } | undefined;
+  private spinnerLoading: Promise<void> | undefined;
+  private spinnerText = '';
+  /** Set when the spinner is stopped for good, or the terminal stopped being fit for one. */
+  private spinnerOver = false;
+  private readonly out: UiStream;
+  private readonly err: UiStream;
+
+  constructor(readonly opts: UiOptions, private readonly env: NodeJS.ProcessEnv, streams?: UiStreams) {
+    this.out = streams?.stdout ?? process.stdout;
+    this.err = streams?.stderr ?? process.stderr;
+    if (env.NO_COLOR !== undefined || !this.err.isTTY) chalk.level = 0;
+  }
+
+  get interactive(): boolean {
+    return !this.spinnerOver && spinnerTerminal(this.err, this.env) && !this.opts.quiet && !this.opts.json && this.env.CI === undefined;
+  }
+
+  result(text: string): void {
+    if (text) this.out.write(text.endsWith('\n') ? text : text + '\n');
+  }
+
+  json(doc: unknown): void {
+    this.out.write(JSON.stringify(doc, null, 2) + '\n');
+  }
+
+  /** Text for stderr as it is (commander's help and usage messages). */
+  raw(text: string, to: 'stdout' | 'stderr'): void {
+    (to === 'stdout' ? this.out : this.err).write(text);
+  }
+
+  message(text: string): void {
+    if (this.opts.quiet || this.opts.json) return;
+    this.pause(() => this.err.write(text + '\n'));
+  }
+
+  verbose(text: string): void {
+    if (this.opts.verbose && !this.opts.quiet) this.pause(() => this.err.write(chalk.dim(text) + '\n'));
+  }
+
+  error(text: string): void {
+    this.spinnerOver = true;
+    this.endSpinner();
+    this.err.write(`${chalk.red('stagecommit: error:')} ${text}\n`);
+  }
+
+  private pause(write: () => void): void {
+    if (this.spinner) {
+      this.spinner.stop();
+      write();
+      this.spinner.start();
+    } else write();
+  }
+
+  /** The phase running and when it began (--verbose prints each phase's time when the next begins). */
+  private phase: { label: string; startMs: number } | undefined;
+  /** The first progress count of the phase, and when: the rate is counted from there. */
+  private progressStart: { done: number; atMs: number } | undefined;
+
+  /** Progress from the steps: a spinner on a TTY, lines with --verbose, nothing otherwise. */
+  event(e: StepEvent): void {
+    if (e.type === 'warn') return this.message(chalk.yellow(`warning: ${e.message}`));
+    if (e.type === 'phase') this.startPhase(e.label);
+    const text = e.type === 'progress' ? this.progressText(e.label, e.done, e.total) : e.label;
+    if (e.type !== 'progress') this.verbose(text);
+    if (!this.interactive) return;
+    this.spinnerText = text;
+    if (this.spinner) {
+      this.spinner.text = text;
+      return;
+    }
+    this.spinnerLoading ??= import('ora').then(({ default: ora }) => {
+      if (!this.interactive) return; // stopped, or the terminal changed, while ora loaded
+      // stdin stays as it is: `stage … -` may read it, and the terminal turns Ctrl-C into SIGINT.
+      this.spinner = ora({ text: this.spinnerText, stream: this.err as NodeJS.WriteStream, discardStdin: false }).start();
+      this.watchWhileSpinning(true);
+    });
+  }
+
+  private startPhase(label: string): void {
+    this.endPhase();
+    this.phase = { label, startMs: Date.now() };
+    this.progressStart = undefined;
+  }
+
+  /** Under --verbose: how long the phase that just ended took. */
+  private endPhase(): void {
+    if (this.phase) this.verbose(`  ${this.phase.label}: ${((Date.now() - this.phase.startMs) / 1000).toFixed(1)}s`);
+    this.phase = undefined;
+  }
+
+  /** `publishing 1024/4000, 310/s, about 10s left`: the rate and time left once counts move. */
+  private progressText(label: string, done: number, total: number): string {
+    const now = Date.now();
+    this.progressStart ??= { done, atMs: now };
+    const secs = (now - this.progressStart.atMs) / 1000;
+    const rate = secs > 0.5 ? (done - this.progressStart.done) / secs : 0;
+    if (rate <= 0 || done >= total) return `${label} ${done}/${total}`;
+    return `${label} ${done}/${total}, ${Math.round(rate)}/s, about ${Math.ceil((total - done) / rate)}s left`;
+  }
+
+  async stopSpinner(): Promise<void> {
+    this.endPhase();
+    this.spinnerOver = true;
+    await this.spinnerLoading;
+    this.endSpinner();
+  }
+
+  private endSpinner(): void {
+    this.watchWhileSpinning(false);
+    this.spinner?.stop();
+    this.spinner = undefined;
+  }
+
+  /** A terminal made narrower than a spinner can draw on gets plain output from then on. */
+  private readonly resized = (): void => {
+    if (spinnerTerminal(this.err, this.env)) return;
+    this.spinnerOver = true;
+    this.endSpinner();
+  };
+
+  /**
+   * A spinner hides the cursor and keeps a timer: SIGINT and SIGTERM restore the cursor and end
+   * the step at once, with the shell's code for the signal (130, 143). Every step is safe to
+   * run again after it.
+   */
+  private readonly interrupted = (signal: NodeJS.Signals): void => {
+    this.spinnerOver = true;
+    this.endSpinner();
+    this.err.write(`stagecommit: stopped by ${signal}; the step is safe to run again\n`);
+    process.exit(128 + (os.constants.signals[signal] ?? 0));
+  };
+
+  private watchWhileSpinning(on: boolean): void {
+    if (on) {
+      this.err.on('resize', this.resized);
+      process.on('SIGINT', this.interrupted);
+      process.on('SIGTERM', this.interrupted);
+    } else {
+      this.err.off('resize', this.resized);
+      process.off('SIGINT', this.interrupted);
+      process.off('SIGTERM', this.interrupted);
+    }
+  }
+}

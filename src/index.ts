@@ -1,0 +1,54 @@
+// The library: one function per CLI form, taking the long flags in camelCase, returning what
+// `--json` prints, throwing a StagecommitError (exitCode, kind) on failure.
+//
+// Adding an operation: a file in src/api/ (options, document, the function over a Session),
+// a line below, and a command file in src/cli/commands/ that calls it and renders.
+
+import { loadConfig } from './cli/config.js';
+import * as api from './api/index.js';
+import { StagecommitError } from './api/errors.js';
+import { Session, type ProgressEvent } from './api/session.js';
+
+export { StagecommitError } from './api/errors.js';
+export type { ErrorDoc } from './api/errors.js';
+export type { ProgressEvent } from './api/session.js';
+export type * from './api/index.js';
+
+/** Settings every call takes besides its own options. */
+export interface LibraryOptions {
+  /** A YAML config file, as --config (default: $STAGECOMMIT_CONFIG). */
+  readonly config?: string;
+  /** Environment for store settings and credentials (default: process.env). */
+  readonly env?: NodeJS.ProcessEnv;
+  /** Relative paths are resolved against it (default: process.cwd()). */
+  readonly cwd?: string;
+  /** Phases, counts done of total, warnings, as the step runs. */
+  readonly onProgress?: (e: ProgressEvent) => void;
+  /** Accept a hand-written _job.yaml without its 'end:' check line. */
+  readonly allowUnsignedJob?: boolean;
+}
+
+function call<O extends object, D>(fn: (s: Session, o: O) => Promise<D>): (opts: O & LibraryOptions) => Promise<D> {
+  return async (opts) => {
+    try {
+      const env = opts.env ?? process.env;
+      const session = new Session({ config: loadConfig(opts.config ?? env.STAGECOMMIT_CONFIG), env, cwd: opts.cwd ?? process.cwd(), onProgress: opts.onProgress, allowUnsignedJob: opts.allowUnsignedJob });
+      return await fn(session, opts);
+    } catch (e) {
+      throw e instanceof StagecommitError ? e : new StagecommitError(e);
+    }
+  };
+}
+
+/** Starts a job (`stage --target`); `handle` names it in every later call. */
+export const stage = call(api.stage);
+/** Puts files into a task attempt (`stage --job --task FILE…`). */
+export const stageFiles = call(api.stageFiles);
+/** Creates a task attempt's dir for a writer that writes there itself (`stage --print-path`). */
+export const attemptPath = call(api.attemptPath);
+export const commitTask = call(api.commitTask);
+export const commitJob = call(api.commitJob);
+export const abort = call(api.abort);
+export const recover = call(api.recover);
+export const status = call(api.status);
+export const cleanOrphans = call(api.cleanOrphans);

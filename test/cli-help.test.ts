@@ -1,0 +1,65 @@
+// --help of every subcommand (examples, exit codes, global options) and the completion scripts.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { runMain } from './helpers/main.js';
+
+const COMMANDS = ['stage', 'commit-task', 'commit-job', 'abort', 'recover', 'status', 'clean-orphans', 'completion'];
+
+describe('help', () => {
+  for (const c of COMMANDS) {
+    test(`${c} --help: an example, its exit codes, the global options`, async () => {
+      const r = await runMain([c, '--help']);
+      assert.equal(r.code, 0);
+      assert.match(r.stdout, new RegExp(`Examples:\\n  .*stagecommit ${c}`));
+      assert.match(r.stdout, /Exit codes:\n {2}0 {2}done/);
+      assert.match(r.stdout, /Global Options:[\s\S]*--json[\s\S]*--config/);
+    });
+  }
+
+  test("stage's three forms are shown apart", async () => {
+    const r = await runMain(['stage', '--help']);
+    assert.match(r.stdout, /Forms:\n {2}stage --target URI[\s\S]*\n {2}stage --job JOB --task T .*FILE…[\s\S]*\n {2}stage --job JOB --task T .*--print-path/);
+  });
+});
+
+describe('completion', () => {
+  const script = async (shell: string) => {
+    const r = await runMain(['completion', shell]);
+    assert.equal(r.code, 0, r.stderr);
+    return r.stdout;
+  };
+  const bash = (file: string, body: string) => spawnSync('bash', ['-c', `source ${file}; ${body}`], { encoding: 'utf8' });
+
+  test('bash: sources cleanly and completes subcommands, options and choices', async () => {
+    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'sc-comp-')), 'c.bash');
+    writeFileSync(file, await script('bash'));
+    assert.equal(spawnSync('bash', ['-n', file]).status, 0);
+    const complete = (words: string[]) => {
+      const r = bash(file, `COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _stagecommit; printf '%s\\n' "\${COMPREPLY[@]}"`);
+      assert.equal(r.status, 0, r.stderr);
+      return r.stdout.trim().split('\n').filter(Boolean);
+    };
+    assert.deepEqual(complete(['stagecommit', 'comm']), ['commit-task', 'commit-job']);
+    assert.deepEqual(complete(['stagecommit', 'cl']), ['clean-orphans']);
+    assert.ok(complete(['stagecommit', 'stage', '--']).includes('--print-path'));
+    assert.deepEqual(complete(['stagecommit', 'stage', '--mode', 'o']), ['overwrite']);
+    assert.deepEqual(complete(['stagecommit', '--json', 'commit-job', '--par']), ['--parallelism']);
+    assert.ok(bash(file, 'complete -p stagecommit').stdout.includes('_stagecommit'));
+  });
+
+  test('zsh and fish: a script naming every subcommand; an unknown shell is exit 2', async () => {
+    const zsh = await script('zsh');
+    const fish = await script('fish');
+    assert.match(zsh, /^#compdef stagecommit/);
+    for (const c of COMMANDS) {
+      assert.match(zsh, new RegExp(`'${c}:`));
+      assert.match(fish, new RegExp(`-a ${c} -d`));
+    }
+    assert.equal((await runMain(['completion', 'tcsh'])).code, 2);
+  });
+});

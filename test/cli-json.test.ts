@@ -1,0 +1,105 @@
+// --json through the CLI: every command's document has the fields the README's JSON table
+// names, and every failure (usage errors included) is one error document with exit 2…5.
+
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import { posix } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { localFiles } from './helpers/jobs.js';
+import { runMain } from './helpers/main.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
+
+const README = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+
+/** The README's JSON table: command → the fields listed before any parenthesis. */
+function documentedFields(): Map<string, string[]> {
+  const section = README.slice(README.indexOf('### JSON'), README.indexOf('## Library'));
+  const rows = section.split('\n').filter((l) => /^\| `/.test(l));
+  return new Map(rows.map((r) => {
+    const [, cmd, fields] = r.split('|').map((c) => c.trim());
+    return [cmd!.replace(/`/g, ''), [...fields!.split('(')[0]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!)];
+  }));
+}
+
+function assertFields(doc: Record<string, unknown>, command: string): void {
+  const fields = documentedFields().get(command);
+  assert.ok(fields?.length, `the README's JSON table has a row for ${command}`);
+  for (const f of fields!) assert.ok(f in doc, `${command} --json has '${f}' (got ${Object.keys(doc).join(', ')})`);
+  for (const [k, v] of Object.entries(doc)) {
+    if (k.endsWith('AtMs')) assert.equal(doc[k.slice(0, -2)], new Date(v as number).toISOString(), `${k} has its ISO-8601 twin`);
+  }
+}
+
+async function json(args: string[], env: Record<string, string>, code = 0): Promise<Record<string, unknown>> {
+  const r = await runMain(['--json', ...args], env);
+  assert.equal(r.code, code, r.stderr);
+  assert.doesNotThrow(() => JSON.parse(r.stdout), `one JSON document on stdout for ${args.join(' ')}: ${r.stdout}`);
+  return JSON.parse(r.stdout);
+}
+
+for (const fx of storeFixtures()) {
+  describe(`--json documents on ${fx.name}`, () => {
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 'j');
+
+    test('every command prints the fields the README names, with one name per meaning', async () => {
+      const root = dir();
+      const target = posix.join(root, 'sales');
+      const staged = await json(['stage', '--target', sb.uri(target), '--partition-by', 'dt', '--tasks', '2'], sb.env);
+      assertFields(staged, 'stage --target');
+      assert.equal(staged.tasksDeclared, 2);
+      const job = staged.handle as string;
+      const [f] = await localFiles({ 'a.csv': 'abc' });
+      const files = await json(['stage', '--job', job, '--task', '0', '--partition', 'dt=1', f!], sb.env);
+      assertFields(files, 'stage FILE… / --print-path');
+      assert.equal(files.files, 1);
+      assert.deepEqual(files.fileList, ['dt=1/a.csv']);
+      assert.equal(files.writeDir, `${files.attemptDir}/dt=1`);
+      const printed = await json(['stage', '--job', job, '--task', '1', '--partition', 'dt=2', '--print-path'], sb.env);
+      assertFields(printed, 'stage FILE… / --print-path');
+      assert.equal(printed.files, 0);
+      assert.equal(printed.handle, job);
+      const task = await json(['commit-task', '--job', job, '--task', '0'], sb.env);
+      assertFields(task, 'commit-task');
+      assert.equal(task.files, 1);
+      const st = await json(['status', '--job', job], sb.env);
+      assertFields(st, 'status');
+      assert.equal(st.handle, job);
+      const manifest = st.job as { stagedAt: string; stagedAtMs: number; staging?: string };
+      assert.equal(manifest.stagedAt, new Date(manifest.stagedAtMs).toISOString());
+      assert.equal(manifest.staging, undefined, 'the handle has one name: handle');
+      const rec = await json(['recover', '--job', job], sb.env);
+      assertFields(rec, 'recover');
+      assert.deepEqual(rec.tasksToRun, ['1']);
+      const incomplete = await json(['commit-job', '--job', job], sb.env, 5);
+      assert.deepEqual(Object.keys(incomplete), ['ok', 'error']);
+      assert.deepEqual(incomplete.error, { kind: 'IncompleteError', message: (incomplete.error as { message: string }).message, exitCode: 5 });
+      const ab = await json(['abort', '--job', job, '--task', '1'], sb.env);
+      assertFields(ab, 'abort');
+      const orphans = await json(['clean-orphans', sb.uri(root)], sb.env);
+      assertFields(orphans, 'clean-orphans');
+
+      const target2 = posix.join(root, 'two');
+      const job2 = (await json(['stage', '--target', sb.uri(target2)], sb.env)).handle as string;
+      await json(['stage', '--job', job2, '--task', '0', f!], sb.env);
+      await json(['commit-task', '--job', job2, '--task', '0'], sb.env);
+      const done = await json(['commit-job', '--job', job2], sb.env);
+      assertFields(done, 'commit-job');
+      assert.equal(done.handle, job2);
+    });
+  });
+}
+
+describe('--json usage errors', () => {
+  for (const args of [['stage', '--mode', 'bogus'], ['stage', '--target', '/tmp/x', '--tasks', '0'], ['bogus'], ['clean-orphans'], ['commit-task', '--job', 'x']]) {
+    test(`${args.join(' ')}: exit 2, one error document`, async () => {
+      const doc = await json(args, {}, 2);
+      assert.equal(doc.ok, false);
+      const err = doc.error as { kind: string; message: string; exitCode: number };
+      assert.equal(err.kind, 'UsageError');
+      assert.equal(err.exitCode, 2);
+      assert.ok(err.message.length > 0);
+    });
+  }
+});
