@@ -20,6 +20,7 @@ import { status } from '../steps/status.js';
 import { loadConfig, type Config } from './config.js';
 import { formatBytes, formatOps, renderCommit, renderStatus } from './render.js';
 import { cleanOrphansCommand } from './orphans-command.js';
+import { packageVersion } from './version.js';
 
 export interface GlobalOptions {
   json?: boolean;
@@ -240,7 +241,7 @@ export class Runtime {
 export function buildProgram(ctx: CliContext, run: (fn: (rt: Runtime) => Promise<void>, cmd: Command) => Promise<void>): Command {
   const program = new Command('stagecommit')
     .description('All-or-nothing batch writes into table directories (local filesystem, S3, HDFS).')
-    .version('0.1.0')
+    .version(packageVersion())
     .option('--json', 'print the result as one JSON document on stdout')
     .option('--config <file>', 'YAML config file (default: $STAGECOMMIT_CONFIG)')
     .option('-q, --quiet', 'print nothing but the result and errors')
