@@ -20,7 +20,7 @@ import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import { checkTaskFiles } from './commit-task.js';
 import { reachCommitPoint, type CommitUnits } from './commit-point.js';
-import { openJob, removeStagingDir, withJobLease, type OpenJob } from './common.js';
+import { JobGoneError, openJob, removeStagingDir, withJobLease, type OpenJob } from './common.js';
 import type { StepEnv } from './env.js';
 import { identicalClashes, snapshotTarget } from './publish.js';
 
@@ -31,8 +31,11 @@ export interface CommitJobInput {
 export interface CommitJobResult {
   readonly jobId: string;
   readonly target: string;
-  /** 'committed' by this run; 'rolled-forward' when an interrupted commit was finished. */
-  readonly outcome: 'committed' | 'rolled-forward';
+  /**
+   * 'committed' by this run; 'rolled-forward' when an interrupted commit was finished;
+   * 'already-committed' when a rerun finds the job done (its `_SUCCESS` or table-log entry).
+   */
+  readonly outcome: 'committed' | 'rolled-forward' | 'already-committed';
   readonly files: number;
   readonly bytes: number;
   readonly partitionsWritten: readonly string[];
@@ -245,7 +248,15 @@ async function removeSuccessTemps(store: Store, targetPath: string): Promise<voi
 }
 
 export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<CommitJobResult> {
-  return withJobLease(env, await openJob(env, input.stagingPath), 'commit-job', (open, lease) => commitJobLocked(env, open, lease));
+  try {
+    return await withJobLease(env, await openJob(env, input.stagingPath), 'commit-job', (open, lease) => commitJobLocked(env, open, lease));
+  } catch (e) {
+    // A retried commit-job of a job that did commit is a success, not bad input (DESIGN §8).
+    const done = e instanceof JobGoneError ? e.committed : null;
+    if (!done) throw e;
+    const { jobId, target, files, bytes, partitionsWritten, partitionsReplaced, success } = done;
+    return { jobId, target, outcome: 'already-committed', files, bytes, partitionsWritten, partitionsReplaced, success, metrics: env.metrics() };
+  }
 }
 
 /** commit-job's work, for a caller that holds the job lease (commit-job itself, recover). */

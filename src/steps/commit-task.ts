@@ -5,7 +5,7 @@ import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
 import { decide, encodeClaim, readClaim, type Claim, type TaskFile } from '../job/claims.js';
 import { loadJob, staticPrefix, type JobManifest } from '../job/job.js';
-import { JobLayout, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
+import { JobLayout, SUCCESS_FILE, taskAttemptName, taskOfAttempt } from '../job/layout.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
 import { openJob, requireState, walkFiles } from './common.js';
 import type { StepEnv } from './env.js';
@@ -41,9 +41,9 @@ function denied(claim: Claim, mine: string): CommitDeniedError {
 }
 
 /** A task id outside the declared tasks would commit output that commit-job never asks for. */
-function checkDeclared(job: JobManifest, task: string): void {
+export function checkDeclared(job: JobManifest, task: string, what = 'committed'): void {
   if (job.tasks !== undefined && !(/^\d+$/.test(task) && Number(task) < job.tasks)) {
-    throw new UsageError(`task ${task} is not one of the job's declared tasks 0…${job.tasks - 1} (--tasks ${job.tasks}): nothing was committed`);
+    throw new UsageError(`task ${task} is not one of the job's declared tasks 0…${job.tasks - 1} (--tasks ${job.tasks}): nothing was ${what}`);
   }
 }
 
@@ -82,7 +82,9 @@ export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<
     // A killed `stage` left its temp files here: they are not listed, and go before the dir moves.
     const files = (await walkFiles(store, attemptDir, true, { removeTemps: true })).map((e) => ({ path: e.name, size: e.size }));
     if (files.length === 0 && !(await store.stat(attemptDir))) {
-      throw new UsageError(`${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it: stage the task again)' : ''}: nothing was committed; stage its files, or --print-path for a writer, first`);
+      const older = await olderOutput(store, layout, job.jobId, task, app);
+      const where = older ? `; its files are in ${store.toUri(older)}, left from an earlier app attempt: stage them again` : '; stage its files, or --print-path for a writer, first';
+      throw new UsageError(`${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it)' : ''}: nothing was committed${where}`);
     }
     checkTaskFiles(job, files);
     const fresh: Claim = { task, attempt, taskAttempt, appAttempt: app, state: 'claimed', claimedAtMs: env.now(), host: env.host, pid: env.pid, files };
@@ -124,4 +126,13 @@ async function promote(env: StepEnv, layout: JobLayout, job: JobManifest, attemp
     throw new ConflictError(`the output of ${posix.basename(attemptDir)} vanished from ${store.toUri(attemptDir)} before it was committed: run the task again as a new attempt`);
   }
   return layout.relative(taskDir);
+}
+
+/** The newest attempt dir of the task, from an app attempt before `app`, that holds files (a writer recover left behind). */
+async function olderOutput(store: StepEnv['store'], layout: JobLayout, jobId: string, task: string, app: number): Promise<string | null> {
+  for (let a = app - 1; a >= 0; a--) {
+    const dirs = (await store.list(layout.attemptsDir(a))).filter((e) => taskOfAttempt(jobId, e.name) === task);
+    for (const d of dirs) if ((await walkFiles(store, d.path)).length > 0) return d.path;
+  }
+  return null;
 }

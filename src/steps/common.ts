@@ -3,9 +3,10 @@
 import { posix } from 'node:path';
 import { ConflictError, StoreError, UsageError } from '../errors.js';
 import { loadJob, type JobManifest, type JobState } from '../job/job.js';
-import { ATTEMPT_MARKER, COMMIT_FILE, JobLayout, JOB_FILE, SUCCESS_FILE } from '../job/layout.js';
+import { ATTEMPT_MARKER, COMMIT_FILE, JobLayout, JOB_FILE } from '../job/layout.js';
 import { Lease } from '../job/lease.js';
 import type { StepEnv } from './env.js';
+import { findCommitted, type FinishedJob } from './finished.js';
 import { isTempName } from '../store/temp-names.js';
 import type { Entry, Store } from '../store/types.js';
 
@@ -16,8 +17,12 @@ export interface OpenJob {
   readonly state: JobState;
 }
 
-/** A handle that names no job: finished (cleaned up) or never existed. */
-export class JobGoneError extends UsageError {}
+/** A handle that names no job: finished (cleaned up) or never existed; `committed` when it can tell the job committed. */
+export class JobGoneError extends UsageError {
+  constructor(message: string, readonly committed: FinishedJob | null = null) {
+    super(message);
+  }
+}
 
 /** Reads the job; a missing `_job.yaml` is reported with where its `_SUCCESS` is, if we can tell. */
 export async function openJob(env: Pick<StepEnv, 'store' | 'allowUnsignedJob'>, stagingPath: string): Promise<OpenJob> {
@@ -28,30 +33,9 @@ export async function openJob(env: Pick<StepEnv, 'store' | 'allowUnsignedJob'>, 
     const past = job.state === 'staged' && (await store.stat(layout.commitFile)) !== null;
     return { layout, job, state: past ? 'committing' : job.state };
   }
-  throw new JobGoneError(await goneMessage(store, stagingPath));
-}
-
-async function goneMessage(store: Store, stagingPath: string): Promise<string> {
-  const handle = store.toUri(stagingPath);
-  // The default layout `<parent>/.stagecommit/<table>/<jobId>` tells us the target.
-  const parts = stagingPath.split('/');
-  const n = parts.length;
-  if (n >= 4 && parts[n - 3] === '.stagecommit') {
-    const target = posix.join(parts.slice(0, n - 3).join('/') || '/', parts[n - 2]!);
-    const success = posix.join(target, SUCCESS_FILE);
-    const data = await store.readFile(success).catch(() => null);
-    if (data) {
-      try {
-        const s = JSON.parse(data.toString('utf8')) as { jobId?: string; date?: string };
-        if (s.jobId === parts[n - 1]) {
-          return `job ${s.jobId} is finished: it was committed (${store.toUri(success)}, ${s.date}); there is nothing more to do`;
-        }
-      } catch {
-        // not ours to judge: fall through
-      }
-    }
-  }
-  return `no job at ${handle}: it is finished (committed or aborted) or never existed; check the handle that 'stagecommit stage' printed`;
+  const done = await findCommitted(store, stagingPath);
+  if (done) throw new JobGoneError(`job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); there is nothing more to do`, done);
+  throw new JobGoneError(`no job at ${store.toUri(stagingPath)}: it is finished (committed or aborted) or never existed; check the handle that 'stagecommit stage' printed`);
 }
 
 export function requireState(open: OpenJob, allowed: readonly JobState[], doing: string): void {

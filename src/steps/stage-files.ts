@@ -9,6 +9,7 @@ import { ATTEMPT_MARKER, taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionPath, type PartitionValue } from '../paths.js';
 import { isTempName, TEMP_PREFIX } from '../store/temp-names.js';
 import { forEachLimit } from '../util/pool.js';
+import { checkDeclared } from './commit-task.js';
 import { openJob, requireState } from './common.js';
 import type { StepEnv } from './env.js';
 
@@ -62,6 +63,7 @@ export async function stageFiles(env: StepEnv, input: StageFilesInput): Promise<
   const open = await openJob(env, input.stagingPath);
   const { job, layout } = open;
   requireState(open, ['staged'], 'stage files');
+  checkDeclared(job, task, 'staged');
   const part = taskPartitionPath(job, input.partition, !input.printPath);
   const names = input.files.map((f) => checkRelativePath(f.name, 'file name'));
   const reserved = names.find((n) => n.split('/').some(isTempName));

@@ -5,8 +5,9 @@ import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import type { JobManifest } from '../job/job.js';
 import { taskOfAttempt } from '../job/layout.js';
 import { compareTasks } from '../paths.js';
-import { openJob } from './common.js';
+import { JobGoneError, openJob, type OpenJob } from './common.js';
 import type { StepEnv } from './env.js';
+import type { FinishedJob } from './finished.js';
 
 export interface TaskStatus {
   readonly task: string;
@@ -29,9 +30,21 @@ export interface StatusResult {
   readonly lease: { readonly live: boolean; readonly holder: string } | null;
 }
 
-export async function status(env: StepEnv, input: { stagingPath: string }): Promise<StatusResult> {
+/** A job that committed and left no staging dir: what its `_SUCCESS` or table-log entry tells. */
+export interface FinishedStatusResult extends FinishedJob {
+  readonly state: 'committed';
+  readonly finished: true;
+}
+
+export async function status(env: StepEnv, input: { stagingPath: string }): Promise<StatusResult | FinishedStatusResult> {
   const { store } = env;
-  const open = await openJob(env, input.stagingPath);
+  let open: OpenJob;
+  try {
+    open = await openJob(env, input.stagingPath);
+  } catch (e) {
+    if (e instanceof JobGoneError && e.committed) return { ...e.committed, state: 'committed', finished: true };
+    throw e;
+  }
   const { job, layout } = open;
   const app = job.appAttempt;
   const [claims, decisions] = await Promise.all([readClaims(store, layout, job.jobId, app), readDecisions(store, layout, app)]);
