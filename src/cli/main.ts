@@ -197,7 +197,7 @@ export class Runtime {
 
   constructor(readonly ctx: CliContext, readonly global: GlobalOptions) {
     this.ui = new Ui(global, ctx.env);
-    this.config = loadConfig(global.config ?? ctx.env.STAGECOMMIT_CONFIG);
+    this.config = loadConfig(global.config ?? ctx.env.STAGECOMMIT_CONFIG, ctx.env);
     this.opener = new StoreOpener({ config: this.config.raw, env: ctx.env });
   }
 
@@ -243,7 +243,7 @@ export function buildProgram(ctx: CliContext, run: (fn: (rt: Runtime) => Promise
     .description('All-or-nothing batch writes into table directories (local filesystem, S3, HDFS).')
     .version(packageVersion())
     .option('--json', 'print the result as one JSON document on stdout')
-    .option('--config <file>', 'YAML config file (default: $STAGECOMMIT_CONFIG)')
+    .option('--config <file>', 'YAML config file (default: $STAGECOMMIT_CONFIG); read over ~/.config/stagecommit/config.yaml and /etc/stagecommit/config.yaml')
     .option('-q, --quiet', 'print nothing but the result and errors')
     .option('-v, --verbose', 'print each phase and the store operation counts on stderr')
     .option('--allow-unsigned-job', "accept a hand-written _job.yaml without its 'end:' check line")
