@@ -6,7 +6,7 @@ import { createReadStream } from 'node:fs';
 import { posix } from 'node:path';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StoreError, type StoreErrorKind } from '../../errors.js';
+import { StageCommitError, StoreError, type StoreErrorKind } from '../../errors.js';
 import { tempPathFor } from '../temp-names.js';
 import type { Entry, ListOptions, RenameOptions, Store, StoreCapabilities } from '../types.js';
 
@@ -102,6 +102,7 @@ export class WebHdfsStore implements Store {
         this.requests++;
         res = await this.fetch(url, { method, redirect: 'manual', body, duplex: body ? 'half' : undefined } as RequestInit);
       } catch (e) {
+        if (e instanceof StageCommitError) throw e; // a verdict, not a network failure (an RPC port given for HTTP)
         lastError = e;
         if (failovers < n - 1) {
           this.active = (this.active + 1) % n;
