@@ -9,6 +9,7 @@ import { JobLayout, SUCCESS_FILE, taskAttemptName, taskOfAttempt } from '../job/
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
 import { openJob, requireState, walkFiles } from './common.js';
 import type { StepEnv } from './env.js';
+import type { Entry } from '../store/types.js';
 import { publishV2 } from './publish.js';
 
 export interface CommitTaskInput {
@@ -34,6 +35,25 @@ export function checkTaskFiles(job: JobManifest, files: readonly TaskFile[]): vo
     if (f.path === SUCCESS_FILE) throw new UsageError(`task file '${SUCCESS_FILE}' would collide with the job's own marker: rename it`);
     partitionOfFile(f.path, job.partitionBy, prefix);
   }
+}
+
+/**
+ * What an engine writing into the attempt dir leaves for itself, not data: Hadoop's and Spark's
+ * `_SUCCESS`, Databricks' `_started_<id>` / `_committed_<id>`, and their checksum files
+ * (`._SUCCESS.crc`), at any depth.
+ */
+export function isWriterMarker(name: string): boolean {
+  return /^\.?(_SUCCESS|_started_[^/]+|_committed_[^/]+)(\.crc)?$/.test(name) && (name.startsWith('.') === name.endsWith('.crc'));
+}
+
+/** Removes the writer's markers from the attempt dir (so no rename carries them along); returns the data. */
+async function dropWriterMarkers(env: StepEnv, listed: readonly Entry[]): Promise<Entry[]> {
+  const markers = listed.filter((e) => isWriterMarker(posix.basename(e.name)));
+  if (markers.length === 0) return [...listed];
+  await Promise.all(markers.map((m) => env.store.delete(m.path, false)));
+  const names = markers.map((m) => m.name);
+  env.emit({ type: 'info', message: `left out ${names.length} marker file(s) the writer made, not data: ${names.slice(0, 10).join(', ')}${names.length > 10 ? ', …' : ''}` });
+  return listed.filter((e) => !isWriterMarker(posix.basename(e.name)));
 }
 
 function denied(claim: Claim, mine: string): CommitDeniedError {
@@ -80,7 +100,7 @@ export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<
   const attemptDir = layout.attemptDir(app, taskAttempt);
   if (!claim) {
     // A killed `stage` left its temp files here: they are not listed, and go before the dir moves.
-    const files = (await walkFiles(store, attemptDir, true, { removeTemps: true })).map((e) => ({ path: e.name, size: e.size }));
+    const files = (await dropWriterMarkers(env, await walkFiles(store, attemptDir, true, { removeTemps: true }))).map((e) => ({ path: e.name, size: e.size }));
     if (files.length === 0 && !(await store.stat(attemptDir))) {
       const older = await olderOutput(store, layout, job.jobId, task, app);
       const where = older ? `; its files are in ${store.toUri(older)}, left from an earlier app attempt: stage them again` : '; stage its files, or --print-path for a writer, first';
