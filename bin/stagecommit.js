@@ -15,6 +15,10 @@ for (const stream of [process.stdout, process.stderr]) {
     if (e.code !== 'EPIPE') throw e;
   });
 }
-const { main } = await import('../dist/src/cli/main.js');
+// A checkout runs what `tsc` built (always current while developing); the installed package has
+// only the bundle (`npm run build`, scripts/bundle.mjs), which starts faster.
+const built = new URL('../dist/src/cli/main.js', import.meta.url);
+const { existsSync } = await import('node:fs');
+const { main } = await import(existsSync(built) ? built.href : '../dist/bundle/cli.js');
 const code = await main(process.argv.slice(2), { cwd: process.cwd(), env: process.env, stdin: process.stdin });
 process.exitCode = code;

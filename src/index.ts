@@ -32,7 +32,7 @@ function call<O extends object, D>(fn: (s: Session, o: O) => Promise<D>): (opts:
   return async (opts) => {
     try {
       const env = opts.env ?? process.env;
-      const session = new Session({ config: loadConfig(opts.config ?? env.STAGECOMMIT_CONFIG), env, cwd: opts.cwd ?? process.cwd(), onProgress: opts.onProgress, allowUnsignedJob: opts.allowUnsignedJob });
+      const session = new Session({ config: loadConfig(opts.config ?? env.STAGECOMMIT_CONFIG, env), env, cwd: opts.cwd ?? process.cwd(), onProgress: opts.onProgress, allowUnsignedJob: opts.allowUnsignedJob });
       return await fn(session, opts);
     } catch (e) {
       throw e instanceof StagecommitError ? e : new StagecommitError(e);

@@ -87,6 +87,13 @@ for (const fx of storeFixtures()) {
       const done = await json(['commit-job', '--job', job2], sb.env);
       assertFields(done, 'commit-job');
       assert.equal(done.handle, job2);
+      const again = await json(['commit-job', '--job', job2], sb.env);
+      assertFields(again, 'commit-job');
+      assert.equal(again.outcome, 'already-committed');
+      const finished = await json(['status', '--job', job2], sb.env);
+      assertFields(finished, 'status of a finished job');
+      assert.equal(finished.finished, true);
+      assert.equal(finished.handle, job2);
     });
   });
 }

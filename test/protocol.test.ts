@@ -36,8 +36,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(beside.filter((k) => !k.startsWith('.stagecommit/sales/_log/')), Object.keys(tree).map((k) => `sales/${k}`), 'nothing but the table (and its log) is left beside it');
       assert.deepEqual(beside.filter((k) => k.startsWith('.stagecommit/')), ['.stagecommit/sales/_log/00000000000000000000.done', '.stagecommit/sales/_log/00000000000000000000.yaml'], 'the table log holds one finished entry');
       const again = await cli(['status', '--job', job], { env: sb.env });
-      assert.equal(again.code, 2);
-      assert.match(again.stderr, /finished/);
+      assert.equal(again.code, 0, again.stderr);
+      assert.match(again.stdout, /committed \(finished: no staging dir left\)/);
     });
 
     test('create refuses an existing target at stage (exit 2) and one that appeared by commit-job (exit 4)', async () => {
@@ -353,7 +353,10 @@ for (const fx of storeFixtures()) {
       assert.equal(r.outcome, 'committed');
       assert.equal(r.files, 1);
       assert.ok(r.metrics && typeof r.metrics === 'object');
-      const err = await cli(['commit-job', '--json'], { env });
+      const rerun = await cli(['commit-job', '--json'], { env });
+      assert.equal(rerun.code, 0, rerun.stderr);
+      assert.equal(JSON.parse(rerun.stdout).outcome, 'already-committed');
+      const err = await cli(['commit-job', '--json'], { env: { ...env, STAGECOMMIT_JOB: `${staged.handle}-never` } });
       assert.equal(err.code, 2);
       assert.equal(JSON.parse(err.stdout).error.exitCode, 2);
     });

@@ -1,7 +1,7 @@
 // status: a job's state, tasks, files, bytes, age and owner.
 
 import type { JobManifest } from '../job/job.js';
-import { status as statusStep, type StatusResult } from '../steps/status.js';
+import { status as statusStep, type FinishedStatusResult, type StatusResult } from '../steps/status.js';
 import { iso, type Session } from './session.js';
 
 export interface StatusOptions {
@@ -11,14 +11,22 @@ export interface StatusOptions {
 /** The job's manifest as `status --json` shows it: the handle is top-level `handle`, not `staging`. */
 export type StatusJob = Omit<JobManifest, 'staging'> & { readonly stagedAt: string };
 
-export interface StatusDoc extends Omit<StatusResult, 'job'> {
+export interface LiveStatusDoc extends Omit<StatusResult, 'job'> {
   readonly handle: string;
   readonly job: StatusJob;
 }
 
+/** A committed job whose staging dir is gone: what its `_SUCCESS` or table-log entry proves. */
+export interface FinishedStatusDoc extends FinishedStatusResult {
+  readonly handle: string;
+}
+
+export type StatusDoc = LiveStatusDoc | FinishedStatusDoc;
+
 export async function status(s: Session, o: StatusOptions): Promise<StatusDoc> {
   const loc = await s.job(o.job);
   const r = await statusStep(s.stepEnv(loc.store), { stagingPath: loc.path });
+  if ('finished' in r) return { handle: loc.store.toUri(loc.path), ...r };
   const { staging, ...job } = r.job;
   return { handle: staging, ...r, job: { ...job, stagedAt: iso(job.stagedAtMs) } };
 }

@@ -1,7 +1,11 @@
-// The YAML config file (--config, STAGECOMMIT_CONFIG): staging root and limits; store settings
-// for the remote stores live here too.
+// The YAML config files: staging root, limits and the stores' settings. Three layers, each key
+// taken from the first that has it: the file given by --config (else STAGECOMMIT_CONFIG), the
+// user's ($XDG_CONFIG_HOME/stagecommit/config.yaml, else ~/.config/…), the system's
+// (/etc/stagecommit/config.yaml). A key no layer knows is bad input, named with its closest match.
 
 import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { UsageError } from '../errors.js';
 import { yamlLib } from '../manifest/codec.js';
 
@@ -9,29 +13,122 @@ export interface Config {
   readonly stagingRoot?: string;
   readonly concurrency: number;
   readonly leaseTtlSeconds: number;
+  /** The merged document, for the stores' own sections (`s3`, `webhdfs`). */
   readonly raw: Record<string, unknown>;
+  /** The files read, most important first. */
+  readonly files: readonly string[];
 }
 
 const DEFAULTS = { concurrency: 32, leaseTtlSeconds: 120 };
+export const SYSTEM_CONFIG = '/etc/stagecommit/config.yaml';
 
-export function loadConfig(file: string | undefined): Config {
-  if (!file) return { ...DEFAULTS, raw: {} };
-  let doc: unknown;
-  try {
-    doc = yamlLib().parse(readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw new UsageError(`cannot read config ${file}: ${(e as Error).message.split('\n')[0]}; fix the file or leave out --config`);
+/**
+ * Every key a config file may hold; a nested object is a section. `*` under a section takes any
+ * name (the name services a user defines).
+ */
+const KNOWN: Record<string, unknown> = {
+  stagingRoot: true,
+  concurrency: true,
+  leaseTtlSeconds: true,
+  s3: { endpoint: true, region: true, pathStyle: true, maxAttempts: true, multipartCopyThresholdBytes: true, multipartCopyPartBytes: true, uploadPartBytes: true },
+  webhdfs: { user: true, delegation: true, retries: true, retryBaseMs: true, caFile: true, nameservices: { '*': true } },
+};
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The user's config file: under $XDG_CONFIG_HOME (an absolute path), else ~/.config. */
+export function userConfigFile(env: Env): string {
+  const xdg = env.XDG_CONFIG_HOME;
+  const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(env.HOME || os.homedir(), '.config');
+  return path.join(base, 'stagecommit', 'config.yaml');
+}
+
+export function loadConfig(explicit: string | undefined, env: Env = process.env, systemFile: string = SYSTEM_CONFIG): Config {
+  const layers: { file: string; doc: Record<string, unknown> }[] = [];
+  if (explicit !== undefined) layers.push({ file: explicit, doc: readLayer(explicit, true)! });
+  for (const file of [userConfigFile(env), systemFile]) {
+    const doc = readLayer(file, false);
+    if (doc) layers.push({ file, doc });
   }
-  if (doc === null || doc === undefined) return { ...DEFAULTS, raw: {} };
-  if (typeof doc !== 'object' || Array.isArray(doc)) throw new UsageError(`config ${file} is not a YAML mapping: see the README for its keys`);
-  const d = doc as Record<string, unknown>;
-  const num = (key: string, def: number): number => {
-    const v = d[key];
-    if (v === undefined) return def;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new UsageError(`config ${file}: '${key}' must be a positive whole number`);
+  for (const l of layers) checkKeys(l.doc, KNOWN, '', l.file);
+  const raw = layers.reduceRight<Record<string, unknown>>((merged, l) => merge(merged, l.doc), {});
+  const where = (key: string) => layers.find((l) => l.doc[key] !== undefined)?.file ?? 'config';
+  const num = (key: 'concurrency' | 'leaseTtlSeconds'): number => {
+    const v = raw[key];
+    if (v === undefined) return DEFAULTS[key];
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new UsageError(`config ${where(key)}: '${key}' must be a positive whole number`);
     return v;
   };
-  const stagingRoot = d.stagingRoot;
-  if (stagingRoot !== undefined && typeof stagingRoot !== 'string') throw new UsageError(`config ${file}: 'stagingRoot' must be a path or URI`);
-  return { stagingRoot, concurrency: num('concurrency', DEFAULTS.concurrency), leaseTtlSeconds: num('leaseTtlSeconds', DEFAULTS.leaseTtlSeconds), raw: d };
+  const stagingRoot = raw.stagingRoot;
+  if (stagingRoot !== undefined && typeof stagingRoot !== 'string') throw new UsageError(`config ${where('stagingRoot')}: 'stagingRoot' must be a path or URI`);
+  return { stagingRoot, concurrency: num('concurrency'), leaseTtlSeconds: num('leaseTtlSeconds'), raw, files: layers.map((l) => l.file) };
+}
+
+/** One file's mapping; a default file that does not exist is no layer (null). */
+function readLayer(file: string, required: boolean): Record<string, unknown> | null {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    if (!required && (e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    const hint = required ? 'fix the path or leave out --config (and STAGECOMMIT_CONFIG)' : 'fix its permissions or remove it';
+    throw new UsageError(`cannot read config ${file}: ${(e as Error).message.split('\n')[0]}; ${hint}`);
+  }
+  let doc: unknown;
+  try {
+    doc = yamlLib().parse(text);
+  } catch (e) {
+    throw new UsageError(`config ${file} is not valid YAML: ${(e as Error).message.split('\n')[0]}`);
+  }
+  if (doc === null || doc === undefined) return {};
+  if (typeof doc !== 'object' || Array.isArray(doc)) throw new UsageError(`config ${file} is not a YAML mapping: see the README for its keys`);
+  return doc as Record<string, unknown>;
+}
+
+function checkKeys(doc: Record<string, unknown>, known: Record<string, unknown>, prefix: string, file: string): void {
+  if ('*' in known) return;
+  for (const [key, value] of Object.entries(doc)) {
+    const spec = known[key];
+    if (spec === undefined) {
+      const names = Object.keys(known);
+      const near = closest(key, names);
+      const hint = near ? `did you mean '${prefix}${near}'?` : `the known keys${prefix ? ` of '${prefix.slice(0, -1)}'` : ''} are ${names.join(', ')}`;
+      throw new UsageError(`config ${file}: unknown key '${prefix}${key}': ${hint}`);
+    }
+    if (typeof spec === 'object' && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      checkKeys(value as Record<string, unknown>, spec as Record<string, unknown>, `${prefix}${key}.`, file);
+    }
+  }
+}
+
+/** Sections merge key by key; anything else is replaced by the more important layer. */
+function merge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    const b = out[k];
+    const isMap = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x);
+    out[k] = isMap(b) && isMap(v) ? merge(b, v) : v;
+  }
+  return out;
+}
+
+/** The known name nearest to a typo (edit distance, case ignored), if it is near enough. */
+export function closest(word: string, names: readonly string[]): string | null {
+  let best: string | null = null;
+  let bestDistance = Infinity;
+  for (const n of names) {
+    const d = distance(word.toLowerCase(), n.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [n, d];
+  }
+  return best !== null && bestDistance <= Math.max(2, Math.floor(best.length / 3)) ? best : null;
+}
+
+function distance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length]!;
 }

@@ -10,6 +10,7 @@ import { recoverCommand } from './commands/recover.js';
 import { stageCommand } from './commands/stage.js';
 import { statusCommand } from './commands/status.js';
 import type { Run } from './runtime.js';
+import { packageVersion } from './version.js';
 
 const COMMANDS = [stageCommand, commitTaskCommand, commitJobCommand, abortCommand, recoverCommand, statusCommand, cleanOrphansCommand, completionCommand];
 
@@ -31,9 +32,9 @@ again). JOB defaults to $STAGECOMMIT_JOB.`;
 export function buildProgram(run: Run): Command {
   const program = new Command('stagecommit')
     .description('All-or-nothing batch writes into table directories (local filesystem, S3, HDFS).')
-    .version('0.1.0')
+    .version(packageVersion())
     .option('--json', 'print the result as one JSON document on stdout')
-    .option('--config <file>', 'YAML config file (default: $STAGECOMMIT_CONFIG)')
+    .option('--config <file>', 'YAML config file (default: $STAGECOMMIT_CONFIG); read over ~/.config/stagecommit/config.yaml and /etc/stagecommit/config.yaml')
     .option('-q, --quiet', 'print nothing but the result and errors')
     .option('-v, --verbose', 'print each phase and the store operation counts on stderr')
     .option('--allow-unsigned-job', "accept a hand-written _job.yaml without its 'end:' check line")

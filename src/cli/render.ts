@@ -31,6 +31,7 @@ export function formatOps(c: OpCounts): string {
 }
 
 export function renderCommit(r: CommitJobDoc): string {
+  if (r.outcome === 'already-committed') return `${chalk.green('✔')} job ${r.jobId} was already committed into ${r.target}: nothing to do`;
   const what = r.outcome === 'rolled-forward' ? 'finished the interrupted commit of' : 'committed';
   const lines = [`${chalk.green('✔')} ${what} job ${r.jobId}: ${r.files} file(s), ${formatBytes(r.bytes)} into ${r.target}`];
   if (r.partitionsWritten.length) lines.push(`  partitions written: ${summarize(r.partitionsWritten)}`);
@@ -43,6 +44,10 @@ function summarize(items: readonly string[], max = 5): string {
 }
 
 export function renderStatus(s: StatusDoc): string {
+  if ('finished' in s) {
+    const counts = s.evidence === '_SUCCESS' ? `, ${s.files} file(s), ${formatBytes(s.bytes)}` : '';
+    return [`job       ${s.jobId}`, `state     ${chalk.green('committed')} (finished: no staging dir left)`, `target    ${s.target}`, `committed ${s.committedAt}${counts}`, `proof     ${s.evidence === '_SUCCESS' ? s.success : 'the table log'}`].join('\n');
+  }
   const j = s.job;
   const color = s.state === 'staged' ? chalk.cyan : s.state === 'committing' ? chalk.yellow : s.state === 'aborted' ? chalk.red : chalk.green;
   const lines = [

@@ -57,7 +57,7 @@ export class Runtime {
   constructor(readonly ctx: CliContext, readonly global: GlobalOptions) {
     this.ui = uiFor(ctx, global);
     this.session = new Session({
-      config: loadConfig(global.config ?? ctx.env.STAGECOMMIT_CONFIG),
+      config: loadConfig(global.config ?? ctx.env.STAGECOMMIT_CONFIG, ctx.env),
       env: ctx.env,
       cwd: ctx.cwd,
       onProgress: (e) => this.ui.event(e),

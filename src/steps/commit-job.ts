@@ -25,6 +25,7 @@ import { reachCommitPoint, type CommitUnits } from './commit-point.js';
 import type { OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
 import { declaredNotCommitted } from '../job/tasks.js';
+import { JobGoneError } from '../job/open.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
 
@@ -35,8 +36,11 @@ export interface CommitJobInput {
 export interface CommitJobResult {
   readonly jobId: string;
   readonly target: string;
-  /** 'committed' by this run; 'rolled-forward' when an interrupted commit was finished. */
-  readonly outcome: 'committed' | 'rolled-forward';
+  /**
+   * 'committed' by this run; 'rolled-forward' when an interrupted commit was finished;
+   * 'already-committed' when a rerun finds the job done (its `_SUCCESS` or table-log entry).
+   */
+  readonly outcome: 'committed' | 'rolled-forward' | 'already-committed';
   readonly files: number;
   readonly bytes: number;
   readonly partitionsWritten: readonly string[];
@@ -246,7 +250,15 @@ async function removeSuccessTemps(store: Store, targetPath: string): Promise<voi
 }
 
 export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<CommitJobResult> {
-  return runStep(env, input.stagingPath, { name: 'commit-job', lease: true }, (open, lease) => commitJobLocked(env, open, lease));
+  try {
+    return await runStep(env, input.stagingPath, { name: 'commit-job', lease: true }, (open, lease) => commitJobLocked(env, open, lease));
+  } catch (e) {
+    // A retried commit-job of a job that did commit is a success, not bad input (DESIGN §8).
+    const done = e instanceof JobGoneError ? e.committed : null;
+    if (!done) throw e;
+    const { jobId, target, files, bytes, partitionsWritten, partitionsReplaced, success } = done;
+    return { jobId, target, outcome: 'already-committed', files, bytes, partitionsWritten, partitionsReplaced, success, metrics: env.metrics() };
+  }
 }
 
 /** commit-job's work, for a caller that holds the job lease (commit-job itself, recover). */

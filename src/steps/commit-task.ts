@@ -5,7 +5,7 @@ import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
 import { decide, encodeClaim, readClaim, type Claim, type TaskFile } from '../job/claims.js';
 import { loadJob, staticPrefix, type JobManifest } from '../job/job.js';
-import { JobLayout, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
+import { JobLayout, SUCCESS_FILE, taskAttemptName, taskOfAttempt } from '../job/layout.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
 import { attemptFiles } from '../job/tasks.js';
 import { publishV2 } from '../plan/publish-v2.js';
@@ -13,6 +13,7 @@ import { promoteOutput } from '../store/operations.js';
 import { requireState, type OpenJob } from '../job/open.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
+import type { Entry } from '../store/types.js';
 
 export interface CommitTaskInput {
   readonly stagingPath: string;
@@ -39,14 +40,33 @@ export function checkTaskFiles(job: JobManifest, files: readonly TaskFile[]): vo
   }
 }
 
+/**
+ * What an engine writing into the attempt dir leaves for itself, not data: Hadoop's and Spark's
+ * `_SUCCESS`, Databricks' `_started_<id>` / `_committed_<id>`, and their checksum files
+ * (`._SUCCESS.crc`), at any depth.
+ */
+export function isWriterMarker(name: string): boolean {
+  return /^\.?(_SUCCESS|_started_[^/]+|_committed_[^/]+)(\.crc)?$/.test(name) && (name.startsWith('.') === name.endsWith('.crc'));
+}
+
+/** Removes the writer's markers from the attempt dir (so no rename carries them along); returns the data. */
+async function dropWriterMarkers(env: StepEnv, listed: readonly Entry[]): Promise<Entry[]> {
+  const markers = listed.filter((e) => isWriterMarker(posix.basename(e.name)));
+  if (markers.length === 0) return [...listed];
+  await Promise.all(markers.map((m) => env.store.delete(m.path, false)));
+  const names = markers.map((m) => m.name);
+  env.emit({ type: 'phase', label: `left out ${names.length} marker file(s) the writer made, not data: ${names.slice(0, 10).join(', ')}${names.length > 10 ? ', …' : ''}` });
+  return listed.filter((e) => !isWriterMarker(posix.basename(e.name)));
+}
+
 function denied(claim: Claim, mine: string): CommitDeniedError {
   return new CommitDeniedError(`commit denied for ${mine}: task ${claim.task} was claimed by ${claim.taskAttempt} (${claim.host}, pid ${claim.pid}); this attempt's files will never appear`);
 }
 
 /** A task id outside the declared tasks would commit output that commit-job never asks for. */
-function checkDeclared(job: JobManifest, task: string): void {
+export function checkDeclared(job: JobManifest, task: string, what = 'committed'): void {
   if (job.tasks !== undefined && !(/^\d+$/.test(task) && Number(task) < job.tasks)) {
-    throw new UsageError(`task ${task} is not one of the job's declared tasks 0…${job.tasks - 1} (--tasks ${job.tasks}): nothing was committed`);
+    throw new UsageError(`task ${task} is not one of the job's declared tasks 0…${job.tasks - 1} (--tasks ${job.tasks}): nothing was ${what}`);
   }
 }
 
@@ -86,9 +106,11 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   const attemptDir = layout.attemptDir(app, taskAttempt);
   if (!claim) {
     // A killed `stage` left its temp files here: they are not listed, and go before the dir moves.
-    const files = (await attemptFiles(store, attemptDir, { details: true, removeTemps: true })).map((e) => ({ path: e.name, size: e.size }));
+    const files = (await dropWriterMarkers(env, await attemptFiles(store, attemptDir, { details: true, removeTemps: true }))).map((e) => ({ path: e.name, size: e.size }));
     if (files.length === 0 && !(await store.stat(attemptDir))) {
-      throw new UsageError(`${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it: stage the task again)' : ''}: nothing was committed; stage its files, or --print-path for a writer, first`);
+      const older = await olderOutput(store, layout, job.jobId, task, app);
+      const where = older ? `; its files are in ${store.toUri(older)}, left from an earlier app attempt: stage them again` : '; stage its files, or --print-path for a writer, first';
+      throw new UsageError(`${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it)' : ''}: nothing was committed${where}`);
     }
     checkTaskFiles(job, files);
     const fresh: Claim = { task, attempt, taskAttempt, appAttempt: app, state: 'claimed', claimedAtMs: env.now(), host: env.host, pid: env.pid, files };
@@ -126,4 +148,13 @@ async function promote(env: StepEnv, layout: JobLayout, job: JobManifest, attemp
     throw new ConflictError(`the output of ${posix.basename(attemptDir)} vanished from ${store.toUri(attemptDir)} before it was committed: run the task again as a new attempt`);
   }
   return layout.relative(root);
+}
+
+/** The newest attempt dir of the task, from an app attempt before `app`, that holds files (a writer recover left behind). */
+async function olderOutput(store: StepEnv['store'], layout: JobLayout, jobId: string, task: string, app: number): Promise<string | null> {
+  for (let a = app - 1; a >= 0; a--) {
+    const dirs = (await store.list(layout.attemptsDir(a))).filter((e) => taskOfAttempt(jobId, e.name) === task);
+    for (const d of dirs) if ((await attemptFiles(store, d.path)).length > 0) return d.path;
+  }
+  return null;
 }

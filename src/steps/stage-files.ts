@@ -10,6 +10,7 @@ import { checkAttempt, checkRelativePath, checkTaskId, partitionPath, type Parti
 import { isTempName, TEMP_PREFIX } from '../store/temp-names.js';
 import { forEachLimit } from '../util/pool.js';
 import type { OpenJob } from '../job/open.js';
+import { checkDeclared } from './commit-task.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
 
@@ -67,6 +68,7 @@ export async function stageFiles(env: StepEnv, input: StageFilesInput): Promise<
 async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, task: string, attempt: number): Promise<StageFilesResult> {
   const { store } = env;
   const { job, layout } = open;
+  checkDeclared(job, task, 'staged');
   const part = taskPartitionPath(job, input.partition, !input.printPath);
   const names = input.files.map((f) => checkRelativePath(f.name, 'file name'));
   const reserved = names.find((n) => n.split('/').some(isTempName));

@@ -3,10 +3,11 @@
 import { readClaims, readDecisions } from '../job/claims.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import type { JobManifest } from '../job/job.js';
-import type { OpenJob } from '../job/open.js';
 import { taskOfAttempt } from '../job/layout.js';
 import { attemptsByTask, declaredNotCommitted } from '../job/tasks.js';
 import { compareTasks } from '../paths.js';
+import { JobGoneError, type OpenJob } from '../job/open.js';
+import type { FinishedJob } from '../job/finished.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
 
@@ -31,8 +32,19 @@ export interface StatusResult {
   readonly lease: { readonly live: boolean; readonly holder: string } | null;
 }
 
-export function status(env: StepEnv, input: { stagingPath: string }): Promise<StatusResult> {
-  return runStep(env, input.stagingPath, { name: 'status' }, (open) => statusOf(env, open));
+/** A job that committed and left no staging dir: what its `_SUCCESS` or table-log entry tells. */
+export interface FinishedStatusResult extends FinishedJob {
+  readonly state: 'committed';
+  readonly finished: true;
+}
+
+export async function status(env: StepEnv, input: { stagingPath: string }): Promise<StatusResult | FinishedStatusResult> {
+  try {
+    return await runStep(env, input.stagingPath, { name: 'status' }, (open) => statusOf(env, open));
+  } catch (e) {
+    if (e instanceof JobGoneError && e.committed) return { ...e.committed, state: 'committed', finished: true };
+    throw e;
+  }
 }
 
 async function statusOf(env: StepEnv, open: OpenJob): Promise<StatusResult> {

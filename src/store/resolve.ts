@@ -7,11 +7,12 @@ import { UsageError } from '../errors.js';
 import { LocalStore } from './local.js';
 import type { Store } from './types.js';
 
+/** s3a:// and s3n:// parse as 's3'. */
 export type Scheme = 'file' | 's3' | 'hdfs' | 'webhdfs' | 'swebhdfs';
 
 export interface ParsedUri {
   readonly scheme: Scheme;
-  /** Bucket, or name node host:port / name service; '' for local files. */
+  /** Bucket, or name node host:port / name service; '' for local files and for hdfs:///… (fs.defaultFS). */
   readonly authority: string;
   /** The path inside the store (absolute, '/'-separated). */
   readonly path: string;
@@ -32,12 +33,15 @@ export function parseUri(raw: string, cwd: string): ParsedUri {
   }
   const m = REMOTE.exec(raw);
   if (m) {
-    const scheme = m[1]!.toLowerCase();
+    const given = m[1]!.toLowerCase();
+    // Hadoop's S3 connectors' schemes (what Spark jobs write) name the same objects.
+    const scheme = given === 's3a' || given === 's3n' ? 's3' : given;
     if (scheme !== 's3' && scheme !== 'hdfs' && scheme !== 'webhdfs' && scheme !== 'swebhdfs') {
-      throw new UsageError(`unsupported URI scheme '${scheme}://' in '${raw}': use a local path, file://, s3://, hdfs://, webhdfs:// or swebhdfs://`);
+      throw new UsageError(`unsupported URI scheme '${given}://' in '${raw}': use a local path, file://, s3:// (s3a://, s3n://), hdfs://, webhdfs:// or swebhdfs://`);
     }
-    if (!m[2]) throw new UsageError(`'${raw}' names no ${scheme === 's3' ? 'bucket' : 'name node'}: use ${scheme}://${scheme === 's3' ? 'BUCKET' : 'HOST:PORT'}/path`);
-    return { scheme, authority: m[2], path: normalize(decodeURIComponent(m[3] ?? '/')) };
+    // hdfs:///path is the cluster's default file system (fs.defaultFS in HADOOP_CONF_DIR), as in Hadoop.
+    if (!m[2] && scheme === 's3') throw new UsageError(`'${raw}' names no bucket: use ${given}://BUCKET/path`);
+    return { scheme, authority: m[2] ?? '', path: normalize(decodeURIComponent(m[3] ?? '/')) };
   }
   return { scheme: 'file', authority: '', path: normalize(path.resolve(cwd, raw)) };
 }

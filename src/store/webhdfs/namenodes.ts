@@ -2,7 +2,7 @@
 // RemoteException bodies turned into StoreErrors, data node redirects counted as requests.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StoreError, type StoreErrorKind } from '../../errors.js';
+import { StageCommitError, StoreError, type StoreErrorKind } from '../../errors.js';
 
 export interface WebHdfsSettings {
   /** Name node base URLs (http:// or https://), several for an HA pair; tried in order. */
@@ -75,6 +75,7 @@ export class NameNodes {
         this.requests++;
         res = await this.fetch(url, { method, redirect: 'manual', body, duplex: body ? 'half' : undefined } as RequestInit);
       } catch (e) {
+        if (e instanceof StageCommitError) throw e; // a verdict, not a network failure (an RPC port given for HTTP)
         lastError = e;
       }
       if (res && (res.status === 403 || res.status >= 500)) exception = (await this.remote(res.clone()))?.exception;

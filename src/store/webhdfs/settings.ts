@@ -1,19 +1,26 @@
-// WebHDFS settings from the config file's `webhdfs:` section and Hadoop's environment variables.
+// WebHDFS settings from the config file's `webhdfs:` section, the cluster's HADOOP_CONF_DIR and
+// Hadoop's environment variables.
 
 import { readFileSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
+import { defaultFs, HTTP_PORT, HTTPS_PORT, readHadoopConf, webHdfsUrls } from './hadoop-conf.js';
 import type { WebHdfsSettings } from './webhdfs-store.js';
 
 export interface WebHdfsEnv {
   readonly HADOOP_USER_NAME?: string;
   readonly HADOOP_TOKEN?: string;
   readonly USER?: string;
+  readonly HADOOP_CONF_DIR?: string;
 }
+
+/** Ports the name node's RPC server uses by default (Hadoop 2/3, old tutorials): never WebHDFS. */
+const RPC_PORTS = new Set(['8020', '9000', '54310']);
 
 /**
  * `hdfs://host:port/…` and `webhdfs://…` speak HTTP to that name node (port 9870 by default),
- * `swebhdfs://…` HTTPS (9871); an authority listed under `webhdfs.nameservices` is a logical
- * name service whose name nodes are tried in order, failing over on StandbyException.
+ * `swebhdfs://…` HTTPS (9871). An authority listed under `webhdfs.nameservices`, or a name service
+ * (or RPC address) in HADOOP_CONF_DIR's hdfs-site.xml, maps to its name nodes' HTTP addresses,
+ * tried in order with failover on StandbyException; `hdfs:///…` is fs.defaultFS's.
  */
 export async function webHdfsSettings(scheme: string, authority: string, config: unknown, env: WebHdfsEnv): Promise<WebHdfsSettings> {
   if (config !== undefined && (config === null || typeof config !== 'object' || Array.isArray(config))) {
@@ -21,18 +28,16 @@ export async function webHdfsSettings(scheme: string, authority: string, config:
   }
   const c = (config ?? {}) as Record<string, unknown>;
   const tls = scheme === 'swebhdfs';
-  const services = (c.nameservices ?? {}) as Record<string, unknown>;
-  let nameNodes: string[];
-  const listed = services[authority];
-  if (listed !== undefined) {
-    if (!Array.isArray(listed) || listed.length === 0 || !listed.every((u) => typeof u === 'string' && /^https?:\/\//.test(u))) {
-      throw new UsageError(`config: 'webhdfs.nameservices.${authority}' must list name node URLs, e.g. [http://nn1:9870, http://nn2:9870]`);
+  const conf = env.HADOOP_CONF_DIR ? await readHadoopConf(env.HADOOP_CONF_DIR) : null;
+  let name = authority;
+  if (name === '') {
+    const fs = conf && defaultFs(conf);
+    if (!fs) {
+      throw new UsageError(`${scheme}:/// names no name node: set HADOOP_CONF_DIR to the cluster's client config (core-site.xml with fs.defaultFS), or write ${scheme}://HOST:${tls ? HTTPS_PORT : HTTP_PORT}/path`);
     }
-    nameNodes = listed as string[];
-  } else {
-    const hostPort = authority.includes(':') ? authority : `${authority}:${tls ? 9871 : 9870}`;
-    nameNodes = [`${tls ? 'https' : 'http'}://${hostPort}`];
+    name = fs.authority;
   }
+  const nameNodes = listedNameNodes(c, name) ?? (conf && webHdfsUrls(conf, name, tls)) ?? [`${tls ? 'https' : 'http'}://${name.includes(':') ? name : `${name}:${tls ? HTTPS_PORT : HTTP_PORT}`}`];
   const num = (key: string, def: number) => {
     const v = c[key];
     if (v === undefined) return def;
@@ -64,6 +69,47 @@ export async function webHdfsSettings(scheme: string, authority: string, config:
     delegation: str('delegation') ?? env.HADOOP_TOKEN,
     retries: num('retries', 4),
     retryBaseMs: num('retryBaseMs', 200),
-    fetch: fetchWithCa,
+    fetch: guardRpcPorts(fetchWithCa ?? ((input, init) => fetch(input, init))),
   };
+}
+
+/** The config file's own list of name nodes for a name service, if it has one. */
+function listedNameNodes(c: Record<string, unknown>, name: string): string[] | null {
+  const services = (c.nameservices ?? {}) as Record<string, unknown>;
+  const listed = services[name];
+  if (listed === undefined) return null;
+  if (!Array.isArray(listed) || listed.length === 0 || !listed.every((u) => typeof u === 'string' && /^https?:\/\//.test(u))) {
+    throw new UsageError(`config: 'webhdfs.nameservices.${name}' must list name node URLs, e.g. [http://nn1:9870, http://nn2:9870]`);
+  }
+  return listed as string[];
+}
+
+function rpcHint(hostPort: string, why: string): UsageError {
+  const host = hostPort.replace(/:\d+$/, '');
+  return new UsageError(
+    `${hostPort} ${why}: stagecommit speaks WebHDFS over HTTP, not the name node's RPC port; use its HTTP address, dfs.namenode.http-address in hdfs-site.xml (port ${HTTP_PORT} by default: hdfs://${host}:${HTTP_PORT}/…), or set HADOOP_CONF_DIR and write hdfs:///…`,
+  );
+}
+
+/**
+ * A name node URL that is really the RPC port fails at once with a hint, instead of retrying:
+ * Hadoop's RPC server answers HTTP with a plain-text "… Hadoop IPC port …", and on its default
+ * ports a refused or garbled answer means the same mistake.
+ */
+function guardRpcPorts(inner: typeof fetch): typeof fetch {
+  return (async (input: string | URL | Request, init?: RequestInit) => {
+    const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
+    let res: Response;
+    try {
+      res = await inner(input, init);
+    } catch (e) {
+      if (RPC_PORTS.has(url.port)) throw rpcHint(url.host, `does not answer HTTP (${(e as { cause?: { code?: string } }).cause?.code ?? (e as Error).message}), and ${url.port} is the RPC port by default`);
+      throw e;
+    }
+    if (res.status === 404 && !(res.headers.get('content-type') ?? '').includes('json')) {
+      const text = await res.clone().text().catch(() => '');
+      if (/Hadoop IPC port/i.test(text)) throw rpcHint(url.host, 'is a Hadoop IPC (RPC) port');
+    }
+    return res;
+  }) as typeof fetch;
 }

@@ -1,0 +1,91 @@
+// What a handle that names no job can still tell: whether that job committed. A committed job
+// leaves no staging dir, but in the default layout (`<parent>/.stagecommit/<table>/<jobId>`) the
+// handle leads to the table's `_SUCCESS` and to the table log beside the staging dirs; either
+// one naming the job, as committed, is the proof that makes a rerun of `commit-job` a success.
+
+import { posix } from 'node:path';
+import { SUCCESS_FILE, targetOfDefaultStaging } from './layout.js';
+import { TableLog } from './table-log.js';
+import type { Store } from '../store/types.js';
+
+export interface FinishedJob {
+  readonly jobId: string;
+  /** The target's URI. */
+  readonly target: string;
+  /** The target's `_SUCCESS` URI (it may have been rewritten by a later job since). */
+  readonly success: string;
+  readonly committedAtMs: number;
+  readonly committedAt: string;
+  /** From `_SUCCESS` when it is still this job's; 0 and [] when only the table log remembers. */
+  readonly files: number;
+  readonly bytes: number;
+  readonly partitionsWritten: readonly string[];
+  readonly partitionsReplaced: readonly string[];
+  /** Which record proved it. */
+  readonly evidence: '_SUCCESS' | 'table-log';
+}
+
+/** How far back the log is searched for the job: the log keeps about this many entries. */
+const LOG_LOOKBACK = 1000;
+
+interface SuccessDoc {
+  jobId?: unknown;
+  timestamp?: unknown;
+  metrics?: { files?: unknown; bytes?: unknown };
+  partitionsWritten?: unknown;
+  partitionsReplaced?: unknown;
+}
+
+async function fromSuccess(store: Store, successPath: string, jobId: string): Promise<SuccessDoc | null> {
+  const data = await store.readFile(successPath).catch(() => null);
+  if (!data) return null;
+  try {
+    const s = JSON.parse(data.toString('utf8')) as SuccessDoc;
+    return s.jobId === jobId ? s : null;
+  } catch {
+    return null; // another writer's marker: not ours to judge
+  }
+}
+
+/** The time the table log says the job at this staging dir committed, or null. */
+async function fromLog(store: Store, targetPath: string, stagingPath: string, jobId: string, concurrency: number): Promise<number | null> {
+  const log = new TableLog(store, targetPath);
+  const listing = await log.list().catch(() => null);
+  if (!listing) return null;
+  const recent = listing.numbers.filter((n) => listing.done.has(n)).slice(-LOG_LOOKBACK).reverse();
+  for (let i = 0; i < recent.length; i += concurrency) {
+    const entries = await log.readMany(recent.slice(i, i + concurrency), concurrency).catch(() => []);
+    const own = entries.find((e) => e.jobId === jobId && e.staging === stagingPath);
+    if (own) return (await log.readDone(own.number).catch(() => null)) === 'committed' ? own.atMs : null;
+  }
+  return null;
+}
+
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+
+/** The committed job a finished handle names, or null when nothing the handle leads to says so. */
+export async function findCommitted(store: Store, stagingPath: string, concurrency = 16): Promise<FinishedJob | null> {
+  const where = targetOfDefaultStaging(stagingPath);
+  if (where === null) return null;
+  const { targetPath, jobId } = where;
+  const successPath = posix.join(targetPath, SUCCESS_FILE);
+  const base = { jobId, target: store.toUri(targetPath), success: store.toUri(successPath) };
+  const s = await fromSuccess(store, successPath, jobId);
+  if (s) {
+    const at = count(s.timestamp);
+    return {
+      ...base,
+      committedAtMs: at,
+      committedAt: new Date(at).toISOString(),
+      files: count(s.metrics?.files),
+      bytes: count(s.metrics?.bytes),
+      partitionsWritten: strings(s.partitionsWritten),
+      partitionsReplaced: strings(s.partitionsReplaced),
+      evidence: '_SUCCESS',
+    };
+  }
+  const at = await fromLog(store, targetPath, stagingPath, jobId, concurrency);
+  if (at === null) return null;
+  return { ...base, committedAtMs: at, committedAt: new Date(at).toISOString(), files: 0, bytes: 0, partitionsWritten: [], partitionsReplaced: [], evidence: 'table-log' };
+}

@@ -1,0 +1,122 @@
+// Safe reruns and no silent empties (issue 12 item 3), through the CLI on every store: a step
+// whose work is done exits 0 and says so; a step that would do nothing by mistake is exit 2 and
+// changes nothing.
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { posix } from 'node:path';
+import { cli, ok } from './helpers/cli.js';
+import { commitJob, commitTask, prepare, runJob, stage, stageTask } from './helpers/jobs.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
+import { data, readTree } from './helpers/tree.js';
+
+for (const fx of storeFixtures()) {
+  describe(`reruns on ${fx.name}`, () => {
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 'r');
+
+    test('commit-job of a committed job exits 0 with already-committed; status reports it committed', async () => {
+      const target = posix.join(dir(), 'sales');
+      const job = await runJob(sb, { target, partitionBy: 'dt', tasks: 1 }, [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }]);
+      const before = await readTree(sb.store, target);
+
+      const again = await commitJob(sb, job, ['--json']);
+      assert.equal(again.code, 0, again.stderr);
+      const doc = JSON.parse(again.stdout);
+      assert.equal(doc.outcome, 'already-committed');
+      assert.equal(doc.files, 1);
+      assert.deepEqual(doc.partitionsWritten, ['dt=1']);
+      assert.equal(doc.success, sb.uri(posix.join(target, '_SUCCESS')));
+      const text = await commitJob(sb, job);
+      assert.equal(text.code, 0, text.stderr);
+      assert.equal(text.stdout.trim(), sb.uri(posix.join(target, '_SUCCESS')));
+      assert.match(text.stderr, /already committed/);
+      assert.deepEqual(await readTree(sb.store, target), before, 'a rerun changes nothing');
+
+      const st = await cli(['status', '--job', job, '--json'], { env: sb.env });
+      assert.equal(st.code, 0, st.stderr);
+      assert.equal(JSON.parse(st.stdout).state, 'committed');
+      const stText = await cli(['status', '--job', job], { env: sb.env });
+      assert.equal(stText.code, 0, stText.stderr);
+      assert.match(stText.stdout, /committed/);
+    });
+
+    test("once a later job rewrote _SUCCESS, the table log still proves the commit", async () => {
+      const target = posix.join(dir(), 'sales');
+      const first = await runJob(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }]);
+      await runJob(sb, { target, mode: 'append', partitionBy: 'dt' }, [{ task: '0', partition: ['dt=2'], files: { b: 'b' } }]);
+      const r = await commitJob(sb, first, ['--json']);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(JSON.parse(r.stdout).outcome, 'already-committed');
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a', 'dt=2/b': 'b' });
+    });
+
+    test('a handle that never named a job, or a custom staging dir that left no trace, is exit 2', async () => {
+      const target = posix.join(dir(), 'sales');
+      const never = await commitJob(sb, sb.uri(posix.join(posix.dirname(target), '.stagecommit', 'sales', 'no-such-job')));
+      assert.equal(never.code, 2, never.stderr);
+      assert.match(never.stderr, /no job at/);
+      const staging = posix.join(dir(), 'my-staging');
+      const job = await runJob(sb, { target, stagingDir: staging }, [{ task: '0', files: { a: 'a' } }]);
+      const r = await commitJob(sb, job);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /no job at .*finished \(committed or aborted\) or never existed/);
+    });
+
+    test('a task id outside --tasks N is exit 2 at stage and at commit-task, and nothing is staged or committed', async () => {
+      const target = posix.join(dir(), 'sales');
+      const job = await stage(sb, { target, tasks: 2 });
+      const staged = await cli(['stage', '--job', job, '--task', '7', '--print-path'], { env: sb.env });
+      assert.equal(staged.code, 2, staged.stderr);
+      assert.match(staged.stderr, /task 7 is not one of the job's declared tasks 0…1 \(--tasks 2\): nothing was staged/);
+      assert.equal(staged.stdout, '');
+      const r = await commitTask(sb, job, '7');
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /task 7 is not one of the job's declared tasks 0…1 \(--tasks 2\): nothing was committed/);
+      const st = JSON.parse(await ok(['status', '--job', job, '--json'], { env: sb.env }));
+      assert.deepEqual(st.tasks, []);
+    });
+
+    test('commit-task of an attempt never staged in this app attempt is exit 2 naming where its files are', async () => {
+      const target = posix.join(dir(), 'sales');
+      const job = await stage(sb, { target, tasks: 1 });
+      const oldDir = await ok(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env });
+      const rec = await cli(['recover', '--job', job], { env: sb.env });
+      assert.equal(rec.code, 0, rec.stderr);
+      assert.equal(rec.stdout.trim(), '0');
+      // A writer that missed the recover goes on writing into the old app attempt's dir.
+      await sb.store.writeFile(posix.join(sb.pathOf(oldDir), 'part-0'), 'late writer');
+
+      const r = await commitTask(sb, job, '0');
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /never staged in app attempt 1/);
+      assert.ok(r.stderr.includes(`its files are in ${oldDir}`), r.stderr);
+      const cj = await commitJob(sb, job);
+      assert.equal(cj.code, 5, `commit-job must not publish an empty table: ${cj.stderr}`);
+      assert.equal(await sb.store.stat(target), null);
+      assert.equal((await sb.store.readFile(posix.join(sb.pathOf(oldDir), 'part-0')))?.toString(), 'late writer', "the writer's file is kept");
+    });
+
+    test('an attempt staged and left empty commits empty output', async () => {
+      const target = posix.join(dir(), 'sales');
+      const job = await prepare(sb, { target, tasks: 2 }, [{ task: '0', files: { a: 'a' } }]);
+      await ok(['stage', '--job', job, '--task', '1', '--print-path'], { env: sb.env });
+      const r = await cli(['commit-task', '--job', job, '--task', '1', '--json'], { env: sb.env });
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(JSON.parse(r.stdout).files, 0);
+      const cj = await commitJob(sb, job);
+      assert.equal(cj.code, 0, cj.stderr);
+      assert.deepEqual(data(await readTree(sb.store, target)), { a: 'a' });
+    });
+
+    test('commit-task of a committed attempt exits 0 and says so', async () => {
+      const target = posix.join(dir(), 'sales');
+      const job = await stage(sb, { target, tasks: 1 });
+      await stageTask(sb, job, { task: '0', files: { a: 'a' } });
+      assert.equal((await commitTask(sb, job, '0')).code, 0);
+      const again = await commitTask(sb, job, '0');
+      assert.equal(again.code, 0, again.stderr);
+      assert.match(again.stderr, /already committed task 0/);
+    });
+  });
+}
