@@ -2,7 +2,8 @@
 // `rsync -a --remove-source-files` on the same files in the same run. The rows that matter are
 // appends into existing partitions, with 1, 10 and 100 tasks writing each partition (100: every
 // task writes one file into every partition, as a shuffle-then-write job does). BENCH_ALL=1 adds
-// absent-target and new-partition rows and a shell loop of one `mv` per file. Not part of the tests.
+// absent-target and new-partition rows and a shell loop of one `mv` per file; BENCH_TASKS=100,1
+// picks rows by tasks per partition. Not part of the tests.
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,6 +22,11 @@ interface Row {
   readonly rsync: number;
   readonly loop?: number;
   readonly metrics: Record<string, number>;
+}
+
+/** Every command starts with the files its set-up wrote on disk, not in the middle of writing them back. */
+function settle(): void {
+  execFileSync('sync');
 }
 
 function rsync(src: string, dst: string): Promise<number> {
@@ -48,17 +54,20 @@ async function scenario(target: Target, tasksPerPartition: number): Promise<Row>
     }
     const mode = target === 'absent' ? 'create' : 'append';
     const staging = await stagedJob(benchEnv(new LocalStore()), { target: table, staging: path.join(root, 'staging'), mode, shape });
+    settle();
     const ours = await runStep(['commit-job', '--job', staging]);
 
     const [src, dst] = [path.join(root, 'rs-src'), path.join(root, 'rs-dst')];
     plainTree(src, shape);
     if (existing) existingPartitions(dst, PARTITIONS);
+    settle();
     const rs = await rsync(src, dst);
     let loop: number | undefined;
     if (ALL) {
       const [lsrc, ldst] = [path.join(root, 'loop-src'), path.join(root, 'loop-dst')];
       plainTree(lsrc, shape);
       if (existing) existingPartitions(ldst, PARTITIONS);
+      settle();
       loop = await mvLoop(lsrc, ldst);
     }
     return { name: `${target}, ${tasksPerPartition} task(s)/partition`, ours: ours.seconds, rsync: rs, loop, metrics: ours.metrics };
@@ -78,6 +87,8 @@ async function main(): Promise<void> {
     ['existing partitions', 10],
     ['existing partitions', 1],
   ];
+  const only = process.env.BENCH_TASKS?.split(',').map(Number);
+  if (only) cases.splice(0, cases.length, ...cases.filter(([, tpp]) => only.includes(tpp)));
   if (ALL) cases.push(['absent', 1], ['absent', 10], ['new partitions', 1], ['new partitions', 10]);
   const rows: Row[] = [];
   for (const [target, tpp] of cases) rows.push(await scenario(target, tpp));

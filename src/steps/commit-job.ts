@@ -17,6 +17,7 @@ import { compareTasks } from '../paths.js';
 import type { OpCounts } from '../store/instrumented.js';
 import { isTempName } from '../store/temp-names.js';
 import type { Store } from '../store/types.js';
+import { walkTree } from '../store/walk.js';
 import { mapLimit } from '../util/pool.js';
 import { checkTaskFiles } from './commit-task.js';
 import { reachCommitPoint, type CommitUnits } from './commit-point.js';
@@ -112,17 +113,11 @@ async function outputProblem(store: Store, root: string, files: readonly { path:
   const want = new Map(files.map((f) => [f.path, f.size]));
   const found = new Map<string, number>();
   let odd: string | null = null;
-  const visit = async (dir: string, rel: string): Promise<void> => {
-    for (const e of await store.list(dir)) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.kind === 'dir') await visit(e.path, r);
-      else if (e.kind === 'file') {
-        if (r !== ATTEMPT_MARKER) found.set(r, e.size);
-      }
-      else odd ??= r;
-    }
-  };
-  await visit(root, '');
+  for (const e of await walkTree(store, root)) {
+    if (e.kind === 'file') {
+      if (e.name !== ATTEMPT_MARKER) found.set(e.name, e.size);
+    } else if (e.kind !== 'dir') odd ??= e.name;
+  }
   if (odd !== null) return `holds '${odd}', which is not a regular file`;
   for (const [path, size] of want) {
     const got = found.get(path);

@@ -8,6 +8,7 @@ import { Lease } from '../job/lease.js';
 import type { StepEnv } from './env.js';
 import { isTempName } from '../store/temp-names.js';
 import type { Entry, Store } from '../store/types.js';
+import { walkTree } from '../store/walk.js';
 
 export interface OpenJob {
   readonly layout: JobLayout;
@@ -67,23 +68,21 @@ export function requireState(open: OpenJob, allowed: readonly JobState[], doing:
  */
 export async function walkFiles(store: Store, dir: string, details = false, opts: { removeTemps?: boolean } = {}): Promise<Entry[]> {
   const out: Entry[] = [];
-  const visit = async (d: string, rel: string): Promise<void> => {
-    const entries = await store.list(d, { details });
-    await Promise.all(
-      entries.map(async (e) => {
-        // Temp files are never output; a killed step's ones go when the next step asks (§5.12).
-        if (isTempName(e.name)) {
-          if (opts.removeTemps) await store.delete(e.path, e.kind === 'dir');
-          return;
-        }
-        if (rel === '' && e.name === ATTEMPT_MARKER) return;
-        const r = rel ? `${rel}/${e.name}` : e.name;
-        if (e.kind === 'dir') await visit(e.path, r);
-        else if (e.kind === 'file') out.push({ ...e, name: r });
-      }),
-    );
-  };
-  await visit(dir, '');
+  // Temp files are never output; a killed step's ones go when the next step asks (§5.12).
+  const temps: Entry[] = [];
+  const skipped = new Set<string>();
+  for (const e of await walkTree(store, dir, { details })) {
+    const slash = e.name.lastIndexOf('/');
+    if (slash >= 0 && skipped.has(e.name.slice(0, slash))) {
+      if (e.kind === 'dir') skipped.add(e.name);
+      continue;
+    }
+    if (isTempName(e.name.slice(slash + 1))) {
+      temps.push(e);
+      if (e.kind === 'dir') skipped.add(e.name);
+    } else if (e.kind === 'file' && e.name !== ATTEMPT_MARKER) out.push(e);
+  }
+  if (opts.removeTemps) await Promise.all(temps.map((e) => store.delete(e.path, e.kind === 'dir')));
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
