@@ -99,6 +99,8 @@ export interface Shape {
   readonly filesPerPartition: number;
   /** How many tasks write into each partition; file f of a partition goes to task f mod this. */
   readonly tasksPerPartition: number;
+  /** Groups of tasks, each group writing its share of the partitions (default: partitions / tasksPerPartition). */
+  readonly groups?: number;
 }
 
 /**
@@ -110,7 +112,7 @@ export interface Shape {
 export function taskFiles(shape: Shape): { task: string; files: { partition: number; file: number }[] }[] {
   const { partitions, filesPerPartition, tasksPerPartition } = shape;
   const tasks: { task: string; files: { partition: number; file: number }[] }[] = [];
-  const groups = Math.max(1, Math.floor(partitions / tasksPerPartition));
+  const groups = shape.groups ?? Math.max(1, Math.floor(partitions / tasksPerPartition));
   const perGroup = Math.ceil(partitions / groups);
   for (let g = 0; g < groups; g++) {
     for (let t = 0; t < tasksPerPartition; t++) {
@@ -127,11 +129,11 @@ export function taskFiles(shape: Shape): { task: string; files: { partition: num
 /**
  * Stages a job with dynamic partitions `dt` whose tasks wrote their attempt dirs themselves (as
  * --print-path writers do; `localPathOf` maps a store path to the local directory holding it),
- * then commits every task in this process. Returns the staging path.
+ * then commits every task in this process (unless `commit` is false). Returns the staging path.
  */
 export async function stagedJob(
   env: StepEnv,
-  opts: { target: string; staging?: string; mode: 'create' | 'append'; shape: Shape; localPathOf?: (p: string) => string; taskConcurrency?: number },
+  opts: { target: string; staging?: string; mode: 'create' | 'append'; shape: Shape; localPathOf?: (p: string) => string; taskConcurrency?: number; commit?: boolean },
 ): Promise<string> {
   const { stagingPath, job } = await stageJob(env, { targetPath: opts.target, stagingPath: opts.staging, mode: opts.mode, algorithm: 'v1', partition: [], partitionBy: ['dt'] });
   const layout = new JobLayout(stagingPath);
@@ -146,6 +148,7 @@ export async function stagedJob(
       writeFileSync(path.join(d, fileName(partition, file)), content(partition, file));
     }
   }
+  if (opts.commit === false) return stagingPath;
   await forEachLimit(tasks, opts.taskConcurrency ?? 4, (t) => commitTask(env, { stagingPath, task: t.task }).then(() => undefined));
   return stagingPath;
 }

@@ -88,7 +88,7 @@ async function checkedClaims(env: StepEnv, open: OpenJob): Promise<Claim[]> {
   const claims = committedTasks(job, await readClaims(store, layout, job.jobId, job.appAttempt));
   for (const c of claims) {
     try {
-      checkTaskFiles(job, c.files);
+      checkTaskFiles(job, c.files, true);
     } catch (e) {
       throw new CorruptManifestError(store.toUri(layout.claimFile(job.appAttempt, c.task)), 'files', (e as Error).message);
     }

@@ -122,8 +122,9 @@ export class LocalStore implements Store {
         if (code(e) === 'ENOENT' || code(e) === 'ENOTDIR') continue;
         throw wrap(e, 'list', [d]);
       }
+      const base = d.endsWith('/') ? d : `${d}/`;
       for (const de of dirents) {
-        const p = path.join(d, de.name);
+        const p = base + de.name;
         const name = rel ? `${rel}/${de.name}` : de.name;
         const kind = kindOf(de);
         if (kind === 'dir') pending.push([p, name]);
