@@ -161,7 +161,7 @@ function emptyPlan(job: JobManifest): PersistedPlan {
 }
 
 /** After the commit point: apply the plan, write _SUCCESS, clean up. Safe to run again. */
-export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPlan, lease?: Lease, listing?: LogListing): Promise<{ success: string }> {
+export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPlan, lease?: Lease, listing?: LogListing, planJustWritten = false): Promise<{ success: string }> {
   const { store } = env;
   const { job, layout } = open;
   const success = posix.join(job.targetPath, SUCCESS_FILE);
@@ -169,7 +169,8 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   if (job.state !== 'committed') {
     if (job.state === 'staged') await saveJob(store, layout, { ...job, state: 'committing' });
     env.emit({ type: 'phase', label: `publishing ${plan.files} file(s)` });
-    const progress = await store.readFile(layout.progressFile);
+    // A plan this run just wrote has no progress yet: nothing to read.
+    const progress = planJustWritten ? null : await store.readFile(layout.progressFile);
     const phasesDone = progress ? Number.parseInt(progress.toString('utf8'), 10) || 0 : 0;
     await applyPhases(
       {
@@ -248,7 +249,8 @@ export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease
   const { store } = env;
   const { job, layout } = open;
   if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; stage a new job`);
-  let plan = await loadPlan(store, layout, job.jobId);
+  // Under the lease, a job that openJob found before its commit point has no plan to read.
+  let plan = open.state === 'staged' ? null : await loadPlan(store, layout, job.jobId);
   const outcome = plan ? 'rolled-forward' : 'committed';
   if (!plan && open.state === 'committed') {
     // Only the clean-up was left: the plan is removed just before `_job.yaml`.
@@ -265,7 +267,7 @@ export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease
     env.emit({ type: 'phase', label: 'writing the commit plan' });
     await store.writeFile(layout.commitFile, encodePlan(plan));
   }
-  const { success } = await rollForward(env, open, plan, lease, listing);
+  const { success } = await rollForward(env, open, plan, lease, listing, outcome === 'committed');
   return {
     jobId: job.jobId,
     target: job.target,

@@ -24,9 +24,10 @@ export class JobGoneError extends UsageError {}
 export async function openJob(env: Pick<StepEnv, 'store' | 'allowUnsignedJob'>, stagingPath: string): Promise<OpenJob> {
   const { store } = env;
   const layout = new JobLayout(stagingPath);
-  const job = await loadJob(store, layout, { allowUnsigned: env.allowUnsignedJob });
+  // Both reads at once: one round trip, not two.
+  const [job, plan] = await Promise.all([loadJob(store, layout, { allowUnsigned: env.allowUnsignedJob }), store.stat(layout.commitFile)]);
   if (job) {
-    const past = job.state === 'staged' && (await store.stat(layout.commitFile)) !== null;
+    const past = job.state === 'staged' && plan !== null;
     return { layout, job, state: past ? 'committing' : job.state };
   }
   throw new JobGoneError(await goneMessage(store, stagingPath));
