@@ -1,14 +1,14 @@
 // The local filesystem store: atomic renames, real directories, claims by link().
 
-import { constants as fsc, createWriteStream, linkSync, lstatSync, promises as fs, readdirSync, unlinkSync } from 'node:fs';
+import { constants as fsc, createWriteStream, linkSync, promises as fs, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { StoreError } from '../errors.js';
 import { checkWritableLocal } from './local-access.js';
-import { forEachLimit } from '../util/pool.js';
+import { code, kindOf, listTreeLocal, removeTreeLocal, wrap } from './local-tree.js';
 import { tempPathFor } from './temp-names.js';
-import type { Entry, EntryKind, ListOptions, RenameOptions, RenamePair, Store, StoreCapabilities } from './types.js';
+import type { Entry, ListOptions, RenameOptions, RenamePair, Store, StoreCapabilities } from './types.js';
 
 const CAPS: StoreCapabilities = {
   atomicRename: true,
@@ -17,23 +17,6 @@ const CAPS: StoreCapabilities = {
   serverSideCopy: true,
   realDirectories: true,
 };
-
-/** Removals in flight when a tree goes (each waits on the disk, not the CPU). */
-const TREE_REMOVAL_PARALLELISM = 128;
-
-function code(e: unknown): string | undefined {
-  return (e as NodeJS.ErrnoException)?.code;
-}
-
-function wrap(e: unknown, op: string, paths: string[]): StoreError {
-  const c = code(e);
-  const kind = c === 'ENOENT' ? 'not-found' : c === 'EEXIST' || c === 'ENOTEMPTY' ? 'exists' : 'io';
-  return new StoreError(kind, op, paths, (e as Error).message ?? String(e));
-}
-
-function kindOf(d: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): EntryKind {
-  return d.isFile() ? 'file' : d.isDirectory() ? 'dir' : d.isSymbolicLink() ? 'symlink' : 'other';
-}
 
 /**
  * Runs `write` on a fresh temp path beside `p`, then `finish` (which moves it into place); the
@@ -106,42 +89,8 @@ export class LocalStore implements Store {
     return out;
   }
 
-  /**
-   * readdir (and lstat, for details) called directly, which costs a tenth of one promise per
-   * call; the event loop gets a turn every 256 directories.
-   */
-  async listTree(dir: string, opts: ListOptions = {}): Promise<Entry[]> {
-    const out: Entry[] = [];
-    const pending: [string, string][] = [[dir, '']];
-    for (let n = 1; pending.length > 0; n++) {
-      const [d, rel] = pending.pop()!;
-      let dirents;
-      try {
-        dirents = readdirSync(d, { withFileTypes: true });
-      } catch (e) {
-        if (code(e) === 'ENOENT' || code(e) === 'ENOTDIR') continue;
-        throw wrap(e, 'list', [d]);
-      }
-      const base = d.endsWith('/') ? d : `${d}/`;
-      for (const de of dirents) {
-        const p = base + de.name;
-        const name = rel ? `${rel}/${de.name}` : de.name;
-        const kind = kindOf(de);
-        if (kind === 'dir') pending.push([p, name]);
-        if (!opts.details) {
-          out.push({ name, path: p, kind, size: -1, mtimeMs: -1 });
-          continue;
-        }
-        try {
-          const s = lstatSync(p);
-          out.push({ name, path: p, kind: kindOf(s), size: s.size, mtimeMs: s.mtimeMs });
-        } catch (e) {
-          if (code(e) !== 'ENOENT') throw wrap(e, 'list', [p]); // vanished meanwhile: not listed
-        }
-      }
-      if (n % 256 === 0) await new Promise((r) => setImmediate(r));
-    }
-    return out;
+  listTree(dir: string, opts: ListOptions = {}): Promise<Entry[]> {
+    return listTreeLocal(dir, opts);
   }
 
   async readFile(p: string): Promise<Buffer | null> {
@@ -285,7 +234,7 @@ export class LocalStore implements Store {
     try {
       const s = await fs.lstat(p);
       if (s.isDirectory()) {
-        if (recursive) await this.removeTree(p);
+        if (recursive) await removeTreeLocal(p);
         else await fs.rmdir(p);
       } else {
         await fs.unlink(p);
@@ -294,31 +243,6 @@ export class LocalStore implements Store {
     } catch (e) {
       if (code(e) === 'ENOENT') return false;
       throw wrap(e, 'delete', [p]);
-    }
-  }
-
-  /**
-   * A tree goes bottom up, each level's removals in parallel: on a busy disk every rmdir waits
-   * for the journal, and parallel waits overlap (measured 1.5–2× faster than fs.rm for 10,000
-   * emptied task dirs). Anything unexpected (an entry appearing meanwhile) is left to fs.rm.
-   */
-  private async removeTree(root: string): Promise<void> {
-    const entries = await this.listTree(root);
-    const levels: string[][] = [[]];
-    const files: string[] = [];
-    for (const e of entries) {
-      if (e.kind !== 'dir') files.push(e.path);
-      else (levels[e.name.split('/').length] ??= []).push(e.path);
-    }
-    const gone = (e: unknown) => {
-      if (code(e) !== 'ENOENT') throw e;
-    };
-    try {
-      await forEachLimit(files, TREE_REMOVAL_PARALLELISM, (f) => fs.unlink(f).catch(gone));
-      for (let i = levels.length - 1; i > 0; i--) await forEachLimit(levels[i] ?? [], TREE_REMOVAL_PARALLELISM, (d) => fs.rmdir(d).catch(gone));
-      await fs.rmdir(root);
-    } catch {
-      await fs.rm(root, { recursive: true, force: true });
     }
   }
 
