@@ -1,21 +1,17 @@
 // Benchmark: commit-job of 100 partitions × 100 files over WebHDFS (the project's test server,
-// backed by a local directory), into new partitions and into existing ones. Prints RENAME
-// calls, all requests and time, against moving the same files with one RENAME per file.
+// backed by a local directory): into new partitions, and into existing ones written by 1, 10 and
+// 100 tasks each (100: every task writes one file into every partition). Prints RENAME calls,
+// all requests and time, against moving the same files with one RENAME per file.
 
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+// The WebHDFS server the tests run against: the store needs a name node to talk to.
 import { WebHdfsCluster } from '../test/webhdfs/server.js';
 import { WebHdfsStore } from '../src/store/webhdfs/webhdfs-store.js';
-import { testEnv } from '../test/helpers/lib.js';
-import { stageJob } from '../src/steps/stage-job.js';
-import { commitTask } from '../src/steps/commit-task.js';
-import { JobLayout, taskAttemptName } from '../src/job/layout.js';
 import { forEachLimit } from '../src/util/pool.js';
+import { benchEnv, existingPartitions, fileName, fmt, plainTree, printTable, runStep, seconds, stagedJob, type Shape } from './helpers.js';
 
-const BIN = fileURLToPath(new URL('../../bin/stagecommit.js', import.meta.url));
 const PARTITIONS = 100;
 const PER = 100;
 
@@ -26,82 +22,58 @@ writeFileSync(config, `webhdfs:\n  user: bench\n  nameservices:\n    bench: [${c
 const store = new WebHdfsStore({ nameNodes: cluster.nameNodeUrls, uriPrefix: 'hdfs://bench', user: 'bench', retries: 2, retryBaseMs: 50 });
 const local = (p: string) => path.join(dir, 'hdfs', p);
 
-function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const c = spawn(process.execPath, args, { env });
-    let stdout = '';
-    let stderr = '';
-    c.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
-    c.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
-    c.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
 function renames(since: number): number {
   return cluster.log.slice(since).filter((l) => l.op === 'RENAME').length;
 }
 
-async function scenario(name: string, existing: boolean) {
-  const table = `/wh/${name}`;
+async function scenario(name: string, existing: boolean, tasksPerPartition: number) {
+  const table = `/wh/${name.replace(/\W+/g, '-')}`;
   mkdirSync(local(table), { recursive: true });
   writeFileSync(local(`${table}/README`), 'a table');
-  if (existing) for (let p = 0; p < PARTITIONS; p++) {
-    mkdirSync(local(`${table}/dt=${p}`), { recursive: true });
-    writeFileSync(local(`${table}/dt=${p}/old.csv`), 'old');
-  }
-  const env = testEnv(store, undefined, { concurrency: 32 });
-  const { stagingPath, job } = await stageJob(env, { targetPath: table, mode: 'append', algorithm: 'v1', partition: [], partitionBy: ['dt'] });
-  const layout = new JobLayout(stagingPath);
-  for (let p = 0; p < PARTITIONS; p++) {
-    // Writers write their attempt dirs themselves (--print-path); here straight into the namespace.
-    const d = local(`${layout.attemptDir(0, taskAttemptName(job.jobId, String(p), 0))}/dt=${p}`);
-    mkdirSync(d, { recursive: true });
-    for (let f = 0; f < PER; f++) writeFileSync(path.join(d, `part-${f}.csv`), `${p},${f}\n`);
-  }
-  for (let p = 0; p < PARTITIONS; p++) await commitTask(env, { stagingPath, task: String(p) });
-
+  if (existing) existingPartitions(local(table), PARTITIONS);
+  const shape: Shape = { partitions: PARTITIONS, filesPerPartition: PER, tasksPerPartition };
+  const stagingPath = await stagedJob(benchEnv(store), { target: table, mode: 'append', shape, localPathOf: local });
   const since = cluster.log.length;
-  const t = process.hrtime.bigint();
-  // Asynchronously: the server answers from this very process.
-  const r = await run([BIN, 'commit-job', '--job', `hdfs://bench${stagingPath}`, '--json'], { ...process.env, STAGECOMMIT_CONFIG: config });
-  const seconds = Number(process.hrtime.bigint() - t) / 1e9;
-  if (r.code !== 0) throw new Error(r.stderr);
-  const metrics = JSON.parse(r.stdout).metrics as Record<string, number>;
-  return { name, seconds, renames: renames(since), requests: metrics.requests ?? 0 };
+  // The server answers from this very process: the step runs as a child, asynchronously.
+  const r = await runStep(['commit-job', '--job', `hdfs://bench${stagingPath}`], { env: { ...process.env, STAGECOMMIT_CONFIG: config } });
+  return { seconds: r.seconds, renames: renames(since), requests: r.metrics.requests ?? 0 };
 }
 
 /** The baseline: the same 10,000 files moved with one RENAME each (32 in flight). */
 async function perFile(existing: boolean) {
   const src = `/base/src-${existing}`;
   const dst = `/base/dst-${existing}`;
+  plainTree(local(src), { partitions: PARTITIONS, filesPerPartition: PER });
+  if (existing) existingPartitions(local(dst), PARTITIONS);
+  else for (let p = 0; p < PARTITIONS; p++) mkdirSync(local(`${dst}/dt=${p}`), { recursive: true });
   const files: string[] = [];
-  for (let p = 0; p < PARTITIONS; p++) {
-    mkdirSync(local(`${src}/dt=${p}`), { recursive: true });
-    mkdirSync(local(`${dst}/dt=${p}`), { recursive: true });
-    if (existing) writeFileSync(local(`${dst}/dt=${p}/old.csv`), 'old');
-    for (let f = 0; f < PER; f++) {
-      writeFileSync(local(`${src}/dt=${p}/part-${f}.csv`), `${p},${f}\n`);
-      files.push(`dt=${p}/part-${f}.csv`);
-    }
-  }
+  for (let p = 0; p < PARTITIONS; p++) for (let f = 0; f < PER; f++) files.push(`dt=${p}/${fileName(p, f)}`);
   const before = store.requestCount();
   const since = cluster.log.length;
   const t = process.hrtime.bigint();
   await forEachLimit(files, 32, (f) => store.rename(`${src}/${f}`, `${dst}/${f}`));
-  return { seconds: Number(process.hrtime.bigint() - t) / 1e9, renames: renames(since), requests: store.requestCount() - before };
+  return { seconds: seconds(t), renames: renames(since), requests: store.requestCount() - before };
 }
 
 try {
   console.log(`commit-job of ${PARTITIONS} partitions × ${PER} files over WebHDFS (test server, one name node)\n`);
-  for (const existing of [false, true]) {
-    const ours = await scenario(existing ? 'existing' : 'new', existing);
-    const base = await perFile(existing);
-    console.log(`${existing ? 'existing partitions' : 'new partitions'}:`);
-    console.log(`  stagecommit commit-job: ${ours.seconds.toFixed(2)} s, ${ours.renames} RENAME calls, ${ours.requests} requests`);
-    console.log(`  one RENAME per file:    ${base.seconds.toFixed(2)} s, ${base.renames} RENAME calls, ${base.requests} requests`);
-    console.log(`  ratio: ${(base.seconds / ours.seconds).toFixed(1)}x faster, ${(base.renames / Math.max(1, ours.renames)).toFixed(1)}x fewer RENAMEs${existing ? '' : ' (goal: at most 110 RENAMEs)'}`);
+  const baseNew = await perFile(false);
+  const baseExisting = await perFile(true);
+  const cases: [string, boolean, number][] = [
+    ['new partitions, 1 task/partition', false, 1],
+    ['existing partitions, 100 tasks/partition', true, 100],
+    ['existing partitions, 10 tasks/partition', true, 10],
+    ['existing partitions, 1 task/partition', true, 1],
+  ];
+  const rows: string[][] = [];
+  for (const [name, existing, tpp] of cases) {
+    const ours = await scenario(name, existing, tpp);
+    const base = existing ? baseExisting : baseNew;
+    rows.push([name, fmt.s(ours.seconds), String(ours.renames), String(ours.requests), fmt.s(base.seconds), String(base.requests), fmt.ratio(base.seconds / ours.seconds)]);
   }
-  console.log('\nstagecommit time is the whole `stagecommit commit-job` process (start-up included).');
+  printTable(['scenario', 'stagecommit', 'RENAMEs', 'requests', 'RENAME per file', 'requests', 'vs per file'], rows);
+  console.log('\nstagecommit time is the whole `stagecommit commit-job` process (start-up included); the baseline');
+  console.log('runs in this process with 32 RENAMEs in flight. New partitions: goal at most 110 RENAMEs.');
 } finally {
   await cluster.stop();
   rmSync(dir, { recursive: true, force: true });

@@ -1,13 +1,12 @@
 // Benchmark: clean-orphans (dry run) over a generated tree of 100,000 directories, against
 // `find ROOT -name …` for the same leftover names over the same tree in the same run.
 
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { runStep, timed } from './helpers.js';
 
-const BIN = fileURLToPath(new URL('../../bin/stagecommit.js', import.meta.url));
 const DIRS = Number(process.env.BENCH_DIRS ?? 100_000);
 
 /** Tables × dates × regions × buckets of partitions, a few leftovers among them, one file per leaf. */
@@ -34,12 +33,6 @@ function generate(root: string): number {
   return dirs;
 }
 
-function time(fn: () => void): number {
-  const t = process.hrtime.bigint();
-  fn();
-  return Number(process.hrtime.bigint() - t) / 1e9;
-}
-
 const root = mkdtempSync(path.join(os.tmpdir(), 'stagecommit-orphans-bench-'));
 try {
   const n = generate(root);
@@ -51,15 +44,10 @@ try {
   let found = 0;
   let findCount = 0;
   for (let i = 0; i < runs; i++) {
-    findBest = Math.min(findBest, time(() => (findCount = execFileSync('find', findArgs, { encoding: 'utf8' }).trim().split('\n').length)));
-    oursBest = Math.min(
-      oursBest,
-      time(() => {
-        const r = spawnSync(process.execPath, [BIN, 'clean-orphans', root, '--older-than', '0s', '--json'], { encoding: 'utf8', maxBuffer: 1 << 26 });
-        if (r.status !== 0) throw new Error(r.stderr);
-        found = JSON.parse(r.stdout).leftovers.length;
-      }),
-    );
+    findBest = Math.min(findBest, await timed(() => (findCount = execFileSync('find', findArgs, { encoding: 'utf8' }).trim().split('\n').length)));
+    const ours = await runStep(['clean-orphans', root, '--older-than', '0s']);
+    oursBest = Math.min(oursBest, ours.seconds);
+    found = (ours.doc.leftovers as unknown[]).length;
   }
   console.log(`tree: ${n} partition directories (plus leftovers) under ${root}`);
   console.log(`find -name … -prune:          ${findBest.toFixed(3)} s  (${findCount} paths)`);

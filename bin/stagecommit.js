@@ -2,7 +2,7 @@
 // Entry point: more threads for parallel file moves, quiet about the AWS SDK's notice that
 // future releases will need Node 22 (Node 20 is supported today), calm about a closed stdout,
 // then the CLI.
-process.env.UV_THREADPOOL_SIZE ??= '16';
+process.env.UV_THREADPOOL_SIZE ??= '128';
 const emitWarning = process.emitWarning.bind(process);
 process.emitWarning = (warning, ...rest) => {
   if (String(warning).startsWith('NodeVersionSupportWarning')) return;

@@ -36,8 +36,9 @@ export function isPastCommitPoint(state: JobState): boolean {
 export async function openJob(env: { readonly store: Store; readonly allowUnsignedJob?: boolean }, stagingPath: string): Promise<OpenJob> {
   const { store } = env;
   const layout = new JobLayout(stagingPath);
-  const job = await loadJob(store, layout, { allowUnsigned: env.allowUnsignedJob });
-  if (job) return { layout, job, state: await stateOnStore(store, layout, job) };
+  // Both reads at once: one round trip, not two.
+  const [job, plan] = await Promise.all([loadJob(store, layout, { allowUnsigned: env.allowUnsignedJob }), store.stat(layout.commitFile)]);
+  if (job) return { layout, job, state: job.state === 'staged' && plan !== null ? 'committing' : job.state };
   const done = await findCommitted(store, stagingPath);
   if (done) throw new JobGoneError(`job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); there is nothing more to do`, done);
   throw new JobGoneError(`no job at ${store.toUri(stagingPath)}: it is finished (committed or aborted) or never existed; check the handle that 'stagecommit stage' printed`);

@@ -13,7 +13,11 @@ export { buildTree, findClashes } from './tree.js';
 export function partitionsOf(files: readonly { path: string }[], depth: number): string[] {
   if (depth === 0) return [];
   const set = new Set<string>();
-  for (const f of files) set.add(f.path.split('/').slice(0, depth).join('/'));
+  for (const f of files) {
+    let end = -1;
+    for (let i = 0; i < depth && (end = f.path.indexOf('/', end + 1)) >= 0; i++);
+    set.add(end < 0 ? f.path : f.path.slice(0, end));
+  }
   return [...set].sort();
 }
 

@@ -19,6 +19,7 @@ import { compareTasks } from '../paths.js';
 import type { OpCounts } from '../store/instrumented.js';
 import { isTempName } from '../store/temp-names.js';
 import type { Store } from '../store/types.js';
+import { walkTree } from '../store/walk.js';
 import { mapLimit } from '../util/pool.js';
 import { checkTaskFiles } from './commit-task.js';
 import { reachCommitPoint, type CommitUnits } from './commit-point.js';
@@ -92,7 +93,7 @@ async function checkedClaims(env: StepEnv, open: OpenJob): Promise<Claim[]> {
   const claims = committedTasks(job, await readClaims(store, layout, job.jobId, job.appAttempt));
   for (const c of claims) {
     try {
-      checkTaskFiles(job, c.files);
+      checkTaskFiles(job, c.files, true);
     } catch (e) {
       throw new CorruptManifestError(store.toUri(layout.claimFile(job.appAttempt, c.task)), 'files', (e as Error).message);
     }
@@ -117,17 +118,11 @@ async function outputProblem(store: Store, root: string, files: readonly { path:
   const want = new Map(files.map((f) => [f.path, f.size]));
   const found = new Map<string, number>();
   let odd: string | null = null;
-  const visit = async (dir: string, rel: string): Promise<void> => {
-    for (const e of await store.list(dir)) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.kind === 'dir') await visit(e.path, r);
-      else if (e.kind === 'file') {
-        if (r !== ATTEMPT_MARKER) found.set(r, e.size);
-      }
-      else odd ??= r;
-    }
-  };
-  await visit(root, '');
+  for (const e of await walkTree(store, root)) {
+    if (e.kind === 'file') {
+      if (e.name !== ATTEMPT_MARKER) found.set(e.name, e.size);
+    } else if (e.kind !== 'dir') odd ??= e.name;
+  }
   if (odd !== null) return `holds '${odd}', which is not a regular file`;
   for (const [path, size] of want) {
     const got = found.get(path);
@@ -171,7 +166,7 @@ function emptyPlan(job: JobManifest): PersistedPlan {
 }
 
 /** After the commit point: apply the plan, write _SUCCESS, clean up. Safe to run again. */
-export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPlan, lease?: Lease, listing?: LogListing): Promise<{ success: string }> {
+export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPlan, lease?: Lease, listing?: LogListing, planJustWritten = false): Promise<{ success: string }> {
   const { store } = env;
   const { job, layout } = open;
   const success = posix.join(job.targetPath, SUCCESS_FILE);
@@ -179,7 +174,8 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   if (job.state !== 'committed') {
     if (job.state === 'staged') await saveJob(store, layout, { ...job, state: 'committing' });
     env.emit({ type: 'phase', label: `publishing ${plan.files} file(s)` });
-    const progress = await store.readFile(layout.progressFile);
+    // A plan this run just wrote has no progress yet: nothing to read.
+    const progress = planJustWritten ? null : await store.readFile(layout.progressFile);
     const phasesDone = progress ? Number.parseInt(progress.toString('utf8'), 10) || 0 : 0;
     await applyPhases(
       {
@@ -266,7 +262,8 @@ export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease
   const { store } = env;
   const { job, layout } = open;
   if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; stage a new job`);
-  let plan = await loadPlan(store, layout, job.jobId);
+  // Under the lease, a job that openJob found before its commit point has no plan to read.
+  let plan = open.state === 'staged' ? null : await loadPlan(store, layout, job.jobId);
   const outcome = plan ? 'rolled-forward' : 'committed';
   if (!plan && open.state === 'committed') {
     // Only the clean-up was left: the plan is removed just before `_job.yaml`.
@@ -283,7 +280,7 @@ export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease
     env.emit({ type: 'phase', label: 'writing the commit plan' });
     await store.writeFile(layout.commitFile, encodePlan(plan));
   }
-  const { success } = await rollForward(env, open, plan, lease, listing);
+  const { success } = await rollForward(env, open, plan, lease, listing, outcome === 'committed');
   return {
     jobId: job.jobId,
     target: job.target,

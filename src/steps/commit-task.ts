@@ -31,10 +31,11 @@ export interface CommitTaskResult {
   readonly bytes: number;
 }
 
-export function checkTaskFiles(job: JobManifest, files: readonly TaskFile[]): void {
+/** `pathsChecked`: the paths were read from a claim, which checked them already (§5.11). */
+export function checkTaskFiles(job: JobManifest, files: readonly TaskFile[], pathsChecked = false): void {
   const prefix = staticPrefix(job);
   for (const f of files) {
-    checkRelativePath(f.path, 'task file');
+    if (!pathsChecked) checkRelativePath(f.path, 'task file');
     if (f.path === SUCCESS_FILE) throw new UsageError(`task file '${SUCCESS_FILE}' would collide with the job's own marker: rename it`);
     partitionOfFile(f.path, job.partitionBy, prefix);
   }

@@ -85,6 +85,10 @@ export class InstrumentedStore implements Store {
       return done;
     };
   }
+  get listTree(): ((dir: string, o?: ListOptions) => Promise<Entry[]>) | undefined {
+    const f = this.inner.listTree?.bind(this.inner);
+    return f && (async (dir, o) => (this.count('list'), f(dir, o)));
+  }
   get deleteMany(): ((paths: readonly string[]) => Promise<void>) | undefined {
     const many = this.inner.deleteMany?.bind(this.inner);
     if (!many) return undefined;

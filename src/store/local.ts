@@ -6,27 +6,14 @@ import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { StoreError } from '../errors.js';
 import { checkWritableLocal } from './local-access.js';
+import { code, kindOf, listTreeLocal, removeTreeLocal, wrap } from './local-tree.js';
 import { tempPathFor } from './temp-names.js';
-import type { Entry, EntryKind, ListOptions, RenameOptions, RenamePair, Store, StoreCapabilities } from './types.js';
+import type { Entry, ListOptions, RenameOptions, RenamePair, Store, StoreCapabilities } from './types.js';
 
 const CAPS: StoreCapabilities = {
   directoryRename: true,
   realDirectories: true,
 };
-
-function code(e: unknown): string | undefined {
-  return (e as NodeJS.ErrnoException)?.code;
-}
-
-function wrap(e: unknown, op: string, paths: string[]): StoreError {
-  const c = code(e);
-  const kind = c === 'ENOENT' ? 'not-found' : c === 'EEXIST' || c === 'ENOTEMPTY' ? 'exists' : 'io';
-  return new StoreError(kind, op, paths, (e as Error).message ?? String(e));
-}
-
-function kindOf(d: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): EntryKind {
-  return d.isFile() ? 'file' : d.isDirectory() ? 'dir' : d.isSymbolicLink() ? 'symlink' : 'other';
-}
 
 /**
  * Runs `write` on a fresh temp path beside `p`, then `finish` (which moves it into place); the
@@ -96,6 +83,10 @@ export class LocalStore implements Store {
       if (s) out.push(s); // vanished meanwhile: not listed
     }
     return out;
+  }
+
+  listTree(dir: string, opts: ListOptions = {}): Promise<Entry[]> {
+    return listTreeLocal(dir, opts);
   }
 
   async readFile(p: string): Promise<Buffer | null> {
@@ -239,7 +230,7 @@ export class LocalStore implements Store {
     try {
       const s = await fs.lstat(p);
       if (s.isDirectory()) {
-        if (recursive) await fs.rm(p, { recursive: true, force: true });
+        if (recursive) await removeTreeLocal(p);
         else await fs.rmdir(p);
       } else {
         await fs.unlink(p);

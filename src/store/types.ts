@@ -77,6 +77,12 @@ export interface Store {
   stat(path: string): Promise<Entry | null>;
   /** Direct children of a directory, held in memory whole (not streamed); [] when it does not exist. */
   list(dir: string, opts?: ListOptions): Promise<Entry[]>;
+  /**
+   * Optional: every entry under a directory, `name` relative to it ('a/b.csv'), not into symbolic
+   * links; [] when it does not exist. For stores that list a tree cheaper than one list() per
+   * directory (local: readdir without a promise each). walkTree() falls back to list().
+   */
+  listTree?(dir: string, opts?: ListOptions): Promise<Entry[]>;
   readFile(path: string): Promise<Buffer | null>;
   /** Writes a whole file: readers see the old content or the new, never a part. Creates parents. */
   writeFile(path: string, data: Buffer | string): Promise<void>;

@@ -1,7 +1,24 @@
-// Walking a directory's files: the one recursive listing the protocol uses for staged output.
+// Walking a directory: the whole tree (the store's own way where it has one, else one list() per
+// directory), and its files, the one recursive listing the protocol uses for staged output.
 
 import { isTempName } from './temp-names.js';
-import type { Entry, Store } from './types.js';
+import type { Entry, ListOptions, Store } from './types.js';
+
+/**
+ * Every entry under `dir` (files, directories and the rest), `name` relative to it; a directory
+ * comes before what is inside it. [] when `dir` does not exist.
+ */
+export async function walkTree(store: Store, dir: string, opts: ListOptions = {}): Promise<Entry[]> {
+  if (store.listTree) return store.listTree(dir, opts);
+  const out: Entry[] = [];
+  const visit = async (d: string, rel: string): Promise<void> => {
+    const entries = (await store.list(d, opts)).map((e) => ({ ...e, name: rel ? `${rel}/${e.name}` : e.name }));
+    out.push(...entries);
+    await Promise.all(entries.filter((e) => e.kind === 'dir').map((e) => visit(e.path, e.name)));
+  };
+  await visit(dir, '');
+  return out;
+}
 
 export interface WalkOptions {
   /** Fill size and mtime (costs a stat per entry on some stores). */
@@ -18,22 +35,21 @@ export interface WalkOptions {
  */
 export async function walkFiles(store: Store, dir: string, opts: WalkOptions = {}): Promise<Entry[]> {
   const out: Entry[] = [];
-  const visit = async (d: string, rel: string): Promise<void> => {
-    const entries = await store.list(d, { details: opts.details ?? false });
-    await Promise.all(
-      entries.map(async (e) => {
-        // Temp files are never output; a killed step's ones go when the next step asks (§5.12).
-        if (isTempName(e.name)) {
-          if (opts.removeTemps) await store.delete(e.path, e.kind === 'dir');
-          return;
-        }
-        if (rel === '' && opts.ignoreTop?.has(e.name)) return;
-        const r = rel ? `${rel}/${e.name}` : e.name;
-        if (e.kind === 'dir') await visit(e.path, r);
-        else if (e.kind === 'file') out.push({ ...e, name: r });
-      }),
-    );
-  };
-  await visit(dir, '');
+  // Temp files are never output; a killed step's ones go when the next step asks (§5.12).
+  const temps: Entry[] = [];
+  const skipped = new Set<string>();
+  for (const e of await walkTree(store, dir, { details: opts.details ?? false })) {
+    const slash = e.name.lastIndexOf('/');
+    const skip = slash < 0 ? opts.ignoreTop?.has(e.name) === true : skipped.has(e.name.slice(0, slash));
+    if (skip) {
+      if (e.kind === 'dir') skipped.add(e.name);
+      continue;
+    }
+    if (isTempName(e.name.slice(slash + 1))) {
+      temps.push(e);
+      if (e.kind === 'dir') skipped.add(e.name);
+    } else if (e.kind === 'file') out.push(e);
+  }
+  if (opts.removeTemps) await Promise.all(temps.map((e) => store.delete(e.path, e.kind === 'dir')));
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }

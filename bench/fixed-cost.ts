@@ -1,0 +1,53 @@
+// Benchmark: the fixed cost of a one-file job, per step (stage, stage FILE, commit-task,
+// commit-job), on the local filesystem and on WebHDFS (the project's test server): store calls
+// by operation, HTTP requests and wall time, each step run in this process (start-up excluded;
+// `node --cpu-prof bin/stagecommit.js …` shows that part). Not part of the tests.
+
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { LocalStore } from '../src/store/local.js';
+import type { Store } from '../src/store/types.js';
+import { WebHdfsStore } from '../src/store/webhdfs/webhdfs-store.js';
+import { commitJob } from '../src/steps/commit-job.js';
+import { commitTask } from '../src/steps/commit-task.js';
+import { stageFiles } from '../src/steps/stage-files.js';
+import { stageJob } from '../src/steps/stage-job.js';
+// The WebHDFS server the tests run against: the store needs a name node to talk to.
+import { WebHdfsCluster } from '../test/webhdfs/server.js';
+import { benchEnv, printTable, seconds } from './helpers.js';
+
+async function oneFileJob(label: string, store: Store, root: string, file: string): Promise<string[][]> {
+  const rows: string[][] = [];
+  const step = async <T>(name: string, fn: (env: ReturnType<typeof benchEnv>) => Promise<T>): Promise<T> => {
+    const env = benchEnv(store, 8);
+    const t = process.hrtime.bigint();
+    const out = await fn(env);
+    const wall = seconds(t);
+    const { requests, ...ops } = env.store.metrics();
+    const calls = Object.values(ops).reduce((a, n) => a + (n ?? 0), 0);
+    const detail = Object.entries(ops).map(([k, n]) => `${k} ${n}`).join(', ');
+    rows.push([`${label} ${name}`, String(calls), requests === undefined ? '-' : String(requests), `${(wall * 1000).toFixed(1)} ms`, detail]);
+    return out;
+  };
+  const target = `${root}/table`;
+  const { stagingPath } = await step('stage', (env) => stageJob(env, { targetPath: target, mode: 'append', algorithm: 'v1', partition: [], partitionBy: [] }));
+  await step('stage FILE', (env) => stageFiles(env, { stagingPath, task: '0', partition: [], files: [{ localPath: file, name: 'part-0.csv' }] }));
+  await step('commit-task', (env) => commitTask(env, { stagingPath, task: '0' }));
+  await step('commit-job', (env) => commitJob(env, { stagingPath }));
+  return rows;
+}
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'stagecommit-fixed-'));
+const cluster = await new WebHdfsCluster({ root: path.join(dir, 'hdfs') }).start(1);
+try {
+  const file = path.join(dir, 'part-0.csv');
+  writeFileSync(file, 'a,b\n1,2\n');
+  const hdfs = new WebHdfsStore({ nameNodes: cluster.nameNodeUrls, uriPrefix: 'hdfs://bench', user: 'bench', retries: 2, retryBaseMs: 50 });
+  const rows = [...(await oneFileJob('local', new LocalStore(), path.join(dir, 'local'), file)), ...(await oneFileJob('hdfs', hdfs, '/wh', file))];
+  console.log('A one-file job, step by step, each step in this process (start-up excluded)\n');
+  printTable(['step', 'store calls', 'requests', 'wall', 'calls by operation'], rows);
+} finally {
+  await cluster.stop();
+  rmSync(dir, { recursive: true, force: true });
+}

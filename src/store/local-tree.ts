@@ -1,0 +1,87 @@
+// Whole trees on the local filesystem (listed without a promise per directory, removed level by
+// level in parallel), and the local store's error and entry-kind mapping.
+
+import { lstatSync, promises as fs, readdirSync } from 'node:fs';
+import { forEachLimit } from '../util/pool.js';
+import { StoreError } from '../errors.js';
+import type { Entry, EntryKind, ListOptions } from './types.js';
+
+export function code(e: unknown): string | undefined {
+  return (e as NodeJS.ErrnoException)?.code;
+}
+
+export function wrap(e: unknown, op: string, paths: string[]): StoreError {
+  const c = code(e);
+  const kind = c === 'ENOENT' ? 'not-found' : c === 'EEXIST' || c === 'ENOTEMPTY' ? 'exists' : 'io';
+  return new StoreError(kind, op, paths, (e as Error).message ?? String(e));
+}
+
+export function kindOf(d: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): EntryKind {
+  return d.isFile() ? 'file' : d.isDirectory() ? 'dir' : d.isSymbolicLink() ? 'symlink' : 'other';
+}
+
+/** Removals in flight when a tree goes (each waits on the disk, not the CPU). */
+const TREE_REMOVAL_PARALLELISM = 128;
+
+/**
+ * readdir (and lstat, for details) called directly, which costs a tenth of one promise per call;
+ * the event loop gets a turn every 256 directories.
+ */
+export async function listTreeLocal(dir: string, opts: ListOptions = {}): Promise<Entry[]> {
+  const out: Entry[] = [];
+  const pending: [string, string][] = [[dir, '']];
+  for (let n = 1; pending.length > 0; n++) {
+    const [d, rel] = pending.pop()!;
+    let dirents;
+    try {
+      dirents = readdirSync(d, { withFileTypes: true });
+    } catch (e) {
+      if (code(e) === 'ENOENT' || code(e) === 'ENOTDIR') continue;
+      throw wrap(e, 'list', [d]);
+    }
+    const base = d.endsWith('/') ? d : `${d}/`;
+    for (const de of dirents) {
+      const p = base + de.name;
+      const name = rel ? `${rel}/${de.name}` : de.name;
+      const kind = kindOf(de);
+      if (kind === 'dir') pending.push([p, name]);
+      if (!opts.details) {
+        out.push({ name, path: p, kind, size: -1, mtimeMs: -1 });
+        continue;
+      }
+      try {
+        const s = lstatSync(p);
+        out.push({ name, path: p, kind: kindOf(s), size: s.size, mtimeMs: s.mtimeMs });
+      } catch (e) {
+        if (code(e) !== 'ENOENT') throw wrap(e, 'list', [p]); // vanished meanwhile: not listed
+      }
+    }
+    if (n % 256 === 0) await new Promise((r) => setImmediate(r));
+  }
+  return out;
+}
+
+/**
+ * A tree goes bottom up, each level's removals in parallel: on a busy disk every rmdir waits for
+ * the journal, and parallel waits overlap (measured 1.5–2× faster than fs.rm for 10,000 emptied
+ * task dirs). Anything unexpected (an entry appearing meanwhile) is left to fs.rm.
+ */
+export async function removeTreeLocal(root: string): Promise<void> {
+  const entries = await listTreeLocal(root);
+  const levels: string[][] = [[]];
+  const files: string[] = [];
+  for (const e of entries) {
+    if (e.kind !== 'dir') files.push(e.path);
+    else (levels[e.name.split('/').length] ??= []).push(e.path);
+  }
+  const gone = (e: unknown) => {
+    if (code(e) !== 'ENOENT') throw e;
+  };
+  try {
+    await forEachLimit(files, TREE_REMOVAL_PARALLELISM, (f) => fs.unlink(f).catch(gone));
+    for (let i = levels.length - 1; i > 0; i--) await forEachLimit(levels[i] ?? [], TREE_REMOVAL_PARALLELISM, (d) => fs.rmdir(d).catch(gone));
+    await fs.rmdir(root);
+  } catch {
+    await fs.rm(root, { recursive: true, force: true });
+  }
+}
