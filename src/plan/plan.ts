@@ -16,8 +16,11 @@ export type PlanOp =
   | { readonly op: 'mkdir'; readonly path: Loc }
   /** Rename a file or directory; `replace` lets a file replace an old file of the same name. */
   | { readonly op: 'move'; readonly from: Loc; readonly to: Loc; readonly dir?: boolean; readonly replace?: boolean }
-  /** Server-side copy of one file (stores without rename); the source goes with the staging dir. */
-  | { readonly op: 'copy'; readonly from: Loc; readonly to: Loc }
+  /**
+   * Server-side copy of one file (stores without rename); the source goes with the staging dir.
+   * With `upload`, the file is a pending upload to `to`, completed in place: nothing is copied.
+   */
+  | { readonly op: 'copy'; readonly from: Loc; readonly to: Loc; readonly upload?: PlannedUpload }
   /** Park the old `path` in the trash, then move `from` into its place: one rename of gap. */
   | { readonly op: 'swap'; readonly path: Loc; readonly trash: Loc; readonly from: Loc; readonly dir: boolean }
   /** Remove old data that the overwrite replaces (after every new file is in place). */
@@ -25,12 +28,25 @@ export type PlanOp =
 
 export type PlanPhase = readonly PlanOp[];
 
+export interface PlannedUpload {
+  readonly id: string;
+  readonly etags: readonly string[];
+  readonly size: number;
+}
+
+/** A task file; `upload` when it waits as a pending upload at its final path. */
+export interface SourceFile {
+  readonly path: string;
+  readonly size: number;
+  readonly upload?: { readonly id: string; readonly etags: readonly string[] };
+}
+
 export interface SourceTree {
   /** The task it came from. */
   readonly task: string;
   /** Staging-relative directory holding the files' table-relative paths. */
   readonly root: string;
-  readonly files: readonly { readonly path: string; readonly size: number }[];
+  readonly files: readonly SourceFile[];
 }
 
 export type TargetKind = 'file' | 'dir' | 'other';
@@ -71,7 +87,7 @@ interface Node {
   readonly children: Map<string, Node>;
   /** Source index per contributing source → number of files under this node. */
   readonly sources: Map<number, number>;
-  file?: { source: number; size: number };
+  file?: { source: number; size: number; upload?: SourceFile['upload'] };
 }
 
 function newNode(name: string): Node {
@@ -104,7 +120,7 @@ export function buildTree(sources: readonly SourceTree[], skip?: ReadonlySet<str
         node.sources.set(si, (node.sources.get(si) ?? 0) + 1);
       }
       if (node.children.size > 0) throw new ConflictError(`'${f.path}' is a file in one task and a directory in another`);
-      node.file = { source: si, size: f.size };
+      node.file = { source: si, size: f.size, upload: f.upload };
     }
   });
   return root;
@@ -173,7 +189,7 @@ class Planner {
    */
   private moveIntoAbsent(node: Node, rel: string, dest: Loc, placed: ReadonlySet<number>, phase: number): number {
     if (node.file) {
-      this.add(phase, this.fileOp(this.src(node.file.source, rel), dest, false));
+      this.add(phase, this.fileOp(this.src(node.file.source, rel), dest, false, node.file));
       return phase;
     }
     const rest = this.remaining(node, placed);
@@ -213,7 +229,7 @@ class Planner {
         last = Math.max(last, this.publishNew(child, childRel, childDest, placed, phase));
       } else if (child.file) {
         if (old !== undefined && old !== 'file') throw new ConflictError(`'${childRel}' is a file in the job's output but a directory in the target`);
-        this.add(phase, this.fileOp(this.src(child.file.source, childRel), childDest, old !== undefined));
+        this.add(phase, this.fileOp(this.src(child.file.source, childRel), childDest, old !== undefined, child.file));
       } else {
         if (old !== undefined && old !== 'dir') throw new ConflictError(`'${childRel}' is a directory in the job's output but a file in the target`);
         const childExisting = old !== undefined && dest.startsWith('t:') ? this.targetChildren(childRel) : null;
@@ -235,7 +251,11 @@ class Planner {
     return last + 1;
   }
 
-  private fileOp(from: Loc, to: Loc, replace: boolean): PlanOp {
+  private fileOp(from: Loc, to: Loc, replace: boolean, file: NonNullable<Node['file']>): PlanOp {
+    if (file.upload) {
+      if (!to.startsWith('t:')) throw new Error(`planner: the pending upload for '${to}' can only complete at its final path`);
+      return { op: 'copy', from, to, upload: { id: file.upload.id, etags: file.upload.etags, size: file.size } };
+    }
     if (!this.input.renameDirs) return { op: 'copy', from, to };
     return replace ? { op: 'move', from, to, replace: true } : { op: 'move', from, to };
   }

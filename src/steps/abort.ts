@@ -1,10 +1,11 @@
 // abort: throws away one task attempt, or the whole job's staged data (refused past the commit point).
 
 import { ConflictError } from '../errors.js';
-import { decide, readClaim } from '../job/claims.js';
+import { decide, readClaim, readClaims } from '../job/claims.js';
 import { saveJob } from '../job/job.js';
 import { taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
+import { abortRecordedUploads, settleAttemptUploads } from '../job/pending-uploads.js';
 import { releaseLogEntry } from './commit-point.js';
 import { JobGoneError, openJob, removeStagingDir, requireState, withJobLease, type OpenJob } from './common.js';
 import type { StepEnv } from './env.js';
@@ -45,6 +46,7 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
       await releaseLogEntry(env, job);
       await saveJob(env.store, layout, { ...job, state: 'aborted' });
     }
+    await abortJobUploads(env, locked);
     await removeStagingDir(env, layout, lease);
     return { jobId: job.jobId, outcome: 'aborted' as const, scope };
   });
@@ -71,5 +73,16 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
     wasDenied = true; // another attempt won the task: this one's files were never going to appear
   }
   await store.delete(layout.attemptDir(app, taskAttempt), true);
+  await settleAttemptUploads(store, layout, job, taskAttempt, [], env.concurrency);
   return { jobId: job.jobId, outcome: 'aborted', scope: 'task', taskAttempt, wasDenied };
+}
+
+/** Every upload the job began, recorded or claimed, is aborted (S3): none will be completed. */
+export async function abortJobUploads(env: StepEnv, open: OpenJob): Promise<void> {
+  const { store } = env;
+  const { job, layout } = open;
+  if (!store.abortUpload) return;
+  const claims = await readClaims(store, layout, job.jobId, job.appAttempt, env.concurrency);
+  const claimed = [...claims.values()].flatMap((c) => c.files);
+  await abortRecordedUploads(store, layout, new Set(), env.concurrency, job.targetPath, { extra: claimed });
 }

@@ -6,6 +6,7 @@ import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
 import { decide, encodeClaim, readClaim, type Claim, type TaskFile } from '../job/claims.js';
 import { loadJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { JobLayout, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
+import { readAttemptUploads, settleAttemptUploads, withUploads, type AttemptUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
 import { openJob, requireState, walkFiles } from './common.js';
 import type { StepEnv } from './env.js';
@@ -78,9 +79,12 @@ export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<
   }
 
   const attemptDir = layout.attemptDir(app, taskAttempt);
+  let pending: AttemptUploads | undefined;
   if (!claim) {
     // A killed `stage` left its temp files here: they are not listed, and go before the dir moves.
-    const files = (await walkFiles(store, attemptDir, true, { removeTemps: true })).map((e) => ({ path: e.name, size: e.size }));
+    const [walked, uploads] = await Promise.all([walkFiles(store, attemptDir, true, { removeTemps: true }), readAttemptUploads(store, layout, job, taskAttempt, env.concurrency)]);
+    pending = uploads;
+    const files = withUploads(walked.map((e) => ({ path: e.name, size: e.size })), uploads, taskAttempt);
     if (files.length === 0 && !(await store.stat(attemptDir))) {
       throw new UsageError(`${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it: stage the task again)' : ''}: nothing was committed; stage its files, or --print-path for a writer, first`);
     }
@@ -100,6 +104,7 @@ export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<
 
   const root = await promote(env, layout, job, attemptDir, task, claim.files);
   await store.writeFile(layout.claimFile(app, task), encodeClaim({ ...claim, state: 'committed', root }));
+  await settleAttemptUploads(store, layout, job, taskAttempt, claim.files, env.concurrency, pending);
   // recover may have started the next app attempt meanwhile, without this claim: say so.
   const now = await loadJob(store, layout);
   if (now && now.appAttempt !== app) {

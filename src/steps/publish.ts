@@ -1,11 +1,12 @@
 // Reading the target where the output touches it, and publishing a planned output (commit-job, v2 tasks).
 
+import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import type { TaskFile } from '../job/claims.js';
 import type { JobManifest } from '../job/job.js';
 import type { JobLayout } from '../job/layout.js';
 import { applyPhases } from '../plan/apply.js';
-import { findClashes, planCommit, type CommitPlan, type SourceTree, type TargetKind, type TargetSnapshot } from '../plan/plan.js';
+import { findClashes, planCommit, type CommitPlan, type SourceFile, type SourceTree, type TargetKind, type TargetSnapshot } from '../plan/plan.js';
 import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import { walkFiles } from './common.js';
@@ -54,12 +55,24 @@ export async function identicalClashes(store: Store, layout: JobLayout, targetPa
   const clashes = findClashes({ sources, target });
   if (clashes.length === 0) return new Set();
   const where = new Map<string, string>();
-  for (const s of sources) for (const f of s.files) where.set(f.path, layout.resolve(posix.join(s.root, f.path)));
+  const uploads = new Map<string, SourceFile>();
+  for (const s of sources) for (const f of s.files) (f.upload ? uploads.set(f.path, f) : where.set(f.path, layout.resolve(posix.join(s.root, f.path))));
   const same = await mapLimit(clashes, concurrency, async (rel) => {
+    const up = uploads.get(rel);
+    if (up) return sameAsUpload(up, await store.readFile(posix.join(targetPath, rel)));
     const [a, b] = await Promise.all([store.readFile(where.get(rel)!), store.readFile(posix.join(targetPath, rel))]);
     return a !== null && b !== null && a.equals(b);
   });
   return new Set(clashes.filter((_, i) => same[i]));
+}
+
+/**
+ * A pending upload's bytes cannot be read: a one-part upload equals a file whose MD5 is its part's
+ * ETag. Larger ones are taken as different (the clash is then refused, never overwritten).
+ */
+function sameAsUpload(f: SourceFile, existing: Buffer | null): boolean {
+  if (existing === null || existing.length !== f.size || f.upload!.etags.length !== 1) return false;
+  return createHash('md5').update(existing).digest('hex') === f.upload!.etags[0]!.replace(/"/g, '');
 }
 
 /** v2: a task's files go straight into the target when it commits (create/append only). */

@@ -9,6 +9,8 @@ import type { Store } from '../store/types.js';
 import { compareTasks } from '../paths.js';
 import type { Lease } from '../job/lease.js';
 import { commitJobLocked } from './commit-job.js';
+import { abortRecordedUploads, uploadsDir } from '../job/pending-uploads.js';
+import { abortJobUploads } from './abort.js';
 import { releaseLogEntry } from './commit-point.js';
 import { openJob, removeStagingDir, walkFiles, withJobLease, type OpenJob } from './common.js';
 import type { StepEnv } from './env.js';
@@ -42,6 +44,7 @@ async function recoverLocked(env: StepEnv, open: OpenJob, lease: Lease): Promise
   const { job, layout } = open;
   const base = { jobId: job.jobId, appAttempt: job.appAttempt, committedTasks: [], tasksToRun: [], finished: [], undone: [] };
   if (open.state === 'aborted') {
+    await abortJobUploads(env, open);
     await removeStagingDir(env, layout, lease);
     return { ...base, state: 'aborted', rolledForward: false };
   }
@@ -94,6 +97,9 @@ async function recoverLocked(env: StepEnv, open: OpenJob, lease: Lease): Promise
   }
   await store.delete(layout.output, true);
   await store.delete(layout.trash, true);
+  // Uploads of the earlier attempts that no kept claim holds will never be completed (S3).
+  const kept = new Set([...claims.values()].flatMap((c) => c.files.map((f) => f.upload?.id ?? '')));
+  await abortRecordedUploads(store, layout, kept, env.concurrency, job.targetPath, { beforeApp: next });
 
   const committedTasks = [...claims.keys()].sort(compareTasks);
   let tasksToRun: string[];
@@ -121,7 +127,7 @@ async function finishableRoot(env: StepEnv, layout: JobLayout, job: JobManifest,
   }
   if (!store.caps.directoryRename) {
     const present = new Set((await walkFiles(store, attemptDir)).map((e) => e.name));
-    return claim.files.every((f) => present.has(f.path)) ? layout.relative(attemptDir) : null;
+    return claim.files.every((f) => f.upload || present.has(f.path)) ? layout.relative(attemptDir) : null;
   }
   const taskDir = layout.committedTaskDir(job.appAttempt, claim.task);
   if ((await store.stat(attemptDir)) === null && (claim.files.length === 0 || (await store.stat(taskDir)) !== null)) {
@@ -133,7 +139,8 @@ async function finishableRoot(env: StepEnv, layout: JobLayout, job: JobManifest,
 /** Tasks that had an attempt dir in the current app attempt. */
 async function attemptedTasks(store: Store, layout: JobLayout, job: JobManifest): Promise<Set<string>> {
   const out = new Set<string>();
-  for (const e of await store.list(layout.attemptsDir(job.appAttempt))) {
+  const [dirs, uploaded] = await Promise.all([store.list(layout.attemptsDir(job.appAttempt)), store.list(uploadsDir(layout, job.appAttempt))]);
+  for (const e of [...dirs, ...uploaded]) {
     const task = taskOfAttempt(job.jobId, e.name);
     if (task) out.add(task);
   }

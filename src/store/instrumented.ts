@@ -4,7 +4,7 @@
 import type { Readable } from 'node:stream';
 import { InjectedFault } from '../errors.js';
 import type { StoreError } from '../errors.js';
-import type { Entry, ListOptions, MutatingOp, PendingUpload, RenameOptions, RenamePair, Store, StoreOp } from './types.js';
+import type { Entry, ListOptions, MutatingOp, PendingUpload, ReadyUpload, RenameOptions, RenamePair, Store, StoreOp } from './types.js';
 
 export type OpCounts = Partial<Record<StoreOp, number>>;
 
@@ -89,9 +89,22 @@ export class InstrumentedStore implements Store {
     const f = this.inner.listUploads?.bind(this.inner);
     return f && (async (dir) => (this.count('list'), f(dir)));
   }
-  get abortUpload(): ((u: PendingUpload) => Promise<void>) | undefined {
+  get abortUpload(): ((u: Pick<PendingUpload, 'path' | 'uploadId'>) => Promise<void>) | undefined {
     const f = this.inner.abortUpload?.bind(this.inner);
     return f && (async (u) => (await this.mutate('delete', u.path), f(u)));
+  }
+  get pendingUploadMinBytes(): number | undefined { return this.inner.pendingUploadMinBytes; }
+  get beginUpload(): ((p: string) => Promise<string>) | undefined {
+    const f = this.inner.beginUpload?.bind(this.inner);
+    return f && (async (p) => (await this.mutate('upload', p), f(p)));
+  }
+  get uploadParts(): ((p: string, id: string, local: string, size: number) => Promise<string[]>) | undefined {
+    const f = this.inner.uploadParts?.bind(this.inner);
+    return f && (async (p, id, local, size) => (await this.mutate('upload', p), f(p, id, local, size)));
+  }
+  get completeUpload(): ((u: ReadyUpload) => Promise<void>) | undefined {
+    const f = this.inner.completeUpload?.bind(this.inner);
+    return f && (async (u) => (await this.mutate('complete', u.path), f(u)));
   }
   /** The counts, with the HTTP requests of stores that make them. */
   metrics(): OpCounts & { requests?: number } {

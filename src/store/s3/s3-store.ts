@@ -12,7 +12,6 @@ import {
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadObjectCommand,
-  ListMultipartUploadsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
@@ -20,7 +19,8 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { StoreError, UsageError } from '../../errors.js';
-import type { Entry, ListOptions, PendingUpload, RenameOptions, Store, StoreCapabilities } from '../types.js';
+import type { Entry, ListOptions, PendingUpload, ReadyUpload, RenameOptions, Store, StoreCapabilities } from '../types.js';
+import { S3Uploads } from './uploads.js';
 
 const CAPS: StoreCapabilities = {
   atomicRename: false,
@@ -37,12 +37,19 @@ export interface S3Settings {
   readonly multipartCopyPartSize: number;
   /** Uploads above this size go in parts. */
   readonly multipartUploadPartSize: number;
+  /**
+   * `stage FILE` sends files at least this large as multipart uploads to their final keys, left
+   * pending until commit-job completes them (no copy); smaller files are copied at commit, which
+   * is cheaper for them (bench/s3-commit.ts measures the crossover).
+   */
+  readonly pendingUploadMinBytes: number;
 }
 
 export const DEFAULT_S3: Omit<S3Settings, 'client'> = {
   multipartCopyThreshold: 5 * 1024 ** 3,
   multipartCopyPartSize: 512 * 1024 ** 2,
   multipartUploadPartSize: 16 * 1024 ** 2,
+  pendingUploadMinBytes: 1024 ** 2,
 };
 
 /** "/bucket/a/b" → { bucket, key: "a/b" }. */
@@ -70,7 +77,9 @@ export class S3Store implements Store {
   readonly caps = CAPS;
   readonly client: S3Client;
 
+  readonly pendingUploadMinBytes: number;
   private requests = 0;
+  private readonly uploads: S3Uploads;
 
   constructor(readonly settings: S3Settings) {
     this.client = new S3Client({ maxAttempts: 6, ...settings.client });
@@ -82,6 +91,8 @@ export class S3Store implements Store {
       },
       { step: 'finalizeRequest', name: 'stagecommitRequestCounter' },
     );
+    this.pendingUploadMinBytes = settings.pendingUploadMinBytes;
+    this.uploads = new S3Uploads(this.client, splitPath, (e, op, paths) => this.fail(e, op, paths), Math.max(5 * 1024 ** 2, settings.multipartUploadPartSize));
   }
 
   requestCount(): number {
@@ -315,30 +326,23 @@ export class S3Store implements Store {
   }
 
   /** Multipart uploads never completed under a prefix (for clean-orphans and job abort). */
-  async listUploads(dir: string): Promise<PendingUpload[]> {
-    const { bucket, key } = splitPath(dir);
-    const out: PendingUpload[] = [];
-    let keyMarker: string | undefined;
-    let uploadIdMarker: string | undefined;
-    try {
-      do {
-        const r = await this.client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: key === '' ? '' : key + '/', KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }));
-        for (const u of r.Uploads ?? []) out.push({ path: `/${bucket}/${u.Key}`, uploadId: u.UploadId!, initiatedMs: u.Initiated?.getTime() ?? 0 });
-        keyMarker = r.IsTruncated ? r.NextKeyMarker : undefined;
-        uploadIdMarker = r.IsTruncated ? r.NextUploadIdMarker : undefined;
-      } while (keyMarker);
-    } catch (e) {
-      throw this.fail(e, 'list', [dir]);
-    }
-    return out;
+  listUploads(dir: string): Promise<PendingUpload[]> {
+    return this.uploads.list(dir);
   }
 
-  async abortUpload(u: PendingUpload): Promise<void> {
-    const { bucket, key } = splitPath(u.path);
-    try {
-      await this.client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: u.uploadId }));
-    } catch (e) {
-      if (status(e) !== 404) throw this.fail(e, 'delete', [u.path]);
-    }
+  abortUpload(u: PendingUpload): Promise<void> {
+    return this.uploads.abort(u);
+  }
+
+  beginUpload(path: string): Promise<string> {
+    return this.uploads.begin(path);
+  }
+
+  uploadParts(path: string, uploadId: string, localPath: string, size: number): Promise<string[]> {
+    return this.uploads.uploadParts(path, uploadId, localPath, size);
+  }
+
+  completeUpload(u: ReadyUpload): Promise<void> {
+    return this.uploads.complete(u);
   }
 }

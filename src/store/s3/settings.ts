@@ -48,5 +48,6 @@ export function s3Settings(config: unknown, env: S3Env): S3Settings {
     multipartCopyThreshold: num(s, 'multipartCopyThresholdBytes', DEFAULT_S3.multipartCopyThreshold),
     multipartCopyPartSize: num(s, 'multipartCopyPartBytes', DEFAULT_S3.multipartCopyPartSize),
     multipartUploadPartSize: num(s, 'uploadPartBytes', DEFAULT_S3.multipartUploadPartSize),
+    pendingUploadMinBytes: num(s, 'pendingUploadMinBytes', DEFAULT_S3.pendingUploadMinBytes),
   };
 }
