@@ -140,12 +140,13 @@ export function withUploads(files: readonly TaskFile[], uploads: AttemptUploads,
   return [...files, ...uploads.files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
-/** After the claim holds the task's uploads: abort the stale ones and drop the records. */
+/** Once the claim holds the attempt's uploads (or it will never commit: none kept), abort the rest and drop the records. */
 export async function settleAttemptUploads(store: Store, layout: JobLayout, job: JobManifest, taskAttempt: string, claimed: readonly TaskFile[], concurrency: number, known?: AttemptUploads): Promise<void> {
   if (!usesPendingUploads(store, job)) return;
   const mine = known ?? (await readAttemptUploads(store, layout, job, taskAttempt, concurrency));
   const keep = new Set(claimed.filter((f) => f.upload).map((f) => f.upload!.id));
-  await forEachLimit(mine.stale.filter((u) => !keep.has(u.uploadId)), concurrency, (u) => store.abortUpload!(u));
+  const all = [...mine.stale, ...mine.files.map((f) => ({ path: posix.join(job.targetPath, f.path), uploadId: f.upload!.id }))];
+  await forEachLimit(all.filter((u) => !keep.has(u.uploadId)), concurrency, (u) => store.abortUpload!(u));
   if (mine.recordFiles.length === 0) return;
   if (store.deleteMany) await store.deleteMany(mine.recordFiles);
   else await forEachLimit(mine.recordFiles, concurrency, async (f) => void (await store.delete(f, false)));
