@@ -101,6 +101,12 @@ async function expectFinished(store: Store, run: Run, expected: Tree, label: str
   assert.deepEqual(data(tree), expected, `${label}: target content`);
   assert.ok(tree._SUCCESS, `${label}: _SUCCESS written`);
   assert.equal(await store.stat(run.stagingPath), null, `${label}: staging dir removed`);
+  await expectNoUploads(store, run, label);
+}
+
+/** S3: no upload of the job is left pending (completed, or aborted by whichever step ended it). */
+async function expectNoUploads(store: Store, run: Run, label: string): Promise<void> {
+  if (store.listUploads) assert.deepEqual((await store.listUploads(run.targetPath)).map((u) => u.path), [], `${label}: no pending uploads`);
 }
 
 for (const fx of storeFixtures()) {
@@ -192,6 +198,7 @@ for (const fx of storeFixtures()) {
         await abort(testEnv(sb.store), { stagingPath: run.stagingPath });
         assert.deepEqual(await readTree(sb.store, run.targetPath), sc.initial);
         assert.equal(await sb.store.stat(run.stagingPath), null);
+        await expectNoUploads(sb.store, run, `abort fault at ${k}`);
       }
       t.diagnostic(`abort crash points: ${points}`);
     });
