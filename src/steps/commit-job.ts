@@ -125,7 +125,9 @@ async function outputProblem(store: Store, root: string, files: readonly { path:
       else odd ??= r;
     }
   };
-  await visit(root, '');
+  if (store.listTree) for (const e of await store.listTree(root)) found.set(e.path.slice(root.length + 1), e.size);
+  else await visit(root, '');
+  found.delete(ATTEMPT_MARKER);
   if (odd !== null) return `holds '${odd}', which is not a regular file`;
   for (const [path, size] of want) {
     const got = found.get(path);
@@ -265,7 +267,8 @@ export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease
   const { store } = env;
   const { job, layout } = open;
   if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; stage a new job`);
-  let plan = await loadPlan(store, layout, job.jobId);
+  // Under the lease, a job found staged without `_commit.yaml` has no plan: nothing to read.
+  let plan = open.state === 'staged' ? null : await loadPlan(store, layout, job.jobId);
   const outcome = plan ? 'rolled-forward' : 'committed';
   if (!plan && open.state === 'committed') {
     // Only the clean-up was left: the plan is removed just before `_job.yaml`.

@@ -85,6 +85,10 @@ export class InstrumentedStore implements Store {
   get verify(): ((dir: string) => Promise<void>) | undefined {
     return this.inner.verify?.bind(this.inner);
   }
+  get listTree(): ((dir: string) => Promise<Entry[]>) | undefined {
+    const f = this.inner.listTree?.bind(this.inner);
+    return f && (async (dir) => (this.count('list'), f(dir)));
+  }
   get listUploads(): ((dir: string) => Promise<PendingUpload[]>) | undefined {
     const f = this.inner.listUploads?.bind(this.inner);
     return f && (async (dir) => (this.count('list'), f(dir)));

@@ -84,6 +84,8 @@ export interface Store {
   stat(path: string): Promise<Entry | null>;
   /** Direct children of a directory; [] when it does not exist. */
   list(dir: string, opts?: ListOptions): Promise<Entry[]>;
+  /** Optional: every file under a directory at any depth, cheaper than listing level by level (S3). */
+  listTree?(dir: string): Promise<Entry[]>;
   readFile(path: string): Promise<Buffer | null>;
   /** Writes a whole file: readers see the old content or the new, never a part. Creates parents. */
   writeFile(path: string, data: Buffer | string): Promise<void>;

@@ -126,21 +126,34 @@ export class S3Store implements Store {
     return new StoreError(kind, op, paths.map((p) => this.toUri(p)), msg);
   }
 
+  /** HEAD and a one-key listing at once: a missing file costs one round trip, not two. */
   async stat(p: string): Promise<Entry | null> {
     const { bucket, key } = splitPath(p);
     if (key === '') return { name: bucket, path: p, kind: 'dir', size: 0, mtimeMs: 0 };
-    try {
-      const h = await this.client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
-      return { name: posix.basename(p), path: p, kind: 'file', size: h.ContentLength ?? 0, mtimeMs: h.LastModified?.getTime() ?? 0 };
-    } catch (e) {
-      if (status(e) !== 404) throw this.fail(e, 'stat', [p]);
-    }
-    try {
-      const r = await this.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: key + '/', MaxKeys: 1 }));
-      return (r.KeyCount ?? 0) > 0 ? { name: posix.basename(p), path: p, kind: 'dir', size: 0, mtimeMs: 0 } : null;
-    } catch (e) {
-      throw this.fail(e, 'stat', [p]);
-    }
+    const head = this.client.send(new HeadObjectCommand({ Bucket: bucket, Key: key })).then(
+      (h) => ({ name: posix.basename(p), path: p, kind: 'file' as const, size: h.ContentLength ?? 0, mtimeMs: h.LastModified?.getTime() ?? 0 }),
+      (e: unknown) => {
+        if (status(e) !== 404) throw this.fail(e, 'stat', [p]);
+        return null;
+      },
+    );
+    const dir = this.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: key + '/', MaxKeys: 1 })).then(
+      (r) => ((r.KeyCount ?? 0) > 0 ? { name: posix.basename(p), path: p, kind: 'dir' as const, size: 0, mtimeMs: 0 } : null),
+      (e: unknown) => {
+        throw this.fail(e, 'stat', [p]);
+      },
+    );
+    const [file, prefix] = await Promise.allSettled([head, dir]);
+    if (file.status === 'rejected') throw file.reason;
+    if (file.value) return file.value;
+    if (prefix.status === 'rejected') throw prefix.reason;
+    return prefix.value;
+  }
+
+  /** Every file under a directory, at any depth, in one paged listing (no per-level requests). */
+  async listTree(dir: string): Promise<Entry[]> {
+    const { bucket } = splitPath(dir);
+    return (await this.listKeys(dir)).map((o) => ({ name: posix.basename(o.key), path: `/${bucket}/${o.key}`, kind: 'file' as const, size: o.size, mtimeMs: o.mtimeMs }));
   }
 
   async list(dir: string, _opts?: ListOptions): Promise<Entry[]> {
