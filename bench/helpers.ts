@@ -15,7 +15,9 @@ import { isPidAliveLocal, type StepEnv } from '../src/steps/env.js';
 import { stageJob } from '../src/steps/stage-job.js';
 import { forEachLimit } from '../src/util/pool.js';
 
-export const BIN = fileURLToPath(new URL('../../bin/stagecommit.js', import.meta.url));
+/** The checkout's root (bench files run from dist/bench). */
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const BIN = path.join(ROOT, 'bin', 'stagecommit.js');
 
 export function benchEnv(store: Store, concurrency = 32): StepEnv & { store: InstrumentedStore } {
   const inst = new InstrumentedStore(store);

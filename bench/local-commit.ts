@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { LocalStore } from '../src/store/local.js';
-import { benchEnv, existingPartitions, fmt, plainTree, printTable, runStep, stagedJob, timed, type Shape } from './helpers.js';
+import { benchEnv, existingPartitions, ROOT, fmt, plainTree, printTable, runStep, stagedJob, timed, type Shape } from './helpers.js';
 
 const PARTITIONS = Number(process.env.BENCH_PARTITIONS ?? 100);
 const FILES = Number(process.env.BENCH_FILES ?? 10_000);
@@ -77,8 +77,9 @@ async function scenario(target: Target, tasksPerPartition: number): Promise<Row>
 }
 
 async function main(): Promise<void> {
-  if (spawnSync('rsync', ['--version']).status !== 0) {
-    console.error('rsync is not installed: apt-get install -y rsync');
+  const peers = spawnSync('bash', [path.join(ROOT, 'scripts', 'bench-peers.sh'), 'rsync'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  if (peers.status !== 0) {
+    console.error('could not install rsync: run scripts/bench-peers.sh rsync as root');
     process.exit(2);
   }
   console.log(`commit-job of ${FILES} files in ${PARTITIONS} partitions (local filesystem, ${os.cpus().length} cores)\n`);

@@ -1,7 +1,9 @@
-// Benchmark: commit-job of 2,000 objects of 1 KiB in 20 partitions on Ceph RGW, against
-// `aws s3 mv --recursive` (Debian's awscli) and `rclone move --transfers 16 --checkers 16`
-// over the same data in the same run. Prints times, ratios and requests per file.
-// Needs RGW: `scripts/rgw.sh install && scripts/rgw.sh start` (the script starts it if it can).
+// Benchmark: `stagecommit commit-job` on Ceph RGW against `aws s3 mv --recursive` (Debian's awscli)
+// and `rclone move --transfers 16 --checkers 16` over the same data in the same run: 2,000 × 1 KiB
+// in 20 partitions; 100 × 8 MiB in 10 partitions staged by `stage FILE` (pending uploads) and by
+// an outside writer (copies); one 1 KiB file step by step; and the size at which completing a
+// pending upload beats copying. Prints times, ratios and requests per file.
+// Needs RGW (`scripts/rgw.sh install && scripts/rgw.sh start`) and the peers (scripts/bench-peers.sh).
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,15 +15,16 @@ import { S3Store } from '../src/store/s3/s3-store.js';
 import { s3Settings } from '../src/store/s3/settings.js';
 import { testEnv } from '../test/helpers/lib.js';
 import { stageJob } from '../src/steps/stage-job.js';
+import { stageFiles } from '../src/steps/stage-files.js';
 import { commitTask } from '../src/steps/commit-task.js';
+import { commitJob } from '../src/steps/commit-job.js';
 import { JobLayout, taskAttemptName } from '../src/job/layout.js';
 import { forEachLimit } from '../src/util/pool.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = path.join(root, 'bin', 'stagecommit.js');
-const FILES = Number(process.env.BENCH_FILES ?? 2000);
-const PARTITIONS = Number(process.env.BENCH_PARTITIONS ?? 20);
-const BODY = Buffer.alloc(1024, 'x');
+const KiB = 1024;
+const MiB = 1024 * KiB;
 
 function rgwEnv(): Record<string, string> {
   const start = spawnSync('bash', [path.join(root, 'scripts', 'rgw.sh'), 'start'], { stdio: ['ignore', 'inherit', 'inherit'] });
@@ -36,54 +39,175 @@ function time(fn: () => void): number {
   return Number(process.hrtime.bigint() - t) / 1e9;
 }
 
+async function timeAsync(fn: () => Promise<unknown>): Promise<number> {
+  const t = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - t) / 1e9;
+}
+
+const peers = spawnSync('bash', [path.join(root, 'scripts', 'bench-peers.sh'), 'awscli', 'rclone'], { stdio: ['ignore', 'inherit', 'inherit'] });
+if (peers.status !== 0) throw new Error('could not install the peer tools: run scripts/bench-peers.sh as root');
 // The SDK in this process reads credentials from the environment, so the server's go there too.
 Object.assign(process.env, rgwEnv(), { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
 const env: Record<string, string | undefined> = { ...process.env };
 const store = new S3Store(s3Settings(undefined, env));
 const bucket = `bench-${Date.now().toString(36)}`;
 await store.client.send(new CreateBucketCommand({ Bucket: bucket }));
+const work = mkdtempSync(path.join(os.tmpdir(), 'bench-s3-'));
+const stepEnv = () => testEnv(store, undefined, { concurrency: 32 });
 
-async function upload(keys: string[]): Promise<void> {
-  await forEachLimit(keys, 32, async (Key) => {
-    await store.client.send(new PutObjectCommand({ Bucket: bucket, Key, Body: BODY }));
+async function putObjects(keys: readonly string[], body: Buffer): Promise<void> {
+  await forEachLimit(keys, 16, async (Key) => {
+    await store.client.send(new PutObjectCommand({ Bucket: bucket, Key, Body: body }));
   });
 }
 
-const names = Array.from({ length: FILES }, (_, i) => `dt=2026-11-${String(i % PARTITIONS).padStart(2, '0')}/part-${String(i).padStart(5, '0')}.csv`);
+function names(files: number, partitions: number): string[] {
+  return Array.from({ length: files }, (_, i) => `dt=2026-11-${String(i % partitions).padStart(2, '0')}/part-${String(i).padStart(5, '0')}.bin`);
+}
 
-// stagecommit: 20 tasks (one per partition) uploaded into their attempt dirs and committed.
-const stepEnv = testEnv(store, undefined, { concurrency: 32 });
-const { stagingPath, job } = await stageJob(stepEnv, { targetPath: `/${bucket}/wh/sales`, mode: 'create', algorithm: 'v1', partition: [], partitionBy: ['dt'] });
-const layout = new JobLayout(stagingPath);
-const taskOf = (i: number) => String(i % PARTITIONS);
-await upload(names.map((n, i) => `${layout.attemptDir(0, taskAttemptName(job.jobId, taskOf(i), 0)).slice(bucket.length + 2)}/${n}`));
-for (let t = 0; t < PARTITIONS; t++) await commitTask(stepEnv, { stagingPath, task: String(t) });
-let metrics: Record<string, number> = {};
-const ours = time(() => {
-  const r = spawnSync(process.execPath, [BIN, 'commit-job', '--job', store.toUri(stagingPath), '--json'], { encoding: 'utf8', env });
-  if (r.status !== 0) throw new Error(r.stderr);
-  metrics = JSON.parse(r.stdout).metrics;
-});
+/** A job whose tasks (one per partition) are staged by `how` and committed; returns its handle. */
+async function stagedJob(table: string, files: string[], partitions: number, body: Buffer, how: 'writer' | 'stage-file'): Promise<string> {
+  const e = stepEnv();
+  const { stagingPath, job } = await stageJob(e, { targetPath: `/${bucket}/wh/${table}`, mode: 'create', algorithm: 'v1', partition: [], partitionBy: ['dt'] });
+  const layout = new JobLayout(stagingPath);
+  const taskOf = (i: number) => String(i % partitions);
+  if (how === 'writer') {
+    await putObjects(files.map((n, i) => `${layout.attemptDir(0, taskAttemptName(job.jobId, taskOf(i), 0)).slice(bucket.length + 2)}/${n}`), body);
+  } else {
+    const local = path.join(work, `body-${body.length}`);
+    writeFileSync(local, body);
+    await forEachLimit(Array.from({ length: partitions }, (_, t) => t), 4, async (t) => {
+      const mine = files.filter((_, i) => i % partitions === t);
+      const [dt] = mine[0]!.split('/');
+      await stageFiles(stepEnv(), { stagingPath, task: String(t), partition: [{ column: 'dt', value: dt!.slice(3) }], files: mine.map((n) => ({ localPath: local, name: path.posix.basename(n) })) });
+    });
+  }
+  await forEachLimit(Array.from({ length: partitions }, (_, t) => t), 8, async (t) => void (await commitTask(stepEnv(), { stagingPath, task: String(t) })));
+  return store.toUri(stagingPath);
+}
 
-// aws s3 mv --recursive
-await upload(names.map((n) => `src-aws/${n}`));
-const awsDir = mkdtempSync(path.join(os.tmpdir(), 'bench-aws-'));
+/** `stagecommit commit-job` as a process (start-up included); its wall time and --json metrics. */
+function cliCommitJob(handle: string): { wall: number; metrics: Record<string, number> } {
+  let metrics: Record<string, number> = {};
+  const wall = time(() => {
+    const r = spawnSync(process.execPath, [BIN, 'commit-job', '--job', handle, '--json'], { encoding: 'utf8', env });
+    if (r.status !== 0) throw new Error(r.stderr);
+    metrics = JSON.parse(r.stdout).metrics;
+  });
+  return { wall, metrics };
+}
+
+const awsDir = path.join(work, 'aws');
+execFileSync('mkdir', ['-p', awsDir]);
 writeFileSync(path.join(awsDir, 'config'), '[default]\nregion = us-east-1\ns3 =\n  addressing_style = path\n');
-const awsEnv = { ...env, AWS_CONFIG_FILE: path.join(awsDir, 'config'), AWS_CA_BUNDLE: '' };
-const aws = time(() => execFileSync('/usr/bin/aws', ['--endpoint-url', env.AWS_ENDPOINT_URL!, 's3', 'mv', '--recursive', '--only-show-errors', `s3://${bucket}/src-aws/`, `s3://${bucket}/dst-aws/`], { env: awsEnv }));
-
-// rclone move --transfers 16 --checkers 16
-await upload(names.map((n) => `src-rclone/${n}`));
 const rcloneConf = path.join(awsDir, 'rclone.conf');
 writeFileSync(rcloneConf, `[rgw]\ntype = s3\nprovider = Ceph\nendpoint = ${env.AWS_ENDPOINT_URL}\naccess_key_id = ${env.AWS_ACCESS_KEY_ID}\nsecret_access_key = ${env.AWS_SECRET_ACCESS_KEY}\nforce_path_style = true\n`);
-const { AWS_CA_BUNDLE: _ca, ...rcloneEnv } = env;
-const rclone = time(() => execFileSync('rclone', ['--config', rcloneConf, 'move', `rgw:${bucket}/src-rclone`, `rgw:${bucket}/dst-rclone`, '--transfers', '16', '--checkers', '16'], { env: rcloneEnv }));
-rmSync(awsDir, { recursive: true, force: true });
 
-const requests = metrics.requests ?? 0;
-console.log(`commit-job of ${FILES} objects of 1 KiB in ${PARTITIONS} partitions on Ceph RGW`);
-console.log(`stagecommit commit-job:  ${ours.toFixed(2)} s   ${requests} requests = ${(requests / FILES).toFixed(3)} per file (copy ${metrics.copy}, delete ops ${metrics.delete}, list ${metrics.list})`);
-console.log(`aws s3 mv --recursive:   ${aws.toFixed(2)} s   ratio ${(aws / ours).toFixed(1)}x (goal 3x)`);
-console.log(`rclone move (16/16):     ${rclone.toFixed(2)} s   ratio ${(rclone / ours).toFixed(1)}x (goal 2x)`);
-console.log('stagecommit time is the whole `stagecommit commit-job` process (start-up included).');
-await store.delete(`/${bucket}`, true);
+/** `aws s3 mv --recursive` and `rclone move` of the same objects (uploaded first, not timed). */
+async function peerTimes(files: string[], body: Buffer): Promise<{ aws: number; rclone: number }> {
+  await putObjects(files.map((n) => `src-aws/${n}`), body);
+  const awsEnv = { ...env, AWS_CONFIG_FILE: path.join(awsDir, 'config'), AWS_CA_BUNDLE: '' };
+  const aws = time(() => execFileSync('/usr/bin/aws', ['--endpoint-url', env.AWS_ENDPOINT_URL!, 's3', 'mv', '--recursive', '--only-show-errors', `s3://${bucket}/src-aws/`, `s3://${bucket}/dst-aws/`], { env: awsEnv }));
+  await store.delete(`/${bucket}/dst-aws`, true);
+  await putObjects(files.map((n) => `src-rclone/${n}`), body);
+  const { AWS_CA_BUNDLE: _ca, ...rcloneEnv } = env;
+  const rclone = time(() => execFileSync('rclone', ['--config', rcloneConf, 'move', `rgw:${bucket}/src-rclone`, `rgw:${bucket}/dst-rclone`, '--transfers', '16', '--checkers', '16'], { env: rcloneEnv }));
+  await store.delete(`/${bucket}/dst-rclone`, true);
+  return { aws, rclone };
+}
+
+const rows: string[] = [];
+function row(label: string, ours: { wall: number; metrics: Record<string, number> }, files: number, peer: { aws: number; rclone: number }, goals: string): void {
+  const m = ours.metrics;
+  rows.push(
+    `${label}\n  stagecommit commit-job ${ours.wall.toFixed(2)} s, ${m.requests} requests = ${((m.requests ?? 0) / files).toFixed(3)}/file (complete ${m.complete ?? 0}, copy ${m.copy ?? 0})\n` +
+      `  aws s3 mv ${peer.aws.toFixed(2)} s → ${(peer.aws / ours.wall).toFixed(2)}×   rclone move ${peer.rclone.toFixed(2)} s → ${(peer.rclone / ours.wall).toFixed(2)}×   (goals: ${goals})`,
+  );
+  console.log(rows.at(-1));
+}
+
+async function caseMany(label: string, files: number, partitions: number, size: number, hows: readonly ('writer' | 'stage-file')[], goals: string): Promise<void> {
+  const list = names(files, partitions);
+  const body = Buffer.alloc(size, 'x');
+  const ours: Record<string, { wall: number; metrics: Record<string, number> }> = {};
+  for (const how of hows) {
+    const handle = await stagedJob(`${how}-${files}`, list, partitions, body, how);
+    ours[how] = cliCommitJob(handle);
+    await store.delete(`/${bucket}/wh/${how}-${files}`, true);
+  }
+  const peer = await peerTimes(list, body);
+  for (const how of hows) row(`${label}, staged by ${how === 'writer' ? 'an outside writer (--print-path)' : 'stage FILE'}`, ours[how]!, files, peer, goals);
+}
+
+/** Each step of a one-file job: wall time as a process, requests counted in-process. */
+async function caseOneFile(): Promise<void> {
+  const local = path.join(work, 'one.csv');
+  writeFileSync(local, Buffer.alloc(KiB, 'x'));
+  const steps: [string, string[]][] = [];
+  const target = store.toUri(`/${bucket}/wh/one-cli`);
+  let handle = '';
+  const run = (args: string[]) => {
+    const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env });
+    if (r.status !== 0) throw new Error(r.stderr);
+    return r.stdout.trim();
+  };
+  const walls: number[] = [];
+  walls.push(time(() => (handle = run(['stage', '--target', target, '--partition-by', 'dt']))));
+  steps.push(['stage (job)', []], ['stage FILE', []], ['commit-task', []], ['commit-job', []]);
+  walls.push(time(() => run(['stage', '--job', handle, '--task', '0', '--partition', 'dt=1', local])));
+  walls.push(time(() => run(['commit-task', '--job', handle, '--task', '0'])));
+  walls.push(time(() => run(['commit-job', '--job', handle])));
+  const counts: number[] = [];
+  const inProc: number[] = [];
+  let stagingPath = '';
+  const count = async (fn: (e: ReturnType<typeof stepEnv>) => Promise<unknown>) => {
+    const e = stepEnv();
+    inProc.push(await timeAsync(() => fn(e)));
+    counts.push(e.store.metrics().requests ?? 0);
+  };
+  await count(async (e) => ({ stagingPath } = await stageJob(e, { targetPath: `/${bucket}/wh/one-lib`, mode: 'create', algorithm: 'v1', partition: [], partitionBy: ['dt'] })));
+  await count((e) => stageFiles(e, { stagingPath, task: '0', partition: [{ column: 'dt', value: '1' }], files: [{ localPath: local, name: 'one.csv' }] }));
+  await count((e) => commitTask(e, { stagingPath, task: '0' }));
+  await count((e) => commitJob(e, { stagingPath }));
+  rows.push('one 1 KiB file, step by step (process wall time incl. start-up; in-process time; requests)');
+  steps.forEach(([name], i) => rows.push(`  ${name.padEnd(12)} ${walls[i]!.toFixed(2)} s   ${inProc[i]!.toFixed(2)} s   ${counts[i]} requests`));
+  console.log(rows.slice(-5).join('\n'));
+}
+
+/** Completing N pending uploads against copying N objects, 16 at a time, per size. */
+async function caseCrossover(): Promise<void> {
+  const n = Number(process.env.BENCH_CROSSOVER_FILES ?? 40);
+  rows.push(`pending-upload completion vs server-side copy, ${n} files of each size, 16 at a time (files per second)`);
+  for (const size of [KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB]) {
+    const local = path.join(work, `x-${size}`);
+    writeFileSync(local, Buffer.alloc(size, 'y'));
+    const keys = Array.from({ length: n }, (_, i) => `/${bucket}/x/${size}/f${i}`);
+    const ready = await Promise.all(keys.map(async (k) => {
+      const uploadId = await store.beginUpload(`${k}.up`);
+      return { path: `${k}.up`, uploadId, size, etags: await store.uploadParts(`${k}.up`, uploadId, local, size) };
+    }));
+    await putObjects(keys.map((k) => k.slice(bucket.length + 2)), Buffer.alloc(size, 'y'));
+    const complete = await timeAsync(() => forEachLimit(ready, 16, (u) => store.completeUpload(u)));
+    const copy = await timeAsync(() => forEachLimit(keys, 16, (k) => store.copy(k, `${k}.copy`)));
+    rows.push(`  ${String(size / KiB).padStart(5)} KiB: complete ${(n / complete).toFixed(0)}/s, copy ${(n / copy).toFixed(0)}/s → ${complete < copy ? 'complete' : 'copy'} is cheaper`);
+    console.log(rows.at(-1));
+    await store.delete(`/${bucket}/x`, true);
+  }
+}
+
+try {
+  // BENCH_ONLY=one,crossover,small,large picks cases (default: all).
+  const only = (process.env.BENCH_ONLY ?? 'one,crossover,small,large').split(',');
+  if (only.includes('one')) await caseOneFile();
+  if (only.includes('crossover')) await caseCrossover();
+  if (only.includes('small')) await caseMany('2,000 × 1 KiB in 20 partitions', Number(process.env.BENCH_FILES ?? 2000), 20, KiB, ['writer'], '≥2× aws, faster than rclone');
+  // Each large case keeps its 8 MiB files on the server until RGW's garbage collector runs (hours
+  // by default): on the test RGW's 2 GiB in-memory OSD, 100 files per case fill it. BENCH_LARGE_FILES scales down.
+  const large = Number(process.env.BENCH_LARGE_FILES ?? 100);
+  if (only.includes('large')) await caseMany(`${large} × 8 MiB in 10 partitions`, large, 10, 8 * MiB, ['stage-file', 'writer'], 'stage FILE: ≥3× aws, ≥1× rclone');
+  console.log(`\n=== S3 (Ceph RGW) commit-job, ${new Date().toISOString()}\n${rows.join('\n')}\nstagecommit times are whole processes (start-up included), as rclone's and aws's are.`);
+} finally {
+  await store.delete(`/${bucket}`, true);
+  rmSync(work, { recursive: true, force: true });
+}

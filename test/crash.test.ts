@@ -138,6 +138,12 @@ async function expectFinished(store: Store, run: Run, expected: Tree, label: str
   assert.deepEqual(data(tree), expected, `${label}: target content`);
   assert.ok(tree._SUCCESS, `${label}: _SUCCESS written`);
   assert.equal(await store.stat(run.stagingPath), null, `${label}: staging dir removed`);
+  await expectNoUploads(store, run, label);
+}
+
+/** S3: no upload of the job is left pending (completed, or aborted by whichever step ended it). */
+async function expectNoUploads(store: Store, run: Run, label: string): Promise<void> {
+  if (store.listUploads) assert.deepEqual((await store.listUploads(run.targetPath)).map((u) => u.path), [], `${label}: no pending uploads`);
 }
 
 for (const fx of storeFixtures({ inProcess: true })) {
@@ -247,6 +253,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
         if (threw) await abort(testEnv(sb.store), { stagingPath: run.stagingPath }).catch(finished);
         assert.deepEqual(await readTree(sb.store, run.targetPath), sc.initial, `fault at ${k}, aborted again: target as before`);
         assert.equal(await sb.store.stat(run.stagingPath), null, `fault at ${k}: staging dir removed`);
+        await expectNoUploads(sb.store, run, `abort fault at ${k}`);
       }
       t.diagnostic(`abort crash points: ${n}, faulted here: ${visited}`);
       assert.equal(visited, shareOf(n), "every point of this store's share was faulted");

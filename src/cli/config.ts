@@ -30,7 +30,7 @@ const KNOWN: Record<string, unknown> = {
   stagingRoot: true,
   concurrency: true,
   leaseTtlSeconds: true,
-  s3: { endpoint: true, region: true, pathStyle: true, maxAttempts: true, multipartCopyThresholdBytes: true, multipartCopyPartBytes: true, uploadPartBytes: true },
+  s3: { endpoint: true, region: true, pathStyle: true, maxAttempts: true, multipartCopyThresholdBytes: true, multipartCopyPartBytes: true, uploadPartBytes: true, pendingUploadMinBytes: true },
   webhdfs: { user: true, delegation: true, retries: true, retryBaseMs: true, caFile: true, nameservices: { '*': true } },
 };
 

@@ -14,6 +14,8 @@ export interface TaskFile {
   /** Path relative to the table root (partition path included). */
   readonly path: string;
   readonly size: number;
+  /** A pending upload to the file's final path (S3), completed by commit-job instead of a copy. */
+  readonly upload?: { readonly id: string; readonly etags: readonly string[] };
 }
 
 export interface Claim {
@@ -44,7 +46,7 @@ const VERSION = 1;
 export function encodeClaim(c: Claim): string {
   const { files, ...rest } = c;
   const header = { kind: KIND, version: VERSION, ...rest, root: rest.root ?? null, bytes: files.reduce((a, f) => a + f.size, 0) };
-  return encodeManifest(header, { files });
+  return encodeManifest(header, { files: files.map((f) => (f.upload ? { path: f.path, size: f.size, uploadId: f.upload.id, etags: f.upload.etags } : f)) });
 }
 
 /**
@@ -87,7 +89,15 @@ export function decodeClaim(text: string, file: string, ctx: ClaimContext): Clai
   const files = f.array('files', (x) => {
     const path = itemString(x, 'path');
     checkRelativePath(path, 'file path');
-    return { path, size: itemNumber(x, 'size') };
+    const size = itemNumber(x, 'size');
+    const o = x as Record<string, unknown>;
+    if (o.uploadId === undefined && o.etags === undefined) return { path, size };
+    const id = itemString(x, 'uploadId');
+    const etags = o.etags;
+    if (id === '' || !Array.isArray(etags) || etags.length === 0 || etags.some((e) => typeof e !== 'string' || e === '')) {
+      throw new Error("is a pending upload without its 'uploadId' and the parts' 'etags'");
+    }
+    return { path, size, upload: { id, etags: etags as string[] } };
   });
   const bytes = f.count('bytes');
   if (bytes !== files.reduce((a, x) => a + x.size, 0)) throw new CorruptManifestError(file, 'bytes', `is ${bytes}, but the files add up to ${files.reduce((a, x) => a + x.size, 0)}`);

@@ -13,10 +13,16 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
   if (store.listUploads && store.abortUpload) {
     for (const u of await store.listUploads(layout.root)) await store.abortUpload(u);
   }
-  const entries = await store.list(layout.root);
-  const last = new Set([JOB_FILE, COMMIT_FILE, lease ? posix.basename(lease.path) : '']);
-  await Promise.all(entries.filter((e) => !last.has(e.name)).map((e) => store.delete(e.path, e.kind === 'dir')));
-  await store.delete(layout.commitFile, false);
+  if (!store.caps.realDirectories && store.listTree && store.deleteMany) {
+    // Object stores: one listing of every key, then bulk deletes (the plan goes with the rest).
+    const keep = new Set([layout.jobFile, lease?.path ?? '']);
+    await store.deleteMany((await store.listTree(layout.root)).map((e) => e.path).filter((p) => !keep.has(p)));
+  } else {
+    const entries = await store.list(layout.root);
+    const last = new Set([JOB_FILE, COMMIT_FILE, lease ? posix.basename(lease.path) : '']);
+    await Promise.all(entries.filter((e) => !last.has(e.name)).map((e) => store.delete(e.path, e.kind === 'dir')));
+    await store.delete(layout.commitFile, false);
+  }
   // `_job.yaml` (and our lease) is all that is left: they and the directory go in one operation.
   // A racing step's lease file can appear meanwhile (it will find no job): remove it too.
   for (let i = 0; ; i++) {

@@ -6,7 +6,7 @@ import { posix } from 'node:path';
 import { InternalError, StoreError } from '../errors.js';
 import type { Store } from '../store/types.js';
 import { forEachLimit } from '../util/pool.js';
-import type { Loc, PlanOp, PlanPhase } from './plan.js';
+import type { Loc, PlannedUpload, PlanOp, PlanPhase } from './plan.js';
 
 export interface ApplyContext {
   readonly store: Store;
@@ -58,6 +58,11 @@ async function moveDirIntoTarget(store: Store, from: string, to: string): Promis
   await store.delete(from, false);
 }
 
+function completeUpload(store: Store, path: string, u: PlannedUpload): Promise<void> {
+  if (!store.completeUpload) throw new StoreError('refused', 'complete', [store.toUri(path)], 'the plan completes a pending upload, but this store has none');
+  return store.completeUpload({ path, uploadId: u.id, etags: u.etags, size: u.size });
+}
+
 async function applyOp(ctx: ApplyContext, op: PlanOp): Promise<void> {
   const { store } = ctx;
   const at = (l: Loc) => resolveLoc(ctx, l);
@@ -73,7 +78,8 @@ async function applyOp(ctx: ApplyContext, op: PlanOp): Promise<void> {
       return;
     }
     case 'copy':
-      await store.copy(at(op.from), at(op.to));
+      if (op.upload) await completeUpload(store, at(op.to), op.upload);
+      else await store.copy(at(op.from), at(op.to));
       return;
     case 'swap': {
       const path = at(op.path);

@@ -6,7 +6,7 @@ import { checkRelativePath } from '../paths.js';
 import type { Store } from '../store/types.js';
 import { OUTPUT_DIR, TRASH_DIR, type JobLayout } from '../job/layout.js';
 import { readManifestFile } from '../job/manifest-io.js';
-import type { CommitPlan, Loc, PlanOp } from './plan.js';
+import type { CommitPlan, Loc, PlanOp, PlannedUpload } from './plan.js';
 
 const KIND = 'stagecommit/commit';
 const VERSION = 1;
@@ -67,6 +67,18 @@ function checkLoc(v: unknown, key: string): Loc {
   return v;
 }
 
+/** A pending upload completed at `to` (which must be inside the target): its id, parts and size. */
+function checkUpload(v: unknown, to: Loc): PlannedUpload {
+  const u = v as Record<string, unknown> | null;
+  if (u === null || typeof u !== 'object') throw new Error("'upload' is not a mapping");
+  if (!to.startsWith('t:') || to === 't:') throw new Error(`'to' is '${to}': a pending upload completes only at a file inside the target`);
+  if (typeof u.id !== 'string' || u.id === '') throw new Error("'upload.id' is missing or empty");
+  const etags = u.etags;
+  if (!Array.isArray(etags) || etags.length === 0 || etags.some((e) => typeof e !== 'string' || e === '')) throw new Error("'upload.etags' is not a list of the parts' ETags");
+  if (typeof u.size !== 'number' || !Number.isSafeInteger(u.size) || u.size < 0) throw new Error("'upload.size' is not a whole number");
+  return { id: u.id, etags: etags as string[], size: u.size };
+}
+
 function checkOp(o: Record<string, unknown>): PlanOp {
   const flag = (k: string) => {
     if (o[k] !== undefined && typeof o[k] !== 'boolean') throw new Error(`'${k}' is not true/false`);
@@ -79,8 +91,10 @@ function checkOp(o: Record<string, unknown>): PlanOp {
       const op: PlanOp = { op: 'move', from: checkLoc(o.from, 'from'), to: checkLoc(o.to, 'to') };
       return { ...op, ...(flag('dir') ? { dir: true } : {}), ...(flag('replace') ? { replace: true } : {}) };
     }
-    case 'copy':
-      return { op: 'copy', from: checkLoc(o.from, 'from'), to: checkLoc(o.to, 'to') };
+    case 'copy': {
+      const op = { op: 'copy' as const, from: checkLoc(o.from, 'from'), to: checkLoc(o.to, 'to') };
+      return o.upload === undefined ? op : { ...op, upload: checkUpload(o.upload, op.to) };
+    }
     case 'swap':
       return { op: 'swap', path: checkLoc(o.path, 'path'), trash: checkLoc(o.trash, 'trash'), from: checkLoc(o.from, 'from'), dir: flag('dir') };
     case 'delete': {

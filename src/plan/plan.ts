@@ -6,7 +6,7 @@ import { Planner } from './planner.js';
 import { buildTree, findClashes } from './tree.js';
 import type { CommitPlan, Loc, PlanInput, PlanPhase } from './types.js';
 
-export type { CommitPlan, Loc, PlanInput, PlanOp, PlanPhase, SourceTree, TargetKind, TargetSnapshot } from './types.js';
+export type { CommitPlan, Loc, PlanInput, PlannedUpload, PlanOp, PlanPhase, SourceFile, SourceTree, TargetKind, TargetSnapshot } from './types.js';
 export { buildTree, findClashes } from './tree.js';
 
 /** Full partition paths ('' for an unpartitioned table) of the output's files. */

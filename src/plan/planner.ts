@@ -62,7 +62,7 @@ export class Planner {
    */
   private moveIntoAbsent(node: Node, rel: string, dest: Loc, placed: ReadonlySet<number>, phase: number): number {
     if (node.file) {
-      this.add(phase, this.fileOp(this.src(node.file.source, rel), dest, false));
+      this.add(phase, this.fileOp(this.src(node.file.source, rel), dest, false, node.file));
       return phase;
     }
     const rest = this.remaining(node, placed);
@@ -102,7 +102,7 @@ export class Planner {
         last = Math.max(last, this.publishNew(child, childRel, childDest, placed, phase));
       } else if (child.file) {
         if (old !== undefined && old !== 'file') throw new ConflictError(`'${childRel}' is a file in the job's output but a directory in the target`);
-        this.add(phase, this.fileOp(this.src(child.file.source, childRel), childDest, old !== undefined));
+        this.add(phase, this.fileOp(this.src(child.file.source, childRel), childDest, old !== undefined, child.file));
       } else {
         if (old !== undefined && old !== 'dir') throw new ConflictError(`'${childRel}' is a directory in the job's output but a file in the target`);
         const childExisting = old !== undefined && dest.startsWith('t:') ? this.targetChildren(childRel) : null;
@@ -124,7 +124,11 @@ export class Planner {
     return last + 1;
   }
 
-  private fileOp(from: Loc, to: Loc, replace: boolean): PlanOp {
+  private fileOp(from: Loc, to: Loc, replace: boolean, file: NonNullable<Node['file']>): PlanOp {
+    if (file.upload) {
+      if (!to.startsWith('t:')) throw new InternalError(`planner: the pending upload for '${to}' can only complete at its final path`);
+      return { op: 'copy', from, to, upload: { id: file.upload.id, etags: file.upload.etags, size: file.size } };
+    }
     if (!this.renames) return { op: 'copy', from, to };
     return replace ? { op: 'move', from, to, replace: true } : { op: 'move', from, to };
   }

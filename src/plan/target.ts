@@ -1,10 +1,11 @@
 // Reading the target where the output touches it: the planner's view of what is already there.
 
+import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import type { JobLayout } from '../job/layout.js';
 import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
-import { findClashes, type SourceTree, type TargetKind, type TargetSnapshot } from './plan.js';
+import { findClashes, type SourceFile, type SourceTree, type TargetKind, type TargetSnapshot } from './plan.js';
 
 /** Every directory prefix of the given table-relative paths, plus the paths themselves. */
 function prefixes(paths: Iterable<string>, includeSelf: boolean): Set<string> {
@@ -49,10 +50,22 @@ export async function identicalClashes(store: Store, layout: JobLayout, targetPa
   const clashes = findClashes({ sources, target });
   if (clashes.length === 0) return new Set();
   const where = new Map<string, string>();
-  for (const s of sources) for (const f of s.files) where.set(f.path, layout.resolve(posix.join(s.root, f.path)));
+  const uploads = new Map<string, SourceFile>();
+  for (const s of sources) for (const f of s.files) (f.upload ? uploads.set(f.path, f) : where.set(f.path, layout.resolve(posix.join(s.root, f.path))));
   const same = await mapLimit(clashes, concurrency, async (rel) => {
+    const up = uploads.get(rel);
+    if (up) return sameAsUpload(up, await store.readFile(posix.join(targetPath, rel)));
     const [a, b] = await Promise.all([store.readFile(where.get(rel)!), store.readFile(posix.join(targetPath, rel))]);
     return a !== null && b !== null && a.equals(b);
   });
   return new Set(clashes.filter((_, i) => same[i]));
+}
+
+/**
+ * A pending upload's bytes cannot be read: a one-part upload equals a file whose MD5 is its part's
+ * ETag. Larger ones are taken as different (the clash is then refused, never overwritten).
+ */
+function sameAsUpload(f: SourceFile, existing: Buffer | null): boolean {
+  if (existing === null || existing.length !== f.size || f.upload!.etags.length !== 1) return false;
+  return createHash('md5').update(existing).digest('hex') === f.upload!.etags[0]!.replace(/"/g, '');
 }

@@ -2,7 +2,7 @@
 
 import { posix } from 'node:path';
 import { ConflictError } from '../errors.js';
-import type { Loc, PlanInput, SourceTree } from './types.js';
+import type { Loc, PlanInput, SourceFile, SourceTree } from './types.js';
 
 
 export interface Node {
@@ -10,7 +10,7 @@ export interface Node {
   readonly children: Map<string, Node>;
   /** Source index per contributing source → number of files under this node. */
   readonly sources: Map<number, number>;
-  file?: { source: number; size: number };
+  file?: { source: number; size: number; upload?: SourceFile['upload'] };
 }
 
 export function newNode(name: string): Node {
@@ -50,7 +50,7 @@ export function buildTree(sources: readonly SourceTree[], skip?: ReadonlySet<str
         throw new ConflictError(`tasks ${sources[other.file.source]!.task} and ${src.task} both wrote '${f.path}': every file must have one destination; rename one and commit that task again`);
       }
       if (other) throw new ConflictError(`'${f.path}' is a file in one task and a directory in another`);
-      node.children.set(leaf, { name: leaf, children: NO_CHILDREN as Map<string, Node>, sources: only, file: { source: si, size: f.size } });
+      node.children.set(leaf, { name: leaf, children: NO_CHILDREN as Map<string, Node>, sources: only, file: f.upload ? { source: si, size: f.size, upload: f.upload } : { source: si, size: f.size } });
     }
   });
   return root;

@@ -15,7 +15,11 @@ export type PlanOp =
   /** Rename a file or directory; `replace` lets a file replace an old file of the same name. */
   | { readonly op: 'move'; readonly from: Loc; readonly to: Loc; readonly dir?: boolean; readonly replace?: boolean }
   /** Server-side copy of one file (stores without rename); the source goes with the staging dir. */
-  | { readonly op: 'copy'; readonly from: Loc; readonly to: Loc }
+  /**
+   * Server-side copy of one file (stores without rename); the source goes with the staging dir.
+   * With `upload`, the file is a pending upload to `to`, completed in place: nothing is copied.
+   */
+  | { readonly op: 'copy'; readonly from: Loc; readonly to: Loc; readonly upload?: PlannedUpload }
   /** Park the old `path` in the trash, then move `from` into its place: one rename of gap. */
   | { readonly op: 'swap'; readonly path: Loc; readonly trash: Loc; readonly from: Loc; readonly dir: boolean }
   /** Remove old data that the overwrite replaces (after every new file is in place). */
@@ -23,12 +27,25 @@ export type PlanOp =
 
 export type PlanPhase = readonly PlanOp[];
 
+export interface PlannedUpload {
+  readonly id: string;
+  readonly etags: readonly string[];
+  readonly size: number;
+}
+
+/** A task file; `upload` when it waits as a pending upload at its final path. */
+export interface SourceFile {
+  readonly path: string;
+  readonly size: number;
+  readonly upload?: { readonly id: string; readonly etags: readonly string[] };
+}
+
 export interface SourceTree {
   /** The task it came from. */
   readonly task: string;
   /** Staging-relative directory holding the files' table-relative paths. */
   readonly root: string;
-  readonly files: readonly { readonly path: string; readonly size: number }[];
+  readonly files: readonly SourceFile[];
 }
 
 export type TargetKind = 'file' | 'dir' | 'other';

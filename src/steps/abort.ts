@@ -1,10 +1,11 @@
 // abort: throws away one task attempt, or the whole job's staged data (refused past the commit point).
 
 import { ConflictError } from '../errors.js';
-import { decide, readClaim } from '../job/claims.js';
+import { decide, readClaim, readClaims } from '../job/claims.js';
 import { saveJob } from '../job/job.js';
 import { taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
+import { abortRecordedUploads, settleAttemptUploads } from '../job/pending-uploads.js';
 import { releaseLogEntry } from './commit-point.js';
 import { requireState, type OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
@@ -34,11 +35,13 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
   const ifGone = (): AbortResult => ({ outcome: 'nothing', scope });
   if (task !== undefined) return runStep(env, input.stagingPath, { name: 'abort', ifGone }, (open) => abortTask(env, open, task, attempt));
   const rule = { name: 'abort', lease: true, states: { allowed: ['staged', 'aborted'] as const, doing: 'abort' }, ifGone };
-  return runStep(env, input.stagingPath, rule, async ({ job, layout }, lease) => {
+  return runStep(env, input.stagingPath, rule, async (locked, lease) => {
+    const { job, layout } = locked;
     if (job.state !== 'aborted') {
       await releaseLogEntry(env, job);
       await saveJob(env.store, layout, { ...job, state: 'aborted' });
     }
+    await abortJobUploads(env, locked);
     await removeStagingDir(env.store, layout, lease);
     return { jobId: job.jobId, outcome: 'aborted' as const, scope };
   });
@@ -65,5 +68,16 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
     wasDenied = true; // another attempt won the task: this one's files were never going to appear
   }
   await store.delete(layout.attemptDir(app, taskAttempt), true);
+  await settleAttemptUploads(store, layout, job, taskAttempt, [], env.concurrency);
   return { jobId: job.jobId, outcome: 'aborted', scope: 'task', taskAttempt, wasDenied };
+}
+
+/** Every upload the job began, recorded or claimed, is aborted (S3): none will be completed. */
+export async function abortJobUploads(env: StepEnv, open: OpenJob): Promise<void> {
+  const { store } = env;
+  const { job, layout } = open;
+  if (!store.abortUpload) return;
+  const claims = await readClaims(store, layout, job.jobId, job.appAttempt, env.concurrency);
+  const claimed = [...claims.values()].flatMap((c) => c.files);
+  await abortRecordedUploads(store, layout, new Set(), env.concurrency, job.targetPath, { extra: claimed });
 }

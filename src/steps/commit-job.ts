@@ -7,12 +7,13 @@ import { ConflictError, CorruptManifestError, IncompleteError } from '../errors.
 import { readClaims, type Claim } from '../job/claims.js';
 import { isFullyStatic, saveJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { ATTEMPT_MARKER, SUCCESS_FILE } from '../job/layout.js';
+import { abortRecordedUploads, checkUploadsPending } from '../job/pending-uploads.js';
 import type { Lease } from '../job/lease.js';
 import { successJson } from '../job/success.js';
 import { TableLog, type LogListing } from '../job/table-log.js';
 import { applyPhases } from '../plan/apply.js';
 import { encodePlan, loadPlan, type PersistedPlan } from '../plan/plan-file.js';
-import { partitionsOf, planCommit, targetDirsChanged, type SourceTree } from '../plan/plan.js';
+import { partitionsOf, planCommit, targetDirsChanged, type PlanPhase, type SourceTree } from '../plan/plan.js';
 import { identicalClashes, snapshotTarget } from '../plan/target.js';
 import { publishStrategy } from '../store/operations.js';
 import { compareTasks } from '../paths.js';
@@ -99,12 +100,14 @@ async function checkedClaims(env: StepEnv, open: OpenJob): Promise<Claim[]> {
     }
   }
   if (job.algorithm === 'v1') {
-    const problems = await mapLimit(claims, env.concurrency, (c) => outputProblem(store, layout.resolve(c.root!), c.files));
+    const problems = await mapLimit(claims, env.concurrency, (c) => outputProblem(store, layout.resolve(c.root!), c.files.filter((f) => !f.upload)));
     const i = problems.findIndex((p) => p !== null);
     if (i >= 0) {
       const c = claims[i]!;
       throw new ConflictError(`the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(layout.resolve(c.root!))} ${problems[i]}: nothing was changed; abort the job and run it again`);
     }
+    const lost = await checkUploadsPending(store, job.targetPath, claims.flatMap((c) => c.files));
+    if (lost !== null) throw new ConflictError(`the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; abort the job and run it again`);
   }
   return claims;
 }
@@ -212,6 +215,8 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   }
   if (plan.logEntry !== null) await log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now());
   env.emit({ type: 'phase', label: 'removing the staging dir' });
+  // Uploads of attempts that lost, were denied or aborted are never completed: abort them (S3).
+  await abortRecordedUploads(store, layout, plannedUploads(plan.phases), env.concurrency, job.targetPath);
   await removeStagingDir(store, layout, lease);
   // The log is tidied by the run that made the entry, from the listing it already holds.
   if (listing) await log.prune(listing, env.now()).catch((e: unknown) => env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }));
@@ -237,6 +242,13 @@ async function checkHeldEntry(store: Store, open: OpenJob, plan: PersistedPlan):
       `names table-log entry ${n}, which ${!entry ? 'is gone' : void_ ? 'was given up' : `is job ${entry.jobId}'s`}: rolling this plan forward could undo newer commits; check the target and abort the job, or restore the log`,
     );
   }
+}
+
+/** The upload ids a commit plan completes (kept when the job's other uploads are aborted). */
+function plannedUploads(phases: readonly PlanPhase[]): Set<string> {
+  const out = new Set<string>();
+  for (const phase of phases) for (const op of phase) if (op.op === 'copy' && op.upload) out.add(op.upload.id);
+  return out;
 }
 
 async function removeSuccessTemps(store: Store, targetPath: string): Promise<void> {

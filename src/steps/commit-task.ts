@@ -6,6 +6,7 @@ import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
 import { decide, encodeClaim, readClaim, type Claim, type TaskFile } from '../job/claims.js';
 import { loadJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { JobLayout, SUCCESS_FILE, taskAttemptName, taskOfAttempt } from '../job/layout.js';
+import { readAttemptUploads, settleAttemptUploads, withUploads, type AttemptUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
 import { attemptFiles } from '../job/tasks.js';
 import { publishV2 } from '../plan/publish-v2.js';
@@ -105,9 +106,12 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   }
 
   const attemptDir = layout.attemptDir(app, taskAttempt);
+  let pending: AttemptUploads | undefined;
   if (!claim) {
     // A killed `stage` left its temp files here: they are not listed, and go before the dir moves.
-    const files = (await dropWriterMarkers(env, await attemptFiles(store, attemptDir, { details: true, removeTemps: true }))).map((e) => ({ path: e.name, size: e.size }));
+    const [walked, uploads] = await Promise.all([attemptFiles(store, attemptDir, { details: true, removeTemps: true }), readAttemptUploads(store, layout, job, taskAttempt, env.concurrency)]);
+    pending = uploads;
+    const files = withUploads((await dropWriterMarkers(env, walked)).map((e) => ({ path: e.name, size: e.size })), uploads, taskAttempt);
     if (files.length === 0 && !(await store.stat(attemptDir))) {
       const older = await olderOutput(store, layout, job.jobId, task, app);
       const where = older ? `; its files are in ${store.toUri(older)}, left from an earlier app attempt: stage them again` : '; stage its files, or --print-path for a writer, first';
@@ -129,6 +133,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
 
   const root = await promote(env, layout, job, attemptDir, task, claim.files);
   await store.writeFile(layout.claimFile(app, task), encodeClaim({ ...claim, state: 'committed', root }));
+  await settleAttemptUploads(store, layout, job, taskAttempt, claim.files, env.concurrency, pending);
   // recover may have started the next app attempt meanwhile, without this claim: say so.
   const now = await loadJob(store, layout);
   if (now && now.appAttempt !== app) {

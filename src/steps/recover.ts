@@ -9,6 +9,8 @@ import type { Store } from '../store/types.js';
 import { compareTasks } from '../paths.js';
 import type { Lease } from '../job/lease.js';
 import { commitJobLocked } from './commit-job.js';
+import { abortRecordedUploads, uploadsDir } from '../job/pending-uploads.js';
+import { abortJobUploads } from './abort.js';
 import { releaseLogEntry } from './commit-point.js';
 import { publishV2 } from '../plan/publish-v2.js';
 import { promotedOutput } from '../store/operations.js';
@@ -46,6 +48,7 @@ async function recoverLocked(env: StepEnv, open: OpenJob, lease: Lease): Promise
   const { job, layout } = open;
   const base = { jobId: job.jobId, appAttempt: job.appAttempt, committedTasks: [], tasksToRun: [], finished: [], undone: [] };
   if (open.state === 'aborted') {
+    await abortJobUploads(env, open);
     await removeStagingDir(store, layout, lease);
     return { ...base, state: 'aborted', rolledForward: false };
   }
@@ -82,7 +85,13 @@ async function recoverLocked(env: StepEnv, open: OpenJob, lease: Lease): Promise
   for (const d of decisions.values()) {
     if (d.outcome === 'abort' || winners.has(d.taskAttempt)) await decide(store, layout, next, d);
   }
-  const attempted = new Set((await attemptsByTask(store, layout, job.jobId, app)).keys());
+  // A task whose files went as pending uploads (S3) has an uploads record even without files.
+  const [byTask, uploaded] = await Promise.all([attemptsByTask(store, layout, job.jobId, app), store.list(uploadsDir(layout, app))]);
+  const attempted = new Set(byTask.keys());
+  for (const e of uploaded) {
+    const task = taskOfAttempt(job.jobId, e.name);
+    if (task) attempted.add(task);
+  }
   for (const d of decisions.values()) {
     const task = taskOfAttempt(job.jobId, d.taskAttempt);
     if (task) attempted.add(task);
@@ -98,6 +107,9 @@ async function recoverLocked(env: StepEnv, open: OpenJob, lease: Lease): Promise
   }
   await store.delete(layout.output, true);
   await store.delete(layout.trash, true);
+  // Uploads of the earlier attempts that no kept claim holds will never be completed (S3).
+  const kept = new Set([...claims.values()].flatMap((c) => c.files.map((f) => f.upload?.id ?? '')));
+  await abortRecordedUploads(store, layout, kept, env.concurrency, job.targetPath, { beforeApp: next });
 
   const committedTasks = [...claims.keys()].sort(compareTasks);
   // Every claim left is committed now: the interrupted ones were finished or undone above.

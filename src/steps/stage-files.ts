@@ -6,6 +6,7 @@ import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
 import { readDecision } from '../job/claims.js';
 import type { JobManifest } from '../job/job.js';
 import { ATTEMPT_MARKER, taskAttemptName } from '../job/layout.js';
+import { stageAsUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionPath, type PartitionValue } from '../paths.js';
 import { isTempName, TEMP_PREFIX } from '../store/temp-names.js';
 import { forEachLimit } from '../util/pool.js';
@@ -93,7 +94,10 @@ async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, ta
     if (!store.caps.realDirectories) await store.writeFile(posix.join(dir, ATTEMPT_MARKER), '');
     return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(dir), writeDir: store.toUri(partDir), files: [] };
   }
-  await forEachLimit(input.files, env.concurrency, async (f) => {
+  // Large local files on S3 go up as uploads to their final keys, left pending (no copy at commit).
+  const local = input.files.filter((f): f is Extract<StagedSource, { localPath: string }> => 'localPath' in f);
+  const uploaded = await stageAsUploads(store, layout, job, taskAttempt, part, local, env.concurrency, env.now());
+  await forEachLimit(input.files.filter((f) => !uploaded.has(f.name)), env.concurrency, async (f) => {
     const dst = posix.join(partDir, f.name);
     await store.put(dst, 'localPath' in f ? { localPath: f.localPath } : { stream: f.stream });
   });

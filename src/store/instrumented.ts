@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream';
 import { InjectedFault } from '../errors.js';
 import type { StoreError } from '../errors.js';
-import type { Entry, ListOptions, MutatingOp, PendingUpload, ReadOp, RenameOptions, RenamePair, Store, StoreOp } from './types.js';
+import type { Entry, ListOptions, MutatingOp, PendingUpload, ReadOp, ReadyUpload, RenameOptions, RenamePair, Store, StoreOp } from './types.js';
 
 export type OpCounts = Partial<Record<StoreOp, number>>;
 
@@ -87,7 +87,7 @@ export class InstrumentedStore implements Store {
   }
   get listTree(): ((dir: string, o?: ListOptions) => Promise<Entry[]>) | undefined {
     const f = this.inner.listTree?.bind(this.inner);
-    return f && (async (dir, o) => (this.count('list'), f(dir, o)));
+    return f && (async (dir, o) => (await this.read('list', dir), f(dir, o)));
   }
   get deleteMany(): ((paths: readonly string[]) => Promise<void>) | undefined {
     const many = this.inner.deleteMany?.bind(this.inner);
@@ -107,9 +107,22 @@ export class InstrumentedStore implements Store {
     const f = this.inner.listUploads?.bind(this.inner);
     return f && (async (dir) => (await this.read('list', dir), f(dir)));
   }
-  get abortUpload(): ((u: PendingUpload) => Promise<void>) | undefined {
+  get abortUpload(): ((u: Pick<PendingUpload, 'path' | 'uploadId'>) => Promise<void>) | undefined {
     const f = this.inner.abortUpload?.bind(this.inner);
     return f && (async (u) => (await this.mutate('delete', u.path), f(u)));
+  }
+  get pendingUploadMinBytes(): number | undefined { return this.inner.pendingUploadMinBytes; }
+  get beginUpload(): ((p: string) => Promise<string>) | undefined {
+    const f = this.inner.beginUpload?.bind(this.inner);
+    return f && (async (p) => (await this.mutate('upload', p), f(p)));
+  }
+  get uploadParts(): ((p: string, id: string, local: string, size: number) => Promise<string[]>) | undefined {
+    const f = this.inner.uploadParts?.bind(this.inner);
+    return f && (async (p, id, local, size) => (await this.mutate('upload', p), f(p, id, local, size)));
+  }
+  get completeUpload(): ((u: ReadyUpload) => Promise<void>) | undefined {
+    const f = this.inner.completeUpload?.bind(this.inner);
+    return f && (async (u) => (await this.mutate('complete', u.path), f(u)));
   }
   /** The counts, with the HTTP requests of stores that make them. */
   metrics(): OpCounts & { requests?: number } {

@@ -38,10 +38,11 @@ export async function promoteOutput(store: Store, attemptDir: string, committedD
  * rename happened, or (stores that keep output in place) in the attempt dir when every file is
  * there. Null: the promotion must be undone.
  */
-export async function promotedOutput(store: Store, attemptDir: string, committedDir: string, files: readonly { path: string }[]): Promise<string | null> {
+export async function promotedOutput(store: Store, attemptDir: string, committedDir: string, files: readonly { path: string; upload?: unknown }[]): Promise<string | null> {
   if (publishStrategy(store) === 'copy') {
+    // A file sent as a pending upload (S3) waits at its final key, not in the attempt dir.
     const present = new Set((await walkFiles(store, attemptDir)).map((e) => e.name));
-    return files.every((f) => present.has(f.path)) ? attemptDir : null;
+    return files.every((f) => f.upload || present.has(f.path)) ? attemptDir : null;
   }
   if ((await store.stat(attemptDir)) === null && (files.length === 0 || (await store.stat(committedDir)) !== null)) return committedDir;
   return null;

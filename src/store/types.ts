@@ -43,6 +43,15 @@ export interface PendingUpload {
   readonly initiatedMs: number;
 }
 
+/** A pending upload whose parts are all sent: completing it makes the file appear whole. */
+export interface ReadyUpload {
+  readonly path: string;
+  readonly uploadId: string;
+  readonly size: number;
+  /** The parts' ETags, in part order. */
+  readonly etags: readonly string[];
+}
+
 export interface RenamePair {
   readonly src: string;
   readonly dst: string;
@@ -80,7 +89,8 @@ export interface Store {
   /**
    * Optional: every entry under a directory, `name` relative to it ('a/b.csv'), not into symbolic
    * links; [] when it does not exist. For stores that list a tree cheaper than one list() per
-   * directory (local: readdir without a promise each). walkTree() falls back to list().
+   * directory (local: readdir without a promise each; S3: one paged listing of every key, so files
+   * only, as an object store has no directories of its own). walkTree() falls back to list().
    */
   listTree?(dir: string, opts?: ListOptions): Promise<Entry[]>;
   readFile(path: string): Promise<Buffer | null>;
@@ -106,7 +116,17 @@ export interface Store {
   verify?(dir: string): Promise<void>;
   /** Optional: uploads begun under a directory and never completed (S3 multipart uploads). */
   listUploads?(dir: string): Promise<PendingUpload[]>;
-  abortUpload?(upload: PendingUpload): Promise<void>;
+  /** Aborting an upload that is gone (completed or aborted) is success. */
+  abortUpload?(upload: Pick<PendingUpload, 'path' | 'uploadId'>): Promise<void>;
+  /**
+   * Optional, all four or none (S3): a file staged as an upload to its final path, left pending
+   * (invisible) until completed, then appears whole without its bytes being copied.
+   */
+  readonly pendingUploadMinBytes?: number;
+  beginUpload?(path: string): Promise<string>;
+  uploadParts?(path: string, uploadId: string, localPath: string, size: number): Promise<string[]>;
+  /** Idempotent: an upload completed before is success when the path holds its bytes. */
+  completeUpload?(upload: ReadyUpload): Promise<void>;
   /**
    * Optional: fails (StoreError 'refused') when this process cannot change the entries of one of
    * these directories; a directory that does not exist yet is judged by its nearest existing parent.
@@ -118,5 +138,5 @@ export interface Store {
 
 /** Operation names as counted in metrics (DESIGN §9). */
 export type ReadOp = 'stat' | 'list' | 'readFile';
-export type MutatingOp = 'writeFile' | 'createExclusive' | 'mkdirs' | 'rename' | 'copy' | 'delete' | 'put';
+export type MutatingOp = 'writeFile' | 'createExclusive' | 'mkdirs' | 'rename' | 'copy' | 'delete' | 'put' | 'upload' | 'complete';
 export type StoreOp = ReadOp | MutatingOp;

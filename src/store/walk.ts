@@ -37,18 +37,14 @@ export async function walkFiles(store: Store, dir: string, opts: WalkOptions = {
   const out: Entry[] = [];
   // Temp files are never output; a killed step's ones go when the next step asks (§5.12).
   const temps: Entry[] = [];
-  const skipped = new Set<string>();
   for (const e of await walkTree(store, dir, { details: opts.details ?? false })) {
-    const slash = e.name.lastIndexOf('/');
-    const skip = slash < 0 ? opts.ignoreTop?.has(e.name) === true : skipped.has(e.name.slice(0, slash));
-    if (skip) {
-      if (e.kind === 'dir') skipped.add(e.name);
-      continue;
-    }
-    if (isTempName(e.name.slice(slash + 1))) {
-      temps.push(e);
-      if (e.kind === 'dir') skipped.add(e.name);
-    } else if (e.kind === 'file') out.push(e);
+    const segs = e.name.split('/');
+    if (opts.ignoreTop?.has(segs[0]!)) continue;
+    const t = segs.findIndex(isTempName);
+    if (t < 0) {
+      if (e.kind === 'file') out.push(e);
+      // A temp dir goes whole; on an object store its files are all there is of it.
+    } else if (t === segs.length - 1 || !store.caps.realDirectories) temps.push(e);
   }
   if (opts.removeTemps) await Promise.all(temps.map((e) => store.delete(e.path, e.kind === 'dir')));
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

@@ -67,12 +67,13 @@ export const s3Fixture: StoreFixture = {
     const { S3Store } = await import('../../src/store/s3/s3-store.js');
     const { s3Settings } = await import('../../src/store/s3/settings.js');
     const { CreateBucketCommand, CreateMultipartUploadCommand } = await import('@aws-sdk/client-s3');
-    const settings = s3Settings({ multipartCopyThresholdBytes: 6 * 1024 * 1024, multipartCopyPartBytes: 5 * 1024 * 1024 }, process.env);
+    // Files of 4 bytes and more are staged as pending uploads, so every suite covers both ways.
+    const settings = s3Settings({ multipartCopyThresholdBytes: 6 * 1024 * 1024, multipartCopyPartBytes: 5 * 1024 * 1024, pendingUploadMinBytes: 4 }, process.env);
     const store = new S3Store(settings);
     const bucket = `sc-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
     await store.client.send(new CreateBucketCommand({ Bucket: bucket }));
     const configFile = path.join(os.tmpdir(), `${bucket}.yaml`);
-    await writeFile(configFile, 's3:\n  multipartCopyThresholdBytes: 6291456\n  multipartCopyPartBytes: 5242880\n');
+    await writeFile(configFile, 's3:\n  multipartCopyThresholdBytes: 6291456\n  multipartCopyPartBytes: 5242880\n  pendingUploadMinBytes: 4\n');
     return {
       store,
       base: `/${bucket}/sandbox`,

@@ -10,16 +10,16 @@ import {
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadObjectCommand,
-  ListMultipartUploadsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
-import { StoreError } from '../../errors.js';
-import type { Entry, ListOptions, PendingUpload, RenameOptions, Store, StoreCapabilities } from '../types.js';
+import { StoreError, UsageError } from '../../errors.js';
+import type { Entry, ListOptions, PendingUpload, ReadyUpload, RenameOptions, Store, StoreCapabilities } from '../types.js';
 import { multipartCopy } from './copy.js';
 import { copySource, errName, splitPath, status } from './keys.js';
 import type { S3Settings } from './settings.js';
+import { S3Uploads } from './uploads.js';
 
 const CAPS: StoreCapabilities = {
   directoryRename: false,
@@ -35,7 +35,9 @@ export class S3Store implements Store {
   readonly namespaceDepth = 1;
   readonly client: S3Client;
 
+  readonly pendingUploadMinBytes: number;
   private requests = 0;
+  private readonly uploads: S3Uploads;
 
   constructor(readonly settings: S3Settings) {
     this.client = new S3Client({ maxAttempts: 6, ...settings.client });
@@ -47,6 +49,8 @@ export class S3Store implements Store {
       },
       { step: 'finalizeRequest', name: 'stagecommitRequestCounter' },
     );
+    this.pendingUploadMinBytes = settings.pendingUploadMinBytes;
+    this.uploads = new S3Uploads(this.client, splitPath, (e, op, paths) => this.fail(e, op, paths), Math.max(5 * 1024 ** 2, settings.multipartUploadPartSize));
   }
 
   requestCount(): number {
@@ -80,21 +84,35 @@ export class S3Store implements Store {
     return new StoreError(kind, op, paths.map((p) => this.toUri(p)), msg);
   }
 
+  /** HEAD and a one-key listing at once: a missing file costs one round trip, not two. */
   async stat(p: string): Promise<Entry | null> {
     const { bucket, key } = splitPath(p);
     if (key === '') return { name: bucket, path: p, kind: 'dir', size: 0, mtimeMs: 0 };
-    try {
-      const h = await this.client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
-      return { name: posix.basename(p), path: p, kind: 'file', size: h.ContentLength ?? 0, mtimeMs: h.LastModified?.getTime() ?? 0 };
-    } catch (e) {
-      if (status(e) !== 404) throw this.fail(e, 'stat', [p]);
-    }
-    try {
-      const r = await this.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: key + '/', MaxKeys: 1 }));
-      return (r.KeyCount ?? 0) > 0 ? { name: posix.basename(p), path: p, kind: 'dir', size: 0, mtimeMs: 0 } : null;
-    } catch (e) {
-      throw this.fail(e, 'stat', [p]);
-    }
+    const head = this.client.send(new HeadObjectCommand({ Bucket: bucket, Key: key })).then(
+      (h) => ({ name: posix.basename(p), path: p, kind: 'file' as const, size: h.ContentLength ?? 0, mtimeMs: h.LastModified?.getTime() ?? 0 }),
+      (e: unknown) => {
+        if (status(e) !== 404) throw this.fail(e, 'stat', [p]);
+        return null;
+      },
+    );
+    const dir = this.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: key + '/', MaxKeys: 1 })).then(
+      (r) => ((r.KeyCount ?? 0) > 0 ? { name: posix.basename(p), path: p, kind: 'dir' as const, size: 0, mtimeMs: 0 } : null),
+      (e: unknown) => {
+        throw this.fail(e, 'stat', [p]);
+      },
+    );
+    const [file, prefix] = await Promise.allSettled([head, dir]);
+    if (file.status === 'rejected') throw file.reason;
+    if (file.value) return file.value;
+    if (prefix.status === 'rejected') throw prefix.reason;
+    return prefix.value;
+  }
+
+  /** Every file under a directory, at any depth, in one paged listing (no per-level requests). */
+  async listTree(dir: string): Promise<Entry[]> {
+    const { bucket, key } = splitPath(dir);
+    const prefix = key === '' ? 0 : key.length + 1;
+    return (await this.listKeys(dir)).map((o) => ({ name: o.key.slice(prefix), path: `/${bucket}/${o.key}`, kind: 'file' as const, size: o.size, mtimeMs: o.mtimeMs }));
   }
 
   async list(dir: string, _opts?: ListOptions): Promise<Entry[]> {
@@ -261,30 +279,23 @@ export class S3Store implements Store {
   }
 
   /** Multipart uploads never completed under a prefix (for clean-orphans and job abort). */
-  async listUploads(dir: string): Promise<PendingUpload[]> {
-    const { bucket, key } = splitPath(dir);
-    const out: PendingUpload[] = [];
-    let keyMarker: string | undefined;
-    let uploadIdMarker: string | undefined;
-    try {
-      do {
-        const r = await this.client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: key === '' ? '' : key + '/', KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }));
-        for (const u of r.Uploads ?? []) out.push({ path: `/${bucket}/${u.Key}`, uploadId: u.UploadId!, initiatedMs: u.Initiated?.getTime() ?? 0 });
-        keyMarker = r.IsTruncated ? r.NextKeyMarker : undefined;
-        uploadIdMarker = r.IsTruncated ? r.NextUploadIdMarker : undefined;
-      } while (keyMarker);
-    } catch (e) {
-      throw this.fail(e, 'list', [dir]);
-    }
-    return out;
+  listUploads(dir: string): Promise<PendingUpload[]> {
+    return this.uploads.list(dir);
   }
 
-  async abortUpload(u: PendingUpload): Promise<void> {
-    const { bucket, key } = splitPath(u.path);
-    try {
-      await this.client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: u.uploadId }));
-    } catch (e) {
-      if (status(e) !== 404) throw this.fail(e, 'delete', [u.path]);
-    }
+  abortUpload(u: PendingUpload): Promise<void> {
+    return this.uploads.abort(u);
+  }
+
+  beginUpload(path: string): Promise<string> {
+    return this.uploads.begin(path);
+  }
+
+  uploadParts(path: string, uploadId: string, localPath: string, size: number): Promise<string[]> {
+    return this.uploads.uploadParts(path, uploadId, localPath, size);
+  }
+
+  completeUpload(u: ReadyUpload): Promise<void> {
+    return this.uploads.complete(u);
   }
 }

@@ -10,12 +10,19 @@ export interface S3Settings {
   readonly multipartCopyPartSize: number;
   /** Uploads above this size go in parts. */
   readonly multipartUploadPartSize: number;
+  /**
+   * `stage FILE` sends files at least this large as multipart uploads to their final keys, left
+   * pending until commit-job completes them (no copy); smaller files are copied at commit, which
+   * is cheaper for them (bench/s3-commit.ts measures the crossover).
+   */
+  readonly pendingUploadMinBytes: number;
 }
 
 export const DEFAULT_S3: Omit<S3Settings, 'client'> = {
   multipartCopyThreshold: 5 * 1024 ** 3,
   multipartCopyPartSize: 512 * 1024 ** 2,
   multipartUploadPartSize: 16 * 1024 ** 2,
+  pendingUploadMinBytes: 1024 ** 2,
 };
 
 /** The environment variables that matter, passed in by the command-line layer. */
@@ -63,5 +70,6 @@ export function s3Settings(config: unknown, env: S3Env): S3Settings {
     multipartCopyThreshold: num(s, 'multipartCopyThresholdBytes', DEFAULT_S3.multipartCopyThreshold),
     multipartCopyPartSize: num(s, 'multipartCopyPartBytes', DEFAULT_S3.multipartCopyPartSize),
     multipartUploadPartSize: num(s, 'uploadPartBytes', DEFAULT_S3.multipartUploadPartSize),
+    pendingUploadMinBytes: num(s, 'pendingUploadMinBytes', DEFAULT_S3.pendingUploadMinBytes),
   };
 }

@@ -1,0 +1,189 @@
+// Files staged as uploads left pending at their final paths (S3's zero-copy commit, the way of
+// Hadoop S3A's magic committer): `stage` records each upload in the staging dir before sending its
+// bytes, `commit-task` moves the records into its claim, `commit-job` completes them, and every
+// step that ends a job or an attempt aborts the recorded uploads nobody will complete. Only
+// uploads recorded here are ever aborted: another writer's uploads to the same keys are not ours.
+
+import { randomUUID } from 'node:crypto';
+import { stat } from 'node:fs/promises';
+import { posix } from 'node:path';
+import { ConflictError, CorruptManifestError } from '../errors.js';
+import { decodeManifest, encodeManifest, Fields, itemNumber, itemString } from '../manifest/codec.js';
+import { checkRelativePath } from '../paths.js';
+import type { Store } from '../store/types.js';
+import { forEachLimit, mapLimit } from '../util/pool.js';
+import type { TaskFile } from './claims.js';
+import type { JobManifest } from './job.js';
+import type { JobLayout } from './layout.js';
+import { readManifestFile } from './manifest-io.js';
+
+/** `<staging>/_uploads/<appAttempt>/<taskAttempt>/<time>-<nonce>.yaml`: one record per `stage` run. */
+export const UPLOADS_DIR = '_uploads';
+const KIND = 'stagecommit/uploads';
+
+interface RecordedUpload {
+  /** Table-relative path: the upload is for the target's key there. */
+  readonly path: string;
+  readonly uploadId: string;
+  /** Set once every part is sent ('ready'). */
+  readonly size?: number;
+  readonly etags?: readonly string[];
+}
+
+interface UploadRecord {
+  /** Its store path. */
+  readonly file: string;
+  readonly state: 'begun' | 'ready';
+  readonly uploads: readonly RecordedUpload[];
+}
+
+export type LocalSource = { readonly localPath: string; readonly name: string };
+
+export function uploadsDir(layout: JobLayout, app?: number, taskAttempt?: string): string {
+  const base = posix.join(layout.root, UPLOADS_DIR);
+  return app === undefined ? base : taskAttempt === undefined ? posix.join(base, String(app)) : posix.join(base, String(app), taskAttempt);
+}
+
+function encodeRecord(taskAttempt: string, state: UploadRecord['state'], uploads: readonly RecordedUpload[]): string {
+  return encodeManifest({ kind: KIND, version: 1, taskAttempt, state }, { uploads: uploads.map((u) => ({ ...u })) });
+}
+
+function decodeRecord(text: string, file: string, taskAttempt: string): UploadRecord {
+  const f = new Fields(decodeManifest(text, file), file);
+  f.kind(KIND, 1);
+  if (f.string('taskAttempt') !== taskAttempt) throw new CorruptManifestError(file, 'taskAttempt', `is not '${taskAttempt}', the attempt whose dir holds it`);
+  const state = f.oneOf('state', ['begun', 'ready'] as const);
+  const uploads = f.array('uploads', (x) => {
+    const path = checkRelativePath(itemString(x, 'path'), 'upload path');
+    const uploadId = itemString(x, 'uploadId');
+    if (uploadId === '') throw new Error("'uploadId' is empty");
+    if (state === 'begun') return { path, uploadId };
+    return { path, uploadId, size: itemNumber(x, 'size'), etags: checkEtags((x as Record<string, unknown>).etags) };
+  });
+  return { file, state, uploads };
+}
+
+function checkEtags(v: unknown): string[] {
+  if (!Array.isArray(v) || v.length === 0 || v.some((e) => typeof e !== 'string' || e === '')) throw new Error("'etags' is not a list of the parts' ETags");
+  return v as string[];
+}
+
+/** Whether `stage` sends a file as a pending upload: v1 jobs on stores that have them, large files. */
+export function usesPendingUploads(store: Store, job: JobManifest): boolean {
+  return job.algorithm === 'v1' && store.beginUpload !== undefined && store.pendingUploadMinBytes !== undefined;
+}
+
+/**
+ * Stages the large local files as pending uploads to their final keys; returns the names it
+ * staged (the rest go into the attempt dir as before). The record is written before any byte is
+ * sent, so a kill after it leaves uploads that the job's abort or recover knows to abort.
+ */
+export async function stageAsUploads(store: Store, layout: JobLayout, job: JobManifest, taskAttempt: string, part: string, files: readonly LocalSource[], concurrency: number, nowMs: number): Promise<Set<string>> {
+  if (!usesPendingUploads(store, job)) return new Set();
+  const sizes = await mapLimit(files, concurrency, async (f) => (await stat(f.localPath)).size);
+  const big = files.map((f, i) => ({ ...f, size: sizes[i]! })).filter((f) => f.size > 0 && f.size >= store.pendingUploadMinBytes!);
+  if (big.length === 0) return new Set();
+  const rel = (name: string) => (part ? `${part}/${name}` : name);
+  const ids = await mapLimit(big, concurrency, (f) => store.beginUpload!(posix.join(job.targetPath, rel(f.name))));
+  const record = posix.join(uploadsDir(layout, job.appAttempt, taskAttempt), `${String(nowMs).padStart(15, '0')}-${randomUUID().slice(0, 8)}.yaml`);
+  await store.writeFile(record, encodeRecord(taskAttempt, 'begun', big.map((f, i) => ({ path: rel(f.name), uploadId: ids[i]! }))));
+  const etags: string[][] = new Array(big.length);
+  await forEachLimit(big, concurrency, async (f, i) => {
+    etags[i] = await store.uploadParts!(posix.join(job.targetPath, rel(f.name)), ids[i]!, f.localPath, f.size);
+  });
+  await store.writeFile(record, encodeRecord(taskAttempt, 'ready', big.map((f, i) => ({ path: rel(f.name), uploadId: ids[i]!, size: f.size, etags: etags[i]! }))));
+  return new Set(big.map((f) => f.name));
+}
+
+async function readRecords(store: Store, dir: string, taskAttempt: string, concurrency: number): Promise<UploadRecord[]> {
+  const names = (await store.list(dir)).filter((e) => e.kind === 'file' && e.name.endsWith('.yaml')).map((e) => e.name).sort();
+  const read = await mapLimit(names, concurrency, async (n) => {
+    const path = posix.join(dir, n);
+    const r = await readManifestFile(store, path, (text, file) => decodeRecord(text, file, taskAttempt));
+    return r && { ...r, file: path };
+  });
+  return read.filter((r): r is UploadRecord => r !== null);
+}
+
+export interface AttemptUploads {
+  /** The task's files that are pending uploads: the latest ready upload of each path. */
+  readonly files: readonly TaskFile[];
+  /** Uploads that will never be completed: of a `stage` killed mid-way, or staged again since. */
+  readonly stale: readonly { path: string; uploadId: string }[];
+  readonly recordFiles: readonly string[];
+}
+
+export async function readAttemptUploads(store: Store, layout: JobLayout, job: JobManifest, taskAttempt: string, concurrency: number): Promise<AttemptUploads> {
+  if (!usesPendingUploads(store, job)) return { files: [], stale: [], recordFiles: [] };
+  const dir = uploadsDir(layout, job.appAttempt, taskAttempt);
+  const records = await readRecords(store, dir, taskAttempt, concurrency);
+  const latest = new Map<string, RecordedUpload>();
+  const stale: { path: string; uploadId: string }[] = [];
+  for (const r of records) {
+    for (const u of r.uploads) {
+      const before = latest.get(u.path);
+      if (r.state !== 'ready') stale.push(u);
+      else if (before) stale.push(before);
+      if (r.state === 'ready') latest.set(u.path, u);
+    }
+  }
+  const files = [...latest.values()].map((u) => ({ path: u.path, size: u.size!, upload: { id: u.uploadId, etags: u.etags! } }));
+  return { files, stale: stale.map((u) => ({ path: posix.join(job.targetPath, u.path), uploadId: u.uploadId })), recordFiles: records.map((r) => r.file) };
+}
+
+/** A task's files: those in its attempt dir and its pending uploads; one path staged both ways is an error. */
+export function withUploads(files: readonly TaskFile[], uploads: AttemptUploads, taskAttempt: string): TaskFile[] {
+  if (uploads.files.length === 0) return [...files];
+  const plain = new Set(files.map((f) => f.path));
+  const both = uploads.files.find((f) => plain.has(f.path));
+  if (both) throw new ConflictError(`${taskAttempt} staged '${both.path}' twice, once as a small file and once as a large one: nothing was committed; abort this attempt and stage the task into a new --attempt`);
+  return [...files, ...uploads.files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** Once the claim holds the attempt's uploads (or it will never commit: none kept), abort the rest and drop the records. */
+export async function settleAttemptUploads(store: Store, layout: JobLayout, job: JobManifest, taskAttempt: string, claimed: readonly TaskFile[], concurrency: number, known?: AttemptUploads): Promise<void> {
+  if (!usesPendingUploads(store, job)) return;
+  const mine = known ?? (await readAttemptUploads(store, layout, job, taskAttempt, concurrency));
+  const keep = new Set(claimed.filter((f) => f.upload).map((f) => f.upload!.id));
+  const all = [...mine.stale, ...mine.files.map((f) => ({ path: posix.join(job.targetPath, f.path), uploadId: f.upload!.id }))];
+  await forEachLimit(all.filter((u) => !keep.has(u.uploadId)), concurrency, (u) => store.abortUpload!(u));
+  if (mine.recordFiles.length === 0) return;
+  if (store.deleteMany) await store.deleteMany(mine.recordFiles);
+  else await forEachLimit(mine.recordFiles, concurrency, async (f) => void (await store.delete(f, false)));
+}
+
+/**
+ * Aborts every upload recorded in the staging dir (and the `extra` ones, from claims) except the
+ * kept ones. With `beforeApp`, only the records of earlier app attempts count, and they go once
+ * done with. Safe to run again: an upload that is gone is success.
+ */
+export async function abortRecordedUploads(store: Store, layout: JobLayout, keep: ReadonlySet<string>, concurrency: number, targetPath: string, opts: { extra?: readonly TaskFile[]; beforeApp?: number } = {}): Promise<number> {
+  if (!store.abortUpload) return 0;
+  const doomed: { path: string; uploadId: string }[] = [];
+  const apps = (await store.list(uploadsDir(layout))).filter((e) => e.kind === 'dir' && (opts.beforeApp === undefined || Number(e.name) < opts.beforeApp));
+  for (const app of apps) {
+    for (const attempt of await store.list(app.path)) {
+      if (attempt.kind !== 'dir') continue;
+      for (const r of await readRecords(store, attempt.path, attempt.name, concurrency)) {
+        for (const u of r.uploads) doomed.push({ path: posix.join(targetPath, u.path), uploadId: u.uploadId });
+      }
+    }
+  }
+  for (const f of opts.extra ?? []) if (f.upload) doomed.push({ path: posix.join(targetPath, f.path), uploadId: f.upload.id });
+  const go = doomed.filter((u) => !keep.has(u.uploadId));
+  await forEachLimit(go, concurrency, (u) => store.abortUpload!(u));
+  if (opts.beforeApp !== undefined) for (const app of apps) await store.delete(app.path, true);
+  return go.length;
+}
+
+/**
+ * Before the commit point: every upload the claims name must still be pending (a lifecycle rule
+ * or another tool may have aborted it), or the task's output is gone (§5.9).
+ */
+export async function checkUploadsPending(store: Store, targetPath: string, files: readonly TaskFile[]): Promise<string | null> {
+  const ours = files.filter((f) => f.upload);
+  if (ours.length === 0 || !store.listUploads) return null;
+  const pending = new Set((await store.listUploads(targetPath)).map((u) => u.uploadId));
+  const lost = ours.find((f) => !pending.has(f.upload!.id));
+  return lost ? lost.path : null;
+}
