@@ -28,7 +28,7 @@ export type PlanPhase = readonly PlanOp[];
 export interface SourceTree {
   /** The task it came from. */
   readonly task: string;
-  /** Staging-relative directory holding the files' table-relative paths. */
+  /** Staging-relative directory holding the files' table-relative paths ('t:REL': inside the target). */
   readonly root: string;
   readonly files: readonly { readonly path: string; readonly size: number }[];
 }
@@ -139,7 +139,9 @@ class Planner {
   }
 
   private src(si: number, rel: string): Loc {
-    return 's:' + join(this.input.sources[si]!.root, rel);
+    const root = this.input.sources[si]!.root;
+    // An adopted leftover's output on a store without rename stays where it is in the target.
+    return root.startsWith('t:') ? (rel === '' ? root : childLoc(root, rel)) : 's:' + join(root, rel);
   }
 
   private targetKind(rel: string): TargetKind | undefined {

@@ -1,7 +1,7 @@
 // Reading the target where the output touches it, and publishing a planned output (commit-job, v2 tasks).
 
 import { posix } from 'node:path';
-import type { TaskFile } from '../job/claims.js';
+import { claimRootPath, type TaskFile } from '../job/claims.js';
 import type { JobManifest } from '../job/job.js';
 import type { JobLayout } from '../job/layout.js';
 import { applyPhases } from '../plan/apply.js';
@@ -54,7 +54,7 @@ export async function identicalClashes(store: Store, layout: JobLayout, targetPa
   const clashes = findClashes({ sources, target });
   if (clashes.length === 0) return new Set();
   const where = new Map<string, string>();
-  for (const s of sources) for (const f of s.files) where.set(f.path, layout.resolve(posix.join(s.root, f.path)));
+  for (const s of sources) for (const f of s.files) where.set(f.path, posix.join(claimRootPath(layout, targetPath, s.root), f.path));
   const same = await mapLimit(clashes, concurrency, async (rel) => {
     const [a, b] = await Promise.all([store.readFile(where.get(rel)!), store.readFile(posix.join(targetPath, rel))]);
     return a !== null && b !== null && a.equals(b);
