@@ -20,6 +20,7 @@ import { status } from '../steps/status.js';
 import { loadConfig, type Config } from './config.js';
 import { formatBytes, formatOps, renderCommit, renderStatus } from './render.js';
 import { cleanOrphansCommand } from './orphans-command.js';
+import { adoptCommands, renderAbortDryRun, renderCommitDryRun, renderRecoverDryRun } from './adopt-command.js';
 
 export interface GlobalOptions {
   json?: boolean;
@@ -370,9 +371,11 @@ again). JOB defaults to $STAGECOMMIT_JOB.`,
     .description('publish every committed task into the target, all at once')
     .option('--job <job>', 'the job handle')
     .option('--parallelism <n>', 'store operations in flight (default: config concurrency, 32)', positiveInt('--parallelism'))
+    .option('--dry-run', 'print the plan (files, partitions, what an overwrite displaces, store operations); change nothing')
     .action((o, cmd: Command) =>
       run(async (rt) => {
         const job = await rt.job(o.job);
+        if (o.dryRun) return dryRun(rt, await import('../steps/dry-run.js').then((m) => m.commitJobDryRun(rt.stepEnv(job.store, o.parallelism), { stagingPath: job.path })), renderCommitDryRun);
         const r = await commitJob(rt.stepEnv(job.store, o.parallelism), { stagingPath: job.path });
         await rt.ui.stopSpinner();
         if (rt.global.json) rt.ui.json(r);
@@ -387,10 +390,12 @@ again). JOB defaults to $STAGECOMMIT_JOB.`,
     .option('--job <job>', 'the job handle')
     .option('--task <t>', 'abort only this task attempt')
     .option('--attempt <n>', 'the task attempt (default 0)', wholeNumber('--attempt'))
+    .option('--dry-run', 'print what would be thrown away; change nothing')
     .action((o, cmd: Command) =>
       run(async (rt) => {
         const job = await rt.job(o.job);
         if (o.attempt !== undefined && o.task === undefined) throw new UsageError('--attempt needs --task: it names one attempt of one task');
+        if (o.dryRun) return dryRun(rt, await import('../steps/dry-run.js').then((m) => m.abortDryRun(rt.stepEnv(job.store), { stagingPath: job.path, task: o.task, attempt: o.attempt })), renderAbortDryRun);
         const r = await abort(rt.stepEnv(job.store), { stagingPath: job.path, task: o.task, attempt: o.attempt });
         if (rt.global.json) rt.ui.json(r);
         rt.ui.message(
@@ -407,9 +412,11 @@ again). JOB defaults to $STAGECOMMIT_JOB.`,
     .command('recover')
     .description('after a killed run: keep committed tasks, start the next attempt, print the tasks still to run')
     .option('--job <job>', 'the job handle')
+    .option('--dry-run', 'print what recover would keep, finish and run again; change nothing')
     .action((o, cmd: Command) =>
       run(async (rt) => {
         const job = await rt.job(o.job);
+        if (o.dryRun) return dryRun(rt, await import('../steps/dry-run.js').then((m) => m.recoverDryRun(rt.stepEnv(job.store), { stagingPath: job.path })), renderRecoverDryRun);
         const r = await recover(rt.stepEnv(job.store), { stagingPath: job.path });
         await rt.ui.stopSpinner();
         if (rt.global.json) rt.ui.json(r);
@@ -437,7 +444,14 @@ again). JOB defaults to $STAGECOMMIT_JOB.`,
     );
 
   cleanOrphansCommand(program, run);
+  adoptCommands(program, run);
   return program;
+}
+
+/** A dry run's result: the same document as the real step's, or its plan as text, on stdout. */
+function dryRun<T>(rt: Runtime, r: T, render: (r: T) => string): void {
+  if (rt.global.json) rt.ui.json(r);
+  else rt.ui.result(render(r));
 }
 
 export async function main(argv: string[], ctx: CliContext): Promise<number> {
