@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { ConflictError, UsageError } from '../errors.js';
-import { encodeClaim, type Claim } from '../job/claims.js';
+import { decide, encodeClaim, type Claim } from '../job/claims.js';
 import { ADOPTED_DIR, defaultStagingRoot, JobLayout, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
 import { recogniseLeftover } from '../leftover/recognise.js';
 import type { Leftover, ListedEntry } from '../leftover/types.js';
@@ -133,7 +133,7 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   }
   const operations: AdoptOperation[] = [
     { op: 'create', path: store.toUri(layout.jobFile) },
-    ...claims.map((c) => ({ op: 'create' as const, path: store.toUri(layout.claimFile(0, c.task)) })),
+    ...claims.flatMap((c) => [layout.decisionFile(0, c.taskAttempt), layout.claimFile(0, c.task)].map((p) => ({ op: 'create' as const, path: store.toUri(p) }))),
     ...(store.caps.directoryRename ? [{ op: 'rename' as const, from: uri, to: store.toUri(posix.join(stagingPath, ADOPTED_DIR)) }] : []),
   ];
   const result: AdoptResult = {
@@ -156,7 +156,11 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   if (input.dryRun) return result;
 
   await stageJob(env, { targetPath, stagingPath, mode, algorithm: 'v1', partition: [], partitionBy: leftover.partitionBy, jobId, tasks: input.tasks });
-  for (const c of claims) await store.createExclusive(layout.claimFile(0, c.task), encodeClaim(c));
+  for (const c of claims) {
+    // Decided and claimed as commit-task would: a later `abort --task` of it is refused (§5.9).
+    await decide(store, layout, 0, { taskAttempt: c.taskAttempt, outcome: 'commit', atMs: env.now(), by: `adopt by ${env.user}@${env.host} pid ${env.pid}` });
+    await store.createExclusive(layout.claimFile(0, c.task), encodeClaim(c));
+  }
   // The rename comes last: until it, the leftover is where it was and the new job publishes nothing.
   if (store.caps.directoryRename) await moveLeftover(env, leftoverPath, stagingPath);
   return result;

@@ -115,7 +115,7 @@ async function outputProblem(store: Store, root: string, files: readonly { path:
   const visit = async (dir: string, rel: string): Promise<void> => {
     for (const e of await store.list(dir)) {
       // An engine's own markers and work dirs sit beside the output it had merged (adopt, §3).
-      if (adopted && rel === '' && !isDataName(e.name)) continue;
+      if (adopted && rel === '' && !isDataName(e.name) && !want.has(e.name)) continue;
       const r = rel ? `${rel}/${e.name}` : e.name;
       if (e.kind === 'dir') await visit(e.path, r);
       else if (e.kind === 'file') {

@@ -147,7 +147,8 @@ export async function abortDryRun(env: StepEnv, input: { stagingPath: string; ta
   }
   await checkUnlocked(env, layout);
   requireState(open, ['staged', 'aborted'], 'abort');
-  const files = await walkFiles(store, layout.root, true);
+  // The staged data: what is under the task and adopted dirs, not the job's own manifests.
+  const files = (await walkFiles(store, layout.root, true)).filter((f) => f.name.includes('/') && !/(^|\/)_(claims|decisions)\//.test(f.name));
   return {
     dryRun: true,
     jobId: job.jobId,
