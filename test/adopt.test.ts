@@ -83,7 +83,7 @@ for (const fx of storeFixtures()) {
       const r = await run(['adopt', '--older-than', '0s', '--tasks', '3', '--json', sb.uri(leftover)]);
       assert.equal(r.code, 0, r.stderr);
       const adopted = JSON.parse(r.stdout);
-      assert.deepEqual([adopted.tasks, adopted.gaps, adopted.discarded.length, adopted.mode], [['0', '1'], [], 1, 'overwrite']);
+      assert.deepEqual([adopted.tasks, adopted.gaps, adopted.missingTasks, adopted.discarded.length, adopted.mode], [['0', '1'], [], ['2'], 1, 'overwrite']);
       const before = await snapshot(sb.store, root);
       const dry = await run(['commit-job', '--job', adopted.handle, '--dry-run']);
       assert.equal(dry.code, 5);

@@ -23,6 +23,7 @@ export function renderAdopt(r: AdoptResult): string {
     `${r.dryRun ? 'dry run: would adopt' : `${chalk.green('✔')} adopted`} ${l.kind} ${l.path}${l.engineJobId ? ` (engine job ${l.engineJobId})` : ''}, last changed ${formatAge(l.ageSeconds)} ago`,
     `  found      ${l.stage}`,
     `  tasks      ${r.tasks.length} committed task dir(s)${r.tasks.length ? ` (${list(r.tasks)})` : ''}${r.tasksDeclared !== null ? ` of ${r.tasksDeclared} declared` : ''}; gaps: ${list(r.gaps.map(String))}`,
+    ...(r.missingTasks.length ? [`  missing    ${list(r.missingTasks, 20)} of the ${r.tasksDeclared} declared: commit-job will refuse (exit 5) until they are committed`] : []),
     `  discarded  ${r.discarded.length} (${discarded.files} file(s), ${formatBytes(discarded.bytes)})${r.discarded.length ? ': ' + list(r.discarded.map((d) => `${d.path} (${d.reason})`), 3) : ''}`,
     `  output     ${r.files} file(s), ${formatBytes(r.bytes)}${r.partitionBy.length ? ` in ${r.partitions.length} partition(s) by ${r.partitionBy.join(',')}: ${list(r.partitions)}` : ''}`,
     `  job        ${r.jobId}: ${r.mode}${r.mode === 'overwrite' && r.partitionBy.length ? ' of the partitions present' : ''} into ${r.target}`,

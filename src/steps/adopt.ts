@@ -40,6 +40,8 @@ export interface AdoptResult {
   readonly leftover: { readonly path: string; readonly kind: Leftover['kind']; readonly engineJobId: string | null; readonly stage: string; readonly ageSeconds: number };
   readonly tasks: readonly string[];
   readonly tasksDeclared: number | null;
+  /** Declared tasks without committed output: commit-job would exit 5 while any is listed. */
+  readonly missingTasks: readonly string[];
   readonly gaps: readonly number[];
   readonly discarded: Leftover['discarded'];
   readonly partitionBy: readonly string[];
@@ -145,6 +147,7 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
     leftover: { path: uri, kind: leftover.kind, engineJobId: leftover.engineJobId, stage: leftover.stage, ageSeconds: Math.round(ageMs / 1000) },
     tasks: leftover.tasks,
     tasksDeclared: input.tasks ?? null,
+    missingTasks: input.tasks === undefined ? [] : Array.from({ length: input.tasks }, (_, i) => String(i)).filter((t) => !leftover.tasks.includes(t)),
     gaps: leftover.gaps,
     discarded: leftover.discarded,
     partitionBy: leftover.partitionBy,
