@@ -123,6 +123,34 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(await snapshot(sb.store, root), before);
     });
 
+    test('adopt SIGKILLed before each store mutation never loses the leftover: abort the half-made job, adopt again, commit', async () => {
+      for (let k = 1; ; k++) {
+        const c = sparkOverwrite('replacing');
+        const { root, target, leftover } = await table(c);
+        const r = await cli(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: String(k) } });
+        if (r.code === 0) {
+          assert.ok(k > 3, 'adopt makes several mutations');
+          await ok(['commit-job', '--job', r.stdout.trim()], { env: sb.env });
+          await assertFinished(c, root, target);
+          break;
+        }
+        assert.equal(r.signal, 'SIGKILL', r.stderr);
+        const moved = (await readTree(sb.store, leftover)).hasOwnProperty('_SUCCESS') === false;
+        const jobs = JSON.parse(await ok(['jobs', '--json', sb.uri(target)], { env: sb.env })).jobs as { handle: string }[];
+        if (moved) {
+          // Killed after its last step, the rename: the job is whole.
+          assert.equal(jobs.length, 1);
+          await ok(['commit-job', '--job', jobs[0]!.handle], { env: sb.env });
+        } else {
+          assert.deepEqual(await readTree(sb.store, leftover), Object.fromEntries(Object.entries(c.before).filter(([p]) => p.startsWith(c.leftover + '/')).map(([p, v]) => [p.slice(c.leftover.length + 1), v])), `killed at ${k}: the leftover is untouched`);
+          for (const j of jobs) await ok(['abort', '--job', j.handle], { env: sb.env });
+          assert.deepEqual(await readTree(sb.store, leftover), Object.fromEntries(Object.entries(c.before).filter(([p]) => p.startsWith(c.leftover + '/')).map(([p, v]) => [p.slice(c.leftover.length + 1), v])), `killed at ${k}: aborting the half-made job left the leftover`);
+          await ok(['commit-job', '--job', await ok(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: sb.env })], { env: sb.env });
+        }
+        await assertFinished(c, root, target);
+      }
+    });
+
     test('dry runs of adopt, recover and abort change nothing, and say what the real step would do', async () => {
       const c = hadoopV1();
       const { root, leftover } = await table(c);
