@@ -52,3 +52,11 @@ export const abort = call(api.abort);
 export const recover = call(api.recover);
 export const status = call(api.status);
 export const cleanOrphans = call(api.cleanOrphans);
+/** `commit-job --dry-run`, `abort --dry-run`, `recover --dry-run`: the real step's checks and plan; nothing changed. */
+export const commitJobDryRun = call(api.commitJobDryRun);
+export const abortDryRun = call(api.abortDryRun);
+export const recoverDryRun = call(api.recoverDryRun);
+/** Turns a killed Hadoop, Spark or Hive job's leftover into a stagecommit job (`adopt`). */
+export const adopt = call(api.adopt);
+/** The jobs of tables or staging roots (`jobs`). */
+export const jobs = call(api.jobs);

@@ -2,6 +2,7 @@
 
 import { UsageError } from '../errors.js';
 import { abort as abortStep, type AbortResult } from '../steps/abort.js';
+import { abortDryRun as abortDryRunStep, type AbortDryRun } from '../steps/dry-run.js';
 import type { Session } from './session.js';
 
 export interface AbortOptions {
@@ -16,9 +17,24 @@ export interface AbortDoc extends AbortResult {
   readonly handle: string;
 }
 
+function input(o: AbortOptions, path: string) {
+  if (o.attempt !== undefined && o.task === undefined) throw new UsageError('--attempt needs --task: it names one attempt of one task');
+  return { stagingPath: path, task: o.task === undefined ? undefined : String(o.task), attempt: o.attempt };
+}
+
 export async function abort(s: Session, o: AbortOptions): Promise<AbortDoc> {
   const job = await s.job(o.job);
-  if (o.attempt !== undefined && o.task === undefined) throw new UsageError('--attempt needs --task: it names one attempt of one task');
-  const r = await abortStep(s.stepEnv(job.store), { stagingPath: job.path, task: o.task === undefined ? undefined : String(o.task), attempt: o.attempt });
+  const r = await abortStep(s.stepEnv(job.store), input(o, job.path));
+  return { handle: job.store.toUri(job.path), ...r };
+}
+
+/** `abort --dry-run --json`: what would be thrown away; nothing changed. */
+export interface AbortDryRunDoc extends AbortDryRun {
+  readonly handle: string;
+}
+
+export async function abortDryRun(s: Session, o: AbortOptions): Promise<AbortDryRunDoc> {
+  const job = await s.job(o.job);
+  const r = await abortDryRunStep(s.stepEnv(job.store), input(o, job.path));
   return { handle: job.store.toUri(job.path), ...r };
 }

@@ -1,6 +1,7 @@
 // commit-job: publish every committed task into the target, all at once.
 
 import { commitJob as commitJobStep, type CommitJobResult } from '../steps/commit-job.js';
+import { commitJobDryRun as commitJobDryRunStep, type CommitJobDryRun } from '../steps/dry-run.js';
 import type { Session } from './session.js';
 
 export interface CommitJobOptions {
@@ -17,5 +18,16 @@ export interface CommitJobDoc extends CommitJobResult {
 export async function commitJob(s: Session, o: CommitJobOptions): Promise<CommitJobDoc> {
   const job = await s.job(o.job);
   const r = await commitJobStep(s.stepEnv(job.store, o.parallelism), { stagingPath: job.path });
+  return { handle: job.store.toUri(job.path), ...r };
+}
+
+/** `commit-job --dry-run --json`: the checks and the plan of the real step; nothing written. */
+export interface CommitJobDryRunDoc extends CommitJobDryRun {
+  readonly handle: string;
+}
+
+export async function commitJobDryRun(s: Session, o: CommitJobOptions): Promise<CommitJobDryRunDoc> {
+  const job = await s.job(o.job);
+  const r = await commitJobDryRunStep(s.stepEnv(job.store, o.parallelism), { stagingPath: job.path });
   return { handle: job.store.toUri(job.path), ...r };
 }

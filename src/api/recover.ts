@@ -1,6 +1,7 @@
 // recover: after a killed run, keep committed tasks, start the next attempt, name the tasks still to run.
 
 import { recover as recoverStep, type RecoverResult } from '../steps/recover.js';
+import { recoverDryRun as recoverDryRunStep, type RecoverDryRun } from '../steps/dry-run.js';
 import type { Session } from './session.js';
 
 export interface RecoverOptions {
@@ -14,5 +15,16 @@ export interface RecoverDoc extends RecoverResult {
 export async function recover(s: Session, o: RecoverOptions): Promise<RecoverDoc> {
   const job = await s.job(o.job);
   const r = await recoverStep(s.stepEnv(job.store), { stagingPath: job.path });
+  return { handle: job.store.toUri(job.path), ...r };
+}
+
+/** `recover --dry-run --json`: what recover would keep, finish or undo, and run again; nothing changed. */
+export interface RecoverDryRunDoc extends RecoverDryRun {
+  readonly handle: string;
+}
+
+export async function recoverDryRun(s: Session, o: RecoverOptions): Promise<RecoverDryRunDoc> {
+  const job = await s.job(o.job);
+  const r = await recoverDryRunStep(s.stepEnv(job.store), { stagingPath: job.path });
   return { handle: job.store.toUri(job.path), ...r };
 }

@@ -2,17 +2,19 @@
 
 import { Command } from 'commander';
 import { abortCommand } from './commands/abort.js';
+import { adoptCommand } from './commands/adopt.js';
 import { cleanOrphansCommand } from './commands/clean-orphans.js';
 import { commitJobCommand } from './commands/commit-job.js';
 import { commitTaskCommand } from './commands/commit-task.js';
 import { completionCommand } from './commands/completion.js';
+import { jobsCommand } from './commands/jobs.js';
 import { recoverCommand } from './commands/recover.js';
 import { stageCommand } from './commands/stage.js';
 import { statusCommand } from './commands/status.js';
 import type { Run } from './runtime.js';
 import { packageVersion } from './version.js';
 
-const COMMANDS = [stageCommand, commitTaskCommand, commitJobCommand, abortCommand, recoverCommand, statusCommand, cleanOrphansCommand, completionCommand];
+const COMMANDS = [stageCommand, commitTaskCommand, commitJobCommand, abortCommand, recoverCommand, statusCommand, jobsCommand, cleanOrphansCommand, adoptCommand, completionCommand];
 
 const HELP_AFTER = `
 Targets: /data/sales, file:///data/sales, s3://bucket/wh/sales, hdfs://nn:9870/wh/sales,

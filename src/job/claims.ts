@@ -4,10 +4,11 @@
 
 import { CorruptManifestError } from '../errors.js';
 import { encodeManifest, decodeManifest, Fields, itemNumber, itemString } from '../manifest/codec.js';
-import { checkRelativePath, checkTaskId } from '../paths.js';
+import { posix } from 'node:path';
+import { checkRelativePath, checkTaskId, isDataName } from '../paths.js';
 import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
-import { taskAttemptName, type JobLayout } from './layout.js';
+import { ADOPTED_DIR, taskAttemptName, type JobLayout } from './layout.js';
 import { readManifestFile } from './manifest-io.js';
 
 export interface TaskFile {
@@ -27,7 +28,11 @@ export interface Claim {
   readonly claimedAtMs: number;
   readonly host: string;
   readonly pid: number;
-  /** Once committed: where the files are, relative to the staging root ('' for v2: in the target). */
+  /**
+   * Once committed: where the files are, relative to the staging root ('' for v2: in the target);
+   * for an adopted leftover, under `_adopted/`, or on a store without rename `t:REL`, the
+   * leftover's output where the engine left it inside the target.
+   */
   readonly root?: string;
   /** The attempt's files, recorded when it claims (so an interrupted commit knows them). */
   readonly files: readonly TaskFile[];
@@ -55,10 +60,34 @@ export function encodeClaim(c: Claim): string {
  */
 function checkRoot(root: string, ctx: ClaimContext, taskAttempt: string): void {
   if (root === '') return;
+  if (isAdoptedRoot(root)) {
+    const rel = root.startsWith('t:') ? root.slice(2) : root;
+    checkRelativePath(rel, 'claim root');
+    // Inside the target, only where no reader looks: under a name that is not data (§5.11).
+    if (root.startsWith('t:') && rel.split('/').every(isDataName)) throw new Error(`'${root}' is not inside a leftover (a '_' or '.' name) of the target`);
+    return;
+  }
   const m = /^_temporary\/(\d+)\/(.+)$/.exec(root);
   const app = m ? Number(m[1]) : -1;
   const ok = m !== null && app <= ctx.appAttempt && (m[2] === ctx.task || m[2] === `_temporary/${taskAttempt}`);
   if (!ok) throw new Error(`'${root}' is not this task's committed dir or attempt dir inside the staging dir`);
+}
+
+/** A root that adopt wrote: the leftover renamed into the staging dir, or left where it is (t:). */
+export function isAdoptedRoot(root: string): boolean {
+  return root === ADOPTED_DIR || root.startsWith(ADOPTED_DIR + '/') || root.startsWith('t:');
+}
+
+/** The store path of a claim's root. */
+export function claimRootPath(layout: JobLayout, targetPath: string, root: string): string {
+  return root.startsWith('t:') ? posix.join(targetPath, root.slice(2)) : layout.resolve(root);
+}
+
+/** For a root inside the target, the leftover it is in: the path up to its first name that is not data. */
+export function leftoverOfRoot(root: string): string | null {
+  if (!root.startsWith('t:')) return null;
+  const segs = root.slice(2).split('/');
+  return segs.slice(0, segs.findIndex((s) => !isDataName(s)) + 1).join('/');
 }
 
 export function decodeClaim(text: string, file: string, ctx: ClaimContext): Claim {

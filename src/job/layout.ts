@@ -8,6 +8,8 @@ export const LEASE_PREFIX = '_lease.';
 export const SUCCESS_FILE = '_SUCCESS';
 export const OUTPUT_DIR = '_output';
 export const TRASH_DIR = '_trash';
+/** Where `adopt` renames an engine's leftover: its committed output stays put inside (DESIGN §3). */
+export const ADOPTED_DIR = '_adopted';
 /** On stores without directories, marks an attempt dir that `stage --print-path` made (never output). */
 export const ATTEMPT_MARKER = '.stagecommit-attempt';
 

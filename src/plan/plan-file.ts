@@ -4,7 +4,7 @@ import { CorruptManifestError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
 import { checkRelativePath } from '../paths.js';
 import type { Store } from '../store/types.js';
-import { OUTPUT_DIR, TRASH_DIR, type JobLayout } from '../job/layout.js';
+import { ADOPTED_DIR, OUTPUT_DIR, TRASH_DIR, type JobLayout } from '../job/layout.js';
 import { readManifestFile } from '../job/manifest-io.js';
 import type { CommitPlan, Loc, PlanOp, PlannedUpload } from './plan.js';
 
@@ -12,7 +12,7 @@ const KIND = 'stagecommit/commit';
 const VERSION = 1;
 const OPS = ['mkdir', 'move', 'copy', 'swap', 'delete'] as const;
 /** Where a plan may touch the staging dir: task output, the merge area, the trash. */
-const STAGING_AREAS = ['_temporary', OUTPUT_DIR, TRASH_DIR];
+const STAGING_AREAS = ['_temporary', OUTPUT_DIR, TRASH_DIR, ADOPTED_DIR];
 
 export interface PersistedPlan extends CommitPlan {
   readonly jobId: string;

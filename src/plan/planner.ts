@@ -28,7 +28,9 @@ export class Planner {
   }
 
   private src(si: number, rel: string): Loc {
-    return 's:' + join(this.input.sources[si]!.root, rel);
+    const root = this.input.sources[si]!.root;
+    // An adopted leftover's output on a store without rename stays where it is in the target.
+    return root.startsWith('t:') ? (rel === '' ? root : childLoc(root, rel)) : 's:' + join(root, rel);
   }
 
   private targetKind(rel: string): TargetKind | undefined {

@@ -2,6 +2,7 @@
 
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
+import { claimRootPath } from '../job/claims.js';
 import type { JobLayout } from '../job/layout.js';
 import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
@@ -51,7 +52,7 @@ export async function identicalClashes(store: Store, layout: JobLayout, targetPa
   if (clashes.length === 0) return new Set();
   const where = new Map<string, string>();
   const uploads = new Map<string, SourceFile>();
-  for (const s of sources) for (const f of s.files) (f.upload ? uploads.set(f.path, f) : where.set(f.path, layout.resolve(posix.join(s.root, f.path))));
+  for (const s of sources) for (const f of s.files) (f.upload ? uploads.set(f.path, f) : where.set(f.path, posix.join(claimRootPath(layout, targetPath, s.root), f.path)));
   const same = await mapLimit(clashes, concurrency, async (rel) => {
     const up = uploads.get(rel);
     if (up) return sameAsUpload(up, await store.readFile(posix.join(targetPath, rel)));

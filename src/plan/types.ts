@@ -43,7 +43,7 @@ export interface SourceFile {
 export interface SourceTree {
   /** The task it came from. */
   readonly task: string;
-  /** Staging-relative directory holding the files' table-relative paths. */
+  /** Staging-relative directory holding the files' table-relative paths ('t:REL': inside the target). */
   readonly root: string;
   readonly files: readonly SourceFile[];
 }

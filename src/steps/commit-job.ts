@@ -4,7 +4,7 @@
 
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, IncompleteError } from '../errors.js';
-import { readClaims, type Claim } from '../job/claims.js';
+import { claimRootPath, isAdoptedRoot, leftoverOfRoot, readClaims, type Claim } from '../job/claims.js';
 import { isFullyStatic, saveJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { ATTEMPT_MARKER, SUCCESS_FILE } from '../job/layout.js';
 import { abortRecordedUploads, checkUploadsPending } from '../job/pending-uploads.js';
@@ -13,10 +13,10 @@ import { successJson } from '../job/success.js';
 import { TableLog, type LogListing } from '../job/table-log.js';
 import { applyPhases } from '../plan/apply.js';
 import { encodePlan, loadPlan, type PersistedPlan } from '../plan/plan-file.js';
-import { partitionsOf, planCommit, targetDirsChanged, type PlanPhase, type SourceTree } from '../plan/plan.js';
+import { partitionsOf, planCommit, targetDirsChanged, type CommitPlan, type PlanPhase, type SourceTree } from '../plan/plan.js';
 import { identicalClashes, snapshotTarget } from '../plan/target.js';
 import { publishStrategy } from '../store/operations.js';
-import { compareTasks } from '../paths.js';
+import { compareTasks, isDataName } from '../paths.js';
 import type { OpCounts } from '../store/instrumented.js';
 import { isTempName } from '../store/temp-names.js';
 import type { Store } from '../store/types.js';
@@ -100,11 +100,11 @@ async function checkedClaims(env: StepEnv, open: OpenJob): Promise<Claim[]> {
     }
   }
   if (job.algorithm === 'v1') {
-    const problems = await mapLimit(claims, env.concurrency, (c) => outputProblem(store, layout.resolve(c.root!), c.files.filter((f) => !f.upload)));
+    const problems = await mapLimit(claims, env.concurrency, (c) => outputProblem(store, claimRootPath(layout, job.targetPath, c.root!), c.files.filter((f) => !f.upload), isAdoptedRoot(c.root!)));
     const i = problems.findIndex((p) => p !== null);
     if (i >= 0) {
       const c = claims[i]!;
-      throw new ConflictError(`the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(layout.resolve(c.root!))} ${problems[i]}: nothing was changed; abort the job and run it again`);
+      throw new ConflictError(`the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(claimRootPath(layout, job.targetPath, c.root!))} ${problems[i]}: nothing was changed; abort the job and run it again`);
     }
     const lost = await checkUploadsPending(store, job.targetPath, claims.flatMap((c) => c.files));
     if (lost !== null) throw new ConflictError(`the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; abort the job and run it again`);
@@ -117,11 +117,14 @@ async function checkedClaims(env: StepEnv, open: OpenJob): Promise<Claim[]> {
  * files its claim lists (a directory rename publishes whatever is there), with their sizes where
  * the listing tells them.
  */
-async function outputProblem(store: Store, root: string, files: readonly { path: string; size: number }[]): Promise<string | null> {
+async function outputProblem(store: Store, root: string, files: readonly { path: string; size: number }[], adopted: boolean): Promise<string | null> {
   const want = new Map(files.map((f) => [f.path, f.size]));
   const found = new Map<string, number>();
   let odd: string | null = null;
   for (const e of await walkTree(store, root)) {
+    // An engine's own markers and work dirs sit beside the output it had merged (adopt, §3).
+    const top = e.name.split('/', 1)[0]!;
+    if (adopted && !isDataName(top) && !want.has(top)) continue;
     if (e.kind === 'file') {
       if (e.name !== ATTEMPT_MARKER) found.set(e.name, e.size);
     } else if (e.kind !== 'dir') odd ??= e.name;
@@ -136,8 +139,11 @@ async function outputProblem(store: Store, root: string, files: readonly { path:
   return null;
 }
 
-/** Plans the commit and reaches the commit point; throws before it on any problem. */
-async function preparePlan(env: StepEnv, open: OpenJob): Promise<{ plan: PersistedPlan; listing?: LogListing }> {
+/**
+ * Plans the commit and reaches the commit point; throws before it on any problem. A dry run
+ * makes the same checks and plan, reading only: no log entry, no wait.
+ */
+export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false): Promise<{ plan: PersistedPlan; listing?: LogListing }> {
   const { store } = env;
   const { job, layout } = open;
   const claims = await checkedClaims(env, open);
@@ -159,9 +165,16 @@ async function preparePlan(env: StepEnv, open: OpenJob): Promise<{ plan: Persist
     const planned = planCommit({ mode: job.mode, replaceUnits: units.replaces, strategy: publishStrategy(store), sources, target, identical }, job.partitionBy.length);
     // A directory the commit cannot change is found now, not after the commit point (§5.13).
     await store.checkWritable?.(targetDirsChanged(planned.phases).map((rel) => (rel === '' ? job.targetPath : posix.join(job.targetPath, rel))));
-    return planned;
-  });
+    return withLeftoversRemoved(planned, sources);
+  }, { dryRun });
   return { plan: { ...base, createdAtMs: env.now(), logEntry: entry.number, ...plan }, listing };
+}
+
+/** An adopted leftover left in the target (stores without rename) goes once its files are published. */
+function withLeftoversRemoved(plan: CommitPlan, sources: readonly SourceTree[]): CommitPlan {
+  const leftovers = [...new Set(sources.map((s) => leftoverOfRoot(s.root)).filter((l): l is string => l !== null))].sort();
+  if (leftovers.length === 0) return plan;
+  return { ...plan, phases: [...plan.phases, leftovers.map((l) => ({ op: 'delete', path: `t:${l}`, dir: true }) as const)] };
 }
 
 function emptyPlan(job: JobManifest): PersistedPlan {

@@ -56,7 +56,7 @@ function sameSet(a: readonly string[], b: readonly string[]): boolean {
  * this job now holds. Throws ConflictError (exit 4) before the commit point, changing nothing
  * but log bookkeeping, when another job replaced or is still committing the same partitions.
  */
-export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: CommitUnits, plan: () => Promise<P>): Promise<{ plan: P; entry: LogEntry; listing: LogListing }> {
+export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: CommitUnits, plan: () => Promise<P>, opts: { dryRun?: boolean } = {}): Promise<{ plan: P; entry: LogEntry; listing: LogListing }> {
   const { job } = open;
   const log = new TableLog(env.store, job.targetPath);
   const pos = job.logPosition;
@@ -108,10 +108,10 @@ export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: Co
       if (where === null) continue;
       const state = await holderState(env, e);
       if (state === 'finished' || state === 'void') {
-        await log.markDone(e, state === 'void' ? 'void' : 'committed', env.now());
+        if (!opts.dryRun) await log.markDone(e, state === 'void' ? 'void' : 'committed', env.now());
         continue;
       }
-      if (state === 'live' && env.now() < deadline) {
+      if (state === 'live' && env.now() < deadline && !opts.dryRun) {
         wait = e;
         continue;
       }
@@ -125,9 +125,11 @@ export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: Co
 
     const planned = await plan();
     if (own && sameSet(own.touches, units.touches) && sameSet(own.replaces, units.replaces)) return { plan: planned, entry: own, listing };
+    const entry: LogEntry = { number: (max ?? -1) + 1, jobId: job.jobId, staging: open.layout.root, handle: job.staging, touches: units.touches, replaces: units.replaces, atMs: env.now() };
+    // A dry run stops here: the entry it would create, created by nobody.
+    if (opts.dryRun) return { plan: planned, entry, listing };
     // An interrupted run held an entry for other partitions (tasks committed since): give it up.
     if (own) await log.markDone(own, 'void', env.now());
-    const entry: LogEntry = { number: (max ?? -1) + 1, jobId: job.jobId, staging: open.layout.root, handle: job.staging, touches: units.touches, replaces: units.replaces, atMs: env.now() };
     if (await log.tryAppend(entry)) return { plan: planned, entry, listing: { numbers: [...numbers, entry.number], done } };
     // Another job took that number first: read what it did, then try the next one.
   }

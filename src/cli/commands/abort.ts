@@ -1,9 +1,10 @@
 // abort: throw away one task attempt (--task) or the whole job.
 
 import { Command } from 'commander';
-import { abort, type AbortDoc } from '../../api/index.js';
+import { abort, abortDryRun, type AbortDoc } from '../../api/index.js';
 import { withHelp } from '../help.js';
 import { wholeNumber } from '../options.js';
+import { renderAbortDryRun } from '../render-dry-run.js';
 import type { Run } from '../runtime.js';
 
 function renderAbort(r: AbortDoc): string {
@@ -18,8 +19,13 @@ export function abortCommand(run: Run): Command {
     .option('--job <job>', 'the job handle (default: $STAGECOMMIT_JOB)')
     .option('--task <t>', 'abort only this task attempt')
     .option('--attempt <n>', 'the task attempt (default 0)', wholeNumber('--attempt'))
-    .action((o: { job?: string; task?: string; attempt?: number }, c: Command) =>
+    .option('--dry-run', 'print what would be thrown away; change nothing')
+    .action(({ dryRun, ...o }: { job?: string; task?: string; attempt?: number; dryRun?: boolean }, c: Command) =>
       run(async (rt) => {
+        if (dryRun) {
+          const d = await abortDryRun(rt.session, { ...o, job: rt.job(o.job) });
+          return rt.output(d, () => rt.ui.result(renderAbortDryRun(d)));
+        }
         const r = await abort(rt.session, { ...o, job: rt.job(o.job) });
         rt.output(r, () => undefined);
         rt.ui.message(renderAbort(r));

@@ -1,10 +1,11 @@
 // commit-job: publish every committed task into the target, all at once.
 
 import { Command } from 'commander';
-import { commitJob } from '../../api/index.js';
+import { commitJob, commitJobDryRun } from '../../api/index.js';
 import { withHelp } from '../help.js';
 import { positiveInt } from '../options.js';
 import { renderCommit } from '../render.js';
+import { renderCommitDryRun } from '../render-dry-run.js';
 import type { Run } from '../runtime.js';
 
 export function commitJobCommand(run: Run): Command {
@@ -12,8 +13,13 @@ export function commitJobCommand(run: Run): Command {
     .description('publish every committed task into the target, all at once')
     .option('--job <job>', 'the job handle (default: $STAGECOMMIT_JOB)')
     .option('--parallelism <n>', 'store operations in flight (default: config concurrency, 32)', positiveInt('--parallelism'))
-    .action((o: { job?: string; parallelism?: number }, c: Command) =>
+    .option('--dry-run', 'print the plan (files, partitions, what an overwrite displaces, store operations); change nothing')
+    .action(({ dryRun, ...o }: { job?: string; parallelism?: number; dryRun?: boolean }, c: Command) =>
       run(async (rt) => {
+        if (dryRun) {
+          const d = await commitJobDryRun(rt.session, { ...o, job: rt.job(o.job) });
+          return rt.output(d, () => rt.ui.result(renderCommitDryRun(d)));
+        }
         const r = await commitJob(rt.session, { ...o, job: rt.job(o.job) });
         await rt.ui.stopSpinner();
         rt.output(r, () => rt.ui.result(r.success));
@@ -21,7 +27,7 @@ export function commitJobCommand(run: Run): Command {
       }, c),
     );
   return withHelp(cmd, {
-    examples: ['stagecommit commit-job --job "$JOB"', 'stagecommit --json commit-job --job "$JOB" --parallelism 64 | jq .files'],
+    examples: ['stagecommit commit-job --job "$JOB"', 'stagecommit commit-job --job "$JOB" --dry-run   # the plan; nothing changes', 'stagecommit --json commit-job --job "$JOB" --parallelism 64 | jq .files'],
     exitCodes: [0, 1, 2, 4, 5],
   });
 }

@@ -1,8 +1,9 @@
 // recover: after a killed run, keep committed tasks, start the next attempt, print the tasks still to run.
 
 import { Command } from 'commander';
-import { recover, type RecoverDoc } from '../../api/index.js';
+import { recover, recoverDryRun, type RecoverDoc } from '../../api/index.js';
 import { withHelp } from '../help.js';
+import { renderRecoverDryRun } from '../render-dry-run.js';
 import type { Run } from '../runtime.js';
 
 function renderRecover(r: RecoverDoc): string {
@@ -16,8 +17,13 @@ export function recoverCommand(run: Run): Command {
   const cmd = new Command('recover')
     .description('after a killed run: keep committed tasks, start the next attempt, print the tasks still to run')
     .option('--job <job>', 'the job handle (default: $STAGECOMMIT_JOB)')
-    .action((o: { job?: string }, c: Command) =>
+    .option('--dry-run', 'print what recover would keep, finish or undo, and run again; change nothing')
+    .action((o: { job?: string; dryRun?: boolean }, c: Command) =>
       run(async (rt) => {
+        if (o.dryRun) {
+          const d = await recoverDryRun(rt.session, { job: rt.job(o.job) });
+          return rt.output(d, () => rt.ui.result(renderRecoverDryRun(d)));
+        }
         const r = await recover(rt.session, { job: rt.job(o.job) });
         await rt.ui.stopSpinner();
         rt.output(r, () => rt.ui.result(r.tasksToRun.join('\n')));
@@ -25,7 +31,7 @@ export function recoverCommand(run: Run): Command {
       }, c),
     );
   return withHelp(cmd, {
-    examples: ['for t in $(stagecommit recover --job "$JOB"); do run-task "$t"; done'],
+    examples: ['stagecommit recover --job "$JOB" --dry-run', 'for t in $(stagecommit recover --job "$JOB"); do run-task "$t"; done'],
     exitCodes: [0, 1, 2, 4],
   });
 }

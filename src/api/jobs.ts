@@ -1,0 +1,20 @@
+// jobs: the stagecommit jobs of tables (their default staging roots) or under staging roots.
+
+import { UsageError } from '../errors.js';
+import { listJobs, type JobsResult } from '../steps/jobs.js';
+import { storeKey } from '../store/resolve.js';
+import type { Session } from './session.js';
+
+export interface JobsOptions {
+  /** Tables (their default staging root is listed) or staging roots, on one store. */
+  readonly uris: readonly string[];
+}
+
+export type JobsDoc = JobsResult;
+
+export async function jobs(s: Session, o: JobsOptions): Promise<JobsDoc> {
+  if (o.uris.length === 0) throw new UsageError('jobs needs a table or a staging root to list');
+  const locs = await Promise.all(o.uris.map((u) => s.location(u)));
+  if (new Set(locs.map((l) => storeKey(l.uri))).size > 1) throw new UsageError('the URIs are on different stores: run jobs once per store');
+  return listJobs(s.stepEnv(locs[0]!.store), { paths: locs.map((l) => l.path) });
+}

@@ -1,0 +1,44 @@
+// Text for --dry-run results (commit-job, abort, recover, adopt): the plan as a person reads it.
+
+import type { AbortDryRunDoc, CommitJobDryRunDoc, PlannedOperation, RecoverDryRunDoc } from '../api/index.js';
+import { formatBytes } from './render.js';
+
+/** A short list: the first few, then how many more. */
+export const shortList = (xs: readonly string[], max = 6): string => (xs.length === 0 ? 'none' : xs.length <= max ? xs.join(', ') : `${xs.slice(0, max).join(', ')} and ${xs.length - max} more`);
+
+export function renderOp(o: PlannedOperation): string {
+  const phase = o.phase ? `[${o.phase}] ` : '';
+  if (o.op === 'swap') return `${phase}replace ${o.path ?? ''} by ${o.from} (old parked at ${o.to})`;
+  if (o.from) return `${phase}${o.op} ${o.from} → ${o.to}${o.dir ? ' (whole directory)' : ''}`;
+  return `${phase}${o.op} ${o.path ?? ''}${o.dir ? ' (recursively)' : ''}`;
+}
+
+export function renderCommitDryRun(r: Omit<CommitJobDryRunDoc, 'handle'>): string {
+  const s = r.summary;
+  return [
+    `dry run: commit-job would ${r.outcome === 'rolled-forward' ? 'finish the interrupted commit of' : 'commit'} job ${r.jobId}: ${r.files} file(s), ${formatBytes(r.bytes)} into ${r.target}`,
+    `  partitions written  ${shortList(r.partitionsWritten)}`,
+    `  partitions replaced ${shortList(r.partitionsReplaced.map((p) => p || '(all data)'))}`,
+    `  ${s.directoriesMovedWhole} director(ies) move whole, ${s.filesMovedOneByOne} file(s) one by one, ${s.filesCopied} copied`,
+    `  displaced           ${shortList(s.displaced)}`,
+    ...(r.logEntry !== null ? [`  table-log entry     ${r.logEntry}`] : []),
+    ...r.operations.map((o) => `  would ${renderOp(o)}`),
+    'dry run: nothing was changed',
+  ].join('\n');
+}
+
+export function renderAbortDryRun(r: AbortDryRunDoc): string {
+  if (r.outcome === 'nothing') return 'dry run: nothing to abort: no job at that handle';
+  const what = r.scope === 'job' ? `job ${r.jobId}` : r.taskAttempt;
+  return [`dry run: abort would throw away ${what}: ${r.files} file(s), ${formatBytes(r.bytes)}; the target is not touched`, ...r.operations.map((o) => `  would ${renderOp(o)}`), 'dry run: nothing was changed'].join('\n');
+}
+
+export function renderRecoverDryRun(r: RecoverDryRunDoc): string {
+  if (r.commit) return `dry run: recover would roll job ${r.jobId} forward (it is past its commit point)\n${renderCommitDryRun(r.commit)}`;
+  if (r.state === 'aborted') return `dry run: recover would finish removing aborted job ${r.jobId}'s staging dir\ndry run: nothing was changed`;
+  return [
+    `dry run: recover would start app attempt ${r.appAttempt} of job ${r.jobId}: keep ${r.committedTasks.length} committed task(s), ${r.tasksToRun.length} to run (${shortList(r.tasksToRun, 20)})`,
+    ...(r.interrupted.length ? [`  interrupted task commits to finish or undo: ${shortList(r.interrupted)}`] : []),
+    'dry run: nothing was changed',
+  ].join('\n');
+}

@@ -1,0 +1,107 @@
+// Reads a Hadoop FileOutputCommitter `_temporary` tree from a listing: committed task dirs per app
+// attempt (newest wins, as recoverTask carries them forward), uncommitted attempt dirs. Pure.
+
+import type { ListedEntry, LeftoverSource, Discarded } from './types.js';
+
+/** `task_<jtIdentifier>_<jobNumber>_<m|r>_<NNNNNN>` (TaskID.toString). */
+const TASK_DIR = /^task_(\d+_\d+)_([mr])_(\d+)$/;
+/** `attempt_<jtIdentifier>_<jobNumber>_<m|r>_<NNNNNN>_<try>` (TaskAttemptID.toString). */
+const ATTEMPT_DIR = /^attempt_(\d+_\d+)_([mr])_(\d+)_(\d+)$/;
+
+export interface HadoopTree {
+  /** The Hadoop job id (`<jtIdentifier>_<jobNumber>`), null when no task left anything. */
+  readonly engineJobId: string | null;
+  readonly appAttempts: readonly number[];
+  /** The newest committed output of each task, by task number. */
+  readonly sources: readonly LeftoverSource[];
+  readonly discarded: readonly Discarded[];
+}
+
+/** A problem that makes a listing not the layout it claims to be (the caller words the error). */
+export class NotLayoutError extends Error {}
+
+interface Group {
+  files: { path: string; size: number }[];
+  bytes: number;
+}
+
+/** Files and bytes under a leftover-relative directory. */
+function under(entries: readonly ListedEntry[], dir: string): Group {
+  const files = entries.filter((e) => e.kind === 'file' && e.path.startsWith(dir + '/')).map((e) => ({ path: e.path.slice(dir.length + 1), size: e.size }));
+  return { files, bytes: files.reduce((a, f) => a + f.size, 0) };
+}
+
+/**
+ * `prefix` is the leftover-relative path of the `_temporary` dir ('' when the leftover is it).
+ * Everything under it must be a name FileOutputCommitter writes, else NotLayoutError.
+ */
+export function readHadoopTree(entries: readonly ListedEntry[], prefix: string): HadoopTree {
+  const at = (p: string) => (prefix === '' ? p : `${prefix}/${p}`);
+  const inside = entries.filter((e) => (prefix === '' ? true : e.path.startsWith(prefix + '/'))).map((e) => ({ ...e, rel: prefix === '' ? e.path : e.path.slice(prefix.length + 1) }));
+  const jobIds = new Set<string>();
+  const kinds = new Set<string>();
+  const apps = new Set<number>();
+  const committed = new Map<string, { app: number; dir: string; task: string }[]>();
+  const attempts = new Set<string>();
+  for (const e of inside) {
+    const segs = e.rel.split('/');
+    const [app, second, third] = segs;
+    if (!/^\d+$/.test(app!)) throw new NotLayoutError(`'${at(app!)}' is not an app attempt number`);
+    if (segs.length === 1) {
+      if (e.kind !== 'dir') throw new NotLayoutError(`'${at(app!)}' is a file, where FileOutputCommitter makes an app attempt dir`);
+      apps.add(Number(app));
+      continue;
+    }
+    apps.add(Number(app));
+    const task = TASK_DIR.exec(second!);
+    if (task) {
+      if (segs.length === 2 && e.kind !== 'dir') throw new NotLayoutError(`'${at(e.rel)}' is a file, where FileOutputCommitter makes a committed task dir`);
+      jobIds.add(task[1]!);
+      kinds.add(task[2]!);
+      const id = String(Number(task[3]));
+      const dir = at(`${app}/${second}`);
+      const list = committed.get(id) ?? [];
+      if (!list.some((c) => c.dir === dir)) list.push({ app: Number(app), dir, task: second! });
+      committed.set(id, list);
+      continue;
+    }
+    if (second === '_temporary') {
+      if (segs.length === 2) continue;
+      const attempt = ATTEMPT_DIR.exec(third!);
+      if (!attempt) throw new NotLayoutError(`'${at(segs.slice(0, 3).join('/'))}' is not a task attempt dir (attempt_<job>_<m|r>_<task>_<try>)`);
+      jobIds.add(attempt[1]!);
+      attempts.add(at(segs.slice(0, 3).join('/')));
+      continue;
+    }
+    throw new NotLayoutError(`'${at(`${app}/${second}`)}' is neither a committed task dir (task_…) nor the attempts dir (_temporary)`);
+  }
+  if (jobIds.size > 1) throw new NotLayoutError(`it holds the tasks of ${jobIds.size} Hadoop jobs (${[...jobIds].sort().join(', ')})`);
+  if (kinds.size > 1) throw new NotLayoutError('it holds committed output of both map and reduce tasks, which one job never writes');
+
+  const sources: LeftoverSource[] = [];
+  const discarded: Discarded[] = [];
+  for (const [task, dirs] of committed) {
+    dirs.sort((a, b) => b.app - a.app);
+    const [newest, ...older] = dirs;
+    sources.push({ task, root: newest!.dir, ...under(entries, newest!.dir) });
+    for (const o of older) discarded.push({ path: o.dir, reason: `superseded by app attempt ${newest!.app}`, ...count(entries, o.dir) });
+  }
+  for (const a of [...attempts].sort()) discarded.push({ path: a, reason: 'uncommitted task attempt', ...count(entries, a) });
+  sources.sort((a, b) => Number(a.task) - Number(b.task));
+  return { engineJobId: jobIds.size ? [...jobIds][0]! : null, appAttempts: [...apps].sort((a, b) => a - b), sources, discarded };
+}
+
+function count(entries: readonly ListedEntry[], dir: string): { files: number; bytes: number } {
+  const g = under(entries, dir);
+  return { files: g.files.length, bytes: g.bytes };
+}
+
+/** Task numbers below the highest one found that are missing (tasks that never committed). */
+export function gapsIn(tasks: readonly string[]): number[] {
+  const nums = new Set(tasks.filter((t) => /^\d+$/.test(t)).map(Number));
+  if (nums.size === 0) return [];
+  const max = Math.max(...nums);
+  const gaps: number[] = [];
+  for (let i = 0; i < max; i++) if (!nums.has(i)) gaps.push(i);
+  return gaps;
+}

@@ -1,0 +1,192 @@
+// adopt: turns what a killed Hadoop, Spark or Hive job left into a stagecommit job whose tasks are
+// the engine's committed output, moving no data byte: one rename of the leftover into the staging
+// dir where directories rename, or claims that point at the objects where they are (S3).
+
+import { randomBytes } from 'node:crypto';
+import { posix } from 'node:path';
+import { ConflictError, UsageError } from '../errors.js';
+import { decide, encodeClaim, type Claim } from '../job/claims.js';
+import { ADOPTED_DIR, defaultStagingRoot, JobLayout, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
+import { recogniseLeftover } from '../leftover/recognise.js';
+import type { Leftover, ListedEntry } from '../leftover/types.js';
+import { checkRelativePath, isDataName, partitionOfFile } from '../paths.js';
+import type { Store } from '../store/types.js';
+import type { StepEnv } from './env.js';
+import { stageJob } from './stage-job.js';
+
+export interface AdoptInput {
+  readonly leftoverPath: string;
+  /** The table to publish into; default: the directory that holds the leftover. */
+  readonly targetPath?: string;
+  readonly mode?: 'append' | 'overwrite';
+  /** Declared task count: commit-job then refuses (exit 5) while a task is missing. */
+  readonly tasks?: number;
+  /** A leftover changed more recently than this may still be written by a live engine (exit 4). */
+  readonly olderThanMs: number;
+  readonly stagingRoot?: string;
+  readonly dryRun?: boolean;
+}
+
+export type AdoptOperation =
+  | { readonly op: 'create'; readonly path: string }
+  | { readonly op: 'rename'; readonly from: string; readonly to: string };
+
+export interface AdoptResult {
+  readonly dryRun: boolean;
+  readonly jobId: string;
+  readonly handle: string;
+  readonly target: string;
+  readonly mode: 'append' | 'overwrite';
+  readonly leftover: { readonly path: string; readonly kind: Leftover['kind']; readonly engineJobId: string | null; readonly stage: string; readonly ageSeconds: number };
+  readonly tasks: readonly string[];
+  readonly tasksDeclared: number | null;
+  /** Declared tasks without committed output: commit-job would exit 5 while any is listed. */
+  readonly missingTasks: readonly string[];
+  readonly gaps: readonly number[];
+  readonly discarded: Leftover['discarded'];
+  readonly partitionBy: readonly string[];
+  readonly partitions: readonly string[];
+  readonly files: number;
+  readonly bytes: number;
+  /** The store operations adopting makes (or, in a dry run, would make). */
+  readonly operations: readonly AdoptOperation[];
+}
+
+/** Every file and directory under `dir`, relative to it, with sizes and times. */
+export async function listLeftover(store: Store, dir: string): Promise<ListedEntry[]> {
+  const out: ListedEntry[] = [];
+  const visit = async (d: string, rel: string): Promise<void> => {
+    for (const e of await store.list(d, { details: true })) {
+      const path = rel ? `${rel}/${e.name}` : e.name;
+      if (e.kind === 'dir') {
+        out.push({ path, kind: 'dir', size: 0, mtimeMs: e.mtimeMs });
+        await visit(e.path, path);
+      } else if (e.kind === 'file') out.push({ path, kind: 'file', size: e.size, mtimeMs: e.mtimeMs });
+      else throw new UsageError(`${store.toUri(e.path)} is neither a file nor a directory: an engine never leaves one; nothing was changed`);
+    }
+  };
+  await visit(dir, '');
+  return out;
+}
+
+/** The adopted job's id: what it was, the engine's id for it, and a random tail. */
+function adoptedJobId(l: Leftover): string {
+  const kind = { 'hadoop-temporary': 'hadoop', 'spark-staging': 'spark', 'hive-staging': 'hive' }[l.kind];
+  const engine = (l.engineJobId ?? '').replace(/[^A-Za-z0-9_.-]/g, '').slice(0, 80);
+  return `adopted-${kind}${engine ? `-${engine}` : ''}-${randomBytes(4).toString('hex')}`;
+}
+
+async function checkTarget(store: Store, leftoverPath: string, targetPath: string): Promise<string> {
+  const target = await store.stat(targetPath);
+  if (!target || target.kind !== 'dir') {
+    throw new UsageError(`the target ${store.toUri(targetPath)} is not an existing directory: adopt publishes into an existing table; give it with --target`);
+  }
+  const rel = posix.relative(targetPath, leftoverPath);
+  if (store.caps.directoryRename) return rel;
+  // Without rename the output is published from where it is: it must be inside the target, where readers never look.
+  if (rel.startsWith('..') || rel.split('/').every(isDataName)) {
+    throw new UsageError(`on a store without rename (S3) adopt publishes the leftover from where it is, so it must be inside the target: ${store.toUri(leftoverPath)} is not inside ${store.toUri(targetPath)} under a '_' or '.' name`);
+  }
+  return rel;
+}
+
+export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResult> {
+  const { store } = env;
+  const leftoverPath = input.leftoverPath.replace(/\/+$/, '');
+  const uri = store.toUri(leftoverPath);
+  const self = await store.stat(leftoverPath);
+  if (!self) throw new UsageError(`${uri} does not exist: give the path of the leftover (a '_temporary', '.spark-staging-…' or '.hive-staging…' dir)`);
+  if (self.kind !== 'dir') throw new UsageError(`${uri} is not a directory: give the path of the leftover dir`);
+  const leftover = recogniseLeftover(uri, posix.basename(leftoverPath), await listLeftover(store, leftoverPath), self.mtimeMs);
+  const ageMs = env.now() - leftover.newestMtimeMs;
+  if (leftover.newestMtimeMs < 0 || ageMs < input.olderThanMs) {
+    throw new ConflictError(
+      `${uri} was changed ${leftover.newestMtimeMs < 0 ? 'at a time the store cannot tell' : `${Math.max(0, Math.round(ageMs / 1000))}s ago`}, more recently than --older-than allows: its engine may still be writing it; nothing was changed; adopt it once the engine is surely gone (or lower --older-than)`,
+    );
+  }
+  const targetPath = (input.targetPath ?? posix.dirname(leftoverPath)).replace(/\/+$/, '') || '/';
+  const leftoverRel = await checkTarget(store, leftoverPath, targetPath);
+  checkDeclaredTasks(uri, leftover, input.tasks);
+  const mode = input.mode ?? leftover.defaultMode;
+  const jobId = adoptedJobId(leftover);
+  const stagingPath = posix.join(input.stagingRoot ?? defaultStagingRoot(targetPath), jobId);
+  const layout = new JobLayout(stagingPath);
+  const rootOf = (root: string) => (store.caps.directoryRename ? posix.join(ADOPTED_DIR, root) : `t:${posix.join(leftoverRel, root)}`);
+  const claims: Claim[] = leftover.sources.map((s) => ({
+    task: s.task,
+    attempt: 0,
+    taskAttempt: taskAttemptName(jobId, s.task, 0),
+    appAttempt: 0,
+    state: 'committed',
+    claimedAtMs: env.now(),
+    host: env.host,
+    pid: env.pid,
+    root: rootOf(s.root),
+    files: s.files,
+  }));
+  for (const f of claims.flatMap((c) => c.files)) {
+    try {
+      checkRelativePath(f.path, 'task file');
+      if (f.path === SUCCESS_FILE) throw new Error(`a task wrote '${SUCCESS_FILE}', which would collide with the job's own marker`);
+      partitionOfFile(f.path, leftover.partitionBy, '');
+    } catch (e) {
+      throw new UsageError(`${uri}: ${(e as Error).message}; nothing was changed`);
+    }
+  }
+  const operations: AdoptOperation[] = [
+    { op: 'create', path: store.toUri(layout.jobFile) },
+    ...claims.flatMap((c) => [layout.decisionFile(0, c.taskAttempt), layout.claimFile(0, c.task)].map((p) => ({ op: 'create' as const, path: store.toUri(p) }))),
+    ...(store.caps.directoryRename ? [{ op: 'rename' as const, from: uri, to: store.toUri(posix.join(stagingPath, ADOPTED_DIR)) }] : []),
+  ];
+  const result: AdoptResult = {
+    dryRun: Boolean(input.dryRun),
+    jobId,
+    handle: store.toUri(stagingPath),
+    target: store.toUri(targetPath),
+    mode,
+    leftover: { path: uri, kind: leftover.kind, engineJobId: leftover.engineJobId, stage: leftover.stage, ageSeconds: Math.round(ageMs / 1000) },
+    tasks: leftover.tasks,
+    tasksDeclared: input.tasks ?? null,
+    missingTasks: input.tasks === undefined ? [] : Array.from({ length: input.tasks }, (_, i) => String(i)).filter((t) => !leftover.tasks.includes(t)),
+    gaps: leftover.gaps,
+    discarded: leftover.discarded,
+    partitionBy: leftover.partitionBy,
+    partitions: leftover.partitions,
+    files: leftover.files,
+    bytes: leftover.bytes,
+    operations,
+  };
+  if (input.dryRun) return result;
+
+  await stageJob(env, { targetPath, stagingPath, mode, algorithm: 'v1', partition: [], partitionBy: leftover.partitionBy, jobId, tasks: input.tasks });
+  for (const c of claims) {
+    // Decided and claimed as commit-task would: a later `abort --task` of it is refused (§5.9).
+    await decide(store, layout, 0, { taskAttempt: c.taskAttempt, outcome: 'commit', atMs: env.now(), by: `adopt by ${env.user}@${env.host} pid ${env.pid}` });
+    await store.createExclusive(layout.claimFile(0, c.task), encodeClaim(c));
+  }
+  // The rename comes last: until it, the leftover is where it was and the new job publishes nothing.
+  if (store.caps.directoryRename) await moveLeftover(env, leftoverPath, stagingPath);
+  return result;
+}
+
+function checkDeclaredTasks(uri: string, leftover: Leftover, tasks: number | undefined): void {
+  if (tasks === undefined) return;
+  if (!Number.isInteger(tasks) || tasks < 1) throw new UsageError(`--tasks must be a positive whole number, got ${tasks}`);
+  if (leftover.jobCommitBegun) {
+    throw new UsageError(`${uri} was left in its engine's job commit, which begins only once every task has committed, and holds merged output that --tasks cannot count: leave --tasks out`);
+  }
+  const beyond = leftover.tasks.filter((t) => Number(t) >= tasks);
+  if (beyond.length) throw new UsageError(`${uri} holds committed output of task ${beyond[0]}, outside --tasks ${tasks} (tasks 0…${tasks - 1}): give the job's real task count`);
+}
+
+/** One rename; if it fails the half-made job goes, so that nothing is changed. */
+async function moveLeftover(env: StepEnv, leftoverPath: string, stagingPath: string): Promise<void> {
+  const { store } = env;
+  const dst = posix.join(stagingPath, ADOPTED_DIR);
+  try {
+    await store.rename(leftoverPath, dst);
+  } catch (e) {
+    if ((await store.stat(dst)) === null && (await store.stat(leftoverPath)) !== null) await store.delete(stagingPath, true).catch(() => false);
+    throw e;
+  }
+}

@@ -1,0 +1,201 @@
+// --dry-run of commit-job, abort and recover: the checks and the plan of the real step, read
+// only; no lease, no log entry, no plan file, nothing written. Conflicts and missing tasks throw
+// the error (and exit code) the real step would.
+
+import { posix } from 'node:path';
+import { ConflictError, CorruptManifestError } from '../errors.js';
+import { readClaims, readDecision } from '../job/claims.js';
+import { taskAttemptName, taskOfAttempt, SUCCESS_FILE, type JobLayout } from '../job/layout.js';
+import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
+import { resolveLoc } from '../plan/apply.js';
+import { loadPlan, type PersistedPlan } from '../plan/plan-file.js';
+import type { PlanPhase } from '../plan/plan.js';
+import { checkAttempt, checkTaskId, compareTasks } from '../paths.js';
+import { preparePlan, type CommitJobResult } from './commit-job.js';
+import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.js';
+import { attemptFiles } from '../job/tasks.js';
+import { walkFiles } from '../store/walk.js';
+import type { StepEnv } from './env.js';
+
+/** One planned store operation, with URIs. */
+export interface PlannedOperation {
+  readonly op: string;
+  readonly path?: string;
+  readonly from?: string;
+  readonly to?: string;
+  readonly dir?: boolean;
+  readonly phase?: number;
+}
+
+export interface CommitJobDryRun extends CommitJobResult {
+  readonly dryRun: true;
+  /** The table-log entry the commit would take (null: v2, or a roll-forward of a plan without one). */
+  readonly logEntry: number | null;
+  readonly summary: { readonly directoriesMovedWhole: number; readonly filesMovedOneByOne: number; readonly filesCopied: number; readonly displaced: readonly string[] };
+  readonly operations: readonly PlannedOperation[];
+}
+
+/** A driver holding a live lease would make the real step exit 4: so does its dry run. */
+async function checkUnlocked(env: StepEnv, layout: JobLayout): Promise<void> {
+  const current = await readCurrentLease(env.store, layout);
+  const mine = current?.record?.host === env.host && current.record.pid === env.pid;
+  if (current && !mine && isLeaseLive(current, env)) {
+    throw new ConflictError(`job ${env.store.toUri(layout.root)} is locked: ${describeHolder(current.record)}; wait for it to finish`);
+  }
+}
+
+function operationsOf(env: StepEnv, open: OpenJob, phases: readonly PlanPhase[], from = 0): PlannedOperation[] {
+  const ctx = { stagingPath: open.layout.root, targetPath: open.job.targetPath };
+  const uri = (loc: string) => env.store.toUri(resolveLoc(ctx, loc));
+  return phases.slice(from).flatMap((phase, i) =>
+    phase.map((op): PlannedOperation => {
+      const at = { phase: from + i + 1 };
+      if (op.op === 'mkdir') return { op: 'mkdir', path: uri(op.path), ...at };
+      if (op.op === 'delete') return { op: 'delete', path: uri(op.path), dir: op.dir, ...at };
+      if (op.op === 'swap') return { op: 'swap', path: uri(op.path), from: uri(op.from), to: uri(op.trash), dir: op.dir, ...at };
+      return { op: op.op, from: uri(op.from), to: uri(op.to), ...(op.op === 'move' && op.dir ? { dir: true } : {}), ...at };
+    }),
+  );
+}
+
+function summaryOf(env: StepEnv, open: OpenJob, phases: readonly PlanPhase[]): CommitJobDryRun['summary'] {
+  const ops = phases.flat();
+  const ctx = { stagingPath: open.layout.root, targetPath: open.job.targetPath };
+  return {
+    directoriesMovedWhole: ops.filter((o) => (o.op === 'move' && o.dir) || (o.op === 'swap' && o.dir)).length,
+    filesMovedOneByOne: ops.filter((o) => o.op === 'move' && !o.dir).length,
+    filesCopied: ops.filter((o) => o.op === 'copy').length,
+    displaced: ops.flatMap((o) => (o.op === 'swap' || (o.op === 'delete' && o.path.startsWith('t:')) ? [env.store.toUri(resolveLoc(ctx, o.path))] : [])),
+  };
+}
+
+export async function commitJobDryRun(env: StepEnv, input: { stagingPath: string }): Promise<CommitJobDryRun> {
+  const { store } = env;
+  const open = await openJob(env, input.stagingPath);
+  const { job, layout } = open;
+  await checkUnlocked(env, layout);
+  if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; stage a new job`);
+  let plan: PersistedPlan | null = await loadPlan(store, layout, job.jobId);
+  const outcome = plan || open.state === 'committed' ? 'rolled-forward' : 'committed';
+  if (!plan && open.state === 'committing') {
+    throw new CorruptManifestError(store.toUri(layout.commitFile), '', 'is missing, but the job is past its commit point: its plan cannot be made again (that could undo newer commits); restore the file or repair the target by hand', true);
+  }
+  let done = 0;
+  if (plan) {
+    const progress = await store.readFile(layout.progressFile);
+    done = progress ? Number.parseInt(progress.toString('utf8'), 10) || 0 : 0;
+  } else if (open.state !== 'committed') {
+    plan = (await preparePlan(env, open, true)).plan;
+  }
+  const phases = plan?.phases ?? [];
+  return {
+    dryRun: true,
+    jobId: job.jobId,
+    target: job.target,
+    outcome,
+    files: plan?.files ?? 0,
+    bytes: plan?.bytes ?? 0,
+    partitionsWritten: plan?.partitionsWritten ?? [],
+    partitionsReplaced: plan?.partitionsReplaced ?? [],
+    success: store.toUri(posix.join(job.targetPath, SUCCESS_FILE)),
+    metrics: env.metrics(),
+    logEntry: plan?.logEntry ?? null,
+    summary: summaryOf(env, open, phases.slice(done)),
+    operations: [
+      ...(plan && outcome === 'committed' ? [{ op: 'write', path: store.toUri(layout.commitFile) }] : []),
+      ...operationsOf(env, open, phases, done),
+      { op: 'write', path: store.toUri(posix.join(job.targetPath, SUCCESS_FILE)) },
+      { op: 'delete', path: job.staging, dir: true },
+    ],
+  };
+}
+
+export interface AbortDryRun {
+  readonly dryRun: true;
+  readonly jobId?: string;
+  readonly outcome: 'aborted' | 'nothing';
+  readonly scope: 'job' | 'task';
+  readonly taskAttempt?: string;
+  readonly files: number;
+  readonly bytes: number;
+  readonly operations: readonly PlannedOperation[];
+}
+
+export async function abortDryRun(env: StepEnv, input: { stagingPath: string; task?: string; attempt?: number }): Promise<AbortDryRun> {
+  const { store } = env;
+  const scope = input.task === undefined ? 'job' : 'task';
+  const task = input.task === undefined ? undefined : checkTaskId(input.task);
+  const attempt = checkAttempt(input.attempt);
+  let open: OpenJob;
+  try {
+    open = await openJob(env, input.stagingPath);
+  } catch (e) {
+    if (e instanceof JobGoneError) return { dryRun: true, outcome: 'nothing', scope, files: 0, bytes: 0, operations: [] };
+    throw e;
+  }
+  const { job, layout } = open;
+  if (task !== undefined) {
+    requireState(open, ['staged'], 'abort a task attempt');
+    const taskAttempt = taskAttemptName(job.jobId, task, attempt);
+    const decision = await readDecision(store, layout, job.appAttempt, taskAttempt);
+    const claims = await readClaims(store, layout, job.jobId, job.appAttempt);
+    if (decision?.outcome === 'commit' && (claims.get(task)?.taskAttempt ?? taskAttempt) === taskAttempt) {
+      throw new ConflictError(`cannot abort ${taskAttempt}: it is ${claims.get(task)?.state === 'committed' ? 'already committed' : 'committing (its commit-task decided first)'} and its files belong to the job; abort the whole job, or commit another attempt`);
+    }
+    const dir = layout.attemptDir(job.appAttempt, taskAttempt);
+    const files = await attemptFiles(store, dir, { details: true });
+    const operations = [...(decision ? [] : [{ op: 'create', path: store.toUri(layout.decisionFile(job.appAttempt, taskAttempt)) }]), { op: 'delete', path: store.toUri(dir), dir: true }];
+    return { dryRun: true, jobId: job.jobId, outcome: 'aborted', scope, taskAttempt, files: files.length, bytes: files.reduce((a, f) => a + Math.max(0, f.size), 0), operations };
+  }
+  await checkUnlocked(env, layout);
+  requireState(open, ['staged', 'aborted'], 'abort');
+  // The staged data: what is under the task and adopted dirs, not the job's own manifests.
+  const files = (await walkFiles(store, layout.root, { details: true })).filter((f) => f.name.includes('/') && !/(^|\/)_(claims|decisions)\//.test(f.name));
+  return {
+    dryRun: true,
+    jobId: job.jobId,
+    outcome: 'aborted',
+    scope,
+    files: files.length,
+    bytes: files.reduce((a, f) => a + Math.max(0, f.size), 0),
+    operations: [...(job.state === 'aborted' ? [] : [{ op: 'write', path: store.toUri(layout.jobFile) }]), { op: 'delete', path: job.staging, dir: true }],
+  };
+}
+
+export interface RecoverDryRun {
+  readonly dryRun: true;
+  readonly jobId: string;
+  readonly state: 'staged' | 'committed' | 'aborted';
+  readonly appAttempt: number;
+  readonly committedTasks: readonly string[];
+  readonly tasksToRun: readonly string[];
+  /** Interrupted task commits that recover would finish or undo. */
+  readonly interrupted: readonly string[];
+  readonly rolledForward: boolean;
+  readonly commit?: CommitJobDryRun;
+}
+
+export async function recoverDryRun(env: StepEnv, input: { stagingPath: string }): Promise<RecoverDryRun> {
+  const { store } = env;
+  const open = await openJob(env, input.stagingPath);
+  const { job, layout } = open;
+  await checkUnlocked(env, layout);
+  const base = { dryRun: true as const, jobId: job.jobId, committedTasks: [], tasksToRun: [], interrupted: [] };
+  if (open.state === 'aborted') return { ...base, state: 'aborted', appAttempt: job.appAttempt, rolledForward: false };
+  if (open.state === 'committing' || open.state === 'committed') {
+    return { ...base, state: 'committed', appAttempt: job.appAttempt, rolledForward: true, commit: await commitJobDryRun(env, input) };
+  }
+  const claims = await readClaims(store, layout, job.jobId, job.appAttempt);
+  const committed = [...claims.values()].filter((c) => c.state === 'committed').map((c) => c.task).sort(compareTasks);
+  const interrupted = [...claims.values()].filter((c) => c.state !== 'committed').map((c) => c.taskAttempt).sort();
+  let tasksToRun: string[];
+  if (job.tasks !== undefined) {
+    tasksToRun = [];
+    for (let t = 0; t < job.tasks; t++) if (!committed.includes(String(t))) tasksToRun.push(String(t));
+  } else {
+    const attempted = new Set((await store.list(layout.attemptsDir(job.appAttempt))).map((e) => taskOfAttempt(job.jobId, e.name)).filter((t): t is string => t !== null));
+    tasksToRun = [...attempted].filter((t) => !committed.includes(t)).sort(compareTasks);
+  }
+  // An interrupted commit that recover undoes leaves its task to run again; one it finishes does not.
+  return { ...base, state: 'staged', appAttempt: job.appAttempt + 1, committedTasks: committed, tasksToRun, interrupted, rolledForward: false };
+}

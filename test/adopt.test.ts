@@ -1,0 +1,183 @@
+// adopt on every store: leftovers laid out as Hadoop, Spark and Hive write them, killed at each
+// stage of their own commit, taken to a finished table with adopt + commit-job; what cannot be
+// adopted changes nothing; dry runs change nothing (the whole tree, with times, compared).
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { posix } from 'node:path';
+import { cli, ok } from './helpers/cli.js';
+import { hadoopV1, hiveInsert, SPARK_STAGES, sparkOverwrite, taskDir, type EngineCase } from './helpers/engines.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
+import { readTree, writeTree, type Tree } from './helpers/tree.js';
+import type { Store } from '../src/store/types.js';
+
+/** Every file and directory under `base` with its size and modification time. */
+async function snapshot(store: Store, base: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  const visit = async (dir: string, rel: string): Promise<void> => {
+    for (const e of await store.list(dir, { details: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      out[r] = `${e.kind} ${e.size} ${e.mtimeMs}`;
+      if (e.kind === 'dir') await visit(e.path, r);
+    }
+  };
+  await visit(base, '');
+  return out;
+}
+
+const isData = (k: string) => k.split('/').every((s) => !s.startsWith('_') && !s.startsWith('.'));
+const dataOf = (t: Tree) => Object.fromEntries(Object.entries(t).filter(([k]) => isData(k)));
+
+for (const fx of storeFixtures()) {
+  describe(`adopt on ${fx.name}`, () => {
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 'a');
+    const run = (args: string[]) => cli(args, { env: sb.env });
+
+    async function table(c: EngineCase): Promise<{ root: string; target: string; leftover: string }> {
+      const root = dir();
+      const target = posix.join(root, 'sales');
+      await writeTree(sb.store, target, c.before);
+      return { root, target, leftover: posix.join(target, c.leftover) };
+    }
+
+    /** The table holds what the uninterrupted engine job left: its data exactly, every checksum file it wrote. */
+    async function assertFinished(c: EngineCase, root: string, target: string): Promise<void> {
+      const tree = await readTree(sb.store, target);
+      assert.deepEqual(dataOf(tree), dataOf(c.after));
+      for (const [k, v] of Object.entries(c.after)) assert.equal(tree[k], v, `${k} is in the table`);
+      const leftovers = Object.keys(tree).filter((k) => /^(_temporary|\.spark-staging|\.hive-staging)/.test(k));
+      assert.deepEqual(leftovers, [], 'the leftover is gone from the table');
+      const staging = Object.keys(await readTree(sb.store, posix.join(root, '.stagecommit'))).filter((k) => !k.startsWith('sales/_log/'));
+      assert.deepEqual(staging, [], 'no staging dir is left');
+    }
+
+    const cases: [string, () => EngineCase][] = [
+      ...SPARK_STAGES.filter((s) => s !== 'tasks-running').map((s): [string, () => EngineCase] => [`spark overwrite killed at ${s}`, () => sparkOverwrite(s)]),
+      ['hadoop v1 across app attempts 0 and 1', hadoopV1],
+      ['hive insert with a finished -ext-10000', hiveInsert],
+    ];
+    for (const [name, make] of cases) {
+      test(`${name}: adopt, commit-job --dry-run, commit-job leave what the engine would have`, async () => {
+        const c = make();
+        const { root, target, leftover } = await table(c);
+        const handle = await ok(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: sb.env });
+        const before = await snapshot(sb.store, root);
+        const dry = await run(['commit-job', '--job', handle, '--dry-run', '--json']);
+        assert.equal(dry.code, 0, dry.stderr);
+        const plan = JSON.parse(dry.stdout);
+        assert.equal(plan.dryRun, true);
+        assert.ok(plan.operations.length > 0);
+        assert.deepEqual(await snapshot(sb.store, root), before, 'the dry run changed nothing');
+        const commit = await run(['commit-job', '--job', handle, '--json']);
+        assert.equal(commit.code, 0, commit.stderr);
+        const done = JSON.parse(commit.stdout);
+        assert.deepEqual([done.files, done.partitionsWritten], [plan.files, plan.partitionsWritten], 'the dry run planned what the commit did');
+        await assertFinished(c, root, target);
+      });
+    }
+
+    test('a Spark job killed while tasks ran, adopted with --tasks 3: commit-job refuses with exit 5 and changes nothing', async () => {
+      const c = sparkOverwrite('tasks-running');
+      const { root, leftover } = await table(c);
+      const r = await run(['adopt', '--older-than', '0s', '--tasks', '3', '--json', sb.uri(leftover)]);
+      assert.equal(r.code, 0, r.stderr);
+      const adopted = JSON.parse(r.stdout);
+      assert.deepEqual([adopted.tasks, adopted.gaps, adopted.missingTasks, adopted.discarded.length, adopted.mode], [['0', '1'], [], ['2'], 1, 'overwrite']);
+      const before = await snapshot(sb.store, root);
+      const dry = await run(['commit-job', '--job', adopted.handle, '--dry-run']);
+      assert.equal(dry.code, 5);
+      assert.match(dry.stderr, /1 of 3 declared task\(s\) are not committed: 2/);
+      const real = await run(['commit-job', '--job', adopted.handle]);
+      assert.equal(real.code, 5);
+      assert.deepEqual(Object.keys(await snapshot(sb.store, root)), Object.keys(before), 'commit-job changed nothing');
+      const jobs = await run(['jobs', sb.uri(posix.join(root, 'sales')), '--json']);
+      assert.equal(jobs.code, 0, jobs.stderr);
+      const [row] = JSON.parse(jobs.stdout).jobs;
+      assert.deepEqual([row.handle, row.state, row.tasksCommitted, row.tasksDeclared, row.lease], [adopted.handle, 'staged', 2, 3, null]);
+      assert.equal((await run(['abort', '--job', adopted.handle])).code, 0);
+    });
+
+    test('adopt of a live-looking leftover, of garbage and of a non-leftover dir exits non-zero and changes nothing', async () => {
+      const c = hadoopV1();
+      const { root, target, leftover } = await table(c);
+      await writeTree(sb.store, target, { '_temporary/1/junk.txt': 'not Hadoop', 'dt=x/.hive-staging_hive_q/_tmp.-ext-10000/000000_0': 'half' });
+      const spark = sparkOverwrite('merging');
+      await writeTree(sb.store, posix.join(root, 'other'), spark.before);
+      const before = await snapshot(sb.store, root);
+      const attempts: [string[], number, RegExp][] = [
+        [[sb.uri(posix.join(target, 'dt=x/.hive-staging_hive_q')), '--older-than', '0s'], 2, /no finished Hive output.*still writing/],
+        [[sb.uri(posix.join(root, 'other', spark.leftover))], 4, /more recently than --older-than/],
+        [[sb.uri(leftover), '--older-than', '0s'], 2, /'1\/junk.txt' is neither a committed task dir/],
+        [[sb.uri(target), '--older-than', '0s'], 2, /not an engine's leftover/],
+        [[sb.uri(posix.join(target, 'nothing-here')), '--older-than', '0s'], 2, /does not exist/],
+      ];
+      for (const [args, code, re] of attempts) {
+        for (const dry of [[], ['--dry-run']]) {
+          const r = await run(['adopt', ...args, ...dry]);
+          assert.equal(r.code, code, `adopt ${args.join(' ')} ${dry.join('')}: ${r.stderr}`);
+          assert.match(r.stderr, re);
+          assert.equal(r.stderr.trim().split('\n').length, 1, 'one line');
+        }
+      }
+      assert.deepEqual(await snapshot(sb.store, root), before);
+    });
+
+    test('adopt SIGKILLed before each store mutation never loses the leftover: abort the half-made job, adopt again, commit', async () => {
+      for (let k = 1; ; k++) {
+        const c = sparkOverwrite('replacing');
+        const { root, target, leftover } = await table(c);
+        const r = await cli(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: String(k) } });
+        if (r.code === 0) {
+          assert.ok(k > 3, 'adopt makes several mutations');
+          await ok(['commit-job', '--job', r.stdout.trim()], { env: sb.env });
+          await assertFinished(c, root, target);
+          break;
+        }
+        assert.equal(r.signal, 'SIGKILL', r.stderr);
+        const moved = (await readTree(sb.store, leftover)).hasOwnProperty('_SUCCESS') === false;
+        const jobs = JSON.parse(await ok(['jobs', '--json', sb.uri(target)], { env: sb.env })).jobs as { handle: string }[];
+        if (moved) {
+          // Killed after its last step, the rename: the job is whole.
+          assert.equal(jobs.length, 1);
+          await ok(['commit-job', '--job', jobs[0]!.handle], { env: sb.env });
+        } else {
+          assert.deepEqual(await readTree(sb.store, leftover), Object.fromEntries(Object.entries(c.before).filter(([p]) => p.startsWith(c.leftover + '/')).map(([p, v]) => [p.slice(c.leftover.length + 1), v])), `killed at ${k}: the leftover is untouched`);
+          for (const j of jobs) await ok(['abort', '--job', j.handle], { env: sb.env });
+          assert.deepEqual(await readTree(sb.store, leftover), Object.fromEntries(Object.entries(c.before).filter(([p]) => p.startsWith(c.leftover + '/')).map(([p, v]) => [p.slice(c.leftover.length + 1), v])), `killed at ${k}: aborting the half-made job left the leftover`);
+          await ok(['commit-job', '--job', await ok(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: sb.env })], { env: sb.env });
+        }
+        await assertFinished(c, root, target);
+      }
+    });
+
+    test('dry runs of adopt, recover and abort change nothing, and say what the real step would do', async () => {
+      const c = hadoopV1();
+      const { root, leftover } = await table(c);
+      let before = await snapshot(sb.store, root);
+      const dry = await run(['adopt', '--older-than', '0s', '--dry-run', '--json', sb.uri(leftover)]);
+      assert.equal(dry.code, 0, dry.stderr);
+      const planned = JSON.parse(dry.stdout);
+      assert.equal(planned.dryRun, true);
+      assert.deepEqual(planned.tasks, ['0', '1', '2']);
+      assert.ok(planned.discarded.some((d: { path: string }) => d.path === `0/${taskDir(1)}`));
+      assert.deepEqual(await snapshot(sb.store, root), before);
+      const handle = await ok(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: sb.env });
+      before = await snapshot(sb.store, root);
+      for (const step of [['recover'], ['abort'], ['commit-job'], ['abort', '--task', '0']]) {
+        const r = await run([...step, '--job', handle, '--dry-run', '--json']);
+        assert.equal(r.code, step.includes('--task') ? 4 : 0, `${step.join(' ')}: ${r.stderr}`);
+        if (r.code === 0) assert.equal(JSON.parse(r.stdout).dryRun, true);
+        assert.deepEqual(await snapshot(sb.store, root), before, `${step.join(' ')} --dry-run changed nothing`);
+      }
+      const text = await ok(['abort', '--job', handle, '--dry-run'], { env: sb.env });
+      // Where directories rename, the leftover is in the staging dir and goes with the job; on S3
+      // it stayed where the engine left it, and aborting the job leaves it there.
+      const moved = sb.store.caps.directoryRename;
+      assert.match(text, new RegExp(`abort would throw away job .*: ${moved ? 10 : 0} file\\(s\\)`));
+      assert.equal((await run(['abort', '--job', handle])).code, 0);
+      const left = Object.keys(await readTree(sb.store, root)).filter((k) => k.startsWith('sales/_temporary/'));
+      assert.equal(left.length, moved ? 0 : 10);
+    });
+  });
+}
