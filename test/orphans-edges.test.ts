@@ -102,7 +102,7 @@ for (const fx of storeFixtures()) {
       const r = await cli(['clean-orphans', sb.uri(file), sb.uri(base), '--older-than', '0s', '--delete', '--json'], { env: sb.env });
       assert.equal(r.code, 2, r.stderr);
       const doc = JSON.parse(r.stdout) as { error: { exitCode: number; kind: string; message: string } };
-      assert.deepEqual(Object.keys(doc), ['error']);
+      assert.deepEqual(Object.keys(doc), ['ok', 'error']);
       assert.equal(doc.error.exitCode, 2);
       assert.equal(doc.error.kind, 'UsageError');
       assert.match(doc.error.message, /^the root .*part-0\.parquet is a file: give the directories to scan/);

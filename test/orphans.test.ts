@@ -147,6 +147,8 @@ for (const fx of storeFixtures()) {
       ].sort());
       assert.ok(tree['events/_SUCCESS']);
       assert.ok(Object.keys(tree).some((k) => k.startsWith('.stagecommit/live/live-job/')), 'live job untouched');
+      // S3: the jobs' own pending uploads went with them (completed by the roll-forward, aborted with the dead job).
+      if (sb.store.listUploads) assert.deepEqual(await sb.store.listUploads(root), []);
     });
 
     test('uploads never completed: listed as multipart-upload, aborted with --delete, and by a job abort', async (t) => {

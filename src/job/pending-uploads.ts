@@ -177,6 +177,22 @@ export async function abortRecordedUploads(store: Store, layout: JobLayout, keep
 }
 
 /**
+ * Every upload a job owns: the ones its `stage` calls recorded (any app attempt) and the ones its
+ * claims hold. clean-orphans leaves these to the job (abort or roll-forward), never to the age rule.
+ */
+export async function ownedUploadIds(store: Store, layout: JobLayout, claimed: readonly TaskFile[], concurrency: number): Promise<Set<string>> {
+  const ids = new Set(claimed.flatMap((f) => (f.upload ? [f.upload.id] : [])));
+  for (const app of await store.list(uploadsDir(layout))) {
+    if (app.kind !== 'dir') continue;
+    for (const attempt of await store.list(app.path)) {
+      if (attempt.kind !== 'dir') continue;
+      for (const r of await readRecords(store, attempt.path, attempt.name, concurrency)) for (const u of r.uploads) ids.add(u.uploadId);
+    }
+  }
+  return ids;
+}
+
+/**
  * Before the commit point: every upload the claims name must still be pending (a lifecycle rule
  * or another tool may have aborted it), or the task's output is gone (§5.9).
  */

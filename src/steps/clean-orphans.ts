@@ -7,7 +7,10 @@ import { loadJob, type JobManifest } from '../job/job.js';
 import { JobLayout, JOB_FILE } from '../job/layout.js';
 import { isPastCommitPoint, stateOnStore } from '../job/open.js';
 import { isLeaseLive, readCurrentLease } from '../job/lease.js';
+import { readClaims } from '../job/claims.js';
+import { ownedUploadIds } from '../job/pending-uploads.js';
 import type { Entry, PendingUpload, Store } from '../store/types.js';
+import { measureTree } from '../store/walk.js';
 import { mapLimit } from '../util/pool.js';
 import { abort } from './abort.js';
 import type { StepEnv } from './env.js';
@@ -69,51 +72,12 @@ export function kindByName(name: string): LeftoverKind | null {
   return null;
 }
 
-interface Measure {
-  files: number;
-  bytes: number;
-  /** When the leftover last changed; 0 when the store keeps no time for it. */
-  newestMs: number;
-}
-
-/**
- * Files, bytes and the newest modification inside a directory (not the directory's own time,
- * which a write deep inside does not change). An empty leftover has nothing inside to date it:
- * its own time is its age, so a `_temporary` made a second ago is not old (DESIGN §6).
- */
-async function measure(store: Store, dir: string, concurrency: number): Promise<Measure> {
-  const m: Measure = { files: 0, bytes: 0, newestMs: 0 };
-  let entries = 0;
-  let level = [dir];
-  while (level.length) {
-    const next = await mapLimit(level, concurrency, async (d) => {
-      const listed = await store.list(d, { details: true });
-      entries += listed.length;
-      const dirs: string[] = [];
-      for (const e of listed) {
-        m.newestMs = Math.max(m.newestMs, e.mtimeMs);
-        if (e.kind === 'file') {
-          m.files++;
-          m.bytes += e.size;
-        } else if (e.kind === 'dir') dirs.push(e.path);
-      }
-      return dirs;
-    });
-    level = next.flat();
-  }
-  if (entries === 0) {
-    const own = await store.stat(dir);
-    if (!own) throw new StoreError('not-found', 'stat', [store.toUri(dir)], 'vanished during the scan');
-    m.newestMs = Math.max(0, own.mtimeMs);
-  }
-  return m;
-}
-
 /** Uploads begun under a root and never completed (S3 multipart), on stores that have them. */
-async function staleUploads(env: StepEnv, root: string, now: number, olderThanMs: number): Promise<Leftover[]> {
+async function staleUploads(env: StepEnv, root: string, now: number, olderThanMs: number, owned: ReadonlySet<string>): Promise<Leftover[]> {
   const { store } = env;
   if (!store.listUploads) return [];
-  return (await store.listUploads(root)).map((u) => {
+  // A job's own uploads (pending until its commit-job) go with the job: abort, or roll-forward.
+  return (await store.listUploads(root)).filter((u) => !owned.has(u.uploadId)).map((u) => {
     const ageSeconds = Math.max(0, Math.floor((now - u.initiatedMs) / 1000));
     const young = now - u.initiatedMs < olderThanMs;
     return {
@@ -151,16 +115,12 @@ async function checkRoots(store: Store, roots: readonly string[], concurrency: n
   }
 }
 
-export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Promise<CleanOrphansResult> {
+/** Every leftover directory under the roots, by name or by `_job.yaml`; never into a leftover once found. */
+async function scan(env: StepEnv, roots: readonly string[], maxDepth: number, problems: ScanProblem[]): Promise<{ found: { path: string; kind: LeftoverKind }[]; scanned: number }> {
   const { store } = env;
-  const now = env.now();
-  const maxDepth = input.maxDepth ?? 16;
-  const problems: ScanProblem[] = [];
   const found: { path: string; kind: LeftoverKind }[] = [];
   let scanned = 0;
-
-  await checkRoots(store, input.roots, env.concurrency);
-  for (const root of input.roots) {
+  for (const root of roots) {
     let level: { path: string; depth: number }[] = [{ path: root, depth: 0 }];
     while (level.length) {
       const next = await mapLimit(level, env.concurrency, async ({ path, depth }) => {
@@ -189,19 +149,37 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
       level = next.flat();
     }
   }
+  return { found, scanned };
+}
+
+export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Promise<CleanOrphansResult> {
+  const { store } = env;
+  const now = env.now();
+  const problems: ScanProblem[] = [];
+
+  await checkRoots(store, input.roots, env.concurrency);
+  const { found, scanned } = await scan(env, input.roots, input.maxDepth ?? 16, problems);
 
   env.emit({ type: 'phase', label: `measuring ${found.length} leftover(s)` });
+  const owned = new Set<string>();
+  let jobUnread = false;
   const leftovers = (
     await mapLimit(found, Math.max(1, Math.floor(env.concurrency / 4)), async (f): Promise<Leftover | null> => {
       try {
-        return await describe(env, f.path, f.kind, now, input.olderThanMs);
+        return await describe(env, f.path, f.kind, now, input.olderThanMs, owned);
       } catch (e) {
+        if (f.kind === 'stagecommit') jobUnread = true;
         problems.push({ path: store.toUri(f.path), message: (e as Error).message });
         return null;
       }
     })
   ).filter((l): l is Leftover => l !== null);
-  for (const root of input.roots) leftovers.push(...(await staleUploads(env, root, now, input.olderThanMs)));
+  for (const root of input.roots) {
+    for (const u of await staleUploads(env, root, now, input.olderThanMs, owned)) {
+      // A job we could not read may own any of them: its uploads are not ours to judge.
+      leftovers.push(jobUnread && u.action === 'would-delete' ? { ...u, action: 'skipped', reason: 'a stagecommit job under the roots could not be read, and it may own this upload' } : u);
+    }
+  }
   leftovers.sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
 
   if (input.delete) {
@@ -227,9 +205,10 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
   };
 }
 
-async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: number, olderThanMs: number): Promise<Leftover> {
+/** `owned` collects the upload ids of the stagecommit jobs described (their uploads are theirs, not stale). */
+async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: number, olderThanMs: number, owned?: Set<string>): Promise<Leftover> {
   const { store } = env;
-  const m = await measure(store, path, env.concurrency);
+  const m = await measureTree(store, path, env.concurrency);
   const ageSeconds = m.newestMs > 0 ? Math.max(0, Math.floor((now - m.newestMs) / 1000)) : 0;
   const base = { kind, path, uri: store.toUri(path), ageSeconds, files: m.files, bytes: m.bytes };
   // A leftover that cannot be dated may belong to a job that is starting: it is never taken for old.
@@ -248,6 +227,10 @@ async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: num
     return { ...base, action: 'skipped', reason: `unreadable ${JOB_FILE}: ${(e as Error).message}` };
   }
   if (!job) return { ...base, action: 'skipped', reason: `${JOB_FILE} vanished during the scan` };
+  if (owned && store.listUploads) {
+    const claims = await readClaims(store, layout, job.jobId, job.appAttempt, env.concurrency);
+    for (const id of await ownedUploadIds(store, layout, [...claims.values()].flatMap((c) => c.files), env.concurrency)) owned.add(id);
+  }
   const state = await stateOnStore(store, layout, job);
   const past = isPastCommitPoint(state);
   const withJob = { ...base, jobId: job.jobId, jobState: state };

@@ -1,6 +1,8 @@
 // Walking a directory: the whole tree (the store's own way where it has one, else one list() per
 // directory), and its files, the one recursive listing the protocol uses for staged output.
 
+import { StoreError } from '../errors.js';
+import { mapLimit } from '../util/pool.js';
 import { isTempName } from './temp-names.js';
 import type { Entry, ListOptions, Store } from './types.js';
 
@@ -48,4 +50,44 @@ export async function walkFiles(store: Store, dir: string, opts: WalkOptions = {
   }
   if (opts.removeTemps) await Promise.all(temps.map((e) => store.delete(e.path, e.kind === 'dir')));
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+export interface TreeMeasure {
+  files: number;
+  bytes: number;
+  /** When the leftover last changed; 0 when the store keeps no time for it. */
+  newestMs: number;
+}
+
+/**
+ * Files, bytes and the newest modification inside a directory (not the directory's own time,
+ * which a write deep inside does not change). An empty leftover has nothing inside to date it:
+ * its own time is its age, so a `_temporary` made a second ago is not old (DESIGN §6).
+ */
+export async function measureTree(store: Store, dir: string, concurrency: number): Promise<TreeMeasure> {
+  const m: TreeMeasure = { files: 0, bytes: 0, newestMs: 0 };
+  let entries = 0;
+  let level = [dir];
+  while (level.length) {
+    const next = await mapLimit(level, concurrency, async (d) => {
+      const listed = await store.list(d, { details: true });
+      entries += listed.length;
+      const dirs: string[] = [];
+      for (const e of listed) {
+        m.newestMs = Math.max(m.newestMs, e.mtimeMs);
+        if (e.kind === 'file') {
+          m.files++;
+          m.bytes += e.size;
+        } else if (e.kind === 'dir') dirs.push(e.path);
+      }
+      return dirs;
+    });
+    level = next.flat();
+  }
+  if (entries === 0) {
+    const own = await store.stat(dir);
+    if (!own) throw new StoreError('not-found', 'stat', [store.toUri(dir)], 'vanished during the scan');
+    m.newestMs = Math.max(0, own.mtimeMs);
+  }
+  return m;
 }

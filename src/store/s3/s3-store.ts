@@ -278,24 +278,11 @@ export class S3Store implements Store {
     }
   }
 
-  /** Multipart uploads never completed under a prefix (for clean-orphans and job abort). */
-  listUploads(dir: string): Promise<PendingUpload[]> {
-    return this.uploads.list(dir);
-  }
-
-  abortUpload(u: PendingUpload): Promise<void> {
-    return this.uploads.abort(u);
-  }
-
-  beginUpload(path: string): Promise<string> {
-    return this.uploads.begin(path);
-  }
-
-  uploadParts(path: string, uploadId: string, localPath: string, size: number): Promise<string[]> {
-    return this.uploads.uploadParts(path, uploadId, localPath, size);
-  }
-
-  completeUpload(u: ReadyUpload): Promise<void> {
-    return this.uploads.complete(u);
-  }
+  // Multipart uploads (src/store/s3/uploads.ts): never completed under a prefix (clean-orphans,
+  // job abort), and the pending uploads of `stage FILE` completed by commit-job.
+  listUploads(dir: string): Promise<PendingUpload[]> { return this.uploads.list(dir); }
+  abortUpload(u: PendingUpload): Promise<void> { return this.uploads.abort(u); }
+  beginUpload(path: string): Promise<string> { return this.uploads.begin(path); }
+  uploadParts(path: string, uploadId: string, localPath: string, size: number): Promise<string[]> { return this.uploads.uploadParts(path, uploadId, localPath, size); }
+  completeUpload(u: ReadyUpload): Promise<void> { return this.uploads.complete(u); }
 }
