@@ -91,7 +91,9 @@ async function stagedJob(table: string, files: string[], partitions: number, bod
 function cliCommitJob(handle: string): { wall: number; metrics: Record<string, number> } {
   let metrics: Record<string, number> = {};
   const wall = time(() => {
-    const r = spawnSync(process.execPath, [BIN, 'commit-job', '--job', handle, '--json'], { encoding: 'utf8', env });
+    // BENCH_PARALLELISM: store operations in flight for our commit (default: the config's, 32).
+    const parallelism = process.env.BENCH_PARALLELISM ? ['--parallelism', process.env.BENCH_PARALLELISM] : [];
+    const r = spawnSync(process.execPath, [BIN, 'commit-job', '--job', handle, '--json', ...parallelism], { encoding: 'utf8', env });
     if (r.status !== 0) throw new Error(r.stderr);
     metrics = JSON.parse(r.stdout).metrics;
   });
