@@ -3,6 +3,7 @@
 // says so under --verbose, and the table gets the data and stagecommit's own _SUCCESS.
 
 import assert from 'node:assert/strict';
+import { symlink } from 'node:fs/promises';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { isWriterMarker } from '../src/steps/commit-task.js';
@@ -10,6 +11,7 @@ import { cli, ok } from './helpers/cli.js';
 import { stage } from './helpers/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
+import { stageTask } from './helpers/jobs.js';
 
 test('writer markers by name: _SUCCESS, _started_*, _committed_* and their .crc files, nothing else', () => {
   for (const m of ['_SUCCESS', '._SUCCESS.crc', '_started_4711', '_committed_4711', '._committed_4711.crc', '._started_1.crc']) assert.ok(isWriterMarker(m), m);
@@ -44,6 +46,49 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(tree), { 'dt=1/.part-00000.parquet.crc': 'crc', 'dt=1/part-00000.parquet': 'rows' });
       assert.deepEqual(Object.keys(tree).filter((k) => !k.startsWith('dt=1/')), ['_SUCCESS']);
       assert.equal(JSON.parse(tree._SUCCESS!).committer, 'stagecommit');
+    });
+
+    test('a writer that makes _SUCCESS a directory, or leaves a link, is refused at commit-task (exit 2) and the attempt can still be aborted', async (t) => {
+      const target = posix.join(dir(), 'links');
+      const job = await stage(sb, { target, tasks: 1 });
+      const attempt = sb.pathOf(await ok(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }));
+      await writeTree(sb.store, attempt, { 'part-0': 'rows', '_SUCCESS/inner': 'x' });
+      const r = await cli(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /'_SUCCESS\/inner' would collide with the job's own marker '_SUCCESS'/);
+      assert.equal((await cli(['abort', '--job', job, '--task', '0'], { env: sb.env })).code, 0, 'no decision was taken: the attempt aborts');
+      if (fx.name !== 'local') return t.diagnostic('links: local only');
+      const attempt1 = sb.pathOf(await ok(['stage', '--job', job, '--task', '0', '--attempt', '1', '--print-path'], { env: sb.env }));
+      await writeTree(sb.store, attempt1, { 'part-0': 'rows' });
+      await symlink('/etc/passwd', posix.join(attempt1, 'link.txt'));
+      const l = await cli(['commit-task', '--job', job, '--task', '0', '--attempt', '1'], { env: sb.env });
+      assert.equal(l.code, 2, l.stderr);
+      assert.match(l.stderr, /holds 'link.txt', which is not a regular file \(a symlink\)/);
+      assert.equal((await cli(['abort', '--job', job, '--task', '0', '--attempt', '1'], { env: sb.env })).code, 0);
+    });
+
+    test("_SUCCESS as a directory in the target is exit 4 before the commit point; the target is unchanged", async () => {
+      const target = posix.join(dir(), 'wedge');
+      await writeTree(sb.store, target, { 'old.csv': 'old', '_SUCCESS/x': 'not a marker' });
+      const job = await stage(sb, { target, mode: 'append', tasks: 1 });
+      await stageTask(sb, job, { task: '0', files: { 'new.csv': 'new' } });
+      await ok(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
+      const r = await cli(['commit-job', '--job', job], { env: sb.env });
+      assert.equal(r.code, 4, r.stderr);
+      assert.match(r.stderr, /_SUCCESS is not a file, and the commit must write its marker there: nothing was changed/);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'old.csv': 'old', '_SUCCESS/x': 'not a marker' });
+      assert.equal((await cli(['abort', '--job', job], { env: sb.env })).code, 0, 'still before its commit point');
+    });
+
+    test('a --job-id that already committed into the table is refused at stage (exit 2)', async () => {
+      const target = posix.join(dir(), 'reuse');
+      const job = await stage(sb, { target, mode: 'append', tasks: 1, jobId: 'etl-sales' });
+      await stageTask(sb, job, { task: '0', files: { 'a.csv': 'a' } });
+      await ok(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
+      await ok(['commit-job', '--job', job], { env: sb.env });
+      const again = await cli(['stage', '--target', sb.uri(target), '--mode', 'append', '--job-id', 'etl-sales'], { env: sb.env });
+      assert.equal(again.code, 2, again.stderr);
+      assert.match(again.stderr, /job id 'etl-sales' names a job that already committed into .*: choose another --job-id/);
     });
   });
 }

@@ -30,8 +30,8 @@ const KNOWN: Record<string, unknown> = {
   stagingRoot: true,
   concurrency: true,
   leaseTtlSeconds: true,
-  s3: { endpoint: true, region: true, pathStyle: true, maxAttempts: true, multipartCopyThresholdBytes: true, multipartCopyPartBytes: true, uploadPartBytes: true, pendingUploadMinBytes: true },
-  webhdfs: { user: true, delegation: true, retries: true, retryBaseMs: true, caFile: true, nameservices: { '*': true } },
+  s3: { endpoint: true, region: true, pathStyle: true, maxAttempts: true, requestTimeoutMs: true, multipartCopyThresholdBytes: true, multipartCopyPartBytes: true, uploadPartBytes: true, pendingUploadMinBytes: true },
+  webhdfs: { user: true, delegation: true, retries: true, retryBaseMs: true, requestTimeoutMs: true, caFile: true, nameservices: { '*': true } },
 };
 
 type Env = Readonly<Record<string, string | undefined>>;

@@ -10,7 +10,7 @@ import { ATTEMPT_MARKER, taskOfAttempt, type JobLayout } from './layout.js';
 const NOT_OUTPUT = new Set([ATTEMPT_MARKER]);
 
 /** The output files of a task attempt dir, relative to it (never temps, never the attempt marker). */
-export function attemptFiles(store: Store, attemptDir: string, opts: { details?: boolean; removeTemps?: boolean } = {}): Promise<Entry[]> {
+export function attemptFiles(store: Store, attemptDir: string, opts: { details?: boolean; removeTemps?: boolean; others?: Entry[] } = {}): Promise<Entry[]> {
   return walkFiles(store, attemptDir, { ...opts, ignoreTop: NOT_OUTPUT });
 }
 

@@ -4,7 +4,7 @@
 
 import { StageCommitError, StoreError, UsageError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
-import { JobLayout, JOB_FILE } from '../job/layout.js';
+import { defaultStagingRoot, JobLayout, JOB_FILE } from '../job/layout.js';
 import { isPastCommitPoint, stateOnStore } from '../job/open.js';
 import { isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { readClaims } from '../job/claims.js';
@@ -174,6 +174,7 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
       }
     })
   ).filter((l): l is Leftover => l !== null);
+  if (store.listUploads && !(await ownUploadsBeside(env, input.roots, owned))) jobUnread = true;
   for (const root of input.roots) {
     for (const u of await staleUploads(env, root, now, input.olderThanMs, owned)) {
       // A job we could not read may own any of them: its uploads are not ours to judge.
@@ -203,6 +204,32 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
     problems,
     reclaimableBytes,
   };
+}
+
+/**
+ * A table given as a root has its default staging root beside it, outside the roots: the pending
+ * uploads of its jobs are theirs too. False when one of those jobs could not be read.
+ */
+async function ownUploadsBeside(env: StepEnv, roots: readonly string[], owned: Set<string>): Promise<boolean> {
+  const { store } = env;
+  let allRead = true;
+  for (const root of roots) {
+    const beside = defaultStagingRoot(root);
+    if (roots.some((r) => beside === r || beside.startsWith(`${r}/`))) continue; // scanned already
+    for (const e of await store.list(beside)) {
+      if (e.kind !== 'dir') continue;
+      try {
+        const layout = new JobLayout(e.path);
+        const job = await loadJob(store, layout);
+        if (!job) continue;
+        const claims = await readClaims(store, layout, job.jobId, job.appAttempt, env.concurrency);
+        for (const id of await ownedUploadIds(store, layout, [...claims.values()].flatMap((c) => c.files), env.concurrency)) owned.add(id);
+      } catch {
+        allRead = false;
+      }
+    }
+  }
+  return allRead;
 }
 
 /** `owned` collects the upload ids of the stagecommit jobs described (their uploads are theirs, not stale). */

@@ -4,7 +4,7 @@
 
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, IncompleteError } from '../errors.js';
-import { claimRootPath, isAdoptedRoot, leftoverOfRoot, readClaims, type Claim } from '../job/claims.js';
+import { claimRootPath, isAdoptedRoot, leftoverOfRoot, readClaims, type Claim, type TaskFile } from '../job/claims.js';
 import { isFullyStatic, saveJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { ATTEMPT_MARKER, SUCCESS_FILE } from '../job/layout.js';
 import { abortRecordedUploads, checkUploadsPending } from '../job/pending-uploads.js';
@@ -143,6 +143,11 @@ async function outputProblem(store: Store, root: string, files: readonly { path:
  * Plans the commit and reaches the commit point; throws before it on any problem. A dry run
  * makes the same checks and plan, reading only: no log entry, no wait.
  */
+/** `_SUCCESS` as something other than a file would stop the commit after its commit point. */
+function successInTheWay(env: StepEnv, job: JobManifest): ConflictError {
+  return new ConflictError(`${env.store.toUri(posix.join(job.targetPath, SUCCESS_FILE))} is not a file, and the commit must write its marker there: nothing was changed; move it away and run commit-job again`);
+}
+
 export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false): Promise<{ plan: PersistedPlan; listing?: LogListing }> {
   const { store } = env;
   const { job, layout } = open;
@@ -150,6 +155,8 @@ export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false): 
   const base = { jobId: job.jobId, appAttempt: job.appAttempt, tasks: claims.map((c) => c.task) };
   const all = claims.flatMap((c) => c.files);
   if (job.algorithm === 'v2') {
+    const marker = await store.stat(posix.join(job.targetPath, SUCCESS_FILE));
+    if (marker && marker.kind !== 'file') throw successInTheWay(env, job);
     // Every task published itself at commit-task; the job commit only marks success.
     return { plan: { ...base, createdAtMs: env.now(), logEntry: null, phases: [], files: all.length, bytes: all.reduce((a, f) => a + f.size, 0), filenames: all.map((f) => f.path).sort(), partitionsWritten: partitionsOf(all, job.partitionBy.length), partitionsReplaced: [] } };
   }
@@ -161,6 +168,8 @@ export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false): 
     if (job.mode === 'create' && target.exists) {
       throw new ConflictError(`the target ${job.target} appeared after job ${job.jobId} was staged, and --mode create never replaces anything: nothing was changed; abort this job, or stage it again with --mode append or overwrite`);
     }
+    const marker = target.dirs.get('')?.get(SUCCESS_FILE);
+    if (marker !== undefined && marker !== 'file') throw successInTheWay(env, job);
     const identical = job.mode === 'append' ? await identicalClashes(store, layout, job.targetPath, sources, target, env.concurrency) : undefined;
     const planned = planCommit({ mode: job.mode, replaceUnits: units.replaces, strategy: publishStrategy(store), sources, target, identical }, job.partitionBy.length);
     // A directory the commit cannot change is found now, not after the commit point (§5.13).
@@ -229,7 +238,9 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   if (plan.logEntry !== null) await log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now());
   env.emit({ type: 'phase', label: 'removing the staging dir' });
   // Uploads of attempts that lost, were denied or aborted are never completed: abort them (S3).
-  await abortRecordedUploads(store, layout, plannedUploads(plan.phases), env.concurrency, job.targetPath);
+  // An append drops a claimed upload whose bytes the target already holds: abort it too.
+  const dropped = job.mode === 'append' && store.abortUpload ? await claimedFiles(env, open).catch(() => []) : [];
+  await abortRecordedUploads(store, layout, plannedUploads(plan.phases), env.concurrency, job.targetPath, { extra: dropped });
   await removeStagingDir(store, layout, lease);
   // The log is tidied by the run that made the entry, from the listing it already holds.
   if (listing) await log.prune(listing, env.now()).catch((e: unknown) => env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }));
@@ -255,6 +266,11 @@ async function checkHeldEntry(store: Store, open: OpenJob, plan: PersistedPlan):
       `names table-log entry ${n}, which ${!entry ? 'is gone' : void_ ? 'was given up' : `is job ${entry.jobId}'s`}: rolling this plan forward could undo newer commits; check the target and abort the job, or restore the log`,
     );
   }
+}
+
+async function claimedFiles(env: StepEnv, { job, layout }: OpenJob): Promise<TaskFile[]> {
+  const claims = await readClaims(env.store, layout, job.jobId, job.appAttempt, env.concurrency);
+  return [...claims.values()].flatMap((c) => c.files);
 }
 
 /** The upload ids a commit plan completes (kept when the job's other uploads are aborted). */

@@ -3,7 +3,7 @@
 
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
-import { decide, encodeClaim, readClaim, type Claim, type TaskFile } from '../job/claims.js';
+import { decide, encodeClaim, readClaim, readDecision, type Claim, type TaskFile } from '../job/claims.js';
 import { loadJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { JobLayout, SUCCESS_FILE, taskAttemptName, taskOfAttempt } from '../job/layout.js';
 import { readAttemptUploads, settleAttemptUploads, withUploads, type AttemptUploads } from '../job/pending-uploads.js';
@@ -37,7 +37,7 @@ export function checkTaskFiles(job: JobManifest, files: readonly TaskFile[], pat
   const prefix = staticPrefix(job);
   for (const f of files) {
     if (!pathsChecked) checkRelativePath(f.path, 'task file');
-    if (f.path === SUCCESS_FILE) throw new UsageError(`task file '${SUCCESS_FILE}' would collide with the job's own marker: rename it`);
+    if (f.path === SUCCESS_FILE || f.path.startsWith(`${SUCCESS_FILE}/`)) throw new UsageError(`task file '${f.path}' would collide with the job's own marker '${SUCCESS_FILE}': rename it`);
     partitionOfFile(f.path, job.partitionBy, prefix);
   }
 }
@@ -59,6 +59,10 @@ async function dropWriterMarkers(env: StepEnv, listed: readonly Entry[]): Promis
   const names = markers.map((m) => m.name);
   env.emit({ type: 'phase', label: `left out ${names.length} marker file(s) the writer made, not data: ${names.slice(0, 10).join(', ')}${names.length > 10 ? ', …' : ''}` });
   return listed.filter((e) => !isWriterMarker(posix.basename(e.name)));
+}
+
+function abortedError(taskAttempt: string, decision: { atMs: number; by: string }): CommitDeniedError {
+  return new CommitDeniedError(`commit denied for ${taskAttempt}: the attempt was aborted (${new Date(decision.atMs).toISOString()} by ${decision.by}) and can never commit; run the task as a new --attempt`);
 }
 
 function denied(claim: Claim, mine: string): CommitDeniedError {
@@ -99,25 +103,35 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   if (claim?.state === 'committed') return result('already', claim.files);
   requireState(open, ['staged'], 'commit a task');
 
-  // One decision per attempt (§5.9): commit, unless an abort of this attempt came first.
-  const decision = await decide(store, layout, app, { taskAttempt, outcome: 'commit', atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` });
-  if (decision.outcome === 'abort') {
-    throw new CommitDeniedError(`commit denied for ${taskAttempt}: the attempt was aborted (${new Date(decision.atMs).toISOString()} by ${decision.by}) and can never commit; run the task as a new --attempt`);
-  }
-
   const attemptDir = layout.attemptDir(app, taskAttempt);
   let pending: AttemptUploads | undefined;
+  let files: TaskFile[] = [];
   if (!claim) {
+    // Checked before the decision: output refused here leaves the attempt free to abort or fix.
     // A killed `stage` left its temp files here: they are not listed, and go before the dir moves.
-    const [walked, uploads] = await Promise.all([attemptFiles(store, attemptDir, { details: true, removeTemps: true }), readAttemptUploads(store, layout, job, taskAttempt, env.concurrency)]);
+    const others: Entry[] = [];
+    const [walked, uploads] = await Promise.all([attemptFiles(store, attemptDir, { details: true, removeTemps: true, others }), readAttemptUploads(store, layout, job, taskAttempt, env.concurrency)]);
+    if (others.length) {
+      throw new UsageError(`${taskAttempt} holds '${others[0]!.name}', which is not a regular file (a ${others[0]!.kind}): a task's output is files only; remove it and run commit-task again (nothing was committed)`);
+    }
     pending = uploads;
-    const files = withUploads((await dropWriterMarkers(env, walked)).map((e) => ({ path: e.name, size: e.size })), uploads, taskAttempt);
+    files = withUploads((await dropWriterMarkers(env, walked)).map((e) => ({ path: e.name, size: e.size })), uploads, taskAttempt);
     if (files.length === 0 && !(await store.stat(attemptDir))) {
+      // An aborted attempt's dir is gone: its decision says why.
+      const aborted = await readDecision(store, layout, app, taskAttempt);
+      if (aborted?.outcome === 'abort') throw abortedError(taskAttempt, aborted);
       const older = await olderOutput(store, layout, job.jobId, task, app);
       const where = older ? `; its files are in ${store.toUri(older)}, left from an earlier app attempt: stage them again` : '; stage its files, or --print-path for a writer, first';
       throw new UsageError(`${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it)' : ''}: nothing was committed${where}`);
     }
     checkTaskFiles(job, files);
+  }
+
+  // One decision per attempt (§5.9): commit, unless an abort of this attempt came first.
+  const decision = await decide(store, layout, app, { taskAttempt, outcome: 'commit', atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` });
+  if (decision.outcome === 'abort') throw abortedError(taskAttempt, decision);
+
+  if (!claim) {
     const fresh: Claim = { task, attempt, taskAttempt, appAttempt: app, state: 'claimed', claimedAtMs: env.now(), host: env.host, pid: env.pid, files };
     if (await store.createExclusive(layout.claimFile(app, task), encodeClaim(fresh))) {
       claim = fresh;

@@ -53,6 +53,8 @@ function operationsOf(env: StepEnv, open: OpenJob, phases: readonly PlanPhase[],
       if (op.op === 'mkdir') return { op: 'mkdir', path: uri(op.path), ...at };
       if (op.op === 'delete') return { op: 'delete', path: uri(op.path), dir: op.dir, ...at };
       if (op.op === 'swap') return { op: 'swap', path: uri(op.path), from: uri(op.from), to: uri(op.trash), dir: op.dir, ...at };
+      // A pending upload is completed where it waits: nothing is copied.
+      if (op.op === 'copy' && op.upload) return { op: 'complete', path: uri(op.to), ...at };
       return { op: op.op, from: uri(op.from), to: uri(op.to), ...(op.op === 'move' && op.dir ? { dir: true } : {}), ...at };
     }),
   );
@@ -64,7 +66,7 @@ function summaryOf(env: StepEnv, open: OpenJob, phases: readonly PlanPhase[]): C
   return {
     directoriesMovedWhole: ops.filter((o) => (o.op === 'move' && o.dir) || (o.op === 'swap' && o.dir)).length,
     filesMovedOneByOne: ops.filter((o) => o.op === 'move' && !o.dir).length,
-    filesCopied: ops.filter((o) => o.op === 'copy').length,
+    filesCopied: ops.filter((o) => o.op === 'copy' && !o.upload).length,
     displaced: ops.flatMap((o) => (o.op === 'swap' || (o.op === 'delete' && o.path.startsWith('t:')) ? [env.store.toUri(resolveLoc(ctx, o.path))] : [])),
   };
 }

@@ -2,6 +2,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { posix } from 'node:path';
+import { findCommitted } from '../job/finished.js';
 import { UsageError } from '../errors.js';
 import { encodeJob, type Algorithm, type JobManifest, type Mode } from '../job/job.js';
 import { defaultStagingRoot, JobLayout } from '../job/layout.js';
@@ -121,6 +122,13 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
         ? `the staging dir ${store.toUri(stagingPath)} is not empty: a job never adopts files it did not stage; choose an empty or new --staging-dir`
         : `job id '${jobId}' is already in use (${store.toUri(stagingPath)}): choose another --job-id, or leave it out for a fresh UUID`,
     );
+  }
+
+  // A job id chosen by hand may name a job that committed here: reusing it would make a rerun of
+  // commit-job answer 'already-committed' for data that was never published.
+  if (input.jobId !== undefined && target) {
+    const done = await findCommitted(store, stagingPath, env.concurrency);
+    if (done) throw new UsageError(`job id '${jobId}' names a job that already committed into ${done.target} (${done.committedAt}): choose another --job-id`);
   }
 
   const job: JobManifest = {

@@ -43,6 +43,14 @@ export function parseUri(raw: string, cwd: string): ParsedUri {
     if (!m[2] && scheme === 's3') throw new UsageError(`'${raw}' names no bucket: use ${given}://BUCKET/path`);
     return { scheme, authority: m[2] ?? '', path: normalize(decodeURIComponent(m[3] ?? '/')) };
   }
+  // `hdfs:/wh/t` is Hadoop's spelling of a path on the default file system; `s3:/b/t`, `s3//b/t`
+  // and the like are typos of a URI. Neither is a local relative path.
+  const near = /^(s3[an]?|hdfs|webhdfs|swebhdfs):\/?(?!\/)(.*)$/i.exec(raw) ?? /^(s3[an]?|hdfs|webhdfs|swebhdfs)\/\/(.*)$/i.exec(raw);
+  if (near) {
+    const given = near[1]!.toLowerCase();
+    if (given === 'hdfs' && raw[5] === '/') return { scheme: 'hdfs', authority: '', path: normalize(decodeURIComponent(near[2] ? `/${near[2]}` : '/')) };
+    throw new UsageError(`'${raw}' looks like a ${given} URI missing its '//': write ${given}://${given.startsWith('s3') ? 'BUCKET/path' : 'HOST:PORT/path (or hdfs:///path for the default file system)'}`);
+  }
   return { scheme: 'file', authority: '', path: normalize(path.resolve(cwd, raw)) };
 }
 

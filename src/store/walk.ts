@@ -29,6 +29,8 @@ export interface WalkOptions {
   readonly removeTemps?: boolean;
   /** Names directly under `dir` that are not files of it (an attempt marker). */
   readonly ignoreTop?: ReadonlySet<string>;
+  /** Collects entries that are neither files nor directories (links, pipes): never output. */
+  readonly others?: Entry[];
 }
 
 /**
@@ -45,6 +47,7 @@ export async function walkFiles(store: Store, dir: string, opts: WalkOptions = {
     const t = segs.findIndex(isTempName);
     if (t < 0) {
       if (e.kind === 'file') out.push(e);
+      else if (e.kind !== 'dir') opts.others?.push(e);
       // A temp dir goes whole; on an object store its files are all there is of it.
     } else if (t === segs.length - 1 || !store.caps.realDirectories) temps.push(e);
   }

@@ -66,6 +66,8 @@ export function s3Settings(config: unknown, env: S3Env): S3Settings {
       ...(endpoint ? { endpoint } : {}),
       forcePathStyle: pathStyle,
       maxAttempts: num(s, 'maxAttempts', 6),
+      // A server that accepts and never answers must not hang a step: the socket's idle time is bounded.
+      requestHandler: { connectionTimeout: 10_000, requestTimeout: num(s, 'requestTimeoutMs', 120_000), throwOnRequestTimeout: true },
     },
     multipartCopyThreshold: num(s, 'multipartCopyThresholdBytes', DEFAULT_S3.multipartCopyThreshold),
     multipartCopyPartSize: num(s, 'multipartCopyPartBytes', DEFAULT_S3.multipartCopyPartSize),

@@ -14,6 +14,8 @@ export interface WebHdfsSettings {
   /** Transient failures (connection reset, 5xx, RetriableException) retried this many times. */
   readonly retries: number;
   readonly retryBaseMs: number;
+  /** A name node call without an answer by then fails (and is retried): a hung server never hangs a step. */
+  readonly requestTimeoutMs?: number;
   /** A fetch with TLS settings (swebhdfs CA bundle); default: the global fetch. */
   readonly fetch?: typeof fetch;
 }
@@ -73,7 +75,9 @@ export class NameNodes {
       let exception: string | undefined;
       try {
         this.requests++;
-        res = await this.fetch(url, { method, redirect: 'manual', body, duplex: body ? 'half' : undefined } as RequestInit);
+        // Calls that stream a body (data to a data node) may take long; the rest get a deadline.
+        const signal = body === undefined ? AbortSignal.timeout(this.settings.requestTimeoutMs ?? 60_000) : undefined;
+        res = await this.fetch(url, { method, redirect: 'manual', body, duplex: body ? 'half' : undefined, signal } as RequestInit);
       } catch (e) {
         if (e instanceof StageCommitError) throw e; // a verdict, not a network failure (an RPC port given for HTTP)
         lastError = e;

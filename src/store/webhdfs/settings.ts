@@ -69,6 +69,7 @@ export async function webHdfsSettings(scheme: string, authority: string, config:
     delegation: str('delegation') ?? env.HADOOP_TOKEN,
     retries: num('retries', 4),
     retryBaseMs: num('retryBaseMs', 200),
+    requestTimeoutMs: num('requestTimeoutMs', 60_000),
     fetch: guardRpcPorts(fetchWithCa ?? ((input, init) => fetch(input, init))),
   };
 }
