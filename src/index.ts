@@ -7,6 +7,7 @@
 import { loadConfig } from './cli/config.js';
 import * as api from './api/index.js';
 import { StagecommitError } from './api/errors.js';
+import { checkOptions, LIBRARY_OPTIONS, type Operation } from './api/options.js';
 import { Session, type ProgressEvent } from './api/session.js';
 
 export { StagecommitError } from './api/errors.js';
@@ -28,12 +29,15 @@ export interface LibraryOptions {
   readonly allowUnsignedJob?: boolean;
 }
 
-function call<O extends object, D>(fn: (s: Session, o: O) => Promise<D>): (opts: O & LibraryOptions) => Promise<D> {
+/** Checks the options (names, types, required ones: UsageError before anything is opened), then runs fn. */
+function call<O extends object, D>(fn: Operation<O, D>): (opts: O & LibraryOptions) => Promise<D> {
   return async (opts) => {
     try {
-      const env = opts.env ?? process.env;
-      const session = new Session({ config: loadConfig(opts.config ?? env.STAGECOMMIT_CONFIG, env), env, cwd: opts.cwd ?? process.cwd(), onProgress: opts.onProgress, allowUnsignedJob: opts.allowUnsignedJob });
-      return await fn(session, opts);
+      checkOptions(fn.op, { ...fn.options, ...LIBRARY_OPTIONS }, opts);
+      const { config, env: envOpt, cwd, onProgress, allowUnsignedJob, ...own } = opts;
+      const env = envOpt ?? process.env;
+      const session = new Session({ config: loadConfig(config ?? env.STAGECOMMIT_CONFIG, env), env, cwd: cwd ?? process.cwd(), onProgress, allowUnsignedJob });
+      return await fn(session, own as unknown as O);
     } catch (e) {
       throw e instanceof StagecommitError ? e : new StagecommitError(e);
     }
