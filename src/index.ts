@@ -1,7 +1,8 @@
 // The library: one function per CLI form, taking the long flags in camelCase, returning what
 // `--json` prints, throwing a StagecommitError (exitCode, kind) on failure.
 //
-// Adding an operation: a file in src/api/ (options, document, the function over a Session),
+// Adding an operation: a file in src/api/ (options and their table, document, the function over
+// a Session made with operation() of src/api/options.ts),
 // a line below, and a command file in src/cli/commands/ that calls it and renders.
 
 import { loadConfig } from './cli/config.js';
