@@ -1,12 +1,14 @@
 // The library: one function per CLI form, taking the long flags in camelCase, returning what
 // `--json` prints, throwing a StagecommitError (exitCode, kind) on failure.
 //
-// Adding an operation: a file in src/api/ (options, document, the function over a Session),
+// Adding an operation: a file in src/api/ (options and their table, document, the function over
+// a Session made with operation() of src/api/options.ts),
 // a line below, and a command file in src/cli/commands/ that calls it and renders.
 
 import { loadConfig } from './cli/config.js';
 import * as api from './api/index.js';
 import { StagecommitError } from './api/errors.js';
+import { checkOptions, LIBRARY_OPTIONS, type Operation } from './api/options.js';
 import { Session, type ProgressEvent } from './api/session.js';
 
 export { StagecommitError } from './api/errors.js';
@@ -28,12 +30,15 @@ export interface LibraryOptions {
   readonly allowUnsignedJob?: boolean;
 }
 
-function call<O extends object, D>(fn: (s: Session, o: O) => Promise<D>): (opts: O & LibraryOptions) => Promise<D> {
+/** Checks the options (names, types, required ones: UsageError before anything is opened), then runs fn. */
+function call<O extends object, D>(fn: Operation<O, D>): (opts: O & LibraryOptions) => Promise<D> {
   return async (opts) => {
     try {
-      const env = opts.env ?? process.env;
-      const session = new Session({ config: loadConfig(opts.config ?? env.STAGECOMMIT_CONFIG, env), env, cwd: opts.cwd ?? process.cwd(), onProgress: opts.onProgress, allowUnsignedJob: opts.allowUnsignedJob });
-      return await fn(session, opts);
+      checkOptions(fn.op, { ...fn.options, ...LIBRARY_OPTIONS }, opts);
+      const { config, env: envOpt, cwd, onProgress, allowUnsignedJob, ...own } = opts;
+      const env = envOpt ?? process.env;
+      const session = new Session({ config: loadConfig(config ?? env.STAGECOMMIT_CONFIG, env), env, cwd: cwd ?? process.cwd(), onProgress, allowUnsignedJob });
+      return await fn(session, own as unknown as O);
     } catch (e) {
       throw e instanceof StagecommitError ? e : new StagecommitError(e);
     }

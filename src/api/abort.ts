@@ -3,6 +3,7 @@
 import { UsageError } from '../errors.js';
 import { abort as abortStep, type AbortResult } from '../steps/abort.js';
 import { abortDryRun as abortDryRunStep, type AbortDryRun } from '../steps/dry-run.js';
+import { handle, operation, required, taskId, wholeNumber, type OptionTable } from './options.js';
 import type { Session } from './session.js';
 
 export interface AbortOptions {
@@ -11,6 +12,8 @@ export interface AbortOptions {
   readonly task?: string | number;
   readonly attempt?: number;
 }
+
+const ABORT_OPTIONS: OptionTable<AbortOptions> = { job: required(handle), task: taskId, attempt: wholeNumber };
 
 /** `abort --json`: outcome 'nothing' when the handle names no job (like rm -f). */
 export interface AbortDoc extends AbortResult {
@@ -22,19 +25,19 @@ function input(o: AbortOptions, path: string) {
   return { stagingPath: path, task: o.task === undefined ? undefined : String(o.task), attempt: o.attempt };
 }
 
-export async function abort(s: Session, o: AbortOptions): Promise<AbortDoc> {
+export const abort = operation('abort', ABORT_OPTIONS, async (s: Session, o: AbortOptions): Promise<AbortDoc> => {
   const job = await s.job(o.job);
   const r = await abortStep(s.stepEnv(job.store), input(o, job.path));
   return { handle: job.store.toUri(job.path), ...r };
-}
+});
 
 /** `abort --dry-run --json`: what would be thrown away; nothing changed. */
 export interface AbortDryRunDoc extends AbortDryRun {
   readonly handle: string;
 }
 
-export async function abortDryRun(s: Session, o: AbortOptions): Promise<AbortDryRunDoc> {
+export const abortDryRun = operation('abortDryRun', ABORT_OPTIONS, async (s: Session, o: AbortOptions): Promise<AbortDryRunDoc> => {
   const job = await s.job(o.job);
   const r = await abortDryRunStep(s.stepEnv(job.store), input(o, job.path));
   return { handle: job.store.toUri(job.path), ...r };
-}
+});

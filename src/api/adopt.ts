@@ -4,6 +4,7 @@ import { UsageError } from '../errors.js';
 import { adopt as adoptStep, type AdoptResult } from '../steps/adopt.js';
 import { storeKey } from '../store/resolve.js';
 import { parseDuration } from './clean-orphans.js';
+import { flag, oneOf, operation, positiveInt, required, text, type OptionTable } from './options.js';
 import type { Session } from './session.js';
 
 export interface AdoptOptions {
@@ -21,13 +22,13 @@ export interface AdoptOptions {
   readonly dryRun?: boolean;
 }
 
+const ADOPT_OPTIONS: OptionTable<AdoptOptions> = { leftover: required(text), target: text, mode: oneOf('append', 'overwrite'), tasks: positiveInt, olderThan: text, dryRun: flag };
+
 /** `adopt --json`: `handle` names the new job in every later call. */
 export type AdoptDoc = AdoptResult;
 
-export async function adopt(s: Session, o: AdoptOptions): Promise<AdoptDoc> {
+export const adopt = operation('adopt', ADOPT_OPTIONS, async (s: Session, o: AdoptOptions): Promise<AdoptDoc> => {
   const olderThanMs = parseDuration(o.olderThan ?? '15m');
-  if (o.tasks !== undefined && (!Number.isInteger(o.tasks) || o.tasks < 1)) throw new UsageError(`--tasks must be a positive whole number, got '${o.tasks}'`);
-  if (o.mode !== undefined && o.mode !== 'append' && o.mode !== 'overwrite') throw new UsageError(`--mode must be append or overwrite, got '${String(o.mode)}'`);
   const loc = await s.location(o.leftover);
   let targetPath: string | undefined;
   if (o.target !== undefined) {
@@ -37,4 +38,4 @@ export async function adopt(s: Session, o: AdoptOptions): Promise<AdoptDoc> {
   }
   const stagingRoot = s.config.stagingRoot ? (await s.location(s.config.stagingRoot)).path : undefined;
   return adoptStep(s.stepEnv(loc.store), { leftoverPath: loc.path, targetPath, mode: o.mode, tasks: o.tasks, olderThanMs, stagingRoot, dryRun: Boolean(o.dryRun) });
-}
+});

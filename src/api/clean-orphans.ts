@@ -3,6 +3,7 @@
 import { UsageError } from '../errors.js';
 import { cleanOrphans as cleanOrphansStep, type CleanOrphansResult, type Leftover } from '../steps/clean-orphans.js';
 import { storeKey } from '../store/resolve.js';
+import { flag, operation, required, text, texts, wholeNumber, type OptionTable } from './options.js';
 import type { Session } from './session.js';
 
 export interface CleanOrphansOptions {
@@ -13,6 +14,8 @@ export interface CleanOrphansOptions {
   readonly delete?: boolean;
   readonly maxDepth?: number;
 }
+
+const CLEAN_ORPHANS_OPTIONS: OptionTable<CleanOrphansOptions> = { roots: required(texts), olderThan: text, delete: flag, maxDepth: wholeNumber };
 
 /** One leftover as `--json` shows it: `path` is its URI. */
 export type LeftoverDoc = Omit<Leftover, 'path' | 'uri' | 'upload' | 'pastCommit'> & { readonly path: string };
@@ -29,13 +32,11 @@ export function parseDuration(raw: string): number {
   return Number(m[1]) * UNITS[m[2]!]! * 1000;
 }
 
-export async function cleanOrphans(s: Session, o: CleanOrphansOptions): Promise<CleanOrphansDoc> {
+export const cleanOrphans = operation('cleanOrphans', CLEAN_ORPHANS_OPTIONS, async (s: Session, o: CleanOrphansOptions): Promise<CleanOrphansDoc> => {
   const olderThanMs = parseDuration(o.olderThan ?? '24h');
-  const maxDepth = o.maxDepth;
-  if (maxDepth !== undefined && (!Number.isInteger(maxDepth) || maxDepth < 0)) throw new UsageError(`invalid --max-depth '${maxDepth}': give a whole number`);
   if (o.roots.length === 0) throw new UsageError('clean-orphans needs at least one root directory to scan');
   const locs = await Promise.all(o.roots.map((r) => s.location(r)));
   if (new Set(locs.map((l) => storeKey(l.uri))).size > 1) throw new UsageError('the roots are on different stores: run clean-orphans once per store');
-  const r = await cleanOrphansStep(s.stepEnv(locs[0]!.store), { roots: locs.map((l) => l.path), olderThanMs, delete: Boolean(o.delete), maxDepth });
+  const r = await cleanOrphansStep(s.stepEnv(locs[0]!.store), { roots: locs.map((l) => l.path), olderThanMs, delete: o.delete === true, maxDepth: o.maxDepth });
   return { ...r, leftovers: r.leftovers.map(({ path: _p, uri, upload: _u, pastCommit: _c, ...l }) => ({ ...l, path: uri })) };
-}
+});

@@ -2,6 +2,7 @@
 
 import { commitJob as commitJobStep, type CommitJobResult } from '../steps/commit-job.js';
 import { commitJobDryRun as commitJobDryRunStep, type CommitJobDryRun } from '../steps/dry-run.js';
+import { handle, operation, positiveInt, required, type OptionTable } from './options.js';
 import type { Session } from './session.js';
 
 export interface CommitJobOptions {
@@ -10,24 +11,26 @@ export interface CommitJobOptions {
   readonly parallelism?: number;
 }
 
+const COMMIT_JOB_OPTIONS: OptionTable<CommitJobOptions> = { job: required(handle), parallelism: positiveInt };
+
 /** `commit-job --json`; `success` is the URI of the `_SUCCESS` file written. */
 export interface CommitJobDoc extends CommitJobResult {
   readonly handle: string;
 }
 
-export async function commitJob(s: Session, o: CommitJobOptions): Promise<CommitJobDoc> {
+export const commitJob = operation('commitJob', COMMIT_JOB_OPTIONS, async (s: Session, o: CommitJobOptions): Promise<CommitJobDoc> => {
   const job = await s.job(o.job);
   const r = await commitJobStep(s.stepEnv(job.store, o.parallelism), { stagingPath: job.path });
   return { handle: job.store.toUri(job.path), ...r };
-}
+});
 
 /** `commit-job --dry-run --json`: the checks and the plan of the real step; nothing written. */
 export interface CommitJobDryRunDoc extends CommitJobDryRun {
   readonly handle: string;
 }
 
-export async function commitJobDryRun(s: Session, o: CommitJobOptions): Promise<CommitJobDryRunDoc> {
+export const commitJobDryRun = operation('commitJobDryRun', COMMIT_JOB_OPTIONS, async (s: Session, o: CommitJobOptions): Promise<CommitJobDryRunDoc> => {
   const job = await s.job(o.job);
   const r = await commitJobDryRunStep(s.stepEnv(job.store, o.parallelism), { stagingPath: job.path });
   return { handle: job.store.toUri(job.path), ...r };
-}
+});

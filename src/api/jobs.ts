@@ -3,6 +3,7 @@
 import { UsageError } from '../errors.js';
 import { listJobs, type JobsResult } from '../steps/jobs.js';
 import { storeKey } from '../store/resolve.js';
+import { operation, required, texts, type OptionTable } from './options.js';
 import type { Session } from './session.js';
 
 export interface JobsOptions {
@@ -10,11 +11,13 @@ export interface JobsOptions {
   readonly uris: readonly string[];
 }
 
+const JOBS_OPTIONS: OptionTable<JobsOptions> = { uris: required(texts) };
+
 export type JobsDoc = JobsResult;
 
-export async function jobs(s: Session, o: JobsOptions): Promise<JobsDoc> {
+export const jobs = operation('jobs', JOBS_OPTIONS, async (s: Session, o: JobsOptions): Promise<JobsDoc> => {
   if (o.uris.length === 0) throw new UsageError('jobs needs a table or a staging root to list');
   const locs = await Promise.all(o.uris.map((u) => s.location(u)));
   if (new Set(locs.map((l) => storeKey(l.uri))).size > 1) throw new UsageError('the URIs are on different stores: run jobs once per store');
   return listJobs(s.stepEnv(locs[0]!.store), { paths: locs.map((l) => l.path) });
-}
+});

@@ -75,10 +75,25 @@ export class Session {
       concurrency: concurrency ?? this.init.config.concurrency,
       leaseTtlMs: this.init.config.leaseTtlSeconds * 1000,
       isPidAlive: isPidAliveLocal,
-      emit: (e) => this.init.onProgress?.(e),
+      emit: (e) => this.emit(e),
       metrics: () => inst.metrics(),
       allowUnsignedJob: this.init.allowUnsignedJob,
     };
+  }
+
+  /**
+   * Progress goes to the caller's callback; a callback that throws (or returns a promise that
+   * rejects) is ignored: it must not interrupt a step, least of all after its commit point.
+   */
+  private emit(e: ProgressEvent): void {
+    const cb = this.init.onProgress;
+    if (!cb) return;
+    try {
+      const r: unknown = cb(e);
+      if (r instanceof Promise) r.catch(() => {});
+    } catch {
+      // ignored, as above
+    }
   }
 
   /** Store operations counted by the last step environment (for --verbose). */

@@ -9,6 +9,7 @@ import { parsePartitionArg } from '../paths.js';
 import { storeKey } from '../store/resolve.js';
 import { stageFiles as stageFilesStep, type StagedSource, type StageFilesResult } from '../steps/stage-files.js';
 import { stageJob } from '../steps/stage-job.js';
+import { either, handle, listOf, oneOf, operation, positiveInt, required, taskId, text, texts, wholeNumber, type OptionTable } from './options.js';
 import { iso, type Session } from './session.js';
 
 export interface StageOptions {
@@ -25,6 +26,17 @@ export interface StageOptions {
   /** Declares tasks 0…N-1 that commit-job must find committed. */
   readonly tasks?: number;
 }
+
+const STAGE_OPTIONS: OptionTable<StageOptions> = {
+  target: required(text),
+  mode: oneOf('create', 'append', 'overwrite'),
+  partition: texts,
+  partitionBy: either(text, texts),
+  stagingDir: text,
+  jobId: text,
+  algorithm: oneOf('v1', 'v2'),
+  tasks: positiveInt,
+};
 
 /** `stage --target … --json` */
 export interface StageDoc {
@@ -52,15 +64,9 @@ async function stagingOf(s: Session, o: StageOptions, targetKey: string): Promis
   return o.stagingDir ? { stagingPath: loc.path } : { stagingRoot: loc.path };
 }
 
-function oneOf<T extends string>(flag: string, value: T | undefined, allowed: readonly T[]): T {
-  const v = value ?? allowed[0]!;
-  if (!allowed.includes(v)) throw new UsageError(`${flag} '${v}' is not one of ${allowed.join(', ')}`);
-  return v;
-}
-
-export async function stage(s: Session, o: StageOptions): Promise<StageDoc> {
-  const mode = oneOf<Mode>('--mode', o.mode, ['create', 'append', 'overwrite']);
-  const algorithm = oneOf<Algorithm>('--algorithm', o.algorithm, ['v1', 'v2']);
+export const stage = operation('stage', STAGE_OPTIONS, async (s: Session, o: StageOptions): Promise<StageDoc> => {
+  const mode: Mode = o.mode ?? 'create';
+  const algorithm: Algorithm = o.algorithm ?? 'v1';
   const target = await s.location(o.target);
   const staging = await stagingOf(s, o, storeKey(target.uri));
   const partitionBy = typeof o.partitionBy === 'string' ? o.partitionBy.split(',').filter((c) => c !== '') : o.partitionBy;
@@ -76,7 +82,7 @@ export async function stage(s: Session, o: StageOptions): Promise<StageDoc> {
   });
   const j = r.job;
   return { handle: r.handle, jobId: r.jobId, target: j.target, mode: j.mode, algorithm: j.algorithm, partitionBy: j.partitionBy, tasksDeclared: j.tasks ?? null, stagedAt: iso(j.stagedAtMs), stagedAtMs: j.stagedAtMs };
-}
+});
 
 /** A file to stage: a local path, or data under a name. */
 export type FileSource = string | { readonly name: string; readonly stream: Readable } | { readonly name: string; readonly data: Buffer | string };
@@ -93,6 +99,17 @@ export interface AttemptOptions {
 export interface StageFilesOptions extends AttemptOptions {
   readonly files: readonly FileSource[];
 }
+
+const ATTEMPT_OPTIONS: OptionTable<AttemptOptions> = { job: required(handle), task: required(taskId), attempt: wholeNumber, partition: texts };
+
+function isFileSource(f: unknown): boolean {
+  if (typeof f === 'string') return f !== '';
+  if (f === null || typeof f !== 'object' || typeof (f as { name?: unknown }).name !== 'string' || (f as { name: string }).name === '') return false;
+  const { stream, data } = f as { stream?: { pipe?: unknown }; data?: unknown };
+  return typeof stream?.pipe === 'function' || typeof data === 'string' || Buffer.isBuffer(data);
+}
+
+const STAGE_FILES_OPTIONS: OptionTable<StageFilesOptions> = { ...ATTEMPT_OPTIONS, files: required(listOf("files (a path, { name, data } or { name, stream })", isFileSource)) };
 
 /** `stage --job … --task … FILE… --json` and `stage … --print-path --json` */
 export interface StageFilesDoc {
@@ -136,13 +153,13 @@ async function stageInto(s: Session, o: AttemptOptions, files: readonly StagedSo
   return { handle: job.store.toUri(job.path), jobId: r.jobId, task: r.task, attempt: r.attempt, attemptDir: r.attemptDir, writeDir: r.writeDir, files: r.files.length, fileList: r.files };
 }
 
-export async function stageFiles(s: Session, o: StageFilesOptions): Promise<StageFilesDoc> {
+export const stageFiles = operation('stageFiles', STAGE_FILES_OPTIONS, async (s: Session, o: StageFilesOptions): Promise<StageFilesDoc> => {
   const sources: StagedSource[] = [];
   for (const f of o.files) sources.push(await sourceOf(s, f));
   return stageInto(s, o, sources, false);
-}
+});
 
 /** The attempt dir for a writer that writes there itself (`stage --print-path`); creates it. */
-export async function attemptPath(s: Session, o: AttemptOptions): Promise<StageFilesDoc> {
+export const attemptPath = operation('attemptPath', ATTEMPT_OPTIONS, async (s: Session, o: AttemptOptions): Promise<StageFilesDoc> => {
   return stageInto(s, o, [], true);
-}
+});

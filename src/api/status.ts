@@ -2,11 +2,14 @@
 
 import type { JobManifest } from '../job/job.js';
 import { status as statusStep, type FinishedStatusResult, type StatusResult } from '../steps/status.js';
+import { handle, operation, required, type OptionTable } from './options.js';
 import { iso, type Session } from './session.js';
 
 export interface StatusOptions {
   readonly job: string;
 }
+
+const STATUS_OPTIONS: OptionTable<StatusOptions> = { job: required(handle) };
 
 /** The job's manifest as `status --json` shows it: the handle is top-level `handle`, not `staging`. */
 export type StatusJob = Omit<JobManifest, 'staging'> & { readonly stagedAt: string };
@@ -23,10 +26,10 @@ export interface FinishedStatusDoc extends FinishedStatusResult {
 
 export type StatusDoc = LiveStatusDoc | FinishedStatusDoc;
 
-export async function status(s: Session, o: StatusOptions): Promise<StatusDoc> {
+export const status = operation('status', STATUS_OPTIONS, async (s: Session, o: StatusOptions): Promise<StatusDoc> => {
   const loc = await s.job(o.job);
   const r = await statusStep(s.stepEnv(loc.store), { stagingPath: loc.path });
   if ('finished' in r) return { handle: loc.store.toUri(loc.path), ...r };
   const { staging, ...job } = r.job;
   return { handle: staging, ...r, job: { ...job, stagedAt: iso(job.stagedAtMs) } };
-}
+});

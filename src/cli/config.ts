@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { UsageError } from '../errors.js';
 import { yamlLib } from '../manifest/codec.js';
+import { closest } from '../util/closest.js';
 
 export interface Config {
   readonly stagingRoot?: string;
@@ -110,25 +111,4 @@ function merge(base: Record<string, unknown>, over: Record<string, unknown>): Re
     out[k] = isMap(b) && isMap(v) ? merge(b, v) : v;
   }
   return out;
-}
-
-/** The known name nearest to a typo (edit distance, case ignored), if it is near enough. */
-export function closest(word: string, names: readonly string[]): string | null {
-  let best: string | null = null;
-  let bestDistance = Infinity;
-  for (const n of names) {
-    const d = distance(word.toLowerCase(), n.toLowerCase());
-    if (d < bestDistance) [best, bestDistance] = [n, d];
-  }
-  return best !== null && bestDistance <= Math.max(2, Math.floor(best.length / 3)) ? best : null;
-}
-
-function distance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = cur;
-  }
-  return prev[b.length]!;
 }

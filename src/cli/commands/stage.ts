@@ -28,7 +28,9 @@ async function newJob(rt: Runtime, o: StageFlags, files: string[]): Promise<void
   if (o.job !== undefined || o.task !== undefined || files.length) {
     throw new UsageError('stage --target starts a new job and takes no --job, --task or files: stage files in a second call with --job');
   }
-  const r = await stage(rt.session, { ...o, target: o.target! });
+  // The [files] flags (--attempt, --name, --print-path) are no options of a new job.
+  const { job: _j, task: _t, attempt: _a, name: _n, printPath: _p, ...flags } = o;
+  const r = await stage(rt.session, { ...flags, target: o.target! });
   rt.output(r, () => rt.ui.result(r.handle));
   rt.ui.message(`staged job ${r.jobId} for ${r.target} (${r.mode}, ${r.algorithm})`);
 }
