@@ -3,7 +3,7 @@
 // it first, DESIGN §5.9). Both are created exclusively and checked on every read.
 
 import { CorruptManifestError } from '../errors.js';
-import { encodeManifest, decodeManifest, Fields, itemNumber, itemString } from '../manifest/codec.js';
+import { encodeManifest, decodeManifest, decodeManifestLazy, Fields, itemNumber, itemString } from '../manifest/codec.js';
 import { posix } from 'node:path';
 import { checkRelativePath, checkTaskId, isDataName } from '../paths.js';
 import type { Store } from '../store/types.js';
@@ -90,8 +90,19 @@ export function leftoverOfRoot(root: string): string | null {
   return segs.slice(0, segs.findIndex((s) => !isDataName(s)) + 1).join('/');
 }
 
-export function decodeClaim(text: string, file: string, ctx: ClaimContext): Claim {
-  const f = new Fields(decodeManifest(text, file), file);
+/** A claim with its file list left in the file, read once when asked (commit-job at a million files). */
+export interface ClaimRecord extends Omit<Claim, 'files'> {
+  readonly fileCount: number;
+  readonly bytes: number;
+  /**
+   * Each file in order, checked as a path from the command line is (§5.11), then that the files
+   * add up to `bytes`. Once only: the file's text is let go afterwards.
+   */
+  eachFile(fn: (f: TaskFile) => void): void;
+}
+
+export function decodeClaimRecord(text: string, file: string, ctx: ClaimContext): ClaimRecord {
+  const f = new Fields(decodeManifestLazy(text, file), file);
   f.kind(KIND, VERSION);
   const state = f.oneOf('state', ['claimed', 'committed'] as const);
   const fail = (field: string, e: unknown): never => {
@@ -115,22 +126,54 @@ export function decodeClaim(text: string, file: string, ctx: ClaimContext): Clai
       fail('root', e);
     }
   }
-  const files = f.array('files', (x) => {
-    const path = itemString(x, 'path');
-    checkRelativePath(path, 'file path');
-    const size = itemNumber(x, 'size');
-    const o = x as Record<string, unknown>;
-    if (o.uploadId === undefined && o.etags === undefined) return { path, size };
-    const id = itemString(x, 'uploadId');
-    const etags = o.etags;
-    if (id === '' || !Array.isArray(etags) || etags.length === 0 || etags.some((e) => typeof e !== 'string' || e === '')) {
-      throw new Error("is a pending upload without its 'uploadId' and the parts' 'etags'");
-    }
-    return { path, size, upload: { id, etags: etags as string[] } };
-  });
+  const fileCount = f.length('files');
   const bytes = f.count('bytes');
-  if (bytes !== files.reduce((a, x) => a + x.size, 0)) throw new CorruptManifestError(file, 'bytes', `is ${bytes}, but the files add up to ${files.reduce((a, x) => a + x.size, 0)}`);
-  return { task, attempt, taskAttempt, appAttempt, state, claimedAtMs: f.count('claimedAtMs'), host: f.string('host'), pid: f.count('pid'), root, files };
+  const header = { task, attempt, taskAttempt, appAttempt, state, claimedAtMs: f.count('claimedAtMs'), host: f.string('host'), pid: f.count('pid'), root };
+  let files: Fields | null = f;
+  const eachFile = (fn: (t: TaskFile) => void): void => {
+    if (!files) throw new Error(`internal: the files of ${file} were read already`);
+    let sum = 0;
+    // The reader's own errors (a clash between tasks) pass through; only the file's are the file's.
+    let theirs: { error: unknown } | null = null;
+    try {
+      files.each('files', (x) => {
+        const t = fileOf(x);
+        sum += t.size;
+        try {
+          fn(t);
+        } catch (error) {
+          theirs = { error };
+          throw error;
+        }
+      });
+    } catch (e) {
+      throw theirs ? (theirs as { error: unknown }).error : e;
+    }
+    files = null;
+    if (bytes !== sum) throw new CorruptManifestError(file, 'bytes', `is ${bytes}, but the files add up to ${sum}`);
+  };
+  return { ...header, fileCount, bytes, eachFile };
+}
+
+function fileOf(x: unknown): TaskFile {
+  const path = itemString(x, 'path');
+  checkRelativePath(path, 'file path');
+  const size = itemNumber(x, 'size');
+  const o = x as Record<string, unknown>;
+  if (o.uploadId === undefined && o.etags === undefined) return { path, size };
+  const id = itemString(x, 'uploadId');
+  const etags = o.etags;
+  if (id === '' || !Array.isArray(etags) || etags.length === 0 || etags.some((e) => typeof e !== 'string' || e === '')) {
+    throw new Error("is a pending upload without its 'uploadId' and the parts' 'etags'");
+  }
+  return { path, size, upload: { id, etags: etags as string[] } };
+}
+
+export function decodeClaim(text: string, file: string, ctx: ClaimContext): Claim {
+  const { fileCount, bytes, eachFile, ...header } = decodeClaimRecord(text, file, ctx);
+  const files: TaskFile[] = [];
+  eachFile((t) => files.push(t));
+  return { ...header, files };
 }
 
 /** Reads a claim (null: none). A claim being written on WebHDFS is read again shortly. */
@@ -140,8 +183,17 @@ export function readClaim(store: Store, layout: JobLayout, ctx: ClaimContext): P
 
 /** Every claim of one app attempt, by task; a file there that is not a claim is reported. */
 export async function readClaims(store: Store, layout: JobLayout, jobId: string, app: number, concurrency = 16): Promise<Map<string, Claim>> {
+  const tasks = await claimTasks(store, layout, app);
+  const claims = await mapLimit(tasks, concurrency, (task) => readClaim(store, layout, { jobId, task, appAttempt: app }));
+  const out = new Map<string, Claim>();
+  for (const c of claims) if (c) out.set(c.task, c);
+  return out;
+}
+
+/** The tasks that have a claim file in an app attempt; a file there that is not a claim is reported. */
+async function claimTasks(store: Store, layout: JobLayout, app: number): Promise<string[]> {
   const entries = (await store.list(layout.claimsDir(app))).filter((e) => !e.name.startsWith('.'));
-  const tasks = entries.map((e) => {
+  return entries.map((e) => {
     const task = e.kind === 'file' && e.name.endsWith('.yaml') ? e.name.slice(0, -5) : '';
     try {
       return checkTaskId(task);
@@ -149,9 +201,18 @@ export async function readClaims(store: Store, layout: JobLayout, jobId: string,
       throw CorruptManifestError.document(store.toUri(e.path), 'is not a claim file (<task>.yaml): remove it if you put it there');
     }
   });
-  const claims = await mapLimit(tasks, concurrency, (task) => readClaim(store, layout, { jobId, task, appAttempt: app }));
-  const out = new Map<string, Claim>();
-  for (const c of claims) if (c) out.set(c.task, c);
+}
+
+/**
+ * Every claim of one app attempt, by task, with file lists left unread (ClaimRecord): each claim
+ * stays one string until its files are read, never a list of objects.
+ */
+export async function readClaimRecords(store: Store, layout: JobLayout, jobId: string, app: number, concurrency = 16): Promise<Map<string, ClaimRecord>> {
+  const read = await mapLimit(await claimTasks(store, layout, app), concurrency, (task) =>
+    readManifestFile(store, layout.claimFile(app, task), (text, file) => decodeClaimRecord(text, file, { jobId, task, appAttempt: app })),
+  );
+  const out = new Map<string, ClaimRecord>();
+  for (const c of read) if (c) out.set(c.task, c);
   return out;
 }
 

@@ -25,7 +25,7 @@ export async function attemptsByTask(store: Store, layout: JobLayout, jobId: str
 }
 
 /** Declared tasks (--tasks N) without a committed claim, in order; [] when none were declared. */
-export function declaredNotCommitted(job: JobManifest, claims: ReadonlyMap<string, Claim>): string[] {
+export function declaredNotCommitted(job: JobManifest, claims: ReadonlyMap<string, Pick<Claim, 'state'>>): string[] {
   const missing: string[] = [];
   if (job.tasks !== undefined) for (let t = 0; t < job.tasks; t++) if (claims.get(String(t))?.state !== 'committed') missing.push(String(t));
   return missing;

@@ -12,6 +12,7 @@ import { CorruptManifestError } from '../errors.js';
 const ITEM = '  - ';
 const FIELD = /^([A-Za-z][A-Za-z0-9]*):(?: (.*))?$/;
 const END = 'end: ';
+const CHUNK = 4096;
 
 /** The YAML library, loaded only when a document is not in our own line format. */
 export function yamlLib(): typeof import('yaml') {
@@ -36,10 +37,13 @@ export function encodeManifest(header: Record<string, unknown>, lists: Record<st
       parts.push(`${key}: []\n`);
       continue;
     }
-    const lines = new Array<string>(items.length + 1);
-    lines[0] = `${key}:`;
-    for (let i = 0; i < items.length; i++) lines[i + 1] = ITEM + JSON.stringify(items[i]);
-    parts.push(lines.join('\n') + '\n');
+    parts.push(`${key}:\n`);
+    // Joined a chunk at a time: a million items never stand as a million line strings at once.
+    for (let i = 0; i < items.length; i += CHUNK) {
+      let chunk = '';
+      for (let j = i; j < Math.min(i + CHUNK, items.length); j++) chunk += ITEM + JSON.stringify(items[j]) + '\n';
+      parts.push(chunk);
+    }
   }
   const body = parts.join('');
   const lineCount = countLines(body);
@@ -58,10 +62,52 @@ export interface DecodeOptions {
 }
 
 /**
+ * A list of a checked manifest, parsed one item at a time as it is read: a claim of a million
+ * files is walked through, never held as a million objects (DESIGN §9). Holds the file's text.
+ */
+export class LazyList {
+  constructor(
+    private readonly text: string,
+    private readonly start: number,
+    private readonly end: number,
+    readonly length: number,
+    private readonly file: string,
+  ) {}
+
+  forEach(fn: (item: unknown, i: number) => void): void {
+    let n = 0;
+    for (let at = this.start; at < this.end; n++) {
+      const nl = this.text.indexOf('\n', at);
+      let item: unknown;
+      try {
+        item = JSON.parse(this.text.slice(at + ITEM.length, nl));
+      } catch {
+        throw CorruptManifestError.document(this.file, 'is not in the line format stagecommit writes');
+      }
+      fn(item, n);
+      at = nl + 1;
+    }
+  }
+
+  toArray(): unknown[] {
+    const out = new Array<unknown>(this.length);
+    this.forEach((x, i) => (out[i] = x));
+    return out;
+  }
+}
+
+/**
  * Parses a manifest and checks its end line: the digest, the line count and every list's count.
  * Throws CorruptManifestError naming the file and what is wrong.
  */
 export function decodeManifest(text: string, file: string, opts: DecodeOptions = {}): Record<string, unknown> {
+  const doc = decodeManifestLazy(text, file, opts);
+  for (const [k, v] of Object.entries(doc)) if (v instanceof LazyList) doc[k] = v.toArray();
+  return doc;
+}
+
+/** As decodeManifest, but its lists stay LazyLists (hand-written files: arrays), read by Fields.each. */
+export function decodeManifestLazy(text: string, file: string, opts: DecodeOptions = {}): Record<string, unknown> {
   if (text.length === 0) throw CorruptManifestError.document(file, 'is empty (cut short before anything was written)');
   const cut = text.endsWith('\n') ? text.lastIndexOf('\n', text.length - 2) + 1 : -1;
   const last = cut >= 0 ? text.slice(cut, -1) : '';
@@ -85,13 +131,13 @@ export function decodeManifest(text: string, file: string, opts: DecodeOptions =
     throw CorruptManifestError.document(file, 'does not match the sha256 in its end line: it was edited or damaged');
   }
   if (end.lines !== countLines(body)) throw CorruptManifestError.document(file, `has ${countLines(body)} lines, its end line says ${String(end.lines)}`);
-  const doc = decodeLines(body);
+  const doc = decodeLines(text, cut, file);
   if (!doc) throw CorruptManifestError.document(file, 'is not in the line format stagecommit writes');
   const lists = (end.lists ?? {}) as Record<string, unknown>;
   if (typeof lists !== 'object' || Array.isArray(lists)) throw CorruptManifestError.document(file, "has an unreadable 'lists' count in its end line");
   for (const [key, n] of Object.entries(lists)) {
     const v = doc[key];
-    if (!Array.isArray(v)) throw new CorruptManifestError(file, key, 'is missing: the end line counts it as a list');
+    if (!Array.isArray(v) && !(v instanceof LazyList)) throw new CorruptManifestError(file, key, 'is missing: the end line counts it as a list');
     if (v.length !== n) throw new CorruptManifestError(file, key, `has ${v.length} entries, the end line says ${String(n)}`);
   }
   return doc;
@@ -110,22 +156,29 @@ function decodeUnsigned(text: string, file: string): Record<string, unknown> {
   return doc as Record<string, unknown>;
 }
 
-function decodeLines(text: string): Record<string, unknown> | null {
-  const lines = text.split('\n');
+/**
+ * The fields of `text` up to `end` (the end line), scanned line by line without splitting the
+ * text; a list's items are left in place (LazyList), parsed when they are read.
+ */
+function decodeLines(text: string, end: number, file: string): Record<string, unknown> | null {
   const doc: Record<string, unknown> = {};
   try {
-    for (let i = 0; i < lines.length; i++) {
-      const line = lines[i]!;
-      if (line === '' && i === lines.length - 1) continue;
-      const m = FIELD.exec(line);
+    for (let at = 0; at < end; ) {
+      const nl = text.indexOf('\n', at);
+      const m = FIELD.exec(text.slice(at, nl));
       if (!m || Object.hasOwn(doc, m[1]!)) return null;
+      at = nl + 1;
       if (m[2] !== undefined) {
         doc[m[1]!] = JSON.parse(m[2]);
         continue;
       }
-      const items: unknown[] = [];
-      while (lines[i + 1]?.startsWith(ITEM)) items.push(JSON.parse(lines[++i]!.slice(ITEM.length)));
-      doc[m[1]!] = items;
+      const start = at;
+      let n = 0;
+      while (at < end && text.startsWith(ITEM, at)) {
+        at = text.indexOf('\n', at) + 1;
+        n++;
+      }
+      doc[m[1]!] = new LazyList(text, start, at, n, file);
     }
   } catch {
     return null;
@@ -187,16 +240,30 @@ export class Fields {
   }
 
   array<T>(field: string, check: (item: unknown, i: number) => T): T[] {
+    const out: T[] = [];
+    this.each(field, (item, i) => out.push(check(item, i)));
+    return out;
+  }
+
+  /** Each item of a list, in order, checked by `fn` (a LazyList is parsed as it goes). */
+  each(field: string, fn: (item: unknown, i: number) => void): void {
     const v = this.doc[field];
-    if (!Array.isArray(v)) this.fail(field, v === undefined ? 'is missing' : 'is not a list');
-    return v.map((item, i) => {
+    if (!Array.isArray(v) && !(v instanceof LazyList)) this.fail(field, v === undefined ? 'is missing' : 'is not a list');
+    v.forEach((item: unknown, i: number) => {
       try {
-        return check(item, i);
+        fn(item, i);
       } catch (e) {
         if (e instanceof CorruptManifestError) throw e;
-        return this.fail(`${field}[${i}]`, (e as Error).message);
+        this.fail(`${field}[${i}]`, (e as Error).message);
       }
     });
+  }
+
+  /** How many items a list has (without reading them). */
+  length(field: string): number {
+    const v = this.doc[field];
+    if (!Array.isArray(v) && !(v instanceof LazyList)) this.fail(field, v === undefined ? 'is missing' : 'is not a list');
+    return v.length;
   }
 
   strings(field: string): string[] {

@@ -3,44 +3,89 @@
 import { posix } from 'node:path';
 import { ConflictError, InternalError } from '../errors.js';
 import { Planner } from './planner.js';
-import { buildTree, findClashes } from './tree.js';
+import { buildTree, findClashes, type OutputTree } from './tree.js';
 import type { CommitPlan, Loc, PlanInput, PlanPhase } from './types.js';
 
 export type { CommitPlan, Loc, PlanInput, PlannedUpload, PlanOp, PlanPhase, SourceFile, SourceTree, TargetKind, TargetSnapshot } from './types.js';
-export { buildTree, findClashes } from './tree.js';
+export { buildTree, findClashes, OutputTree } from './tree.js';
+
+/** The partition path ('' for an unpartitioned table) of a table-relative file path. */
+export function partitionOf(path: string, depth: number): string {
+  let end = -1;
+  for (let i = 0; i < depth && (end = path.indexOf('/', end + 1)) >= 0; i++);
+  return end < 0 ? path : path.slice(0, end);
+}
 
 /** Full partition paths ('' for an unpartitioned table) of the output's files. */
 export function partitionsOf(files: readonly { path: string }[], depth: number): string[] {
   if (depth === 0) return [];
   const set = new Set<string>();
-  for (const f of files) {
-    let end = -1;
-    for (let i = 0; i < depth && (end = f.path.indexOf('/', end + 1)) >= 0; i++);
-    set.add(end < 0 ? f.path : f.path.slice(0, end));
-  }
+  for (const f of files) set.add(partitionOf(f.path, depth));
   return [...set].sort();
 }
 
+/** How many file names a plan keeps: the first ones in order, as `_SUCCESS` lists them. */
+export const FILENAMES_KEPT = 100;
+
+/**
+ * Counts, bytes, the first file names and the partitions of files seen one at a time: a million
+ * paths are never held (DESIGN §9).
+ */
+export class OutputStats {
+  files = 0;
+  bytes = 0;
+  private names: string[] = [];
+  private readonly partitions = new Set<string>();
+
+  constructor(private readonly depth: number) {}
+
+  add(path: string, size: number): void {
+    this.files++;
+    this.bytes += size;
+    if (this.depth > 0) this.partitions.add(partitionOf(path, this.depth));
+    this.names.push(path);
+    if (this.names.length >= 8 * FILENAMES_KEPT) this.trim();
+  }
+
+  private trim(): void {
+    this.names = this.names.sort().slice(0, FILENAMES_KEPT);
+  }
+
+  filenames(): string[] {
+    this.trim();
+    return [...this.names];
+  }
+
+  partitionsWritten(): string[] {
+    return [...this.partitions].sort();
+  }
+}
+
 export function planCommit(input: PlanInput, partitionDepth: number): CommitPlan {
+  return planTree(input, buildTree(input.sources, input.identical), partitionDepth);
+}
+
+/** Plans from an output tree already built (identical append clashes already taken out). */
+export function planTree(input: PlanInput, tree: OutputTree, partitionDepth: number): CommitPlan {
   if (input.mode === 'create' && input.target.exists) {
     throw new InternalError('planner: create mode needs an absent target');
   }
-  const tree = buildTree(input.sources, input.identical);
   if (input.mode === 'append' && input.target.exists) {
-    const clashes = findClashes(input).filter((p) => !input.identical?.has(p));
+    const clashes = findClashes(tree, input.target);
     if (clashes.length) {
       throw new ConflictError(`append would overwrite ${clashes.length} existing file(s) with different content, first '${clashes[0]}': use --mode overwrite or rename the files`);
     }
   }
   const planner = new Planner(input, tree);
   const phases = planner.plan();
-  const published = input.sources.flatMap((s) => s.files).filter((f) => !input.identical?.has(f.path));
+  const stats = new OutputStats(partitionDepth);
+  tree.forEachFile((path, f) => stats.add(path, f.size));
   return {
     phases,
-    files: published.length,
-    bytes: published.reduce((a, f) => a + f.size, 0),
-    filenames: published.map((f) => f.path).sort(),
-    partitionsWritten: partitionsOf(published, partitionDepth),
+    files: stats.files,
+    bytes: stats.bytes,
+    filenames: stats.filenames(),
+    partitionsWritten: stats.partitionsWritten(),
     partitionsReplaced: planner.replacedUnits(),
   };
 }

@@ -5,7 +5,7 @@ import { posix } from 'node:path';
 import { ConflictError, InternalError } from '../errors.js';
 import { OUTPUT_DIR, TRASH_DIR } from '../job/layout.js';
 import { isDataName } from '../paths.js';
-import { childLoc, join, newNode, type Node } from './tree.js';
+import { childLoc, join, newNode, type Node, type OutputTree } from './tree.js';
 import type { Loc, PlanInput, PlanOp, PlanPhase, TargetKind } from './types.js';
 
 export class Planner {
@@ -17,7 +17,7 @@ export class Planner {
   /** Directories (and files) move by rename; else each file is copied. */
   private readonly renames: boolean;
 
-  constructor(private readonly input: PlanInput, private readonly tree: Node) {
+  constructor(private readonly input: PlanInput, private readonly tree: OutputTree) {
     this.renames = input.strategy === 'rename';
     this.replaceUnits = new Set(input.mode === 'overwrite' ? input.replaceUnits : []);
   }
@@ -71,7 +71,7 @@ export class Planner {
     if (rest.length === 0) return phase - 1;
     if (!this.renames) {
       let last = phase;
-      for (const [name, child] of node.children) last = Math.max(last, this.moveIntoAbsent(child, join(rel, name), childLoc(dest, name), placed, phase));
+      for (const [name, child] of this.tree.children(node)) last = Math.max(last, this.moveIntoAbsent(child, join(rel, name), childLoc(dest, name), placed, phase));
       return last;
     }
     const lead = Planner.largest(node, placed);
@@ -79,7 +79,7 @@ export class Planner {
     if (rest.length === 1) return phase;
     const inPlace = new Set(placed).add(lead);
     let last = phase;
-    for (const [name, child] of node.children) {
+    for (const [name, child] of this.tree.children(node)) {
       const childDest = childLoc(dest, name);
       const childRel = join(rel, name);
       if (child.sources.has(lead)) last = Math.max(last, this.mergeInto(child, childRel, childDest, inPlace, phase + 1, null));
@@ -94,7 +94,7 @@ export class Planner {
    */
   private mergeInto(node: Node, rel: string, dest: Loc, placed: ReadonlySet<number>, phase: number, existing: ReadonlyMap<string, TargetKind> | null): number {
     let last = phase;
-    for (const [name, child] of node.children) {
+    for (const [name, child] of this.tree.children(node)) {
       const childRel = join(rel, name);
       const childDest = childLoc(dest, name);
       const placedHere = placed.size > 0 && [...child.sources.keys()].some((si) => placed.has(si));
@@ -152,7 +152,7 @@ export class Planner {
     for (const [name, k] of this.targetChildren(rel)) {
       if (!isDataName(name)) continue;
       const childRel = join(rel, name);
-      const child = node?.children.get(name);
+      const child = node && this.tree.child(node, name);
       if (!child) this.deletes.push({ op: 'delete', path: 't:' + childRel, dir: k === 'dir' });
       else if (k === 'dir' && !child.file) this.deleteOldData(childRel, child);
     }
@@ -164,10 +164,7 @@ export class Planner {
   }
 
   private nodeAt(rel: string): Node | undefined {
-    let node: Node | undefined = this.tree;
-    if (rel === '') return node;
-    for (const seg of rel.split('/')) node = node?.children.get(seg);
-    return node;
+    return this.tree.at(rel);
   }
 
   plan(): PlanPhase[] {
@@ -182,7 +179,7 @@ export class Planner {
   }
 
   private planAbsentTarget(): void {
-    const root = this.tree;
+    const root = this.tree.root;
     const sources = [...root.sources.keys()];
     if (sources.length === 0) {
       this.add(0, { op: 'mkdir', path: 't:' });
@@ -225,7 +222,7 @@ export class Planner {
       this.add(phase, { op: 'swap', path: 't:' + u, trash, from, dir: !node.file });
     }
     for (const u of units) if (!swapped.has(u)) this.deleteOldData(u, this.nodeAt(u));
-    this.mergeSkipping(this.tree, '', swapped);
+    this.mergeSkipping(this.tree.root, '', swapped);
   }
 
   /** Merges the output into the existing target, leaving out the units already swapped. */
@@ -235,7 +232,7 @@ export class Planner {
       return;
     }
     const pruned = newNode(node.name);
-    for (const [name, child] of node.children) {
+    for (const [name, child] of this.tree.children(node)) {
       const childRel = join(rel, name);
       if (swapped.has(childRel)) continue;
       const inside = [...swapped].some((s) => s.startsWith(childRel + '/'));

@@ -8,7 +8,7 @@ import { attemptFiles } from '../job/tasks.js';
 import { publishStrategy } from '../store/operations.js';
 import type { Store } from '../store/types.js';
 import { applyPhases } from './apply.js';
-import { planCommit, type CommitPlan, type SourceTree } from './plan.js';
+import { buildTree, planTree, type CommitPlan, type SourceTree } from './plan.js';
 import { identicalClashes, snapshotTarget } from './target.js';
 
 export async function publishV2(ctx: { store: Store; concurrency: number }, layout: JobLayout, job: JobManifest, attemptDir: string, files: readonly TaskFile[]): Promise<CommitPlan> {
@@ -16,9 +16,11 @@ export async function publishV2(ctx: { store: Store; concurrency: number }, layo
   // Files already published by an interrupted run of this commit are no longer in the attempt dir.
   const present = new Set((await attemptFiles(store, attemptDir)).map((e) => e.name));
   const sources: SourceTree[] = [{ task: 'v2', root: layout.relative(attemptDir), files: files.filter((f) => present.has(f.path)) }];
-  const target = await snapshotTarget(store, job.targetPath, sources, [], concurrency);
-  const identical = await identicalClashes(store, layout, job.targetPath, sources, target, concurrency);
-  const plan = planCommit({ mode: 'append', replaceUnits: [], strategy: publishStrategy(store), sources, target, identical }, job.partitionBy.length);
+  const tree = buildTree(sources);
+  const target = await snapshotTarget(store, job.targetPath, tree, [], concurrency);
+  const identical = await identicalClashes(store, layout, job.targetPath, sources, tree, target, concurrency);
+  for (const rel of identical) tree.remove(rel);
+  const plan = planTree({ mode: 'append', replaceUnits: [], strategy: publishStrategy(store), sources, target, identical }, tree, job.partitionBy.length);
   await applyPhases({ store, stagingPath: layout.root, targetPath: job.targetPath, concurrency }, plan.phases);
   return plan;
 }

@@ -6,7 +6,8 @@ import { claimRootPath } from '../job/claims.js';
 import type { JobLayout } from '../job/layout.js';
 import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
-import { findClashes, type SourceFile, type SourceTree, type TargetKind, type TargetSnapshot } from './plan.js';
+import { findClashes, type OutputTree, type SourceTree, type TargetKind, type TargetSnapshot } from './plan.js';
+import type { FileInfo } from './tree.js';
 
 /** Every directory prefix of the given table-relative paths, plus the paths themselves. */
 function prefixes(paths: Iterable<string>, includeSelf: boolean): Set<string> {
@@ -26,11 +27,11 @@ function prefixes(paths: Iterable<string>, includeSelf: boolean): Set<string> {
  * Lists the target's directories that the output (or a replaced unit) reaches into: one
  * listing per existing directory touched, never the whole table.
  */
-export async function snapshotTarget(store: Store, targetPath: string, sources: readonly SourceTree[], replaceUnits: readonly string[], concurrency: number): Promise<TargetSnapshot> {
+export async function snapshotTarget(store: Store, targetPath: string, tree: OutputTree, replaceUnits: readonly string[], concurrency: number): Promise<TargetSnapshot> {
   const root = await store.stat(targetPath);
   const dirs = new Map<string, Map<string, TargetKind>>();
   if (!root) return { exists: false, dirs };
-  const wanted = prefixes(sources.flatMap((s) => s.files.map((f) => f.path)), false);
+  const wanted = new Set(tree.dirs());
   for (const u of prefixes(replaceUnits.filter((u) => u !== ''), true)) wanted.add(u);
   let level = [''];
   while (level.length) {
@@ -47,16 +48,14 @@ export async function snapshotTarget(store: Store, targetPath: string, sources: 
 }
 
 /** Append clashes whose bytes equal the existing file's: those staged copies are dropped. */
-export async function identicalClashes(store: Store, layout: JobLayout, targetPath: string, sources: readonly SourceTree[], target: TargetSnapshot, concurrency: number): Promise<Set<string>> {
-  const clashes = findClashes({ sources, target });
+export async function identicalClashes(store: Store, layout: JobLayout, targetPath: string, sources: readonly SourceTree[], tree: OutputTree, target: TargetSnapshot, concurrency: number): Promise<Set<string>> {
+  const clashes = findClashes(tree, target);
   if (clashes.length === 0) return new Set();
-  const where = new Map<string, string>();
-  const uploads = new Map<string, SourceFile>();
-  for (const s of sources) for (const f of s.files) (f.upload ? uploads.set(f.path, f) : where.set(f.path, posix.join(claimRootPath(layout, targetPath, s.root), f.path)));
   const same = await mapLimit(clashes, concurrency, async (rel) => {
-    const up = uploads.get(rel);
-    if (up) return sameAsUpload(up, await store.readFile(posix.join(targetPath, rel)));
-    const [a, b] = await Promise.all([store.readFile(where.get(rel)!), store.readFile(posix.join(targetPath, rel))]);
+    const f = tree.at(rel)!.file!;
+    if (f.upload) return sameAsUpload(f, await store.readFile(posix.join(targetPath, rel)));
+    const staged = posix.join(claimRootPath(layout, targetPath, sources[f.source]!.root), rel);
+    const [a, b] = await Promise.all([store.readFile(staged), store.readFile(posix.join(targetPath, rel))]);
     return a !== null && b !== null && a.equals(b);
   });
   return new Set(clashes.filter((_, i) => same[i]));
@@ -66,7 +65,7 @@ export async function identicalClashes(store: Store, layout: JobLayout, targetPa
  * A pending upload's bytes cannot be read: a one-part upload equals a file whose MD5 is its part's
  * ETag. Larger ones are taken as different (the clash is then refused, never overwritten).
  */
-function sameAsUpload(f: SourceFile, existing: Buffer | null): boolean {
+function sameAsUpload(f: FileInfo, existing: Buffer | null): boolean {
   if (existing === null || existing.length !== f.size || f.upload!.etags.length !== 1) return false;
   return createHash('md5').update(existing).digest('hex') === f.upload!.etags[0]!.replace(/"/g, '');
 }

@@ -1,70 +1,190 @@
 // The job's output as one tree: where each file comes from, and clashes with the target.
 
-import { posix } from 'node:path';
 import { ConflictError } from '../errors.js';
-import type { Loc, PlanInput, SourceFile, SourceTree } from './types.js';
+import type { Loc, SourceFile, SourceTree, TargetSnapshot } from './types.js';
 
+export interface FileInfo {
+  readonly source: number;
+  readonly size: number;
+  readonly upload?: SourceFile['upload'];
+}
 
 export interface Node {
   readonly name: string;
-  readonly children: Map<string, Node>;
+  /** Directories as nodes; a file as a number, its row in the tree's file table (see OutputTree). */
+  readonly children: Map<string, Node | number>;
   /** Source index per contributing source → number of files under this node. */
   readonly sources: Map<number, number>;
-  file?: { source: number; size: number; upload?: SourceFile['upload'] };
+  readonly file?: FileInfo;
 }
 
 export function newNode(name: string): Node {
   return { name, children: new Map(), sources: new Map() };
 }
 
-/**
- * A file's node shares its (never changed) maps with every file of its source: a file costs one
- * small object, not two maps, which is most of the tree's memory at a million files.
- */
-const NO_CHILDREN: ReadonlyMap<string, Node> = new Map();
+const NO_CHILDREN: ReadonlyMap<string, Node | number> = new Map();
 
 export const join = (a: string, b: string): string => (a === '' ? b : b === '' ? a : `${a}/${b}`);
 /** A child of a location: 't:' + 'x' is 't:x', 's:_output' + 'x' is 's:_output/x'. */
 export const childLoc = (loc: Loc, name: string): Loc => (loc.endsWith(':') ? loc + name : `${loc}/${name}`);
 
-/** Builds the output tree; two files with one destination are an error before the commit point. */
-export function buildTree(sources: readonly SourceTree[], skip?: ReadonlySet<string>): Node {
-  const root = newNode('');
-  sources.forEach((src, si) => {
-    const only = new Map([[si, 1]]);
-    for (const f of src.files) {
-      if (skip?.has(f.path)) continue;
-      const segs = f.path.split('/');
-      const leaf = segs.pop()!;
-      let node = root;
+/**
+ * The output tree. A file costs its name, one map entry in its directory and a row of two typed
+ * arrays (source, size) — no object of its own: at a million files objects per file are most of a
+ * step's memory (DESIGN §9). Where the planner looks at a file, it gets a short-lived node.
+ */
+export class OutputTree {
+  readonly root: Node = newNode('');
+  private sourceOf = new Int32Array(1024);
+  private sizeOf = new Float64Array(1024);
+  private rows = 0;
+  private readonly uploads = new Map<number, NonNullable<SourceFile['upload']>>();
+  /** Per source, the `sources` map every one of its files shares. */
+  private readonly only: Map<number, number>[] = [];
+  files = 0;
+  bytes = 0;
+
+  /** `tasks[si]` names source si in error messages. */
+  constructor(private readonly tasks: readonly string[]) {}
+
+  /** Adds a file of source `si`; two files with one destination are an error before the commit point. */
+  add(si: number, path: string, size: number, upload?: SourceFile['upload']): void {
+    const segs = path.split('/');
+    const leaf = segs.pop()!;
+    let node = this.root;
+    node.sources.set(si, (node.sources.get(si) ?? 0) + 1);
+    for (const seg of segs) {
+      let child = node.children.get(seg);
+      if (child === undefined) node.children.set(seg, (child = newNode(seg)));
+      if (typeof child === 'number') throw new ConflictError(`'${path}' needs '${seg}' to be a directory, but another task wrote a file there`);
+      node = child;
       node.sources.set(si, (node.sources.get(si) ?? 0) + 1);
-      for (const seg of segs) {
-        let child = node.children.get(seg);
-        if (!child) node.children.set(seg, (child = newNode(seg)));
-        if (child.file) throw new ConflictError(`'${f.path}' needs '${seg}' to be a directory, but another task wrote a file there`);
-        node = child;
-        node.sources.set(si, (node.sources.get(si) ?? 0) + 1);
-      }
-      const other = node.children.get(leaf);
-      if (other?.file) {
-        throw new ConflictError(`tasks ${sources[other.file.source]!.task} and ${src.task} both wrote '${f.path}': every file must have one destination; rename one and commit that task again`);
-      }
-      if (other) throw new ConflictError(`'${f.path}' is a file in one task and a directory in another`);
-      node.children.set(leaf, { name: leaf, children: NO_CHILDREN as Map<string, Node>, sources: only, file: f.upload ? { source: si, size: f.size, upload: f.upload } : { source: si, size: f.size } });
     }
+    const other = node.children.get(leaf);
+    if (typeof other === 'number') {
+      throw new ConflictError(`tasks ${this.tasks[this.sourceOf[other]!]} and ${this.tasks[si]} both wrote '${path}': every file must have one destination; rename one and commit that task again`);
+    }
+    if (other) throw new ConflictError(`'${path}' is a file in one task and a directory in another`);
+    if (this.rows === this.sizeOf.length) this.grow();
+    const row = this.rows++;
+    this.sourceOf[row] = si;
+    this.sizeOf[row] = size;
+    if (upload) this.uploads.set(row, upload);
+    node.children.set(leaf, row);
+    this.files++;
+    this.bytes += size;
+  }
+
+  private grow(): void {
+    const src = new Int32Array(this.sourceOf.length * 2);
+    src.set(this.sourceOf);
+    const size = new Float64Array(this.sizeOf.length * 2);
+    size.set(this.sizeOf);
+    this.sourceOf = src;
+    this.sizeOf = size;
+  }
+
+  fileOf(row: number): FileInfo {
+    const upload = this.uploads.get(row);
+    return upload ? { source: this.sourceOf[row]!, size: this.sizeOf[row]!, upload } : { source: this.sourceOf[row]!, size: this.sizeOf[row]! };
+  }
+
+  private sharedSources(si: number): Map<number, number> {
+    return (this.only[si] ??= new Map([[si, 1]]));
+  }
+
+  /** A child as a node (a file: a short-lived one). */
+  nodeOf(name: string, child: Node | number): Node {
+    if (typeof child !== 'number') return child;
+    const file = this.fileOf(child);
+    return { name, children: NO_CHILDREN as Map<string, Node | number>, sources: this.sharedSources(file.source), file };
+  }
+
+  child(node: Node, name: string): Node | undefined {
+    const c = node.children.get(name);
+    return c === undefined ? undefined : this.nodeOf(name, c);
+  }
+
+  *children(node: Node): Generator<[string, Node]> {
+    for (const [name, c] of node.children) yield [name, this.nodeOf(name, c)];
+  }
+
+  /** The node at a table-relative path ('' is the root). */
+  at(rel: string): Node | undefined {
+    let node: Node | undefined = this.root;
+    if (rel === '') return node;
+    for (const seg of rel.split('/')) node = node?.file ? undefined : node && this.child(node, seg);
+    return node;
+  }
+
+  /** Takes a file out of the output (an append clash found identical); emptied directories go too. */
+  remove(path: string): void {
+    const segs = path.split('/');
+    const chain: Node[] = [this.root];
+    for (const seg of segs.slice(0, -1)) {
+      const c = chain.at(-1)!.children.get(seg);
+      if (c === undefined || typeof c === 'number') return;
+      chain.push(c);
+    }
+    const leaf = segs.at(-1)!;
+    const row = chain.at(-1)!.children.get(leaf);
+    if (typeof row !== 'number') return;
+    const si = this.sourceOf[row]!;
+    chain.at(-1)!.children.delete(leaf);
+    this.files--;
+    this.bytes -= this.sizeOf[row]!;
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const n = chain[i]!;
+      const left = n.sources.get(si)! - 1;
+      if (left > 0) n.sources.set(si, left);
+      else n.sources.delete(si);
+      if (i > 0 && n.sources.size === 0) chain[i - 1]!.children.delete(n.name);
+    }
+  }
+
+  /** Every file, depth first: its table-relative path, size and source. */
+  forEachFile(fn: (path: string, file: FileInfo) => void): void {
+    const visit = (node: Node, rel: string): void => {
+      for (const [name, c] of node.children) {
+        if (typeof c === 'number') fn(join(rel, name), this.fileOf(c));
+        else visit(c, join(rel, name));
+      }
+    };
+    visit(this.root, '');
+  }
+
+  /** Every directory of the output, table-relative ('' for the root). */
+  dirs(): string[] {
+    const out: string[] = [];
+    const visit = (node: Node, rel: string): void => {
+      out.push(rel);
+      for (const [name, c] of node.children) if (typeof c !== 'number') visit(c, join(rel, name));
+    };
+    visit(this.root, '');
+    return out;
+  }
+}
+
+/** Builds the output tree; two files with one destination are an error before the commit point. */
+export function buildTree(sources: readonly SourceTree[], skip?: ReadonlySet<string>): OutputTree {
+  const tree = new OutputTree(sources.map((s) => s.task));
+  sources.forEach((src, si) => {
+    for (const f of src.files) if (!skip?.has(f.path)) tree.add(si, f.path, f.size, f.upload);
   });
-  return root;
+  return tree;
 }
 
 /** Paths in the output that already exist in the target as files (append clashes to compare). */
-export function findClashes(input: Pick<PlanInput, 'sources' | 'target'>): string[] {
+export function findClashes(tree: OutputTree, target: TargetSnapshot): string[] {
   const out: string[] = [];
-  for (const src of input.sources) {
-    for (const f of src.files) {
-      const dir = posix.dirname(f.path);
-      const kind = input.target.dirs.get(dir === '.' ? '' : dir)?.get(posix.basename(f.path));
-      if (kind !== undefined) out.push(f.path);
+  const visit = (node: Node, rel: string): void => {
+    const listed = target.dirs.get(rel);
+    if (!listed) return;
+    for (const [name, c] of node.children) {
+      if (typeof c !== 'number') visit(c, join(rel, name));
+      else if (listed.has(name)) out.push(join(rel, name));
     }
-  }
+  };
+  visit(tree.root, '');
   return out.sort();
 }

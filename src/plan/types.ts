@@ -74,7 +74,7 @@ export interface CommitPlan {
   readonly phases: readonly PlanPhase[];
   readonly files: number;
   readonly bytes: number;
-  /** Table-relative paths of the published files, sorted. */
+  /** Table-relative paths of the first published files (FILENAMES_KEPT of them), sorted. */
   readonly filenames: readonly string[];
   readonly partitionsWritten: readonly string[];
   readonly partitionsReplaced: readonly string[];

@@ -4,7 +4,7 @@
 
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, IncompleteError } from '../errors.js';
-import { claimRootPath, isAdoptedRoot, leftoverOfRoot, readClaims, type Claim, type TaskFile } from '../job/claims.js';
+import { claimRootPath, isAdoptedRoot, leftoverOfRoot, readClaimRecords, readClaims, type Claim, type ClaimRecord, type TaskFile } from '../job/claims.js';
 import { isFullyStatic, saveJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { ATTEMPT_MARKER, SUCCESS_FILE } from '../job/layout.js';
 import { abortRecordedUploads, checkUploadsPending } from '../job/pending-uploads.js';
@@ -13,16 +13,17 @@ import { successJson } from '../job/success.js';
 import { TableLog, type LogListing } from '../job/table-log.js';
 import { applyPhases } from '../plan/apply.js';
 import { encodePlan, loadPlan, type PersistedPlan } from '../plan/plan-file.js';
-import { partitionsOf, planCommit, targetDirsChanged, type CommitPlan, type PlanPhase, type SourceTree } from '../plan/plan.js';
+import { OutputStats, OutputTree, planTree, targetDirsChanged, type CommitPlan, type PlanPhase, type SourceTree } from '../plan/plan.js';
+import type { FileInfo } from '../plan/tree.js';
 import { identicalClashes, snapshotTarget } from '../plan/target.js';
 import { publishStrategy } from '../store/operations.js';
 import { compareTasks, isDataName } from '../paths.js';
 import type { OpCounts } from '../store/instrumented.js';
 import { isTempName } from '../store/temp-names.js';
 import type { Store } from '../store/types.js';
-import { walkTree } from '../store/walk.js';
+import { forEachInTree } from '../store/walk.js';
 import { mapLimit } from '../util/pool.js';
-import { checkTaskFiles } from './commit-task.js';
+import { checkTaskFile } from './commit-task.js';
 import { reachCommitPoint, type CommitUnits } from './commit-point.js';
 import type { OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
@@ -51,22 +52,23 @@ export interface CommitJobResult {
   readonly metrics: OpCounts;
 }
 
-export function replaceUnitsOf(job: JobManifest, files: readonly { path: string }[]): string[] {
+/** `partitions`: the full partition paths the job's files are in (partitionsOf). */
+export function replaceUnitsOf(job: JobManifest, partitions: readonly string[]): string[] {
   if (job.mode !== 'overwrite') return [];
   if (job.partitionBy.length === 0) return [''];
   if (isFullyStatic(job)) return [staticPrefix(job)];
-  return partitionsOf(files, job.partitionBy.length);
+  return [...partitions];
 }
 
 /** What a commit holds in the table log: the partitions it writes and replaces (the whole table when unpartitioned or created). */
-export function commitUnitsOf(job: JobManifest, files: readonly { path: string }[]): CommitUnits {
-  const replaces = replaceUnitsOf(job, files);
+export function commitUnitsOf(job: JobManifest, partitions: readonly string[]): CommitUnits {
+  const replaces = replaceUnitsOf(job, partitions);
   if (job.mode === 'create' || job.partitionBy.length === 0) return { touches: [''], replaces };
-  return { touches: [...new Set([...partitionsOf(files, job.partitionBy.length), ...replaces])].sort(), replaces };
+  return { touches: [...new Set([...partitions, ...replaces])].sort(), replaces };
 }
 
 /** Committed claims of the current app attempt; a claim still committing stops the commit. */
-export function committedTasks(job: JobManifest, claims: ReadonlyMap<string, Claim>): Claim[] {
+export function committedTasks<C extends Omit<Claim, 'files'>>(job: JobManifest, claims: ReadonlyMap<string, C>): C[] {
   const pending = [...claims.values()].filter((c) => c.state !== 'committed');
   if (pending.length) {
     const c = pending[0]!;
@@ -84,59 +86,104 @@ export function committedTasks(job: JobManifest, claims: ReadonlyMap<string, Cla
   return committed.sort((a, b) => compareTasks(a.task, b.task));
 }
 
+/** The job's output as read from its committed claims, one claim's files at a time. */
+interface JobOutput {
+  readonly claims: readonly ClaimRecord[];
+  /** Per claim (same order): the task, and where its files are; `files` is left empty. */
+  readonly sources: readonly SourceTree[];
+  /** The output tree (v1; v2 published its files already). */
+  readonly tree: OutputTree | null;
+  readonly stats: OutputStats;
+  /** Per claim, how many of its files are in its output dir (not pending uploads). */
+  readonly inDir: readonly number[];
+}
+
 /**
  * The committed claims, checked like input from the command line (DESIGN §5.11) and against
- * what is on the store: a task whose output is gone is never committed (§5.9).
+ * what is on the store: a task whose output is gone is never committed (§5.9). Each claim's file
+ * list goes straight into the output tree and is then let go: nothing holds a list per file.
  */
-async function checkedClaims(env: StepEnv, open: OpenJob): Promise<Claim[]> {
+async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput> {
   const { store } = env;
   const { job, layout } = open;
-  const claims = committedTasks(job, await readClaims(store, layout, job.jobId, job.appAttempt));
-  for (const c of claims) {
-    try {
-      checkTaskFiles(job, c.files, true);
-    } catch (e) {
-      throw new CorruptManifestError(store.toUri(layout.claimFile(job.appAttempt, c.task)), 'files', (e as Error).message);
-    }
-  }
-  if (job.algorithm === 'v1') {
-    const problems = await mapLimit(claims, env.concurrency, (c) => outputProblem(store, claimRootPath(layout, job.targetPath, c.root!), c.files.filter((f) => !f.upload), isAdoptedRoot(c.root!)));
+  const claims = committedTasks(job, await readClaimRecords(store, layout, job.jobId, job.appAttempt, env.concurrency));
+  const tree = job.algorithm === 'v1' ? new OutputTree(claims.map((c) => c.task)) : null;
+  const stats = new OutputStats(job.partitionBy.length);
+  const uploads: TaskFile[] = [];
+  const inDir: number[] = [];
+  const prefix = staticPrefix(job);
+  claims.forEach((c, si) => {
+    let n = 0;
+    c.eachFile((f) => {
+      try {
+        checkTaskFile(job, f.path, prefix, true);
+      } catch (e) {
+        throw new CorruptManifestError(store.toUri(layout.claimFile(job.appAttempt, c.task)), 'files', (e as Error).message);
+      }
+      tree?.add(si, f.path, f.size, f.upload);
+      stats.add(f.path, f.size);
+      if (f.upload) uploads.push(f);
+      else n++;
+    });
+    inDir.push(n);
+  });
+  const sources: SourceTree[] = claims.map((c) => ({ task: c.task, root: c.root ?? '', files: [] }));
+  if (tree) {
+    const problems = await mapLimit(claims, env.concurrency, (c, si) => outputProblem(store, claimRootPath(layout, job.targetPath, c.root!), tree, si, inDir[si]!, isAdoptedRoot(c.root!)));
     const i = problems.findIndex((p) => p !== null);
     if (i >= 0) {
       const c = claims[i]!;
       throw new ConflictError(`the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(claimRootPath(layout, job.targetPath, c.root!))} ${problems[i]}: nothing was changed; abort the job and run it again`);
     }
-    const lost = await checkUploadsPending(store, job.targetPath, claims.flatMap((c) => c.files));
+    const lost = await checkUploadsPending(store, job.targetPath, uploads);
     if (lost !== null) throw new ConflictError(`the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; abort the job and run it again`);
   }
-  return claims;
+  return { claims, sources, tree, stats, inDir };
 }
 
 /**
  * What is wrong with a committed task's output on the store, or null: it must hold exactly the
  * files its claim lists (a directory rename publishes whatever is there), with their sizes where
- * the listing tells them.
+ * the listing tells them. The claim's files are source `si` of the tree (`expected` of them in
+ * the dir); the listing is compared entry by entry as it comes, never held.
  */
-async function outputProblem(store: Store, root: string, files: readonly { path: string; size: number }[], adopted: boolean): Promise<string | null> {
-  const want = new Map(files.map((f) => [f.path, f.size]));
-  const found = new Map<string, number>();
+async function outputProblem(store: Store, root: string, tree: OutputTree, si: number, expected: number, adopted: boolean): Promise<string | null> {
+  const listed = (path: string): FileInfo | undefined => {
+    const f = tree.at(path)?.file;
+    return f && f.source === si && !f.upload ? f : undefined;
+  };
+  let found = 0;
   let odd: string | null = null;
-  for (const e of await walkTree(store, root)) {
+  let extra: string | null = null;
+  let resized: string | null = null;
+  await forEachInTree(store, root, {}, (e) => {
     // An engine's own markers and work dirs sit beside the output it had merged (adopt, §3).
     const top = e.name.split('/', 1)[0]!;
-    if (adopted && !isDataName(top) && !want.has(top)) continue;
+    if (adopted && !isDataName(top) && !listed(top)) return;
     if (e.kind === 'file') {
-      if (e.name !== ATTEMPT_MARKER) found.set(e.name, e.size);
+      if (e.name === ATTEMPT_MARKER) return;
+      const f = listed(e.name);
+      if (!f) extra ??= `holds '${e.name}', which its claim does not list`;
+      else {
+        found++;
+        if (e.size >= 0 && e.size !== f.size) resized ??= `has '${e.name}' at ${e.size} bytes, the claim recorded ${f.size}`;
+      }
     } else if (e.kind !== 'dir') odd ??= e.name;
-  }
+  });
   if (odd !== null) return `holds '${odd}', which is not a regular file`;
-  for (const [path, size] of want) {
-    const got = found.get(path);
-    if (got === undefined) return `has lost '${path}'`;
-    if (got >= 0 && got !== size) return `has '${path}' at ${got} bytes, the claim recorded ${size}`;
-  }
-  for (const path of found.keys()) if (!want.has(path)) return `holds '${path}', which its claim does not list`;
-  return null;
+  if (found < expected) return `has lost '${await lostFile(store, root, tree, si)}'`;
+  return resized ?? extra;
+}
+
+/** The first file of source `si` that its output dir no longer has (only on the error path). */
+async function lostFile(store: Store, root: string, tree: OutputTree, si: number): Promise<string> {
+  const there = new Set<string>();
+  await forEachInTree(store, root, {}, (e) => e.kind === 'file' && there.add(e.name));
+  let lost = '';
+  tree.forEachFile((path, f) => {
+    if (lost === '' && f.source === si && !f.upload && !there.has(path)) lost = path;
+  });
+  return lost;
 }
 
 /**
@@ -151,27 +198,27 @@ function successInTheWay(env: StepEnv, job: JobManifest): ConflictError {
 export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false): Promise<{ plan: PersistedPlan; listing?: LogListing }> {
   const { store } = env;
   const { job, layout } = open;
-  const claims = await checkedClaims(env, open);
+  const { claims, sources, tree, stats } = await readOutput(env, open);
   const base = { jobId: job.jobId, appAttempt: job.appAttempt, tasks: claims.map((c) => c.task) };
-  const all = claims.flatMap((c) => c.files);
-  if (job.algorithm === 'v2') {
+  const partitions = stats.partitionsWritten();
+  if (!tree) {
     const marker = await store.stat(posix.join(job.targetPath, SUCCESS_FILE));
     if (marker && marker.kind !== 'file') throw successInTheWay(env, job);
     // Every task published itself at commit-task; the job commit only marks success.
-    return { plan: { ...base, createdAtMs: env.now(), logEntry: null, phases: [], files: all.length, bytes: all.reduce((a, f) => a + f.size, 0), filenames: all.map((f) => f.path).sort(), partitionsWritten: partitionsOf(all, job.partitionBy.length), partitionsReplaced: [] } };
+    return { plan: { ...base, createdAtMs: env.now(), logEntry: null, phases: [], files: stats.files, bytes: stats.bytes, filenames: stats.filenames(), partitionsWritten: partitions, partitionsReplaced: [] } };
   }
-  const sources: SourceTree[] = claims.map((c) => ({ task: c.task, root: c.root ?? '', files: c.files }));
-  const units = commitUnitsOf(job, all);
+  const units = commitUnitsOf(job, partitions);
   const { plan, entry, listing } = await reachCommitPoint(env, open, units, async () => {
     env.emit({ type: 'phase', label: 'reading the target' });
-    const target = await snapshotTarget(store, job.targetPath, sources, units.replaces, env.concurrency);
+    const target = await snapshotTarget(store, job.targetPath, tree, units.replaces, env.concurrency);
     if (job.mode === 'create' && target.exists) {
       throw new ConflictError(`the target ${job.target} appeared after job ${job.jobId} was staged, and --mode create never replaces anything: nothing was changed; abort this job, or stage it again with --mode append or overwrite`);
     }
     const marker = target.dirs.get('')?.get(SUCCESS_FILE);
     if (marker !== undefined && marker !== 'file') throw successInTheWay(env, job);
-    const identical = job.mode === 'append' ? await identicalClashes(store, layout, job.targetPath, sources, target, env.concurrency) : undefined;
-    const planned = planCommit({ mode: job.mode, replaceUnits: units.replaces, strategy: publishStrategy(store), sources, target, identical }, job.partitionBy.length);
+    const identical = job.mode === 'append' ? await identicalClashes(store, layout, job.targetPath, sources, tree, target, env.concurrency) : undefined;
+    for (const rel of identical ?? []) tree.remove(rel);
+    const planned = planTree({ mode: job.mode, replaceUnits: units.replaces, strategy: publishStrategy(store), sources, target, identical }, tree, job.partitionBy.length);
     // A directory the commit cannot change is found now, not after the commit point (§5.13).
     await store.checkWritable?.(targetDirsChanged(planned.phases).map((rel) => (rel === '' ? job.targetPath : posix.join(job.targetPath, rel))));
     return withLeftoversRemoved(planned, sources);

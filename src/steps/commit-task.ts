@@ -35,11 +35,14 @@ export interface CommitTaskResult {
 /** `pathsChecked`: the paths were read from a claim, which checked them already (§5.11). */
 export function checkTaskFiles(job: JobManifest, files: readonly TaskFile[], pathsChecked = false): void {
   const prefix = staticPrefix(job);
-  for (const f of files) {
-    if (!pathsChecked) checkRelativePath(f.path, 'task file');
-    if (f.path === SUCCESS_FILE || f.path.startsWith(`${SUCCESS_FILE}/`)) throw new UsageError(`task file '${f.path}' would collide with the job's own marker '${SUCCESS_FILE}': rename it`);
-    partitionOfFile(f.path, job.partitionBy, prefix);
-  }
+  for (const f of files) checkTaskFile(job, f.path, prefix, pathsChecked);
+}
+
+/** One file of checkTaskFiles; `prefix` is the job's staticPrefix. */
+export function checkTaskFile(job: JobManifest, path: string, prefix: string, pathsChecked = false): void {
+  if (!pathsChecked) checkRelativePath(path, 'task file');
+  if (path === SUCCESS_FILE || path.startsWith(`${SUCCESS_FILE}/`)) throw new UsageError(`task file '${path}' would collide with the job's own marker '${SUCCESS_FILE}': rename it`);
+  partitionOfFile(path, job.partitionBy, prefix);
 }
 
 /**

@@ -89,6 +89,10 @@ export class InstrumentedStore implements Store {
     const f = this.inner.listTree?.bind(this.inner);
     return f && (async (dir, o) => (await this.read('list', dir), f(dir, o)));
   }
+  get listTreeEach(): ((dir: string, o: ListOptions, fn: (e: Entry) => void) => Promise<void>) | undefined {
+    const f = this.inner.listTreeEach?.bind(this.inner);
+    return f && (async (dir, o, fn) => (await this.read('list', dir), f(dir, o, fn)));
+  }
   get deleteMany(): ((paths: readonly string[]) => Promise<void>) | undefined {
     const many = this.inner.deleteMany?.bind(this.inner);
     if (!many) return undefined;

@@ -29,6 +29,12 @@ const TREE_REMOVAL_PARALLELISM = 128;
  */
 export async function listTreeLocal(dir: string, opts: ListOptions = {}): Promise<Entry[]> {
   const out: Entry[] = [];
+  await eachInTreeLocal(dir, opts, (e) => out.push(e));
+  return out;
+}
+
+/** listTreeLocal, each entry handed over as it is met: memory does not grow with the tree. */
+export async function eachInTreeLocal(dir: string, opts: ListOptions, fn: (e: Entry) => void): Promise<void> {
   const pending: [string, string][] = [[dir, '']];
   for (let n = 1; pending.length > 0; n++) {
     const [d, rel] = pending.pop()!;
@@ -46,19 +52,20 @@ export async function listTreeLocal(dir: string, opts: ListOptions = {}): Promis
       const kind = kindOf(de);
       if (kind === 'dir') pending.push([p, name]);
       if (!opts.details) {
-        out.push({ name, path: p, kind, size: -1, mtimeMs: -1 });
+        fn({ name, path: p, kind, size: -1, mtimeMs: -1 });
         continue;
       }
+      let s;
       try {
-        const s = lstatSync(p);
-        out.push({ name, path: p, kind: kindOf(s), size: s.size, mtimeMs: s.mtimeMs });
+        s = lstatSync(p);
       } catch (e) {
         if (code(e) !== 'ENOENT') throw wrap(e, 'list', [p]); // vanished meanwhile: not listed
+        continue;
       }
+      fn({ name, path: p, kind: kindOf(s), size: s.size, mtimeMs: s.mtimeMs });
     }
     if (n % 256 === 0) await new Promise((r) => setImmediate(r));
   }
-  return out;
 }
 
 /**

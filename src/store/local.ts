@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { StoreError } from '../errors.js';
 import { checkWritableLocal } from './local-access.js';
-import { code, kindOf, listTreeLocal, removeTreeLocal, wrap } from './local-tree.js';
+import { code, eachInTreeLocal, kindOf, listTreeLocal, removeTreeLocal, wrap } from './local-tree.js';
 import { tempPathFor } from './temp-names.js';
 import type { Entry, ListOptions, RenameOptions, RenamePair, Store, StoreCapabilities } from './types.js';
 
@@ -87,6 +87,10 @@ export class LocalStore implements Store {
 
   listTree(dir: string, opts: ListOptions = {}): Promise<Entry[]> {
     return listTreeLocal(dir, opts);
+  }
+
+  listTreeEach(dir: string, opts: ListOptions, fn: (e: Entry) => void): Promise<void> {
+    return eachInTreeLocal(dir, opts, fn);
   }
 
   async readFile(p: string): Promise<Buffer | null> {

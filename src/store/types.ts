@@ -93,6 +93,8 @@ export interface Store {
    * only, as an object store has no directories of its own). walkTree() falls back to list().
    */
   listTree?(dir: string, opts?: ListOptions): Promise<Entry[]>;
+  /** As listTree, each entry handed to `fn` as it is listed, never all held at once (a million-file tree). */
+  listTreeEach?(dir: string, opts: ListOptions, fn: (e: Entry) => void): Promise<void>;
   readFile(path: string): Promise<Buffer | null>;
   /** Writes a whole file: readers see the old content or the new, never a part. Creates parents. */
   writeFile(path: string, data: Buffer | string): Promise<void>;

@@ -5,6 +5,7 @@ import { StoreError } from '../errors.js';
 import { mapLimit } from '../util/pool.js';
 import { isTempName } from './temp-names.js';
 import type { Entry, ListOptions, Store } from './types.js';
+import { forEachLimit } from '../util/pool.js';
 
 /**
  * Every entry under `dir` (files, directories and the rest), `name` relative to it; a directory
@@ -21,6 +22,32 @@ export async function walkTree(store: Store, dir: string, opts: ListOptions = {}
   await visit(dir, '');
   return out;
 }
+
+/**
+ * The entries walkTree gives, handed to `fn` one at a time: on a store that streams its tree
+ * (local) nothing is held, elsewhere one directory's listing at a time (one listing on S3).
+ */
+export async function forEachInTree(store: Store, dir: string, opts: ListOptions, fn: (e: Entry) => void): Promise<void> {
+  if (store.listTreeEach) return store.listTreeEach(dir, opts, fn);
+  if (store.listTree) {
+    for (const e of await store.listTree(dir, opts)) fn(e);
+    return;
+  }
+  const visit = async (d: string, rel: string): Promise<void> => {
+    const entries = await store.list(d, opts);
+    const dirs: [string, string][] = [];
+    for (const e of entries) {
+      const name = rel ? `${rel}/${e.name}` : e.name;
+      fn({ ...e, name });
+      if (e.kind === 'dir') dirs.push([e.path, name]);
+    }
+    await forEachLimit(dirs, WALK_PARALLELISM, ([p, name]) => visit(p, name));
+  };
+  await visit(dir, '');
+}
+
+/** Directories listed at once by forEachInTree on a store without a tree listing. */
+const WALK_PARALLELISM = 16;
 
 export interface WalkOptions {
   /** Fill size and mtime (costs a stat per entry on some stores). */
