@@ -3,31 +3,26 @@
 // point it only rolls forward.
 
 import { posix } from 'node:path';
-import { ConflictError, CorruptManifestError, IncompleteError } from '../errors.js';
-import { claimRootPath, isAdoptedRoot, leftoverOfRoot, readClaimRecords, readClaims, type Claim, type ClaimRecord, type TaskFile } from '../job/claims.js';
+import { ConflictError, CorruptManifestError } from '../errors.js';
+import { leftoverOfRoot, readClaims, type TaskFile } from '../job/claims.js';
 import { isFullyStatic, saveJob, staticPrefix, type JobManifest } from '../job/job.js';
-import { ATTEMPT_MARKER, SUCCESS_FILE } from '../job/layout.js';
-import { abortRecordedUploads, checkUploadsPending } from '../job/pending-uploads.js';
+import { SUCCESS_FILE } from '../job/layout.js';
+import { abortRecordedUploads } from '../job/pending-uploads.js';
 import type { Lease } from '../job/lease.js';
 import { successJson } from '../job/success.js';
 import { TableLog, type LogListing } from '../job/table-log.js';
 import { applyPhases } from '../plan/apply.js';
 import { encodePlan, loadPlan, type PersistedPlan } from '../plan/plan-file.js';
-import { OutputStats, OutputTree, planTree, targetDirsChanged, type CommitPlan, type PlanPhase, type SourceTree } from '../plan/plan.js';
-import type { FileInfo } from '../plan/tree.js';
+import { planTree, targetDirsChanged, type CommitPlan, type PlanPhase, type SourceTree } from '../plan/plan.js';
 import { identicalClashes, snapshotTarget } from '../plan/target.js';
 import { publishStrategy } from '../store/operations.js';
-import { compareTasks, isDataName } from '../paths.js';
 import type { OpCounts } from '../store/instrumented.js';
 import { isTempName } from '../store/temp-names.js';
 import type { Store } from '../store/types.js';
-import { forEachInTree } from '../store/walk.js';
-import { mapLimit } from '../util/pool.js';
-import { checkTaskFile } from './commit-task.js';
+import { readOutput } from './job-output.js';
 import { reachCommitPoint, type CommitUnits } from './commit-point.js';
 import type { OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
-import { declaredNotCommitted } from '../job/tasks.js';
 import { JobGoneError } from '../job/open.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
@@ -67,134 +62,15 @@ export function commitUnitsOf(job: JobManifest, partitions: readonly string[]): 
   return { touches: [...new Set([...partitions, ...replaces])].sort(), replaces };
 }
 
-/** Committed claims of the current app attempt; a claim still committing stops the commit. */
-export function committedTasks<C extends Omit<Claim, 'files'>>(job: JobManifest, claims: ReadonlyMap<string, C>): C[] {
-  const pending = [...claims.values()].filter((c) => c.state !== 'committed');
-  if (pending.length) {
-    const c = pending[0]!;
-    throw new ConflictError(
-      `task ${c.task} is still committing (${c.taskAttempt} on ${c.host}, pid ${c.pid}): wait for its commit-task, or run 'stagecommit recover' if it was killed`,
-    );
-  }
-  const committed = [...claims.values()];
-  const missing = declaredNotCommitted(job, claims);
-  if (missing.length) {
-    throw new IncompleteError(
-      `${missing.length} of ${job.tasks} declared task(s) are not committed: ${missing.slice(0, 20).join(', ')}${missing.length > 20 ? ', …' : ''}; commit them (or run 'stagecommit recover' to list them)`,
-    );
-  }
-  return committed.sort((a, b) => compareTasks(a.task, b.task));
-}
-
-/** The job's output as read from its committed claims, one claim's files at a time. */
-interface JobOutput {
-  readonly claims: readonly ClaimRecord[];
-  /** Per claim (same order): the task, and where its files are; `files` is left empty. */
-  readonly sources: readonly SourceTree[];
-  /** The output tree (v1; v2 published its files already). */
-  readonly tree: OutputTree | null;
-  readonly stats: OutputStats;
-  /** Per claim, how many of its files are in its output dir (not pending uploads). */
-  readonly inDir: readonly number[];
-}
-
-/**
- * The committed claims, checked like input from the command line (DESIGN §5.11) and against
- * what is on the store: a task whose output is gone is never committed (§5.9). Each claim's file
- * list goes straight into the output tree and is then let go: nothing holds a list per file.
- */
-async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput> {
-  const { store } = env;
-  const { job, layout } = open;
-  const claims = committedTasks(job, await readClaimRecords(store, layout, job.jobId, job.appAttempt, env.concurrency));
-  const tree = job.algorithm === 'v1' ? new OutputTree(claims.map((c) => c.task)) : null;
-  const stats = new OutputStats(job.partitionBy.length);
-  const uploads: TaskFile[] = [];
-  const inDir: number[] = [];
-  const prefix = staticPrefix(job);
-  claims.forEach((c, si) => {
-    let n = 0;
-    c.eachFile((f) => {
-      try {
-        checkTaskFile(job, f.path, prefix, true);
-      } catch (e) {
-        throw new CorruptManifestError(store.toUri(layout.claimFile(job.appAttempt, c.task)), 'files', (e as Error).message);
-      }
-      tree?.add(si, f.path, f.size, f.upload);
-      stats.add(f.path, f.size);
-      if (f.upload) uploads.push(f);
-      else n++;
-    });
-    inDir.push(n);
-  });
-  const sources: SourceTree[] = claims.map((c) => ({ task: c.task, root: c.root ?? '', files: [] }));
-  if (tree) {
-    const problems = await mapLimit(claims, env.concurrency, (c, si) => outputProblem(store, claimRootPath(layout, job.targetPath, c.root!), tree, si, inDir[si]!, isAdoptedRoot(c.root!)));
-    const i = problems.findIndex((p) => p !== null);
-    if (i >= 0) {
-      const c = claims[i]!;
-      throw new ConflictError(`the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(claimRootPath(layout, job.targetPath, c.root!))} ${problems[i]}: nothing was changed; abort the job and run it again`);
-    }
-    const lost = await checkUploadsPending(store, job.targetPath, uploads);
-    if (lost !== null) throw new ConflictError(`the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; abort the job and run it again`);
-  }
-  return { claims, sources, tree, stats, inDir };
-}
-
-/**
- * What is wrong with a committed task's output on the store, or null: it must hold exactly the
- * files its claim lists (a directory rename publishes whatever is there), with their sizes where
- * the listing tells them. The claim's files are source `si` of the tree (`expected` of them in
- * the dir); the listing is compared entry by entry as it comes, never held.
- */
-async function outputProblem(store: Store, root: string, tree: OutputTree, si: number, expected: number, adopted: boolean): Promise<string | null> {
-  const listed = (path: string): FileInfo | undefined => {
-    const f = tree.at(path)?.file;
-    return f && f.source === si && !f.upload ? f : undefined;
-  };
-  let found = 0;
-  let odd: string | null = null;
-  let extra: string | null = null;
-  let resized: string | null = null;
-  await forEachInTree(store, root, {}, (e) => {
-    // An engine's own markers and work dirs sit beside the output it had merged (adopt, §3).
-    const top = e.name.split('/', 1)[0]!;
-    if (adopted && !isDataName(top) && !listed(top)) return;
-    if (e.kind === 'file') {
-      if (e.name === ATTEMPT_MARKER) return;
-      const f = listed(e.name);
-      if (!f) extra ??= `holds '${e.name}', which its claim does not list`;
-      else {
-        found++;
-        if (e.size >= 0 && e.size !== f.size) resized ??= `has '${e.name}' at ${e.size} bytes, the claim recorded ${f.size}`;
-      }
-    } else if (e.kind !== 'dir') odd ??= e.name;
-  });
-  if (odd !== null) return `holds '${odd}', which is not a regular file`;
-  if (found < expected) return `has lost '${await lostFile(store, root, tree, si)}'`;
-  return resized ?? extra;
-}
-
-/** The first file of source `si` that its output dir no longer has (only on the error path). */
-async function lostFile(store: Store, root: string, tree: OutputTree, si: number): Promise<string> {
-  const there = new Set<string>();
-  await forEachInTree(store, root, {}, (e) => e.kind === 'file' && there.add(e.name));
-  let lost = '';
-  tree.forEachFile((path, f) => {
-    if (lost === '' && f.source === si && !f.upload && !there.has(path)) lost = path;
-  });
-  return lost;
+/** `_SUCCESS` as something other than a file would stop the commit after its commit point. */
+function successInTheWay(env: StepEnv, job: JobManifest): ConflictError {
+  return new ConflictError(`${env.store.toUri(posix.join(job.targetPath, SUCCESS_FILE))} is not a file, and the commit must write its marker there: nothing was changed; move it away and run commit-job again`);
 }
 
 /**
  * Plans the commit and reaches the commit point; throws before it on any problem. A dry run
  * makes the same checks and plan, reading only: no log entry, no wait.
  */
-/** `_SUCCESS` as something other than a file would stop the commit after its commit point. */
-function successInTheWay(env: StepEnv, job: JobManifest): ConflictError {
-  return new ConflictError(`${env.store.toUri(posix.join(job.targetPath, SUCCESS_FILE))} is not a file, and the commit must write its marker there: nothing was changed; move it away and run commit-job again`);
-}
-
 export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false): Promise<{ plan: PersistedPlan; listing?: LogListing }> {
   const { store } = env;
   const { job, layout } = open;

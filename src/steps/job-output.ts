@@ -1,0 +1,138 @@
+// A job's committed output, as commit-job reads it: the committed claims of the current app
+// attempt, their files gathered into one output tree, and each task's output checked against
+// what is really on the store before the commit point (§5.9).
+
+import { ConflictError, CorruptManifestError, IncompleteError } from '../errors.js';
+import { claimRootPath, isAdoptedRoot, readClaimRecords, type Claim, type ClaimRecord, type TaskFile } from '../job/claims.js';
+import { staticPrefix, type JobManifest } from '../job/job.js';
+import { ATTEMPT_MARKER } from '../job/layout.js';
+import { checkUploadsPending } from '../job/pending-uploads.js';
+import { OutputStats, OutputTree, type SourceTree } from '../plan/plan.js';
+import type { FileInfo } from '../plan/tree.js';
+import { compareTasks, isDataName } from '../paths.js';
+import type { Store } from '../store/types.js';
+import { forEachInTree } from '../store/walk.js';
+import { mapLimit } from '../util/pool.js';
+import { checkTaskFile } from './commit-task.js';
+import type { OpenJob } from '../job/open.js';
+import { declaredNotCommitted } from '../job/tasks.js';
+import type { StepEnv } from './env.js';
+
+/** Committed claims of the current app attempt; a claim still committing stops the commit. */
+export function committedTasks<C extends Omit<Claim, 'files'>>(job: JobManifest, claims: ReadonlyMap<string, C>): C[] {
+  const pending = [...claims.values()].filter((c) => c.state !== 'committed');
+  if (pending.length) {
+    const c = pending[0]!;
+    throw new ConflictError(
+      `task ${c.task} is still committing (${c.taskAttempt} on ${c.host}, pid ${c.pid}): wait for its commit-task, or run 'stagecommit recover' if it was killed`,
+    );
+  }
+  const committed = [...claims.values()];
+  const missing = declaredNotCommitted(job, claims);
+  if (missing.length) {
+    throw new IncompleteError(
+      `${missing.length} of ${job.tasks} declared task(s) are not committed: ${missing.slice(0, 20).join(', ')}${missing.length > 20 ? ', …' : ''}; commit them (or run 'stagecommit recover' to list them)`,
+    );
+  }
+  return committed.sort((a, b) => compareTasks(a.task, b.task));
+}
+
+/** The job's output as read from its committed claims, one claim's files at a time. */
+interface JobOutput {
+  readonly claims: readonly ClaimRecord[];
+  /** Per claim (same order): the task, and where its files are; `files` is left empty. */
+  readonly sources: readonly SourceTree[];
+  /** The output tree (v1; v2 published its files already). */
+  readonly tree: OutputTree | null;
+  readonly stats: OutputStats;
+  /** Per claim, how many of its files are in its output dir (not pending uploads). */
+  readonly inDir: readonly number[];
+}
+
+/**
+ * The committed claims, checked like input from the command line (DESIGN §5.11) and against
+ * what is on the store: a task whose output is gone is never committed (§5.9). Each claim's file
+ * list goes straight into the output tree and is then let go: nothing holds a list per file.
+ */
+export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput> {
+  const { store } = env;
+  const { job, layout } = open;
+  const claims = committedTasks(job, await readClaimRecords(store, layout, job.jobId, job.appAttempt, env.concurrency));
+  const tree = job.algorithm === 'v1' ? new OutputTree(claims.map((c) => c.task)) : null;
+  const stats = new OutputStats(job.partitionBy.length);
+  const uploads: TaskFile[] = [];
+  const inDir: number[] = [];
+  const prefix = staticPrefix(job);
+  claims.forEach((c, si) => {
+    let n = 0;
+    c.eachFile((f) => {
+      try {
+        checkTaskFile(job, f.path, prefix, true);
+      } catch (e) {
+        throw new CorruptManifestError(store.toUri(layout.claimFile(job.appAttempt, c.task)), 'files', (e as Error).message);
+      }
+      tree?.add(si, f.path, f.size, f.upload);
+      stats.add(f.path, f.size);
+      if (f.upload) uploads.push(f);
+      else n++;
+    });
+    inDir.push(n);
+  });
+  const sources: SourceTree[] = claims.map((c) => ({ task: c.task, root: c.root ?? '', files: [] }));
+  if (tree) {
+    const problems = await mapLimit(claims, env.concurrency, (c, si) => outputProblem(store, claimRootPath(layout, job.targetPath, c.root!), tree, si, inDir[si]!, isAdoptedRoot(c.root!)));
+    const i = problems.findIndex((p) => p !== null);
+    if (i >= 0) {
+      const c = claims[i]!;
+      throw new ConflictError(`the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(claimRootPath(layout, job.targetPath, c.root!))} ${problems[i]}: nothing was changed; abort the job and run it again`);
+    }
+    const lost = await checkUploadsPending(store, job.targetPath, uploads);
+    if (lost !== null) throw new ConflictError(`the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; abort the job and run it again`);
+  }
+  return { claims, sources, tree, stats, inDir };
+}
+
+/**
+ * What is wrong with a committed task's output on the store, or null: it must hold exactly the
+ * files its claim lists (a directory rename publishes whatever is there), with their sizes where
+ * the listing tells them. The claim's files are source `si` of the tree (`expected` of them in
+ * the dir); the listing is compared entry by entry as it comes, never held.
+ */
+async function outputProblem(store: Store, root: string, tree: OutputTree, si: number, expected: number, adopted: boolean): Promise<string | null> {
+  const listed = (path: string): FileInfo | undefined => {
+    const f = tree.at(path)?.file;
+    return f && f.source === si && !f.upload ? f : undefined;
+  };
+  let found = 0;
+  let odd: string | null = null;
+  let extra: string | null = null;
+  let resized: string | null = null;
+  await forEachInTree(store, root, {}, (e) => {
+    // An engine's own markers and work dirs sit beside the output it had merged (adopt, §3).
+    const top = e.name.split('/', 1)[0]!;
+    if (adopted && !isDataName(top) && !listed(top)) return;
+    if (e.kind === 'file') {
+      if (e.name === ATTEMPT_MARKER) return;
+      const f = listed(e.name);
+      if (!f) extra ??= `holds '${e.name}', which its claim does not list`;
+      else {
+        found++;
+        if (e.size >= 0 && e.size !== f.size) resized ??= `has '${e.name}' at ${e.size} bytes, the claim recorded ${f.size}`;
+      }
+    } else if (e.kind !== 'dir') odd ??= e.name;
+  });
+  if (odd !== null) return `holds '${odd}', which is not a regular file`;
+  if (found < expected) return `has lost '${await lostFile(store, root, tree, si)}'`;
+  return resized ?? extra;
+}
+
+/** The first file of source `si` that its output dir no longer has (only on the error path). */
+async function lostFile(store: Store, root: string, tree: OutputTree, si: number): Promise<string> {
+  const there = new Set<string>();
+  await forEachInTree(store, root, {}, (e) => e.kind === 'file' && there.add(e.name));
+  let lost = '';
+  tree.forEachFile((path, f) => {
+    if (lost === '' && f.source === si && !f.upload && !there.has(path)) lost = path;
+  });
+  return lost;
+}
