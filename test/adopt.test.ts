@@ -98,6 +98,22 @@ for (const fx of storeFixtures()) {
       assert.equal((await run(['abort', '--job', adopted.handle])).code, 0);
     });
 
+    test('a Spark staging dir holding absolute-path partition files is refused (exit 2), never adopted as a whole-table overwrite', async () => {
+      const c = sparkOverwrite('replacing');
+      const { root, target, leftover } = await table(c);
+      const flat = '3d9a7e10-2b4c-4f6e-8a1d-5c7b9e0f1a2b-part-00000-c0ffee00.c000.snappy.parquet';
+      await writeTree(sb.store, leftover, { [flat]: 'custom-location' });
+      const before = await snapshot(sb.store, root);
+      for (const extra of [[], ['--mode', 'append'], ['--mode', 'overwrite'], ['--dry-run']]) {
+        const r = await run(['adopt', '--older-than', '0s', ...extra, sb.uri(leftover)]);
+        assert.equal(r.code, 2, `${extra.join(' ')}: ${r.stderr}`);
+        assert.match(r.stderr, new RegExp(`1 file\\(s\\) at its top \\('${flat.replace(/\./g, '\\.')}'\\).*cannot be adopted: its destinations are recorded only in the dead driver's memory`));
+        assert.equal(r.stderr.trim().split('\n').length, 1, 'one line');
+      }
+      assert.deepEqual(await snapshot(sb.store, root), before, 'nothing changed');
+      assert.equal((await readTree(sb.store, target))['dt=2026-11-27/part-00000-old.c000.snappy.parquet'], 'keep-27');
+    });
+
     test('adopt of a live-looking leftover, of garbage and of a non-leftover dir exits non-zero and changes nothing', async () => {
       const c = hadoopV1();
       const { root, target, leftover } = await table(c);

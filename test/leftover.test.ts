@@ -103,6 +103,11 @@ describe('leftover recognition', () => {
     bad(`.spark-staging-${SPARK_JOB}`, [f('_SUCCESS')], /holds no output/);
     bad(`.spark-staging-${SPARK_JOB}`, [f('dt=1/a'), f('x/b')], /not a partition/);
     bad(`.spark-staging-${SPARK_JOB}`, [f('dt=1/a'), f('dt=1/h=2/b')], /different partition columns/);
+    // Spark's absolute-path partition files (newTaskTempFileAbsPath), flat at the staging dir's top.
+    bad(`.spark-staging-${SPARK_JOB}`, [f('dt=1/a'), f('0b6f2c1e-part-00000.c000.snappy.parquet')], /1 file\(s\) at its top \('0b6f2c1e-part-00000.c000.snappy.parquet'\).*absolute paths.*recorded only in the dead driver's memory/);
+    bad(`.spark-staging-${SPARK_JOB}`, [f('a.parquet'), f('_SUCCESS')], /at its top \('a.parquet'\)/);
+    // Unpartitioned output in committed task dirs: never a whole-table overwrite.
+    bad(`.spark-staging-${SPARK_JOB}`, [f(`_temporary/0/${taskDir(0)}/part-00000.parquet`)], /outside any partition dir.*would replace the whole table/);
   });
 
   test('age is the newest modification inside, or the leftover\'s own when nothing is dated', () => {
@@ -112,4 +117,5 @@ describe('leftover recognition', () => {
     assert.equal(recogniseLeftover('x', c.leftover, entries, 1).newestMtimeMs, 9000);
     assert.equal(recogniseLeftover('x', c.leftover, listing(c, -1), 42).newestMtimeMs, 42);
   });
+
 });
