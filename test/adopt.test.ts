@@ -114,6 +114,32 @@ for (const fx of storeFixtures()) {
       assert.equal((await readTree(sb.store, target))['dt=2026-11-27/part-00000-old.c000.snappy.parquet'], 'keep-27');
     });
 
+    test('a leftover whose directories changed recently is live-looking (exit 4): a Spark driver in its job commit moves partition dirs out', async (t) => {
+      if (!sb.backdate) return t.skip('S3 dates only objects');
+      const hourAgo = Date.now() - 3600_000;
+      const changes: [string, (c: { target: string; leftover: string }) => Promise<unknown>][] = [
+        // The driver moves dt=29 from the staging dir into the table: only the staging dir's own time changes.
+        ['a partition dir moved out', (c) => sb.store.rename(posix.join(c.leftover, 'dt=2026-11-29'), posix.join(c.target, 'dt=2026-11-29'))],
+        // A file goes from a partition dir inside: only that directory's time changes.
+        ['a file deleted inside', (c) => sb.store.delete(posix.join(c.leftover, 'dt=2026-11-30', '.part-00001-c0ffee00-1234-4abc-8def-001122334455.c000.snappy.parquet.crc'), false)],
+      ];
+      for (const [what, change] of changes) {
+        const c = await table(sparkOverwrite('replacing'));
+        await sb.backdate(c.root, hourAgo);
+        const old = await run(['adopt', '--dry-run', '--json', sb.uri(c.leftover)]);
+        assert.equal(old.code, 0, `untouched for an hour, it is adoptable: ${old.stderr}`);
+        assert.ok(JSON.parse(old.stdout).leftover.ageSeconds >= 3500);
+        await change(c);
+        const before = await snapshot(sb.store, c.root);
+        for (const dry of [[], ['--dry-run']]) {
+          const r = await run(['adopt', ...dry, sb.uri(c.leftover)]);
+          assert.equal(r.code, 4, `${what}: ${r.stderr}`);
+          assert.match(r.stderr, /was changed \d+s ago, more recently than --older-than allows: its engine may still be writing it; nothing was changed/);
+        }
+        assert.deepEqual(await snapshot(sb.store, c.root), before, 'nothing changed');
+      }
+    });
+
     test('adopt of a live-looking leftover, of garbage and of a non-leftover dir exits non-zero and changes nothing', async () => {
       const c = hadoopV1();
       const { root, target, leftover } = await table(c);

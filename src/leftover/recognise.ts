@@ -58,7 +58,9 @@ export function recogniseLeftover(label: string, name: string, entries: readonly
   const all = sources.flatMap((s) => s.files);
   const partitions = partitionBy.length ? [...new Set(all.map((f) => f.path.split('/').slice(0, partitionBy.length).join('/')))].sort() : [];
   const tasks = sources.filter((s) => /^\d+$/.test(s.task)).map((s) => s.task);
-  const dated = entries.map((e) => e.mtimeMs).filter((m) => m >= 0);
+  // A live Spark driver in its job commit only changes directories (it moves partition dirs out):
+  // the leftover's own time and every directory's count as much as every file's.
+  const newestMtimeMs = entries.reduce((a, e) => Math.max(a, e.mtimeMs), ownMtimeMs);
   return {
     kind,
     engineJobId: parts.engineJobId,
@@ -74,7 +76,7 @@ export function recogniseLeftover(label: string, name: string, entries: readonly
     partitions,
     files: all.length,
     bytes: all.reduce((a, f) => a + f.size, 0),
-    newestMtimeMs: dated.length ? Math.max(...dated) : ownMtimeMs,
+    newestMtimeMs,
   };
 }
 
