@@ -178,19 +178,48 @@ for (const fx of storeFixtures()) {
         }
         assert.equal(r.signal, 'SIGKILL', r.stderr);
         const moved = (await readTree(sb.store, leftover)).hasOwnProperty('_SUCCESS') === false;
-        const jobs = JSON.parse(await ok(['jobs', '--json', sb.uri(target)], { env: sb.env })).jobs as { handle: string }[];
+        const jobs = JSON.parse(await ok(['jobs', '--json', sb.uri(target)], { env: sb.env })).jobs as { handle: string; halfMade?: string }[];
         if (moved) {
           // Killed after its last step, the rename: the job is whole.
           assert.equal(jobs.length, 1);
           await ok(['commit-job', '--job', jobs[0]!.handle], { env: sb.env });
         } else {
           assert.deepEqual(await readTree(sb.store, leftover), Object.fromEntries(Object.entries(c.before).filter(([p]) => p.startsWith(c.leftover + '/')).map(([p, v]) => [p.slice(c.leftover.length + 1), v])), `killed at ${k}: the leftover is untouched`);
+          // A half-made job is shown as one, and commit-job refuses it (it would publish nothing and write a _SUCCESS).
+          const tree = await readTree(sb.store, root);
+          for (const j of jobs) {
+            assert.ok(j.halfMade, `killed at ${k}: jobs shows the job as half-made`);
+            assert.match(await ok(['status', '--job', j.handle], { env: sb.env }), /half-made adoption/);
+            for (const dry of [['--dry-run'], []]) {
+              const r = await run(['commit-job', '--job', j.handle, ...dry]);
+              assert.equal(r.code, 4, `killed at ${k}: commit-job ${dry.join('')} ${r.stderr}`);
+              assert.match(r.stderr, new RegExp(`is a half-made adoption \\(.*\\): nothing was changed; abort it \\('stagecommit abort --job ${j.handle}', which leaves the leftover where it is\\) and adopt ${sb.uri(leftover)} again`));
+            }
+          }
+          assert.deepEqual(await readTree(sb.store, root), tree, `killed at ${k}: commit-job changed nothing (its lease came and went)`);
           for (const j of jobs) await ok(['abort', '--job', j.handle], { env: sb.env });
           assert.deepEqual(await readTree(sb.store, leftover), Object.fromEntries(Object.entries(c.before).filter(([p]) => p.startsWith(c.leftover + '/')).map(([p, v]) => [p.slice(c.leftover.length + 1), v])), `killed at ${k}: aborting the half-made job left the leftover`);
           await ok(['commit-job', '--job', await ok(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: sb.env })], { env: sb.env });
         }
         await assertFinished(c, root, target);
       }
+    });
+
+    test('two adopts of one leftover at once: one job, and the loser says the leftover was taken and leaves no job', async (t) => {
+      if (!sb.store.caps.directoryRename) return t.skip('on S3 adopt moves nothing: the second adopt makes a second job, which the table log refuses at its commit');
+      const c = sparkOverwrite('replacing');
+      const { root, target, leftover } = await table(c);
+      const rs = await Promise.all([0, 1].map(() => run(['adopt', '--older-than', '0s', sb.uri(leftover)])));
+      const won = rs.filter((r) => r.code === 0);
+      assert.equal(won.length, 1, rs.map((r) => r.stderr).join('\n'));
+      const lost = rs.find((r) => r.code !== 0)!;
+      assert.ok([2, 4].includes(lost.code!), lost.stderr);
+      assert.match(lost.stderr, /was taken while adopting it .*made no job and changed nothing|does not exist/);
+      assert.doesNotMatch(lost.stderr, /ENOENT|at .*\.js:/);
+      const jobs = JSON.parse(await ok(['jobs', '--json', sb.uri(target)], { env: sb.env })).jobs as { handle: string; halfMade?: string }[];
+      assert.deepEqual(jobs.map((j) => [j.handle, j.halfMade]), [[won[0]!.stdout.trim(), undefined]]);
+      await ok(['commit-job', '--job', jobs[0]!.handle], { env: sb.env });
+      await assertFinished(c, root, target);
     });
 
     test('dry runs of adopt, recover and abort change nothing, and say what the real step would do', async () => {
@@ -213,13 +242,49 @@ for (const fx of storeFixtures()) {
         assert.deepEqual(await snapshot(sb.store, root), before, `${step.join(' ')} --dry-run changed nothing`);
       }
       const text = await ok(['abort', '--job', handle, '--dry-run'], { env: sb.env });
-      // Where directories rename, the leftover is in the staging dir and goes with the job; on S3
+      // Where directories rename, the leftover is in the staging dir and abort gives it back; on S3
       // it stayed where the engine left it, and aborting the job leaves it there.
       const moved = sb.store.caps.directoryRename;
-      assert.match(text, new RegExp(`abort would throw away job .*: ${moved ? 10 : 0} file\\(s\\)`));
-      assert.equal((await run(['abort', '--job', handle])).code, 0);
+      assert.match(text, moved ? new RegExp(`abort would throw away job .*: 0 file\\(s\\), 0 B; it gives the adopted leftover back \\(10 file\\(s\\), .*\\) to ${sb.uri(leftover)}; the target is not touched`) : /abort would throw away job .*: 0 file\(s\), 0 B; the target is not touched/);
+      const aborted = await run(['abort', '--job', handle]);
+      assert.equal(aborted.code, 0, aborted.stderr);
+      if (moved) assert.match(aborted.stderr, new RegExp(`the adopted leftover is back at ${sb.uri(leftover)}`));
       const left = Object.keys(await readTree(sb.store, root)).filter((k) => k.startsWith('sales/_temporary/'));
-      assert.equal(left.length, moved ? 0 : 10);
+      assert.equal(left.length, 10);
+    });
+
+    test('abort of an adopted Spark leftover killed in its job commit gives the leftover back (the only copy of dt=29); where its place is taken, it keeps it', async () => {
+      const c = sparkOverwrite('replacing');
+      const { root, target, leftover } = await table(c);
+      const original = await readTree(sb.store, leftover);
+      assert.equal(original['dt=2026-11-29/part-00000-c0ffee00-1234-4abc-8def-001122334455.c000.snappy.parquet'], 'new-0-2026-11-29');
+      const aborts: ((handle: string) => string[])[] = [(h) => ['abort', '--job', h]];
+      // clean-orphans --delete aborts a stale job; on S3 it would remove the leftover itself, which it lists too.
+      if (sb.store.caps.directoryRename) aborts.push(() => ['clean-orphans', sb.uri(posix.join(root, '.stagecommit')), '--older-than', '0s', '--delete']);
+      for (const abort of aborts) {
+        const handle = await ok(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: sb.env });
+        const r = await run(abort(handle));
+        assert.equal(r.code, 0, r.stderr);
+        assert.deepEqual(await readTree(sb.store, leftover), original, `${abort(handle)[0]}: the leftover is back, byte for byte`);
+        assert.equal(await sb.store.stat(posix.join(sb.pathOf(handle), '_job.yaml')), null, 'the job is gone');
+      }
+      if (!sb.store.caps.directoryRename) return;
+      // The place is taken (the engine ran again and made a new staging dir of the same name): the leftover stays in the staging dir.
+      const handle = await ok(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: sb.env });
+      await writeTree(sb.store, leftover, { 'dt=2026-11-30/other': 'rerun' });
+      for (const dry of [['--dry-run'], []]) {
+        const r = await run(['abort', '--job', handle, ...dry]);
+        assert.equal(r.code, 4, r.stderr);
+        assert.match(r.stderr, new RegExp(`the adopted leftover cannot go back: ${sb.uri(leftover)} exists again, so it stays in ${handle}/_adopted and nothing is deleted; move one of them aside and run abort again`));
+      }
+      assert.deepEqual(await readTree(sb.store, posix.join(sb.pathOf(handle), '_adopted')), original, 'the leftover is kept in the staging dir');
+      assert.equal((await run(['commit-job', '--job', handle])).code, 4, 'the job is aborted');
+      await sb.store.delete(leftover, true);
+      const again = await run(['abort', '--job', handle]);
+      assert.equal(again.code, 0, again.stderr);
+      assert.deepEqual(await readTree(sb.store, leftover), original);
+      await ok(['commit-job', '--job', await ok(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: sb.env })], { env: sb.env });
+      await assertFinished(c, root, target);
     });
   });
 }

@@ -158,7 +158,8 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   };
   if (input.dryRun) return result;
 
-  await stageJob(env, { targetPath, stagingPath, mode, algorithm: 'v1', partition: [], partitionBy: leftover.partitionBy, jobId, tasks: input.tasks });
+  const adopted = { leftover: uri, leftoverPath, tasks: claims.length };
+  await stageJob(env, { targetPath, stagingPath, mode, algorithm: 'v1', partition: [], partitionBy: leftover.partitionBy, jobId, tasks: input.tasks, adopted });
   for (const c of claims) {
     // Decided and claimed as commit-task would: a later `abort --task` of it is refused (§5.9).
     await decide(store, layout, 0, { taskAttempt: c.taskAttempt, outcome: 'commit', atMs: env.now(), by: `adopt by ${env.user}@${env.host} pid ${env.pid}` });
@@ -179,14 +180,19 @@ function checkDeclaredTasks(uri: string, leftover: Leftover, tasks: number | und
   if (beyond.length) throw new UsageError(`${uri} holds committed output of task ${beyond[0]}, outside --tasks ${tasks} (tasks 0…${tasks - 1}): give the job's real task count`);
 }
 
-/** One rename; if it fails the half-made job goes, so that nothing is changed. */
+/** One rename; if it fails the half-made job goes (it holds only its own manifests), so that nothing is changed. */
 async function moveLeftover(env: StepEnv, leftoverPath: string, stagingPath: string): Promise<void> {
   const { store } = env;
   const dst = posix.join(stagingPath, ADOPTED_DIR);
   try {
     await store.rename(leftoverPath, dst);
   } catch (e) {
-    if ((await store.stat(dst)) === null && (await store.stat(leftoverPath)) !== null) await store.delete(stagingPath, true).catch(() => false);
+    if ((await store.stat(dst)) !== null) throw e;
+    await store.delete(stagingPath, true).catch(() => false);
+    if ((await store.stat(leftoverPath)) === null) {
+      // The loser of two adopts of one leftover: the other one renamed it first.
+      throw new ConflictError(`${store.toUri(leftoverPath)} was taken while adopting it (another adopt of it, or its engine, moved it): this adopt made no job and changed nothing; 'stagecommit jobs ${store.toUri(posix.dirname(stagingPath))}' shows the job that took it`);
+    }
     throw e;
   }
 }

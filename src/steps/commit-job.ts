@@ -26,6 +26,7 @@ import { checkTaskFiles } from './commit-task.js';
 import { reachCommitPoint, type CommitUnits } from './commit-point.js';
 import type { OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
+import { halfMadeAdoption, halfMadeAdvice } from '../job/adoption.js';
 import { declaredNotCommitted } from '../job/tasks.js';
 import { JobGoneError } from '../job/open.js';
 import type { StepEnv } from './env.js';
@@ -91,7 +92,11 @@ export function committedTasks(job: JobManifest, claims: ReadonlyMap<string, Cla
 async function checkedClaims(env: StepEnv, open: OpenJob): Promise<Claim[]> {
   const { store } = env;
   const { job, layout } = open;
-  const claims = committedTasks(job, await readClaims(store, layout, job.jobId, job.appAttempt));
+  const read = await readClaims(store, layout, job.jobId, job.appAttempt);
+  // A half-made adoption would commit nothing (or part of the leftover) and write a _SUCCESS.
+  const halfMade = await halfMadeAdoption(store, layout, job, read);
+  if (halfMade !== null) throw new ConflictError(`job ${job.jobId} is a half-made adoption (${halfMade}): nothing was changed; ${halfMadeAdvice(job)}`);
+  const claims = committedTasks(job, read);
   for (const c of claims) {
     try {
       checkTaskFiles(job, c.files, true);
