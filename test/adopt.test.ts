@@ -5,6 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { cli, ok } from './helpers/cli.js';
 import { hadoopV1, hiveInsert, SPARK_STAGES, sparkOverwrite, taskDir, type EngineCase } from './helpers/engines.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
@@ -203,6 +205,36 @@ for (const fx of storeFixtures()) {
         }
         await assertFinished(c, root, target);
       }
+    });
+
+    test('gaps in the task numbering without --tasks declare the highest task + 1: commit-job refuses with exit 5 naming the missing task, which can be run after recover', async () => {
+      const c = hadoopV1();
+      const { root, target, leftover } = await table(c);
+      // Task 1 never committed in either app attempt.
+      for (const p of [`_temporary/0/${taskDir(1)}`, `_temporary/1/${taskDir(1)}`]) await sb.store.delete(posix.join(target, p), true);
+      const text = await ok(['adopt', '--older-than', '0s', '--dry-run', sb.uri(leftover)], { env: sb.env });
+      const r = await run(['adopt', '--older-than', '0s', '--json', sb.uri(leftover)]);
+      assert.equal(r.code, 0, r.stderr);
+      const adopted = JSON.parse(r.stdout);
+      assert.deepEqual([adopted.tasks, adopted.gaps, adopted.tasksDeclared, adopted.tasksDeclaredBy, adopted.missingTasks], [['0', '2'], [1], 3, 'gaps', ['1']]);
+      assert.match(text, /2 committed task dir\(s\) \(0, 2\) of 3 declared \(the highest task \+ 1, for the gaps\); gaps: 1/);
+      assert.match(text, /missing {4}1 of the 3 declared: commit-job will refuse \(exit 5\)/);
+      const before = await readTree(sb.store, root);
+      for (const dry of [['--dry-run'], []]) {
+        const cj = await run(['commit-job', '--job', adopted.handle, ...dry]);
+        assert.equal(cj.code, 5, cj.stderr);
+        assert.match(cj.stderr, /1 of 3 declared task\(s\) are not committed: 1;/);
+      }
+      assert.deepEqual(await readTree(sb.store, root), before, 'commit-job changed nothing: no partial append');
+      assert.equal((await ok(['recover', '--job', adopted.handle], { env: sb.env })).trim(), '1');
+      const file = posix.join(await mkdtemp(posix.join(tmpdir(), 'sc-task-')), 'part-m-00001');
+      await writeFile(file, 'rerun-1');
+      await ok(['stage', '--job', adopted.handle, '--task', '1', file], { env: sb.env });
+      await ok(['commit-task', '--job', adopted.handle, '--task', '1'], { env: sb.env });
+      await ok(['commit-job', '--job', adopted.handle], { env: sb.env });
+      const tree = await readTree(sb.store, target);
+      assert.deepEqual(Object.keys(dataOf(tree)).sort(), ['part-m-00000', 'part-m-00000-earlier', 'part-m-00001', 'part-m-00002']);
+      assert.equal(tree['part-m-00001'], 'rerun-1');
     });
 
     test('two adopts of one leftover at once: one job, and the loser says the leftover was taken and leaves no job', async (t) => {

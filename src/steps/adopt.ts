@@ -40,6 +40,8 @@ export interface AdoptResult {
   readonly leftover: { readonly path: string; readonly kind: Leftover['kind']; readonly engineJobId: string | null; readonly stage: string; readonly ageSeconds: number };
   readonly tasks: readonly string[];
   readonly tasksDeclared: number | null;
+  /** Who declared the task count: --tasks, or adopt itself for gaps in the numbering (highest task + 1). */
+  readonly tasksDeclaredBy: 'option' | 'gaps' | null;
   /** Declared tasks without committed output: commit-job would exit 5 while any is listed. */
   readonly missingTasks: readonly string[];
   readonly gaps: readonly number[];
@@ -107,6 +109,10 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   const targetPath = (input.targetPath ?? posix.dirname(leftoverPath)).replace(/\/+$/, '') || '/';
   const leftoverRel = await checkTarget(store, leftoverPath, targetPath);
   checkDeclaredTasks(uri, leftover, input.tasks);
+  // Gaps mean tasks that never committed: declared up to the highest one found, commit-job then
+  // refuses (exit 5) naming them, instead of publishing partial output.
+  const numbered = leftover.tasks.filter((t) => /^\d+$/.test(t)).map(Number);
+  const tasks = input.tasks ?? (leftover.gaps.length ? numbered.reduce((a, t) => Math.max(a, t), 0) + 1 : undefined);
   const mode = input.mode ?? leftover.defaultMode;
   const jobId = adoptedJobId(leftover);
   const stagingPath = posix.join(input.stagingRoot ?? defaultStagingRoot(targetPath), jobId);
@@ -146,8 +152,9 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
     mode,
     leftover: { path: uri, kind: leftover.kind, engineJobId: leftover.engineJobId, stage: leftover.stage, ageSeconds: Math.round(ageMs / 1000) },
     tasks: leftover.tasks,
-    tasksDeclared: input.tasks ?? null,
-    missingTasks: input.tasks === undefined ? [] : Array.from({ length: input.tasks }, (_, i) => String(i)).filter((t) => !leftover.tasks.includes(t)),
+    tasksDeclared: tasks ?? null,
+    tasksDeclaredBy: input.tasks !== undefined ? 'option' : tasks !== undefined ? 'gaps' : null,
+    missingTasks: tasks === undefined ? [] : Array.from({ length: tasks }, (_, i) => String(i)).filter((t) => !leftover.tasks.includes(t)),
     gaps: leftover.gaps,
     discarded: leftover.discarded,
     partitionBy: leftover.partitionBy,
@@ -159,7 +166,7 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   if (input.dryRun) return result;
 
   const adopted = { leftover: uri, leftoverPath, tasks: claims.length };
-  await stageJob(env, { targetPath, stagingPath, mode, algorithm: 'v1', partition: [], partitionBy: leftover.partitionBy, jobId, tasks: input.tasks, adopted });
+  await stageJob(env, { targetPath, stagingPath, mode, algorithm: 'v1', partition: [], partitionBy: leftover.partitionBy, jobId, tasks, adopted });
   for (const c of claims) {
     // Decided and claimed as commit-task would: a later `abort --task` of it is refused (§5.9).
     await decide(store, layout, 0, { taskAttempt: c.taskAttempt, outcome: 'commit', atMs: env.now(), by: `adopt by ${env.user}@${env.host} pid ${env.pid}` });
