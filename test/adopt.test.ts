@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { cli, ok } from './helpers/cli.js';
 import { hadoopV1, hiveInsert, SPARK_STAGES, sparkOverwrite, taskDir, type EngineCase } from './helpers/engines.js';
@@ -235,6 +235,34 @@ for (const fx of storeFixtures()) {
       const tree = await readTree(sb.store, target);
       assert.deepEqual(Object.keys(dataOf(tree)).sort(), ['part-m-00000', 'part-m-00000-earlier', 'part-m-00001', 'part-m-00002']);
       assert.equal(tree['part-m-00001'], 'rerun-1');
+    });
+
+    test('a --target that is the leftover or inside it, or (local) on another filesystem, is exit 2 before anything changes', async () => {
+      const c = sparkOverwrite('replacing');
+      const { root, leftover } = await table(c);
+      const before = await snapshot(sb.store, root);
+      for (const [target, re] of [
+        [leftover, /the target .* is the leftover itself: give the table the leftover belongs to with --target; nothing was changed/],
+        [posix.join(leftover, 'dt=2026-11-30'), /the target .* is inside the leftover/],
+      ] as const) {
+        for (const dry of [[], ['--dry-run']]) {
+          const r = await run(['adopt', '--older-than', '0s', '--target', sb.uri(target), ...dry, sb.uri(leftover)]);
+          assert.equal(r.code, 2, r.stderr);
+          assert.match(r.stderr, re);
+        }
+      }
+      assert.deepEqual(await snapshot(sb.store, root), before, 'nothing changed');
+      if (fx.name !== 'local' || (await stat('/dev/shm').catch(() => null))?.dev === (await stat(root)).dev) return;
+      const other = await mkdtemp('/dev/shm/sc-adopt-');
+      try {
+        const r = await run(['adopt', '--older-than', '0s', '--target', other, sb.uri(leftover)]);
+        assert.equal(r.code, 2, r.stderr);
+        assert.match(r.stderr, /is on another filesystem than .*adopting moves the leftover with one rename.*nothing was changed/);
+        assert.deepEqual(await readdir(other), [], 'nothing left behind on the other filesystem');
+        assert.deepEqual(await snapshot(sb.store, root), before, 'nothing changed');
+      } finally {
+        await rm(other, { recursive: true, force: true });
+      }
     });
 
     test('two adopts of one leftover at once: one job, and the loser says the leftover was taken and leaves no job', async (t) => {

@@ -84,6 +84,10 @@ async function checkTarget(store: Store, leftoverPath: string, targetPath: strin
     throw new UsageError(`the target ${store.toUri(targetPath)} is not an existing directory: adopt publishes into an existing table; give it with --target`);
   }
   const rel = posix.relative(targetPath, leftoverPath);
+  const inLeftover = posix.relative(leftoverPath, targetPath);
+  if (inLeftover === '' || !inLeftover.startsWith('..')) {
+    throw new UsageError(`the target ${store.toUri(targetPath)} is ${inLeftover === '' ? 'the leftover itself' : 'inside the leftover'}: give the table the leftover belongs to with --target; nothing was changed`);
+  }
   if (store.caps.directoryRename) return rel;
   // Without rename the output is published from where it is: it must be inside the target, where readers never look.
   if (rel.startsWith('..') || rel.split('/').every(isDataName)) {
@@ -117,6 +121,12 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   const jobId = adoptedJobId(leftover);
   const stagingPath = posix.join(input.stagingRoot ?? defaultStagingRoot(targetPath), jobId);
   const layout = new JobLayout(stagingPath);
+  // The leftover moves into the staging dir with one rename, which cannot cross filesystems.
+  if (store.caps.directoryRename && store.sameFilesystem && !(await store.sameFilesystem(posix.dirname(leftoverPath), posix.dirname(stagingPath)))) {
+    throw new UsageError(
+      `the staging dir ${store.toUri(stagingPath)} of the target ${store.toUri(targetPath)} is on another filesystem than ${uri}, and adopting moves the leftover with one rename: give a --target (or a stagingRoot in the config) on the leftover's filesystem; nothing was changed`,
+    );
+  }
   const rootOf = (root: string) => (store.caps.directoryRename ? posix.join(ADOPTED_DIR, root) : `t:${posix.join(leftoverRel, root)}`);
   const claims: Claim[] = leftover.sources.map((s) => ({
     task: s.task,
