@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
-import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { cli, ok } from './helpers/cli.js';
 import { hadoopV1, hiveInsert, SPARK_STAGES, sparkOverwrite, taskDir, type EngineCase } from './helpers/engines.js';
@@ -262,6 +262,39 @@ for (const fx of storeFixtures()) {
         assert.deepEqual(await snapshot(sb.store, root), before, 'nothing changed');
       } finally {
         await rm(other, { recursive: true, force: true });
+      }
+    });
+
+    test('small messages: adopt of / or of a link, jobs of a file, a conflict of an adopted job says to adopt again', async () => {
+      const c = sparkOverwrite('replacing');
+      const { root, target, leftover } = await table(c);
+      const jobsOfFile = await run(['jobs', sb.uri(posix.join(target, 'dt=2026-11-27/part-00000-old.c000.snappy.parquet'))]);
+      assert.equal(jobsOfFile.code, 2, jobsOfFile.stderr);
+      assert.match(jobsOfFile.stderr, /is not a directory: give a table or a staging root/);
+      if (fx.name === 'local') {
+        const slash = await run(['adopt', '/']);
+        assert.equal(slash.code, 2, slash.stderr);
+        assert.match(slash.stderr, /error: \/ is not an engine's leftover/);
+        const link = posix.join(root, '.spark-staging-link');
+        await symlink(leftover, link);
+        const r = await run(['adopt', '--older-than', '0s', link]);
+        assert.equal(r.code, 2, r.stderr);
+        assert.match(r.stderr, /is a symbolic link: give the leftover dir itself/);
+        await rm(link);
+      }
+      // An overwrite of dt=2026-11-30 commits after the adoption: the adopted job conflicts.
+      const handle = await ok(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: sb.env });
+      const other = await ok(['stage', '--target', sb.uri(target), '--mode', 'overwrite', '--partition-by', 'dt'], { env: sb.env });
+      const file = posix.join(await mkdtemp(posix.join(tmpdir(), 'sc-task-')), 'part-00000-other.parquet');
+      await writeFile(file, 'other');
+      await ok(['stage', '--job', other, '--task', '0', '--partition', 'dt=2026-11-30', file], { env: sb.env });
+      await ok(['commit-task', '--job', other, '--task', '0'], { env: sb.env });
+      await ok(['commit-job', '--job', other], { env: sb.env });
+      for (const dry of [['--dry-run'], []]) {
+        const r = await run(['commit-job', '--job', handle, ...dry]);
+        assert.equal(r.code, 4, r.stderr);
+        assert.match(r.stderr, new RegExp(`conflicts with job .*: nothing was changed; abort it \\('stagecommit abort --job ${handle}' gives the leftover back to ${sb.uri(leftover)}\\) and adopt the leftover again once the conflicting job is done`));
+        assert.doesNotMatch(r.stderr, /stage the job again/);
       }
     });
 

@@ -71,3 +71,9 @@ export async function giveBackLeftover(store: Store, layout: JobLayout, job: Job
     throw e;
   }
 }
+
+/** What to do after a conflict: an adopted job is not staged again, its leftover is adopted again. */
+export function againAdvice(job: JobManifest, staged: string): string {
+  if (!job.adopted) return staged;
+  return `abort it ('stagecommit abort --job ${job.staging}' gives the leftover back to ${job.adopted.leftover}) and adopt the leftover again once the conflicting job is done`;
+}

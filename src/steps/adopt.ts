@@ -7,7 +7,7 @@ import { posix } from 'node:path';
 import { ConflictError, UsageError } from '../errors.js';
 import { decide, encodeClaim, type Claim } from '../job/claims.js';
 import { ADOPTED_DIR, defaultStagingRoot, JobLayout, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
-import { recogniseLeftover } from '../leftover/recognise.js';
+import { kindOfName, recogniseLeftover } from '../leftover/recognise.js';
 import type { Leftover, ListedEntry } from '../leftover/types.js';
 import { checkRelativePath, isDataName, partitionOfFile } from '../paths.js';
 import type { Store } from '../store/types.js';
@@ -98,11 +98,14 @@ async function checkTarget(store: Store, leftoverPath: string, targetPath: strin
 
 export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResult> {
   const { store } = env;
-  const leftoverPath = input.leftoverPath.replace(/\/+$/, '');
+  const leftoverPath = input.leftoverPath.replace(/\/+$/, '') || '/';
   const uri = store.toUri(leftoverPath);
   const self = await store.stat(leftoverPath);
   if (!self) throw new UsageError(`${uri} does not exist: give the path of the leftover (a '_temporary', '.spark-staging-…' or '.hive-staging…' dir)`);
+  if (self.kind === 'symlink') throw new UsageError(`${uri} is a symbolic link: give the leftover dir itself (adopt never follows links, it moves what it adopts)`);
   if (self.kind !== 'dir') throw new UsageError(`${uri} is not a directory: give the path of the leftover dir`);
+  // The name first: a listing of something else (`adopt /`) could be a walk of the whole store.
+  if (kindOfName(posix.basename(leftoverPath)) === null) recogniseLeftover(uri, posix.basename(leftoverPath), [], self.mtimeMs);
   const leftover = recogniseLeftover(uri, posix.basename(leftoverPath), await listLeftover(store, leftoverPath), self.mtimeMs);
   const ageMs = env.now() - leftover.newestMtimeMs;
   if (leftover.newestMtimeMs < 0 || ageMs < input.olderThanMs) {

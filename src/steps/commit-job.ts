@@ -26,7 +26,7 @@ import { checkTaskFiles } from './commit-task.js';
 import { reachCommitPoint, type CommitUnits } from './commit-point.js';
 import type { OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
-import { halfMadeAdoption, halfMadeAdvice } from '../job/adoption.js';
+import { againAdvice, halfMadeAdoption, halfMadeAdvice } from '../job/adoption.js';
 import { declaredNotCommitted } from '../job/tasks.js';
 import { JobGoneError } from '../job/open.js';
 import type { StepEnv } from './env.js';
@@ -109,10 +109,10 @@ async function checkedClaims(env: StepEnv, open: OpenJob): Promise<Claim[]> {
     const i = problems.findIndex((p) => p !== null);
     if (i >= 0) {
       const c = claims[i]!;
-      throw new ConflictError(`the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(claimRootPath(layout, job.targetPath, c.root!))} ${problems[i]}: nothing was changed; abort the job and run it again`);
+      throw new ConflictError(`the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(claimRootPath(layout, job.targetPath, c.root!))} ${problems[i]}: nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`);
     }
     const lost = await checkUploadsPending(store, job.targetPath, claims.flatMap((c) => c.files));
-    if (lost !== null) throw new ConflictError(`the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; abort the job and run it again`);
+    if (lost !== null) throw new ConflictError(`the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`);
   }
   return claims;
 }
@@ -291,7 +291,7 @@ export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<Co
 export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease): Promise<CommitJobResult> {
   const { store } = env;
   const { job, layout } = open;
-  if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; stage a new job`);
+  if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`);
   // Under the lease, a job that openJob found before its commit point has no plan to read.
   let plan = open.state === 'staged' ? null : await loadPlan(store, layout, job.jobId);
   const outcome = plan ? 'rolled-forward' : 'committed';

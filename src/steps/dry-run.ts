@@ -75,7 +75,7 @@ export async function commitJobDryRun(env: StepEnv, input: { stagingPath: string
   const open = await openJob(env, input.stagingPath);
   const { job, layout } = open;
   await checkUnlocked(env, layout);
-  if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; stage a new job`);
+  if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`);
   let plan: PersistedPlan | null = await loadPlan(store, layout, job.jobId);
   const outcome = plan || open.state === 'committed' ? 'rolled-forward' : 'committed';
   if (!plan && open.state === 'committing') {

@@ -40,6 +40,8 @@ export interface JobsResult {
 async function stagingRootOf(env: StepEnv, path: string): Promise<string[]> {
   const { store } = env;
   if (await store.stat(posix.join(path, JOB_FILE))) return [path];
+  const self = await store.stat(path);
+  if (self && self.kind !== 'dir') throw new UsageError(`${store.toUri(path)} is not a directory: give a table or a staging root`);
   const children = await store.list(path);
   const hasJobs = await Promise.all(children.filter((c) => c.kind === 'dir').map(async (c) => (await store.stat(posix.join(c.path, JOB_FILE))) !== null));
   if (hasJobs.some(Boolean)) return children.filter((c) => c.kind === 'dir').map((c) => c.path);
