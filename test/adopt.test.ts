@@ -5,6 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
+import { mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { cli, ok } from './helpers/cli.js';
 import { hadoopV1, hiveInsert, SPARK_STAGES, sparkOverwrite, taskDir, type EngineCase } from './helpers/engines.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
@@ -98,6 +100,48 @@ for (const fx of storeFixtures()) {
       assert.equal((await run(['abort', '--job', adopted.handle])).code, 0);
     });
 
+    test('a Spark staging dir holding absolute-path partition files is refused (exit 2), never adopted as a whole-table overwrite', async () => {
+      const c = sparkOverwrite('replacing');
+      const { root, target, leftover } = await table(c);
+      const flat = '3d9a7e10-2b4c-4f6e-8a1d-5c7b9e0f1a2b-part-00000-c0ffee00.c000.snappy.parquet';
+      await writeTree(sb.store, leftover, { [flat]: 'custom-location' });
+      const before = await snapshot(sb.store, root);
+      for (const extra of [[], ['--mode', 'append'], ['--mode', 'overwrite'], ['--dry-run']]) {
+        const r = await run(['adopt', '--older-than', '0s', ...extra, sb.uri(leftover)]);
+        assert.equal(r.code, 2, `${extra.join(' ')}: ${r.stderr}`);
+        assert.match(r.stderr, new RegExp(`1 file\\(s\\) at its top \\('${flat.replace(/\./g, '\\.')}'\\).*cannot be adopted: its destinations are recorded only in the dead driver's memory`));
+        assert.equal(r.stderr.trim().split('\n').length, 1, 'one line');
+      }
+      assert.deepEqual(await snapshot(sb.store, root), before, 'nothing changed');
+      assert.equal((await readTree(sb.store, target))['dt=2026-11-27/part-00000-old.c000.snappy.parquet'], 'keep-27');
+    });
+
+    test('a leftover whose directories changed recently is live-looking (exit 4): a Spark driver in its job commit moves partition dirs out', async (t) => {
+      if (!sb.backdate) return t.skip('S3 dates only objects');
+      const hourAgo = Date.now() - 3600_000;
+      const changes: [string, (c: { target: string; leftover: string }) => Promise<unknown>][] = [
+        // The driver moves dt=29 from the staging dir into the table: only the staging dir's own time changes.
+        ['a partition dir moved out', (c) => sb.store.rename(posix.join(c.leftover, 'dt=2026-11-29'), posix.join(c.target, 'dt=2026-11-29'))],
+        // A file goes from a partition dir inside: only that directory's time changes.
+        ['a file deleted inside', (c) => sb.store.delete(posix.join(c.leftover, 'dt=2026-11-30', '.part-00001-c0ffee00-1234-4abc-8def-001122334455.c000.snappy.parquet.crc'), false)],
+      ];
+      for (const [what, change] of changes) {
+        const c = await table(sparkOverwrite('replacing'));
+        await sb.backdate(c.root, hourAgo);
+        const old = await run(['adopt', '--dry-run', '--json', sb.uri(c.leftover)]);
+        assert.equal(old.code, 0, `untouched for an hour, it is adoptable: ${old.stderr}`);
+        assert.ok(JSON.parse(old.stdout).leftover.ageSeconds >= 3500);
+        await change(c);
+        const before = await snapshot(sb.store, c.root);
+        for (const dry of [[], ['--dry-run']]) {
+          const r = await run(['adopt', ...dry, sb.uri(c.leftover)]);
+          assert.equal(r.code, 4, `${what}: ${r.stderr}`);
+          assert.match(r.stderr, /was changed \d+s ago, more recently than --older-than allows: its engine may still be writing it; nothing was changed/);
+        }
+        assert.deepEqual(await snapshot(sb.store, c.root), before, 'nothing changed');
+      }
+    });
+
     test('adopt of a live-looking leftover, of garbage and of a non-leftover dir exits non-zero and changes nothing', async () => {
       const c = hadoopV1();
       const { root, target, leftover } = await table(c);
@@ -136,19 +180,139 @@ for (const fx of storeFixtures()) {
         }
         assert.equal(r.signal, 'SIGKILL', r.stderr);
         const moved = (await readTree(sb.store, leftover)).hasOwnProperty('_SUCCESS') === false;
-        const jobs = JSON.parse(await ok(['jobs', '--json', sb.uri(target)], { env: sb.env })).jobs as { handle: string }[];
+        const jobs = JSON.parse(await ok(['jobs', '--json', sb.uri(target)], { env: sb.env })).jobs as { handle: string; halfMade?: string }[];
         if (moved) {
           // Killed after its last step, the rename: the job is whole.
           assert.equal(jobs.length, 1);
           await ok(['commit-job', '--job', jobs[0]!.handle], { env: sb.env });
         } else {
           assert.deepEqual(await readTree(sb.store, leftover), Object.fromEntries(Object.entries(c.before).filter(([p]) => p.startsWith(c.leftover + '/')).map(([p, v]) => [p.slice(c.leftover.length + 1), v])), `killed at ${k}: the leftover is untouched`);
+          // A half-made job is shown as one, and commit-job refuses it (it would publish nothing and write a _SUCCESS).
+          const tree = await readTree(sb.store, root);
+          for (const j of jobs) {
+            assert.ok(j.halfMade, `killed at ${k}: jobs shows the job as half-made`);
+            assert.match(await ok(['status', '--job', j.handle], { env: sb.env }), /half-made adoption/);
+            for (const dry of [['--dry-run'], []]) {
+              const r = await run(['commit-job', '--job', j.handle, ...dry]);
+              assert.equal(r.code, 4, `killed at ${k}: commit-job ${dry.join('')} ${r.stderr}`);
+              assert.match(r.stderr, new RegExp(`is a half-made adoption \\(.*\\): nothing was changed; abort it \\('stagecommit abort --job ${j.handle}', which leaves the leftover where it is\\) and adopt ${sb.uri(leftover)} again`));
+            }
+          }
+          assert.deepEqual(await readTree(sb.store, root), tree, `killed at ${k}: commit-job changed nothing (its lease came and went)`);
           for (const j of jobs) await ok(['abort', '--job', j.handle], { env: sb.env });
           assert.deepEqual(await readTree(sb.store, leftover), Object.fromEntries(Object.entries(c.before).filter(([p]) => p.startsWith(c.leftover + '/')).map(([p, v]) => [p.slice(c.leftover.length + 1), v])), `killed at ${k}: aborting the half-made job left the leftover`);
           await ok(['commit-job', '--job', await ok(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: sb.env })], { env: sb.env });
         }
         await assertFinished(c, root, target);
       }
+    });
+
+    test('gaps in the task numbering without --tasks declare the highest task + 1: commit-job refuses with exit 5 naming the missing task, which can be run after recover', async () => {
+      const c = hadoopV1();
+      const { root, target, leftover } = await table(c);
+      // Task 1 never committed in either app attempt.
+      for (const p of [`_temporary/0/${taskDir(1)}`, `_temporary/1/${taskDir(1)}`]) await sb.store.delete(posix.join(target, p), true);
+      const text = await ok(['adopt', '--older-than', '0s', '--dry-run', sb.uri(leftover)], { env: sb.env });
+      const r = await run(['adopt', '--older-than', '0s', '--json', sb.uri(leftover)]);
+      assert.equal(r.code, 0, r.stderr);
+      const adopted = JSON.parse(r.stdout);
+      assert.deepEqual([adopted.tasks, adopted.gaps, adopted.tasksDeclared, adopted.tasksDeclaredBy, adopted.missingTasks], [['0', '2'], [1], 3, 'gaps', ['1']]);
+      assert.match(text, /2 committed task dir\(s\) \(0, 2\) of 3 declared \(the highest task \+ 1, for the gaps\); gaps: 1/);
+      assert.match(text, /missing {4}1 of the 3 declared: commit-job will refuse \(exit 5\)/);
+      const before = await readTree(sb.store, root);
+      for (const dry of [['--dry-run'], []]) {
+        const cj = await run(['commit-job', '--job', adopted.handle, ...dry]);
+        assert.equal(cj.code, 5, cj.stderr);
+        assert.match(cj.stderr, /1 of 3 declared task\(s\) are not committed: 1;/);
+      }
+      assert.deepEqual(await readTree(sb.store, root), before, 'commit-job changed nothing: no partial append');
+      assert.equal((await ok(['recover', '--job', adopted.handle], { env: sb.env })).trim(), '1');
+      const file = posix.join(await mkdtemp(posix.join(tmpdir(), 'sc-task-')), 'part-m-00001');
+      await writeFile(file, 'rerun-1');
+      await ok(['stage', '--job', adopted.handle, '--task', '1', file], { env: sb.env });
+      await ok(['commit-task', '--job', adopted.handle, '--task', '1'], { env: sb.env });
+      await ok(['commit-job', '--job', adopted.handle], { env: sb.env });
+      const tree = await readTree(sb.store, target);
+      assert.deepEqual(Object.keys(dataOf(tree)).sort(), ['part-m-00000', 'part-m-00000-earlier', 'part-m-00001', 'part-m-00002']);
+      assert.equal(tree['part-m-00001'], 'rerun-1');
+    });
+
+    test('a --target that is the leftover or inside it, or (local) on another filesystem, is exit 2 before anything changes', async () => {
+      const c = sparkOverwrite('replacing');
+      const { root, leftover } = await table(c);
+      const before = await snapshot(sb.store, root);
+      for (const [target, re] of [
+        [leftover, /the target .* is the leftover itself: give the table the leftover belongs to with --target; nothing was changed/],
+        [posix.join(leftover, 'dt=2026-11-30'), /the target .* is inside the leftover/],
+      ] as const) {
+        for (const dry of [[], ['--dry-run']]) {
+          const r = await run(['adopt', '--older-than', '0s', '--target', sb.uri(target), ...dry, sb.uri(leftover)]);
+          assert.equal(r.code, 2, r.stderr);
+          assert.match(r.stderr, re);
+        }
+      }
+      assert.deepEqual(await snapshot(sb.store, root), before, 'nothing changed');
+      if (fx.name !== 'local' || (await stat('/dev/shm').catch(() => null))?.dev === (await stat(root)).dev) return;
+      const other = await mkdtemp('/dev/shm/sc-adopt-');
+      try {
+        const r = await run(['adopt', '--older-than', '0s', '--target', other, sb.uri(leftover)]);
+        assert.equal(r.code, 2, r.stderr);
+        assert.match(r.stderr, /is on another filesystem than .*adopting moves the leftover with one rename.*nothing was changed/);
+        assert.deepEqual(await readdir(other), [], 'nothing left behind on the other filesystem');
+        assert.deepEqual(await snapshot(sb.store, root), before, 'nothing changed');
+      } finally {
+        await rm(other, { recursive: true, force: true });
+      }
+    });
+
+    test('small messages: adopt of / or of a link, jobs of a file, a conflict of an adopted job says to adopt again', async () => {
+      const c = sparkOverwrite('replacing');
+      const { root, target, leftover } = await table(c);
+      const jobsOfFile = await run(['jobs', sb.uri(posix.join(target, 'dt=2026-11-27/part-00000-old.c000.snappy.parquet'))]);
+      assert.equal(jobsOfFile.code, 2, jobsOfFile.stderr);
+      assert.match(jobsOfFile.stderr, /is not a directory: give a table or a staging root/);
+      if (fx.name === 'local') {
+        const slash = await run(['adopt', '/']);
+        assert.equal(slash.code, 2, slash.stderr);
+        assert.match(slash.stderr, /error: \/ is not an engine's leftover/);
+        const link = posix.join(root, '.spark-staging-link');
+        await symlink(leftover, link);
+        const r = await run(['adopt', '--older-than', '0s', link]);
+        assert.equal(r.code, 2, r.stderr);
+        assert.match(r.stderr, /is a symbolic link: give the leftover dir itself/);
+        await rm(link);
+      }
+      // An overwrite of dt=2026-11-30 commits after the adoption: the adopted job conflicts.
+      const handle = await ok(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: sb.env });
+      const other = await ok(['stage', '--target', sb.uri(target), '--mode', 'overwrite', '--partition-by', 'dt'], { env: sb.env });
+      const file = posix.join(await mkdtemp(posix.join(tmpdir(), 'sc-task-')), 'part-00000-other.parquet');
+      await writeFile(file, 'other');
+      await ok(['stage', '--job', other, '--task', '0', '--partition', 'dt=2026-11-30', file], { env: sb.env });
+      await ok(['commit-task', '--job', other, '--task', '0'], { env: sb.env });
+      await ok(['commit-job', '--job', other], { env: sb.env });
+      for (const dry of [['--dry-run'], []]) {
+        const r = await run(['commit-job', '--job', handle, ...dry]);
+        assert.equal(r.code, 4, r.stderr);
+        assert.match(r.stderr, new RegExp(`conflicts with job .*: nothing was changed; abort it \\('stagecommit abort --job ${handle}' gives the leftover back to ${sb.uri(leftover)}\\) and adopt the leftover again once the conflicting job is done`));
+        assert.doesNotMatch(r.stderr, /stage the job again/);
+      }
+    });
+
+    test('two adopts of one leftover at once: one job, and the loser says the leftover was taken and leaves no job', async (t) => {
+      if (!sb.store.caps.directoryRename) return t.skip('on S3 adopt moves nothing: the second adopt makes a second job, which the table log refuses at its commit');
+      const c = sparkOverwrite('replacing');
+      const { root, target, leftover } = await table(c);
+      const rs = await Promise.all([0, 1].map(() => run(['adopt', '--older-than', '0s', sb.uri(leftover)])));
+      const won = rs.filter((r) => r.code === 0);
+      assert.equal(won.length, 1, rs.map((r) => r.stderr).join('\n'));
+      const lost = rs.find((r) => r.code !== 0)!;
+      assert.ok([2, 4].includes(lost.code!), lost.stderr);
+      assert.match(lost.stderr, /was taken while adopting it .*made no job and changed nothing|does not exist/);
+      assert.doesNotMatch(lost.stderr, /ENOENT|at .*\.js:/);
+      const jobs = JSON.parse(await ok(['jobs', '--json', sb.uri(target)], { env: sb.env })).jobs as { handle: string; halfMade?: string }[];
+      assert.deepEqual(jobs.map((j) => [j.handle, j.halfMade]), [[won[0]!.stdout.trim(), undefined]]);
+      await ok(['commit-job', '--job', jobs[0]!.handle], { env: sb.env });
+      await assertFinished(c, root, target);
     });
 
     test('dry runs of adopt, recover and abort change nothing, and say what the real step would do', async () => {
@@ -171,13 +335,49 @@ for (const fx of storeFixtures()) {
         assert.deepEqual(await snapshot(sb.store, root), before, `${step.join(' ')} --dry-run changed nothing`);
       }
       const text = await ok(['abort', '--job', handle, '--dry-run'], { env: sb.env });
-      // Where directories rename, the leftover is in the staging dir and goes with the job; on S3
+      // Where directories rename, the leftover is in the staging dir and abort gives it back; on S3
       // it stayed where the engine left it, and aborting the job leaves it there.
       const moved = sb.store.caps.directoryRename;
-      assert.match(text, new RegExp(`abort would throw away job .*: ${moved ? 10 : 0} file\\(s\\)`));
-      assert.equal((await run(['abort', '--job', handle])).code, 0);
+      assert.match(text, moved ? new RegExp(`abort would throw away job .*: 0 file\\(s\\), 0 B; it gives the adopted leftover back \\(10 file\\(s\\), .*\\) to ${sb.uri(leftover)}; the target is not touched`) : /abort would throw away job .*: 0 file\(s\), 0 B; the target is not touched/);
+      const aborted = await run(['abort', '--job', handle]);
+      assert.equal(aborted.code, 0, aborted.stderr);
+      if (moved) assert.match(aborted.stderr, new RegExp(`the adopted leftover is back at ${sb.uri(leftover)}`));
       const left = Object.keys(await readTree(sb.store, root)).filter((k) => k.startsWith('sales/_temporary/'));
-      assert.equal(left.length, moved ? 0 : 10);
+      assert.equal(left.length, 10);
+    });
+
+    test('abort of an adopted Spark leftover killed in its job commit gives the leftover back (the only copy of dt=29); where its place is taken, it keeps it', async () => {
+      const c = sparkOverwrite('replacing');
+      const { root, target, leftover } = await table(c);
+      const original = await readTree(sb.store, leftover);
+      assert.equal(original['dt=2026-11-29/part-00000-c0ffee00-1234-4abc-8def-001122334455.c000.snappy.parquet'], 'new-0-2026-11-29');
+      const aborts: ((handle: string) => string[])[] = [(h) => ['abort', '--job', h]];
+      // clean-orphans --delete aborts a stale job; on S3 it would remove the leftover itself, which it lists too.
+      if (sb.store.caps.directoryRename) aborts.push(() => ['clean-orphans', sb.uri(posix.join(root, '.stagecommit')), '--older-than', '0s', '--delete']);
+      for (const abort of aborts) {
+        const handle = await ok(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: sb.env });
+        const r = await run(abort(handle));
+        assert.equal(r.code, 0, r.stderr);
+        assert.deepEqual(await readTree(sb.store, leftover), original, `${abort(handle)[0]}: the leftover is back, byte for byte`);
+        assert.equal(await sb.store.stat(posix.join(sb.pathOf(handle), '_job.yaml')), null, 'the job is gone');
+      }
+      if (!sb.store.caps.directoryRename) return;
+      // The place is taken (the engine ran again and made a new staging dir of the same name): the leftover stays in the staging dir.
+      const handle = await ok(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: sb.env });
+      await writeTree(sb.store, leftover, { 'dt=2026-11-30/other': 'rerun' });
+      for (const dry of [['--dry-run'], []]) {
+        const r = await run(['abort', '--job', handle, ...dry]);
+        assert.equal(r.code, 4, r.stderr);
+        assert.match(r.stderr, new RegExp(`the adopted leftover cannot go back: ${sb.uri(leftover)} exists again, so it stays in ${handle}/_adopted and nothing is deleted; move one of them aside and run abort again`));
+      }
+      assert.deepEqual(await readTree(sb.store, posix.join(sb.pathOf(handle), '_adopted')), original, 'the leftover is kept in the staging dir');
+      assert.equal((await run(['commit-job', '--job', handle])).code, 4, 'the job is aborted');
+      await sb.store.delete(leftover, true);
+      const again = await run(['abort', '--job', handle]);
+      assert.equal(again.code, 0, again.stderr);
+      assert.deepEqual(await readTree(sb.store, leftover), original);
+      await ok(['commit-job', '--job', await ok(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: sb.env })], { env: sb.env });
+      await assertFinished(c, root, target);
     });
   });
 }

@@ -103,13 +103,24 @@ describe('leftover recognition', () => {
     bad(`.spark-staging-${SPARK_JOB}`, [f('_SUCCESS')], /holds no output/);
     bad(`.spark-staging-${SPARK_JOB}`, [f('dt=1/a'), f('x/b')], /not a partition/);
     bad(`.spark-staging-${SPARK_JOB}`, [f('dt=1/a'), f('dt=1/h=2/b')], /different partition columns/);
+    // Spark's absolute-path partition files (newTaskTempFileAbsPath), flat at the staging dir's top.
+    bad(`.spark-staging-${SPARK_JOB}`, [f('dt=1/a'), f('0b6f2c1e-part-00000.c000.snappy.parquet')], /1 file\(s\) at its top \('0b6f2c1e-part-00000.c000.snappy.parquet'\).*absolute paths.*recorded only in the dead driver's memory/);
+    bad(`.spark-staging-${SPARK_JOB}`, [f('a.parquet'), f('_SUCCESS')], /at its top \('a.parquet'\)/);
+    // Unpartitioned output in committed task dirs: never a whole-table overwrite.
+    bad(`.spark-staging-${SPARK_JOB}`, [f(`_temporary/0/${taskDir(0)}/part-00000.parquet`)], /outside any partition dir.*would replace the whole table/);
   });
 
-  test('age is the newest modification inside, or the leftover\'s own when nothing is dated', () => {
-    const c = sparkOverwrite('tasks-committed');
+  test('age is the newest of the leftover itself, every directory and every file inside', () => {
+    const c = sparkOverwrite('replacing');
     const entries = listing(c, 5000);
-    entries[3] = { ...entries[3]!, mtimeMs: 9000 };
-    assert.equal(recogniseLeftover('x', c.leftover, entries, 1).newestMtimeMs, 9000);
+    const at = (pred: (e: ListedEntry) => boolean, mtimeMs: number) => entries.map((e) => (pred(e) ? { ...e, mtimeMs } : e));
+    assert.equal(recogniseLeftover('x', c.leftover, at((e) => e.kind === 'file' && e.path.startsWith('dt=2026-11-30/'), 9000), 1).newestMtimeMs, 9000);
+    // A live driver moving partition dirs out changes only directories: the leftover's own time, or one inside.
+    assert.equal(recogniseLeftover('x', c.leftover, entries, 7000).newestMtimeMs, 7000);
+    assert.equal(recogniseLeftover('x', c.leftover, at((e) => e.path === 'dt=2026-11-29', 8000), 1).newestMtimeMs, 8000);
+    // S3 dates only objects.
+    assert.equal(recogniseLeftover('x', c.leftover, at((e) => e.kind === 'dir', -1), -1).newestMtimeMs, 5000);
     assert.equal(recogniseLeftover('x', c.leftover, listing(c, -1), 42).newestMtimeMs, 42);
+    assert.equal(recogniseLeftover('x', c.leftover, listing(c, -1), -1).newestMtimeMs, -1);
   });
 });

@@ -30,7 +30,12 @@ export function renderCommitDryRun(r: Omit<CommitJobDryRunDoc, 'handle'>): strin
 export function renderAbortDryRun(r: AbortDryRunDoc): string {
   if (r.outcome === 'nothing') return 'dry run: nothing to abort: no job at that handle';
   const what = r.scope === 'job' ? `job ${r.jobId}` : r.taskAttempt;
-  return [`dry run: abort would throw away ${what}: ${r.files} file(s), ${formatBytes(r.bytes)}; the target is not touched`, ...r.operations.map((o) => `  would ${renderOp(o)}`), 'dry run: nothing was changed'].join('\n');
+  const back = r.givesBack ? `; it gives the adopted leftover back (${r.givesBack.files} file(s), ${formatBytes(r.givesBack.bytes)}) to ${r.givesBack.to}` : '';
+  return [
+    `dry run: abort would throw away ${what}: ${r.files} file(s), ${formatBytes(r.bytes)}${back}; the target is not touched`,
+    ...r.operations.map((o) => `  would ${renderOp(o)}`),
+    'dry run: nothing was changed',
+  ].join('\n');
 }
 
 export function renderRecoverDryRun(r: RecoverDryRunDoc): string {

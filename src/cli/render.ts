@@ -52,7 +52,7 @@ export function renderStatus(s: StatusDoc): string {
   const color = s.state === 'staged' ? chalk.cyan : s.state === 'committing' ? chalk.yellow : s.state === 'aborted' ? chalk.red : chalk.green;
   const lines = [
     `job       ${j.jobId}`,
-    `state     ${color(s.state)}`,
+    `state     ${color(s.state)}${s.halfMade ? ` — ${chalk.red('half-made adoption')}: ${s.halfMade}; commit-job refuses it: abort it and adopt the leftover again` : ''}`,
     `target    ${j.target}`,
     `staging   ${s.handle}`,
     `mode      ${j.mode} (${j.algorithm})${j.partitionBy.length ? `, partitioned by ${j.partitionBy.join(', ')}` : ''}${j.staticPartition.length ? `, static ${j.staticPartition.map((p) => `${p.column}=${p.value}`).join('/')}` : ''}`,

@@ -2,6 +2,8 @@
 
 import { CorruptManifestError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields, itemString, type DecodeOptions } from '../manifest/codec.js';
+import { posix } from 'node:path';
+import { kindOfName } from '../leftover/recognise.js';
 import { checkStorePath, normalizeColumn, partitionPath, type PartitionValue } from '../paths.js';
 import type { Store } from '../store/types.js';
 import type { JobLayout } from './layout.js';
@@ -38,10 +40,22 @@ export interface JobManifest {
   readonly state: JobState;
   readonly stagedAtMs: number;
   readonly owner: Owner;
+  /** Set when `adopt` made the job out of an engine's leftover (manifest version 2). */
+  readonly adopted?: Adoption;
+}
+
+/** What `adopt` records: where the leftover was, so that `abort` can give it back. */
+export interface Adoption {
+  /** The leftover's URI and store path when adopt found it. */
+  readonly leftover: string;
+  readonly leftoverPath: string;
+  /** The committed tasks adopt claims; the adoption is whole once every claim exists (and, where directories rename, `_adopted`). */
+  readonly tasks: number;
 }
 
 const KIND = 'stagecommit/job';
-const VERSION = 1;
+/** Version 2 adds `adopted`; jobs that are not adopted are still written as version 1. */
+const VERSION = 2;
 
 export function staticPrefix(job: JobManifest): string {
   return partitionPath(job.staticPartition);
@@ -55,7 +69,7 @@ export function isFullyStatic(job: JobManifest): boolean {
 export function encodeJob(job: JobManifest): string {
   return encodeManifest({
     kind: KIND,
-    version: VERSION,
+    version: job.adopted ? 2 : 1,
     jobId: job.jobId,
     state: job.state,
     target: job.target,
@@ -71,6 +85,7 @@ export function encodeJob(job: JobManifest): string {
     stagedAt: new Date(job.stagedAtMs).toISOString(),
     stagedAtMs: job.stagedAtMs,
     owner: { ...job.owner },
+    ...(job.adopted ? { adopted: { ...job.adopted } } : {}),
   });
 }
 
@@ -96,6 +111,7 @@ export function decodeJob(text: string, file: string, opts: DecodeOptions = {}):
     appAttempt: f.count('appAttempt'),
     stagedAtMs: (f.string('stagedAt'), f.count('stagedAtMs')),
     owner: ownerOf(),
+    ...(f.doc.version === 1 ? {} : { adopted: adoptionOf(f, file) }),
   };
   if (job.staticPartition.some((p, i) => p.column !== job.partitionBy[i])) {
     throw new CorruptManifestError(file, 'staticPartition', 'does not name the leading columns of partitionBy, in order');
@@ -108,6 +124,21 @@ export function decodeJob(text: string, file: string, opts: DecodeOptions = {}):
     throw new CorruptManifestError(file, 'targetPath', (e as Error).message);
   }
   return job;
+}
+
+/** Version 2's `adopted`: null, or where the adopted leftover was (a path checked like any from a manifest, §5.11). */
+function adoptionOf(f: Fields, file: string): Adoption | undefined {
+  if (!Object.hasOwn(f.doc, 'adopted')) throw new CorruptManifestError(file, 'adopted', 'is missing (write null for a job that was not adopted)');
+  if (f.doc.adopted === null) return undefined;
+  const a = new Fields(f.object('adopted'), file);
+  const adoption: Adoption = { leftover: a.string('leftover'), leftoverPath: a.string('leftoverPath'), tasks: a.count('tasks') };
+  try {
+    checkStorePath(adoption.leftoverPath);
+    if (kindOfName(posix.basename(adoption.leftoverPath)) === null) throw new Error(`'${adoption.leftoverPath}' is not the name of an engine's leftover`);
+  } catch (e) {
+    throw new CorruptManifestError(file, 'adopted.leftoverPath', (e as Error).message);
+  }
+  return adoption;
 }
 
 function column(c: unknown): string {
@@ -123,6 +154,9 @@ export async function loadJob(store: Store, layout: JobLayout, opts: DecodeOptio
   const job = decodeJob(data.toString('utf8'), file, opts);
   if (job.target !== store.toUri(job.targetPath)) {
     throw new CorruptManifestError(file, 'target', `is ${job.target}, but targetPath is ${store.toUri(job.targetPath)}`);
+  }
+  if (job.adopted && job.adopted.leftover !== store.toUri(job.adopted.leftoverPath)) {
+    throw new CorruptManifestError(file, 'adopted.leftover', `is ${job.adopted.leftover}, but leftoverPath is ${store.toUri(job.adopted.leftoverPath)}`);
   }
   // A staging dir copied or moved elsewhere is not the job it names: never adopt its files.
   if (job.staging !== store.toUri(layout.root)) {

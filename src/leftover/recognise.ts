@@ -40,7 +40,7 @@ export function recogniseLeftover(label: string, name: string, entries: readonly
   if (entries.length === 0) throw new UsageError(`${label} is empty: there is nothing to adopt; remove it with 'stagecommit clean-orphans --delete'`);
   let parts: Parts;
   try {
-    parts = kind === 'hadoop-temporary' ? hadoopParts(entries) : kind === 'spark-staging' ? sparkParts(name, entries) : hiveParts(label, name, entries);
+    parts = kind === 'hadoop-temporary' ? hadoopParts(entries) : kind === 'spark-staging' ? sparkParts(label, name, entries) : hiveParts(label, name, entries);
   } catch (e) {
     if (e instanceof NotLayoutError) throw new UsageError(`${label} does not look like what ${ENGINE[kind]} writes: ${e.message}; nothing was changed`);
     throw e;
@@ -50,10 +50,17 @@ export function recogniseLeftover(label: string, name: string, entries: readonly
     throw new UsageError(`${label} holds no output to publish (${parts.stage}): there is nothing to adopt; remove it with 'stagecommit clean-orphans --delete'`);
   }
   const partitionBy = partitionColumns(label, sources);
+  // A dynamic partition overwrite always writes partitions: unpartitioned output would become an
+  // overwrite of the whole table, which the engine never meant.
+  if (kind === 'spark-staging' && partitionBy.length === 0) {
+    throw new UsageError(`${label} holds output outside any partition dir ('${sources.flatMap((s) => s.files)[0]!.path}'), which a dynamic partition overwrite never writes: it cannot be adopted (it would replace the whole table); nothing was changed`);
+  }
   const all = sources.flatMap((s) => s.files);
   const partitions = partitionBy.length ? [...new Set(all.map((f) => f.path.split('/').slice(0, partitionBy.length).join('/')))].sort() : [];
   const tasks = sources.filter((s) => /^\d+$/.test(s.task)).map((s) => s.task);
-  const dated = entries.map((e) => e.mtimeMs).filter((m) => m >= 0);
+  // A live Spark driver in its job commit only changes directories (it moves partition dirs out):
+  // the leftover's own time and every directory's count as much as every file's.
+  const newestMtimeMs = entries.reduce((a, e) => Math.max(a, e.mtimeMs), ownMtimeMs);
   return {
     kind,
     engineJobId: parts.engineJobId,
@@ -69,7 +76,7 @@ export function recogniseLeftover(label: string, name: string, entries: readonly
     partitions,
     files: all.length,
     bytes: all.reduce((a, f) => a + f.size, 0),
-    newestMtimeMs: dated.length ? Math.max(...dated) : ownMtimeMs,
+    newestMtimeMs,
   };
 }
 
@@ -96,11 +103,19 @@ function fromTree(tree: HadoopTree): Omit<Parts, 'stage' | 'jobCommitBegun'> {
  * its job commit merges it up into partition dirs beside `_temporary` (then deletes that and
  * writes `_SUCCESS`), then replaces each target partition with its staged one, one at a time.
  */
-function sparkParts(name: string, entries: readonly ListedEntry[]): Parts {
+function sparkParts(label: string, name: string, entries: readonly ListedEntry[]): Parts {
   const engineJobId = SPARK_STAGING.exec(name)![1]!;
   const top = new Set(entries.map((e) => e.path.split('/')[0]!));
   for (const t of top) {
     if (t !== '_temporary' && t !== '_SUCCESS' && t !== '._SUCCESS.crc' && !isDataName(t)) throw new NotLayoutError(`'${t}' is not a partition dir, '_temporary' or '_SUCCESS'`);
+  }
+  // Spark's absolute-path partition files (`newTaskTempFileAbsPath`: custom partition locations)
+  // sit flat in the staging dir as `<uuid>-<file>`; where each goes lived only in the driver.
+  const flat = entries.filter((e) => e.kind === 'file' && !e.path.includes('/') && isDataName(e.path)).map((e) => e.path).sort();
+  if (flat.length) {
+    throw new UsageError(
+      `${label} holds ${flat.length} file(s) at its top (${flat.slice(0, 3).map((f) => `'${f}'`).join(', ')}${flat.length > 3 ? ', …' : ''}): Spark's output for partitions at custom locations (absolute paths), which cannot be adopted: its destinations are recorded only in the dead driver's memory; nothing was changed; run the query again`,
+    );
   }
   const tree = top.has('_temporary') ? readHadoopTree(entries, '_temporary') : null;
   const mergedFiles = entries.filter((e) => e.kind === 'file' && isDataName(e.path.split('/')[0]!)).map((e) => ({ path: e.path, size: e.size }));

@@ -49,6 +49,6 @@ export interface Leftover {
   readonly partitions: readonly string[];
   readonly files: number;
   readonly bytes: number;
-  /** The newest modification time under the leftover (its own when empty or undatable). */
+  /** The newest modification time of the leftover itself and every directory and file inside (-1: none is dated). */
   readonly newestMtimeMs: number;
 }

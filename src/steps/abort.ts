@@ -9,6 +9,7 @@ import { abortRecordedUploads, settleAttemptUploads } from '../job/pending-uploa
 import { releaseLogEntry } from './commit-point.js';
 import { requireState, type OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
+import { giveBackLeftover, leftoverToGiveBack } from '../job/adoption.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
 
@@ -26,6 +27,8 @@ export interface AbortResult {
   readonly taskAttempt?: string;
   /** A task abort of an attempt whose commit had been denied (another attempt won): only its files go. */
   readonly wasDenied?: boolean;
+  /** An adopted job's leftover, renamed back to where adopt found it (local, HDFS). */
+  readonly leftoverGivenBack?: string;
 }
 
 export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResult> {
@@ -42,8 +45,11 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
       await saveJob(env.store, layout, { ...job, state: 'aborted' });
     }
     await abortJobUploads(env, locked);
+    // An adopted leftover goes back where the engine left it, never with the staging dir.
+    const back = await leftoverToGiveBack(env.store, layout, job);
+    await giveBackLeftover(env.store, layout, job);
     await removeStagingDir(env.store, layout, lease);
-    return { jobId: job.jobId, outcome: 'aborted' as const, scope };
+    return { jobId: job.jobId, outcome: 'aborted' as const, scope, ...(back ? { leftoverGivenBack: env.store.toUri(back.to!) } : {}) };
   });
 }
 

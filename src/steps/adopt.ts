@@ -7,7 +7,7 @@ import { posix } from 'node:path';
 import { ConflictError, UsageError } from '../errors.js';
 import { decide, encodeClaim, type Claim } from '../job/claims.js';
 import { ADOPTED_DIR, defaultStagingRoot, JobLayout, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
-import { recogniseLeftover } from '../leftover/recognise.js';
+import { kindOfName, recogniseLeftover } from '../leftover/recognise.js';
 import type { Leftover, ListedEntry } from '../leftover/types.js';
 import { checkRelativePath, isDataName, partitionOfFile } from '../paths.js';
 import type { Store } from '../store/types.js';
@@ -40,6 +40,8 @@ export interface AdoptResult {
   readonly leftover: { readonly path: string; readonly kind: Leftover['kind']; readonly engineJobId: string | null; readonly stage: string; readonly ageSeconds: number };
   readonly tasks: readonly string[];
   readonly tasksDeclared: number | null;
+  /** Who declared the task count: --tasks, or adopt itself for gaps in the numbering (highest task + 1). */
+  readonly tasksDeclaredBy: 'option' | 'gaps' | null;
   /** Declared tasks without committed output: commit-job would exit 5 while any is listed. */
   readonly missingTasks: readonly string[];
   readonly gaps: readonly number[];
@@ -82,6 +84,10 @@ async function checkTarget(store: Store, leftoverPath: string, targetPath: strin
     throw new UsageError(`the target ${store.toUri(targetPath)} is not an existing directory: adopt publishes into an existing table; give it with --target`);
   }
   const rel = posix.relative(targetPath, leftoverPath);
+  const inLeftover = posix.relative(leftoverPath, targetPath);
+  if (inLeftover === '' || !inLeftover.startsWith('..')) {
+    throw new UsageError(`the target ${store.toUri(targetPath)} is ${inLeftover === '' ? 'the leftover itself' : 'inside the leftover'}: give the table the leftover belongs to with --target; nothing was changed`);
+  }
   if (store.caps.directoryRename) return rel;
   // Without rename the output is published from where it is: it must be inside the target, where readers never look.
   if (rel.startsWith('..') || rel.split('/').every(isDataName)) {
@@ -92,11 +98,14 @@ async function checkTarget(store: Store, leftoverPath: string, targetPath: strin
 
 export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResult> {
   const { store } = env;
-  const leftoverPath = input.leftoverPath.replace(/\/+$/, '');
+  const leftoverPath = input.leftoverPath.replace(/\/+$/, '') || '/';
   const uri = store.toUri(leftoverPath);
   const self = await store.stat(leftoverPath);
   if (!self) throw new UsageError(`${uri} does not exist: give the path of the leftover (a '_temporary', '.spark-staging-…' or '.hive-staging…' dir)`);
+  if (self.kind === 'symlink') throw new UsageError(`${uri} is a symbolic link: give the leftover dir itself (adopt never follows links, it moves what it adopts)`);
   if (self.kind !== 'dir') throw new UsageError(`${uri} is not a directory: give the path of the leftover dir`);
+  // The name first: a listing of something else (`adopt /`) could be a walk of the whole store.
+  if (kindOfName(posix.basename(leftoverPath)) === null) recogniseLeftover(uri, posix.basename(leftoverPath), [], self.mtimeMs);
   const leftover = recogniseLeftover(uri, posix.basename(leftoverPath), await listLeftover(store, leftoverPath), self.mtimeMs);
   const ageMs = env.now() - leftover.newestMtimeMs;
   if (leftover.newestMtimeMs < 0 || ageMs < input.olderThanMs) {
@@ -107,11 +116,62 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   const targetPath = (input.targetPath ?? posix.dirname(leftoverPath)).replace(/\/+$/, '') || '/';
   const leftoverRel = await checkTarget(store, leftoverPath, targetPath);
   checkDeclaredTasks(uri, leftover, input.tasks);
+  // Gaps mean tasks that never committed: declared up to the highest one found, commit-job then
+  // refuses (exit 5) naming them, instead of publishing partial output.
+  const numbered = leftover.tasks.filter((t) => /^\d+$/.test(t)).map(Number);
+  const tasks = input.tasks ?? (leftover.gaps.length ? numbered.reduce((a, t) => Math.max(a, t), 0) + 1 : undefined);
   const mode = input.mode ?? leftover.defaultMode;
   const jobId = adoptedJobId(leftover);
   const stagingPath = posix.join(input.stagingRoot ?? defaultStagingRoot(targetPath), jobId);
   const layout = new JobLayout(stagingPath);
+  // The leftover moves into the staging dir with one rename, which cannot cross filesystems.
+  if (store.caps.directoryRename && store.sameFilesystem && !(await store.sameFilesystem(posix.dirname(leftoverPath), posix.dirname(stagingPath)))) {
+    throw new UsageError(
+      `the staging dir ${store.toUri(stagingPath)} of the target ${store.toUri(targetPath)} is on another filesystem than ${uri}, and adopting moves the leftover with one rename: give a --target (or a stagingRoot in the config) on the leftover's filesystem; nothing was changed`,
+    );
+  }
   const rootOf = (root: string) => (store.caps.directoryRename ? posix.join(ADOPTED_DIR, root) : `t:${posix.join(leftoverRel, root)}`);
+  const claims = adoptedClaims(env, uri, leftover, jobId, rootOf);
+  const operations: AdoptOperation[] = [
+    { op: 'create', path: store.toUri(layout.jobFile) },
+    ...claims.flatMap((c) => [layout.decisionFile(0, c.taskAttempt), layout.claimFile(0, c.task)].map((p) => ({ op: 'create' as const, path: store.toUri(p) }))),
+    ...(store.caps.directoryRename ? [{ op: 'rename' as const, from: uri, to: store.toUri(posix.join(stagingPath, ADOPTED_DIR)) }] : []),
+  ];
+  const result: AdoptResult = {
+    dryRun: Boolean(input.dryRun),
+    jobId,
+    handle: store.toUri(stagingPath),
+    target: store.toUri(targetPath),
+    mode,
+    leftover: { path: uri, kind: leftover.kind, engineJobId: leftover.engineJobId, stage: leftover.stage, ageSeconds: Math.round(ageMs / 1000) },
+    tasks: leftover.tasks,
+    tasksDeclared: tasks ?? null,
+    tasksDeclaredBy: input.tasks !== undefined ? 'option' : tasks !== undefined ? 'gaps' : null,
+    missingTasks: tasks === undefined ? [] : Array.from({ length: tasks }, (_, i) => String(i)).filter((t) => !leftover.tasks.includes(t)),
+    gaps: leftover.gaps,
+    discarded: leftover.discarded,
+    partitionBy: leftover.partitionBy,
+    partitions: leftover.partitions,
+    files: leftover.files,
+    bytes: leftover.bytes,
+    operations,
+  };
+  if (input.dryRun) return result;
+
+  const adopted = { leftover: uri, leftoverPath, tasks: claims.length };
+  await stageJob(env, { targetPath, stagingPath, mode, algorithm: 'v1', partition: [], partitionBy: leftover.partitionBy, jobId, tasks, adopted });
+  for (const c of claims) {
+    // Decided and claimed as commit-task would: a later `abort --task` of it is refused (§5.9).
+    await decide(store, layout, 0, { taskAttempt: c.taskAttempt, outcome: 'commit', atMs: env.now(), by: `adopt by ${env.user}@${env.host} pid ${env.pid}` });
+    await store.createExclusive(layout.claimFile(0, c.task), encodeClaim(c));
+  }
+  // The rename comes last: until it, the leftover is where it was and the new job publishes nothing.
+  if (store.caps.directoryRename) await moveLeftover(env, leftoverPath, stagingPath);
+  return result;
+}
+
+/** One committed claim per task found, its files checked as commit-task checks a task's files. */
+function adoptedClaims(env: StepEnv, uri: string, leftover: Leftover, jobId: string, rootOf: (root: string) => string): Claim[] {
   const claims: Claim[] = leftover.sources.map((s) => ({
     task: s.task,
     attempt: 0,
@@ -133,40 +193,7 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
       throw new UsageError(`${uri}: ${(e as Error).message}; nothing was changed`);
     }
   }
-  const operations: AdoptOperation[] = [
-    { op: 'create', path: store.toUri(layout.jobFile) },
-    ...claims.flatMap((c) => [layout.decisionFile(0, c.taskAttempt), layout.claimFile(0, c.task)].map((p) => ({ op: 'create' as const, path: store.toUri(p) }))),
-    ...(store.caps.directoryRename ? [{ op: 'rename' as const, from: uri, to: store.toUri(posix.join(stagingPath, ADOPTED_DIR)) }] : []),
-  ];
-  const result: AdoptResult = {
-    dryRun: Boolean(input.dryRun),
-    jobId,
-    handle: store.toUri(stagingPath),
-    target: store.toUri(targetPath),
-    mode,
-    leftover: { path: uri, kind: leftover.kind, engineJobId: leftover.engineJobId, stage: leftover.stage, ageSeconds: Math.round(ageMs / 1000) },
-    tasks: leftover.tasks,
-    tasksDeclared: input.tasks ?? null,
-    missingTasks: input.tasks === undefined ? [] : Array.from({ length: input.tasks }, (_, i) => String(i)).filter((t) => !leftover.tasks.includes(t)),
-    gaps: leftover.gaps,
-    discarded: leftover.discarded,
-    partitionBy: leftover.partitionBy,
-    partitions: leftover.partitions,
-    files: leftover.files,
-    bytes: leftover.bytes,
-    operations,
-  };
-  if (input.dryRun) return result;
-
-  await stageJob(env, { targetPath, stagingPath, mode, algorithm: 'v1', partition: [], partitionBy: leftover.partitionBy, jobId, tasks: input.tasks });
-  for (const c of claims) {
-    // Decided and claimed as commit-task would: a later `abort --task` of it is refused (§5.9).
-    await decide(store, layout, 0, { taskAttempt: c.taskAttempt, outcome: 'commit', atMs: env.now(), by: `adopt by ${env.user}@${env.host} pid ${env.pid}` });
-    await store.createExclusive(layout.claimFile(0, c.task), encodeClaim(c));
-  }
-  // The rename comes last: until it, the leftover is where it was and the new job publishes nothing.
-  if (store.caps.directoryRename) await moveLeftover(env, leftoverPath, stagingPath);
-  return result;
+  return claims;
 }
 
 function checkDeclaredTasks(uri: string, leftover: Leftover, tasks: number | undefined): void {
@@ -179,14 +206,19 @@ function checkDeclaredTasks(uri: string, leftover: Leftover, tasks: number | und
   if (beyond.length) throw new UsageError(`${uri} holds committed output of task ${beyond[0]}, outside --tasks ${tasks} (tasks 0…${tasks - 1}): give the job's real task count`);
 }
 
-/** One rename; if it fails the half-made job goes, so that nothing is changed. */
+/** One rename; if it fails the half-made job goes (it holds only its own manifests), so that nothing is changed. */
 async function moveLeftover(env: StepEnv, leftoverPath: string, stagingPath: string): Promise<void> {
   const { store } = env;
   const dst = posix.join(stagingPath, ADOPTED_DIR);
   try {
     await store.rename(leftoverPath, dst);
   } catch (e) {
-    if ((await store.stat(dst)) === null && (await store.stat(leftoverPath)) !== null) await store.delete(stagingPath, true).catch(() => false);
+    if ((await store.stat(dst)) !== null) throw e;
+    await store.delete(stagingPath, true).catch(() => false);
+    if ((await store.stat(leftoverPath)) === null) {
+      // The loser of two adopts of one leftover: the other one renamed it first.
+      throw new ConflictError(`${store.toUri(leftoverPath)} was taken while adopting it (another adopt of it, or its engine, moved it): this adopt made no job and changed nothing; 'stagecommit jobs ${store.toUri(posix.dirname(stagingPath))}' shows the job that took it`);
+    }
     throw e;
   }
 }

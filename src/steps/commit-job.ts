@@ -225,7 +225,7 @@ export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<Co
 export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease): Promise<CommitJobResult> {
   const { store } = env;
   const { job, layout } = open;
-  if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; stage a new job`);
+  if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`);
   // Under the lease, a job that openJob found before its commit point has no plan to read.
   let plan = open.state === 'staged' ? null : await loadPlan(store, layout, job.jobId);
   const outcome = plan ? 'rolled-forward' : 'committed';

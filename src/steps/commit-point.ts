@@ -3,6 +3,7 @@
 // partitions, then creating the next log entry — the one decision two racing jobs cannot both win.
 
 import { setTimeout as sleep } from 'node:timers/promises';
+import { againAdvice } from '../job/adoption.js';
 import { ConflictError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
 import type { OpenJob } from '../job/open.js';
@@ -77,7 +78,7 @@ export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: Co
     const since = numbers.filter((n) => pos === null || n > pos);
     if (since.length !== (max ?? -1) - (pos ?? -1)) {
       throw new ConflictError(
-        `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: entries made since it was staged are missing (pruned after a week, or removed): nothing was changed; stage the job again`,
+        `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: entries made since it was staged are missing (pruned after a week, or removed): nothing was changed; ${againAdvice(job, 'stage the job again')}`,
       );
     }
     const unfinished = numbers.filter((n) => !done.has(n));
@@ -94,7 +95,7 @@ export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: Co
       if (where === null || (done.has(n) && (await outcome(n)) === 'void')) continue;
       const did = overlap(units.replaces, e.replaces) !== null ? 'replaced' : 'wrote into';
       throw new ConflictError(
-        `job ${job.jobId} conflicts with job ${e.jobId}, which ${did} ${describeUnit(where)} at ${new Date(e.atMs).toISOString()} after this job was staged: nothing was changed; stage the job again on the new data`,
+        `job ${job.jobId} conflicts with job ${e.jobId}, which ${did} ${describeUnit(where)} at ${new Date(e.atMs).toISOString()} after this job was staged: nothing was changed; ${againAdvice(job, 'stage the job again on the new data')}`,
       );
     }
 

@@ -5,7 +5,8 @@
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError } from '../errors.js';
 import { readClaims, readDecision } from '../job/claims.js';
-import { taskAttemptName, taskOfAttempt, SUCCESS_FILE, type JobLayout } from '../job/layout.js';
+import { ADOPTED_DIR, taskAttemptName, taskOfAttempt, SUCCESS_FILE, type JobLayout } from '../job/layout.js';
+import { giveBackProblem, leftoverToGiveBack } from '../job/adoption.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { resolveLoc } from '../plan/apply.js';
 import { loadPlan, type PersistedPlan } from '../plan/plan-file.js';
@@ -76,7 +77,7 @@ export async function commitJobDryRun(env: StepEnv, input: { stagingPath: string
   const open = await openJob(env, input.stagingPath);
   const { job, layout } = open;
   await checkUnlocked(env, layout);
-  if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; stage a new job`);
+  if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`);
   let plan: PersistedPlan | null = await loadPlan(store, layout, job.jobId);
   const outcome = plan || open.state === 'committed' ? 'rolled-forward' : 'committed';
   if (!plan && open.state === 'committing') {
@@ -120,6 +121,8 @@ export interface AbortDryRun {
   readonly taskAttempt?: string;
   readonly files: number;
   readonly bytes: number;
+  /** An adopted job's leftover, which abort renames back to where adopt found it (local, HDFS). */
+  readonly givesBack?: { readonly from: string; readonly to: string; readonly files: number; readonly bytes: number };
   readonly operations: readonly PlannedOperation[];
 }
 
@@ -151,16 +154,27 @@ export async function abortDryRun(env: StepEnv, input: { stagingPath: string; ta
   }
   await checkUnlocked(env, layout);
   requireState(open, ['staged', 'aborted'], 'abort');
-  // The staged data: what is under the task and adopted dirs, not the job's own manifests.
+  const back = await leftoverToGiveBack(store, layout, job);
+  // The staged data: what is under the task dirs, not the job's own manifests nor an adopted leftover (it is given back).
   const files = (await walkFiles(store, layout.root, { details: true })).filter((f) => f.name.includes('/') && !/(^|\/)_(claims|decisions)\//.test(f.name));
+  const given = files.filter((f) => f.name.startsWith(ADOPTED_DIR + '/'));
+  const thrown = files.filter((f) => !f.name.startsWith(ADOPTED_DIR + '/'));
+  const sum = (fs: typeof files) => fs.reduce((a, f) => a + Math.max(0, f.size), 0);
+  const problem = back && (await giveBackProblem(store, job, back));
+  if (problem) throw new ConflictError(problem);
   return {
     dryRun: true,
     jobId: job.jobId,
     outcome: 'aborted',
     scope,
-    files: files.length,
-    bytes: files.reduce((a, f) => a + Math.max(0, f.size), 0),
-    operations: [...(job.state === 'aborted' ? [] : [{ op: 'write', path: store.toUri(layout.jobFile) }]), { op: 'delete', path: job.staging, dir: true }],
+    files: thrown.length,
+    bytes: sum(thrown),
+    ...(back ? { givesBack: { from: store.toUri(back.from), to: store.toUri(back.to!), files: given.length, bytes: sum(given) } } : {}),
+    operations: [
+      ...(job.state === 'aborted' ? [] : [{ op: 'write', path: store.toUri(layout.jobFile) }]),
+      ...(back ? [{ op: 'rename', from: store.toUri(back.from), to: store.toUri(back.to!) }] : []),
+      { op: 'delete', path: job.staging, dir: true },
+    ],
   };
 }
 

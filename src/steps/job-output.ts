@@ -15,6 +15,7 @@ import { forEachInTree } from '../store/walk.js';
 import { mapLimit } from '../util/pool.js';
 import { checkTaskFile } from './commit-task.js';
 import type { OpenJob } from '../job/open.js';
+import { againAdvice, halfMadeAdoption, halfMadeAdvice } from '../job/adoption.js';
 import { declaredNotCommitted } from '../job/tasks.js';
 import type { StepEnv } from './env.js';
 
@@ -57,7 +58,11 @@ interface JobOutput {
 export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput> {
   const { store } = env;
   const { job, layout } = open;
-  const claims = committedTasks(job, await readClaimRecords(store, layout, job.jobId, job.appAttempt, env.concurrency));
+  const read = await readClaimRecords(store, layout, job.jobId, job.appAttempt, env.concurrency);
+  // A half-made adoption would commit nothing (or part of the leftover) and write a _SUCCESS.
+  const halfMade = await halfMadeAdoption(store, layout, job, read);
+  if (halfMade !== null) throw new ConflictError(`job ${job.jobId} is a half-made adoption (${halfMade}): nothing was changed; ${halfMadeAdvice(job)}`);
+  const claims = committedTasks(job, read);
   const tree = job.algorithm === 'v1' ? new OutputTree(claims.map((c) => c.task)) : null;
   const stats = new OutputStats(job.partitionBy.length);
   const uploads: TaskFile[] = [];
@@ -84,10 +89,10 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
     const i = problems.findIndex((p) => p !== null);
     if (i >= 0) {
       const c = claims[i]!;
-      throw new ConflictError(`the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(claimRootPath(layout, job.targetPath, c.root!))} ${problems[i]}: nothing was changed; abort the job and run it again`);
+      throw new ConflictError(`the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(claimRootPath(layout, job.targetPath, c.root!))} ${problems[i]}: nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`);
     }
     const lost = await checkUploadsPending(store, job.targetPath, uploads);
-    if (lost !== null) throw new ConflictError(`the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; abort the job and run it again`);
+    if (lost !== null) throw new ConflictError(`the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`);
   }
   return { claims, sources, tree, stats, inDir };
 }

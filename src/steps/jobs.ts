@@ -8,6 +8,7 @@ import { defaultStagingRoot, JOB_FILE } from '../job/layout.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { mapLimit } from '../util/pool.js';
 import { openJob } from '../job/open.js';
+import { halfMadeAdoption } from '../job/adoption.js';
 import type { StepEnv } from './env.js';
 
 export interface JobRow {
@@ -24,6 +25,8 @@ export interface JobRow {
   readonly tasksCommitted: number | null;
   readonly tasksDeclared: number | null;
   readonly handle: string;
+  /** An adopted job whose adoption did not finish (adopt killed, or another adopt took the leftover): what is missing. */
+  readonly halfMade?: string;
   /** Why the row is 'unreadable'. */
   readonly problem?: string;
 }
@@ -37,6 +40,8 @@ export interface JobsResult {
 async function stagingRootOf(env: StepEnv, path: string): Promise<string[]> {
   const { store } = env;
   if (await store.stat(posix.join(path, JOB_FILE))) return [path];
+  const self = await store.stat(path);
+  if (self && self.kind !== 'dir') throw new UsageError(`${store.toUri(path)} is not a directory: give a table or a staging root`);
   const children = await store.list(path);
   const hasJobs = await Promise.all(children.filter((c) => c.kind === 'dir').map(async (c) => (await store.stat(posix.join(c.path, JOB_FILE))) !== null));
   if (hasJobs.some(Boolean)) return children.filter((c) => c.kind === 'dir').map((c) => c.path);
@@ -53,6 +58,7 @@ async function rowOf(env: StepEnv, stagingPath: string): Promise<JobRow | null> 
     const open = await openJob(env, stagingPath);
     const { job, layout } = open;
     const [claims, lease] = await Promise.all([readClaims(store, layout, job.jobId, job.appAttempt), readCurrentLease(store, layout)]);
+    const halfMade = open.state === 'staged' ? await halfMadeAdoption(store, layout, job, claims) : null;
     return {
       jobId: job.jobId,
       state: open.state,
@@ -64,6 +70,7 @@ async function rowOf(env: StepEnv, stagingPath: string): Promise<JobRow | null> 
       tasksCommitted: [...claims.values()].filter((c) => c.state === 'committed').length,
       tasksDeclared: job.tasks ?? null,
       handle,
+      ...(halfMade !== null ? { halfMade } : {}),
     };
   } catch (e) {
     if ((await store.stat(posix.join(stagingPath, JOB_FILE))) === null) return null; // not a job (or gone meanwhile)

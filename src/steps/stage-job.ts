@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { posix } from 'node:path';
 import { findCommitted } from '../job/finished.js';
 import { UsageError } from '../errors.js';
-import { encodeJob, type Algorithm, type JobManifest, type Mode } from '../job/job.js';
+import { encodeJob, type Adoption, type Algorithm, type JobManifest, type Mode } from '../job/job.js';
 import { defaultStagingRoot, JobLayout } from '../job/layout.js';
 import { TableLog } from '../job/table-log.js';
 import { isDataName, normalizeColumn, type PartitionValue } from '../paths.js';
@@ -22,6 +22,8 @@ export interface StageJobInput {
   readonly partitionBy?: readonly string[];
   readonly jobId?: string;
   readonly tasks?: number;
+  /** Set by adopt: where the leftover was. */
+  readonly adopted?: Adoption;
 }
 
 export interface StageJobResult {
@@ -147,6 +149,7 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
     state: 'staged',
     stagedAtMs: env.now(),
     owner: { user: env.user, host: env.host, pid: env.pid },
+    ...(input.adopted ? { adopted: input.adopted } : {}),
   };
   const layout = new JobLayout(stagingPath);
   // A store proves what the protocol relies on (S3: that conditional writes are honoured).

@@ -8,6 +8,7 @@ import { attemptsByTask, declaredNotCommitted } from '../job/tasks.js';
 import { compareTasks } from '../paths.js';
 import { JobGoneError, type OpenJob } from '../job/open.js';
 import type { FinishedJob } from '../job/finished.js';
+import { halfMadeAdoption } from '../job/adoption.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
 
@@ -30,6 +31,8 @@ export interface StatusResult {
   readonly files: number;
   readonly bytes: number;
   readonly lease: { readonly live: boolean; readonly holder: string } | null;
+  /** An adopted job whose adoption did not finish: what is missing (commit-job refuses it). */
+  readonly halfMade?: string;
 }
 
 /** A job that committed and left no staging dir: what its `_SUCCESS` or table-log entry tells. */
@@ -74,6 +77,7 @@ async function statusOf(env: StepEnv, open: OpenJob): Promise<StatusResult> {
   tasks.sort((a, b) => compareTasks(a.task, b.task));
   const declaredMissing = declaredNotCommitted(job, claims);
   const lease = await readCurrentLease(store, layout);
+  const halfMade = open.state === 'staged' ? await halfMadeAdoption(store, layout, job, claims) : null;
   const committed = tasks.filter((t) => t.state === 'committed');
   return {
     jobId: job.jobId,
@@ -85,5 +89,6 @@ async function statusOf(env: StepEnv, open: OpenJob): Promise<StatusResult> {
     files: committed.reduce((a, t) => a + t.files, 0),
     bytes: committed.reduce((a, t) => a + t.bytes, 0),
     lease: lease ? { live: isLeaseLive(lease, env), holder: describeHolder(lease.record) } : null,
+    ...(halfMade !== null ? { halfMade } : {}),
   };
 }

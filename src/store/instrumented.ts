@@ -104,6 +104,10 @@ export class InstrumentedStore implements Store {
   get checkWritable(): ((dirs: readonly string[]) => Promise<void>) | undefined {
     return this.inner.checkWritable?.bind(this.inner);
   }
+
+  get sameFilesystem(): ((a: string, b: string) => Promise<boolean>) | undefined {
+    return this.inner.sameFilesystem?.bind(this.inner);
+  }
   get verify(): ((dir: string) => Promise<void>) | undefined {
     return this.inner.verify?.bind(this.inner);
   }

@@ -51,6 +51,20 @@ export class LocalStore implements Store {
     return checkWritableLocal(dirs);
   }
 
+  async sameFilesystem(a: string, b: string): Promise<boolean> {
+    const device = async (p: string): Promise<number> => {
+      for (let d = p; ; d = path.dirname(d)) {
+        try {
+          return (await fs.stat(d)).dev;
+        } catch (e) {
+          if ((code(e) !== 'ENOENT' && code(e) !== 'ENOTDIR') || d === path.dirname(d)) throw wrap(e, 'stat', [d]);
+        }
+      }
+    };
+    const [da, db] = await Promise.all([device(a), device(b)]);
+    return da === db;
+  }
+
   async stat(p: string): Promise<Entry | null> {
     try {
       const s = await fs.lstat(p);

@@ -134,6 +134,11 @@ export interface Store {
    * these directories; a directory that does not exist yet is judged by its nearest existing parent.
    */
   checkWritable?(dirs: readonly string[]): Promise<void>;
+  /**
+   * Optional: false when a rename from `a` to `b` would cross filesystems (local EXDEV); a path that
+   * does not exist yet is judged by its nearest existing parent.
+   */
+  sameFilesystem?(a: string, b: string): Promise<boolean>;
   /** Stores a local file or a stream at dst, creating parents. */
   put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void>;
 }

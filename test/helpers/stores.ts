@@ -1,6 +1,6 @@
 // The stores every suite runs on: one parametrised list, so a store joins every suite at once.
 
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { after, before } from 'node:test';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,6 +19,8 @@ export interface StoreSandbox {
   uri(p: string): string;
   /** Stores with multipart uploads: begin one at a path and leave it incomplete. */
   startUpload?(p: string): Promise<void>;
+  /** Stores whose directories have times: sets the modification time of everything under a path, itself included (S3 cannot). */
+  backdate?(p: string, mtimeMs: number): Promise<void>;
   /** Environment for the CLI (config, credentials). */
   readonly env: Record<string, string>;
   /** How many entries one listing request returns, where listings are paged. */
@@ -54,9 +56,16 @@ export const localFixture: StoreFixture = {
   async sandbox() {
     const base = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-test-'));
     const store = new LocalStore();
-    return { store, base, uri: (p) => p, pathOf: (u) => u, env: {}, close: () => rm(base, { recursive: true, force: true }) };
+    return { store, base, uri: (p) => p, pathOf: (u) => u, backdate: (p, ms) => backdateTree(p, ms), env: {}, close: () => rm(base, { recursive: true, force: true }) };
   },
 };
+
+/** Sets the times of a local tree, deepest first (a change below would touch the directory again). */
+async function backdateTree(p: string, mtimeMs: number): Promise<void> {
+  const st = await lstat(p);
+  if (st.isDirectory()) for (const n of await readdir(p)) await backdateTree(path.join(p, n), mtimeMs);
+  await utimes(p, mtimeMs / 1000, mtimeMs / 1000);
+}
 
 /** S3 on the Ceph RGW that `npm test` starts (scripts/rgw.sh): a fresh bucket per sandbox. */
 export const s3Fixture: StoreFixture = {
@@ -114,6 +123,8 @@ export const hdfsFixture: StoreFixture = {
       listPage: 7,
       uri: (p) => `hdfs://testcluster${p}`,
       pathOf: (u) => u.replace(/^hdfs:\/\/testcluster/, ''),
+      // The test name node keeps its namespace in a local directory, and reports its times.
+      backdate: (p, ms) => backdateTree(path.join(dir, path.posix.normalize('/' + p)), ms),
       env: { STAGECOMMIT_CONFIG: configFile },
       close: async () => {
         await cluster.stop();

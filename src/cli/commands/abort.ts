@@ -9,13 +9,13 @@ import type { Run } from '../runtime.js';
 
 function renderAbort(r: AbortDoc): string {
   if (r.outcome === 'nothing') return 'nothing to abort: no job at that handle (finished, aborted or never staged)';
-  if (r.scope === 'job') return `aborted job ${r.jobId}: its staged data is gone, the target was not touched`;
+  if (r.scope === 'job') return `aborted job ${r.jobId}: its staged data is gone${r.leftoverGivenBack ? `, the adopted leftover is back at ${r.leftoverGivenBack}` : ''}, the target was not touched`;
   return `aborted ${r.taskAttempt}${r.wasDenied ? ' (another attempt had won the task)' : ''}`;
 }
 
 export function abortCommand(run: Run): Command {
   const cmd = new Command('abort')
-    .description('throw away one task attempt (--task) or the whole job')
+    .description("throw away one task attempt (--task) or the whole job (an adopted job's leftover is given back, not thrown away)")
     .option('--job <job>', 'the job handle (default: $STAGECOMMIT_JOB)')
     .option('--task <t>', 'abort only this task attempt')
     .option('--attempt <n>', 'the task attempt (default 0)', wholeNumber('--attempt'))

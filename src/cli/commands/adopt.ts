@@ -15,8 +15,10 @@ export function renderAdopt(r: AdoptDoc): string {
   const lines = [
     `${r.dryRun ? 'dry run: would adopt' : `${chalk.green('✔')} adopted`} ${l.kind} ${l.path}${l.engineJobId ? ` (engine job ${l.engineJobId})` : ''}, last changed ${formatAge(l.ageSeconds)} ago`,
     `  found      ${l.stage}`,
-    `  tasks      ${r.tasks.length} committed task dir(s)${r.tasks.length ? ` (${shortList(r.tasks)})` : ''}${r.tasksDeclared !== null ? ` of ${r.tasksDeclared} declared` : ''}; gaps: ${shortList(r.gaps.map(String))}`,
-    ...(r.missingTasks.length ? [`  missing    ${shortList(r.missingTasks, 20)} of the ${r.tasksDeclared} declared: commit-job will refuse (exit 5) until they are committed`] : []),
+    `  tasks      ${r.tasks.length} committed task dir(s)${r.tasks.length ? ` (${shortList(r.tasks)})` : ''}${r.tasksDeclared !== null ? ` of ${r.tasksDeclared} declared${r.tasksDeclaredBy === 'gaps' ? ' (the highest task + 1, for the gaps)' : ''}` : ''}; gaps: ${shortList(r.gaps.map(String))}`,
+    ...(r.missingTasks.length
+      ? [`  missing    ${shortList(r.missingTasks, 20)} of the ${r.tasksDeclared} declared: commit-job will refuse (exit 5) until they are committed (after 'stagecommit recover' they can be run again), or give --tasks with the job's real task count`]
+      : []),
     `  discarded  ${r.discarded.length} (${discarded.files} file(s), ${formatBytes(discarded.bytes)})${r.discarded.length ? ': ' + shortList(r.discarded.map((d) => `${d.path} (${d.reason})`), 3) : ''}`,
     `  output     ${r.files} file(s), ${formatBytes(r.bytes)}${r.partitionBy.length ? ` in ${r.partitions.length} partition(s) by ${r.partitionBy.join(',')}: ${shortList(r.partitions)}` : ''}`,
     `  job        ${r.jobId}: ${r.mode}${r.mode === 'overwrite' && r.partitionBy.length ? ' of the partitions present' : ''} into ${r.target}`,
@@ -32,7 +34,7 @@ export function adoptCommand(run: Run): Command {
     .argument('<leftover>', "the leftover dir: a '_temporary', '.spark-staging-<id>' or '.hive-staging…' under the table")
     .option('--target <uri>', 'the table to publish into (default: the directory holding the leftover)')
     .addOption(new Option('--mode <mode>', 'default: overwrite of the partitions present for .spark-staging, append otherwise').choices(['append', 'overwrite']))
-    .option('--tasks <n>', 'the job had tasks 0…N-1: commit-job refuses (exit 5) while one is missing', positiveInt('--tasks'))
+    .option('--tasks <n>', 'the job had tasks 0…N-1: commit-job refuses (exit 5) while one is missing (without it, gaps in the numbering declare the highest task + 1)', positiveInt('--tasks'))
     .option('--older-than <duration>', 'refuse (exit 4) a leftover changed more recently: its engine may be alive (s, m, h, d)', '15m')
     .option('--dry-run', 'print what adopting would do, change nothing')
     .action((leftover: string, o: { target?: string; mode?: 'append' | 'overwrite'; tasks?: number; olderThan: string; dryRun?: boolean }, c: Command) =>

@@ -1,0 +1,79 @@
+// An adopted job's leftover: whether adopt finished making the job, and giving the leftover back
+// to where the engine left it when the job is aborted (it may hold the only copy of partitions
+// the engine had already deleted from the table).
+
+import { posix } from 'node:path';
+import { ConflictError, StoreError } from '../errors.js';
+import type { Store } from '../store/types.js';
+import type { Claim } from './claims.js';
+import type { JobManifest } from './job.js';
+import { ADOPTED_DIR, type JobLayout } from './layout.js';
+
+export function adoptedDir(layout: JobLayout): string {
+  return posix.join(layout.root, ADOPTED_DIR);
+}
+
+/**
+ * Why an adopted job is half-made (adopt was killed, or lost a race with another adopt of the
+ * same leftover), or null when it is whole or not adopted. Only for a job before its commit point.
+ */
+export async function halfMadeAdoption(store: Store, layout: JobLayout, job: JobManifest, claims: ReadonlyMap<string, Pick<Claim, 'root'>>): Promise<string | null> {
+  if (!job.adopted) {
+    // Adopted by a stagecommit that recorded no adoption: its claims point into `_adopted`.
+    const needsDir = store.caps.directoryRename && [...claims.values()].some((c) => c.root === ADOPTED_DIR || c.root?.startsWith(ADOPTED_DIR + '/'));
+    return needsDir && (await store.stat(adoptedDir(layout))) === null ? `its leftover never reached ${store.toUri(adoptedDir(layout))}` : null;
+  }
+  if (claims.size < job.adopted.tasks) return `adopt wrote ${claims.size} of its ${job.adopted.tasks} claim(s)`;
+  if (store.caps.directoryRename && (await store.stat(adoptedDir(layout))) === null) return `its leftover was never moved in (it is still at ${job.adopted.leftover}, or another adopt took it)`;
+  return null;
+}
+
+export function halfMadeAdvice(job: JobManifest): string {
+  return `abort it ('stagecommit abort --job ${job.staging}', which leaves the leftover where it is) and adopt ${job.adopted ? job.adopted.leftover : 'the leftover'} again`;
+}
+
+/** What aborting gives back: the leftover renamed from the staging dir to where adopt found it (null: nothing to give). */
+export async function leftoverToGiveBack(store: Store, layout: JobLayout, job: JobManifest): Promise<{ from: string; to: string | null } | null> {
+  if (!store.caps.directoryRename) return null; // on S3 the leftover never left its place
+  const from = adoptedDir(layout);
+  if ((await store.stat(from)) === null) return null;
+  return { from, to: job.adopted?.leftoverPath ?? null };
+}
+
+/** Why the leftover cannot go back (its place is taken, or was never recorded), or null. */
+export async function giveBackProblem(store: Store, job: JobManifest, back: { from: string; to: string | null }): Promise<string | null> {
+  const from = store.toUri(back.from);
+  if (back.to === null) {
+    return `job ${job.jobId} was adopted by a stagecommit that did not record where its leftover was, so it stays in ${from}: move it back beside the table under its engine name (such as '.spark-staging-<id>' or '_temporary') by hand, then abort again`;
+  }
+  if ((await store.stat(back.to)) !== null) return takenMessage(store, back.from, back.to);
+  return null;
+}
+
+function takenMessage(store: Store, from: string, to: string): string {
+  return `the adopted leftover cannot go back: ${store.toUri(to)} exists again, so it stays in ${store.toUri(from)} and nothing is deleted; move one of them aside and run abort again`;
+}
+
+/**
+ * Renames `_adopted` back to the leftover's original path before the staging dir goes. Where that
+ * path is taken (or unknown), the leftover stays in the staging dir and the abort fails: it is
+ * never deleted.
+ */
+export async function giveBackLeftover(store: Store, layout: JobLayout, job: JobManifest): Promise<void> {
+  const back = await leftoverToGiveBack(store, layout, job);
+  if (!back) return;
+  const problem = await giveBackProblem(store, job, back);
+  if (problem) throw new ConflictError(problem);
+  try {
+    await store.rename(back.from, back.to!);
+  } catch (e) {
+    if (e instanceof StoreError && e.kind === 'exists') throw new ConflictError(takenMessage(store, back.from, back.to!));
+    throw e;
+  }
+}
+
+/** What to do after a conflict: an adopted job is not staged again, its leftover is adopted again. */
+export function againAdvice(job: JobManifest, staged: string): string {
+  if (!job.adopted) return staged;
+  return `abort it ('stagecommit abort --job ${job.staging}' gives the leftover back to ${job.adopted.leftover}) and adopt the leftover again once the conflicting job is done`;
+}
