@@ -181,6 +181,11 @@ export function readClaim(store: Store, layout: JobLayout, ctx: ClaimContext): P
   return readManifestFile(store, layout.claimFile(ctx.appAttempt, ctx.task), (text, file) => decodeClaim(text, file, ctx));
 }
 
+/** The files every claim of the job's current app attempt holds. */
+export async function claimedFiles(store: Store, layout: JobLayout, job: { readonly jobId: string; readonly appAttempt: number }, concurrency = 16): Promise<TaskFile[]> {
+  return [...(await readClaims(store, layout, job.jobId, job.appAttempt, concurrency)).values()].flatMap((c) => c.files);
+}
+
 /** Every claim of one app attempt, by task; a file there that is not a claim is reported. */
 export async function readClaims(store: Store, layout: JobLayout, jobId: string, app: number, concurrency = 16): Promise<Map<string, Claim>> {
   const tasks = await claimTasks(store, layout, app);

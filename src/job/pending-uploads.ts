@@ -12,7 +12,7 @@ import { decodeManifest, encodeManifest, Fields, itemNumber, itemString } from '
 import { checkRelativePath } from '../paths.js';
 import type { Store } from '../store/types.js';
 import { forEachLimit, mapLimit } from '../util/pool.js';
-import type { TaskFile } from './claims.js';
+import { claimedFiles, type TaskFile } from './claims.js';
 import type { JobManifest } from './job.js';
 import type { JobLayout } from './layout.js';
 import { readManifestFile } from './manifest-io.js';
@@ -157,22 +157,27 @@ export async function settleAttemptUploads(store: Store, layout: JobLayout, job:
  * kept ones. With `beforeApp`, only the records of earlier app attempts count, and they go once
  * done with. Safe to run again: an upload that is gone is success.
  */
-export async function abortRecordedUploads(store: Store, layout: JobLayout, keep: ReadonlySet<string>, concurrency: number, targetPath: string, opts: { extra?: readonly TaskFile[]; beforeApp?: number } = {}): Promise<number> {
-  if (!store.abortUpload) return 0;
-  const doomed: { path: string; uploadId: string }[] = [];
-  const apps = (await store.list(uploadsDir(layout))).filter((e) => e.kind === 'dir' && (opts.beforeApp === undefined || Number(e.name) < opts.beforeApp));
+/** Every upload the job's `stage` calls recorded, app attempt by app attempt (`beforeApp`: only earlier ones). */
+async function recordedUploads(store: Store, layout: JobLayout, concurrency: number, beforeApp?: number): Promise<{ apps: string[]; uploads: { path: string; uploadId: string }[] }> {
+  const apps = (await store.list(uploadsDir(layout))).filter((e) => e.kind === 'dir' && (beforeApp === undefined || Number(e.name) < beforeApp));
+  const uploads: { path: string; uploadId: string }[] = [];
   for (const app of apps) {
     for (const attempt of await store.list(app.path)) {
       if (attempt.kind !== 'dir') continue;
-      for (const r of await readRecords(store, attempt.path, attempt.name, concurrency)) {
-        for (const u of r.uploads) doomed.push({ path: posix.join(targetPath, u.path), uploadId: u.uploadId });
-      }
+      for (const r of await readRecords(store, attempt.path, attempt.name, concurrency)) uploads.push(...r.uploads);
     }
   }
+  return { apps: apps.map((a) => a.path), uploads };
+}
+
+export async function abortRecordedUploads(store: Store, layout: JobLayout, keep: ReadonlySet<string>, concurrency: number, targetPath: string, opts: { extra?: readonly TaskFile[]; beforeApp?: number } = {}): Promise<number> {
+  if (!store.abortUpload) return 0;
+  const { apps, uploads } = await recordedUploads(store, layout, concurrency, opts.beforeApp);
+  const doomed = uploads.map((u) => ({ path: posix.join(targetPath, u.path), uploadId: u.uploadId }));
   for (const f of opts.extra ?? []) if (f.upload) doomed.push({ path: posix.join(targetPath, f.path), uploadId: f.upload.id });
   const go = doomed.filter((u) => !keep.has(u.uploadId));
   await forEachLimit(go, concurrency, (u) => store.abortUpload!(u));
-  if (opts.beforeApp !== undefined) for (const app of apps) await store.delete(app.path, true);
+  if (opts.beforeApp !== undefined) for (const app of apps) await store.delete(app, true);
   return go.length;
 }
 
@@ -180,15 +185,9 @@ export async function abortRecordedUploads(store: Store, layout: JobLayout, keep
  * Every upload a job owns: the ones its `stage` calls recorded (any app attempt) and the ones its
  * claims hold. clean-orphans leaves these to the job (abort or roll-forward), never to the age rule.
  */
-export async function ownedUploadIds(store: Store, layout: JobLayout, claimed: readonly TaskFile[], concurrency: number): Promise<Set<string>> {
-  const ids = new Set(claimed.flatMap((f) => (f.upload ? [f.upload.id] : [])));
-  for (const app of await store.list(uploadsDir(layout))) {
-    if (app.kind !== 'dir') continue;
-    for (const attempt of await store.list(app.path)) {
-      if (attempt.kind !== 'dir') continue;
-      for (const r of await readRecords(store, attempt.path, attempt.name, concurrency)) for (const u of r.uploads) ids.add(u.uploadId);
-    }
-  }
+export async function ownedUploadIds(store: Store, layout: JobLayout, job: JobManifest, concurrency: number): Promise<Set<string>> {
+  const ids = new Set((await claimedFiles(store, layout, job, concurrency)).flatMap((f) => (f.upload ? [f.upload.id] : [])));
+  for (const u of (await recordedUploads(store, layout, concurrency)).uploads) ids.add(u.uploadId);
   return ids;
 }
 

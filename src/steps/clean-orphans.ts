@@ -7,7 +7,6 @@ import { loadJob, type JobManifest } from '../job/job.js';
 import { defaultStagingRoot, JobLayout, JOB_FILE } from '../job/layout.js';
 import { isPastCommitPoint, stateOnStore } from '../job/open.js';
 import { isLeaseLive, readCurrentLease } from '../job/lease.js';
-import { readClaims } from '../job/claims.js';
 import { ownedUploadIds } from '../job/pending-uploads.js';
 import type { Entry, PendingUpload, Store } from '../store/types.js';
 import { measureTree } from '../store/walk.js';
@@ -222,8 +221,7 @@ async function ownUploadsBeside(env: StepEnv, roots: readonly string[], owned: S
         const layout = new JobLayout(e.path);
         const job = await loadJob(store, layout);
         if (!job) continue;
-        const claims = await readClaims(store, layout, job.jobId, job.appAttempt, env.concurrency);
-        for (const id of await ownedUploadIds(store, layout, [...claims.values()].flatMap((c) => c.files), env.concurrency)) owned.add(id);
+        for (const id of await ownedUploadIds(store, layout, job, env.concurrency)) owned.add(id);
       } catch {
         allRead = false;
       }
@@ -255,8 +253,7 @@ async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: num
   }
   if (!job) return { ...base, action: 'skipped', reason: `${JOB_FILE} vanished during the scan` };
   if (owned && store.listUploads) {
-    const claims = await readClaims(store, layout, job.jobId, job.appAttempt, env.concurrency);
-    for (const id of await ownedUploadIds(store, layout, [...claims.values()].flatMap((c) => c.files), env.concurrency)) owned.add(id);
+    for (const id of await ownedUploadIds(store, layout, job, env.concurrency)) owned.add(id);
   }
   const state = await stateOnStore(store, layout, job);
   const past = isPastCommitPoint(state);

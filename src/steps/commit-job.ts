@@ -4,7 +4,7 @@
 
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError } from '../errors.js';
-import { leftoverOfRoot, readClaims, type TaskFile } from '../job/claims.js';
+import { claimedFiles, leftoverOfRoot } from '../job/claims.js';
 import { isFullyStatic, saveJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { SUCCESS_FILE } from '../job/layout.js';
 import { abortRecordedUploads } from '../job/pending-uploads.js';
@@ -162,7 +162,7 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   env.emit({ type: 'phase', label: 'removing the staging dir' });
   // Uploads of attempts that lost, were denied or aborted are never completed: abort them (S3).
   // An append drops a claimed upload whose bytes the target already holds: abort it too.
-  const dropped = job.mode === 'append' && store.abortUpload ? await claimedFiles(env, open).catch(() => []) : [];
+  const dropped = job.mode === 'append' && store.abortUpload ? await claimedFiles(store, layout, job, env.concurrency).catch(() => []) : [];
   await abortRecordedUploads(store, layout, plannedUploads(plan.phases), env.concurrency, job.targetPath, { extra: dropped });
   await removeStagingDir(store, layout, lease);
   // The log is tidied by the run that made the entry, from the listing it already holds.
@@ -189,11 +189,6 @@ async function checkHeldEntry(store: Store, open: OpenJob, plan: PersistedPlan):
       `names table-log entry ${n}, which ${!entry ? 'is gone' : void_ ? 'was given up' : `is job ${entry.jobId}'s`}: rolling this plan forward could undo newer commits; check the target and abort the job, or restore the log`,
     );
   }
-}
-
-async function claimedFiles(env: StepEnv, { job, layout }: OpenJob): Promise<TaskFile[]> {
-  const claims = await readClaims(env.store, layout, job.jobId, job.appAttempt, env.concurrency);
-  return [...claims.values()].flatMap((c) => c.files);
 }
 
 /** The upload ids a commit plan completes (kept when the job's other uploads are aborted). */
