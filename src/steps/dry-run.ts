@@ -5,7 +5,7 @@
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError } from '../errors.js';
 import { readClaims, readDecision } from '../job/claims.js';
-import { ADOPTED_DIR, taskAttemptName, taskOfAttempt, SUCCESS_FILE, type JobLayout } from '../job/layout.js';
+import { ADOPTED_DIR, taskAttemptName, SUCCESS_FILE, type JobLayout } from '../job/layout.js';
 import { giveBackProblem, leftoverToGiveBack } from '../job/adoption.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { resolveLoc } from '../plan/apply.js';
@@ -14,7 +14,7 @@ import type { PlanPhase } from '../plan/plan.js';
 import { checkAttempt, checkTaskId, compareTasks } from '../paths.js';
 import { preparePlan, type CommitJobResult } from './commit-job.js';
 import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.js';
-import { attemptFiles } from '../job/tasks.js';
+import { attemptFiles, attemptsByTask, declaredNotCommitted } from '../job/tasks.js';
 import { walkFiles } from '../store/walk.js';
 import type { StepEnv } from './env.js';
 
@@ -204,14 +204,8 @@ export async function recoverDryRun(env: StepEnv, input: { stagingPath: string }
   const claims = await readClaims(store, layout, job.jobId, job.appAttempt);
   const committed = [...claims.values()].filter((c) => c.state === 'committed').map((c) => c.task).sort(compareTasks);
   const interrupted = [...claims.values()].filter((c) => c.state !== 'committed').map((c) => c.taskAttempt).sort();
-  let tasksToRun: string[];
-  if (job.tasks !== undefined) {
-    tasksToRun = [];
-    for (let t = 0; t < job.tasks; t++) if (!committed.includes(String(t))) tasksToRun.push(String(t));
-  } else {
-    const attempted = new Set((await store.list(layout.attemptsDir(job.appAttempt))).map((e) => taskOfAttempt(job.jobId, e.name)).filter((t): t is string => t !== null));
-    tasksToRun = [...attempted].filter((t) => !committed.includes(t)).sort(compareTasks);
-  }
+  // As recover counts them: declared tasks not committed, else the attempted ones not committed.
+  const tasksToRun = job.tasks !== undefined ? declaredNotCommitted(job, claims) : [...(await attemptsByTask(store, layout, job.jobId, job.appAttempt)).keys()].filter((t) => !committed.includes(t)).sort(compareTasks);
   // An interrupted commit that recover undoes leaves its task to run again; one it finishes does not.
   return { ...base, state: 'staged', appAttempt: job.appAttempt + 1, committedTasks: committed, tasksToRun, interrupted, rolledForward: false };
 }
