@@ -93,8 +93,11 @@ function cliCommitJob(handle: string): { wall: number; metrics: Record<string, n
   const wall = time(() => {
     // BENCH_PARALLELISM: store operations in flight for our commit (default: the config's, 32).
     const parallelism = process.env.BENCH_PARALLELISM ? ['--parallelism', process.env.BENCH_PARALLELISM] : [];
-    const r = spawnSync(process.execPath, [BIN, 'commit-job', '--job', handle, '--json', ...parallelism], { encoding: 'utf8', env });
+    // BENCH_VERBOSE=1: our commit's phases and store operation counts on stderr.
+    const verbose = process.env.BENCH_VERBOSE === '1' ? ['--verbose'] : [];
+    const r = spawnSync(process.execPath, [BIN, 'commit-job', '--job', handle, '--json', ...parallelism, ...verbose], { encoding: 'utf8', env });
     if (r.status !== 0) throw new Error(r.stderr);
+    if (verbose.length) process.stderr.write(r.stderr);
     metrics = JSON.parse(r.stdout).metrics;
   });
   return { wall, metrics };
@@ -138,7 +141,8 @@ async function caseMany(label: string, files: number, partitions: number, size: 
     ours[how] = cliCommitJob(handle);
     await store.delete(`/${bucket}/wh/${how}-${files}`, true);
   }
-  const peer = await peerTimes(list, body);
+  // BENCH_PEERS=0 skips aws and rclone (a quick look at our own figures).
+  const peer = process.env.BENCH_PEERS === '0' ? { aws: NaN, rclone: NaN } : await peerTimes(list, body);
   for (const how of hows) row(`${label}, staged by ${how === 'writer' ? 'an outside writer (--print-path)' : 'stage FILE'}`, ours[how]!, files, peer, goals);
 }
 
