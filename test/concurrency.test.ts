@@ -49,6 +49,7 @@ for (const fx of storeFixtures()) {
     test('two jobs overwriting different static partitions of one table at once: both land, nothing else moves', async () => {
       const target = posix.join(dir(), 'sales');
       await writeTree(sb.store, target, { 'dt=1/old': 'o1', 'dt=2/old': 'o2', 'dt=3/old': 'o3' });
+      // Staged here; every commit of both jobs, task and job, is a process of its own.
       const runOne = async (dt: string, tasks: number) => {
         const job = await stage(sb, { target, mode: 'overwrite', partition: [`dt=${dt}`] });
         await Promise.all(Array.from({ length: tasks }, (_, i) => stageTask(sb, job, { task: String(i), files: { [`part-${i}`]: `${dt}-${i}` } })));

@@ -1,7 +1,8 @@
 // Real kills: SIGKILL the CLI before each store mutation of commit-task and commit-job (a sweep
 // over every point, shared out between the stores of the run, not one lucky timing), then
 // `recover` through the CLI right away (the dead holder's lease is taken over) and check the
-// job ends as an uninterrupted run does.
+// job ends as an uninterrupted run does. The killed step is a process; the heal runs main() in
+// this process (the same commands, no start-up each).
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -10,6 +11,7 @@ import { JobLayout } from '../src/job/layout.js';
 import { loadJob } from '../src/job/job.js';
 import type { MutationHook } from '../src/store/instrumented.js';
 import { cli } from './helpers/cli.js';
+import { inProcess } from './helpers/main.js';
 import { libCommitJob, libCommitTask, libStage, libStageTask, testEnv, type Scenario } from './helpers/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
@@ -64,7 +66,7 @@ for (const fx of stores) {
     }
 
     async function healAndFinish(run: { targetPath: string; stagingPath: string; handle: string }, want: Record<string, string>, where: string) {
-      const r = await cli(['recover', '--job', run.handle], { env: sb.env });
+      const r = await inProcess(['recover', '--job', run.handle], { env: sb.env });
       if (r.code === 2 && /finished/.test(r.stderr)) {
         // killed after the clean-up removed the job: nothing left to do
       } else {
@@ -76,7 +78,7 @@ for (const fx of stores) {
           await libCommitTask(testEnv(sb.store), run.stagingPath, t);
         }
         if (!/rolled forward/.test(r.stderr)) {
-          const c = await cli(['commit-job', '--job', run.handle], { env: sb.env });
+          const c = await inProcess(['commit-job', '--job', run.handle], { env: sb.env });
           assert.equal(c.code, 0, `${where}: commit-job after recover: ${c.stderr}`);
         }
       }

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { cli, ok } from './helpers/cli.js';
+import { okInProcess } from './helpers/main.js';
 import { commitJob, commitTask, prepare, runJob, stage, stageTask } from './helpers/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree } from './helpers/tree.js';
@@ -80,7 +81,7 @@ for (const fx of storeFixtures()) {
     test('commit-task of an attempt never staged in this app attempt is exit 2 naming where its files are', async () => {
       const target = posix.join(dir(), 'sales');
       const job = await stage(sb, { target, tasks: 1 });
-      const oldDir = await ok(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env });
+      const oldDir = await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env });
       const rec = await cli(['recover', '--job', job], { env: sb.env });
       assert.equal(rec.code, 0, rec.stderr);
       assert.equal(rec.stdout.trim(), '0');
@@ -100,7 +101,7 @@ for (const fx of storeFixtures()) {
     test('an attempt staged and left empty commits empty output', async () => {
       const target = posix.join(dir(), 'sales');
       const job = await prepare(sb, { target, tasks: 2 }, [{ task: '0', files: { a: 'a' } }]);
-      await ok(['stage', '--job', job, '--task', '1', '--print-path'], { env: sb.env });
+      await okInProcess(['stage', '--job', job, '--task', '1', '--print-path'], { env: sb.env });
       const r = await cli(['commit-task', '--job', job, '--task', '1', '--json'], { env: sb.env });
       assert.equal(r.code, 0, r.stderr);
       assert.equal(JSON.parse(r.stdout).files, 0);

@@ -10,19 +10,29 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parseUri } from '../src/store/resolve.js';
 import { WebHdfsStore } from '../src/store/webhdfs/webhdfs-store.js';
-import { cli, ok } from './helpers/cli.js';
-import { localFiles } from './helpers/jobs.js';
+import { cli } from './helpers/cli.js';
+import { localFiles, type Runner } from './helpers/jobs.js';
+import { inProcess } from './helpers/main.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree } from './helpers/tree.js';
 import { WebHdfsCluster } from './webhdfs/server.js';
 
-/** stage → stage a file → commit-task → commit-job, all through `target`; returns the handle. */
-async function oneFileJob(target: string, env: Record<string, string | undefined>): Promise<string> {
-  const job = await ok(['stage', '--target', target, '--tasks', '1'], { env });
+/**
+ * stage → stage a file → commit-task → commit-job, all through `target`; returns the handle. Each
+ * step a process with `cli`, else main() in this process (the URI and the environment are what
+ * these tests are about, and main() reads them as the process does).
+ */
+async function oneFileJob(target: string, env: Record<string, string | undefined>, run: Runner = inProcess): Promise<string> {
+  const must = async (args: string[]) => {
+    const r = await run(args, { env });
+    assert.equal(r.code, 0, `stagecommit ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout.trim();
+  };
+  const job = await must(['stage', '--target', target, '--tasks', '1']);
   const [file] = await localFiles({ 'part-0.csv': 'x,1\n' });
-  await ok(['stage', '--job', job, '--task', '0', file!], { env });
-  await ok(['commit-task', '--job', job, '--task', '0'], { env });
-  await ok(['commit-job', '--job', job], { env });
+  await must(['stage', '--job', job, '--task', '0', file!]);
+  await must(['commit-task', '--job', job, '--task', '0']);
+  await must(['commit-job', '--job', job]);
   return job;
 }
 
@@ -40,7 +50,7 @@ for (const fx of storeFixtures().filter((f) => f.name === 's3')) {
     for (const scheme of ['s3a', 's3n']) {
       test(`a job through ${scheme}:// lands in the bucket`, async () => {
         const target = path.posix.join(dir(), 'sales');
-        const job = await oneFileJob(sb.uri(target).replace(/^s3:/, `${scheme}:`), sb.env);
+        const job = await oneFileJob(sb.uri(target).replace(/^s3:/, `${scheme}:`), sb.env, scheme === 's3a' ? cli : inProcess);
         assert.match(job, /^s3:\/\//, 'handles are printed in the one spelling');
         assert.deepEqual(data(await readTree(sb.store, target)), { 'part-0.csv': 'x,1\n' });
       });
@@ -107,7 +117,7 @@ describe('HDFS through HADOOP_CONF_DIR', () => {
     test(`${form} finds the HA pair in hdfs-site.xml and fails over from the standby`, async () => {
       const env = await confDir({ 'fs.defaultFS': 'hdfs://testcluster' }, haPair(port(cluster.nameNodeUrls[0]!), port(cluster.nameNodeUrls[1]!)));
       const target = `/u${++n}/sales`;
-      const job = await oneFileJob(uri(target), env);
+      const job = await oneFileJob(uri(target), env, form.startsWith('hdfs:///') ? cli : inProcess);
       assert.ok(job.startsWith(uri('/')), `the handle keeps the form given: ${job}`);
       assert.deepEqual(data(await readTree(store, target)), { 'part-0.csv': 'x,1\n' });
     });

@@ -7,7 +7,8 @@ import { symlink } from 'node:fs/promises';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { isWriterMarker } from '../src/steps/commit-task.js';
-import { cli, ok } from './helpers/cli.js';
+import { cli } from './helpers/cli.js';
+import { okInProcess } from './helpers/main.js';
 import { stage } from './helpers/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
@@ -26,7 +27,7 @@ for (const fx of storeFixtures()) {
     test("a writer's _SUCCESS, _committed_*/_started_* and .crc markers are not data", async () => {
       const target = posix.join(dir(), 'sales');
       const job = await stage(sb, { target, partitionBy: 'dt', tasks: 1 });
-      const attempt = sb.pathOf(await ok(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }));
+      const attempt = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }));
       await writeTree(sb.store, attempt, {
         'dt=1/part-00000.parquet': 'rows',
         'dt=1/.part-00000.parquet.crc': 'crc',
@@ -51,14 +52,14 @@ for (const fx of storeFixtures()) {
     test('a writer that makes _SUCCESS a directory, or leaves a link, is refused at commit-task (exit 2) and the attempt can still be aborted', async (t) => {
       const target = posix.join(dir(), 'links');
       const job = await stage(sb, { target, tasks: 1 });
-      const attempt = sb.pathOf(await ok(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }));
+      const attempt = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }));
       await writeTree(sb.store, attempt, { 'part-0': 'rows', '_SUCCESS/inner': 'x' });
       const r = await cli(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, /'_SUCCESS\/inner' would collide with the job's own marker '_SUCCESS'/);
       assert.equal((await cli(['abort', '--job', job, '--task', '0'], { env: sb.env })).code, 0, 'no decision was taken: the attempt aborts');
       if (fx.name !== 'local') return t.diagnostic('links: local only');
-      const attempt1 = sb.pathOf(await ok(['stage', '--job', job, '--task', '0', '--attempt', '1', '--print-path'], { env: sb.env }));
+      const attempt1 = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--attempt', '1', '--print-path'], { env: sb.env }));
       await writeTree(sb.store, attempt1, { 'part-0': 'rows' });
       await symlink('/etc/passwd', posix.join(attempt1, 'link.txt'));
       const l = await cli(['commit-task', '--job', job, '--task', '0', '--attempt', '1'], { env: sb.env });
@@ -72,7 +73,7 @@ for (const fx of storeFixtures()) {
       await writeTree(sb.store, target, { 'old.csv': 'old', '_SUCCESS/x': 'not a marker' });
       const job = await stage(sb, { target, mode: 'append', tasks: 1 });
       await stageTask(sb, job, { task: '0', files: { 'new.csv': 'new' } });
-      await ok(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
+      await okInProcess(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
       const r = await cli(['commit-job', '--job', job], { env: sb.env });
       assert.equal(r.code, 4, r.stderr);
       assert.match(r.stderr, /_SUCCESS is not a file, and the commit must write its marker there: nothing was changed/);
@@ -84,8 +85,8 @@ for (const fx of storeFixtures()) {
       const target = posix.join(dir(), 'reuse');
       const job = await stage(sb, { target, mode: 'append', tasks: 1, jobId: 'etl-sales' });
       await stageTask(sb, job, { task: '0', files: { 'a.csv': 'a' } });
-      await ok(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
-      await ok(['commit-job', '--job', job], { env: sb.env });
+      await okInProcess(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
+      await okInProcess(['commit-job', '--job', job], { env: sb.env });
       const again = await cli(['stage', '--target', sb.uri(target), '--mode', 'append', '--job-id', 'etl-sales'], { env: sb.env });
       assert.equal(again.code, 2, again.stderr);
       assert.match(again.stderr, /job id 'etl-sales' names a job that already committed into .*: choose another --job-id/);

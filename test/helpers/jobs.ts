@@ -1,10 +1,23 @@
-// Scenario helpers: stage a job, its tasks' files and commits through the CLI.
+// Scenario helpers: stage a job, its tasks' files and commits through the CLI. The helpers that
+// set a test up (stage, stageTask, prepare, runJob) run main() in this process: the same command
+// line without a process start-up each. The ones a test judges (commitTask, commitJob) start the
+// command as a process, as a user would. Races pass `cli` to run every step as a process.
 
 import { mkdtemp, writeFile, mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { cli, ok, type CliResult } from './cli.js';
+import { cli, type CliOptions, type CliResult } from './cli.js';
+import { inProcess } from './main.js';
 import type { StoreSandbox } from './stores.js';
+
+/** How a helper runs a command line: `inProcess` (main() here) or `cli` (a child process). */
+export type Runner = (args: readonly string[], opts?: CliOptions) => Promise<CliResult>;
+
+async function must(run: Runner, args: readonly string[], opts: CliOptions): Promise<string> {
+  const r = await run(args, opts);
+  if (r.code !== 0) throw new Error(`stagecommit ${args.join(' ')} exited ${r.code ?? r.signal}: ${r.stderr}`);
+  return r.stdout.trim();
+}
 
 export interface TaskSpec {
   readonly task: string;
@@ -52,40 +65,39 @@ export function stageArgs(sb: StoreSandbox, spec: JobSpec): string[] {
   return args;
 }
 
-export async function stage(sb: StoreSandbox, spec: JobSpec): Promise<string> {
-  return ok(stageArgs(sb, spec), { env: sb.env });
+/** Stages a new job; returns its handle. */
+export async function stage(sb: StoreSandbox, spec: JobSpec, run: Runner = inProcess): Promise<string> {
+  return must(run, stageArgs(sb, spec), { env: sb.env });
 }
 
-export async function stageTask(sb: StoreSandbox, job: string, t: TaskSpec): Promise<void> {
+export async function stageTask(sb: StoreSandbox, job: string, t: TaskSpec, run: Runner = inProcess): Promise<void> {
   const args = ['stage', '--job', job, '--task', t.task, '--attempt', String(t.attempt ?? 0)];
   for (const p of t.partition ?? []) args.push('--partition', p);
   args.push(...(await localFiles(t.files)));
-  await ok(args, { env: sb.env });
+  await must(run, args, { env: sb.env });
 }
 
-export function commitTask(sb: StoreSandbox, job: string, task: string, attempt = 0): Promise<CliResult> {
-  return cli(['commit-task', '--job', job, '--task', task, '--attempt', String(attempt)], { env: sb.env });
+export function commitTask(sb: StoreSandbox, job: string, task: string, attempt = 0, run: Runner = cli): Promise<CliResult> {
+  return run(['commit-task', '--job', job, '--task', task, '--attempt', String(attempt)], { env: sb.env });
 }
 
 /** Stages a job and its tasks, commits each task; returns the handle (commit-job not run). */
-export async function prepare(sb: StoreSandbox, spec: JobSpec, tasks: readonly TaskSpec[]): Promise<string> {
-  const job = await stage(sb, spec);
+export async function prepare(sb: StoreSandbox, spec: JobSpec, tasks: readonly TaskSpec[], run: Runner = inProcess): Promise<string> {
+  const job = await stage(sb, spec, run);
   for (const t of tasks) {
-    await stageTask(sb, job, t);
-    const r = await commitTask(sb, job, t.task, t.attempt ?? 0);
-    if (r.code !== 0) throw new Error(`commit-task ${t.task} exited ${r.code}: ${r.stderr}`);
+    await stageTask(sb, job, t, run);
+    await must(run, ['commit-task', '--job', job, '--task', t.task, '--attempt', String(t.attempt ?? 0)], { env: sb.env });
   }
   return job;
 }
 
-export function commitJob(sb: StoreSandbox, job: string, extra: string[] = []): Promise<CliResult> {
-  return cli(['commit-job', '--job', job, ...extra], { env: sb.env });
+export function commitJob(sb: StoreSandbox, job: string, extra: string[] = [], run: Runner = cli): Promise<CliResult> {
+  return run(['commit-job', '--job', job, ...extra], { env: sb.env });
 }
 
 /** Stages, commits every task and the job; fails unless all exit 0. */
-export async function runJob(sb: StoreSandbox, spec: JobSpec, tasks: readonly TaskSpec[]): Promise<string> {
-  const job = await prepare(sb, spec, tasks);
-  const r = await commitJob(sb, job);
-  if (r.code !== 0) throw new Error(`commit-job exited ${r.code}: ${r.stderr}`);
+export async function runJob(sb: StoreSandbox, spec: JobSpec, tasks: readonly TaskSpec[], run: Runner = inProcess): Promise<string> {
+  const job = await prepare(sb, spec, tasks, run);
+  await must(run, ['commit-job', '--job', job], { env: sb.env });
   return job;
 }

@@ -2,9 +2,22 @@
 
 import { PassThrough } from 'node:stream';
 import { main } from '../../src/cli/main.js';
+import type { CliOptions, CliResult } from './cli.js';
 
 /** Runs main() with captured stdout and stderr. */
 export async function runMain(args: string[], env: Record<string, string> = {}, input = ''): Promise<{ code: number; stdout: string; stderr: string }> {
+  return inProcess(args, { env, input });
+}
+
+/**
+ * main() called as cli() calls the installed command: the same parsing, exit code, stdout and
+ * stderr (cli-main.test.ts), without the start-up of a process. For the steps that set a test up
+ * or are judged by their outcome alone; races and kills need real processes (cli()).
+ */
+export async function inProcess(args: readonly string[], opts: CliOptions = {}): Promise<CliResult & { code: number }> {
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', ...opts.env };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  if (env.STAGECOMMIT_TEST_KILL_AT) throw new Error('STAGECOMMIT_TEST_KILL_AT would kill the test process: run that step with cli()');
   const capture = () => {
     const s = new PassThrough();
     let text = '';
@@ -14,8 +27,15 @@ export async function runMain(args: string[], env: Record<string, string> = {}, 
   const out = capture();
   const err = capture();
   const stdin = new PassThrough();
-  stdin.end(input);
-  const code = await main(args, { cwd: process.cwd(), env: { ...process.env, NO_COLOR: '1', ...env }, stdin, stdout: out.stream, stderr: err.stream });
+  stdin.end(opts.input ?? '');
+  const code = await main([...args], { cwd: opts.cwd ?? process.cwd(), env, stdin, stdout: out.stream, stderr: err.stream });
   await new Promise((r) => setImmediate(r));
-  return { code, stdout: out.text(), stderr: err.text() };
+  return { code, signal: null, stdout: out.text(), stderr: err.text() };
+}
+
+/** inProcess(), failing with its stderr unless it exits 0; returns stdout trimmed. */
+export async function okInProcess(args: readonly string[], opts: CliOptions = {}): Promise<string> {
+  const r = await inProcess(args, opts);
+  if (r.code !== 0) throw new Error(`stagecommit ${args.join(' ')} (in-process) exited ${r.code}: ${r.stderr}`);
+  return r.stdout.trim();
 }
