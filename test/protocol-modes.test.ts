@@ -1,0 +1,198 @@
+// The staged-commit protocol end to end through the CLI, on every store: modes × partitioning ×
+// algorithm (claims, abort, status and bad input: protocol-steps.test.ts). Outcomes: files and
+// bytes under the target, what is left in staging, exit codes and messages.
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { posix } from 'node:path';
+import { cli } from './helpers/cli.js';
+import { commitJob, commitTask, prepare, runJob, stage, stageTask } from './helpers/jobs.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
+import { data, readTree, writeTree } from './helpers/tree.js';
+
+for (const fx of storeFixtures()) {
+  describe(`protocol: modes on ${fx.name}`, () => {
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 't');
+
+    test('create: several tasks appear whole, the staging dir is gone, _SUCCESS is Hadoop JSON', async () => {
+      const root = dir();
+      const target = posix.join(root, 'sales');
+      // Every step as its own process, as a script runs them (elsewhere setup runs main() in-process).
+      const job = await runJob(sb, { target }, [
+        { task: '0', files: { 'part-0.csv': 'a\n' } },
+        { task: '1', files: { 'part-1.csv': 'b\n' } },
+        { task: '2', files: { 'part-2.csv': 'c\n' } },
+      ], cli);
+      const tree = await readTree(sb.store, target);
+      assert.deepEqual(data(tree), { 'part-0.csv': 'a\n', 'part-1.csv': 'b\n', 'part-2.csv': 'c\n' });
+      const success = JSON.parse(tree._SUCCESS!);
+      assert.equal(success.name, 'org.apache.hadoop.fs.s3a.commit.files.SuccessData/1');
+      assert.equal(success.success, true);
+      assert.equal(success.committer, 'stagecommit');
+      assert.equal(success.filenames.length, 3);
+      assert.ok(success.jobId && typeof success.timestamp === 'number' && success.hostname && success.date);
+      assert.ok(success.metrics.op_rename > 0 || success.metrics.op_copy > 0);
+      const beside = Object.keys(await readTree(sb.store, root, { dirs: true }));
+      assert.deepEqual(beside.filter((k) => !k.startsWith('.stagecommit/sales/_log/')), Object.keys(tree).map((k) => `sales/${k}`), 'nothing but the table (and its log) is left beside it');
+      assert.deepEqual(beside.filter((k) => k.startsWith('.stagecommit/')), ['.stagecommit/sales/_log/00000000000000000000.done', '.stagecommit/sales/_log/00000000000000000000.yaml'], 'the table log holds one finished entry');
+      const again = await cli(['status', '--job', job], { env: sb.env });
+      assert.equal(again.code, 0, again.stderr);
+      assert.match(again.stdout, /committed \(finished: no staging dir left\)/);
+    });
+
+    test('create refuses an existing target at stage (exit 2) and one that appeared by commit-job (exit 4)', async () => {
+      const target = posix.join(dir(), 't');
+      await writeTree(sb.store, target, { 'old.csv': 'old' });
+      const r = await cli(['stage', '--target', sb.uri(target)], { env: sb.env });
+      assert.equal(r.code, 2);
+      assert.match(r.stderr, /already exists.*--mode append or --mode overwrite/);
+      assert.equal(r.stderr.trim().split('\n').length, 1);
+
+      const target2 = posix.join(dir(), 't');
+      const job = await prepare(sb, { target: target2 }, [{ task: '0', files: { 'a.csv': 'new' } }]);
+      await writeTree(sb.store, target2, { 'intruder.csv': 'x' });
+      const c = await commitJob(sb, job);
+      assert.equal(c.code, 4);
+      assert.match(c.stderr, /appeared after job/);
+      assert.deepEqual(await readTree(sb.store, target2), { 'intruder.csv': 'x' });
+      assert.equal((await cli(['status', '--job', job], { env: sb.env })).code, 0, 'the job is still there to abort');
+    });
+
+    test('append: new files join; a clash with different bytes is exit 4 and changes nothing; identical bytes are fine', async () => {
+      const target = posix.join(dir(), 'events');
+      await writeTree(sb.store, target, { 'dt=1/a.csv': 'a', 'dt=1/same.csv': 'same' });
+      await runJob(sb, { target, mode: 'append', partitionBy: 'dt' }, [
+        { task: '0', partition: ['dt=1'], files: { 'b.csv': 'b', 'same.csv': 'same' } },
+        { task: '1', partition: ['dt=2'], files: { 'c.csv': 'c' } },
+      ]);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a.csv': 'a', 'dt=1/b.csv': 'b', 'dt=1/same.csv': 'same', 'dt=2/c.csv': 'c' });
+
+      const before = await readTree(sb.store, target);
+      const job = await prepare(sb, { target, mode: 'append', partitionBy: 'dt' }, [{ task: '0', partition: ['dt=1'], files: { 'a.csv': 'different', 'd.csv': 'd' } }]);
+      const r = await commitJob(sb, job);
+      assert.equal(r.code, 4);
+      assert.match(r.stderr, /append would overwrite 1 existing file.*dt=1\/a.csv/);
+      assert.deepEqual(await readTree(sb.store, target), before);
+    });
+
+    test('overwrite (no partitions): data replaced, other writers\' _temporary and .spark-staging left alone', async () => {
+      const target = posix.join(dir(), 'tbl');
+      await writeTree(sb.store, target, {
+        'part-0.csv': 'old0',
+        'part-9.csv': 'old9',
+        'sub/x.csv': 'oldx',
+        '_temporary/0/other.csv': 'theirs',
+        '.spark-staging-0a1b2c3d-0000-4000-8000-000000000000/dt=1/p.parquet': 'spark',
+        '_SUCCESS': '{}',
+      });
+      await runJob(sb, { target, mode: 'overwrite' }, [
+        { task: '0', files: { 'part-0.csv': 'new0' } },
+        { task: '1', files: { 'part-1.csv': 'new1' } },
+      ]);
+      const tree = await readTree(sb.store, target);
+      assert.deepEqual(data(tree), {
+        '.spark-staging-0a1b2c3d-0000-4000-8000-000000000000/dt=1/p.parquet': 'spark',
+        '_temporary/0/other.csv': 'theirs',
+        'part-0.csv': 'new0',
+        'part-1.csv': 'new1',
+      });
+      assert.deepEqual(JSON.parse(tree._SUCCESS!).partitionsReplaced, ['']);
+    });
+
+    test('overwrite of a static partition replaces only that partition', async () => {
+      const target = posix.join(dir(), 'sales');
+      await writeTree(sb.store, target, { 'dt=1/a.csv': 'old-a', 'dt=1/b.csv': 'old-b', 'dt=2/a.csv': 'keep' });
+      await runJob(sb, { target, mode: 'overwrite', partition: ['dt=1'] }, [
+        { task: '0', files: { 'a.csv': 'new-a' } },
+        { task: '1', files: { 'c.csv': 'new-c' } },
+      ]);
+      const tree = await readTree(sb.store, target);
+      assert.deepEqual(data(tree), { 'dt=1/a.csv': 'new-a', 'dt=1/c.csv': 'new-c', 'dt=2/a.csv': 'keep' });
+      const s = JSON.parse(tree._SUCCESS!);
+      assert.deepEqual(s.partitionsReplaced, ['dt=1']);
+      assert.deepEqual(s.partitionsWritten, ['dt=1']);
+    });
+
+    test('dynamic overwrite replaces only the partitions the job wrote, with static and dynamic columns mixed', async () => {
+      const target = posix.join(dir(), 'sales');
+      await writeTree(sb.store, target, {
+        'dt=1/region=eu/a.csv': 'old',
+        'dt=1/region=us/a.csv': 'keep-us',
+        'dt=1/region=eu/_temporary/x': 'other-writer',
+        'dt=2/region=eu/a.csv': 'keep-dt2',
+      });
+      await runJob(sb, { target, mode: 'overwrite', partition: ['dt=1'], partitionBy: 'dt,region' }, [
+        { task: '0', partition: ['region=eu'], files: { 'b.csv': 'new-eu' } },
+        { task: '1', partition: ['region=apac'], files: { 'c.csv': 'new-apac' } },
+      ]);
+      const tree = await readTree(sb.store, target);
+      assert.deepEqual(data(tree), {
+        'dt=1/region=apac/c.csv': 'new-apac',
+        'dt=1/region=eu/_temporary/x': 'other-writer',
+        'dt=1/region=eu/b.csv': 'new-eu',
+        'dt=1/region=us/a.csv': 'keep-us',
+        'dt=2/region=eu/a.csv': 'keep-dt2',
+      });
+      assert.deepEqual(JSON.parse(tree._SUCCESS!).partitionsReplaced, ['dt=1/region=eu']);
+    });
+
+    test('dynamic overwrite swaps a partition whole and merges several tasks into one partition', async () => {
+      const target = posix.join(dir(), 'sales');
+      await writeTree(sb.store, target, { 'dt=1/old-1.csv': 'o1', 'dt=1/old-2.csv': 'o2', 'dt=3/keep.csv': 'k' });
+      await runJob(sb, { target, mode: 'overwrite', partitionBy: 'dt' }, [
+        { task: '0', partition: ['dt=1'], files: { 'p0.csv': '0' } },
+        { task: '1', partition: ['dt=1'], files: { 'p1.csv': '1' } },
+        { task: '2', partition: ['dt=2'], files: { 'p2.csv': '2' } },
+        { task: '3', partition: ['dt=2'], files: { 'p3.csv': '3' } },
+      ]);
+      assert.deepEqual(data(await readTree(sb.store, target)), {
+        'dt=1/p0.csv': '0',
+        'dt=1/p1.csv': '1',
+        'dt=2/p2.csv': '2',
+        'dt=2/p3.csv': '3',
+        'dt=3/keep.csv': 'k',
+      });
+    });
+
+    test('v2 publishes at commit-task; v2 with overwrite is refused at stage', async () => {
+      const target = posix.join(dir(), 'v2');
+      const job = await stage(sb, { target, algorithm: 'v2', partitionBy: 'dt' });
+      await stageTask(sb, job, { task: '0', partition: ['dt=1'], files: { 'a.csv': 'a' } });
+      await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { 'b.csv': 'b' } });
+      assert.equal((await commitTask(sb, job, '0')).code, 0);
+      assert.deepEqual(await readTree(sb.store, target), { 'dt=1/a.csv': 'a' }, 'visible before commit-job');
+      assert.equal((await commitTask(sb, job, '1')).code, 0);
+      assert.equal((await commitJob(sb, job)).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a.csv': 'a', 'dt=1/b.csv': 'b' });
+
+      await runJob(sb, { target, mode: 'append', algorithm: 'v2', partitionBy: 'dt' }, [{ task: '0', partition: ['dt=2'], files: { 'c.csv': 'c' } }]);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a.csv': 'a', 'dt=1/b.csv': 'b', 'dt=2/c.csv': 'c' });
+
+      const r = await cli(['stage', '--target', sb.uri(target), '--mode', 'overwrite', '--algorithm', 'v2'], { env: sb.env });
+      assert.equal(r.code, 2);
+      assert.match(r.stderr, /v2 cannot be used with --mode overwrite/);
+    });
+
+    test('unicode and spaces in names and partition values; Hive escaping keeps a / inside its value', async () => {
+      const target = posix.join(dir(), 'städte tabelle');
+      await runJob(sb, { target, partitionBy: 'city,note' }, [
+        { task: '0', partition: ['city=São Paulo/Zona #1', 'note=50% = half?'], files: { 'résumé 1.csv': 'olá' } },
+        { task: '1', partition: ['city=東京', 'note='], files: { 'données.csv': 'x' } },
+      ]);
+      assert.deepEqual(data(await readTree(sb.store, target)), {
+        'city=São Paulo%2FZona %231/note=50%25 %3D half%3F/résumé 1.csv': 'olá',
+        'city=東京/note=__HIVE_DEFAULT_PARTITION__/données.csv': 'x',
+      });
+    });
+
+    test('a 7 MiB file (above the S3 sandbox\'s multipart-copy threshold) arrives byte for byte', async () => {
+      const target = posix.join(dir(), 'big');
+      const big = Array.from({ length: 7 * 1024 }, (_, i) => `${String(i).padStart(1023, '.')}\n`).join('');
+      await runJob(sb, { target }, [{ task: '0', files: { 'big.csv': big } }]);
+      const got = await sb.store.readFile(posix.join(target, 'big.csv'));
+      assert.equal(got?.length, big.length);
+      assert.ok(got?.equals(Buffer.from(big)));
+    });
+  });
+}
