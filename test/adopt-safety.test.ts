@@ -1,0 +1,200 @@
+// adopt on every store where it must refuse or survive: live-looking leftovers, garbage, a
+// --target that is the leftover or inside it, a SIGKILL before each of its mutations, two adopts
+// at once; whatever is refused changes nothing (the whole tree, with times, compared).
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { posix } from 'node:path';
+import { mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { cli } from './helpers/cli.js';
+import { inProcess, okInProcess } from './helpers/main.js';
+import { assertFinished, leftoverFiles, snapshot, table } from './helpers/adopt.js';
+import { hadoopV1, sparkOverwrite } from './helpers/engines.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
+import { readTree, writeTree } from './helpers/tree.js';
+
+for (const fx of storeFixtures()) {
+  describe(`adopt refusals and kills on ${fx.name}`, () => {
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 'a');
+    const run = (args: string[]) => cli(args, { env: sb.env });
+    // Setup, checks and dry runs run main() in this process; the real step under test is a process.
+    const here = (args: string[]) => okInProcess(args, { env: sb.env });
+    const inproc = (args: string[]) => inProcess(args, { env: sb.env });
+    const realOrDry = (dry: string[]) => (dry.length ? inproc : run);
+
+    test('a leftover whose directories changed recently is live-looking (exit 4): a Spark driver in its job commit moves partition dirs out', async (t) => {
+      if (!sb.backdate) return t.skip('S3 dates only objects');
+      const hourAgo = Date.now() - 3600_000;
+      const changes: [string, (c: { target: string; leftover: string }) => Promise<unknown>][] = [
+        // The driver moves dt=29 from the staging dir into the table: only the staging dir's own time changes.
+        ['a partition dir moved out', (c) => sb.store.rename(posix.join(c.leftover, 'dt=2026-11-29'), posix.join(c.target, 'dt=2026-11-29'))],
+        // A file goes from a partition dir inside: only that directory's time changes.
+        ['a file deleted inside', (c) => sb.store.delete(posix.join(c.leftover, 'dt=2026-11-30', '.part-00001-c0ffee00-1234-4abc-8def-001122334455.c000.snappy.parquet.crc'), false)],
+      ];
+      for (const [what, change] of changes) {
+        const c = await table(sb, dir(), sparkOverwrite('replacing'));
+        await sb.backdate(c.root, hourAgo);
+        const old = await inproc(['adopt', '--dry-run', '--json', sb.uri(c.leftover)]);
+        assert.equal(old.code, 0, `untouched for an hour, it is adoptable: ${old.stderr}`);
+        assert.ok(JSON.parse(old.stdout).leftover.ageSeconds >= 3500);
+        await change(c);
+        const before = await snapshot(sb.store, c.root);
+        for (const dry of [[], ['--dry-run']]) {
+          const r = await realOrDry(dry)(['adopt', ...dry, sb.uri(c.leftover)]);
+          assert.equal(r.code, 4, `${what}: ${r.stderr}`);
+          assert.match(r.stderr, /was changed \d+s ago, more recently than --older-than allows: its engine may still be writing it; nothing was changed/);
+        }
+        assert.deepEqual(await snapshot(sb.store, c.root), before, 'nothing changed');
+      }
+    });
+
+    test('adopt of a live-looking leftover, of garbage and of a non-leftover dir exits non-zero and changes nothing', async () => {
+      const c = hadoopV1();
+      const { root, target, leftover } = await table(sb, dir(), c);
+      await writeTree(sb.store, target, { '_temporary/1/junk.txt': 'not Hadoop', 'dt=x/.hive-staging_hive_q/_tmp.-ext-10000/000000_0': 'half' });
+      const spark = sparkOverwrite('merging');
+      await writeTree(sb.store, posix.join(root, 'other'), spark.before);
+      const before = await snapshot(sb.store, root);
+      const attempts: [string[], number, RegExp][] = [
+        [[sb.uri(posix.join(target, 'dt=x/.hive-staging_hive_q')), '--older-than', '0s'], 2, /no finished Hive output.*still writing/],
+        [[sb.uri(posix.join(root, 'other', spark.leftover))], 4, /more recently than --older-than/],
+        [[sb.uri(leftover), '--older-than', '0s'], 2, /'1\/junk.txt' is neither a committed task dir/],
+        [[sb.uri(target), '--older-than', '0s'], 2, /not an engine's leftover/],
+        [[sb.uri(posix.join(target, 'nothing-here')), '--older-than', '0s'], 2, /does not exist/],
+      ];
+      for (const [args, code, re] of attempts) {
+        for (const dry of [[], ['--dry-run']]) {
+          const r = await realOrDry(dry)(['adopt', ...args, ...dry]);
+          assert.equal(r.code, code, `adopt ${args.join(' ')} ${dry.join('')}: ${r.stderr}`);
+          assert.match(r.stderr, re);
+          assert.equal(r.stderr.trim().split('\n').length, 1, 'one line');
+        }
+      }
+      assert.deepEqual(await snapshot(sb.store, root), before);
+    });
+
+    test('adopt SIGKILLed before each store mutation never loses the leftover: abort the half-made job, adopt again, commit', async (t) => {
+      // Only the killed adopt is a process of its own; what shows and heals its leftovers runs
+      // through main() in this process (the same commands, no start-up each).
+      const here = (args: string[]) => okInProcess(args, { env: sb.env });
+      for (let k = 1; ; k++) {
+        const c = sparkOverwrite('replacing');
+        const { root, target, leftover } = await table(sb, dir(), c);
+        const r = await cli(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: String(k) } });
+        if (r.code === 0) {
+          assert.ok(k > 3, 'adopt makes several mutations');
+          await here(['commit-job', '--job', r.stdout.trim()]);
+          await assertFinished(sb, c, root, target);
+          t.diagnostic(`adopt killed at each of its ${k - 1} mutations on ${fx.name}`);
+          break;
+        }
+        assert.equal(r.signal, 'SIGKILL', r.stderr);
+        const moved = (await readTree(sb.store, leftover)).hasOwnProperty('_SUCCESS') === false;
+        const jobs = JSON.parse(await here(['jobs', '--json', sb.uri(target)])).jobs as { handle: string; halfMade?: string }[];
+        if (moved) {
+          // Killed after its last step, the rename: the job is whole.
+          assert.equal(jobs.length, 1);
+          await here(['commit-job', '--job', jobs[0]!.handle]);
+        } else {
+          assert.deepEqual(await readTree(sb.store, leftover), leftoverFiles(c), `killed at ${k}: the leftover is untouched`);
+          // A half-made job is shown as one, and commit-job refuses it (it would publish nothing and write a _SUCCESS).
+          const tree = await readTree(sb.store, root);
+          for (const j of jobs) {
+            assert.ok(j.halfMade, `killed at ${k}: jobs shows the job as half-made`);
+            assert.match(await here(['status', '--job', j.handle]), /half-made adoption/);
+            for (const dry of [['--dry-run'], []]) {
+              const r = await inProcess(['commit-job', '--job', j.handle, ...dry], { env: sb.env });
+              assert.equal(r.code, 4, `killed at ${k}: commit-job ${dry.join('')} ${r.stderr}`);
+              assert.match(r.stderr, new RegExp(`is a half-made adoption \\(.*\\): nothing was changed; abort it \\('stagecommit abort --job ${j.handle}', which leaves the leftover where it is\\) and adopt ${sb.uri(leftover)} again`));
+            }
+          }
+          assert.deepEqual(await readTree(sb.store, root), tree, `killed at ${k}: commit-job changed nothing (its lease came and went)`);
+          for (const j of jobs) await here(['abort', '--job', j.handle]);
+          assert.deepEqual(await readTree(sb.store, leftover), leftoverFiles(c), `killed at ${k}: aborting the half-made job left the leftover`);
+          await here(['commit-job', '--job', await here(['adopt', '--older-than', '0s', sb.uri(leftover)])]);
+        }
+        await assertFinished(sb, c, root, target);
+      }
+    });
+
+    test('a --target that is the leftover or inside it, or (local) on another filesystem, is exit 2 before anything changes', async () => {
+      const c = sparkOverwrite('replacing');
+      const { root, leftover } = await table(sb, dir(), c);
+      const before = await snapshot(sb.store, root);
+      for (const [target, re] of [
+        [leftover, /the target .* is the leftover itself: give the table the leftover belongs to with --target; nothing was changed/],
+        [posix.join(leftover, 'dt=2026-11-30'), /the target .* is inside the leftover/],
+      ] as const) {
+        for (const dry of [[], ['--dry-run']]) {
+          const r = await realOrDry(dry)(['adopt', '--older-than', '0s', '--target', sb.uri(target), ...dry, sb.uri(leftover)]);
+          assert.equal(r.code, 2, r.stderr);
+          assert.match(r.stderr, re);
+        }
+      }
+      assert.deepEqual(await snapshot(sb.store, root), before, 'nothing changed');
+      if (fx.name !== 'local' || (await stat('/dev/shm').catch(() => null))?.dev === (await stat(root)).dev) return;
+      const other = await mkdtemp('/dev/shm/sc-adopt-');
+      try {
+        const r = await run(['adopt', '--older-than', '0s', '--target', other, sb.uri(leftover)]);
+        assert.equal(r.code, 2, r.stderr);
+        assert.match(r.stderr, /is on another filesystem than .*adopting moves the leftover with one rename.*nothing was changed/);
+        assert.deepEqual(await readdir(other), [], 'nothing left behind on the other filesystem');
+        assert.deepEqual(await snapshot(sb.store, root), before, 'nothing changed');
+      } finally {
+        await rm(other, { recursive: true, force: true });
+      }
+    });
+
+    test('small messages: adopt of / or of a link, jobs of a file, a conflict of an adopted job says to adopt again', async () => {
+      const c = sparkOverwrite('replacing');
+      const { root, target, leftover } = await table(sb, dir(), c);
+      const jobsOfFile = await run(['jobs', sb.uri(posix.join(target, 'dt=2026-11-27/part-00000-old.c000.snappy.parquet'))]);
+      assert.equal(jobsOfFile.code, 2, jobsOfFile.stderr);
+      assert.match(jobsOfFile.stderr, /is not a directory: give a table or a staging root/);
+      if (fx.name === 'local') {
+        const slash = await inproc(['adopt', '/']);
+        assert.equal(slash.code, 2, slash.stderr);
+        assert.match(slash.stderr, /error: \/ is not an engine's leftover/);
+        const link = posix.join(root, '.spark-staging-link');
+        await symlink(leftover, link);
+        const r = await inproc(['adopt', '--older-than', '0s', link]);
+        assert.equal(r.code, 2, r.stderr);
+        assert.match(r.stderr, /is a symbolic link: give the leftover dir itself/);
+        await rm(link);
+      }
+      // An overwrite of dt=2026-11-30 commits after the adoption: the adopted job conflicts.
+      const handle = await here(['adopt', '--older-than', '0s', sb.uri(leftover)]);
+      const other = await here(['stage', '--target', sb.uri(target), '--mode', 'overwrite', '--partition-by', 'dt']);
+      const file = posix.join(await mkdtemp(posix.join(tmpdir(), 'sc-task-')), 'part-00000-other.parquet');
+      await writeFile(file, 'other');
+      await here(['stage', '--job', other, '--task', '0', '--partition', 'dt=2026-11-30', file]);
+      await here(['commit-task', '--job', other, '--task', '0']);
+      await here(['commit-job', '--job', other]);
+      for (const dry of [['--dry-run'], []]) {
+        const r = await realOrDry(dry)(['commit-job', '--job', handle, ...dry]);
+        assert.equal(r.code, 4, r.stderr);
+        assert.match(r.stderr, new RegExp(`conflicts with job .*: nothing was changed; abort it \\('stagecommit abort --job ${handle}' gives the leftover back to ${sb.uri(leftover)}\\) and adopt the leftover again once the conflicting job is done`));
+        assert.doesNotMatch(r.stderr, /stage the job again/);
+      }
+    });
+
+    test('two adopts of one leftover at once: one job, and the loser says the leftover was taken and leaves no job', async (t) => {
+      if (!sb.store.caps.directoryRename) return t.skip('on S3 adopt moves nothing: the second adopt makes a second job, which the table log refuses at its commit');
+      const c = sparkOverwrite('replacing');
+      const { root, target, leftover } = await table(sb, dir(), c);
+      const rs = await Promise.all([0, 1].map(() => run(['adopt', '--older-than', '0s', sb.uri(leftover)])));
+      const won = rs.filter((r) => r.code === 0);
+      assert.equal(won.length, 1, rs.map((r) => r.stderr).join('\n'));
+      const lost = rs.find((r) => r.code !== 0)!;
+      assert.ok([2, 4].includes(lost.code!), lost.stderr);
+      assert.match(lost.stderr, /was taken while adopting it .*made no job and changed nothing|does not exist/);
+      assert.doesNotMatch(lost.stderr, /ENOENT|at .*\.js:/);
+      const jobs = JSON.parse(await here(['jobs', '--json', sb.uri(target)])).jobs as { handle: string; halfMade?: string }[];
+      assert.deepEqual(jobs.map((j) => [j.handle, j.halfMade]), [[won[0]!.stdout.trim(), undefined]]);
+      await here(['commit-job', '--job', jobs[0]!.handle]);
+      await assertFinished(sb, c, root, target);
+    });
+  });
+}
