@@ -88,7 +88,9 @@ describe('the packed package', () => {
     await writeFile(path.join(prefix, 'use.ts'), "import { commitJob, type CommitJobDoc } from 'stagecommit';\nexport const f: typeof commitJob = commitJob;\nexport type R = CommitJobDoc['outcome'];\n");
     const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
     const types = path.join(ROOT, 'node_modules', '@types');
-    const r = await run(process.execPath, [tsc, '--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--typeRoots', types, '--types', 'node', 'use.ts'], { cwd: prefix }).catch((e: { stdout: string }) => e);
+    // A Node 20 consumer's settings (@tsconfig/node20: es2022, lib es2023, no DOM).
+    const node20 = ['--target', 'es2022', '--lib', 'es2023', '--module', 'nodenext', '--moduleResolution', 'nodenext'];
+    const r = await run(process.execPath, [tsc, '--noEmit', '--strict', ...node20, '--typeRoots', types, '--types', 'node', 'use.ts'], { cwd: prefix }).catch((e: { stdout: string }) => e);
     assert.equal(r.stdout.trim(), '');
   });
 });
