@@ -7,10 +7,13 @@ import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { ConflictError } from '../src/errors.js';
+import { adopt } from '../src/steps/adopt.js';
 import { cli } from './helpers/cli.js';
 import { inProcess, okInProcess } from './helpers/main.js';
 import { assertFinished, leftoverFiles, snapshot, table } from './helpers/adopt.js';
 import { hadoopV1, sparkOverwrite } from './helpers/engines.js';
+import { testEnv } from './helpers/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { readTree, writeTree } from './helpers/tree.js';
 
@@ -178,6 +181,23 @@ for (const fx of storeFixtures()) {
         assert.match(r.stderr, new RegExp(`conflicts with job .*: nothing was changed; abort it \\('stagecommit abort --job ${handle}' gives the leftover back to ${sb.uri(leftover)}\\) and adopt the leftover again once the conflicting job is done`));
         assert.doesNotMatch(r.stderr, /stage the job again/);
       }
+    });
+
+    test('a leftover moved away between adopt\'s look at it and its listing (the other of two adopts took it) is said to be taken (exit 4)', async (t) => {
+      if (!sb.store.caps.directoryRename) return t.skip('on S3 adopt moves nothing');
+      const { leftover } = await table(sb, dir(), sparkOverwrite('replacing'));
+      // The interleaving the race below hits now and then, made certain: the rename lands just before the listing.
+      let taken = false;
+      const takeIt = async (op: string, p: string) => {
+        if (op === 'list' && p === leftover && !taken) {
+          taken = true;
+          await sb.store.rename(leftover, `${leftover}-taken`);
+        }
+      };
+      const err = await adopt(testEnv(sb.store, { beforeRead: takeIt }), { leftoverPath: leftover, olderThanMs: 0 }).then(() => null, (e: unknown) => e);
+      assert.ok(taken, 'adopt listed the leftover');
+      assert.ok(err instanceof ConflictError, `expected exit 4, got ${String(err)}`);
+      assert.match(err.message, /was taken while adopting it .*made no job and changed nothing/);
     });
 
     test('two adopts of one leftover at once: one job, and the loser says the leftover was taken and leaves no job', async (t) => {

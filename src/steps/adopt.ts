@@ -71,6 +71,24 @@ export async function listLeftover(store: Store, dir: string): Promise<ListedEnt
   return out;
 }
 
+/** What the other of two adopts of one leftover, or its engine, did to it while this one ran. */
+const TAKEN = 'was taken while adopting it (another adopt of it, or its engine, moved it): this adopt made no job and changed nothing';
+
+/**
+ * The leftover as its listing shows it. A listing cut short because the leftover moved away after
+ * adopt looked at it (the other of two adopts renamed it first) is said to be that, not "empty".
+ */
+async function recognised(store: Store, leftoverPath: string, ownMtimeMs: number): Promise<Leftover> {
+  const uri = store.toUri(leftoverPath);
+  const entries = await listLeftover(store, leftoverPath);
+  try {
+    return recogniseLeftover(uri, posix.basename(leftoverPath), entries, ownMtimeMs);
+  } catch (e) {
+    if (e instanceof UsageError && (await store.stat(leftoverPath)) === null) throw new ConflictError(`${uri} ${TAKEN}`);
+    throw e;
+  }
+}
+
 /** The adopted job's id: what it was, the engine's id for it, and a random tail. */
 function adoptedJobId(l: Leftover): string {
   const kind = { 'hadoop-temporary': 'hadoop', 'spark-staging': 'spark', 'hive-staging': 'hive' }[l.kind];
@@ -106,7 +124,7 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   if (self.kind !== 'dir') throw new UsageError(`${uri} is not a directory: give the path of the leftover dir`);
   // The name first: a listing of something else (`adopt /`) could be a walk of the whole store.
   if (kindOfName(posix.basename(leftoverPath)) === null) recogniseLeftover(uri, posix.basename(leftoverPath), [], self.mtimeMs);
-  const leftover = recogniseLeftover(uri, posix.basename(leftoverPath), await listLeftover(store, leftoverPath), self.mtimeMs);
+  const leftover = await recognised(store, leftoverPath, self.mtimeMs);
   const ageMs = env.now() - leftover.newestMtimeMs;
   if (leftover.newestMtimeMs < 0 || ageMs < input.olderThanMs) {
     throw new ConflictError(
@@ -217,7 +235,7 @@ async function moveLeftover(env: StepEnv, leftoverPath: string, stagingPath: str
     await store.delete(stagingPath, true).catch(() => false);
     if ((await store.stat(leftoverPath)) === null) {
       // The loser of two adopts of one leftover: the other one renamed it first.
-      throw new ConflictError(`${store.toUri(leftoverPath)} was taken while adopting it (another adopt of it, or its engine, moved it): this adopt made no job and changed nothing; 'stagecommit jobs ${store.toUri(posix.dirname(stagingPath))}' shows the job that took it`);
+      throw new ConflictError(`${store.toUri(leftoverPath)} ${TAKEN}; 'stagecommit jobs ${store.toUri(posix.dirname(stagingPath))}' shows the job that took it`);
     }
     throw e;
   }
