@@ -20,9 +20,10 @@ for (const fx of storeFixtures()) {
     let sb!: StoreSandbox;
     const dir = useSandbox(fx, (s) => (sb = s), 'a');
     const run = (args: string[]) => cli(args, { env: sb.env });
-    // Setup and checks that are not the step under test run main() in this process.
+    // Setup, checks and dry runs run main() in this process; the real step under test is a process.
     const here = (args: string[]) => okInProcess(args, { env: sb.env });
     const inproc = (args: string[]) => inProcess(args, { env: sb.env });
+    const realOrDry = (dry: string[]) => (dry.length ? inproc : run);
 
     const cases: [string, () => EngineCase][] = [
       ...SPARK_STAGES.filter((s) => s !== 'tasks-running').map((s): [string, () => EngineCase] => [`spark overwrite killed at ${s}`, () => sparkOverwrite(s)]),
@@ -57,7 +58,7 @@ for (const fx of storeFixtures()) {
       const adopted = JSON.parse(r.stdout);
       assert.deepEqual([adopted.tasks, adopted.gaps, adopted.missingTasks, adopted.discarded.length, adopted.mode], [['0', '1'], [], ['2'], 1, 'overwrite']);
       const before = await snapshot(sb.store, root);
-      const dry = await run(['commit-job', '--job', adopted.handle, '--dry-run']);
+      const dry = await inproc(['commit-job', '--job', adopted.handle, '--dry-run']);
       assert.equal(dry.code, 5);
       assert.match(dry.stderr, /1 of 3 declared task\(s\) are not committed: 2/);
       const real = await run(['commit-job', '--job', adopted.handle]);
@@ -91,7 +92,7 @@ for (const fx of storeFixtures()) {
       const { root, target, leftover } = await table(sb, dir(), c);
       // Task 1 never committed in either app attempt.
       for (const p of [`_temporary/0/${taskDir(1)}`, `_temporary/1/${taskDir(1)}`]) await sb.store.delete(posix.join(target, p), true);
-      const text = await ok(['adopt', '--older-than', '0s', '--dry-run', sb.uri(leftover)], { env: sb.env });
+      const text = await here(['adopt', '--older-than', '0s', '--dry-run', sb.uri(leftover)]);
       const r = await run(['adopt', '--older-than', '0s', '--json', sb.uri(leftover)]);
       assert.equal(r.code, 0, r.stderr);
       const adopted = JSON.parse(r.stdout);
@@ -100,7 +101,7 @@ for (const fx of storeFixtures()) {
       assert.match(text, /missing {4}1 of the 3 declared: commit-job will refuse \(exit 5\)/);
       const before = await readTree(sb.store, root);
       for (const dry of [['--dry-run'], []]) {
-        const cj = await run(['commit-job', '--job', adopted.handle, ...dry]);
+        const cj = await realOrDry(dry)(['commit-job', '--job', adopted.handle, ...dry]);
         assert.equal(cj.code, 5, cj.stderr);
         assert.match(cj.stderr, /1 of 3 declared task\(s\) are not committed: 1;/);
       }
@@ -120,7 +121,7 @@ for (const fx of storeFixtures()) {
       const c = hadoopV1();
       const { root, leftover } = await table(sb, dir(), c);
       let before = await snapshot(sb.store, root);
-      const dry = await run(['adopt', '--older-than', '0s', '--dry-run', '--json', sb.uri(leftover)]);
+      const dry = await inproc(['adopt', '--older-than', '0s', '--dry-run', '--json', sb.uri(leftover)]);
       assert.equal(dry.code, 0, dry.stderr);
       const planned = JSON.parse(dry.stdout);
       assert.equal(planned.dryRun, true);
@@ -130,12 +131,12 @@ for (const fx of storeFixtures()) {
       const handle = await here(['adopt', '--older-than', '0s', sb.uri(leftover)]);
       before = await snapshot(sb.store, root);
       for (const step of [['recover'], ['abort'], ['commit-job'], ['abort', '--task', '0']]) {
-        const r = await run([...step, '--job', handle, '--dry-run', '--json']);
+        const r = await inproc([...step, '--job', handle, '--dry-run', '--json']);
         assert.equal(r.code, step.includes('--task') ? 4 : 0, `${step.join(' ')}: ${r.stderr}`);
         if (r.code === 0) assert.equal(JSON.parse(r.stdout).dryRun, true);
         assert.deepEqual(await snapshot(sb.store, root), before, `${step.join(' ')} --dry-run changed nothing`);
       }
-      const text = await ok(['abort', '--job', handle, '--dry-run'], { env: sb.env });
+      const text = await here(['abort', '--job', handle, '--dry-run']);
       // Where directories rename, the leftover is in the staging dir and abort gives it back; on S3
       // it stayed where the engine left it, and aborting the job leaves it there.
       const moved = sb.store.caps.directoryRename;
@@ -167,7 +168,7 @@ for (const fx of storeFixtures()) {
       const handle = await here(['adopt', '--older-than', '0s', sb.uri(leftover)]);
       await writeTree(sb.store, leftover, { 'dt=2026-11-30/other': 'rerun' });
       for (const dry of [['--dry-run'], []]) {
-        const r = await run(['abort', '--job', handle, ...dry]);
+        const r = await realOrDry(dry)(['abort', '--job', handle, ...dry]);
         assert.equal(r.code, 4, r.stderr);
         assert.match(r.stderr, new RegExp(`the adopted leftover cannot go back: ${sb.uri(leftover)} exists again, so it stays in ${handle}/_adopted and nothing is deleted; move one of them aside and run abort again`));
       }

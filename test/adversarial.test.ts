@@ -13,6 +13,7 @@ import { abort } from '../src/steps/abort.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import { recover } from '../src/steps/recover.js';
 import { cli, type CliResult } from './helpers/cli.js';
+import { inProcess } from './helpers/main.js';
 import { killed as killedAt } from './helpers/crash-points.js';
 import { driverDied, jobScenario, libStageTask, readyJob, testEnv, type Scenario } from './helpers/lib.js';
 import type { TaskSpec } from './helpers/jobs.js';
@@ -133,14 +134,15 @@ for (const fx of storeFixtures()) {
       const co = await cli(['clean-orphans', sb.uri(x), '--older-than', '0s', '--delete', '--json'], { env });
       assert.equal(co.code, 0, co.stderr);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/x': 'X' });
-      const ry = await cli(['commit-job', '--job', sb.uri(y)], { env });
+      // The steps after the roll-forward through main() in this process (the same commands).
+      const ry = await inProcess(['commit-job', '--job', sb.uri(y)], { env });
       assert.equal(ry.code, 4, ry.stderr);
       assert.match(ry.stderr, /job Y conflicts with job X, which replaced 'dt=1'/);
-      const rz2 = await cli(['commit-job', '--job', sb.uri(z)], { env });
+      const rz2 = await inProcess(['commit-job', '--job', sb.uri(z)], { env });
       assert.equal(rz2.code, 0, rz2.stderr);
       // Whatever is run on the stale job now, Z's data stays.
       for (const args of [['recover', '--job', sb.uri(x)], ['commit-job', '--job', sb.uri(x)], ['clean-orphans', sb.uri(x), '--older-than', '0s', '--delete']]) {
-        const r = await cli(args, { env });
+        const r = await inProcess(args, { env });
         assert.ok(r.code === 0 || r.code === 2, `${args[0]}: ${r.code} ${r.stderr}`);
         assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/z': 'Z' }, args[0]);
       }
