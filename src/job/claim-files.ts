@@ -4,7 +4,6 @@
 import { itemNumber, itemString } from '../manifest/codec.js';
 import { eachEncodedItem, ListLines, type EncodedList } from '../manifest/encode.js';
 import { checkRelativePath } from '../paths.js';
-import type { ClaimRecord } from './claims.js';
 
 export interface TaskFile {
   /** Path relative to the table root (partition path included). */
@@ -50,7 +49,7 @@ export function claimFilesOf(files: readonly TaskFile[]): ClaimFiles {
 }
 
 /** A claim's files read once from its record, written again as they were. */
-export function claimFilesOfRecord(record: ClaimRecord): ClaimFiles {
+export function claimFilesOfRecord(record: { readonly bytes: number; eachFile(fn: (f: TaskFile) => void): void }): ClaimFiles {
   const lines = new ListLines();
   const uploads: TaskFile[] = [];
   record.eachFile((f) => {
