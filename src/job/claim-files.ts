@@ -4,6 +4,7 @@
 import { itemNumber, itemString } from '../manifest/codec.js';
 import { eachEncodedItem, ListLines, type EncodedList } from '../manifest/encode.js';
 import { checkRelativePath } from '../paths.js';
+import { compareStrings } from '../util/compare.js';
 
 export interface TaskFile {
   /** Path relative to the table root (partition path included). */
@@ -43,9 +44,7 @@ export function fileOf(x: unknown): TaskFile {
 
 /** Files in the order given (a claim's own, read back or built by adopt). */
 export function claimFilesOf(files: readonly TaskFile[]): ClaimFiles {
-  const lines = new ListLines();
-  for (const f of files) lines.push(claimItem(f));
-  return { list: lines.done(), bytes: files.reduce((a, f) => a + f.size, 0), uploads: files.filter((f) => f.upload) };
+  return claimFilesOfRecord({ bytes: files.reduce((a, f) => a + f.size, 0), eachFile: (fn) => files.forEach((f) => fn(f)) });
 }
 
 /** A claim's files read once from its record, written again as they were. */
@@ -66,7 +65,7 @@ export function taskFilesOf(files: ClaimFiles): TaskFile[] {
   return out;
 }
 
-const byPath = (a: TaskFile, b: TaskFile): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+const byPath = (a: TaskFile, b: TaskFile): number => compareStrings(a.path, b.path);
 
 /**
  * An attempt's files as a walk finds them, in no order: a path and a size each (the size a row of
@@ -97,7 +96,7 @@ export class AttemptFileList {
   /** Rows in path order: the order walkFiles gives and every claim is written in. */
   private sorted(): Uint32Array {
     const paths = this.paths;
-    this.order ??= new Uint32Array(paths.length).map((_, i) => i).sort((a, b) => (paths[a]! < paths[b]! ? -1 : paths[a]! > paths[b]! ? 1 : 0));
+    this.order ??= new Uint32Array(paths.length).map((_, i) => i).sort((a, b) => compareStrings(paths[a]!, paths[b]!));
     return this.order;
   }
 

@@ -5,6 +5,7 @@ import { StoreError } from '../errors.js';
 import { forEachLimit, mapLimit } from '../util/pool.js';
 import { isTempName } from './temp-names.js';
 import type { Entry, ListOptions, Store } from './types.js';
+import { compareStrings } from '../util/compare.js';
 
 /**
  * Every entry under `dir` (files, directories and the rest), `name` relative to it; a directory
@@ -66,7 +67,7 @@ export interface WalkOptions {
 export async function walkFiles(store: Store, dir: string, opts: WalkOptions = {}): Promise<Entry[]> {
   const out: Entry[] = [];
   await forEachFile(store, dir, opts, (e) => out.push(e));
-  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return out.sort((a, b) => compareStrings(a.name, b.name));
 }
 
 /**

@@ -19,13 +19,10 @@ import { StoreError } from '../../errors.js';
 import type { PendingUpload, ReadyUpload } from '../types.js';
 import { forEachLimit } from '../../util/pool.js';
 import { xmlText, type SignedRequests } from './signed.js';
+import { status } from './keys.js';
 
 type Fail = (e: unknown, op: string, paths: string[]) => StoreError;
 type Split = (p: string) => { bucket: string; key: string };
-
-function status(e: unknown): number | undefined {
-  return (e as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
-}
 
 /** The ETag S3 gives an object made by completing these parts: md5 of the parts' md5s, "-N". */
 export function multipartEtag(etags: readonly string[]): string {
