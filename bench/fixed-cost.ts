@@ -1,6 +1,7 @@
 // Benchmark: the fixed cost of a one-file job, per step (stage, stage FILE, commit-task,
-// commit-job), on the local filesystem and on WebHDFS (the project's test server): store calls
-// by operation, HTTP requests and wall time, each step run in this process (start-up excluded;
+// commit-job), on the local filesystem, on WebHDFS (the project's test server) and on S3 when
+// AWS_ENDPOINT_URL names a server: store calls by operation, HTTP requests, sequential round
+// trips and wall time, each step run in this process (start-up excluded;
 // `node --cpu-prof bin/stagecommit.js …` shows that part). Not part of the tests.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,6 +10,9 @@ import path from 'node:path';
 import { LocalStore } from '../src/store/local.js';
 import type { Store } from '../src/store/types.js';
 import { WebHdfsStore } from '../src/store/webhdfs/webhdfs-store.js';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { S3Store } from '../src/store/s3/s3-store.js';
+import { s3Settings } from '../src/store/s3/settings.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import { commitTask } from '../src/steps/commit-task.js';
 import { stageFiles } from '../src/steps/stage-files.js';
@@ -17,17 +21,44 @@ import { stageJob } from '../src/steps/stage-job.js';
 import { WebHdfsCluster } from '../test/webhdfs/server.js';
 import { benchEnv, printTable, seconds } from './helpers.js';
 
+/**
+ * The store with its sequential round trips counted: a call that starts while no other is in
+ * flight begins a new round (calls made at once share one).
+ */
+function countingRounds(store: Store): { store: Store; rounds: () => number } {
+  let inFlight = 0;
+  let rounds = 0;
+  const proxy = new Proxy(store, {
+    get(target, key, receiver) {
+      const v = Reflect.get(target, key, receiver) as unknown;
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]) => {
+        const starts = inFlight === 0;
+        if (starts) rounds++;
+        inFlight++;
+        const out = (v as (...a: unknown[]) => unknown).apply(target, args);
+        if (out instanceof Promise) return out.finally(() => inFlight--);
+        inFlight--;
+        if (starts) rounds--; // a synchronous helper (toUri), not a round trip
+        return out;
+      };
+    },
+  });
+  return { store: proxy, rounds: () => rounds };
+}
+
 async function oneFileJob(label: string, store: Store, root: string, file: string): Promise<string[][]> {
   const rows: string[][] = [];
   const step = async <T>(name: string, fn: (env: ReturnType<typeof benchEnv>) => Promise<T>): Promise<T> => {
-    const env = benchEnv(store, 8);
+    const counted = countingRounds(store);
+    const env = benchEnv(counted.store, 8);
     const t = process.hrtime.bigint();
     const out = await fn(env);
     const wall = seconds(t);
     const { requests, ...ops } = env.store.metrics();
     const calls = Object.values(ops).reduce((a, n) => a + (n ?? 0), 0);
     const detail = Object.entries(ops).map(([k, n]) => `${k} ${n}`).join(', ');
-    rows.push([`${label} ${name}`, String(calls), requests === undefined ? '-' : String(requests), `${(wall * 1000).toFixed(1)} ms`, detail]);
+    rows.push([`${label} ${name}`, String(calls), requests === undefined ? '-' : String(requests), String(counted.rounds()), `${(wall * 1000).toFixed(1)} ms`, detail]);
     return out;
   };
   const target = `${root}/table`;
@@ -45,8 +76,17 @@ try {
   writeFileSync(file, 'a,b\n1,2\n');
   const hdfs = new WebHdfsStore({ nameNodes: cluster.nameNodeUrls, uriPrefix: 'hdfs://bench', user: 'bench', retries: 2, retryBaseMs: 50 });
   const rows = [...(await oneFileJob('local', new LocalStore(), path.join(dir, 'local'), file)), ...(await oneFileJob('hdfs', hdfs, '/wh', file))];
+  // S3 when a server is given (the RGW of scripts/rgw.sh: `set -a; . <(bash scripts/rgw.sh env)`).
+  if (process.env.AWS_ENDPOINT_URL) {
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+    const s3 = new S3Store(s3Settings(undefined, process.env));
+    const bucket = `fixed-${Date.now().toString(36)}`;
+    await s3.client.send(new CreateBucketCommand({ Bucket: bucket }));
+    rows.push(...(await oneFileJob('s3', s3, `/${bucket}`, file)));
+  }
   console.log('A one-file job, step by step, each step in this process (start-up excluded)\n');
-  printTable(['step', 'store calls', 'requests', 'wall', 'calls by operation'], rows);
+  printTable(['step', 'store calls', 'requests', 'rounds', 'wall', 'calls by operation'], rows);
+  console.log('\nrounds: sequential round trips (store calls made at once count as one).');
 } finally {
   await cluster.stop();
   rmSync(dir, { recursive: true, force: true });

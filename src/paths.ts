@@ -1,6 +1,7 @@
 // Partition paths (Hive escaping), task ids and task-file paths: nothing may leave the target.
 
 import { UsageError } from './errors.js';
+import { compareStrings } from './util/compare.js';
 
 export const HIVE_DEFAULT_PARTITION = '__HIVE_DEFAULT_PARTITION__';
 
@@ -72,7 +73,7 @@ export function compareTasks(a: string, b: string): number {
   const numB = /^\d+$/.test(b);
   if (numA && numB) return na - nb;
   if (numA !== numB) return numA ? -1 : 1;
-  return a < b ? -1 : a > b ? 1 : 0;
+  return compareStrings(a, b);
 }
 
 export function checkAttempt(raw: string | number | undefined): number {

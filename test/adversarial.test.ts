@@ -201,6 +201,23 @@ for (const fx of storeFixtures()) {
       t.diagnostic('removed, added and link refused');
     });
 
+    test('task ids whose attempt dirs share a prefix (1, 10): a file added to task 10 is blamed on 10, and an untouched pair commits', async () => {
+      const target = posix.join(dir(), 't');
+      const tasks: TaskSpec[] = [{ task: '1', partition: ['dt=1'], files: { a: 'a' } }, { task: '10', partition: ['dt=2'], files: { b: 'b' } }];
+      const staging = await ready(target, job('P', 'create'), tasks);
+      const root = posix.join(staging, (await sb.store.stat(posix.join(staging, '_temporary/0/10'))) ? '_temporary/0/10' : '_temporary/0/_temporary/attempt_P_10_0');
+      await sb.store.writeFile(posix.join(root, 'dt=2/extra'), 'x');
+      const r = await cli(['commit-job', '--job', sb.uri(staging)], { env: sb.env });
+      assert.equal(r.code, 4, r.stderr);
+      assert.match(r.stderr, /committed output of task 10 .* holds 'dt=2\/extra'/);
+      assert.equal(await sb.store.stat(target), null, 'nothing published');
+      const clean = posix.join(dir(), 'u');
+      const ok = await ready(clean, job('Q', 'create'), tasks);
+      const c = await cli(['commit-job', '--job', sb.uri(ok)], { env: sb.env });
+      assert.equal(c.code, 0, c.stderr);
+      assert.deepEqual(data(await readTree(sb.store, clean)), { 'dt=1/a': 'a', 'dt=2/b': 'b' });
+    });
+
     test('scripts that would silently do nothing: never-staged attempt after recover, task id 01, create with the staging dir inside the target', async () => {
       const target = posix.join(dir(), 't');
       const staging = await ready(target, { ...job('N', 'overwrite'), job: { ...job('N', 'overwrite').job, tasks: 2 } }, [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }]);

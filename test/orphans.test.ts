@@ -55,10 +55,11 @@ for (const fx of storeFixtures()) {
     /**
      * The fresh leftovers are younger than this and the old ones older, however slowly a loaded
      * machine starts the CLI. Stores that can date a tree date the old leftovers an hour back. On
-     * S3 (no backdating, whole seconds) they are written 8 s before the fresh ones and the limit is
-     * 5 s above the fresh ones' age: the step may take up to 4 s to look at them.
+     * S3 (no backdating, whole seconds) they are written 10 s before the fresh ones and the limit is
+     * 7 s above the fresh ones' age: the step may take up to 6 s to start and look at them (2 s was
+     * not enough at load 10).
      */
-    const olderThan = () => (sb.backdate ? '30m' : `${Math.ceil((Date.now() - freshAt) / 1000) + 5}s`);
+    const olderThan = () => (sb.backdate ? '30m' : `${Math.ceil((Date.now() - freshAt) / 1000) + 7}s`);
     before(async () => {
       sb = await fx.sandbox();
       root = posix.join(sb.base, 'wh');
@@ -76,7 +77,7 @@ for (const fx of storeFixtures()) {
       // The "killed" driver was this process: remove its lease as its death would have made it stale.
       for (const e of await sb.store.list(committing)) if (e.name.startsWith('_lease.')) await sb.store.delete(e.path, false);
       if (sb.backdate) await sb.backdate(root, Date.now() - 3_600_000);
-      else await sleep(8000);
+      else await sleep(10_000);
       // Taken before the write: a slow write must not make the fresh leftovers look older than the margin.
       freshAt = Date.now();
       await writeTree(sb.store, root, FRESH);

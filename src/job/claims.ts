@@ -3,23 +3,19 @@
 // it first, DESIGN §5.9). Both are created exclusively and checked on every read.
 
 import { CorruptManifestError } from '../errors.js';
-import { encodeManifest, decodeManifest, decodeManifestLazy, Fields, itemNumber, itemString } from '../manifest/codec.js';
+import { encodeManifest, encodeManifestBytes, decodeManifest, decodeManifestLazy, Fields } from '../manifest/codec.js';
 import { posix } from 'node:path';
 import { checkRelativePath, checkTaskId, isDataName } from '../paths.js';
 import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import { ADOPTED_DIR, taskAttemptName, type JobLayout } from './layout.js';
 import { readManifestFile } from './manifest-io.js';
+import { claimFilesOf, fileOf, type ClaimFiles, type TaskFile } from './claim-files.js';
 
-export interface TaskFile {
-  /** Path relative to the table root (partition path included). */
-  readonly path: string;
-  readonly size: number;
-  /** A pending upload to the file's final path (S3), completed by commit-job instead of a copy. */
-  readonly upload?: { readonly id: string; readonly etags: readonly string[] };
-}
+export type { TaskFile } from './claim-files.js';
 
-export interface Claim {
+/** A claim without its files. */
+export interface ClaimHeader {
   readonly task: string;
   readonly attempt: number;
   readonly taskAttempt: string;
@@ -34,6 +30,9 @@ export interface Claim {
    * leftover's output where the engine left it inside the target.
    */
   readonly root?: string;
+}
+
+export interface Claim extends ClaimHeader {
   /** The attempt's files, recorded when it claims (so an interrupted commit knows them). */
   readonly files: readonly TaskFile[];
 }
@@ -48,10 +47,14 @@ export interface ClaimContext {
 const KIND = 'stagecommit/claim';
 const VERSION = 1;
 
-export function encodeClaim(c: Claim): string {
-  const { files, ...rest } = c;
-  const header = { kind: KIND, version: VERSION, ...rest, root: rest.root ?? null, bytes: files.reduce((a, f) => a + f.size, 0) };
-  return encodeManifest(header, { files: files.map((f) => (f.upload ? { path: f.path, size: f.size, uploadId: f.upload.id, etags: f.upload.etags } : f)) });
+export function encodeClaim(c: Claim): Buffer {
+  const { files, ...header } = c;
+  return encodeClaimWith(header, claimFilesOf(files));
+}
+
+/** A claim whose file list is written already (ClaimFiles): only its header is encoded here. */
+export function encodeClaimWith(c: ClaimHeader, files: ClaimFiles): Buffer {
+  return encodeManifestBytes({ kind: KIND, version: VERSION, ...c, root: c.root ?? null, bytes: files.bytes }, { files: files.list });
 }
 
 /**
@@ -91,7 +94,7 @@ export function leftoverOfRoot(root: string): string | null {
 }
 
 /** A claim with its file list left in the file, read once when asked (commit-job at a million files). */
-export interface ClaimRecord extends Omit<Claim, 'files'> {
+export interface ClaimRecord extends ClaimHeader {
   readonly fileCount: number;
   readonly bytes: number;
   /**
@@ -155,20 +158,6 @@ export function decodeClaimRecord(text: string, file: string, ctx: ClaimContext)
   return { ...header, fileCount, bytes, eachFile };
 }
 
-function fileOf(x: unknown): TaskFile {
-  const path = itemString(x, 'path');
-  checkRelativePath(path, 'file path');
-  const size = itemNumber(x, 'size');
-  const o = x as Record<string, unknown>;
-  if (o.uploadId === undefined && o.etags === undefined) return { path, size };
-  const id = itemString(x, 'uploadId');
-  const etags = o.etags;
-  if (id === '' || !Array.isArray(etags) || etags.length === 0 || etags.some((e) => typeof e !== 'string' || e === '')) {
-    throw new Error("is a pending upload without its 'uploadId' and the parts' 'etags'");
-  }
-  return { path, size, upload: { id, etags: etags as string[] } };
-}
-
 export function decodeClaim(text: string, file: string, ctx: ClaimContext): Claim {
   const { fileCount, bytes, eachFile, ...header } = decodeClaimRecord(text, file, ctx);
   const files: TaskFile[] = [];
@@ -179,6 +168,11 @@ export function decodeClaim(text: string, file: string, ctx: ClaimContext): Clai
 /** Reads a claim (null: none). A claim being written on WebHDFS is read again shortly. */
 export function readClaim(store: Store, layout: JobLayout, ctx: ClaimContext): Promise<Claim | null> {
   return readManifestFile(store, layout.claimFile(ctx.appAttempt, ctx.task), (text, file) => decodeClaim(text, file, ctx));
+}
+
+/** readClaim with the file list left in the file (ClaimRecord). */
+export function readClaimRecord(store: Store, layout: JobLayout, ctx: ClaimContext): Promise<ClaimRecord | null> {
+  return readManifestFile(store, layout.claimFile(ctx.appAttempt, ctx.task), (text, file) => decodeClaimRecord(text, file, ctx));
 }
 
 /** The files every claim of the job's current app attempt holds. */
@@ -213,9 +207,7 @@ async function claimTasks(store: Store, layout: JobLayout, app: number): Promise
  * stays one string until its files are read, never a list of objects.
  */
 export async function readClaimRecords(store: Store, layout: JobLayout, jobId: string, app: number, concurrency = 16): Promise<Map<string, ClaimRecord>> {
-  const read = await mapLimit(await claimTasks(store, layout, app), concurrency, (task) =>
-    readManifestFile(store, layout.claimFile(app, task), (text, file) => decodeClaimRecord(text, file, { jobId, task, appAttempt: app })),
-  );
+  const read = await mapLimit(await claimTasks(store, layout, app), concurrency, (task) => readClaimRecord(store, layout, { jobId, task, appAttempt: app }));
   const out = new Map<string, ClaimRecord>();
   for (const c of read) if (c) out.set(c.task, c);
   return out;

@@ -113,7 +113,8 @@ export class Lease {
     private readonly env: LeaseClock,
   ) {}
 
-  static async acquire(store: Store, layout: JobLayout, env: LeaseClock, op: string): Promise<Lease> {
+  /** `current`: the lease file as read just before (runStep reads it alongside the job: one round trip). */
+  static async acquire(store: Store, layout: JobLayout, env: LeaseClock, op: string, current?: CurrentLease | null): Promise<Lease> {
     const record: LeaseRecord = {
       op,
       owner: env.user,
@@ -122,7 +123,7 @@ export class Lease {
       acquiredAtMs: env.now(),
       expiresAtMs: env.now() + env.leaseTtlMs,
     };
-    const current = await readCurrentLease(store, layout);
+    if (current === undefined) current = await readCurrentLease(store, layout);
     let gen = 0;
     if (current) {
       const mine = current.record?.host === env.host && current.record.pid === env.pid;
@@ -155,6 +156,11 @@ export class Lease {
         .finally(() => (this.renewing = undefined));
     }, every);
     this.timer.unref();
+  }
+
+  /** The staging dir went with the lease file in it: release has nothing left to delete. */
+  gone(): void {
+    this.released = true;
   }
 
   /** Stops renewing (and waits for a renewal in flight): before the staging dir goes away. */

@@ -131,13 +131,10 @@ export async function readAttemptUploads(store: Store, layout: JobLayout, job: J
   return { files, stale: stale.map((u) => ({ path: posix.join(job.targetPath, u.path), uploadId: u.uploadId })), recordFiles: records.map((r) => r.file) };
 }
 
-/** A task's files: those in its attempt dir and its pending uploads; one path staged both ways is an error. */
-export function withUploads(files: readonly TaskFile[], uploads: AttemptUploads, taskAttempt: string): TaskFile[] {
-  if (uploads.files.length === 0) return [...files];
-  const plain = new Set(files.map((f) => f.path));
-  const both = uploads.files.find((f) => plain.has(f.path));
+/** A path staged both as a file in the attempt dir and as a pending upload is an error. */
+export function checkStagedOnce(uploads: AttemptUploads, inAttemptDir: (path: string) => boolean, taskAttempt: string): void {
+  const both = uploads.files.find((f) => inAttemptDir(f.path));
   if (both) throw new ConflictError(`${taskAttempt} staged '${both.path}' twice, once as a small file and once as a large one: nothing was committed; abort this attempt and stage the task into a new --attempt`);
-  return [...files, ...uploads.files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
 /** Once the claim holds the attempt's uploads (or it will never commit: none kept), abort the rest and drop the records. */

@@ -9,14 +9,15 @@ import type { Lease } from './lease.js';
 /** Removes the staging dir whole, `_job.yaml` last, so a half-done cleanup is still a job. */
 export async function removeStagingDir(store: Store, layout: JobLayout, lease?: Lease): Promise<void> {
   await lease?.stopRenewal();
+  const bulk = !store.caps.realDirectories && store.listTree && store.deleteMany;
   // Uploads a killed `stage` left behind (S3 multipart) would be billed forever: abort them.
-  if (store.listUploads && store.abortUpload) {
-    for (const u of await store.listUploads(layout.root)) await store.abortUpload(u);
-  }
-  if (!store.caps.realDirectories && store.listTree && store.deleteMany) {
+  // They are not keys, so the listing of every key is read at the same time.
+  const [uploads, keys] = await Promise.all([store.listUploads?.(layout.root) ?? [], bulk ? store.listTree!(layout.root) : null]);
+  if (store.abortUpload) for (const u of uploads) await store.abortUpload(u);
+  if (keys) {
     // Object stores: one listing of every key, then bulk deletes (the plan goes with the rest).
     const keep = new Set([layout.jobFile, lease?.path ?? '']);
-    await store.deleteMany((await store.listTree(layout.root)).map((e) => e.path).filter((p) => !keep.has(p)));
+    await store.deleteMany!(keys.map((e) => e.path).filter((p) => !keep.has(p)));
   } else {
     const entries = await store.list(layout.root);
     const last = new Set([JOB_FILE, COMMIT_FILE, lease ? posix.basename(lease.path) : '']);
@@ -28,6 +29,7 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
   for (let i = 0; ; i++) {
     try {
       await store.delete(layout.root, true);
+      lease?.gone();
       break;
     } catch (e) {
       if (!(e instanceof StoreError && e.kind === 'exists') || i >= 5) throw e;

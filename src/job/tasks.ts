@@ -2,16 +2,23 @@
 // not yet committed. The one home of each of these rules.
 
 import type { Entry, Store } from '../store/types.js';
-import { walkFiles } from '../store/walk.js';
+import { forEachFile, walkFiles, type WalkOptions } from '../store/walk.js';
 import type { Claim } from './claims.js';
 import type { JobManifest } from './job.js';
 import { ATTEMPT_MARKER, taskOfAttempt, type JobLayout } from './layout.js';
 
 const NOT_OUTPUT = new Set([ATTEMPT_MARKER]);
 
+type AttemptWalk = Omit<WalkOptions, 'ignoreTop'>;
+
 /** The output files of a task attempt dir, relative to it (never temps, never the attempt marker). */
-export function attemptFiles(store: Store, attemptDir: string, opts: { details?: boolean; removeTemps?: boolean; others?: Entry[] } = {}): Promise<Entry[]> {
+export function attemptFiles(store: Store, attemptDir: string, opts: AttemptWalk = {}): Promise<Entry[]> {
   return walkFiles(store, attemptDir, { ...opts, ignoreTop: NOT_OUTPUT });
+}
+
+/** attemptFiles handed over one at a time as they are listed, unsorted (a million-file attempt). */
+export function eachAttemptFile(store: Store, attemptDir: string, opts: AttemptWalk, fn: (e: Entry) => void): Promise<void> {
+  return forEachFile(store, attemptDir, { ...opts, ignoreTop: NOT_OUTPUT }, fn);
 }
 
 /** Task → the attempt dirs it has in an app attempt. */

@@ -3,16 +3,17 @@
 // `end: {"lines": N, "lists": {...}, "sha256": "…"}` that counts the lines and every list and
 // digests everything before it. A file cut short anywhere (also exactly at a line boundary),
 // or edited, fails that check. Files are read line by line without a YAML parser; a
-// hand-written file (no end line) is parsed as YAML only where the caller allows it.
+// hand-written file (no end line) is parsed as YAML only where the caller allows it. Writing is
+// in encode.ts.
 
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { CorruptManifestError } from '../errors.js';
+import { countLines, END, ITEM } from './encode.js';
 
-const ITEM = '  - ';
+export { encodeManifest, encodeManifestBytes } from './encode.js';
+
 const FIELD = /^([A-Za-z][A-Za-z0-9]*):(?: (.*))?$/;
-const END = 'end: ';
-const CHUNK = 4096;
 
 /** The YAML library, loaded only when a document is not in our own line format. */
 export function yamlLib(): typeof import('yaml') {
@@ -21,39 +22,6 @@ export function yamlLib(): typeof import('yaml') {
 
 function sha256(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
-}
-
-export function encodeManifest(header: Record<string, unknown>, lists: Record<string, readonly object[]> = {}): string {
-  const parts = [
-    Object.entries(header)
-      .filter(([, v]) => v !== undefined)
-      .map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`)
-      .join(''),
-  ];
-  const counts: Record<string, number> = {};
-  for (const [key, items] of Object.entries(lists)) {
-    counts[key] = items.length;
-    if (items.length === 0) {
-      parts.push(`${key}: []\n`);
-      continue;
-    }
-    parts.push(`${key}:\n`);
-    // Joined a chunk at a time: a million items never stand as a million line strings at once.
-    for (let i = 0; i < items.length; i += CHUNK) {
-      let chunk = '';
-      for (let j = i; j < Math.min(i + CHUNK, items.length); j++) chunk += ITEM + JSON.stringify(items[j]) + '\n';
-      parts.push(chunk);
-    }
-  }
-  const body = parts.join('');
-  const lineCount = countLines(body);
-  return `${body}${END}${JSON.stringify({ lines: lineCount, lists: counts, sha256: sha256(body) })}\n`;
-}
-
-function countLines(text: string): number {
-  let n = 0;
-  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) n++;
-  return n;
 }
 
 export interface DecodeOptions {

@@ -2,6 +2,7 @@
 // planner is given.
 
 import type { PublishStrategy } from '../store/operations.js';
+import type { TaskFile } from '../job/claim-files.js';
 
 /**
  * A location: 's:REL' inside the staging dir, 't:REL' inside the target ('t:' is the target
@@ -33,12 +34,8 @@ export interface PlannedUpload {
   readonly size: number;
 }
 
-/** A task file; `upload` when it waits as a pending upload at its final path. */
-export interface SourceFile {
-  readonly path: string;
-  readonly size: number;
-  readonly upload?: { readonly id: string; readonly etags: readonly string[] };
-}
+/** A task file; `upload` when it waits as a pending upload at its final path (a claim's file). */
+export type SourceFile = TaskFile;
 
 export interface SourceTree {
   /** The task it came from. */

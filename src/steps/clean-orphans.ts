@@ -14,6 +14,7 @@ import { mapLimit } from '../util/pool.js';
 import { abort } from './abort.js';
 import type { StepEnv } from './env.js';
 import { recover } from './recover.js';
+import { compareStrings } from '../util/compare.js';
 
 export const LEFTOVER_KINDS = ['spark-staging', 'hadoop-temporary', 'hive-staging', 's3a-magic', 'stagecommit', 'multipart-upload'] as const;
 export type LeftoverKind = (typeof LEFTOVER_KINDS)[number];
@@ -180,7 +181,7 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
       leftovers.push(jobUnread && u.action === 'would-delete' ? { ...u, action: 'skipped', reason: 'a stagecommit job under the roots could not be read, and it may own this upload' } : u);
     }
   }
-  leftovers.sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
+  leftovers.sort((a, b) => compareStrings(a.uri, b.uri));
 
   if (input.delete) {
     for (const l of leftovers) {

@@ -74,6 +74,9 @@ function successInTheWay(env: StepEnv, job: JobManifest): ConflictError {
 export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false): Promise<{ plan: PersistedPlan; listing?: LogListing }> {
   const { store } = env;
   const { job, layout } = open;
+  // The table log's listing does not depend on the output: read both at once (v1 only: v2 has no entry).
+  const firstListing = job.algorithm === 'v1' ? new TableLog(store, job.targetPath).list() : undefined;
+  firstListing?.catch(() => undefined);
   const { claims, sources, tree, stats } = await readOutput(env, open);
   const base = { jobId: job.jobId, appAttempt: job.appAttempt, tasks: claims.map((c) => c.task) };
   const partitions = stats.partitionsWritten();
@@ -98,7 +101,7 @@ export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false): 
     // A directory the commit cannot change is found now, not after the commit point (§5.13).
     await store.checkWritable?.(targetDirsChanged(planned.phases).map((rel) => (rel === '' ? job.targetPath : posix.join(job.targetPath, rel))));
     return withLeftoversRemoved(planned, sources);
-  }, { dryRun });
+  }, { dryRun, firstListing });
   return { plan: { ...base, createdAtMs: env.now(), logEntry: entry.number, ...plan }, listing };
 }
 

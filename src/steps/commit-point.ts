@@ -57,7 +57,7 @@ function sameSet(a: readonly string[], b: readonly string[]): boolean {
  * this job now holds. Throws ConflictError (exit 4) before the commit point, changing nothing
  * but log bookkeeping, when another job replaced or is still committing the same partitions.
  */
-export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: CommitUnits, plan: () => Promise<P>, opts: { dryRun?: boolean } = {}): Promise<{ plan: P; entry: LogEntry; listing: LogListing }> {
+export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: CommitUnits, plan: () => Promise<P>, opts: { dryRun?: boolean; firstListing?: Promise<LogListing> } = {}): Promise<{ plan: P; entry: LogEntry; listing: LogListing }> {
   const { job } = open;
   const log = new TableLog(env.store, job.targetPath);
   const pos = job.logPosition;
@@ -72,7 +72,8 @@ export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: Co
   const outcomes = new Map<number, Promise<DoneOutcome | null>>();
   const outcome = (n: number) => outcomes.get(n) ?? outcomes.set(n, log.readDone(n)).get(n)!;
   for (let round = 0; ; round++) {
-    const listing = await log.list();
+    // A listing taken before this call is as good as a new one: creating the entry decides races.
+    const listing = await (round === 0 && opts.firstListing ? opts.firstListing : log.list());
     const { numbers, done } = listing;
     const max = numbers.length ? numbers[numbers.length - 1]! : null;
     const since = numbers.filter((n) => pos === null || n > pos);

@@ -3,12 +3,13 @@
 
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
-import { decide, encodeClaim, readClaim, readDecision, type Claim, type TaskFile } from '../job/claims.js';
+import { AttemptFileList, claimFilesOfRecord, taskFilesOf, type ClaimFiles } from '../job/claim-files.js';
+import { decide, encodeClaimWith, readClaimRecord, readDecision, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
 import { loadJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { JobLayout, SUCCESS_FILE, taskAttemptName, taskOfAttempt } from '../job/layout.js';
-import { readAttemptUploads, settleAttemptUploads, withUploads, type AttemptUploads } from '../job/pending-uploads.js';
+import { checkStagedOnce, readAttemptUploads, settleAttemptUploads, type AttemptUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
-import { attemptFiles } from '../job/tasks.js';
+import { attemptFiles, eachAttemptFile } from '../job/tasks.js';
 import { publishV2 } from '../plan/publish-v2.js';
 import { promoteOutput } from '../store/operations.js';
 import { requireState, type OpenJob } from '../job/open.js';
@@ -32,13 +33,10 @@ export interface CommitTaskResult {
   readonly bytes: number;
 }
 
-/** `pathsChecked`: the paths were read from a claim, which checked them already (§5.11). */
-export function checkTaskFiles(job: JobManifest, files: readonly TaskFile[], pathsChecked = false): void {
-  const prefix = staticPrefix(job);
-  for (const f of files) checkTaskFile(job, f.path, prefix, pathsChecked);
-}
-
-/** One file of checkTaskFiles; `prefix` is the job's staticPrefix. */
+/**
+ * A task file's path, as commit-task checks it before the decision; `prefix` is the job's
+ * staticPrefix. `pathsChecked`: the path was read from a claim, which checked it already (§5.11).
+ */
 export function checkTaskFile(job: JobManifest, path: string, prefix: string, pathsChecked = false): void {
   if (!pathsChecked) checkRelativePath(path, 'task file');
   if (path === SUCCESS_FILE || path.startsWith(`${SUCCESS_FILE}/`)) throw new UsageError(`task file '${path}' would collide with the job's own marker '${SUCCESS_FILE}': rename it`);
@@ -54,21 +52,19 @@ export function isWriterMarker(name: string): boolean {
   return /^\.?(_SUCCESS|_started_[^/]+|_committed_[^/]+)(\.crc)?$/.test(name) && (name.startsWith('.') === name.endsWith('.crc'));
 }
 
-/** Removes the writer's markers from the attempt dir (so no rename carries them along); returns the data. */
-async function dropWriterMarkers(env: StepEnv, listed: readonly Entry[]): Promise<Entry[]> {
-  const markers = listed.filter((e) => isWriterMarker(posix.basename(e.name)));
-  if (markers.length === 0) return [...listed];
+/** Removes the writer's markers from the attempt dir, so no rename carries them along. */
+async function dropWriterMarkers(env: StepEnv, markers: readonly Entry[]): Promise<void> {
+  if (markers.length === 0) return;
   await Promise.all(markers.map((m) => env.store.delete(m.path, false)));
-  const names = markers.map((m) => m.name);
+  const names = markers.map((m) => m.name).sort();
   env.emit({ type: 'phase', label: `left out ${names.length} marker file(s) the writer made, not data: ${names.slice(0, 10).join(', ')}${names.length > 10 ? ', …' : ''}` });
-  return listed.filter((e) => !isWriterMarker(posix.basename(e.name)));
 }
 
 function abortedError(taskAttempt: string, decision: { atMs: number; by: string }): CommitDeniedError {
   return new CommitDeniedError(`commit denied for ${taskAttempt}: the attempt was aborted (${new Date(decision.atMs).toISOString()} by ${decision.by}) and can never commit; run the task as a new --attempt`);
 }
 
-function denied(claim: Claim, mine: string): CommitDeniedError {
+function denied(claim: ClaimHeader, mine: string): CommitDeniedError {
   return new CommitDeniedError(`commit denied for ${mine}: task ${claim.task} was claimed by ${claim.taskAttempt} (${claim.host}, pid ${claim.pid}); this attempt's files will never appear`);
 }
 
@@ -92,81 +88,103 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   const app = job.appAttempt;
   const taskAttempt = taskAttemptName(job.jobId, task, attempt);
   const ctx = { jobId: job.jobId, task, appAttempt: app };
-  const result = (outcome: CommitTaskResult['outcome'], files: readonly TaskFile[]): CommitTaskResult => ({
-    jobId: job.jobId,
-    task,
-    taskAttempt,
-    outcome,
-    files: files.length,
-    bytes: files.reduce((a, f) => a + f.size, 0),
-  });
+  const result = (outcome: CommitTaskResult['outcome'], files: number, bytes: number): CommitTaskResult => ({ jobId: job.jobId, task, taskAttempt, outcome, files, bytes });
 
-  let claim = await readClaim(store, layout, ctx);
-  if (claim && claim.taskAttempt !== taskAttempt) throw denied(claim, taskAttempt);
-  if (claim?.state === 'committed') return result('already', claim.files);
+  const before = await readClaimRecord(store, layout, ctx);
+  if (before && before.taskAttempt !== taskAttempt) throw denied(before, taskAttempt);
+  if (before?.state === 'committed') {
+    // Read through all the same: its paths are checked as every claim's are (§5.11).
+    before.eachFile(() => {});
+    return result('already', before.fileCount, before.bytes);
+  }
   requireState(open, ['staged'], 'commit a task');
 
   const attemptDir = layout.attemptDir(app, taskAttempt);
-  let pending: AttemptUploads | undefined;
-  let files: TaskFile[] = [];
-  if (!claim) {
-    // Checked before the decision: output refused here leaves the attempt free to abort or fix.
-    // A killed `stage` left its temp files here: they are not listed, and go before the dir moves.
-    const others: Entry[] = [];
-    const [walked, uploads] = await Promise.all([attemptFiles(store, attemptDir, { details: true, removeTemps: true, others }), readAttemptUploads(store, layout, job, taskAttempt, env.concurrency)]);
-    if (others.length) {
-      throw new UsageError(`${taskAttempt} holds '${others[0]!.name}', which is not a regular file (a ${others[0]!.kind}): a task's output is files only; remove it and run commit-task again (nothing was committed)`);
-    }
-    pending = uploads;
-    files = withUploads((await dropWriterMarkers(env, walked)).map((e) => ({ path: e.name, size: e.size })), uploads, taskAttempt);
-    if (files.length === 0 && !(await store.stat(attemptDir))) {
-      // An aborted attempt's dir is gone: its decision says why.
-      const aborted = await readDecision(store, layout, app, taskAttempt);
-      if (aborted?.outcome === 'abort') throw abortedError(taskAttempt, aborted);
-      const older = await olderOutput(store, layout, job.jobId, task, app);
-      const where = older ? `; its files are in ${store.toUri(older)}, left from an earlier app attempt: stage them again` : '; stage its files, or --print-path for a writer, first';
-      throw new UsageError(`${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it)' : ''}: nothing was committed${where}`);
-    }
-    checkTaskFiles(job, files);
-  }
+  // Checked before the decision: output refused here leaves the attempt free to abort or fix.
+  const output = before ? null : await attemptOutput(env, layout, job, task, taskAttempt);
 
   // One decision per attempt (§5.9): commit, unless an abort of this attempt came first.
   const decision = await decide(store, layout, app, { taskAttempt, outcome: 'commit', atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` });
   if (decision.outcome === 'abort') throw abortedError(taskAttempt, decision);
 
-  if (!claim) {
-    const fresh: Claim = { task, attempt, taskAttempt, appAttempt: app, state: 'claimed', claimedAtMs: env.now(), host: env.host, pid: env.pid, files };
-    if (await store.createExclusive(layout.claimFile(app, task), encodeClaim(fresh))) {
-      claim = fresh;
+  let claim: ClaimHeader;
+  let files: ClaimFiles;
+  if (output) {
+    const fresh: ClaimHeader = { task, attempt, taskAttempt, appAttempt: app, state: 'claimed', claimedAtMs: env.now(), host: env.host, pid: env.pid };
+    if (await store.createExclusive(layout.claimFile(app, task), encodeClaimWith(fresh, output.files))) {
+      [claim, files] = [fresh, output.files];
     } else {
-      claim = await readClaim(store, layout, ctx);
-      if (!claim) throw new ConflictError(`the claim of task ${task} vanished while ${taskAttempt} claimed it (recover ran meanwhile?): run commit-task again`);
-      if (claim.taskAttempt !== taskAttempt) throw denied(claim, taskAttempt);
+      const standing = await readClaimRecord(store, layout, ctx);
+      if (!standing) throw new ConflictError(`the claim of task ${task} vanished while ${taskAttempt} claimed it (recover ran meanwhile?): run commit-task again`);
+      if (standing.taskAttempt !== taskAttempt) throw denied(standing, taskAttempt);
+      [claim, files] = [headerOf(standing), claimFilesOfRecord(standing)];
     }
   } else {
     // A re-run after a killed commit: temps must not move into the committed dir with the rest.
-    await attemptFiles(store, attemptDir, { removeTemps: true });
+    await eachAttemptFile(store, attemptDir, { removeTemps: true }, () => {});
+    [claim, files] = [headerOf(before!), claimFilesOfRecord(before!)];
   }
 
-  const root = await promote(env, layout, job, attemptDir, task, claim.files);
-  await store.writeFile(layout.claimFile(app, task), encodeClaim({ ...claim, state: 'committed', root }));
-  await settleAttemptUploads(store, layout, job, taskAttempt, claim.files, env.concurrency, pending);
+  const root = await promote(env, layout, job, attemptDir, task, files);
+  await store.writeFile(layout.claimFile(app, task), encodeClaimWith({ ...claim, state: 'committed', root }, files));
+  await settleAttemptUploads(store, layout, job, taskAttempt, files.uploads, env.concurrency, output?.pending);
   // recover may have started the next app attempt meanwhile, without this claim: say so.
   const now = await loadJob(store, layout);
   if (now && now.appAttempt !== app) {
     throw new ConflictError(`recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${app}: its output may not have been kept; check 'stagecommit status' and run the task again if it is listed`);
   }
-  return result('committed', claim.files);
+  return result('committed', files.list.length, files.bytes);
+}
+
+function headerOf(record: ClaimRecord): ClaimHeader {
+  const { fileCount, bytes, eachFile, ...header } = record;
+  return header;
+}
+
+/**
+ * The attempt's output as its claim lists it: the files of its dir and its pending uploads, every
+ * path checked. The walk streams into an AttemptFileList, so no object per file is kept. A killed
+ * `stage` left its temp files here: they are not listed, and go before the dir moves.
+ */
+async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<{ files: ClaimFiles; pending: AttemptUploads }> {
+  const { store } = env;
+  const attemptDir = layout.attemptDir(job.appAttempt, taskAttempt);
+  const found = new AttemptFileList();
+  const others: Entry[] = [];
+  const markers: Entry[] = [];
+  const walked = eachAttemptFile(store, attemptDir, { details: true, removeTemps: true, others }, (e) => {
+    if (isWriterMarker(posix.basename(e.name))) markers.push(e);
+    else found.add(e.name, e.size);
+  });
+  const [, uploads] = await Promise.all([walked, readAttemptUploads(store, layout, job, taskAttempt, env.concurrency)]);
+  if (others.length) {
+    throw new UsageError(`${taskAttempt} holds '${others[0]!.name}', which is not a regular file (a ${others[0]!.kind}): a task's output is files only; remove it and run commit-task again (nothing was committed)`);
+  }
+  await dropWriterMarkers(env, markers);
+  checkStagedOnce(uploads, (path) => found.has(path), taskAttempt);
+  if (found.length + uploads.files.length === 0 && !(await store.stat(attemptDir))) throw await notStaged(store, layout, job, task, taskAttempt);
+  const prefix = staticPrefix(job);
+  return { files: found.encode(uploads.files, (path) => checkTaskFile(job, path, prefix)), pending: uploads };
+}
+
+/** Why an attempt has no dir: aborted (its decision says so), or never staged in this app attempt. */
+async function notStaged(store: StepEnv['store'], layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<Error> {
+  const app = job.appAttempt;
+  const aborted = await readDecision(store, layout, app, taskAttempt);
+  if (aborted?.outcome === 'abort') return abortedError(taskAttempt, aborted);
+  const older = await olderOutput(store, layout, job.jobId, task, app);
+  const where = older ? `; its files are in ${store.toUri(older)}, left from an earlier app attempt: stage them again` : '; stage its files, or --print-path for a writer, first';
+  return new UsageError(`${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it)' : ''}: nothing was committed${where}`);
 }
 
 /** Moves the attempt's output where commit-job expects it; returns its staging-relative root. */
-async function promote(env: StepEnv, layout: JobLayout, job: JobManifest, attemptDir: string, task: string, files: readonly TaskFile[]): Promise<string> {
+async function promote(env: StepEnv, layout: JobLayout, job: JobManifest, attemptDir: string, task: string, files: ClaimFiles): Promise<string> {
   const { store } = env;
   if (job.algorithm === 'v2') {
-    await publishV2(env, layout, job, attemptDir, files);
+    await publishV2(env, layout, job, attemptDir, taskFilesOf(files));
     return '';
   }
-  const root = await promoteOutput(store, attemptDir, layout.committedTaskDir(job.appAttempt, task), files.length > 0);
+  const root = await promoteOutput(store, attemptDir, layout.committedTaskDir(job.appAttempt, task), files.list.length > 0);
   if (root === null) {
     throw new ConflictError(`the output of ${posix.basename(attemptDir)} vanished from ${store.toUri(attemptDir)} before it was committed: run the task again as a new attempt`);
   }

@@ -2,6 +2,7 @@
 // attempt, their files gathered into one output tree, and each task's output checked against
 // what is really on the store before the commit point (§5.9).
 
+import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, IncompleteError } from '../errors.js';
 import { claimRootPath, isAdoptedRoot, readClaimRecords, type Claim, type ClaimRecord, type TaskFile } from '../job/claims.js';
 import { staticPrefix, type JobManifest } from '../job/job.js';
@@ -10,7 +11,7 @@ import { checkUploadsPending } from '../job/pending-uploads.js';
 import { OutputStats, OutputTree, type SourceTree } from '../plan/plan.js';
 import type { FileInfo } from '../plan/tree.js';
 import { compareTasks, isDataName } from '../paths.js';
-import type { Store } from '../store/types.js';
+import type { Entry, Store } from '../store/types.js';
 import { forEachInTree } from '../store/walk.js';
 import { mapLimit } from '../util/pool.js';
 import { checkTaskFile } from './commit-task.js';
@@ -85,7 +86,9 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
   });
   const sources: SourceTree[] = claims.map((c) => ({ task: c.task, root: c.root ?? '', files: [] }));
   if (tree) {
-    const problems = await mapLimit(claims, env.concurrency, (c, si) => outputProblem(store, claimRootPath(layout, job.targetPath, c.root!), tree, si, inDir[si]!, isAdoptedRoot(c.root!)));
+    const checks = claims.map((c, si) => new OutputCheck(claimRootPath(layout, job.targetPath, c.root!), tree, si, inDir[si]!, isAdoptedRoot(c.root!)));
+    await listOutputs(store, checks, env.concurrency);
+    const problems = await mapLimit(checks, env.concurrency, (c) => c.problem(store));
     const i = problems.findIndex((p) => p !== null);
     if (i >= 0) {
       const c = claims[i]!;
@@ -103,32 +106,72 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
  * the listing tells them. The claim's files are source `si` of the tree (`expected` of them in
  * the dir); the listing is compared entry by entry as it comes, never held.
  */
-async function outputProblem(store: Store, root: string, tree: OutputTree, si: number, expected: number, adopted: boolean): Promise<string | null> {
-  const listed = (path: string): FileInfo | undefined => {
-    const f = tree.at(path)?.file;
-    return f && f.source === si && !f.upload ? f : undefined;
-  };
-  let found = 0;
-  let odd: string | null = null;
-  let extra: string | null = null;
-  let resized: string | null = null;
-  await forEachInTree(store, root, {}, (e) => {
+class OutputCheck {
+  private found = 0;
+  private odd: string | null = null;
+  private extra: string | null = null;
+  private resized: string | null = null;
+
+  constructor(readonly root: string, private readonly tree: OutputTree, readonly si: number, private readonly expected: number, private readonly adopted: boolean) {}
+
+  private listed(path: string): FileInfo | undefined {
+    const f = this.tree.at(path)?.file;
+    return f && f.source === this.si && !f.upload ? f : undefined;
+  }
+
+  /** One entry of the output dir, `name` relative to it. */
+  see(e: Entry): void {
     // An engine's own markers and work dirs sit beside the output it had merged (adopt, §3).
     const top = e.name.split('/', 1)[0]!;
-    if (adopted && !isDataName(top) && !listed(top)) return;
+    if (this.adopted && !isDataName(top) && !this.listed(top)) return;
     if (e.kind === 'file') {
       if (e.name === ATTEMPT_MARKER) return;
-      const f = listed(e.name);
-      if (!f) extra ??= `holds '${e.name}', which its claim does not list`;
+      const f = this.listed(e.name);
+      if (!f) this.extra ??= `holds '${e.name}', which its claim does not list`;
       else {
-        found++;
-        if (e.size >= 0 && e.size !== f.size) resized ??= `has '${e.name}' at ${e.size} bytes, the claim recorded ${f.size}`;
+        this.found++;
+        if (e.size >= 0 && e.size !== f.size) this.resized ??= `has '${e.name}' at ${e.size} bytes, the claim recorded ${f.size}`;
       }
-    } else if (e.kind !== 'dir') odd ??= e.name;
-  });
-  if (odd !== null) return `holds '${odd}', which is not a regular file`;
-  if (found < expected) return `has lost '${await lostFile(store, root, tree, si)}'`;
-  return resized ?? extra;
+    } else if (e.kind !== 'dir') this.odd ??= e.name;
+  }
+
+  async problem(store: Store): Promise<string | null> {
+    if (this.odd !== null) return `holds '${this.odd}', which is not a regular file`;
+    if (this.found < this.expected) return `has lost '${await lostFile(store, this.root, this.tree, this.si)}'`;
+    return this.resized ?? this.extra;
+  }
+}
+
+/**
+ * Lists every committed task's output dir into its check. On an object store the attempt dirs
+ * of one parent are listed as one paged listing (a request per 1,000 files, not one per task);
+ * elsewhere a listing costs a request per directory anyway, so each dir is walked alone.
+ */
+async function listOutputs(store: Store, checks: readonly OutputCheck[], concurrency: number): Promise<void> {
+  const byParent = new Map<string, Map<string, OutputCheck>>();
+  const alone: OutputCheck[] = [];
+  if (store.caps.realDirectories || !store.listTree) alone.push(...checks);
+  else {
+    for (const c of checks) {
+      const parent = posix.dirname(c.root);
+      (byParent.get(parent) ?? byParent.set(parent, new Map()).get(parent)!).set(posix.basename(c.root), c);
+    }
+    for (const [parent, members] of byParent) {
+      if (members.size > 1) continue;
+      alone.push(...members.values());
+      byParent.delete(parent);
+    }
+  }
+  await Promise.all([
+    mapLimit([...byParent], concurrency, ([parent, members]) =>
+      forEachInTree(store, parent, {}, (e) => {
+        const slash = e.name.indexOf('/');
+        const check = slash > 0 ? members.get(e.name.slice(0, slash)) : undefined;
+        check?.see({ ...e, name: e.name.slice(slash + 1) });
+      }),
+    ),
+    mapLimit(alone, concurrency, (c) => forEachInTree(store, c.root, {}, (e) => c.see(e))),
+  ]);
 }
 
 /** The first file of source `si` that its output dir no longer has (only on the error path). */

@@ -3,7 +3,8 @@
 // ends. Each step is then only its logic.
 
 import { type JobState } from '../job/job.js';
-import { Lease } from '../job/lease.js';
+import { Lease, readCurrentLease, type CurrentLease } from '../job/lease.js';
+import { JobLayout } from '../job/layout.js';
 import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.js';
 import type { StepEnv } from './env.js';
 
@@ -19,18 +20,19 @@ export interface StepRule<T> {
 }
 
 export async function runStep<T>(env: StepEnv, stagingPath: string, rule: StepRule<T>, body: (open: OpenJob, lease?: Lease) => Promise<T>): Promise<T> {
-  let open: OpenJob;
-  try {
-    open = await openJob(env, stagingPath);
-  } catch (e) {
-    if (rule.ifGone && e instanceof JobGoneError) return rule.ifGone();
-    throw e;
+  // A step that takes the lease reads the current lease file alongside the job: one round trip.
+  const [opened, current] = await Promise.allSettled([openJob(env, stagingPath), rule.lease ? readCurrentLease(env.store, new JobLayout(stagingPath)) : null]);
+  if (opened.status === 'rejected') {
+    if (rule.ifGone && opened.reason instanceof JobGoneError) return rule.ifGone();
+    throw opened.reason;
   }
+  const open = opened.value;
   if (!rule.lease) {
     if (rule.states) requireState(open, rule.states.allowed, rule.states.doing);
     return body(open);
   }
-  return withJobLease(env, open, rule.name, async (locked, lease) => {
+  if (current.status === 'rejected') throw current.reason;
+  return withJobLease(env, open, rule.name, current.value, async (locked, lease) => {
     if (rule.states) requireState(locked, rule.states.allowed, rule.states.doing);
     return body(locked, lease);
   });
@@ -40,8 +42,8 @@ export async function runStep<T>(env: StepEnv, stagingPath: string, rule: StepRu
  * Runs under the job lease: the job is read again once the lease is held, since another driver
  * may have moved it on meanwhile.
  */
-async function withJobLease<T>(env: StepEnv, open: OpenJob, op: string, fn: (open: OpenJob, lease: Lease) => Promise<T>): Promise<T> {
-  const lease = await Lease.acquire(env.store, open.layout, env, op);
+async function withJobLease<T>(env: StepEnv, open: OpenJob, op: string, current: CurrentLease | null, fn: (open: OpenJob, lease: Lease) => Promise<T>): Promise<T> {
+  const lease = await Lease.acquire(env.store, open.layout, env, op, current);
   let again: OpenJob;
   try {
     again = await openJob(env, open.layout.root);

@@ -7,6 +7,7 @@ import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import { StoreError } from '../errors.js';
 import type { Entry, ListOptions, RenameOptions, Store, StoreCapabilities } from './types.js';
+import { compareStrings } from '../util/compare.js';
 
 export type MemoryStoreKind = 'filesystem' | 'object';
 
@@ -104,7 +105,7 @@ export class MemoryStore implements Store {
     for (const [d, mtimeMs] of this.dirs) {
       if (posix.dirname(d) === dir && d !== dir) out.set(posix.basename(d), { name: posix.basename(d), path: d, kind: 'dir', size: 0, mtimeMs });
     }
-    return [...out.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return [...out.values()].sort((a, b) => compareStrings(a.name, b.name));
   }
 
   async readFile(path: string): Promise<Buffer | null> {

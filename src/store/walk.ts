@@ -2,10 +2,10 @@
 // directory), and its files, the one recursive listing the protocol uses for staged output.
 
 import { StoreError } from '../errors.js';
-import { mapLimit } from '../util/pool.js';
+import { forEachLimit, mapLimit } from '../util/pool.js';
 import { isTempName } from './temp-names.js';
 import type { Entry, ListOptions, Store } from './types.js';
-import { forEachLimit } from '../util/pool.js';
+import { compareStrings } from '../util/compare.js';
 
 /**
  * Every entry under `dir` (files, directories and the rest), `name` relative to it; a directory
@@ -66,20 +66,28 @@ export interface WalkOptions {
  */
 export async function walkFiles(store: Store, dir: string, opts: WalkOptions = {}): Promise<Entry[]> {
   const out: Entry[] = [];
+  await forEachFile(store, dir, opts, (e) => out.push(e));
+  return out.sort((a, b) => compareStrings(a.name, b.name));
+}
+
+/**
+ * The files walkFiles gives, handed to `fn` as they are listed, in no particular order: nothing
+ * per file is held here (forEachInTree), only the temps to remove and the entries that are not files.
+ */
+export async function forEachFile(store: Store, dir: string, opts: WalkOptions, fn: (e: Entry) => void): Promise<void> {
   // Temp files are never output; a killed step's ones go when the next step asks (§5.12).
   const temps: Entry[] = [];
-  for (const e of await walkTree(store, dir, { details: opts.details ?? false })) {
+  await forEachInTree(store, dir, { details: opts.details ?? false }, (e) => {
     const segs = e.name.split('/');
-    if (opts.ignoreTop?.has(segs[0]!)) continue;
+    if (opts.ignoreTop?.has(segs[0]!)) return;
     const t = segs.findIndex(isTempName);
     if (t < 0) {
-      if (e.kind === 'file') out.push(e);
+      if (e.kind === 'file') fn(e);
       else if (e.kind !== 'dir') opts.others?.push(e);
       // A temp dir goes whole; on an object store its files are all there is of it.
     } else if (t === segs.length - 1 || !store.caps.realDirectories) temps.push(e);
-  }
+  });
   if (opts.removeTemps) await Promise.all(temps.map((e) => store.delete(e.path, e.kind === 'dir')));
-  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 export interface TreeMeasure {

@@ -1,7 +1,6 @@
 // The S3 store: no rename and no directories; server-side copy (UploadPartCopy above a
 // threshold), DeleteObjects in batches of 1,000, paged listings, claims by If-None-Match.
 
-import { createReadStream } from 'node:fs';
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import {
@@ -19,6 +18,8 @@ import type { Entry, ListOptions, PendingUpload, ReadyUpload, RenameOptions, Sto
 import { multipartCopy } from './copy.js';
 import { copySource, errName, splitPath, status } from './keys.js';
 import type { S3Settings } from './settings.js';
+import { SignedRequests } from './signed.js';
+import { forEachLimit } from '../../util/pool.js';
 import { S3Uploads } from './uploads.js';
 
 const CAPS: StoreCapabilities = {
@@ -28,6 +29,8 @@ const CAPS: StoreCapabilities = {
 
 /** How often a conditional create answered 409 (another in flight) is tried again before it fails. */
 const CONFLICT_RETRIES = 20;
+/** DeleteObjects requests in flight for one bulk delete. */
+const DELETE_BATCHES_AT_ONCE = 4;
 
 export class S3Store implements Store {
   readonly caps = CAPS;
@@ -38,6 +41,8 @@ export class S3Store implements Store {
   readonly pendingUploadMinBytes: number;
   private requests = 0;
   private readonly uploads: S3Uploads;
+  /** The per-file requests of a commit (copy, complete), sent without the SDK's per-command cost. */
+  private readonly signed: SignedRequests;
 
   constructor(readonly settings: S3Settings) {
     this.client = new S3Client({ maxAttempts: 6, ...settings.client });
@@ -50,7 +55,8 @@ export class S3Store implements Store {
       { step: 'finalizeRequest', name: 'stagecommitRequestCounter' },
     );
     this.pendingUploadMinBytes = settings.pendingUploadMinBytes;
-    this.uploads = new S3Uploads(this.client, splitPath, (e, op, paths) => this.fail(e, op, paths), Math.max(5 * 1024 ** 2, settings.multipartUploadPartSize));
+    this.signed = new SignedRequests(this.client, typeof settings.client.maxAttempts === 'number' ? settings.client.maxAttempts : 6, () => this.requests++);
+    this.uploads = new S3Uploads(this.client, this.signed, splitPath, (e, op, paths) => this.fail(e, op, paths), Math.max(5 * 1024 ** 2, settings.multipartUploadPartSize));
   }
 
   requestCount(): number {
@@ -216,7 +222,9 @@ export class S3Store implements Store {
         await multipartCopy(this.client, s, d, size, this.settings.multipartCopyPartSize);
         return;
       }
-      await this.client.send(new CopyObjectCommand({ Bucket: d.bucket, Key: d.key, CopySource: copySource(s.bucket, s.key) }));
+      const source = copySource(s.bucket, s.key);
+      const sent = await this.signed.send({ method: 'PUT', bucket: d.bucket, key: d.key, headers: { 'x-amz-copy-source': source } });
+      if (!sent) await this.client.send(new CopyObjectCommand({ Bucket: d.bucket, Key: d.key, CopySource: source }));
     } catch (e) {
       if (e instanceof StoreError) throw e;
       throw this.fail(e, 'copy', [src, dst]);
@@ -250,9 +258,15 @@ export class S3Store implements Store {
     for (const [bucket, keys] of byBucket) await this.deleteKeys(bucket, keys, `/${bucket}`);
   }
 
+  /**
+   * DeleteObjects takes 1,000 keys; the server deletes them one by one, so the batches are
+   * evened out and sent together (RGW then uses more than one thread for them).
+   */
   private async deleteKeys(bucket: string, keys: readonly string[], what: string): Promise<void> {
-    for (let i = 0; i < keys.length; i += 1000) {
-      const batch = keys.slice(i, i + 1000);
+    const count = Math.ceil(keys.length / 1000);
+    const size = Math.ceil(keys.length / Math.max(1, count));
+    const batches = Array.from({ length: count }, (_, i) => keys.slice(i * size, (i + 1) * size));
+    await forEachLimit(batches, DELETE_BATCHES_AT_ONCE, async (batch) => {
       try {
         const r = await this.client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }));
         const errors = (r.Errors ?? []).filter((x) => x.Code !== 'NoSuchKey');
@@ -264,20 +278,10 @@ export class S3Store implements Store {
         if (e instanceof StoreError) throw e;
         throw this.fail(e, 'delete', [what]);
       }
-    }
+    });
   }
 
-  async put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> {
-    const { bucket, key } = splitPath(dst);
-    try {
-      const body = 'localPath' in source ? createReadStream(source.localPath) : source.stream;
-      const { Upload } = await import('@aws-sdk/lib-storage'); // loaded only by steps that upload
-      const up = new Upload({ client: this.client, params: { Bucket: bucket, Key: key, Body: body }, partSize: Math.max(5 * 1024 ** 2, this.settings.multipartUploadPartSize), queueSize: 4, leavePartsOnError: false });
-      await up.done();
-    } catch (e) {
-      throw this.fail(e, 'put', [dst]);
-    }
-  }
+  put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> { return this.uploads.put(dst, source); }
 
   // Multipart uploads (src/store/s3/uploads.ts): never completed under a prefix (clean-orphans,
   // job abort), and the pending uploads of `stage FILE` completed by commit-job.

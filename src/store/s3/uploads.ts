@@ -1,8 +1,11 @@
-// Multipart uploads on S3: begun at a file's final key and left pending (invisible) until the
-// job commit completes them, as Hadoop S3A's magic committer does; listed and aborted by key.
+// Uploads on S3: whole files (put), and multipart uploads begun at a file's final key and left
+// pending (invisible) until the job commit completes them, as Hadoop S3A's magic committer does;
+// listed and aborted by key.
 
 import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
@@ -15,13 +18,11 @@ import {
 import { StoreError } from '../../errors.js';
 import type { PendingUpload, ReadyUpload } from '../types.js';
 import { forEachLimit } from '../../util/pool.js';
+import { xmlText, type SignedRequests } from './signed.js';
+import { status } from './keys.js';
 
 type Fail = (e: unknown, op: string, paths: string[]) => StoreError;
 type Split = (p: string) => { bucket: string; key: string };
-
-function status(e: unknown): number | undefined {
-  return (e as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
-}
 
 /** The ETag S3 gives an object made by completing these parts: md5 of the parts' md5s, "-N". */
 export function multipartEtag(etags: readonly string[]): string {
@@ -31,7 +32,20 @@ export function multipartEtag(etags: readonly string[]): string {
 }
 
 export class S3Uploads {
-  constructor(private readonly client: S3Client, private readonly split: Split, private readonly fail: Fail, private readonly partSize: number) {}
+  constructor(private readonly client: S3Client, private readonly signed: SignedRequests, private readonly split: Split, private readonly fail: Fail, private readonly partSize: number) {}
+
+  /** One file, uploaded whole (in parts above the part size): visible when done. */
+  async put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> {
+    const { bucket, key } = this.split(dst);
+    try {
+      const body = 'localPath' in source ? createReadStream(source.localPath) : source.stream;
+      const { Upload } = await import('@aws-sdk/lib-storage'); // loaded only by steps that upload
+      const up = new Upload({ client: this.client, params: { Bucket: bucket, Key: key, Body: body }, partSize: this.partSize, queueSize: 4, leavePartsOnError: false });
+      await up.done();
+    } catch (e) {
+      throw this.fail(e, 'put', [dst]);
+    }
+  }
 
   async begin(path: string): Promise<string> {
     const { bucket, key } = this.split(path);
@@ -75,9 +89,14 @@ export class S3Uploads {
   async complete(u: ReadyUpload): Promise<void> {
     const { bucket, key } = this.split(u.path);
     try {
-      await this.client.send(
-        new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: u.uploadId, MultipartUpload: { Parts: u.etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) } }),
-      );
+      const parts = u.etags.map((etag, i) => `<Part><ETag>${xmlText(etag)}</ETag><PartNumber>${i + 1}</PartNumber></Part>`).join('');
+      const body = `<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${parts}</CompleteMultipartUpload>`;
+      const sent = await this.signed.send({ method: 'POST', bucket, key, query: { uploadId: u.uploadId }, headers: { 'content-type': 'application/xml' }, body });
+      if (!sent) {
+        await this.client.send(
+          new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: u.uploadId, MultipartUpload: { Parts: u.etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) } }),
+        );
+      }
       return;
     } catch (e) {
       if (status(e) !== 404) throw this.fail(e, 'complete', [u.path]);
