@@ -54,12 +54,18 @@ osd data = $RGW_DIR/osd/\$cluster-\$id
 keyring = $RGW_DIR/keyring
 [osd]
 osd objectstore = memstore
-memstore device bytes = 2147483648
+# Memory-backed: 4 GiB holds a whole benchmark run (RGW frees deleted data only through its GC).
+memstore device bytes = 4294967296
 [client.rgw.a]
 rgw frontends = beast endpoint=127.0.0.1:$RGW_PORT tcp_nodelay=1
 # One bucket index shard: a listing then reads one omap instead of merging eleven.
 rgw override bucket index max shards = 1
 rgw bucket index max aio = 16
+# Deleted objects' data goes to RGW's garbage collector, which by default waits two hours and
+# runs hourly: the memory-backed store fills up in one benchmark run. Collect at once, often.
+rgw gc obj min wait = 0
+rgw gc processor period = 15
+rgw gc processor max time = 15
 rgw data = $RGW_DIR/rgw
 CONF
 }

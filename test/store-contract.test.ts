@@ -16,7 +16,7 @@ import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.j
 import { readTree, writeTree } from './helpers/tree.js';
 
 /** Names a partition value or a file may carry, each of which some layer has to escape. */
-const ODD_NAMES = ['a b', 'k=v', '100%', '%20', 'what?', 'x#y', 'a+b', 'ünï©ødé', '日本', "it's", 'a&b;c', 'dt=2026-01-01 10:00'];
+const ODD_NAMES = ['a b', 'k=v', '100%', '%20', 'what?', 'x#y', 'a+b', 'ünï©ødé', '日本', "it's", 'a&b;c', 'dt=2026-01-01 10:00', 'ctl\u0001char', 'tab\tcr\rlf\n'];
 
 function storeError(kind: StoreError['kind']): (e: unknown) => boolean {
   return (e) => {
@@ -122,7 +122,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.equal(walked.length, n + 2);
     });
 
-    test('odd names (spaces, =, %, ?, #, +, unicode) are stored, listed, renamed and deleted as written', async () => {
+    test('odd names (spaces, =, %, ?, #, +, unicode, control characters) are stored, listed, renamed and deleted as written', async () => {
       const d = dir();
       for (const name of ODD_NAMES) await sb.store.writeFile(posix.join(d, name, name), `in ${name}`);
       assert.deepEqual((await sb.store.list(d)).map((e) => e.name).sort(), [...ODD_NAMES].sort());

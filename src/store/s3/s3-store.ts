@@ -6,7 +6,6 @@ import type { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
   CopyObjectCommand,
-  DeleteObjectsCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
@@ -16,10 +15,10 @@ import {
 import { StoreError, UsageError } from '../../errors.js';
 import type { Entry, ListOptions, PendingUpload, ReadyUpload, RenameOptions, Store, StoreCapabilities } from '../types.js';
 import { multipartCopy } from './copy.js';
+import { deleteKeys } from './delete.js';
 import { copySource, errName, splitPath, status } from './keys.js';
 import type { S3Settings } from './settings.js';
 import { SignedRequests } from './signed.js';
-import { forEachLimit } from '../../util/pool.js';
 import { S3Uploads } from './uploads.js';
 
 const CAPS: StoreCapabilities = {
@@ -29,8 +28,6 @@ const CAPS: StoreCapabilities = {
 
 /** How often a conditional create answered 409 (another in flight) is tried again before it fails. */
 const CONFLICT_RETRIES = 20;
-/** DeleteObjects requests in flight for one bulk delete. */
-const DELETE_BATCHES_AT_ONCE = 4;
 
 export class S3Store implements Store {
   readonly caps = CAPS;
@@ -258,27 +255,8 @@ export class S3Store implements Store {
     for (const [bucket, keys] of byBucket) await this.deleteKeys(bucket, keys, `/${bucket}`);
   }
 
-  /**
-   * DeleteObjects takes 1,000 keys; the server deletes them one by one, so the batches are
-   * evened out and sent together (RGW then uses more than one thread for them).
-   */
-  private async deleteKeys(bucket: string, keys: readonly string[], what: string): Promise<void> {
-    const count = Math.ceil(keys.length / 1000);
-    const size = Math.ceil(keys.length / Math.max(1, count));
-    const batches = Array.from({ length: count }, (_, i) => keys.slice(i * size, (i + 1) * size));
-    await forEachLimit(batches, DELETE_BATCHES_AT_ONCE, async (batch) => {
-      try {
-        const r = await this.client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }));
-        const errors = (r.Errors ?? []).filter((x) => x.Code !== 'NoSuchKey');
-        if (errors.length) {
-          const first = errors[0]!;
-          throw new StoreError('io', 'delete', [this.toUri(`/${bucket}/${first.Key}`)], `${errors.length} key(s) not deleted, first: ${first.Code}: ${first.Message}`);
-        }
-      } catch (e) {
-        if (e instanceof StoreError) throw e;
-        throw this.fail(e, 'delete', [what]);
-      }
-    });
+  private deleteKeys(bucket: string, keys: readonly string[], what: string): Promise<void> {
+    return deleteKeys({ client: this.client, toUri: (p) => this.toUri(p), fail: (e, op, paths) => this.fail(e, op, paths) }, bucket, keys, what);
   }
 
   put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> { return this.uploads.put(dst, source); }
