@@ -177,7 +177,7 @@ export class S3Store implements Store {
   async writeFile(p: string, data: Buffer | string): Promise<void> {
     const { bucket, key } = splitPath(p);
     try {
-      await this.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data }));
+      await this.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, ContentLength: Buffer.byteLength(data) }));
     } catch (e) {
       throw this.fail(e, 'writeFile', [p]);
     }
@@ -186,7 +186,7 @@ export class S3Store implements Store {
   async createExclusive(p: string, data: Buffer | string, conflicts = 0): Promise<boolean> {
     const { bucket, key } = splitPath(p);
     try {
-      await this.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, IfNoneMatch: '*' }));
+      await this.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, ContentLength: Buffer.byteLength(data), IfNoneMatch: '*' }));
       return true;
     } catch (e) {
       if (status(e) === 412) return false;
