@@ -130,6 +130,18 @@ for (const fx of storeFixtures()) {
       assert.match(text.stdout, /\d+ leftover\(s\) to remove, .* reclaimable; dry run/);
     });
 
+    test('a whole bucket as the root: scanned like any directory (a bucket has no staging root beside it)', { skip: fx.name !== 's3' && 'the store has no buckets' }, async () => {
+      const bucket = sb.uri(`/${root.split('/').filter(Boolean)[0]}`);
+      const before = await readTree(sb.store, root);
+      const r = await cli(['clean-orphans', bucket, '--older-than', olderThan(), '--json'], { env: sb.env });
+      assert.equal(r.code, 0, r.stderr);
+      const paths = JSON.parse(r.stdout).leftovers.map((l: { path: string }) => l.path);
+      assert.ok(paths.includes(`${sb.uri(root)}/sales/.spark-staging-${U1}`), paths.join('\n'));
+      const jobs = await cli(['jobs', bucket], { env: sb.env });
+      assert.equal(jobs.code, 0, jobs.stderr);
+      assert.deepEqual(await readTree(sb.store, root), before);
+    });
+
     test('--delete removes exactly the listed leftovers, rolls the committed job forward, spares look-alikes', async () => {
       const r = await cli(['clean-orphans', sb.uri(root), '--older-than', olderThan(), '--delete', '--json'], { env: sb.env });
       assert.equal(r.code, 0, r.stderr);

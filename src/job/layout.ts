@@ -57,6 +57,14 @@ export class JobLayout {
 /** The hidden directory beside a target that holds its default staging dirs and its table log. */
 export const STAGING_PARENT = '.stagecommit';
 
+/**
+ * Whether a path is deep enough to be a table: not the store's root, nor a whole bucket (paths
+ * `namespaceDepth` deep or less). Only a table has a default staging root beside it.
+ */
+export function canHoldTable(path: string, namespaceDepth = 0): boolean {
+  return path.split('/').filter(Boolean).length > namespaceDepth;
+}
+
 /** The default staging dir: a hidden sibling of the target, `<parent>/.stagecommit/<table>/<jobId>`. */
 export function defaultStagingRoot(targetPath: string): string {
   return posix.join(posix.dirname(targetPath), STAGING_PARENT, posix.basename(targetPath));

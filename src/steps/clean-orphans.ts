@@ -4,7 +4,7 @@
 
 import { StageCommitError, StoreError, UsageError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
-import { defaultStagingRoot, JobLayout, JOB_FILE } from '../job/layout.js';
+import { canHoldTable, defaultStagingRoot, JobLayout, JOB_FILE } from '../job/layout.js';
 import { isPastCommitPoint, stateOnStore } from '../job/open.js';
 import { isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { ownedUploadIds } from '../job/pending-uploads.js';
@@ -214,6 +214,7 @@ async function ownUploadsBeside(env: StepEnv, roots: readonly string[], owned: S
   const { store } = env;
   let allRead = true;
   for (const root of roots) {
+    if (!canHoldTable(root, store.namespaceDepth)) continue; // a bucket has nothing beside it
     const beside = defaultStagingRoot(root);
     if (roots.some((r) => beside === r || beside.startsWith(`${r}/`))) continue; // scanned already
     for (const e of await store.list(beside)) {

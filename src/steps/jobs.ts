@@ -4,7 +4,7 @@
 import { posix } from 'node:path';
 import { UsageError } from '../errors.js';
 import { readClaims } from '../job/claims.js';
-import { defaultStagingRoot, JOB_FILE } from '../job/layout.js';
+import { canHoldTable, defaultStagingRoot, JOB_FILE } from '../job/layout.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { mapLimit } from '../util/pool.js';
 import { openJob } from '../job/open.js';
@@ -46,7 +46,8 @@ async function stagingRootOf(env: StepEnv, path: string): Promise<string[]> {
   const hasJobs = await Promise.all(children.filter((c) => c.kind === 'dir').map(async (c) => (await store.stat(posix.join(c.path, JOB_FILE))) !== null));
   if (hasJobs.some(Boolean)) return children.filter((c) => c.kind === 'dir').map((c) => c.path);
   // A table a job creates does not exist until it commits: its default staging root may.
-  const jobsOfTable = (await store.list(defaultStagingRoot(path))).filter((c) => c.kind === 'dir' && c.name !== '_log').map((c) => c.path);
+  const beside = canHoldTable(path, store.namespaceDepth) ? await store.list(defaultStagingRoot(path)) : [];
+  const jobsOfTable = beside.filter((c) => c.kind === 'dir' && c.name !== '_log').map((c) => c.path);
   if (jobsOfTable.length === 0 && !children.length && !(await store.stat(path))) throw new UsageError(`${store.toUri(path)} does not exist: give a table or a staging root`);
   return jobsOfTable;
 }

@@ -5,7 +5,7 @@ import { posix } from 'node:path';
 import { findCommitted } from '../job/finished.js';
 import { UsageError } from '../errors.js';
 import { encodeJob, type Adoption, type Algorithm, type JobManifest, type Mode } from '../job/job.js';
-import { defaultStagingRoot, JobLayout } from '../job/layout.js';
+import { canHoldTable, defaultStagingRoot, JobLayout } from '../job/layout.js';
 import { TableLog } from '../job/table-log.js';
 import { isDataName, normalizeColumn, type PartitionValue } from '../paths.js';
 import type { Store } from '../store/types.js';
@@ -41,9 +41,8 @@ function isInside(child: string, parent: string): boolean {
 
 /** A table lives in a directory: not the store's root, nor a whole bucket. */
 function checkTableDir(store: Store, targetPath: string): void {
-  const depth = targetPath.split('/').filter(Boolean).length;
-  if (depth === 0) throw new UsageError('the target cannot be the root of the store: give a table directory');
-  if (depth <= (store.namespaceDepth ?? 0)) {
+  if (!canHoldTable(targetPath)) throw new UsageError('the target cannot be the root of the store: give a table directory');
+  if (!canHoldTable(targetPath, store.namespaceDepth)) {
     const uri = store.toUri(targetPath);
     throw new UsageError(`the target ${uri} is a whole bucket: give a table prefix under it, e.g. ${uri}/warehouse/sales`);
   }
