@@ -25,6 +25,8 @@ function sh(script, args, opts = {}) {
 function startS3() {
   if (process.env.STAGECOMMIT_TEST_S3_ENDPOINT) return true;
   if (process.env.STAGECOMMIT_TEST_S3 === 'off' && !ci) return false;
+  // A gateway already up (a developer's, started by hand) is used and left running.
+  const wasRunning = sh('rgw.sh', ['status']).status === 0;
   const install = sh('rgw.sh', ['install']);
   const start = install.status === 0 ? sh('rgw.sh', ['start']) : install;
   if (start.status !== 0) {
@@ -36,7 +38,7 @@ function startS3() {
     console.error(`test: warning: ${msg}: the S3 suites are left out (see scripts/rgw.sh)`);
     return false;
   }
-  stops.push(() => sh('rgw.sh', ['stop']));
+  if (!wasRunning) stops.push(() => sh('rgw.sh', ['stop']));
   for (const line of sh('rgw.sh', ['env']).stdout.trim().split('\n')) {
     const [k, ...v] = line.split('=');
     env[k] = v.join('=');
