@@ -83,6 +83,10 @@ for (const fx of storeFixtures()) {
       const listed = await json(['jobs', sb.uri(target)], sb.env);
       assertFields(listed, 'jobs');
       assert.deepEqual((listed.jobs as { handle: string }[]).map((j) => j.handle), [job]);
+      // The directory the table is in, and its .stagecommit, list the jobs of the tables in it.
+      for (const dir of [posix.dirname(target), posix.join(posix.dirname(target), '.stagecommit')]) {
+        assert.deepEqual(((await json(['jobs', sb.uri(dir)], sb.env)).jobs as { handle: string }[]).map((j) => j.handle), [job], dir);
+      }
       const ab = await json(['abort', '--job', job, '--task', '1'], sb.env);
       assertFields(ab, 'abort');
       const orphans = await json(['clean-orphans', sb.uri(root)], sb.env);

@@ -1,10 +1,10 @@
-// jobs: the stagecommit jobs of a table (its default staging root) or under a staging root —
-// what is stuck on this table, and who owns it. Reads only.
+// jobs: the stagecommit jobs of a table (its default staging root), under a staging root, or of
+// the tables in a directory (a warehouse, a bucket): what is stuck, and who owns it. Reads only.
 
 import { posix } from 'node:path';
 import { UsageError } from '../errors.js';
 import { readClaims } from '../job/claims.js';
-import { canHoldTable, defaultStagingRoot, JOB_FILE } from '../job/layout.js';
+import { canHoldTable, defaultStagingRoot, JOB_FILE, STAGING_PARENT } from '../job/layout.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { mapLimit } from '../util/pool.js';
 import { openJob } from '../job/open.js';
@@ -36,20 +36,42 @@ export interface JobsResult {
   readonly jobs: readonly JobRow[];
 }
 
-/** The staging root to list for a URI: itself when it holds jobs, else the table's default one. */
+/** Child directories of `dir` that hold a job (`_log`, the table log, is not one). */
+async function jobDirsIn(env: StepEnv, dir: string): Promise<string[]> {
+  const { store } = env;
+  const dirs = (await store.list(dir)).filter((c) => c.kind === 'dir' && c.name !== '_log');
+  const hasJob = await mapLimit(dirs, env.concurrency, async (c) => (await store.stat(posix.join(c.path, JOB_FILE))) !== null);
+  return dirs.filter((_, i) => hasJob[i]).map((c) => c.path);
+}
+
+/** The jobs in a `.stagecommit` directory: one default staging root per table in it. */
+async function jobDirsOfTables(env: StepEnv, stagingParent: string): Promise<string[]> {
+  const tables = (await env.store.list(stagingParent)).filter((c) => c.kind === 'dir');
+  return (await mapLimit(tables, env.concurrency, (t) => jobDirsIn(env, t.path))).flat();
+}
+
+/**
+ * The job dirs to list for a URI: itself when it is a job; its children when it is a staging
+ * root; for a table, its default staging root; for a directory of tables (a warehouse, a
+ * bucket), the default staging roots of its tables (its `.stagecommit`); for a `.stagecommit`
+ * directory, those of every table in it.
+ */
 async function stagingRootOf(env: StepEnv, path: string): Promise<string[]> {
   const { store } = env;
   if (await store.stat(posix.join(path, JOB_FILE))) return [path];
   const self = await store.stat(path);
   if (self && self.kind !== 'dir') throw new UsageError(`${store.toUri(path)} is not a directory: give a table or a staging root`);
-  const children = await store.list(path);
-  const hasJobs = await Promise.all(children.filter((c) => c.kind === 'dir').map(async (c) => (await store.stat(posix.join(c.path, JOB_FILE))) !== null));
-  if (hasJobs.some(Boolean)) return children.filter((c) => c.kind === 'dir').map((c) => c.path);
-  // A table a job creates does not exist until it commits: its default staging root may.
-  const beside = canHoldTable(path, store.namespaceDepth) ? await store.list(defaultStagingRoot(path)) : [];
-  const jobsOfTable = beside.filter((c) => c.kind === 'dir' && c.name !== '_log').map((c) => c.path);
-  if (jobsOfTable.length === 0 && !children.length && !(await store.stat(path))) throw new UsageError(`${store.toUri(path)} does not exist: give a table or a staging root`);
-  return jobsOfTable;
+  if (posix.basename(path) === STAGING_PARENT) return jobDirsOfTables(env, path);
+  const [own, beside, ofTables] = await Promise.all([
+    jobDirsIn(env, path),
+    // A table a job creates does not exist until it commits: its default staging root may.
+    canHoldTable(path, store.namespaceDepth) ? jobDirsIn(env, defaultStagingRoot(path)) : [],
+    jobDirsOfTables(env, posix.join(path, STAGING_PARENT)),
+  ]);
+  if (own.length) return own;
+  const found = [...beside, ...ofTables];
+  if (found.length === 0 && !self && !(await store.list(path)).length) throw new UsageError(`${store.toUri(path)} does not exist: give a table or a staging root`);
+  return found;
 }
 
 async function rowOf(env: StepEnv, stagingPath: string): Promise<JobRow | null> {

@@ -1,4 +1,4 @@
-// jobs: the stagecommit jobs of a table or under a staging root: state, mode, age, owner, lease, tasks, handle.
+// jobs: the stagecommit jobs of a table, under a staging root or of a directory's tables: state, mode, age, owner, lease, tasks, handle.
 
 import { Command } from 'commander';
 import chalk from 'chalk';
@@ -22,7 +22,7 @@ export function renderJobs(r: JobsDoc): string {
 
 export function jobsCommand(run: Run): Command {
   const cmd = new Command('jobs')
-    .description('the stagecommit jobs of a table or under a staging root: state, mode, age, owner, lease, tasks, handle')
+    .description('the stagecommit jobs of a table, under a staging root, or of the tables in a directory: state, mode, age, owner, lease, tasks, handle')
     .argument('<uris...>', 'tables (their default staging root is listed) or staging roots')
     .action((uris: string[], _o: unknown, c: Command) =>
       run(async (rt) => {
