@@ -128,6 +128,12 @@ for (const fx of storeFixtures()) {
       const text = await cli(['clean-orphans', sb.uri(root), '--older-than', olderThan()], { env: sb.env });
       assert.match(text.stdout, /^KIND\s+PATH\s+AGE\s+FILES\s+BYTES\s+JOB\s+ACTION/m);
       assert.match(text.stdout, /\d+ leftover\(s\) to remove, .* reclaimable; dry run/);
+
+      // Roots that repeat or nest list each leftover once, its bytes counted once.
+      const args = [sb.uri(root), `${sb.uri(root)}/`, sb.uri(posix.join(root, 'sales')), '--older-than', olderThan(), '--json'];
+      const again = JSON.parse((await cli(['clean-orphans', ...args], { env: sb.env })).stdout);
+      assert.deepEqual(again.leftovers.map((l: { path: string }) => l.path).sort(), doc.leftovers.map((l: { path: string }) => l.path).sort());
+      assert.equal(again.reclaimableBytes, doc.reclaimableBytes);
     });
 
     test('a whole bucket as the root: scanned like any directory (a bucket has no staging root beside it)', { skip: fx.name !== 's3' && 'the store has no buckets' }, async () => {
@@ -139,6 +145,9 @@ for (const fx of storeFixtures()) {
       assert.ok(paths.includes(`${sb.uri(root)}/sales/.spark-staging-${U1}`), paths.join('\n'));
       const jobs = await cli(['jobs', bucket], { env: sb.env });
       assert.equal(jobs.code, 0, jobs.stderr);
+      const missing = await cli(['clean-orphans', `${bucket}-missing`], { env: sb.env });
+      assert.equal(missing.code, 2, 'a bucket that is not there is a wrong URI');
+      assert.match(missing.stderr, /^stagecommit: error: bucket '[^']+-missing' does not exist: create it, or check the URI\n$/);
       assert.deepEqual(await readTree(sb.store, root), before);
     });
 

@@ -72,12 +72,13 @@ export function kindByName(name: string): LeftoverKind | null {
   return null;
 }
 
-/** Uploads begun under a root and never completed (S3 multipart), on stores that have them. */
-async function staleUploads(env: StepEnv, root: string, now: number, olderThanMs: number, owned: ReadonlySet<string>): Promise<Leftover[]> {
+/** Uploads never completed under a root (S3 multipart). Not those in `accounted` (a job's own, which
+ *  go with the job: abort or roll-forward; those an earlier root listed), which gains these. */
+async function staleUploads(env: StepEnv, root: string, now: number, olderThanMs: number, accounted: Set<string>): Promise<Leftover[]> {
   const { store } = env;
   if (!store.listUploads) return [];
-  // A job's own uploads (pending until its commit-job) go with the job: abort, or roll-forward.
-  return (await store.listUploads(root)).filter((u) => !owned.has(u.uploadId)).map((u) => {
+  return (await store.listUploads(root)).filter((u) => !accounted.has(u.uploadId)).map((u) => {
+    accounted.add(u.uploadId);
     const ageSeconds = Math.max(0, Math.floor((now - u.initiatedMs) / 1000));
     const young = now - u.initiatedMs < olderThanMs;
     return {
@@ -158,7 +159,9 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
   const problems: ScanProblem[] = [];
 
   await checkRoots(store, input.roots, env.concurrency);
-  const { found, scanned } = await scan(env, input.roots, input.maxDepth ?? 16, problems);
+  const scanned = await scan(env, input.roots, input.maxDepth ?? 16, problems);
+  // Roots may repeat or nest (`s3://b s3://b/wh`): each leftover is listed, and acted on, once.
+  const found = [...new Map(scanned.found.map((f) => [f.path, f])).values()];
 
   env.emit({ type: 'phase', label: `measuring ${found.length} leftover(s)` });
   const owned = new Set<string>();
@@ -199,7 +202,7 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
     roots: input.roots.map((r) => store.toUri(r)),
     olderThanSeconds: Math.round(input.olderThanMs / 1000),
     dryRun: !input.delete,
-    directoriesScanned: scanned,
+    directoriesScanned: scanned.scanned,
     leftovers,
     problems,
     reclaimableBytes,

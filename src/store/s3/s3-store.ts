@@ -21,6 +21,11 @@ import type { S3Settings } from './settings.js';
 import { SignedRequests } from './signed.js';
 import { S3Uploads } from './uploads.js';
 
+/** A bucket that is not there is a wrong URI (exit 2), not a failed operation. */
+function noSuchBucket(op: string, bucket: string): StoreError {
+  return new StoreError('no-location', op, [], `bucket '${bucket}' does not exist: create it, or check the URI`);
+}
+
 const CAPS: StoreCapabilities = {
   directoryRename: false,
   realDirectories: false,
@@ -82,6 +87,7 @@ export class S3Store implements Store {
   private fail(e: unknown, op: string, paths: string[]): StoreError {
     const code = status(e);
     const name = errName(e);
+    if (name === 'NoSuchBucket') return noSuchBucket(op, splitPath(paths[0] ?? '').bucket);
     const kind = code === 404 || name === 'NoSuchKey' || name === 'NotFound' ? 'not-found' : code === 412 ? 'exists' : 'io';
     const msg = `${name || 'error'}${code ? ` (HTTP ${code})` : ''}: ${(e as Error)?.message ?? String(e)}`;
     return new StoreError(kind, op, paths.map((p) => this.toUri(p)), msg);
@@ -139,7 +145,6 @@ export class S3Store implements Store {
         token = r.IsTruncated ? r.NextContinuationToken : undefined;
       } while (token);
     } catch (e) {
-      if (errName(e) === 'NoSuchBucket') throw new StoreError('no-location', 'list', [], `bucket '${bucket}' does not exist: create it, or check the URI`);
       throw this.fail(e, 'list', [dir]);
     }
     return out;
