@@ -4,7 +4,9 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { cli } from './helpers/cli.js';
 import { commitJob } from './helpers/jobs.js';
+import { printable } from '../src/cli/ui.js';
 import { libCommitTask, libStage, libStageTask, testEnv } from './helpers/lib.js';
 import { HIDE_CURSOR, havePty, SHOW_CURSOR, underPty, type PtyResult } from './helpers/pty.js';
 import { localFixture, useSandbox, type StoreSandbox } from './helpers/stores.js';
@@ -116,4 +118,13 @@ describe('commit-job on a terminal', { skip: !havePty && 'util-linux script (/us
       await assertCommitted(target);
     });
   }
+});
+
+test('a name carrying terminal controls (ESC, BEL, CR) is printed escaped: no message can clear the screen or retitle the window', async () => {
+  const evil = `/tmp/no-such-job-\x1b]0;pwned\x07\x1b[2J\r`;
+  const r = await cli(['status', '--job', evil]);
+  assert.equal(r.code, 2, r.stderr);
+  assert.doesNotMatch(r.stderr, /[\x07\x0d]|\x1b(?!\[[0-9;]*m)/, JSON.stringify(r.stderr));
+  assert.match(r.stderr, /no-such-job-\\u001b\]0;pwned\\u0007\\u001b\[2J\\u000d/);
+  assert.equal(printable('\x1b[31mred\x1b[39m\tand\nmore'), '\x1b[31mred\x1b[39m\tand\nmore', 'our colours, tabs and newlines pass');
 });

@@ -29,6 +29,15 @@ function spinnerTerminal(stream: UiStream, env: NodeJS.ProcessEnv): boolean {
   return Boolean(stream.isTTY) && (stream.columns ?? 0) >= SPINNER_MIN_COLUMNS && env.TERM !== 'dumb';
 }
 
+/**
+ * Text for a terminal: control characters a name may carry (an outside writer's key can hold ESC
+ * or BEL) are written as \\u escapes, so that no message can clear the screen or retitle the
+ * window. Newlines, tabs and our own colours (SGR sequences) pass.
+ */
+export function printable(text: string): string {
+  return text.replace(/\x1b\[[0-9;]*m|[\x00-\x08\x0b-\x1f\x7f]/g, (m) => (m.length > 1 ? m : `\\u${m.charCodeAt(0).toString(16).padStart(4, '0')}`));
+}
+
 export class Ui {
   private spinner: { text: string; stop(): void; start(): unknown } | undefined;
   private spinnerLoading: Promise<void> | undefined;
@@ -49,7 +58,7 @@ export class Ui {
   }
 
   result(text: string): void {
-    if (text) this.out.write(text.endsWith('\n') ? text : text + '\n');
+    if (text) this.out.write(printable(text.endsWith('\n') ? text : text + '\n'));
   }
 
   json(doc: unknown): void {
@@ -63,17 +72,17 @@ export class Ui {
 
   message(text: string): void {
     if (this.opts.quiet || this.opts.json) return;
-    this.pause(() => this.err.write(text + '\n'));
+    this.pause(() => this.err.write(printable(text) + '\n'));
   }
 
   verbose(text: string): void {
-    if (this.opts.verbose && !this.opts.quiet) this.pause(() => this.err.write(chalk.dim(text) + '\n'));
+    if (this.opts.verbose && !this.opts.quiet) this.pause(() => this.err.write(chalk.dim(printable(text)) + '\n'));
   }
 
   error(text: string): void {
     this.spinnerOver = true;
     this.endSpinner();
-    this.err.write(`${chalk.red('stagecommit: error:')} ${text}\n`);
+    this.err.write(`${chalk.red('stagecommit: error:')} ${printable(text)}\n`);
   }
 
   private pause(write: () => void): void {
