@@ -18,6 +18,8 @@ import { forEachLimit } from '../src/util/pool.js';
 /** The checkout's root (bench files run from dist/bench). */
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const BIN = path.join(ROOT, 'bin', 'stagecommit.js');
+// The CLI processes run the bundle, as the installed package does (the bench scripts build it first).
+process.env.STAGECOMMIT_BUNDLE = '1';
 
 export function benchEnv(store: Store, concurrency = 32): StepEnv & { store: InstrumentedStore } {
   const inst = new InstrumentedStore(store);

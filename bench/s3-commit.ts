@@ -9,7 +9,6 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { S3Store } from '../src/store/s3/s3-store.js';
 import { s3Settings } from '../src/store/s3/settings.js';
@@ -20,16 +19,15 @@ import { commitTask } from '../src/steps/commit-task.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import { JobLayout, taskAttemptName } from '../src/job/layout.js';
 import { forEachLimit } from '../src/util/pool.js';
+import { BIN, ROOT } from './helpers.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const BIN = path.join(root, 'bin', 'stagecommit.js');
 const KiB = 1024;
 const MiB = 1024 * KiB;
 
 function rgwEnv(): Record<string, string> {
-  const start = spawnSync('bash', [path.join(root, 'scripts', 'rgw.sh'), 'start'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const start = spawnSync('bash', [path.join(ROOT, 'scripts', 'rgw.sh'), 'start'], { stdio: ['ignore', 'inherit', 'inherit'] });
   if (start.status !== 0) throw new Error('RGW is not running and could not be started: scripts/rgw.sh install && scripts/rgw.sh start');
-  const out = execFileSync('bash', [path.join(root, 'scripts', 'rgw.sh'), 'env'], { encoding: 'utf8' });
+  const out = execFileSync('bash', [path.join(ROOT, 'scripts', 'rgw.sh'), 'env'], { encoding: 'utf8' });
   return Object.fromEntries(out.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
 }
 
@@ -45,7 +43,7 @@ async function timeAsync(fn: () => Promise<unknown>): Promise<number> {
   return Number(process.hrtime.bigint() - t) / 1e9;
 }
 
-const peers = spawnSync('bash', [path.join(root, 'scripts', 'bench-peers.sh'), 'awscli', 'rclone'], { stdio: ['ignore', 'inherit', 'inherit'] });
+const peers = spawnSync('bash', [path.join(ROOT, 'scripts', 'bench-peers.sh'), 'awscli', 'rclone'], { stdio: ['ignore', 'inherit', 'inherit'] });
 if (peers.status !== 0) throw new Error('could not install the peer tools: run scripts/bench-peers.sh as root');
 // The SDK in this process reads credentials from the environment, so the server's go there too.
 Object.assign(process.env, rgwEnv(), { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
