@@ -4,10 +4,13 @@
 // SDK alone is hundreds); one file per entry loads in one read. Code that only some steps need
 // (the S3 and WebHDFS stores, ora) stays behind dynamic imports, in chunks loaded on first use.
 import { build } from 'esbuild';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+// Chunk names carry a hash: an earlier build's chunks would stay beside these (and be packed).
+rmSync(path.join(root, 'dist', 'bundle'), { recursive: true, force: true });
 await build({
   absWorkingDir: root,
   entryPoints: { cli: 'src/cli/main.ts', index: 'src/index.ts' },
