@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import { claimRootPath } from '../job/claims.js';
 import type { JobLayout } from '../job/layout.js';
-import type { Store } from '../store/types.js';
+import type { Entry, Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import { findClashes, type OutputTree, type SourceTree, type TargetKind, type TargetSnapshot } from './plan.js';
 import type { FileInfo } from './tree.js';
@@ -23,12 +23,19 @@ function prefixes(paths: Iterable<string>, includeSelf: boolean): Set<string> {
   return out;
 }
 
+export type TargetRoot = [Entry | null, Entry[]];
+
+/** The target's root: its stat and its listing, at once (neither depends on the other; a listing of nothing is []). */
+export function readTargetRoot(store: Store, targetPath: string): Promise<TargetRoot> {
+  return Promise.all([store.stat(targetPath), store.list(targetPath)]);
+}
+
 /**
  * Lists the target's directories that the output (or a replaced unit) reaches into: one
  * listing per existing directory touched, never the whole table.
  */
-export async function snapshotTarget(store: Store, targetPath: string, tree: OutputTree, replaceUnits: readonly string[], concurrency: number): Promise<TargetSnapshot> {
-  const root = await store.stat(targetPath);
+export async function snapshotTarget(store: Store, targetPath: string, tree: OutputTree, replaceUnits: readonly string[], concurrency: number, first?: Promise<TargetRoot>): Promise<TargetSnapshot> {
+  const [root, rootEntries] = await (first ?? readTargetRoot(store, targetPath));
   const dirs = new Map<string, Map<string, TargetKind>>();
   if (!root) return { exists: false, dirs };
   const wanted = new Set(tree.dirs());
@@ -36,7 +43,7 @@ export async function snapshotTarget(store: Store, targetPath: string, tree: Out
   let level = [''];
   while (level.length) {
     const listed = await mapLimit(level, concurrency, async (rel) => {
-      const entries = await store.list(rel === '' ? targetPath : posix.join(targetPath, rel));
+      const entries = rel === '' ? rootEntries : await store.list(posix.join(targetPath, rel));
       const children = new Map<string, TargetKind>();
       for (const e of entries) children.set(e.name, e.kind === 'file' ? 'file' : e.kind === 'dir' ? 'dir' : 'other');
       dirs.set(rel, children);

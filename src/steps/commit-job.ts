@@ -14,7 +14,7 @@ import { TableLog, type LogListing } from '../job/table-log.js';
 import { applyPhases } from '../plan/apply.js';
 import { encodePlan, loadPlan, type PersistedPlan } from '../plan/plan-file.js';
 import { planTree, targetDirsChanged, type CommitPlan, type PlanPhase, type SourceTree } from '../plan/plan.js';
-import { identicalClashes, snapshotTarget } from '../plan/target.js';
+import { identicalClashes, readTargetRoot, snapshotTarget } from '../plan/target.js';
 import { publishStrategy } from '../store/operations.js';
 import type { OpCounts } from '../store/instrumented.js';
 import { isTempName } from '../store/temp-names.js';
@@ -76,7 +76,9 @@ export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false): 
   const { job, layout } = open;
   // The table log's listing does not depend on the output: read both at once (v1 only: v2 has no entry).
   const firstListing = job.algorithm === 'v1' ? new TableLog(store, job.targetPath).list() : undefined;
-  firstListing?.catch(() => undefined);
+  // The target's root, read after that listing: current if the listing shows no unfinished commit where this job writes.
+  const targetRoot = firstListing?.then(() => readTargetRoot(store, job.targetPath));
+  for (const p of [firstListing, targetRoot]) p?.catch(() => undefined);
   const { claims, sources, tree, stats } = await readOutput(env, open);
   const base = { jobId: job.jobId, appAttempt: job.appAttempt, tasks: claims.map((c) => c.task) };
   const partitions = stats.partitionsWritten();
@@ -87,9 +89,9 @@ export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false): 
     return { plan: { ...base, createdAtMs: env.now(), logEntry: null, phases: [], files: stats.files, bytes: stats.bytes, filenames: stats.filenames(), partitionsWritten: partitions, partitionsReplaced: [] } };
   }
   const units = commitUnitsOf(job, partitions);
-  const { plan, entry, listing } = await reachCommitPoint(env, open, units, async () => {
+  const { plan, entry, listing } = await reachCommitPoint(env, open, units, async (settled) => {
     env.emit({ type: 'phase', label: 'reading the target' });
-    const target = await snapshotTarget(store, job.targetPath, tree, units.replaces, env.concurrency);
+    const target = await snapshotTarget(store, job.targetPath, tree, units.replaces, env.concurrency, settled ? targetRoot : undefined);
     if (job.mode === 'create' && target.exists) {
       throw new ConflictError(`the target ${job.target} appeared after job ${job.jobId} was staged, and --mode create never replaces anything: nothing was changed; abort this job, or stage it again with --mode append or overwrite`);
     }

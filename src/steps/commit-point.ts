@@ -54,10 +54,12 @@ function sameSet(a: readonly string[], b: readonly string[]): boolean {
 
 /**
  * Runs `plan` once the table is stable where the job writes, and returns it with the log entry
- * this job now holds. Throws ConflictError (exit 4) before the commit point, changing nothing
+ * this job now holds. `plan` is told whether the table was already stable where the job writes
+ * when the caller's first listing was taken (no unfinished entry touched it): then what the caller
+ * read of the target after that listing is current. Throws ConflictError (exit 4) before the commit point, changing nothing
  * but log bookkeeping, when another job replaced or is still committing the same partitions.
  */
-export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: CommitUnits, plan: () => Promise<P>, opts: { dryRun?: boolean; firstListing?: Promise<LogListing> } = {}): Promise<{ plan: P; entry: LogEntry; listing: LogListing }> {
+export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: CommitUnits, plan: (firstListingSettled: boolean) => Promise<P>, opts: { dryRun?: boolean; firstListing?: Promise<LogListing> } = {}): Promise<{ plan: P; entry: LogEntry; listing: LogListing }> {
   const { job } = open;
   const log = new TableLog(env.store, job.targetPath);
   const pos = job.logPosition;
@@ -102,12 +104,14 @@ export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: Co
 
     // §5.8: an unfinished commit holds what it touches until its plan is applied.
     let wait: LogEntry | null = null;
+    let settled = round === 0 && opts.firstListing !== undefined;
     for (const n of unfinished) {
       const e = cache.get(n)!;
       // Entries after our own were made by jobs that saw ours: they wait for us, not we for them.
       if (mine.has(n) || (own && n > own.number)) continue;
       const where = overlap(units.touches, e.touches);
       if (where === null) continue;
+      settled = false;
       const state = await holderState(env, e);
       if (state === 'finished' || state === 'void') {
         if (!opts.dryRun) await log.markDone(e, state === 'void' ? 'void' : 'committed', env.now());
@@ -125,7 +129,7 @@ export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: Co
       continue;
     }
 
-    const planned = await plan();
+    const planned = await plan(settled);
     if (own && sameSet(own.touches, units.touches) && sameSet(own.replaces, units.replaces)) return { plan: planned, entry: own, listing };
     const entry: LogEntry = { number: (max ?? -1) + 1, jobId: job.jobId, staging: open.layout.root, handle: job.staging, touches: units.touches, replaces: units.replaces, atMs: env.now() };
     // A dry run stops here: the entry it would create, created by nobody.
