@@ -58,13 +58,25 @@ for (const fx of storeFixtures()) {
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, /'_SUCCESS\/inner' would collide with the job's own marker '_SUCCESS'/);
       assert.equal((await cli(['abort', '--job', job, '--task', '0'], { env: sb.env })).code, 0, 'no decision was taken: the attempt aborts');
+      if (fx.name === 's3') {
+        // A zero-byte key ending in '/' is a directory marker (S3A's mkdirs): not a file, left out.
+        // One that holds bytes is refused: no step may drop its bytes unseen.
+        const a2 = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--attempt', '2', '--print-path'], { env: sb.env }));
+        await writeTree(sb.store, a2, { 'part-0': 'rows' });
+        await sb.store.writeFile(`${a2}/empty/`, '');
+        await sb.store.writeFile(`${a2}/marker/`, 'bytes');
+        const m = await cli(['commit-task', '--job', job, '--task', '0', '--attempt', '2'], { env: sb.env });
+        assert.equal(m.code, 2, m.stderr);
+        assert.match(m.stderr, /holds 'marker\/', which is not a regular file \(a pipe, socket or device; on S3, a key ending in '\/' that holds bytes\)/);
+        assert.equal((await cli(['abort', '--job', job, '--task', '0', '--attempt', '2'], { env: sb.env })).code, 0);
+      }
       if (fx.name !== 'local') return t.diagnostic('links: local only');
       const attempt1 = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--attempt', '1', '--print-path'], { env: sb.env }));
       await writeTree(sb.store, attempt1, { 'part-0': 'rows' });
       await symlink('/etc/passwd', posix.join(attempt1, 'link.txt'));
       const l = await cli(['commit-task', '--job', job, '--task', '0', '--attempt', '1'], { env: sb.env });
       assert.equal(l.code, 2, l.stderr);
-      assert.match(l.stderr, /holds 'link.txt', which is not a regular file \(a symlink\)/);
+      assert.match(l.stderr, /holds 'link.txt', which is not a regular file \(a symbolic link\)/);
       assert.equal((await cli(['abort', '--job', job, '--task', '0', '--attempt', '1'], { env: sb.env })).code, 0);
     });
 

@@ -158,7 +158,8 @@ async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, 
   });
   const [, uploads] = await Promise.all([walked, readAttemptUploads(store, layout, job, taskAttempt, env.concurrency)]);
   if (others.length) {
-    throw new UsageError(`${taskAttempt} holds '${others[0]!.name}', which is not a regular file (a ${others[0]!.kind}): a task's output is files only; remove it and run commit-task again (nothing was committed)`);
+    const what = others[0]!.kind === 'symlink' ? 'a symbolic link' : "a pipe, socket or device; on S3, a key ending in '/' that holds bytes";
+    throw new UsageError(`${taskAttempt} holds '${others[0]!.name}', which is not a regular file (${what}): a task's output is files only; remove it and run commit-task again (nothing was committed)`);
   }
   await dropWriterMarkers(env, markers);
   checkStagedOnce(uploads, (path) => found.has(path), taskAttempt);

@@ -121,8 +121,11 @@ export class S3Store implements Store {
   async listTree(dir: string): Promise<Entry[]> {
     const { bucket, key } = splitPath(dir);
     const prefix = key === '' ? 0 : key.length + 1;
-    // Zero-byte keys ending in '/' are directory markers (Hadoop S3A's mkdirs), not files.
-    return (await this.listKeys(dir)).filter((o) => !o.key.endsWith('/')).map((o) => ({ name: o.key.slice(prefix), path: `/${bucket}/${o.key}`, kind: 'file' as const, size: o.size, mtimeMs: o.mtimeMs }));
+    // Zero-byte keys ending in '/' are directory markers (Hadoop S3A's mkdirs), not files; one that
+    // holds bytes is no file either, and is listed as 'other' so that no step drops its bytes unseen.
+    return (await this.listKeys(dir))
+      .filter((o) => !o.key.endsWith('/') || o.size > 0)
+      .map((o) => ({ name: o.key.slice(prefix), path: `/${bucket}/${o.key}`, kind: o.key.endsWith('/') ? ('other' as const) : ('file' as const), size: o.size, mtimeMs: o.mtimeMs }));
   }
 
   async list(dir: string, _opts?: ListOptions): Promise<Entry[]> {
