@@ -109,9 +109,10 @@ describe('planner', () => {
     assert.deepEqual(ops(r), [{ op: 'move', from: 's:_temporary/0/0/dt=1/b', to: 't:dt=1/b' }]);
   });
 
-  test('two tasks with one destination, or a file where another task has a directory, are refused', () => {
+  test('two tasks with one destination, or a file where a task has a directory, are refused, naming the tasks', () => {
     assert.throws(() => buildTree([src('0', ['x']), src('1', ['x'])]), /tasks 0 and 1 both wrote 'x'/);
-    assert.throws(() => buildTree([src('0', ['x']), src('1', ['x/y'])]), /directory/);
-    assert.throws(() => buildTree([src('0', ['x/y']), src('1', ['x'])]), /directory/);
+    assert.throws(() => buildTree([src('0', ['x']), src('1', ['x/y'])]), /tasks 0 and 1 wrote a file 'x' and 'x\/y' inside it: a path is a file or a directory, not both/);
+    assert.throws(() => buildTree([src('0', ['x/y']), src('1', ['x'])]), /tasks 1 and 0 wrote a file 'x' and 'x\/…' inside it/);
+    assert.throws(() => buildTree([src('0', ['a/x', 'a/x/y'])]), /task 0 wrote both a file 'a\/x' and 'a\/x\/y' inside it/);
   });
 });

@@ -53,10 +53,10 @@ export class OutputTree {
     const leaf = segs.pop()!;
     let node = this.root;
     node.sources.set(si, (node.sources.get(si) ?? 0) + 1);
-    for (const seg of segs) {
+    for (const [i, seg] of segs.entries()) {
       let child = node.children.get(seg);
       if (child === undefined) node.children.set(seg, (child = newNode(seg)));
-      if (typeof child === 'number') throw new ConflictError(`'${path}' needs '${seg}' to be a directory, but another task wrote a file there`);
+      if (typeof child === 'number') throw this.fileAndDir(this.sourceOf[child]!, si, segs.slice(0, i + 1).join('/'), path);
       node = child;
       node.sources.set(si, (node.sources.get(si) ?? 0) + 1);
     }
@@ -64,7 +64,7 @@ export class OutputTree {
     if (typeof other === 'number') {
       throw new ConflictError(`tasks ${this.tasks[this.sourceOf[other]!]} and ${this.tasks[si]} both wrote '${path}': every file must have one destination; rename one and commit that task again`);
     }
-    if (other) throw new ConflictError(`'${path}' is a file in one task and a directory in another`);
+    if (other) throw this.fileAndDir(si, other.sources.keys().next().value!, path, `${path}/…`);
     if (this.rows === this.sizeOf.length) this.grow();
     const row = this.rows++;
     this.sourceOf[row] = si;
@@ -73,6 +73,12 @@ export class OutputTree {
     node.children.set(leaf, row);
     this.files++;
     this.bytes += size;
+  }
+
+  /** A file at `file` (written by source `a`) where source `b` wrote `below` inside it. */
+  private fileAndDir(a: number, b: number, file: string, below: string): ConflictError {
+    const who = a === b ? `task ${this.tasks[a]} wrote both` : `tasks ${this.tasks[a]} and ${this.tasks[b]} wrote`;
+    return new ConflictError(`${who} a file '${file}' and '${below}' inside it: a path is a file or a directory, not both; rename one and commit that task again`);
   }
 
   private grow(): void {
