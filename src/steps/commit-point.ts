@@ -54,10 +54,11 @@ function sameSet(a: readonly string[], b: readonly string[]): boolean {
 
 /**
  * Runs `plan` once the table is stable where the job writes, and returns it with the log entry
- * this job now holds. `plan` is told whether the table was already stable where the job writes
- * when the caller's first listing was taken (no unfinished entry touched it): then what the caller
- * read of the target after that listing is current. Throws ConflictError (exit 4) before the commit point, changing nothing
+ * this job now holds. Throws ConflictError (exit 4) before the commit point, changing nothing
  * but log bookkeeping, when another job replaced or is still committing the same partitions.
+ * `plan` is told whether the table was already stable where the job writes when the caller's
+ * first listing was taken (no unfinished entry touched it): then what the caller read of the
+ * target after that listing is current.
  */
 export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: CommitUnits, plan: (firstListingSettled: boolean) => Promise<P>, opts: { dryRun?: boolean; firstListing?: Promise<LogListing> } = {}): Promise<{ plan: P; entry: LogEntry; listing: LogListing }> {
   const { job } = open;

@@ -36,12 +36,16 @@ export interface JobsResult {
   readonly jobs: readonly JobRow[];
 }
 
-/** Child directories of `dir` that hold a job (`_log`, the table log, is not one). */
+/** The job dirs of a staging root, damaged ones included (`_log`, the table log, is not one). */
 async function jobDirsIn(env: StepEnv, dir: string): Promise<string[]> {
-  const { store } = env;
-  const dirs = (await store.list(dir)).filter((c) => c.kind === 'dir' && c.name !== '_log');
-  const hasJob = await mapLimit(dirs, env.concurrency, async (c) => (await store.stat(posix.join(c.path, JOB_FILE))) !== null);
-  return dirs.filter((_, i) => hasJob[i]).map((c) => c.path);
+  return (await env.store.list(dir)).filter((c) => c.kind === 'dir' && c.name !== '_log').map((c) => c.path);
+}
+
+/** `dir`'s job dirs when it is a staging root (a child holds a job), else none. */
+async function asStagingRoot(env: StepEnv, dir: string): Promise<string[]> {
+  const dirs = await jobDirsIn(env, dir);
+  const hasJob = await mapLimit(dirs, env.concurrency, async (d) => (await env.store.stat(posix.join(d, JOB_FILE))) !== null);
+  return hasJob.some(Boolean) ? dirs : [];
 }
 
 /** The jobs in a `.stagecommit` directory: one default staging root per table in it. */
@@ -63,7 +67,7 @@ async function stagingRootOf(env: StepEnv, path: string): Promise<string[]> {
   if (self && self.kind !== 'dir') throw new UsageError(`${store.toUri(path)} is not a directory: give a table or a staging root`);
   if (posix.basename(path) === STAGING_PARENT) return jobDirsOfTables(env, path);
   const [own, beside, ofTables] = await Promise.all([
-    jobDirsIn(env, path),
+    asStagingRoot(env, path),
     // A table a job creates does not exist until it commits: its default staging root may.
     canHoldTable(path, store.namespaceDepth) ? jobDirsIn(env, defaultStagingRoot(path)) : [],
     jobDirsOfTables(env, posix.join(path, STAGING_PARENT)),
