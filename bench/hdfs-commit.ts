@@ -39,10 +39,15 @@ async function scenario(name: string, existing: boolean, tasksPerPartition: numb
   return { seconds: r.seconds, renames: renames(since), requests: r.metrics.requests ?? 0 };
 }
 
-/** The baseline: the same 10,000 files moved with one RENAME each (32 in flight). */
+let baselines = 0;
+
+/**
+ * The baseline: the same 10,000 files moved with one RENAME each (32 in flight). Measured right
+ * after each case, not once for all: the test server's rate drifts over a run (by up to 1.6×).
+ */
 async function perFile(existing: boolean) {
-  const src = `/base/src-${existing}`;
-  const dst = `/base/dst-${existing}`;
+  const src = `/base/src-${++baselines}`;
+  const dst = `/base/dst-${baselines}`;
   plainTree(local(src), { partitions: PARTITIONS, filesPerPartition: PER });
   if (existing) existingPartitions(local(dst), PARTITIONS);
   else for (let p = 0; p < PARTITIONS; p++) mkdirSync(local(`${dst}/dt=${p}`), { recursive: true });
@@ -57,8 +62,6 @@ async function perFile(existing: boolean) {
 
 try {
   console.log(`commit-job of ${PARTITIONS} partitions × ${PER} files over WebHDFS (test server, one name node)\n`);
-  const baseNew = await perFile(false);
-  const baseExisting = await perFile(true);
   const cases: [string, boolean, number][] = [
     ['new partitions, 1 task/partition', false, 1],
     ['existing partitions, 100 tasks/partition', true, 100],
@@ -68,12 +71,13 @@ try {
   const rows: string[][] = [];
   for (const [name, existing, tpp] of cases) {
     const ours = await scenario(name, existing, tpp);
-    const base = existing ? baseExisting : baseNew;
+    const base = await perFile(existing);
     rows.push([name, fmt.s(ours.seconds), String(ours.renames), String(ours.requests), fmt.s(base.seconds), String(base.requests), fmt.ratio(base.seconds / ours.seconds)]);
   }
   printTable(['scenario', 'stagecommit', 'RENAMEs', 'requests', 'RENAME per file', 'requests', 'vs per file'], rows);
   console.log('\nstagecommit time is the whole `stagecommit commit-job` process (start-up included); the baseline');
-  console.log('runs in this process with 32 RENAMEs in flight. New partitions: goal at most 110 RENAMEs.');
+  console.log('runs in this process with 32 RENAMEs in flight, right after each case. New partitions: goal at most');
+  console.log('110 RENAMEs.');
 } finally {
   await cluster.stop();
   rmSync(dir, { recursive: true, force: true });
