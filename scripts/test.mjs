@@ -4,7 +4,7 @@
 // start fails the run; elsewhere its store's suites are left out with a warning. The suites' CLI
 // processes run the bundle, as the installed package does.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
@@ -48,20 +48,13 @@ function startS3() {
 }
 
 /**
- * The CLI the suites start as a process: the bundle, built now from the sources (the tsc output's
- * many modules take a third longer to start, and every suite starts hundreds of processes). It runs
- * as installed: bin/ beside dist/bundle (a link), so the bin's own checkout switch finds no tsc output.
+ * The suites' CLI processes run the bundle, as the installed package does (STAGECOMMIT_BUNDLE=1
+ * tells bin/stagecommit.js so), built now from the sources: the tsc output's many modules take a
+ * third longer to start, and every suite starts hundreds of processes.
  */
-function bundledBin() {
+function buildBundle() {
   const built = spawnSync(process.execPath, [path.join(root, 'scripts', 'bundle.mjs')], { stdio: 'inherit' });
   if (built.status !== 0) process.exit(1);
-  const dir = path.join(root, 'dist', 'test-bin');
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(path.join(dir, 'bin'), { recursive: true });
-  mkdirSync(path.join(dir, 'dist'));
-  copyFileSync(path.join(root, 'bin', 'stagecommit.js'), path.join(dir, 'bin', 'stagecommit.js'));
-  symlinkSync(path.join(root, 'dist', 'bundle'), path.join(dir, 'dist', 'bundle'));
-  return path.join(dir, 'bin', 'stagecommit.js');
 }
 
 /**
@@ -81,7 +74,8 @@ function testFiles() {
 
 if (startS3()) stores.push('s3');
 env.STAGECOMMIT_TEST_STORES = process.env.STAGECOMMIT_TEST_STORES ?? stores.join(',');
-env.STAGECOMMIT_TEST_BIN = bundledBin();
+buildBundle();
+env.STAGECOMMIT_BUNDLE = '1';
 const only = process.argv.slice(2).map((f) => path.resolve(f));
 const files = only.length ? only : testFiles();
 console.error(`test: stores ${env.STAGECOMMIT_TEST_STORES}`);

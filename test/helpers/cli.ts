@@ -3,8 +3,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-/** The command: bin/ of this checkout, or the installed-like copy over the bundle that scripts/test.mjs makes. */
-export const BIN = process.env.STAGECOMMIT_TEST_BIN ?? fileURLToPath(new URL('../../../bin/stagecommit.js', import.meta.url));
+/** The command: bin/ of this checkout (under scripts/test.mjs it runs the bundle: STAGECOMMIT_BUNDLE=1). */
+export const BIN = fileURLToPath(new URL('../../../bin/stagecommit.js', import.meta.url));
 
 export interface CliResult {
   readonly code: number | null;
