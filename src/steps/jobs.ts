@@ -62,8 +62,8 @@ async function jobDirsOfTables(env: StepEnv, stagingParent: string): Promise<str
  */
 async function stagingRootOf(env: StepEnv, path: string): Promise<string[]> {
   const { store } = env;
-  if (await store.stat(posix.join(path, JOB_FILE))) return [path];
-  const self = await store.stat(path);
+  const [jobFile, self] = await Promise.all([store.stat(posix.join(path, JOB_FILE)), store.stat(path)]);
+  if (jobFile) return [path];
   if (self && self.kind !== 'dir') throw new UsageError(`${store.toUri(path)} is not a directory: give a table or a staging root`);
   if (posix.basename(path) === STAGING_PARENT) return jobDirsOfTables(env, path);
   const [own, beside, ofTables] = await Promise.all([
@@ -74,7 +74,7 @@ async function stagingRootOf(env: StepEnv, path: string): Promise<string[]> {
   ]);
   if (own.length) return own;
   const found = [...beside, ...ofTables];
-  if (found.length === 0 && !self && !(await store.list(path)).length) throw new UsageError(`${store.toUri(path)} does not exist: give a table or a staging root`);
+  if (found.length === 0 && !self) throw new UsageError(`${store.toUri(path)} does not exist: give a table or a staging root`);
   return found;
 }
 
