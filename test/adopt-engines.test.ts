@@ -8,9 +8,8 @@ import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { cli, ok } from './helpers/cli.js';
-import { inProcess, okInProcess } from './helpers/main.js';
-import { assertFinished, dataOf, snapshot, table } from './helpers/adopt.js';
+import { ok } from './helpers/cli.js';
+import { adoptRunners, assertFinished, dataOf, snapshot, table } from './helpers/adopt.js';
 import { hadoopV1, hiveInsert, SPARK_STAGES, sparkOverwrite, taskDir, type EngineCase } from './helpers/engines.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { readTree, writeTree } from './helpers/tree.js';
@@ -19,11 +18,7 @@ for (const fx of storeFixtures()) {
   describe(`adopt engines' leftovers on ${fx.name}`, () => {
     let sb!: StoreSandbox;
     const dir = useSandbox(fx, (s) => (sb = s), 'a');
-    const run = (args: string[]) => cli(args, { env: sb.env });
-    // Setup, checks and dry runs run main() in this process; the real step under test is a process.
-    const here = (args: string[]) => okInProcess(args, { env: sb.env });
-    const inproc = (args: string[]) => inProcess(args, { env: sb.env });
-    const realOrDry = (dry: string[]) => (dry.length ? inproc : run);
+    const { run, here, inproc, realOrDry } = adoptRunners(() => sb);
 
     const cases: [string, () => EngineCase][] = [
       ...SPARK_STAGES.filter((s) => s !== 'tasks-running').map((s): [string, () => EngineCase] => [`spark overwrite killed at ${s}`, () => sparkOverwrite(s)]),

@@ -10,8 +10,7 @@ import { tmpdir } from 'node:os';
 import { ConflictError } from '../src/errors.js';
 import { adopt } from '../src/steps/adopt.js';
 import { cli } from './helpers/cli.js';
-import { inProcess, okInProcess } from './helpers/main.js';
-import { assertFinished, leftoverFiles, snapshot, table } from './helpers/adopt.js';
+import { adoptRunners, assertFinished, leftoverFiles, snapshot, table } from './helpers/adopt.js';
 import { hadoopV1, sparkOverwrite } from './helpers/engines.js';
 import { testEnv } from './helpers/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
@@ -21,11 +20,7 @@ for (const fx of storeFixtures()) {
   describe(`adopt refusals and kills on ${fx.name}`, () => {
     let sb!: StoreSandbox;
     const dir = useSandbox(fx, (s) => (sb = s), 'a');
-    const run = (args: string[]) => cli(args, { env: sb.env });
-    // Setup, checks and dry runs run main() in this process; the real step under test is a process.
-    const here = (args: string[]) => okInProcess(args, { env: sb.env });
-    const inproc = (args: string[]) => inProcess(args, { env: sb.env });
-    const realOrDry = (dry: string[]) => (dry.length ? inproc : run);
+    const { run, here, inproc, realOrDry } = adoptRunners(() => sb);
 
     test('a leftover whose directories changed recently is live-looking (exit 4): a Spark driver in its job commit moves partition dirs out', async (t) => {
       if (!sb.backdate) return t.skip('S3 dates only objects');
@@ -80,8 +75,7 @@ for (const fx of storeFixtures()) {
 
     test('adopt SIGKILLed before each store mutation never loses the leftover: abort the half-made job, adopt again, commit', async (t) => {
       // Only the killed adopt is a process of its own; what shows and heals its leftovers runs
-      // through main() in this process (the same commands, no start-up each).
-      const here = (args: string[]) => okInProcess(args, { env: sb.env });
+      // through main() in this process (here, inproc: the same commands, no start-up each).
       for (let k = 1; ; k++) {
         const c = sparkOverwrite('replacing');
         const { root, target, leftover } = await table(sb, dir(), c);
@@ -108,7 +102,7 @@ for (const fx of storeFixtures()) {
             assert.ok(j.halfMade, `killed at ${k}: jobs shows the job as half-made`);
             assert.match(await here(['status', '--job', j.handle]), /half-made adoption/);
             for (const dry of [['--dry-run'], []]) {
-              const r = await inProcess(['commit-job', '--job', j.handle, ...dry], { env: sb.env });
+              const r = await inproc(['commit-job', '--job', j.handle, ...dry]);
               assert.equal(r.code, 4, `killed at ${k}: commit-job ${dry.join('')} ${r.stderr}`);
               assert.match(r.stderr, new RegExp(`is a half-made adoption \\(.*\\): nothing was changed; abort it \\('stagecommit abort --job ${j.handle}', which leaves the leftover where it is\\) and adopt ${sb.uri(leftover)} again`));
             }

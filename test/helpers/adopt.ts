@@ -6,8 +6,23 @@ import assert from 'node:assert/strict';
 import { posix } from 'node:path';
 import type { Store } from '../../src/store/types.js';
 import type { EngineCase } from './engines.js';
+import { cli, type CliResult } from './cli.js';
+import { inProcess, okInProcess } from './main.js';
 import type { StoreSandbox } from './stores.js';
 import { readTree, writeTree, type Tree } from './tree.js';
+
+/**
+ * The CLI in a suite's sandbox (`sandbox()` gives it once the suite has made it): `run` as a
+ * process, for the real step under test; `here` and `inproc` run main() in this process, for
+ * setup, checks and dry runs; `realOrDry` picks by whether dry-run arguments are given.
+ */
+export function adoptRunners(sandbox: () => StoreSandbox) {
+  const run = (args: string[]): Promise<CliResult> => cli(args, { env: sandbox().env });
+  const here = (args: string[]): Promise<string> => okInProcess(args, { env: sandbox().env });
+  const inproc = (args: string[]) => inProcess(args, { env: sandbox().env });
+  const realOrDry = (dry: string[]) => (dry.length ? inproc : run);
+  return { run, here, inproc, realOrDry };
+}
 
 /** Every file and directory under `base` with its size and modification time. */
 export async function snapshot(store: Store, base: string): Promise<Record<string, string>> {
