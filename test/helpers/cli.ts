@@ -19,10 +19,16 @@ export interface CliOptions {
   readonly cwd?: string;
 }
 
-/** Starts the CLI; `result` settles when it exits (the child is there to signal it meanwhile). */
-export function spawnCli(args: readonly string[], opts: CliOptions = {}): { child: ChildProcess; result: Promise<CliResult> } {
+/** The CLI's environment: this process's, no colours, then `opts.env` (an undefined value removes a name). */
+export function cliEnv(opts: CliOptions): Record<string, string> {
   const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', ...opts.env };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  return env as Record<string, string>;
+}
+
+/** Starts the CLI; `result` settles when it exits (the child is there to signal it meanwhile). */
+export function spawnCli(args: readonly string[], opts: CliOptions = {}): { child: ChildProcess; result: Promise<CliResult> } {
+  const env = cliEnv(opts);
   const child = spawn(process.execPath, [BIN, ...args], { env, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
   const result = new Promise<CliResult>((resolve, reject) => {
     let stdout = '';

@@ -2,7 +2,7 @@
 
 import { PassThrough } from 'node:stream';
 import { main } from '../../src/cli/main.js';
-import type { CliOptions, CliResult } from './cli.js';
+import { cliEnv, type CliOptions, type CliResult } from './cli.js';
 
 /** Runs main() with captured stdout and stderr. */
 export async function runMain(args: string[], env: Record<string, string> = {}, input = ''): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -15,8 +15,7 @@ export async function runMain(args: string[], env: Record<string, string> = {}, 
  * or are judged by their outcome alone; races and kills need real processes (cli()).
  */
 export async function inProcess(args: readonly string[], opts: CliOptions = {}): Promise<CliResult & { code: number }> {
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', ...opts.env };
-  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  const env = cliEnv(opts);
   if (env.STAGECOMMIT_TEST_KILL_AT) throw new Error('STAGECOMMIT_TEST_KILL_AT would kill the test process: run that step with cli()');
   const capture = () => {
     const s = new PassThrough();
