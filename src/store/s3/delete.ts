@@ -6,7 +6,13 @@ import { StoreError } from '../../errors.js';
 import { forEachLimit } from '../../util/pool.js';
 
 /** DeleteObjects requests in flight for one bulk delete. */
-const DELETE_BATCHES_AT_ONCE = 4;
+const DELETE_BATCHES_AT_ONCE = 8;
+/**
+ * Keys below which a batch is not split further. RGW deletes a batch's keys one after another, so
+ * 2,000 keys go faster as 8 batches of 250 than as 2 of 1,000 (bench/s3-commit.ts: 1.3–1.6 s
+ * against 1.5–1.7 s), for 6 more requests.
+ */
+const MIN_SPLIT_BATCH = 250;
 /** Single DeleteObject requests in flight for keys that DeleteObjects cannot name. */
 const SINGLE_DELETES_AT_ONCE = 16;
 
@@ -27,12 +33,13 @@ export interface DeleteContext {
 
 /**
  * The server deletes a batch's keys one by one, so batches are evened out and sent together
- * (RGW then uses more than one thread for them). Per-key errors other than NoSuchKey fail.
+ * (RGW then uses more than one thread for them): up to 8 of at least 250 keys each, or as many
+ * of up to 1,000 as the keys need. Per-key errors other than NoSuchKey fail.
  */
 export async function deleteKeys(cx: DeleteContext, bucket: string, keys: readonly string[], what: string): Promise<void> {
   const plain = keys.filter((k) => !NOT_IN_XML.test(k));
   const odd = plain.length === keys.length ? [] : keys.filter((k) => NOT_IN_XML.test(k));
-  const count = Math.ceil(plain.length / 1000);
+  const count = Math.max(Math.ceil(plain.length / 1000), Math.min(DELETE_BATCHES_AT_ONCE, Math.floor(plain.length / MIN_SPLIT_BATCH)));
   const size = Math.ceil(plain.length / Math.max(1, count));
   const batches = Array.from({ length: count }, (_, i) => plain.slice(i * size, (i + 1) * size));
   await forEachLimit(batches, DELETE_BATCHES_AT_ONCE, async (batch) => {
