@@ -236,6 +236,25 @@ for (const fx of storeFixtures({ inProcess: true })) {
       return run;
     };
 
+    test('what appears in the staging dir while commit-job publishes goes with it (object stores list it early)', async () => {
+      const sc = SCENARIOS[1]!;
+      const clean = await staged(sc);
+      await act(sb.store, clean, { kind: 'commit-job' }, sc);
+      const expected = data(await readTree(sb.store, clean.targetPath));
+      const run = await staged(sc);
+      const late = [posix.join(run.stagingPath, 'late-top'), posix.join(run.stagingPath, '_temporary', '0', 'late-attempt', 'dt=1', 'late')];
+      let added = false;
+      // Written as _SUCCESS is: after the publish, long after commit-job began listing its staging dir.
+      await act(sb.store, run, { kind: 'commit-job' }, sc, async (_n, _op, path) => {
+        if (added || posix.basename(path) !== '_SUCCESS') return;
+        added = true;
+        for (const p of late) await sb.store.writeFile(p, 'late');
+      });
+      assert.ok(added, 'the hook ran');
+      assert.deepEqual(data(await readTree(sb.store, run.targetPath)), expected, 'target: the job exactly, nothing late');
+      assert.equal(await sb.store.stat(run.stagingPath), null, 'staging dir removed, late files too');
+    });
+
     test('abort at every mutation, then abort again: staging gone, target as before', async (t) => {
       const sc = SCENARIOS[0]!;
       const c = counter();

@@ -2,17 +2,28 @@
 
 import { posix } from 'node:path';
 import { StoreError } from '../errors.js';
-import type { Store } from '../store/types.js';
+import type { Entry, Store } from '../store/types.js';
 import { COMMIT_FILE, defaultStagingParents, JOB_FILE, type JobLayout } from './layout.js';
 import type { Lease } from './lease.js';
 
-/** Removes the staging dir whole, `_job.yaml` last, so a half-done cleanup is still a job. */
-export async function removeStagingDir(store: Store, layout: JobLayout, lease?: Lease): Promise<void> {
+/** Whether removeStagingDir deletes by one listing of every key and bulk deletes (object stores). */
+export function removesInBulk(store: Store): boolean {
+  return !store.caps.realDirectories && !!store.listTree && !!store.deleteMany;
+}
+
+/**
+ * Removes the staging dir whole, `_job.yaml` last, so a half-done cleanup is still a job.
+ * `listed`: on an object store, a listing of every key started earlier by a caller that knows
+ * nothing it needs is added meanwhile but its own bookkeeping (commit-job lists while it
+ * publishes); what appears after it goes with the final recursive delete. Null: list now.
+ */
+export async function removeStagingDir(store: Store, layout: JobLayout, lease?: Lease, listed?: Promise<Entry[] | null>): Promise<void> {
   await lease?.stopRenewal();
-  const bulk = !store.caps.realDirectories && store.listTree && store.deleteMany;
+  const bulk = removesInBulk(store);
+  const listKeys = async () => (await listed) ?? store.listTree!(layout.root);
   // Uploads a killed `stage` left behind (S3 multipart) would be billed forever: abort them.
   // They are not keys, so the listing of every key is read at the same time.
-  const [uploads, keys] = await Promise.all([store.listUploads?.(layout.root) ?? [], bulk ? store.listTree!(layout.root) : null]);
+  const [uploads, keys] = await Promise.all([store.listUploads?.(layout.root) ?? [], bulk ? listKeys() : null]);
   if (store.abortUpload) for (const u of uploads) await store.abortUpload(u);
   if (keys) {
     // Object stores: one listing of every key, then bulk deletes (the plan goes with the rest).

@@ -18,11 +18,11 @@ import { identicalClashes, readTargetRoot, snapshotTarget } from '../plan/target
 import { publishStrategy } from '../store/operations.js';
 import type { OpCounts } from '../store/instrumented.js';
 import { isTempName } from '../store/temp-names.js';
-import type { Store } from '../store/types.js';
+import type { Entry, Store } from '../store/types.js';
 import { readOutput } from './job-output.js';
 import { reachCommitPoint, type CommitUnits } from './commit-point.js';
 import type { OpenJob } from '../job/open.js';
-import { removeStagingDir } from '../job/staging-dir.js';
+import { removesInBulk, removeStagingDir } from '../job/staging-dir.js';
 import { JobGoneError } from '../job/open.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
@@ -124,7 +124,11 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   const { job, layout } = open;
   const success = posix.join(job.targetPath, SUCCESS_FILE);
   const log = new TableLog(store, job.targetPath);
+  // An object store's staging dir is listed while the plan publishes, off the critical path:
+  // after the commit point nothing but this run's own bookkeeping is added to it.
+  let listed: Promise<Entry[] | null> | undefined;
   if (job.state !== 'committed') {
+    if (removesInBulk(store)) listed = store.listTree!(layout.root).catch(() => null);
     if (job.state === 'staged') await saveJob(store, layout, { ...job, state: 'committing' });
     env.emit({ type: 'phase', label: `publishing ${plan.files} file(s)` });
     // A plan this run just wrote has no progress yet: nothing to read.
@@ -169,7 +173,7 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   // An append drops a claimed upload whose bytes the target already holds: abort it too.
   const dropped = job.mode === 'append' && store.abortUpload ? await claimedFiles(store, layout, job, env.concurrency).catch(() => []) : [];
   await abortRecordedUploads(store, layout, plannedUploads(plan.phases), env.concurrency, job.targetPath, { extra: dropped });
-  await removeStagingDir(store, layout, lease);
+  await removeStagingDir(store, layout, lease, listed);
   // The log is tidied by the run that made the entry, from the listing it already holds.
   if (listing) await log.prune(listing, env.now()).catch((e: unknown) => env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }));
   return { success: store.toUri(success) };
