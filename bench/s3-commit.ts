@@ -121,45 +121,78 @@ async function peerTimes(files: string[], body: Buffer): Promise<{ aws: number; 
 }
 
 const rows: string[] = [];
-function row(label: string, ours: { wall: number; metrics: Record<string, number> }, files: number, peer: { aws: number; rclone: number }, goals: string): void {
-  const m = ours.metrics;
+type Ours = { wall: number; metrics: Record<string, number> };
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const list = (xs: readonly number[]): string => (xs.length > 1 ? ` (runs: ${xs.map((x) => x.toFixed(2)).join(', ')})` : '');
+
+function row(label: string, ours: readonly Ours[], files: number, peer: { aws: number[]; rclone: number[] }, goals: string): void {
+  const m = ours[0]!.metrics;
+  const wall = median(ours.map((o) => o.wall));
+  // Ratios are taken run by run (a run's peers against the same run's commit), then the median.
+  const ratio = (peers: number[]) => median(peers.map((p, i) => p / ours[i]!.wall)).toFixed(2);
   rows.push(
-    `${label}\n  stagecommit commit-job ${ours.wall.toFixed(2)} s, ${m.requests} requests = ${((m.requests ?? 0) / files).toFixed(3)}/file (complete ${m.complete ?? 0}, copy ${m.copy ?? 0})\n` +
-      `  aws s3 mv ${peer.aws.toFixed(2)} s → ${(peer.aws / ours.wall).toFixed(2)}×   rclone move ${peer.rclone.toFixed(2)} s → ${(peer.rclone / ours.wall).toFixed(2)}×   (goals: ${goals})`,
+    `${label}\n  stagecommit commit-job ${wall.toFixed(2)} s${list(ours.map((o) => o.wall))}, ${m.requests} requests = ${((m.requests ?? 0) / files).toFixed(3)}/file (complete ${m.complete ?? 0}, copy ${m.copy ?? 0})\n` +
+      `  aws s3 mv ${median(peer.aws).toFixed(2)} s${list(peer.aws)} → ${ratio(peer.aws)}×   rclone move ${median(peer.rclone).toFixed(2)} s${list(peer.rclone)} → ${ratio(peer.rclone)}×   (goals: ${goals})`,
   );
   console.log(rows.at(-1));
 }
 
-async function caseMany(label: string, files: number, partitions: number, size: number, hows: readonly ('writer' | 'stage-file')[], goals: string): Promise<void> {
-  const list = names(files, partitions);
+async function caseMany(label: string, files: number, partitions: number, size: number, hows: readonly ('writer' | 'stage-file')[], goals: string, rounds = 1): Promise<void> {
+  const names_ = names(files, partitions);
   const body = Buffer.alloc(size, 'x');
-  const ours: Record<string, { wall: number; metrics: Record<string, number> }> = {};
-  for (const how of hows) {
-    const handle = await stagedJob(`${how}-${files}`, list, partitions, body, how);
-    ours[how] = cliCommitJob(handle);
-    await store.delete(`/${bucket}/wh/${how}-${files}`, true);
+  const ours: Record<string, Ours[]> = {};
+  const peer = { aws: [] as number[], rclone: [] as number[] };
+  const floor: Floor[] = [];
+  // Each round times every command once, in turn, so a drift in the machine's speed hits all alike.
+  for (let r = 0; r < rounds; r++) {
+    for (const how of hows) {
+      const handle = await stagedJob(`${how}-${files}-${r}`, names_, partitions, body, how);
+      (ours[how] ??= []).push(cliCommitJob(handle));
+      await store.delete(`/${bucket}/wh/${how}-${files}-${r}`, true);
+    }
+    // BENCH_PEERS=0 skips aws and rclone (a quick look at our own figures).
+    const p = process.env.BENCH_PEERS === '0' ? { aws: NaN, rclone: NaN } : await peerTimes(names_, body);
+    peer.aws.push(p.aws);
+    peer.rclone.push(p.rclone);
+    if (hows.includes('writer')) floor.push(await copyFloor(names_, body));
   }
-  // BENCH_PEERS=0 skips aws and rclone (a quick look at our own figures).
-  const peer = process.env.BENCH_PEERS === '0' ? { aws: NaN, rclone: NaN } : await peerTimes(list, body);
   for (const how of hows) row(`${label}, staged by ${how === 'writer' ? 'an outside writer (--print-path)' : 'stage FILE'}`, ours[how]!, files, peer, goals);
-  if (hows.includes('writer')) await copyFloor(list, body, ours.writer!.wall, peer.aws);
+  if (floor.length) floorRows(files, floor, ours.writer!, peer.aws);
+}
+
+interface Floor {
+  readonly copies: number;
+  readonly deletes: number;
+  /** A CLI process that loads the S3 code, asks the store once and exits (`stagecommit jobs` of a path that is not there, exit 2). */
+  readonly startup: number;
 }
 
 /**
  * What the server alone needs for the work a commit of outside writers' files must do: the same
- * CopyObject requests, 32 at a time, then DeleteObjects of the sources, in-process, nothing else.
- * If half of aws's time is below this, "2× aws s3 mv" is out of reach of any client on this machine.
+ * CopyObject requests, 32 at a time, then DeleteObjects of the sources, in-process, nothing else;
+ * and what a process of ours needs to start and reach the store. If half of aws's time is below
+ * their sum, "2× aws s3 mv" is out of reach on this machine.
  */
-async function copyFloor(files: string[], body: Buffer, ours: number, aws: number): Promise<void> {
+async function copyFloor(files: string[], body: Buffer): Promise<Floor> {
   const keys = files.map((n) => `/${bucket}/floor/${n}`);
   await putObjects(keys.map((k) => k.slice(bucket.length + 2)), body);
   const copies = await timeAsync(() => forEachLimit(keys, 32, (k) => store.copy(k, `${k}.copy`)));
   const deletes = await timeAsync(() => store.deleteMany(keys));
   await store.delete(`/${bucket}/floor`, true);
-  const floor = copies + deletes;
+  const startup = time(() => spawnSync(process.execPath, [BIN, 'jobs', `s3://${bucket}/not-there`], { env, stdio: 'ignore' }));
+  return { copies, deletes, startup };
+}
+
+function floorRows(files: number, floor: readonly Floor[], ours: readonly Ours[], aws: readonly number[]): void {
+  const m = (f: (x: Floor) => number) => median(floor.map(f));
+  const sum = (x: Floor) => x.copies + x.deletes;
   rows.push(
-    `  the server's floor, in-process: ${files.length} CopyObject 32 at a time ${copies.toFixed(2)} s + DeleteObjects of the sources ${deletes.toFixed(2)} s = ${floor.toFixed(2)} s\n` +
-      `  (commit-job is ${(ours / floor).toFixed(2)}× it, ${(ours - floor).toFixed(2)} s more; half of aws's time is ${(aws / 2).toFixed(2)} s)`,
+    `  the server's floor, in-process: ${files} CopyObject 32 at a time ${m((x) => x.copies).toFixed(2)} s + DeleteObjects of the sources ${m((x) => x.deletes).toFixed(2)} s = ${m(sum).toFixed(2)} s${list(floor.map(sum))}\n` +
+      `  a CLI process that starts, makes one request and exits: ${m((x) => x.startup).toFixed(2)} s; floor + start-up ${m((x) => sum(x) + x.startup).toFixed(2)} s against half of aws's time ${(median(aws) / 2).toFixed(2)} s\n` +
+      `  (commit-job is ${median(ours.map((o, i) => o.wall - sum(floor[i]!))).toFixed(2)} s over the floor, run by run)`,
   );
   console.log(rows.at(-1));
 }
@@ -225,7 +258,9 @@ try {
   const only = (process.env.BENCH_ONLY ?? 'one,crossover,small,large').split(',');
   if (only.includes('one')) await caseOneFile();
   if (only.includes('crossover')) await caseCrossover();
-  if (only.includes('small')) await caseMany('2,000 × 1 KiB in 20 partitions', Number(process.env.BENCH_FILES ?? 2000), 20, KiB, ['writer'], '≥2× aws, faster than rclone');
+  // BENCH_ROUNDS: runs of the 2,000-file case, each command once a round (medians are printed).
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+  if (only.includes('small')) await caseMany('2,000 × 1 KiB in 20 partitions', Number(process.env.BENCH_FILES ?? 2000), 20, KiB, ['writer'], '≥2× aws, faster than rclone', rounds);
   // BENCH_LARGE_FILES scales the 8 MiB case (the test RGW's in-memory OSD holds 4 GiB and its
   // garbage collector, set by scripts/rgw.sh to run every 15 s, frees what the cases delete).
   const large = Number(process.env.BENCH_LARGE_FILES ?? 100);
