@@ -25,7 +25,8 @@ const TREE_REMOVAL_PARALLELISM = 128;
 
 /**
  * readdir (and lstat, for details) called directly, which costs a tenth of one promise per call;
- * the event loop gets a turn every 256 directories.
+ * the event loop gets a turn every 256 directories and every 4,096 entries (a lease is renewed
+ * on a timer, and one directory can hold a million files).
  */
 export async function listTreeLocal(dir: string, opts: ListOptions = {}): Promise<Entry[]> {
   const out: Entry[] = [];
@@ -36,6 +37,7 @@ export async function listTreeLocal(dir: string, opts: ListOptions = {}): Promis
 /** listTreeLocal, each entry handed over as it is met: memory does not grow with the tree. */
 export async function eachInTreeLocal(dir: string, opts: ListOptions, fn: (e: Entry) => void): Promise<void> {
   const pending: [string, string][] = [[dir, '']];
+  let entries = 0;
   for (let n = 1; pending.length > 0; n++) {
     const [d, rel] = pending.pop()!;
     let dirents;
@@ -47,6 +49,7 @@ export async function eachInTreeLocal(dir: string, opts: ListOptions, fn: (e: En
     }
     const base = d.endsWith('/') ? d : `${d}/`;
     for (const de of dirents) {
+      if (++entries % 4096 === 0) await new Promise((r) => setImmediate(r));
       const p = base + de.name;
       const name = rel ? `${rel}/${de.name}` : de.name;
       const kind = kindOf(de);
