@@ -134,6 +134,10 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
     // A plan this run just wrote has no progress yet: nothing to read.
     const progress = planJustWritten ? null : await store.readFile(layout.progressFile);
     const phasesDone = progress ? Number.parseInt(progress.toString('utf8'), 10) || 0 : 0;
+    // The last phase's record is written beside _SUCCESS, not before it: a run killed between the
+    // two replays that phase, which is safe while the table log still holds its partitions (it
+    // does until the job is 'committed', written after both).
+    let lastRecorded: Promise<void> | undefined;
     await applyPhases(
       {
         store,
@@ -143,12 +147,17 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
         onProgress: (done, total) => env.emit({ type: 'progress', label: 'publishing', done, total }),
         // Every phase is recorded, the last one too: a replay after the log entry is finished
         // must not run a phase again over what later commits wrote.
-        onPhaseDone: (phase) => store.writeFile(layout.progressFile, `${phase + 1}\n`),
+        onPhaseDone: (phase) => {
+          const recorded = store.writeFile(layout.progressFile, `${phase + 1}\n`);
+          if (phase < plan.phases.length - 1) return recorded;
+          lastRecorded = recorded;
+          return undefined;
+        },
       },
       plan.phases,
       phasesDone,
     );
-    await store.writeFile(
+    const successWritten = store.writeFile(
       success,
       successJson({
         job,
@@ -163,6 +172,7 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
         targetUri: job.target,
       }),
     );
+    await Promise.all([lastRecorded, successWritten]);
     // A driver killed while writing _SUCCESS left its temp beside it: this re-run removes it (§5.12).
     if (job.state === 'committing') await removeSuccessTemps(store, job.targetPath);
     await saveJob(store, layout, { ...job, state: 'committed' });
