@@ -27,8 +27,12 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
   if (store.abortUpload) for (const u of uploads) await store.abortUpload(u);
   if (keys) {
     // Object stores: one listing of every key, then bulk deletes (the plan goes with the rest).
+    // The plan's progress record may postdate an early listing: it is named, so that it never
+    // outlives `_job.yaml` (a key that is not there is no error).
     const keep = new Set([layout.jobFile, lease?.path ?? '']);
-    await store.deleteMany!(keys.map((e) => e.path).filter((p) => !keep.has(p)));
+    const paths = keys.map((e) => e.path).filter((p) => !keep.has(p));
+    if (!paths.includes(layout.progressFile)) paths.push(layout.progressFile);
+    await store.deleteMany!(paths);
   } else {
     const entries = await store.list(layout.root);
     const last = new Set([JOB_FILE, COMMIT_FILE, lease ? posix.basename(lease.path) : '']);
