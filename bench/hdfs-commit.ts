@@ -35,7 +35,9 @@ async function scenario(name: string, existing: boolean, tasksPerPartition: numb
   const stagingPath = await stagedJob(benchEnv(store), { target: table, mode: 'append', shape, localPathOf: local });
   const since = cluster.log.length;
   // The server answers from this very process: the step runs as a child, asynchronously.
-  const r = await runStep(['commit-job', '--job', `hdfs://bench${stagingPath}`], { env: { ...process.env, STAGECOMMIT_CONFIG: config } });
+  // BENCH_PARALLELISM: store operations in flight for our commit (default: the config's, 32).
+  const parallelism = process.env.BENCH_PARALLELISM ? ['--parallelism', process.env.BENCH_PARALLELISM] : [];
+  const r = await runStep(['commit-job', '--job', `hdfs://bench${stagingPath}`, ...parallelism], { env: { ...process.env, STAGECOMMIT_CONFIG: config } });
   return { seconds: r.seconds, renames: renames(since), requests: r.metrics.requests ?? 0 };
 }
 
@@ -69,7 +71,10 @@ try {
     ['existing partitions, 1 task/partition', true, 1],
   ];
   const rows: string[][] = [];
+  // BENCH_TASKS=100,1 picks the existing-partition cases by tasks per partition (default: all, and new partitions).
+  const only = process.env.BENCH_TASKS?.split(',').map(Number);
   for (const [name, existing, tpp] of cases) {
+    if (only && !(existing && only.includes(tpp))) continue;
     const ours = await scenario(name, existing, tpp);
     const base = await perFile(existing);
     rows.push([name, fmt.s(ours.seconds), String(ours.renames), String(ours.requests), fmt.s(base.seconds), String(base.requests), fmt.ratio(base.seconds / ours.seconds)]);
