@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { createServer, type AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { WebHdfsCluster } from './webhdfs/server.js';
 import { WebHdfsStore } from '../src/store/webhdfs/webhdfs-store.js';
@@ -146,6 +147,28 @@ describe('WebHDFS client against the server', () => {
     const c = new WebHdfsStore({ nameNodes: ['http://127.0.0.1:1', nn], uriPrefix: 'hdfs://c', user: 'etl', retries: 1, retryBaseMs: 5 });
     await c.mkdirs('/refused');
     assert.ok(await c.stat('/refused'));
+  });
+
+  test('a name node that takes the connection and never answers is given up at the deadline, and the next one used', { timeout: 20_000 }, async () => {
+    cluster.active = 0;
+    const held: import('node:net').Socket[] = [];
+    const silent = createServer((sock) => void held.push(sock));
+    await new Promise<void>((res) => silent.listen(0, '127.0.0.1', res));
+    const hung = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      const c = new WebHdfsStore({ nameNodes: [hung, nn], uriPrefix: 'hdfs://c', user: 'etl', retries: 1, retryBaseMs: 5, requestTimeoutMs: 300 });
+      const t = Date.now();
+      await c.mkdirs('/hung');
+      assert.ok(await c.stat('/hung'));
+      assert.ok(Date.now() - t >= 250, 'waited for the deadline');
+      assert.ok(held.length >= 1, 'the silent node was asked first');
+      // Alone, the silent node fails the call (with its retries) instead of hanging it.
+      const alone = new WebHdfsStore({ nameNodes: [hung], uriPrefix: 'hdfs://c', user: 'etl', retries: 1, retryBaseMs: 5, requestTimeoutMs: 200 });
+      await assert.rejects(alone.stat('/hung'), (e: StoreError) => e.kind === 'io' && /no name node answered/.test(e.message));
+    } finally {
+      for (const s of held) s.destroy();
+      await new Promise((res) => silent.close(res));
+    }
   });
 
   test('a rename that would clobber is an error naming source and destination, never a move inside', async () => {
