@@ -13,6 +13,7 @@ import { recover } from '../src/steps/recover.js';
 import { abort } from '../src/steps/abort.js';
 import { JobGoneError } from '../src/job/open.js';
 import type { Store } from '../src/store/types.js';
+import { walkFiles } from '../src/store/walk.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree, type Tree } from './helpers/tree.js';
 import { killed } from './helpers/crash-points.js';
@@ -236,7 +237,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       return run;
     };
 
-    test('what appears in the staging dir while commit-job publishes goes with it (object stores list it early)', async () => {
+    test('what appears in the staging dir while commit-job publishes goes with it, before _job.yaml (object stores list it early)', async () => {
       const sc = SCENARIOS[1]!;
       const clean = await staged(sc);
       await act(sb.store, clean, { kind: 'commit-job' }, sc);
@@ -244,13 +245,22 @@ for (const fx of storeFixtures({ inProcess: true })) {
       const run = await staged(sc);
       const late = [posix.join(run.stagingPath, 'late-top'), posix.join(run.stagingPath, '_temporary', '0', 'late-attempt', 'dt=1', 'late')];
       let added = false;
-      // Written as _SUCCESS is: after the publish, long after commit-job began listing its staging dir.
-      await act(sb.store, run, { kind: 'commit-job' }, sc, async (_n, _op, path) => {
+      let lastDeletes = 0;
+      const jobFile = posix.join(run.stagingPath, '_job.yaml');
+      await act(sb.store, run, { kind: 'commit-job' }, sc, async (_n, op, path) => {
+        // `_job.yaml` goes last: when it (or the whole dir) is deleted, nothing else is left to
+        // outlive it, should the process die right then (§5.12: no staging dir without a job).
+        if (op === 'delete' && (path === jobFile || path === run.stagingPath)) {
+          lastDeletes++;
+          const left = (await walkFiles(sb.store, run.stagingPath)).map((e) => e.name).filter((n) => n !== '_job.yaml' && !n.startsWith('_lease.'));
+          assert.deepEqual(left, [], `deleting ${path} while other entries remain`);
+        }
+        // Written as _SUCCESS is: after the publish, long after commit-job began listing its staging dir.
         if (added || posix.basename(path) !== '_SUCCESS') return;
         added = true;
         for (const p of late) await sb.store.writeFile(p, 'late');
       });
-      assert.ok(added, 'the hook ran');
+      assert.ok(added && lastDeletes > 0, 'the hook ran');
       assert.deepEqual(data(await readTree(sb.store, run.targetPath)), expected, 'target: the job exactly, nothing late');
       assert.equal(await sb.store.stat(run.stagingPath), null, 'staging dir removed, late files too');
     });

@@ -11,11 +11,15 @@ export function removesInBulk(store: Store): boolean {
   return !store.caps.realDirectories && !!store.listTree && !!store.deleteMany;
 }
 
+/** Rounds of "list what is left, delete it" before `_job.yaml` goes, while keys keep appearing. */
+const SETTLE_ROUNDS = 5;
+
 /**
  * Removes the staging dir whole, `_job.yaml` last, so a half-done cleanup is still a job.
  * `listed`: on an object store, a listing of every key started earlier by a caller that knows
  * nothing it needs is added meanwhile but its own bookkeeping (commit-job lists while it
- * publishes); what appears after it goes with the final recursive delete. Null: list now.
+ * publishes). Whatever appears after a listing is found by the next one: `_job.yaml` goes only
+ * when a listing shows nothing else (but our lease) is left.
  */
 export async function removeStagingDir(store: Store, layout: JobLayout, lease?: Lease, listed?: Promise<Entry[] | null>): Promise<void> {
   await lease?.stopRenewal();
@@ -25,29 +29,45 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
   // They are not keys, so the listing of every key is read at the same time.
   const [uploads, keys] = await Promise.all([store.listUploads?.(layout.root) ?? [], bulk ? listKeys() : null]);
   if (store.abortUpload) for (const u of uploads) await store.abortUpload(u);
+  // Listed names are relative to the staging root: these two sit at its top.
+  const kept = (e: Entry) => e.name === JOB_FILE || (lease !== undefined && e.name === posix.basename(lease.path));
+  const remove = (entries: readonly Entry[]) =>
+    bulk ? store.deleteMany!(entries.map((e) => e.path)) : Promise.all(entries.map((e) => store.delete(e.path, e.kind === 'dir')));
   if (keys) {
     // Object stores: one listing of every key, then bulk deletes (the plan goes with the rest).
     // The plan's progress record may postdate an early listing: it is named, so that it never
     // outlives `_job.yaml` (a key that is not there is no error).
-    const keep = new Set([layout.jobFile, lease?.path ?? '']);
-    const paths = keys.map((e) => e.path).filter((p) => !keep.has(p));
+    const paths = keys.filter((e) => !kept(e)).map((e) => e.path);
     if (!paths.includes(layout.progressFile)) paths.push(layout.progressFile);
     await store.deleteMany!(paths);
   } else {
     const entries = await store.list(layout.root);
-    const last = new Set([JOB_FILE, COMMIT_FILE, lease ? posix.basename(lease.path) : '']);
-    await Promise.all(entries.filter((e) => !last.has(e.name)).map((e) => store.delete(e.path, e.kind === 'dir')));
+    await remove(entries.filter((e) => !kept(e) && e.name !== COMMIT_FILE));
     await store.delete(layout.commitFile, false);
   }
-  // `_job.yaml` (and our lease) is all that is left: they and the directory go in one operation.
-  // A racing step's lease file can appear meanwhile (it will find no job): remove it too.
-  for (let i = 0; ; i++) {
-    try {
-      await store.delete(layout.root, true);
-      lease?.gone();
-      break;
-    } catch (e) {
-      if (!(e instanceof StoreError && e.kind === 'exists') || i >= 5) throw e;
+  for (let round = 1; ; round++) {
+    const left = (await (bulk ? store.listTree!(layout.root) : store.list(layout.root))).filter((e) => !kept(e));
+    if (left.length === 0) break;
+    if (round > SETTLE_ROUNDS) {
+      throw new StoreError('io', 'delete', [store.toUri(left[0]!.path)], `something keeps writing into the staging dir of a finished job (${left.length} entries after ${SETTLE_ROUNDS} rounds): stop it, then run 'stagecommit recover' to finish the clean-up`);
+    }
+    await remove(left);
+  }
+  if (bulk) {
+    // `_job.yaml` and our lease are all that is left, and nothing else goes after them.
+    await store.deleteMany!([layout.jobFile, ...(lease ? [lease.path] : [])]);
+    lease?.gone();
+  } else {
+    // They and the directory go in one operation. A racing step's lease file can appear
+    // meanwhile (it will find no job): remove it too.
+    for (let i = 0; ; i++) {
+      try {
+        await store.delete(layout.root, true);
+        lease?.gone();
+        break;
+      } catch (e) {
+        if (!(e instanceof StoreError && e.kind === 'exists') || i >= 5) throw e;
+      }
     }
   }
   // Tidy the default layout's empty parents; another job's files keep them in place.
