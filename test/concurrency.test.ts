@@ -6,7 +6,8 @@ import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import os from 'node:os';
 import { cli, ok, spawnCli, until } from './helpers/cli.js';
-import { libCommitJob, libStage, libStageTask, testEnv } from './helpers/lib.js';
+import { libCommitJob, libCommitTask, libStage, libStageTask, testEnv } from './helpers/lib.js';
+import { ConflictError } from '../src/errors.js';
 import { commitJob, commitTask, prepare, stage, stageTask } from './helpers/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
@@ -105,6 +106,71 @@ for (const fx of storeFixtures()) {
       assert.equal(second.code, 4, second.stderr);
       assert.match(second.stderr, /is locked: commit-job by .* on .* \(pid \d+/);
       assert.equal(Object.keys(data(await readTree(sb.store, target))).length, 4);
+    });
+
+    test('a commit-task whose claim lands after commit-job read the claims exits 4 and is not published', async () => {
+      const target = posix.join(dir(), 't');
+      const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
+      await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
+      const stagingPath = sb.pathOf(job);
+      const layout = new JobLayout(stagingPath);
+      let claimMade!: () => void;
+      const made = new Promise<void>((r) => (claimMade = r));
+      let creating = false;
+      // commit-task signals once its claim exists: its first read of the job after creating it.
+      const taskEnv = testEnv(sb.store, {
+        beforeMutation: (_n, op, p) => void (op === 'createExclusive' && p === layout.claimFile(0, '1') && (creating = true)),
+        beforeRead: (_op, p) => void (creating && p === layout.jobFile && claimMade()),
+      });
+      let late: Promise<unknown> | undefined;
+      // commit-job's first mutation outside its staging dir is its table-log entry: the claims are read.
+      await libCommitJob(
+        testEnv(sb.store, async (_n, op, p) => {
+          if (late || op !== 'createExclusive' || p.startsWith(stagingPath)) return;
+          late = libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(
+            () => null,
+            (e: unknown) => e,
+          );
+          void late.then(() => claimMade());
+          await made;
+        }),
+        stagingPath,
+      );
+      const error = await late;
+      assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
+      assert.match((error as Error).message, /read the committed tasks before this one, so task 1's output is not in it/);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
+      assert.equal(await sb.store.stat(stagingPath), null, 'no claim left behind');
+    });
+
+    const LATE_ROUNDS = Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? (fx.name === 'local' ? 6 : 2));
+    test(`commit-task racing commit-job as processes, ${LATE_ROUNDS} rounds: its files are published exactly when it exits 0`, async (t) => {
+      const seen: string[] = [];
+      for (let round = 0; round < LATE_ROUNDS; round++) {
+        const target = posix.join(dir(), `t${round}`);
+        const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
+        await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
+        // Either starts first, by 0-300 ms; commit-job's store calls are slowed to widen its window.
+        const offset = Math.random() * 600 - 300;
+        const pause = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+        const [first, ct] = await Promise.all([
+          pause(offset).then(() => spawnCli(['commit-job', '--job', job], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '15' } }).result),
+          pause(-offset).then(() => cli(['commit-task', '--job', job, '--task', '1'], { env: sb.env })),
+        ]);
+        // A commit-job that met the claim while it was being made stops before its commit point.
+        if (first.code !== 0) {
+          assert.equal(first.code, 4, first.stderr);
+          const again = await commitJob(sb, job);
+          assert.equal(again.code, 0, again.stderr);
+        }
+        const tree = data(await readTree(sb.store, target));
+        assert.equal(tree['dt=0/a'], 'a');
+        assert.equal('dt=1/b' in tree, ct.code === 0, `round ${round}: commit-task exit ${ct.code} (${ct.stderr.trim()}), target ${JSON.stringify(tree)}`);
+        assert.ok([0, 2, 4].includes(ct.code!), ct.stderr);
+        assert.equal(await sb.store.stat(sb.pathOf(job)), null, 'staging dir gone');
+        seen.push(`cj ${first.code} ct ${ct.code}`);
+      }
+      t.diagnostic(seen.join('; '));
     });
 
     test('a lease held by a live process blocks; an expired one, or a dead pid on this host, is taken over', async () => {

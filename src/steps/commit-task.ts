@@ -2,10 +2,12 @@
 // (first claim wins), promotes its files and records them.
 
 import { posix } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
 import { AttemptFileList, claimFilesOfRecord, taskFilesOf, type ClaimFiles } from '../job/claim-files.js';
 import { decide, encodeClaimWith, readClaimRecord, readDecision, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
 import { loadJob, staticPrefix, type JobManifest } from '../job/job.js';
+import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { JobLayout, SUCCESS_FILE, taskAttemptName, taskOfAttempt } from '../job/layout.js';
 import { checkStagedOnce, readAttemptUploads, settleAttemptUploads, type AttemptUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
@@ -125,6 +127,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
     [claim, files] = [headerOf(before!), claimFilesOfRecord(before!)];
   }
 
+  await checkNotOverlooked(env, layout, job, task);
   const root = await promote(env, layout, job, attemptDir, task, files);
   await store.writeFile(layout.claimFile(app, task), encodeClaimWith({ ...claim, state: 'committed', root }, files));
   await settleAttemptUploads(store, layout, job, taskAttempt, files.uploads, env.concurrency, output?.pending);
@@ -134,6 +137,37 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
     throw new ConflictError(`recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${app}: its output may not have been kept; check 'stagecommit status' and run the task again if it is listed`);
   }
   return result('committed', files.list.length, files.bytes);
+}
+
+/** How long commit-task waits for a step that holds the job's lease before it gives up (exit 4). */
+const HOLDER_WAIT_MS = 30_000;
+const HOLDER_POLL_MS = 200;
+
+/**
+ * Whether the claim just made is too late. A step that holds the job's lease (commit-job,
+ * recover, abort) may have read the claims before this one existed. Once the claim exists, if no
+ * live step holds the lease and the job is still staged in this app attempt, every later
+ * commit-job lists the claims after it: the commit goes on. A live holder is waited for: a
+ * commit-job that read this claim stops at it ("still committing"), one that read the claims
+ * before it commits without it, and the job is no longer staged.
+ */
+async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<void> {
+  const { store } = env;
+  const until = env.now() + Math.min(HOLDER_WAIT_MS, env.leaseTtlMs);
+  for (;;) {
+    const [now, lease] = await Promise.all([loadJob(store, layout), readCurrentLease(store, layout)]);
+    if (!now || now.state !== 'staged' || now.appAttempt !== job.appAttempt) {
+      // A finished job's staging dir is gone: the claim just made must not linger as its debris.
+      if (!now) await store.delete(layout.claimFile(job.appAttempt, task), false).catch(() => false);
+      const what = !now ? 'finished' : now.state !== 'staged' ? `${now.state}` : `moved on to app attempt ${now.appAttempt} (recover)`;
+      throw new ConflictError(`job ${job.jobId} ${!now ? 'is' : 'was'} ${what} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it (nothing of it was published); run the job again, or stage this task's output in a new job`);
+    }
+    if (!lease || !isLeaseLive(lease, env)) return;
+    if (env.now() >= until) {
+      throw new ConflictError(`${describeHolder(lease.record)} works on job ${job.jobId} and may have read its committed tasks before task ${task}: task ${task} is not committed (nothing was published); once it has ended, run commit-task again if 'stagecommit status' shows the job still staged`);
+    }
+    await sleep(HOLDER_POLL_MS);
+  }
 }
 
 function headerOf(record: ClaimRecord): ClaimHeader {
