@@ -159,8 +159,11 @@ async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: JobManif
     if (!now || now.state !== 'staged' || now.appAttempt !== job.appAttempt) {
       // A finished job's staging dir is gone: the claim just made must not linger as its debris.
       if (!now) await store.delete(layout.claimFile(job.appAttempt, task), false).catch(() => false);
-      const what = !now ? 'finished' : now.state !== 'staged' ? `${now.state}` : `moved on to app attempt ${now.appAttempt} (recover)`;
-      throw new ConflictError(`job ${job.jobId} ${!now ? 'is' : 'was'} ${what} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it (nothing of it was published); run the job again, or stage this task's output in a new job`);
+      if (now?.state === 'aborted') throw new ConflictError(`job ${job.jobId} was aborted while task ${task} committed: nothing of it was published`);
+      if (now && now.appAttempt !== job.appAttempt) {
+        throw new ConflictError(`recover started app attempt ${now.appAttempt} of job ${job.jobId} while task ${task} committed in app attempt ${job.appAttempt}: nothing of it was published; run the task again`);
+      }
+      throw new ConflictError(`job ${job.jobId} ${now ? `was ${now.state}` : 'finished'} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it (nothing of it was published); run the job again, or stage this task's output in a new job`);
     }
     if (!lease || !isLeaseLive(lease, env)) return;
     if (env.now() >= until) {
