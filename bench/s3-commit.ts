@@ -126,7 +126,7 @@ const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
-const list = (xs: readonly number[]): string => (xs.length > 1 ? ` (runs: ${xs.map((x) => x.toFixed(2)).join(', ')})` : '');
+const runs = (xs: readonly number[]): string => (xs.length > 1 ? ` (runs: ${xs.map((x) => x.toFixed(2)).join(', ')})` : '');
 
 function row(label: string, ours: readonly Ours[], files: number, peer: { aws: number[]; rclone: number[] }, goals: string): void {
   const m = ours[0]!.metrics;
@@ -134,14 +134,14 @@ function row(label: string, ours: readonly Ours[], files: number, peer: { aws: n
   // Ratios are taken run by run (a run's peers against the same run's commit), then the median.
   const ratio = (peers: number[]) => median(peers.map((p, i) => p / ours[i]!.wall)).toFixed(2);
   rows.push(
-    `${label}\n  stagecommit commit-job ${wall.toFixed(2)} s${list(ours.map((o) => o.wall))}, ${m.requests} requests = ${((m.requests ?? 0) / files).toFixed(3)}/file (complete ${m.complete ?? 0}, copy ${m.copy ?? 0})\n` +
-      `  aws s3 mv ${median(peer.aws).toFixed(2)} s${list(peer.aws)} → ${ratio(peer.aws)}×   rclone move ${median(peer.rclone).toFixed(2)} s${list(peer.rclone)} → ${ratio(peer.rclone)}×   (goals: ${goals})`,
+    `${label}\n  stagecommit commit-job ${wall.toFixed(2)} s${runs(ours.map((o) => o.wall))}, ${m.requests} requests = ${((m.requests ?? 0) / files).toFixed(3)}/file (complete ${m.complete ?? 0}, copy ${m.copy ?? 0})\n` +
+      `  aws s3 mv ${median(peer.aws).toFixed(2)} s${runs(peer.aws)} → ${ratio(peer.aws)}×   rclone move ${median(peer.rclone).toFixed(2)} s${runs(peer.rclone)} → ${ratio(peer.rclone)}×   (goals: ${goals})`,
   );
   console.log(rows.at(-1));
 }
 
 async function caseMany(label: string, files: number, partitions: number, size: number, hows: readonly ('writer' | 'stage-file')[], goals: string, rounds = 1): Promise<void> {
-  const names_ = names(files, partitions);
+  const fileNames = names(files, partitions);
   const body = Buffer.alloc(size, 'x');
   const ours: Record<string, Ours[]> = {};
   const peer = { aws: [] as number[], rclone: [] as number[] };
@@ -149,15 +149,15 @@ async function caseMany(label: string, files: number, partitions: number, size: 
   // Each round times every command once, in turn, so a drift in the machine's speed hits all alike.
   for (let r = 0; r < rounds; r++) {
     for (const how of hows) {
-      const handle = await stagedJob(`${how}-${files}-${r}`, names_, partitions, body, how);
+      const handle = await stagedJob(`${how}-${files}-${r}`, fileNames, partitions, body, how);
       (ours[how] ??= []).push(cliCommitJob(handle));
       await store.delete(`/${bucket}/wh/${how}-${files}-${r}`, true);
     }
     // BENCH_PEERS=0 skips aws and rclone (a quick look at our own figures).
-    const p = process.env.BENCH_PEERS === '0' ? { aws: NaN, rclone: NaN } : await peerTimes(names_, body);
+    const p = process.env.BENCH_PEERS === '0' ? { aws: NaN, rclone: NaN } : await peerTimes(fileNames, body);
     peer.aws.push(p.aws);
     peer.rclone.push(p.rclone);
-    if (hows.includes('writer')) floor.push(await copyFloor(names_, body));
+    if (hows.includes('writer')) floor.push(await copyFloor(fileNames, body));
   }
   for (const how of hows) row(`${label}, staged by ${how === 'writer' ? 'an outside writer (--print-path)' : 'stage FILE'}`, ours[how]!, files, peer, goals);
   if (floor.length) floorRows(files, floor, ours.writer!, peer.aws);
@@ -190,7 +190,7 @@ function floorRows(files: number, floor: readonly Floor[], ours: readonly Ours[]
   const m = (f: (x: Floor) => number) => median(floor.map(f));
   const sum = (x: Floor) => x.copies + x.deletes;
   rows.push(
-    `  the server's floor, in-process: ${files} CopyObject 32 at a time ${m((x) => x.copies).toFixed(2)} s + DeleteObjects of the sources ${m((x) => x.deletes).toFixed(2)} s = ${m(sum).toFixed(2)} s${list(floor.map(sum))}\n` +
+    `  the server's floor, in-process: ${files} CopyObject 32 at a time ${m((x) => x.copies).toFixed(2)} s + DeleteObjects of the sources ${m((x) => x.deletes).toFixed(2)} s = ${m(sum).toFixed(2)} s${runs(floor.map(sum))}\n` +
       `  a CLI process that starts, makes one request and exits: ${m((x) => x.startup).toFixed(2)} s; floor + start-up ${m((x) => sum(x) + x.startup).toFixed(2)} s against half of aws's time ${(median(aws) / 2).toFixed(2)} s\n` +
       `  (commit-job is ${median(ours.map((o, i) => o.wall - sum(floor[i]!))).toFixed(2)} s over the floor, run by run)`,
   );

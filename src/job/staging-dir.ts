@@ -35,8 +35,8 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
     bulk ? store.deleteMany!(entries.map((e) => e.path)) : Promise.all(entries.map((e) => store.delete(e.path, e.kind === 'dir')));
   if (keys) {
     // Object stores: one listing of every key, then bulk deletes (the plan goes with the rest).
-    // The plan's progress record may postdate an early listing: it is named, so that it never
-    // outlives `_job.yaml` (a key that is not there is no error).
+    // The plan's progress record may postdate an early listing: named here, it goes now and the
+    // settling listing below usually finds nothing left (a key that is not there is no error).
     const paths = keys.filter((e) => !kept(e)).map((e) => e.path);
     if (!paths.includes(layout.progressFile)) paths.push(layout.progressFile);
     await store.deleteMany!(paths);
