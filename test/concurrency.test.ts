@@ -12,6 +12,7 @@ import { commitJob, commitTask, prepare, stage, stageTask } from './helpers/jobs
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
 import { JobLayout } from '../src/job/layout.js';
+import { recover } from '../src/steps/recover.js';
 import { encodeLease } from '../src/job/lease.js';
 
 // 8 rounds locally, each of 8 processes claiming at once (28 pairs of claimants a round); on
@@ -141,6 +142,46 @@ for (const fx of storeFixtures()) {
       assert.match((error as Error).message, /read the committed tasks before this one, so task 1's output is not in it/);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
       assert.equal(await sb.store.stat(stagingPath), null, 'no claim left behind');
+    });
+
+    test('a recover that reads a claim while its commit-task runs: the task is kept exactly when commit-task exits 0', async () => {
+      const target = posix.join(dir(), 't');
+      const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
+      await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
+      const stagingPath = sb.pathOf(job);
+      const layout = new JobLayout(stagingPath);
+      const claim = layout.claimFile(0, '1');
+      let acted!: () => void;
+      const recoverActed = new Promise<void>((r) => (acted = r));
+      let checked!: () => void;
+      const taskChecked = new Promise<void>((r) => (checked = r));
+      let claimed = false;
+      let rec: Promise<unknown> | undefined;
+      // recover starts right after the claim is made, and pauses once it has acted on the claims
+      // (undone it, or finished it) until commit-task has looked at the job after its own commit.
+      const recoverEnv = testEnv(sb.store, async (_n, _op, p) => {
+        if (!p.includes('_claims') && p !== layout.jobFile) return;
+        acted();
+        await taskChecked;
+      });
+      const taskEnv = testEnv(sb.store, {
+        beforeMutation: async (_n, op, p) => {
+          if (op === 'createExclusive' && p === claim) return void (claimed = true);
+          if (!claimed || rec) return;
+          rec = recover(recoverEnv, { stagingPath }).then(() => null, (e: unknown) => e);
+          await recoverActed;
+        },
+        beforeRead: (_op, p) => void (rec && p === layout.jobFile && checked()),
+      });
+      const outcome = await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(() => 0, (e: unknown) => (e instanceof ConflictError ? 4 : e));
+      checked();
+      assert.equal(await rec, null, 'recover finished');
+      assert.ok(outcome === 0 || outcome === 4, String(outcome));
+      const again = await commitJob(sb, job);
+      assert.equal(again.code, 0, again.stderr);
+      const tree = data(await readTree(sb.store, target));
+      assert.equal(tree['dt=0/a'], 'a');
+      assert.equal('dt=1/b' in tree, outcome === 0, `commit-task ${outcome === 0 ? 'exited 0' : 'exited 4'}, target ${JSON.stringify(tree)}`);
     });
 
     const LATE_ROUNDS = Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? (fx.name === 'local' ? 6 : 2));

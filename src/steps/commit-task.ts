@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
 import { AttemptFileList, claimFilesOfRecord, taskFilesOf, type ClaimFiles } from '../job/claim-files.js';
 import { decide, encodeClaimWith, readClaimRecord, readDecision, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
+import { findCommitted } from '../job/finished.js';
 import { loadJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { JobLayout, SUCCESS_FILE, taskAttemptName, taskOfAttempt } from '../job/layout.js';
@@ -131,10 +132,18 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   const root = await promote(env, layout, job, attemptDir, task, files);
   await store.writeFile(layout.claimFile(app, task), encodeClaimWith({ ...claim, state: 'committed', root }, files));
   await settleAttemptUploads(store, layout, job, taskAttempt, files.uploads, env.concurrency, output?.pending);
-  // recover may have started the next app attempt meanwhile, without this claim: say so.
-  const now = await loadJob(store, layout);
+  // A step that took the lease meanwhile (recover, abort) may have read this claim before it was
+  // committed: once it has ended, recover may have started the next app attempt without it.
+  const now = await jobWithoutHolder(env, layout, job, task);
   if (now && now.appAttempt !== app) {
-    throw new ConflictError(`recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${app}: its output may not have been kept; check 'stagecommit status' and run the task again if it is listed`);
+    // Kept if recover carried this claim, committed, into its app attempt.
+    const carried = await readClaimRecord(store, layout, { ...ctx, appAttempt: now.appAttempt });
+    if (carried?.taskAttempt !== taskAttempt || carried.state !== 'committed') {
+      throw new ConflictError(`recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${app}, without it: nothing of it is kept; run the task again`);
+    }
+  }
+  if (now ? now.state === 'aborted' : !(await findCommitted(store, layout.root))) {
+    throw new ConflictError(`job ${job.jobId} was aborted while ${taskAttempt} committed: nothing of it is kept`);
   }
   return result('committed', files.list.length, files.bytes);
 }
@@ -144,33 +153,39 @@ const HOLDER_WAIT_MS = 30_000;
 const HOLDER_POLL_MS = 200;
 
 /**
- * Whether the claim just made is too late. A step that holds the job's lease (commit-job,
- * recover, abort) may have read the claims before this one existed. Once the claim exists, if no
- * live step holds the lease and the job is still staged in this app attempt, every later
- * commit-job lists the claims after it: the commit goes on. A live holder is waited for: a
- * commit-job that read this claim stops at it ("still committing"), one that read the claims
- * before it commits without it, and the job is no longer staged.
+ * The job once no live step holds its lease (commit-job, recover, abort): such a step may have
+ * read the claims before this attempt's claim existed, or before it was committed. Waited for up
+ * to HOLDER_WAIT_MS, then exit 4. Null: the job is gone (committed or aborted).
  */
-async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<void> {
+async function jobWithoutHolder(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<JobManifest | null> {
   const { store } = env;
   const until = env.now() + Math.min(HOLDER_WAIT_MS, env.leaseTtlMs);
   for (;;) {
     const [now, lease] = await Promise.all([loadJob(store, layout), readCurrentLease(store, layout)]);
-    if (!now || now.state !== 'staged' || now.appAttempt !== job.appAttempt) {
-      // A finished job's staging dir is gone: the claim just made must not linger as its debris.
-      if (!now) await store.delete(layout.claimFile(job.appAttempt, task), false).catch(() => false);
-      if (now?.state === 'aborted') throw new ConflictError(`job ${job.jobId} was aborted while task ${task} committed: nothing of it was published`);
-      if (now && now.appAttempt !== job.appAttempt) {
-        throw new ConflictError(`recover started app attempt ${now.appAttempt} of job ${job.jobId} while task ${task} committed in app attempt ${job.appAttempt}: nothing of it was published; run the task again`);
-      }
-      throw new ConflictError(`job ${job.jobId} ${now ? `was ${now.state}` : 'finished'} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it (nothing of it was published); run the job again, or stage this task's output in a new job`);
-    }
-    if (!lease || !isLeaseLive(lease, env)) return;
+    if (!now || !lease || !isLeaseLive(lease, env)) return now;
     if (env.now() >= until) {
       throw new ConflictError(`${describeHolder(lease.record)} works on job ${job.jobId} and may have read its committed tasks before task ${task}: task ${task} is not committed (nothing was published); once it has ended, run commit-task again if 'stagecommit status' shows the job still staged`);
     }
     await sleep(HOLDER_POLL_MS);
   }
+}
+
+/**
+ * Whether the claim just made is too late. Once the claim exists and no live step holds the
+ * lease, every later commit-job lists the claims after it: if the job is still staged in this
+ * app attempt, the commit goes on. A commit-job that ran meanwhile either met this claim and
+ * stopped at it ("still committing") or read the claims before it and committed without it.
+ */
+async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<void> {
+  const now = await jobWithoutHolder(env, layout, job, task);
+  if (now && now.state === 'staged' && now.appAttempt === job.appAttempt) return;
+  // A finished job's staging dir is gone: the claim just made must not linger as its debris.
+  if (!now) await env.store.delete(layout.claimFile(job.appAttempt, task), false).catch(() => false);
+  if (now?.state === 'aborted') throw new ConflictError(`job ${job.jobId} was aborted while task ${task} committed: nothing of it was published`);
+  if (now && now.appAttempt !== job.appAttempt) {
+    throw new ConflictError(`recover started app attempt ${now.appAttempt} of job ${job.jobId} while task ${task} committed in app attempt ${job.appAttempt}: nothing of it was published; run the task again`);
+  }
+  throw new ConflictError(`job ${job.jobId} ${now ? `was ${now.state}` : 'finished'} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it (nothing of it was published); run the job again, or stage this task's output in a new job`);
 }
 
 function headerOf(record: ClaimRecord): ClaimHeader {
