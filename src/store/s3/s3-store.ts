@@ -258,7 +258,9 @@ export class S3Store implements Store {
     const byBucket = new Map<string, string[]>();
     for (const p of paths) {
       const { bucket, key } = splitPath(p);
-      byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), key]);
+      const keys = byBucket.get(bucket);
+      if (keys) keys.push(key);
+      else byBucket.set(bucket, [key]);
     }
     for (const [bucket, keys] of byBucket) await this.deleteKeys(bucket, keys, `/${bucket}`);
   }
