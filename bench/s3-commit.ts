@@ -260,7 +260,9 @@ try {
   if (only.includes('crossover')) await caseCrossover();
   // BENCH_ROUNDS: runs of the 2,000-file case, each command once a round (medians are printed).
   const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
-  if (only.includes('small')) await caseMany('2,000 × 1 KiB in 20 partitions', Number(process.env.BENCH_FILES ?? 2000), 20, KiB, ['writer'], '≥2× aws, faster than rclone', rounds);
+  // BENCH_FILES scales it (default 2,000).
+  const small = Number(process.env.BENCH_FILES ?? 2000);
+  if (only.includes('small')) await caseMany(`${small.toLocaleString('en')} × 1 KiB in 20 partitions`, small, 20, KiB, ['writer'], '≥2× aws, faster than rclone', rounds);
   // BENCH_LARGE_FILES scales the 8 MiB case (the test RGW's in-memory OSD holds 4 GiB and its
   // garbage collector, set by scripts/rgw.sh to run every 15 s, frees what the cases delete).
   const large = Number(process.env.BENCH_LARGE_FILES ?? 100);

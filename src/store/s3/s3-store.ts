@@ -8,7 +8,6 @@ import {
   CopyObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
-  ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
@@ -18,6 +17,7 @@ import { multipartCopy } from './copy.js';
 import { deleteKeys } from './delete.js';
 import { copySource, errName, splitPath, status } from './keys.js';
 import type { S3Settings } from './settings.js';
+import { listPage, type ListedObject } from './listing.js';
 import { SignedRequests } from './signed.js';
 import { S3Uploads } from './uploads.js';
 
@@ -104,8 +104,8 @@ export class S3Store implements Store {
         return null;
       },
     );
-    const dir = this.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: key + '/', MaxKeys: 1 })).then(
-      (r) => ((r.KeyCount ?? 0) > 0 ? { name: posix.basename(p), path: p, kind: 'dir' as const, size: 0, mtimeMs: 0 } : null),
+    const dir = listPage(this.signed, this.client, { bucket, prefix: key + '/', maxKeys: 1 }).then(
+      (r) => (r.objects.length > 0 ? { name: posix.basename(p), path: p, kind: 'dir' as const, size: 0, mtimeMs: 0 } : null),
       (e: unknown) => {
         throw this.fail(e, 'stat', [p]);
       },
@@ -135,17 +135,17 @@ export class S3Store implements Store {
     let token: string | undefined;
     try {
       do {
-        const r = await this.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, Delimiter: '/', ContinuationToken: token }));
-        for (const cp of r.CommonPrefixes ?? []) {
-          const name = cp.Prefix!.slice(prefix.length, -1);
+        const r = await listPage(this.signed, this.client, { bucket, prefix, delimiter: '/', token });
+        for (const cp of r.prefixes) {
+          const name = cp.slice(prefix.length, -1);
           if (name) out.push({ name, path: posix.join(dir, name), kind: 'dir', size: 0, mtimeMs: 0 });
         }
-        for (const o of r.Contents ?? []) {
-          const name = o.Key!.slice(prefix.length);
+        for (const o of r.objects) {
+          const name = o.key.slice(prefix.length);
           if (!name) continue; // a directory marker object
-          out.push({ name, path: posix.join(dir, name), kind: 'file', size: o.Size ?? 0, mtimeMs: o.LastModified?.getTime() ?? 0 });
+          out.push({ name, path: posix.join(dir, name), kind: 'file', size: o.size, mtimeMs: o.mtimeMs });
         }
-        token = r.IsTruncated ? r.NextContinuationToken : undefined;
+        token = r.next;
       } while (token);
     } catch (e) {
       throw this.fail(e, 'list', [dir]);
@@ -154,16 +154,16 @@ export class S3Store implements Store {
   }
 
   /** Every object under a prefix (recursive), paged. */
-  async listKeys(dir: string): Promise<{ key: string; size: number; mtimeMs: number }[]> {
+  async listKeys(dir: string): Promise<ListedObject[]> {
     const { bucket, key } = splitPath(dir);
     const prefix = key === '' ? '' : key + '/';
-    const out: { key: string; size: number; mtimeMs: number }[] = [];
+    const out: ListedObject[] = [];
     let token: string | undefined;
     try {
       do {
-        const r = await this.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
-        for (const o of r.Contents ?? []) out.push({ key: o.Key!, size: o.Size ?? 0, mtimeMs: o.LastModified?.getTime() ?? 0 });
-        token = r.IsTruncated ? r.NextContinuationToken : undefined;
+        const r = await listPage(this.signed, this.client, { bucket, prefix, token });
+        for (const o of r.objects) out.push(o);
+        token = r.next;
       } while (token);
     } catch (e) {
       throw this.fail(e, 'list', [dir]);
