@@ -144,6 +144,27 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(stagingPath), null, 'no claim left behind');
     });
 
+    test('a commit-task that decides after commit-job removed the staging dir exits 4 and leaves nothing there', async () => {
+      const target = posix.join(dir(), 't');
+      const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
+      await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
+      const stagingPath = sb.pathOf(job);
+      const layout = new JobLayout(stagingPath);
+      let committed: Promise<unknown> | undefined;
+      // The whole commit-job runs between commit-task's look at its output and its decision.
+      const taskEnv = testEnv(sb.store, async (_n, op, p) => {
+        if (committed || op !== 'createExclusive' || !p.startsWith(layout.decisionsDir(0))) return;
+        committed = libCommitJob(testEnv(sb.store), stagingPath);
+        await committed;
+      });
+      const error = await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+      assert.ok(committed, 'commit-job ran');
+      assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
+      assert.match((error as Error).message, /finished while task 1 committed/);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
+      assert.equal(await sb.store.stat(stagingPath), null, 'no decision, claim or directory left behind');
+    });
+
     test('a recover that reads a claim while its commit-task runs: the task is kept exactly when commit-task exits 0', async () => {
       const target = posix.join(dir(), 't');
       const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);

@@ -128,13 +128,14 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
     [claim, files] = [headerOf(before!), claimFilesOfRecord(before!)];
   }
 
-  await checkNotOverlooked(env, layout, job, task);
+  await checkNotOverlooked(env, layout, job, task, taskAttempt);
   const root = await promote(env, layout, job, attemptDir, task, files);
   await store.writeFile(layout.claimFile(app, task), encodeClaimWith({ ...claim, state: 'committed', root }, files));
   await settleAttemptUploads(store, layout, job, taskAttempt, files.uploads, env.concurrency, output?.pending);
   // A step that took the lease meanwhile (recover, abort) may have read this claim before it was
   // committed: once it has ended, recover may have started the next app attempt without it.
   const now = await jobWithoutHolder(env, layout, job, task);
+  if (now) checkSameJob(env, layout, job, now, task);
   if (now && now.appAttempt !== app) {
     // Kept if recover carried this claim, committed, into its app attempt.
     const carried = await readClaimRecord(store, layout, { ...ctx, appAttempt: now.appAttempt });
@@ -176,16 +177,37 @@ async function jobWithoutHolder(env: StepEnv, layout: JobLayout, job: JobManifes
  * app attempt, the commit goes on. A commit-job that ran meanwhile either met this claim and
  * stopped at it ("still committing") or read the claims before it and committed without it.
  */
-async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<void> {
+async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<void> {
   const now = await jobWithoutHolder(env, layout, job, task);
-  if (now && now.state === 'staged' && now.appAttempt === job.appAttempt) return;
-  // A finished job's staging dir is gone: the claim just made must not linger as its debris.
-  if (!now) await env.store.delete(layout.claimFile(job.appAttempt, task), false).catch(() => false);
+  if (now && now.jobId === job.jobId && now.state === 'staged' && now.appAttempt === job.appAttempt) return;
+  if (!now) await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
+  else checkSameJob(env, layout, job, now, task);
   if (now?.state === 'aborted') throw new ConflictError(`job ${job.jobId} was aborted while task ${task} committed: nothing of it was published`);
   if (now && now.appAttempt !== job.appAttempt) {
     throw new ConflictError(`recover started app attempt ${now.appAttempt} of job ${job.jobId} while task ${task} committed in app attempt ${job.appAttempt}: nothing of it was published; run the task again`);
   }
   throw new ConflictError(`job ${job.jobId} ${now ? `was ${now.state}` : 'finished'} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it (nothing of it was published); run the job again, or stage this task's output in a new job`);
+}
+
+/** A staging dir the user named may hold a new job once this one has finished: never commit into it. */
+function checkSameJob(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string): void {
+  if (now.jobId === job.jobId) return;
+  throw new ConflictError(`job ${job.jobId} finished while task ${task} committed, and job ${now.jobId} is now staged in ${env.store.toUri(layout.root)}: nothing of task ${task} was published; run the job again`);
+}
+
+/**
+ * A finished job's staging dir is gone, and this step's decision and claim, made after, would
+ * linger as its debris, with the directories their creation made again (§5.12: a finished job
+ * leaves no staging dir). Those go; a directory that is not empty stays.
+ */
+async function removeDebris(env: StepEnv, layout: JobLayout, app: number, task: string, taskAttempt: string): Promise<void> {
+  const { store } = env;
+  await Promise.all([layout.claimFile(app, task), layout.decisionFile(app, taskAttempt)].map((f) => store.delete(f, false).catch(() => false)));
+  if (!store.caps.realDirectories) return;
+  await Promise.all([layout.claimsDir(app), layout.decisionsDir(app)].map((d) => store.delete(d, false).catch(() => false)));
+  for (let d = layout.appAttemptDir(app); d.startsWith(layout.root); d = posix.dirname(d)) {
+    if (!(await store.delete(d, false).catch(() => false)) || d === layout.root) break;
+  }
 }
 
 function headerOf(record: ClaimRecord): ClaimHeader {
