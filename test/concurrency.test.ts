@@ -7,7 +7,7 @@ import { posix } from 'node:path';
 import os from 'node:os';
 import { cli, ok, spawnCli, until } from './helpers/cli.js';
 import { libCommitJob, libCommitTask, libStage, libStageTask, testEnv } from './helpers/lib.js';
-import { ConflictError } from '../src/errors.js';
+import { ConflictError, StoreError } from '../src/errors.js';
 import { commitJob, commitTask, prepare, stage, stageTask } from './helpers/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
@@ -203,6 +203,29 @@ for (const fx of storeFixtures()) {
       const tree = data(await readTree(sb.store, target));
       assert.equal(tree['dt=0/a'], 'a');
       assert.equal('dt=1/b' in tree, outcome === 0, `commit-task ${outcome === 0 ? 'exited 0' : 'exited 4'}, target ${JSON.stringify(tree)}`);
+    });
+
+    test('a recover that removes what commit-task is writing into: commit-task tells what happened, never a raw not-found', async () => {
+      const target = posix.join(dir(), 't');
+      const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
+      await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
+      const stagingPath = sb.pathOf(job);
+      const claim = new JobLayout(stagingPath).claimFile(0, '1');
+      let rec: Promise<unknown> | undefined;
+      // Right before commit-task records its claim committed, recover runs whole (it finishes the
+      // claim, whose files are in place, and prunes app attempt 0); the write then finds its
+      // directory gone, as it does when recover's prune lands in the middle of it.
+      const taskEnv = testEnv(sb.store, async (_n, op, p) => {
+        if (rec || op !== 'writeFile' || p !== claim) return;
+        rec = recover(testEnv(sb.store), { stagingPath });
+        await rec;
+        throw new StoreError('not-found', 'writeFile', [sb.store.toUri(p)], 'ENOENT: no such file or directory');
+      });
+      await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} });
+      assert.ok(rec, 'recover ran');
+      const again = await commitJob(sb, job);
+      assert.equal(again.code, 0, again.stderr);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
     });
 
     const LATE_ROUNDS = Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? (fx.name === 'local' ? 6 : 2));

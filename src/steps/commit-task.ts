@@ -3,7 +3,7 @@
 
 import { posix } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
+import { CommitDeniedError, ConflictError, StoreError, UsageError } from '../errors.js';
 import { AttemptFileList, claimFilesOfRecord, taskFilesOf, type ClaimFiles } from '../job/claim-files.js';
 import { decide, encodeClaimWith, readClaimRecord, readDecision, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
 import { findCommitted } from '../job/finished.js';
@@ -129,9 +129,16 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   }
 
   await checkNotOverlooked(env, layout, job, task, taskAttempt);
-  const root = await promote(env, layout, job, attemptDir, task, files);
-  await store.writeFile(layout.claimFile(app, task), encodeClaimWith({ ...claim, state: 'committed', root }, files));
-  await settleAttemptUploads(store, layout, job, taskAttempt, files.uploads, env.concurrency, output?.pending);
+  let removedMeanwhile: StoreError | null = null;
+  try {
+    const root = await promote(env, layout, job, attemptDir, task, files);
+    await store.writeFile(layout.claimFile(app, task), encodeClaimWith({ ...claim, state: 'committed', root }, files));
+    await settleAttemptUploads(store, layout, job, taskAttempt, files.uploads, env.concurrency, output?.pending);
+  } catch (e) {
+    // A recover or abort that ran meanwhile removes the app attempt's dirs: what it did is told below.
+    if (!(e instanceof StoreError) || e.kind !== 'not-found') throw e;
+    removedMeanwhile = e;
+  }
   // A step that took the lease meanwhile (recover, abort) may have read this claim before it was
   // committed: once it has ended, recover may have started the next app attempt without it.
   const now = await jobWithoutHolder(env, layout, job, task);
@@ -146,6 +153,8 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   if (now ? now.state === 'aborted' : !(await findCommitted(store, layout.root))) {
     throw new ConflictError(`job ${job.jobId} was aborted while ${taskAttempt} committed: nothing of it is kept`);
   }
+  // Nothing moved the job on: the store failed this step, which a re-run finishes.
+  if (removedMeanwhile && now?.appAttempt === app) throw removedMeanwhile;
   return result('committed', files.list.length, files.bytes);
 }
 
