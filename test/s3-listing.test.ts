@@ -17,9 +17,9 @@ describe('ListObjectsV2 pages', () => {
     assert.equal(p.next, undefined);
   });
 
-  test('sizes and modification times are read per object', () => {
+  test('sizes, modification times and ETags are read per object', () => {
     const p = parseListPage(page(object('p/x', 1234, '2026-01-02T03:04:05.678Z') + object('p/y', 0) + '<IsTruncated>false</IsTruncated>'));
-    assert.deepEqual(p.objects[0], { key: 'p/x', size: 1234, mtimeMs: Date.parse('2026-01-02T03:04:05.678Z') });
+    assert.deepEqual(p.objects[0], { key: 'p/x', size: 1234, mtimeMs: Date.parse('2026-01-02T03:04:05.678Z'), etag: '"abc"' });
     assert.equal(p.objects[1]!.size, 0);
   });
 

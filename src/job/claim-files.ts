@@ -1,6 +1,7 @@
 // A claim's list of files: the format of one item, and the list built as the claim's text without
 // an object per file (commit-task at a million files, DESIGN §9).
 
+import { createHash } from 'node:crypto';
 import { itemNumber, itemString } from '../manifest/codec.js';
 import { eachEncodedItem, ListLines, type EncodedList } from '../manifest/encode.js';
 import { checkRelativePath } from '../paths.js';
@@ -140,5 +141,32 @@ export class AttemptFileList {
     this.sizes = new Float64Array(0);
     this.order = null;
     return { list: lines.done(), bytes, uploads: pending };
+  }
+}
+
+/**
+ * One digest of the versions (Entry.version: S3's ETag, HDFS's modification time) of the files
+ * a task committed from its dir, in any order: sha256 of each path and version, XORed (paths are
+ * unique, so none cancels out). commit-job takes it again from the listing it already reads: a
+ * file written again since commit-task, even to the same size, no longer matches. Null when the
+ * store's listing carries no versions (local) or there are no such files.
+ */
+export class VersionDigest {
+  private readonly acc = Buffer.alloc(32);
+  private files = 0;
+  private unversioned = false;
+
+  add(path: string, version: string | undefined): void {
+    if (version === undefined) {
+      this.unversioned = true;
+      return;
+    }
+    const h = createHash('sha256').update(path).update('\0').update(version).digest();
+    for (let i = 0; i < 32; i++) this.acc[i]! ^= h[i]!;
+    this.files++;
+  }
+
+  value(): string | null {
+    return this.unversioned || this.files === 0 ? null : this.acc.toString('hex');
   }
 }

@@ -30,6 +30,8 @@ export interface ClaimHeader {
    * leftover's output where the engine left it inside the target.
    */
   readonly root?: string;
+  /** The VersionDigest of the files commit-task found in the attempt dir; null where the store has no versions (claims before version 2 have none). */
+  readonly versionDigest?: string | null;
 }
 
 export interface Claim extends ClaimHeader {
@@ -45,7 +47,7 @@ export interface ClaimContext {
 }
 
 const KIND = 'stagecommit/claim';
-const VERSION = 1;
+const VERSION = 2;
 
 export function encodeClaim(c: Claim): Buffer {
   const { files, ...header } = c;
@@ -54,7 +56,7 @@ export function encodeClaim(c: Claim): Buffer {
 
 /** A claim whose file list is written already (ClaimFiles): only its header is encoded here. */
 export function encodeClaimWith(c: ClaimHeader, files: ClaimFiles): Buffer {
-  return encodeManifestBytes({ kind: KIND, version: VERSION, ...c, root: c.root ?? null, bytes: files.bytes }, { files: files.list });
+  return encodeManifestBytes({ kind: KIND, version: VERSION, ...c, root: c.root ?? null, versionDigest: c.versionDigest ?? null, bytes: files.bytes }, { files: files.list });
 }
 
 /**
@@ -131,7 +133,10 @@ export function decodeClaimRecord(text: string, file: string, ctx: ClaimContext)
   }
   const fileCount = f.length('files');
   const bytes = f.count('bytes');
-  const header = { task, attempt, taskAttempt, appAttempt, state, claimedAtMs: f.count('claimedAtMs'), host: f.string('host'), pid: f.count('pid'), root };
+  // Version 1 claims (before the digest) have none; from version 2 it is there, null or a digest.
+  const versionDigest = f.doc.version === 1 ? null : f.nullableText('versionDigest');
+  if (versionDigest !== null && !/^[0-9a-f]{64}$/.test(versionDigest)) throw new CorruptManifestError(file, 'versionDigest', 'is not 64 hex digits');
+  const header = { task, attempt, taskAttempt, appAttempt, state, claimedAtMs: f.count('claimedAtMs'), host: f.string('host'), pid: f.count('pid'), root, versionDigest };
   let files: Fields | null = f;
   const eachFile = (fn: (t: TaskFile) => void): void => {
     if (!files) throw new Error(`internal: the files of ${file} were read already`);

@@ -201,6 +201,12 @@ export class Fields {
     return this.doc[field] === null ? null : this.count(field);
   }
 
+  /** A string field that must be present; null means "none". */
+  nullableText(field: string): string | null {
+    if (!Object.hasOwn(this.doc, field)) this.fail(field, 'is missing (write null for none)');
+    return this.doc[field] === null ? null : this.text(field);
+  }
+
   oneOf<T extends string>(field: string, allowed: readonly T[]): T {
     const v = this.doc[field];
     if (typeof v !== 'string' || !allowed.includes(v as T)) this.fail(field, `is '${String(v)}', expected one of ${allowed.join(', ')}`);

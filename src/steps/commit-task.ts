@@ -4,7 +4,7 @@
 import { posix } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CommitDeniedError, ConflictError, StoreError, UsageError } from '../errors.js';
-import { AttemptFileList, claimFilesOfRecord, taskFilesOf, type ClaimFiles } from '../job/claim-files.js';
+import { AttemptFileList, claimFilesOfRecord, taskFilesOf, VersionDigest, type ClaimFiles } from '../job/claim-files.js';
 import { decide, encodeClaimWith, readClaimRecord, readDecision, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
 import { findCommitted } from '../job/finished.js';
 import { loadJob, staticPrefix, type JobManifest } from '../job/job.js';
@@ -113,7 +113,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   let claim: ClaimHeader;
   let files: ClaimFiles;
   if (output) {
-    const fresh: ClaimHeader = { task, attempt, taskAttempt, appAttempt: app, state: 'claimed', claimedAtMs: env.now(), host: env.host, pid: env.pid };
+    const fresh: ClaimHeader = { task, attempt, taskAttempt, appAttempt: app, state: 'claimed', claimedAtMs: env.now(), host: env.host, pid: env.pid, versionDigest: output.versionDigest };
     if (await store.createExclusive(layout.claimFile(app, task), encodeClaimWith(fresh, output.files))) {
       [claim, files] = [fresh, output.files];
     } else {
@@ -229,15 +229,19 @@ function headerOf(record: ClaimRecord): ClaimHeader {
  * path checked. The walk streams into an AttemptFileList, so no object per file is kept. A killed
  * `stage` left its temp files here: they are not listed, and go before the dir moves.
  */
-async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<{ files: ClaimFiles; pending: AttemptUploads }> {
+async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<{ files: ClaimFiles; pending: AttemptUploads; versionDigest: string | null }> {
   const { store } = env;
   const attemptDir = layout.attemptDir(job.appAttempt, taskAttempt);
   const found = new AttemptFileList();
+  const versions = new VersionDigest();
   const others: Entry[] = [];
   const markers: Entry[] = [];
   const walked = eachAttemptFile(store, attemptDir, { details: true, removeTemps: true, others }, (e) => {
     if (isWriterMarker(posix.basename(e.name))) markers.push(e);
-    else found.add(e.name, e.size);
+    else {
+      found.add(e.name, e.size);
+      versions.add(e.name, e.version);
+    }
   });
   const [, uploads] = await Promise.all([walked, readAttemptUploads(store, layout, job, taskAttempt, env.concurrency)]);
   if (others.length) {
@@ -248,7 +252,7 @@ async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, 
   checkStagedOnce(uploads, (path) => found.has(path), taskAttempt);
   if (found.length + uploads.files.length === 0 && !(await store.stat(attemptDir))) throw await notStaged(store, layout, job, task, taskAttempt);
   const prefix = staticPrefix(job);
-  return { files: found.encode(uploads.files, (path) => checkTaskFile(job, path, prefix)), pending: uploads };
+  return { files: found.encode(uploads.files, (path) => checkTaskFile(job, path, prefix)), pending: uploads, versionDigest: versions.value() };
 }
 
 /** Why an attempt has no dir: aborted (its decision says so), or never staged in this app attempt. */

@@ -5,6 +5,7 @@
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, IncompleteError } from '../errors.js';
 import { claimRootPath, isAdoptedRoot, readClaimRecords, type Claim, type ClaimRecord, type TaskFile } from '../job/claims.js';
+import { VersionDigest } from '../job/claim-files.js';
 import { staticPrefix, type JobManifest } from '../job/job.js';
 import { ATTEMPT_MARKER } from '../job/layout.js';
 import { checkUploadsPending } from '../job/pending-uploads.js';
@@ -86,7 +87,7 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
   });
   const sources: SourceTree[] = claims.map((c) => ({ task: c.task, root: c.root ?? '', files: [] }));
   if (tree) {
-    const checks = claims.map((c, si) => new OutputCheck(claimRootPath(layout, job.targetPath, c.root!), tree, si, inDir[si]!, isAdoptedRoot(c.root!)));
+    const checks = claims.map((c, si) => new OutputCheck(claimRootPath(layout, job.targetPath, c.root!), tree, si, inDir[si]!, isAdoptedRoot(c.root!), c.versionDigest ?? null));
     await listOutputs(store, checks, env.concurrency);
     const problems = await mapLimit(checks, env.concurrency, (c) => c.problem(store));
     const i = problems.findIndex((p) => p !== null);
@@ -111,8 +112,16 @@ class OutputCheck {
   private odd: string | null = null;
   private extra: string | null = null;
   private resized: string | null = null;
+  private readonly versions = new VersionDigest();
 
-  constructor(readonly root: string, private readonly tree: OutputTree, readonly si: number, private readonly expected: number, private readonly adopted: boolean) {}
+  constructor(
+    readonly root: string,
+    private readonly tree: OutputTree,
+    readonly si: number,
+    private readonly expected: number,
+    private readonly adopted: boolean,
+    private readonly versionDigest: string | null,
+  ) {}
 
   private listed(path: string): FileInfo | undefined {
     const f = this.tree.at(path)?.file;
@@ -130,6 +139,7 @@ class OutputCheck {
       if (!f) this.extra ??= `holds '${e.name}', which its claim does not list`;
       else {
         this.found++;
+        this.versions.add(e.name, e.version);
         if (e.size >= 0 && e.size !== f.size) this.resized ??= `has '${e.name}' at ${e.size} bytes, the claim recorded ${f.size}`;
       }
     } else if (e.kind !== 'dir') this.odd ??= e.name;
@@ -138,7 +148,10 @@ class OutputCheck {
   async problem(store: Store): Promise<string | null> {
     if (this.odd !== null) return `holds '${this.odd}', which is not a regular file`;
     if (this.found < this.expected) return `has lost '${await lostFile(store, this.root, this.tree, this.si)}'`;
-    return this.resized ?? this.extra;
+    if (this.resized ?? this.extra) return this.resized ?? this.extra;
+    // Same names, same sizes: a file written again since commit-task still shows in its version.
+    if (this.versionDigest !== null && this.versions.value() !== this.versionDigest) return 'has a file written again since its commit-task (same name and size, another version)';
+    return null;
   }
 }
 

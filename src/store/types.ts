@@ -29,6 +29,11 @@ export interface Entry {
   readonly size: number;
   /** Modification time; may be -1 when the listing was asked without details. */
   readonly mtimeMs: number;
+  /**
+   * What changes when a file is written again, where every listing carries it at no cost: S3's
+   * ETag, HDFS's modification time. Absent elsewhere (locally it would cost a stat per file).
+   */
+  readonly version?: string;
 }
 
 export interface ListOptions {

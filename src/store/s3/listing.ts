@@ -10,6 +10,7 @@ export interface ListedObject {
   readonly key: string;
   readonly size: number;
   readonly mtimeMs: number;
+  readonly etag: string;
 }
 
 export interface ListPage {
@@ -77,7 +78,8 @@ export function parseListPage(xml: string): ListPage {
     if (key === null) throw new Error('a ListObjectsV2 answer has <Contents> without <Key>');
     const size = Number(rawTag(xml, 'Size', from, to) ?? '0');
     const modified = rawTag(xml, 'LastModified', from, to);
-    objects.push({ key: xmlDecode(key), size: Number.isFinite(size) ? size : 0, mtimeMs: modified ? Date.parse(modified) || 0 : 0 });
+    const etag = xmlDecode(rawTag(xml, 'ETag', from, to) ?? '');
+    objects.push({ key: xmlDecode(key), size: Number.isFinite(size) ? size : 0, mtimeMs: modified ? Date.parse(modified) || 0 : 0, etag });
   }
   const prefixes: string[] = [];
   for (const [from, to] of elements(xml, 'CommonPrefixes')) {
@@ -99,7 +101,7 @@ export async function listPage(signed: SignedRequests, client: S3Client, r: List
   if (sent) return parseListPage(sent.body);
   const o = await client.send(new ListObjectsV2Command({ Bucket: r.bucket, Prefix: r.prefix, Delimiter: r.delimiter, ContinuationToken: r.token, MaxKeys: r.maxKeys }));
   return {
-    objects: (o.Contents ?? []).map((c) => ({ key: c.Key!, size: c.Size ?? 0, mtimeMs: c.LastModified?.getTime() ?? 0 })),
+    objects: (o.Contents ?? []).map((c) => ({ key: c.Key!, size: c.Size ?? 0, mtimeMs: c.LastModified?.getTime() ?? 0, etag: c.ETag ?? '' })),
     prefixes: (o.CommonPrefixes ?? []).map((c) => c.Prefix!),
     next: o.IsTruncated ? o.NextContinuationToken : undefined,
   };

@@ -17,13 +17,18 @@ import { multipartCopy } from './copy.js';
 import { deleteKeys } from './delete.js';
 import { copySource, errName, splitPath, status } from './keys.js';
 import type { S3Settings } from './settings.js';
-import { listPage, type ListedObject } from './listing.js';
+import { listPage, type ListedObject, type ListPage } from './listing.js';
 import { SignedRequests } from './signed.js';
 import { S3Uploads } from './uploads.js';
 
 /** A bucket that is not there is a wrong URI (exit 2), not a failed operation. */
 function noSuchBucket(op: string, bucket: string): StoreError {
   return new StoreError('no-location', op, [], `bucket '${bucket}' does not exist: create it, or check the URI`);
+}
+
+/** An object's ETag as its version (Entry.version), where the listing gave one. */
+function versionOf(o: ListedObject): { version?: string } {
+  return o.etag ? { version: o.etag } : {};
 }
 
 const CAPS: StoreCapabilities = {
@@ -119,13 +124,31 @@ export class S3Store implements Store {
 
   /** Every file under a directory, at any depth, in one paged listing (no per-level requests). */
   async listTree(dir: string): Promise<Entry[]> {
+    const out: Entry[] = [];
+    await this.listTreeEach(dir, {}, (e) => out.push(e));
+    return out;
+  }
+
+  /** listTree's entries handed over a page at a time: nothing is held but the page (§9). */
+  async listTreeEach(dir: string, _opts: ListOptions, fn: (e: Entry) => void): Promise<void> {
     const { bucket, key } = splitPath(dir);
-    const prefix = key === '' ? 0 : key.length + 1;
-    // Zero-byte keys ending in '/' are directory markers (Hadoop S3A's mkdirs), not files; one that
-    // holds bytes is no file either, and is listed as 'other' so that no step drops its bytes unseen.
-    return (await this.listKeys(dir))
-      .filter((o) => !o.key.endsWith('/') || o.size > 0)
-      .map((o) => ({ name: o.key.slice(prefix), path: `/${bucket}/${o.key}`, kind: o.key.endsWith('/') ? ('other' as const) : ('file' as const), size: o.size, mtimeMs: o.mtimeMs }));
+    const prefix = key === '' ? '' : key + '/';
+    let token: string | undefined;
+    do {
+      let page: ListPage;
+      try {
+        page = await listPage(this.signed, this.client, { bucket, prefix, token });
+      } catch (e) {
+        throw this.fail(e, 'list', [dir]);
+      }
+      // Zero-byte keys ending in '/' are directory markers (Hadoop S3A's mkdirs), not files; one that
+      // holds bytes is no file either, and is listed as 'other' so that no step drops its bytes unseen.
+      for (const o of page.objects) {
+        if (o.key.endsWith('/') && o.size === 0) continue;
+        fn({ name: o.key.slice(prefix.length), path: `/${bucket}/${o.key}`, kind: o.key.endsWith('/') ? 'other' : 'file', size: o.size, mtimeMs: o.mtimeMs, ...versionOf(o) });
+      }
+      token = page.next;
+    } while (token);
   }
 
   async list(dir: string, _opts?: ListOptions): Promise<Entry[]> {
@@ -143,7 +166,7 @@ export class S3Store implements Store {
         for (const o of r.objects) {
           const name = o.key.slice(prefix.length);
           if (!name) continue; // a directory marker object
-          out.push({ name, path: posix.join(dir, name), kind: 'file', size: o.size, mtimeMs: o.mtimeMs });
+          out.push({ name, path: posix.join(dir, name), kind: 'file', size: o.size, mtimeMs: o.mtimeMs, ...versionOf(o) });
         }
         token = r.next;
       } while (token);

@@ -207,5 +207,6 @@ function entry(p: string, s: HdfsStatus): Entry {
     kind: s.type === 'FILE' ? 'file' : s.type === 'DIRECTORY' ? 'dir' : 'symlink',
     size: s.length,
     mtimeMs: s.modificationTime,
+    ...(s.type === 'FILE' ? { version: String(s.modificationTime) } : {}),
   };
 }
