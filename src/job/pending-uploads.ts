@@ -161,7 +161,7 @@ async function recordedUploads(store: Store, layout: JobLayout, concurrency: num
   for (const app of apps) {
     for (const attempt of await store.list(app.path)) {
       if (attempt.kind !== 'dir') continue;
-      for (const r of await readRecords(store, attempt.path, attempt.name, concurrency)) uploads.push(...r.uploads);
+      for (const r of await readRecords(store, attempt.path, attempt.name, concurrency)) for (const u of r.uploads) uploads.push(u);
     }
   }
   return { apps: apps.map((a) => a.path), uploads };

@@ -41,12 +41,28 @@ export interface LogListing {
   readonly done: ReadonlySet<number>;
 }
 
-/** The first path where two sets of table-relative paths overlap (one inside the other), or null. */
+/** Each proper ancestor of a path ('a/b/c' → 'a', 'a/b'). */
+function* ancestors(p: string): Generator<string> {
+  for (let i = p.indexOf('/'); i >= 0; i = p.indexOf('/', i + 1)) yield p.slice(0, i);
+}
+
+/**
+ * The first path of `a` where two sets of table-relative paths overlap (one inside the other; ''
+ * is the whole table), the deeper of the two, or null. Linear in both: a job of 20,000 partitions
+ * checked against another's took 3.3 s per log entry as a pair-by-pair scan.
+ */
 export function overlap(a: readonly string[], b: readonly string[]): string | null {
+  if (a.length === 0 || b.length === 0) return null;
+  const inB = new Set(b);
+  // A proper ancestor of some path of b → the first such path.
+  const above = new Map<string, string>();
+  for (const q of b) for (const anc of ancestors(q)) if (!above.has(anc)) above.set(anc, q);
   for (const p of a) {
-    for (const q of b) {
-      if (p === '' || q === '' || p === q || p.startsWith(q + '/') || q.startsWith(p + '/')) return p.length >= q.length ? p : q;
-    }
+    if (p === '') return b[0] === '' ? p : b[0]!;
+    if (inB.has('') || inB.has(p)) return p;
+    for (const anc of ancestors(p)) if (inB.has(anc)) return p;
+    const q = above.get(p);
+    if (q !== undefined) return q;
   }
   return null;
 }

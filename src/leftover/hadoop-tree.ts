@@ -25,10 +25,20 @@ interface Group {
   bytes: number;
 }
 
-/** Files and bytes under a leftover-relative directory. */
-function under(entries: readonly ListedEntry[], dir: string): Group {
-  const files = entries.filter((e) => e.kind === 'file' && e.path.startsWith(dir + '/')).map((e) => ({ path: e.path.slice(dir.length + 1), size: e.size }));
-  return { files, bytes: files.reduce((a, f) => a + f.size, 0) };
+/**
+ * The files under each directory that `dirOf` names for them (null: none), grouped in one pass.
+ * (A filter of every entry per task dir took 5 minutes for 100,000 files.)
+ */
+function groupByDir(entries: readonly ListedEntry[], dirOf: (path: string) => string | null): Map<string, Group> {
+  const groups = new Map<string, Group>();
+  for (const e of entries) {
+    const dir = e.kind === 'file' ? dirOf(e.path) : null;
+    if (dir === null) continue;
+    const g = groups.get(dir) ?? groups.set(dir, { files: [], bytes: 0 }).get(dir)!;
+    g.files.push({ path: e.path.slice(dir.length + 1), size: e.size });
+    g.bytes += e.size;
+  }
+  return groups;
 }
 
 /**
@@ -80,27 +90,33 @@ export function readHadoopTree(entries: readonly ListedEntry[], prefix: string):
 
   const sources: LeftoverSource[] = [];
   const discarded: Discarded[] = [];
+  // A file's task dir: two names below the _temporary dir (app/task_…), or three for an attempt
+  // dir (app/_temporary/attempt_…); the files directly in those are in none.
+  const groups = groupByDir(entries, (path) => {
+    if (prefix !== '' && !path.startsWith(prefix + '/')) return null;
+    const segs = (prefix === '' ? path : path.slice(prefix.length + 1)).split('/');
+    const depth = segs[1] === '_temporary' ? 3 : 2;
+    return segs.length > depth ? at(segs.slice(0, depth).join('/')) : null;
+  });
+  const under = (dir: string): Group => groups.get(dir) ?? { files: [], bytes: 0 };
+  const count = (dir: string) => ({ files: under(dir).files.length, bytes: under(dir).bytes });
   for (const [task, dirs] of committed) {
     dirs.sort((a, b) => b.app - a.app);
     const [newest, ...older] = dirs;
-    sources.push({ task, root: newest!.dir, ...under(entries, newest!.dir) });
-    for (const o of older) discarded.push({ path: o.dir, reason: `superseded by app attempt ${newest!.app}`, ...count(entries, o.dir) });
+    sources.push({ task, root: newest!.dir, ...under(newest!.dir) });
+    for (const o of older) discarded.push({ path: o.dir, reason: `superseded by app attempt ${newest!.app}`, ...count(o.dir) });
   }
-  for (const a of [...attempts].sort()) discarded.push({ path: a, reason: 'uncommitted task attempt', ...count(entries, a) });
+  for (const a of [...attempts].sort()) discarded.push({ path: a, reason: 'uncommitted task attempt', ...count(a) });
   sources.sort((a, b) => Number(a.task) - Number(b.task));
   return { engineJobId: jobIds.size ? [...jobIds][0]! : null, appAttempts: [...apps].sort((a, b) => a - b), sources, discarded };
-}
-
-function count(entries: readonly ListedEntry[], dir: string): { files: number; bytes: number } {
-  const g = under(entries, dir);
-  return { files: g.files.length, bytes: g.bytes };
 }
 
 /** Task numbers below the highest one found that are missing (tasks that never committed). */
 export function gapsIn(tasks: readonly string[]): number[] {
   const nums = new Set(tasks.filter((t) => /^\d+$/.test(t)).map(Number));
   if (nums.size === 0) return [];
-  const max = Math.max(...nums);
+  let max = 0;
+  for (const n of nums) max = Math.max(max, n);
   const gaps: number[] = [];
   for (let i = 0; i < max; i++) if (!nums.has(i)) gaps.push(i);
   return gaps;

@@ -153,8 +153,9 @@ function splitNonOutput(sources: readonly LeftoverSource[], discarded: readonly 
   const out: LeftoverSource[] = [];
   const dropped: Discarded[] = [...discarded];
   for (const s of sources) {
-    const keep = s.files.filter((f) => f.path.split('/').slice(0, -1).every(isDataName));
-    const drop = s.files.filter((f) => !keep.includes(f));
+    const isOutput = (f: { path: string }) => f.path.split('/').slice(0, -1).every(isDataName);
+    const keep = s.files.filter(isOutput);
+    const drop = s.files.filter((f) => !isOutput(f));
     if (drop.length) dropped.push({ path: s.root, reason: 'files inside directories that are not data', files: drop.length, bytes: drop.reduce((a, f) => a + f.size, 0) });
     out.push({ ...s, files: keep, bytes: keep.reduce((a, f) => a + f.size, 0) });
   }

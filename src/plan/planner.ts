@@ -222,11 +222,14 @@ export class Planner {
       this.add(phase, { op: 'swap', path: 't:' + u, trash, from, dir: !node.file });
     }
     for (const u of units) if (!swapped.has(u)) this.deleteOldData(u, this.nodeAt(u));
-    this.mergeSkipping(this.tree.root, '', swapped);
+    // The directories a swapped unit is inside, found once (not a scan of every unit per directory).
+    const holding = new Set<string>();
+    for (const u of swapped) for (let i = u.indexOf('/'); i >= 0; i = u.indexOf('/', i + 1)) holding.add(u.slice(0, i));
+    this.mergeSkipping(this.tree.root, '', swapped, holding);
   }
 
-  /** Merges the output into the existing target, leaving out the units already swapped. */
-  private mergeSkipping(node: Node, rel: string, swapped: ReadonlySet<string>): void {
+  /** Merges the output into the existing target, leaving out the units already swapped (`holding`: the directories they are in). */
+  private mergeSkipping(node: Node, rel: string, swapped: ReadonlySet<string>, holding: ReadonlySet<string>): void {
     if (swapped.size === 0) {
       this.mergeInto(node, rel, 't:' + rel, new Set(), 0, this.targetChildren(rel));
       return;
@@ -235,9 +238,8 @@ export class Planner {
     for (const [name, child] of this.tree.children(node)) {
       const childRel = join(rel, name);
       if (swapped.has(childRel)) continue;
-      const inside = [...swapped].some((s) => s.startsWith(childRel + '/'));
-      if (inside && this.targetKind(childRel) === 'dir') {
-        this.mergeSkipping(child, childRel, swapped);
+      if (holding.has(childRel) && this.targetKind(childRel) === 'dir') {
+        this.mergeSkipping(child, childRel, swapped, holding);
         continue;
       }
       pruned.children.set(name, child);

@@ -165,7 +165,7 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
     tasks: leftover.tasks,
     tasksDeclared: tasks ?? null,
     tasksDeclaredBy: input.tasks !== undefined ? 'option' : tasks !== undefined ? 'gaps' : null,
-    missingTasks: tasks === undefined ? [] : Array.from({ length: tasks }, (_, i) => String(i)).filter((t) => !leftover.tasks.includes(t)),
+    missingTasks: tasks === undefined ? [] : missingOf(tasks, new Set(leftover.tasks)),
     gaps: leftover.gaps,
     discarded: leftover.discarded,
     partitionBy: leftover.partitionBy,
@@ -239,4 +239,9 @@ async function moveLeftover(env: StepEnv, leftoverPath: string, stagingPath: str
     }
     throw e;
   }
+}
+
+/** Declared tasks 0…n-1 that the leftover does not hold. */
+function missingOf(n: number, held: ReadonlySet<string>): string[] {
+  return Array.from({ length: n }, (_, i) => String(i)).filter((t) => !held.has(t));
 }

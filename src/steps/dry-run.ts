@@ -205,7 +205,7 @@ export async function recoverDryRun(env: StepEnv, input: { stagingPath: string }
   const committed = [...claims.values()].filter((c) => c.state === 'committed').map((c) => c.task).sort(compareTasks);
   const interrupted = [...claims.values()].filter((c) => c.state !== 'committed').map((c) => c.taskAttempt).sort();
   // As recover counts them: declared tasks not committed, else the attempted ones not committed.
-  const tasksToRun = job.tasks !== undefined ? declaredNotCommitted(job, claims) : [...(await attemptsByTask(store, layout, job.jobId, job.appAttempt)).keys()].filter((t) => !committed.includes(t)).sort(compareTasks);
+  const tasksToRun = job.tasks !== undefined ? declaredNotCommitted(job, claims) : [...(await attemptsByTask(store, layout, job.jobId, job.appAttempt)).keys()].filter((t) => claims.get(t)?.state !== 'committed').sort(compareTasks);
   // An interrupted commit that recover undoes leaves its task to run again; one it finishes does not.
   return { ...base, state: 'staged', appAttempt: job.appAttempt + 1, committedTasks: committed, tasksToRun, interrupted, rolledForward: false };
 }

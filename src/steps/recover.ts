@@ -5,7 +5,7 @@
 import { decide, encodeClaim, readClaims, readDecisions, type Claim } from '../job/claims.js';
 import { saveJob, type JobManifest } from '../job/job.js';
 import { taskOfAttempt, type JobLayout } from '../job/layout.js';
-import type { Store } from '../store/types.js';
+import type { Entry, Store } from '../store/types.js';
 import { compareTasks } from '../paths.js';
 import type { Lease } from '../job/lease.js';
 import { commitJobLocked } from './commit-job.js';
@@ -19,6 +19,7 @@ import { removeStagingDir } from '../job/staging-dir.js';
 import { attemptsByTask, declaredNotCommitted } from '../job/tasks.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
+import { forEachLimit } from '../util/pool.js';
 
 export interface RecoverInput {
   readonly stagingPath: string;
@@ -78,13 +79,13 @@ async function recoverLocked(env: StepEnv, open: OpenJob, lease: Lease): Promise
   }
 
   // Carry committed tasks, their decisions and every abort into the next app attempt; files stay put.
-  for (const claim of claims.values()) {
+  // Many tasks' records go at once: one after another, 10,000 tasks took minutes on S3.
+  await forEachLimit([...claims.values()], env.concurrency, async (claim) => {
     await store.createExclusive(layout.claimFile(next, claim.task), encodeClaim({ ...claim, appAttempt: next }));
-  }
+  });
   const winners = new Set([...claims.values()].map((c) => c.taskAttempt));
-  for (const d of decisions.values()) {
-    if (d.outcome === 'abort' || winners.has(d.taskAttempt)) await decide(store, layout, next, d);
-  }
+  const carried = [...decisions.values()].filter((d) => d.outcome === 'abort' || winners.has(d.taskAttempt));
+  await forEachLimit(carried, env.concurrency, async (d) => void (await decide(store, layout, next, d)));
   // A task whose files went as pending uploads (S3) has an uploads record even without files.
   const [byTask, uploaded] = await Promise.all([attemptsByTask(store, layout, job.jobId, app), store.list(uploadsDir(layout, app))]);
   const attempted = new Set(byTask.keys());
@@ -102,8 +103,11 @@ async function recoverLocked(env: StepEnv, open: OpenJob, lease: Lease): Promise
 
   // Discard what no committed claim refers to in the earlier app attempts.
   const keep = new Set([...claims.values()].map((c) => c.root ?? '').filter((r) => r !== ''));
+  // The directories a kept root is inside, found once (not a scan of every root per directory).
+  const holding = new Set<string>();
+  for (const k of keep) for (let i = k.indexOf('/'); i >= 0; i = k.indexOf('/', i + 1)) holding.add(k.slice(0, i));
   for (const e of await store.list(layout.temporary)) {
-    if (e.name !== String(next)) await pruneExcept(store, layout, e.path, keep);
+    if (e.name !== String(next)) await pruneExcept(store, layout, e.path, keep, holding, env.concurrency);
   }
   await store.delete(layout.output, true);
   await store.delete(layout.trash, true);
@@ -134,17 +138,21 @@ async function finishableRoot(env: StepEnv, layout: JobLayout, job: JobManifest,
   return root === null ? null : layout.relative(root);
 }
 
-/** Deletes everything under `dir` except the kept staging-relative roots (and their ancestors). */
-async function pruneExcept(store: Store, layout: JobLayout, dir: string, keep: ReadonlySet<string>): Promise<void> {
+/** Deletes everything under `dir` except the kept staging-relative roots (`holding`: the directories they are in). */
+async function pruneExcept(store: Store, layout: JobLayout, dir: string, keep: ReadonlySet<string>, holding: ReadonlySet<string>, concurrency: number): Promise<void> {
   const rel = layout.relative(dir);
   if (keep.has(rel)) return;
-  const ancestor = [...keep].some((k) => k.startsWith(rel + '/'));
-  if (!ancestor) {
+  if (!holding.has(rel)) {
     await store.delete(dir, true);
     return;
   }
+  const gone: Entry[] = [];
   for (const e of await store.list(dir)) {
-    if (e.kind === 'dir') await pruneExcept(store, layout, e.path, keep);
-    else await store.delete(e.path, false);
+    const r = layout.relative(e.path);
+    if (keep.has(r)) continue;
+    if (e.kind === 'dir' && holding.has(r)) await pruneExcept(store, layout, e.path, keep, holding, concurrency);
+    else gone.push(e);
   }
+  // The losing attempts of many tasks go at once, not one after another.
+  await forEachLimit(gone, concurrency, async (e) => void (await store.delete(e.path, e.kind === 'dir')));
 }

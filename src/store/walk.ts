@@ -8,24 +8,9 @@ import type { Entry, ListOptions, Store } from './types.js';
 import { compareStrings } from '../util/compare.js';
 
 /**
- * Every entry under `dir` (files, directories and the rest), `name` relative to it; a directory
- * comes before what is inside it. [] when `dir` does not exist.
- */
-export async function walkTree(store: Store, dir: string, opts: ListOptions = {}): Promise<Entry[]> {
-  if (store.listTree) return store.listTree(dir, opts);
-  const out: Entry[] = [];
-  const visit = async (d: string, rel: string): Promise<void> => {
-    const entries = (await store.list(d, opts)).map((e) => ({ ...e, name: rel ? `${rel}/${e.name}` : e.name }));
-    out.push(...entries);
-    await Promise.all(entries.filter((e) => e.kind === 'dir').map((e) => visit(e.path, e.name)));
-  };
-  await visit(dir, '');
-  return out;
-}
-
-/**
- * The entries walkTree gives, handed to `fn` one at a time: on a store that streams its tree
- * (local) nothing is held, elsewhere one directory's listing at a time (one listing on S3).
+ * Every entry under `dir` (files, directories and the rest), `name` relative to it, a directory
+ * before what is inside it, handed to `fn` one at a time; nothing when `dir` does not exist. On a
+ * store that streams its tree (local, S3) nothing is held, elsewhere one directory's listing at a time.
  */
 export async function forEachInTree(store: Store, dir: string, opts: ListOptions, fn: (e: Entry) => void): Promise<void> {
   if (store.listTreeEach) return store.listTreeEach(dir, opts, fn);
