@@ -10,7 +10,8 @@ import { ADOPTED_DIR, defaultStagingRoot, JobLayout, SUCCESS_FILE, taskAttemptNa
 import { kindOfName, recogniseLeftover } from '../leftover/recognise.js';
 import type { Leftover, ListedEntry } from '../leftover/types.js';
 import { checkRelativePath, isDataName, partitionOfFile } from '../paths.js';
-import type { Store } from '../store/types.js';
+import type { Entry, Store } from '../store/types.js';
+import { forEachLimit, mapLimit } from '../util/pool.js';
 import type { StepEnv } from './env.js';
 import { stageJob } from './stage-job.js';
 
@@ -54,20 +55,39 @@ export interface AdoptResult {
   readonly operations: readonly AdoptOperation[];
 }
 
-/** Every file and directory under `dir`, relative to it, with sizes and times. */
+/** Directories of a leftover listed at once. */
+const LIST_PARALLELISM = 16;
+
+/**
+ * Every file and directory under `dir`, relative to it, with sizes and times, a directory's
+ * entries right after it. The directories of one level are listed at once (one after another,
+ * a leftover of 100 tasks × 20 partitions took 2,100 round trips in a row).
+ */
 export async function listLeftover(store: Store, dir: string): Promise<ListedEntry[]> {
+  const inside = new Map<string, Entry[]>();
+  for (let level = [dir]; level.length; ) {
+    const listed = await mapLimit(level, LIST_PARALLELISM, (d) => store.list(d, { details: true }));
+    const next: string[] = [];
+    listed.forEach((entries, i) => {
+      inside.set(level[i]!, entries);
+      for (const e of entries) {
+        if (e.kind === 'dir') next.push(e.path);
+        else if (e.kind !== 'file') throw new UsageError(`${store.toUri(e.path)} is neither a file nor a directory: an engine never leaves one; nothing was changed`);
+      }
+    });
+    level = next;
+  }
   const out: ListedEntry[] = [];
-  const visit = async (d: string, rel: string): Promise<void> => {
-    for (const e of await store.list(d, { details: true })) {
+  const put = (d: string, rel: string): void => {
+    for (const e of inside.get(d) ?? []) {
       const path = rel ? `${rel}/${e.name}` : e.name;
       if (e.kind === 'dir') {
         out.push({ path, kind: 'dir', size: 0, mtimeMs: e.mtimeMs });
-        await visit(e.path, path);
-      } else if (e.kind === 'file') out.push({ path, kind: 'file', size: e.size, mtimeMs: e.mtimeMs });
-      else throw new UsageError(`${store.toUri(e.path)} is neither a file nor a directory: an engine never leaves one; nothing was changed`);
+        put(e.path, path);
+      } else out.push({ path, kind: 'file', size: e.size, mtimeMs: e.mtimeMs });
     }
   };
-  await visit(dir, '');
+  put(dir, '');
   return out;
 }
 
@@ -178,11 +198,12 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
 
   const adopted = { leftover: uri, leftoverPath, tasks: claims.length };
   await stageJob(env, { targetPath, stagingPath, mode, algorithm: 'v1', partition: [], partitionBy: leftover.partitionBy, jobId, tasks, adopted });
-  for (const c of claims) {
-    // Decided and claimed as commit-task would: a later `abort --task` of it is refused (§5.9).
+  // Decided and claimed as commit-task would: a later `abort --task` of it is refused (§5.9).
+  // Tasks go at once (one after another, 10,000 tasks took minutes on S3).
+  await forEachLimit(claims, env.concurrency, async (c) => {
     await decide(store, layout, 0, { taskAttempt: c.taskAttempt, outcome: 'commit', atMs: env.now(), by: `adopt by ${env.user}@${env.host} pid ${env.pid}` });
     await store.createExclusive(layout.claimFile(0, c.task), encodeClaim(c));
-  }
+  });
   // The rename comes last: until it, the leftover is where it was and the new job publishes nothing.
   if (store.caps.directoryRename) await moveLeftover(env, leftoverPath, stagingPath);
   return result;
