@@ -12,7 +12,7 @@ import { decodeManifest, encodeManifest, Fields, itemNumber, itemString } from '
 import { checkRelativePath } from '../paths.js';
 import type { Store } from '../store/types.js';
 import { forEachLimit, mapLimit } from '../util/pool.js';
-import { claimedFiles, type TaskFile } from './claims.js';
+import { claimedUploads, type TaskFile } from './claims.js';
 import type { JobManifest } from './job.js';
 import type { JobLayout } from './layout.js';
 import { readManifestFile } from './manifest-io.js';
@@ -183,7 +183,7 @@ export async function abortRecordedUploads(store: Store, layout: JobLayout, keep
  * claims hold. clean-orphans leaves these to the job (abort or roll-forward), never to the age rule.
  */
 export async function ownedUploadIds(store: Store, layout: JobLayout, job: JobManifest, concurrency: number): Promise<Set<string>> {
-  const ids = new Set((await claimedFiles(store, layout, job, concurrency)).flatMap((f) => (f.upload ? [f.upload.id] : [])));
+  const ids = new Set((await claimedUploads(store, layout, job, concurrency)).flatMap((f) => (f.upload ? [f.upload.id] : [])));
   for (const u of (await recordedUploads(store, layout, concurrency)).uploads) ids.add(u.uploadId);
   return ids;
 }

@@ -1,7 +1,7 @@
 // abort: throws away one task attempt, or the whole job's staged data (refused past the commit point).
 
 import { ConflictError } from '../errors.js';
-import { claimedFiles, decide, readClaim } from '../job/claims.js';
+import { claimedUploads, decide, readClaim } from '../job/claims.js';
 import { saveJob } from '../job/job.js';
 import { taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
@@ -83,6 +83,6 @@ export async function abortJobUploads(env: StepEnv, open: OpenJob): Promise<void
   const { store } = env;
   const { job, layout } = open;
   if (!store.abortUpload) return;
-  const claimed = await claimedFiles(store, layout, job, env.concurrency);
+  const claimed = await claimedUploads(store, layout, job, env.concurrency);
   await abortRecordedUploads(store, layout, new Set(), env.concurrency, job.targetPath, { extra: claimed });
 }

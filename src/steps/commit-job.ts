@@ -4,7 +4,7 @@
 
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError } from '../errors.js';
-import { claimedFiles, leftoverOfRoot } from '../job/claims.js';
+import { claimedUploads, leftoverOfRoot } from '../job/claims.js';
 import { isFullyStatic, saveJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { SUCCESS_FILE } from '../job/layout.js';
 import { abortRecordedUploads } from '../job/pending-uploads.js';
@@ -181,7 +181,7 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   env.emit({ type: 'phase', label: 'removing the staging dir' });
   // Uploads of attempts that lost, were denied or aborted are never completed: abort them (S3).
   // An append drops a claimed upload whose bytes the target already holds: abort it too.
-  const dropped = job.mode === 'append' && store.abortUpload ? await claimedFiles(store, layout, job, env.concurrency).catch(() => []) : [];
+  const dropped = job.mode === 'append' && store.abortUpload ? await claimedUploads(store, layout, job, env.concurrency).catch(() => []) : [];
   await abortRecordedUploads(store, layout, plannedUploads(plan.phases), env.concurrency, job.targetPath, { extra: dropped });
   await removeStagingDir(store, layout, lease, listed);
   // The log is tidied by the run that made the entry, from the listing it already holds.
