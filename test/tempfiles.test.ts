@@ -17,6 +17,7 @@ import { inProcess, okInProcess } from './helpers/main.js';
 import { commitJob, commitTask, localFiles, prepare, stage, stageTask } from './helpers/jobs.js';
 import { localFixture, storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { readTree } from './helpers/tree.js';
+import { JobLayout } from '../src/job/layout.js';
 
 /** A temp name of ours, or the `.x.tmp-*` debris that earlier versions left. */
 function isDebris(name: string): boolean {
@@ -113,6 +114,21 @@ for (const fx of storeFixtures()) {
       const listed = JSON.parse(tree._SUCCESS!).filenames as string[];
       assert.ok(listed.length === 1 && listed[0]!.endsWith('/good.csv'), `_SUCCESS lists the good file only: ${listed.join(', ')}`);
       assert.equal(await sb.store.stat(sb.pathOf(job)), null, 'the staging dir is gone');
+    });
+
+    test('an empty temp a killed recover left among the decisions is never read as one: recover, status and commit-job go on', async () => {
+      const target = posix.join(dir(), 'table');
+      const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
+      const decisions = new JobLayout(sb.pathOf(job)).decisionsDir(0);
+      await sb.store.writeFile(posix.join(decisions, `${TEMP_PREFIX}0123456789ab-attempt_x_1_0.yaml`), '');
+      for (const step of ['status', 'recover']) {
+        const r = await cli([step, '--job', job], { env: sb.env });
+        assert.equal(r.code, 0, `${step}: ${r.stderr}`);
+      }
+      const cj = await commitJob(sb, job);
+      assert.equal(cj.code, 0, cj.stderr);
+      assert.deepEqual(Object.keys(await readTree(sb.store, target)).sort(), ['_SUCCESS', 'dt=0/a']);
+      assert.equal(await sb.store.stat(sb.pathOf(job)), null, 'the staging dir is gone, temp and all');
     });
 
     test('a stage FILE killed mid-copy publishes the whole file or nothing', async (t) => {
