@@ -228,6 +228,54 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
     });
 
+    test('a recover that runs whole between commit-task\'s claim and its look at the job: exit 0 exactly when the task is kept', async () => {
+      const target = posix.join(dir(), 't');
+      const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
+      await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
+      const stagingPath = sb.pathOf(job);
+      const layout = new JobLayout(stagingPath);
+      let claimed = false;
+      let rec: Promise<unknown> | undefined;
+      // On S3 recover finishes the claim (the files are where commit-job reads them) and carries it;
+      // elsewhere the files are not promoted yet and it undoes the claim.
+      const taskEnv = testEnv(sb.store, {
+        beforeMutation: (_n, op, p) => void (op === 'createExclusive' && p === layout.claimFile(0, '1') && (claimed = true)),
+        beforeRead: async (_op, p) => {
+          if (!claimed || rec || p !== layout.jobFile) return;
+          rec = recover(testEnv(sb.store), { stagingPath });
+          await rec;
+        },
+      });
+      const outcome = await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(() => 0, (e: unknown) => (e instanceof ConflictError ? 4 : e));
+      assert.ok(rec, 'recover ran');
+      assert.ok(outcome === 0 || outcome === 4, String(outcome));
+      const again = await commitJob(sb, job);
+      assert.equal(again.code, 0, again.stderr);
+      const tree = data(await readTree(sb.store, target));
+      assert.equal('dt=1/b' in tree, outcome === 0, `commit-task ${outcome === 0 ? 'exited 0' : 'exited 4'}, target ${JSON.stringify(tree)}`);
+    });
+
+    test('a recover that removes the app attempt while commit-task decides: exit 4 naming it, never a raw not-found', async () => {
+      const target = posix.join(dir(), 't');
+      const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
+      await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
+      const stagingPath = sb.pathOf(job);
+      const layout = new JobLayout(stagingPath);
+      let rec: Promise<unknown> | undefined;
+      // recover runs whole right before the decision is created, which then finds its directory
+      // gone, as it does when recover's prune lands in the middle of the create.
+      const taskEnv = testEnv(sb.store, async (_n, op, p) => {
+        if (rec || op !== 'createExclusive' || !p.startsWith(layout.decisionsDir(0))) return;
+        rec = recover(testEnv(sb.store), { stagingPath });
+        await rec;
+        throw new StoreError('not-found', 'createExclusive', [sb.store.toUri(p)], 'ENOENT: no such file or directory');
+      });
+      const error = await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+      assert.ok(rec, 'recover ran');
+      assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
+      assert.match((error as Error).message, /recover started app attempt 1 .* nothing of it was published; run the task again/);
+    });
+
     const LATE_ROUNDS = Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? (fx.name === 'local' ? 6 : 2));
     test(`commit-task racing commit-job as processes, ${LATE_ROUNDS} rounds: its files are published exactly when it exits 0`, async (t) => {
       const seen: string[] = [];

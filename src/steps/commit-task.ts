@@ -2,14 +2,12 @@
 // (first claim wins), promotes its files and records them.
 
 import { posix } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { CommitDeniedError, ConflictError, StoreError, UsageError } from '../errors.js';
 import { AttemptFileList, claimFilesOfRecord, taskFilesOf, VersionDigest, type ClaimFiles } from '../job/claim-files.js';
 import { decide, encodeClaimWith, readClaimRecord, readDecision, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
 import { findCommitted } from '../job/finished.js';
-import { loadJob, staticPrefix, type JobManifest } from '../job/job.js';
-import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
-import { JobLayout, SUCCESS_FILE, taskAttemptName, taskOfAttempt } from '../job/layout.js';
+import { staticPrefix, type JobManifest } from '../job/job.js';
+import { SUCCESS_FILE, taskAttemptName, taskOfAttempt, type JobLayout } from '../job/layout.js';
 import { checkStagedOnce, readAttemptUploads, settleAttemptUploads, type AttemptUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
 import { attemptFiles, eachAttemptFile } from '../job/tasks.js';
@@ -18,6 +16,7 @@ import { promoteOutput } from '../store/operations.js';
 import { requireState, type OpenJob } from '../job/open.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
+import { checkNotOverlooked, checkSameJob, jobWithoutHolder } from './task-race.js';
 import type { Entry } from '../store/types.js';
 
 export interface CommitTaskInput {
@@ -106,29 +105,17 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   // Checked before the decision: output refused here leaves the attempt free to abort or fix.
   const output = before ? null : await attemptOutput(env, layout, job, task, taskAttempt);
 
-  // One decision per attempt (§5.9): commit, unless an abort of this attempt came first.
-  const decision = await decide(store, layout, app, { taskAttempt, outcome: 'commit', atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` });
-  if (decision.outcome === 'abort') throw abortedError(taskAttempt, decision);
-
   let claim: ClaimHeader;
   let files: ClaimFiles;
-  if (output) {
-    const fresh: ClaimHeader = { task, attempt, taskAttempt, appAttempt: app, state: 'claimed', claimedAtMs: env.now(), host: env.host, pid: env.pid, versionDigest: output.versionDigest };
-    if (await store.createExclusive(layout.claimFile(app, task), encodeClaimWith(fresh, output.files))) {
-      [claim, files] = [fresh, output.files];
-    } else {
-      const standing = await readClaimRecord(store, layout, ctx);
-      if (!standing) throw new ConflictError(`the claim of task ${task} vanished while ${taskAttempt} claimed it (recover ran meanwhile?): run commit-task again`);
-      if (standing.taskAttempt !== taskAttempt) throw denied(standing, taskAttempt);
-      [claim, files] = [headerOf(standing), claimFilesOfRecord(standing)];
-    }
-  } else {
-    // A re-run after a killed commit: temps must not move into the committed dir with the rest.
-    await eachAttemptFile(store, attemptDir, { removeTemps: true }, () => {});
-    [claim, files] = [headerOf(before!), claimFilesOfRecord(before!)];
+  try {
+    ({ claim, files } = await decideAndClaim(env, layout, job, { task, attempt, taskAttempt }, before, output));
+  } catch (e) {
+    // A recover or abort that ran meanwhile removes the app attempt's dirs: say what it did.
+    if (e instanceof StoreError && e.kind === 'not-found') await checkNotOverlooked(env, layout, job, task, taskAttempt);
+    throw e;
   }
-
-  await checkNotOverlooked(env, layout, job, task, taskAttempt);
+  // Recover finished this claim and carried it into its app attempt (S3: the files stay where they were staged).
+  if ((await checkNotOverlooked(env, layout, job, task, taskAttempt)) === 'carried') return result('committed', files.list.length, files.bytes);
   let removedMeanwhile: StoreError | null = null;
   try {
     const root = await promote(env, layout, job, attemptDir, task, files);
@@ -158,65 +145,35 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   return result('committed', files.list.length, files.bytes);
 }
 
-/** How long commit-task waits for a step that holds the job's lease before it gives up (exit 4). */
-const HOLDER_WAIT_MS = 30_000;
-const HOLDER_POLL_MS = 200;
-
 /**
- * The job once no live step holds its lease (commit-job, recover, abort): such a step may have
- * read the claims before this attempt's claim existed, or before it was committed. Waited for up
- * to HOLDER_WAIT_MS, then exit 4. Null: the job is gone (committed or aborted).
+ * The attempt's decision (commit, unless an abort of it came first: §5.9), then its claim: the
+ * first attempt to create it wins, the same attempt again finds its own. A re-run after a killed
+ * commit-task takes the claim it made (`before`).
  */
-async function jobWithoutHolder(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<JobManifest | null> {
+async function decideAndClaim(
+  env: StepEnv,
+  layout: JobLayout,
+  job: JobManifest,
+  a: { task: string; attempt: number; taskAttempt: string },
+  before: ClaimRecord | null,
+  output: { files: ClaimFiles; versionDigest: string | null } | null,
+): Promise<{ claim: ClaimHeader; files: ClaimFiles }> {
   const { store } = env;
-  const until = env.now() + Math.min(HOLDER_WAIT_MS, env.leaseTtlMs);
-  for (;;) {
-    const [now, lease] = await Promise.all([loadJob(store, layout), readCurrentLease(store, layout)]);
-    if (!now || !lease || !isLeaseLive(lease, env)) return now;
-    if (env.now() >= until) {
-      throw new ConflictError(`${describeHolder(lease.record)} works on job ${job.jobId} and may have read its committed tasks before task ${task}: task ${task} is not committed (nothing was published); once it has ended, run commit-task again if 'stagecommit status' shows the job still staged`);
-    }
-    await sleep(HOLDER_POLL_MS);
+  const app = job.appAttempt;
+  const { task, taskAttempt } = a;
+  const decision = await decide(store, layout, app, { taskAttempt, outcome: 'commit', atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` });
+  if (decision.outcome === 'abort') throw abortedError(taskAttempt, decision);
+  if (!output) {
+    // A re-run after a killed commit: temps must not move into the committed dir with the rest.
+    await eachAttemptFile(store, layout.attemptDir(app, taskAttempt), { removeTemps: true }, () => {});
+    return { claim: headerOf(before!), files: claimFilesOfRecord(before!) };
   }
-}
-
-/**
- * Whether the claim just made is too late. Once the claim exists and no live step holds the
- * lease, every later commit-job lists the claims after it: if the job is still staged in this
- * app attempt, the commit goes on. A commit-job that ran meanwhile either met this claim and
- * stopped at it ("still committing") or read the claims before it and committed without it.
- */
-async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<void> {
-  const now = await jobWithoutHolder(env, layout, job, task);
-  if (now && now.jobId === job.jobId && now.state === 'staged' && now.appAttempt === job.appAttempt) return;
-  if (!now) await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
-  else checkSameJob(env, layout, job, now, task);
-  if (now?.state === 'aborted') throw new ConflictError(`job ${job.jobId} was aborted while task ${task} committed: nothing of it was published`);
-  if (now && now.appAttempt !== job.appAttempt) {
-    throw new ConflictError(`recover started app attempt ${now.appAttempt} of job ${job.jobId} while task ${task} committed in app attempt ${job.appAttempt}: nothing of it was published; run the task again`);
-  }
-  throw new ConflictError(`job ${job.jobId} ${now ? `was ${now.state}` : 'finished'} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it (nothing of it was published); run the job again, or stage this task's output in a new job`);
-}
-
-/** A staging dir the user named may hold a new job once this one has finished: never commit into it. */
-function checkSameJob(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string): void {
-  if (now.jobId === job.jobId) return;
-  throw new ConflictError(`job ${job.jobId} finished while task ${task} committed, and job ${now.jobId} is now staged in ${env.store.toUri(layout.root)}: nothing of task ${task} was published; run the job again`);
-}
-
-/**
- * A finished job's staging dir is gone, and this step's decision and claim, made after, would
- * linger as its debris, with the directories their creation made again (§5.12: a finished job
- * leaves no staging dir). Those go; a directory that is not empty stays.
- */
-async function removeDebris(env: StepEnv, layout: JobLayout, app: number, task: string, taskAttempt: string): Promise<void> {
-  const { store } = env;
-  await Promise.all([layout.claimFile(app, task), layout.decisionFile(app, taskAttempt)].map((f) => store.delete(f, false).catch(() => false)));
-  if (!store.caps.realDirectories) return;
-  await Promise.all([layout.claimsDir(app), layout.decisionsDir(app)].map((d) => store.delete(d, false).catch(() => false)));
-  for (let d = layout.appAttemptDir(app); d.startsWith(layout.root); d = posix.dirname(d)) {
-    if (!(await store.delete(d, false).catch(() => false)) || d === layout.root) break;
-  }
+  const fresh: ClaimHeader = { ...a, appAttempt: app, state: 'claimed', claimedAtMs: env.now(), host: env.host, pid: env.pid, versionDigest: output.versionDigest };
+  if (await store.createExclusive(layout.claimFile(app, task), encodeClaimWith(fresh, output.files))) return { claim: fresh, files: output.files };
+  const standing = await readClaimRecord(store, layout, { jobId: job.jobId, task, appAttempt: app });
+  if (!standing) throw new ConflictError(`the claim of task ${task} vanished while ${taskAttempt} claimed it (recover ran meanwhile?): run commit-task again`);
+  if (standing.taskAttempt !== taskAttempt) throw denied(standing, taskAttempt);
+  return { claim: headerOf(standing), files: claimFilesOfRecord(standing) };
 }
 
 function headerOf(record: ClaimRecord): ClaimHeader {

@@ -1,0 +1,76 @@
+// What happened to a job while a commit-task of it ran: a step that held the lease (commit-job,
+// recover, abort) may have read the claims before this one, finished the job, moved it to a new
+// app attempt, or aborted it. commit-task asks here, once its claim exists and again after its
+// commit, and says which it was (exit 4), or goes on.
+
+import { posix } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ConflictError } from '../errors.js';
+import { readClaimRecord } from '../job/claims.js';
+import { loadJob, type JobManifest } from '../job/job.js';
+import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
+import type { JobLayout } from '../job/layout.js';
+import type { StepEnv } from './env.js';
+
+/** How long commit-task waits for a step that holds the job's lease before it gives up (exit 4). */
+const HOLDER_WAIT_MS = 30_000;
+const HOLDER_POLL_MS = 200;
+
+/**
+ * The job once no live step holds its lease (commit-job, recover, abort): such a step may have
+ * read the claims before this attempt's claim existed, or before it was committed. Waited for up
+ * to HOLDER_WAIT_MS, then exit 4. Null: the job is gone (committed or aborted).
+ */
+export async function jobWithoutHolder(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<JobManifest | null> {
+  const { store } = env;
+  const until = env.now() + Math.min(HOLDER_WAIT_MS, env.leaseTtlMs);
+  for (;;) {
+    const [now, lease] = await Promise.all([loadJob(store, layout), readCurrentLease(store, layout)]);
+    if (!now || !lease || !isLeaseLive(lease, env)) return now;
+    if (env.now() >= until) {
+      throw new ConflictError(`${describeHolder(lease.record)} works on job ${job.jobId} and may have read its committed tasks before task ${task}: task ${task} is not committed (nothing was published); once it has ended, run commit-task again if 'stagecommit status' shows the job still staged`);
+    }
+    await sleep(HOLDER_POLL_MS);
+  }
+}
+
+/**
+ * Whether the claim just made is too late. Once the claim exists and no live step holds the
+ * lease, every later commit-job lists the claims after it: if the job is still staged in this
+ * app attempt, the commit goes on. A commit-job that ran meanwhile either met this claim and
+ * stopped at it ("still committing") or read the claims before it and committed without it.
+ */
+export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<'go' | 'carried'> {
+  const now = await jobWithoutHolder(env, layout, job, task);
+  if (now && now.jobId === job.jobId && now.state === 'staged' && now.appAttempt === job.appAttempt) return 'go';
+  if (!now) await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
+  else checkSameJob(env, layout, job, now, task);
+  if (now?.state === 'aborted') throw new ConflictError(`job ${job.jobId} was aborted while task ${task} committed: nothing of it was published`);
+  if (now && now.appAttempt !== job.appAttempt) {
+    const carried = await readClaimRecord(env.store, layout, { jobId: job.jobId, task, appAttempt: now.appAttempt });
+    if (carried?.taskAttempt === taskAttempt && carried.state === 'committed') return 'carried';
+    throw new ConflictError(`recover started app attempt ${now.appAttempt} of job ${job.jobId} while task ${task} committed in app attempt ${job.appAttempt}: nothing of it was published; run the task again`);
+  }
+  throw new ConflictError(`job ${job.jobId} ${now ? `was ${now.state}` : 'finished'} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it (nothing of it was published); run the job again, or stage this task's output in a new job`);
+}
+
+/** A staging dir the user named may hold a new job once this one has finished: never commit into it. */
+export function checkSameJob(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string): void {
+  if (now.jobId === job.jobId) return;
+  throw new ConflictError(`job ${job.jobId} finished while task ${task} committed, and job ${now.jobId} is now staged in ${env.store.toUri(layout.root)}: nothing of task ${task} was published; run the job again`);
+}
+
+/**
+ * A finished job's staging dir is gone, and this step's decision and claim, made after, would
+ * linger as its debris, with the directories their creation made again (§5.12: a finished job
+ * leaves no staging dir). Those go; a directory that is not empty stays.
+ */
+async function removeDebris(env: StepEnv, layout: JobLayout, app: number, task: string, taskAttempt: string): Promise<void> {
+  const { store } = env;
+  await Promise.all([layout.claimFile(app, task), layout.decisionFile(app, taskAttempt)].map((f) => store.delete(f, false).catch(() => false)));
+  if (!store.caps.realDirectories) return;
+  await Promise.all([layout.claimsDir(app), layout.decisionsDir(app)].map((d) => store.delete(d, false).catch(() => false)));
+  for (let d = layout.appAttemptDir(app); d.startsWith(layout.root); d = posix.dirname(d)) {
+    if (!(await store.delete(d, false).catch(() => false)) || d === layout.root) break;
+  }
+}
