@@ -46,7 +46,8 @@ export async function openJob(env: { readonly store: Store; readonly allowUnsign
 
 export function requireState(open: OpenJob, allowed: readonly JobState[], doing: string): void {
   if (!allowed.includes(open.state)) {
-    const hint = open.state === 'committing' ? "it is past its commit point: run 'stagecommit recover' to finish it" : 'there is nothing more to do';
+    // Read without the lease: the commit-job may be alive and finishing it, or killed.
+    const hint = open.state === 'committing' ? "it is past its commit point: its commit-job finishes it, or, if that was killed, run 'stagecommit recover' to finish it" : 'there is nothing more to do';
     throw new ConflictError(`cannot ${doing}: job ${open.job.jobId} is ${open.state}; ${hint}`);
   }
 }
