@@ -3,6 +3,7 @@
 import { posix } from 'node:path';
 import { StoreError } from '../errors.js';
 import type { Entry, Store } from '../store/types.js';
+import { forEachInTree } from '../store/walk.js';
 import { COMMIT_FILE, defaultStagingParents, JOB_FILE, type JobLayout } from './layout.js';
 import type { Lease } from './lease.js';
 
@@ -11,20 +12,30 @@ export function removesInBulk(store: Store): boolean {
   return !store.caps.realDirectories && !!store.listTree && !!store.deleteMany;
 }
 
+/**
+ * Every key under the staging dir, as paths only: held while a commit publishes, so a path each
+ * (about 150 bytes), not a listing entry (about 570).
+ */
+export async function stagingKeys(store: Store, layout: JobLayout): Promise<string[]> {
+  const paths: string[] = [];
+  await forEachInTree(store, layout.root, {}, (e) => paths.push(e.path));
+  return paths;
+}
+
 /** Rounds of "list what is left, delete it" before `_job.yaml` goes, while keys keep appearing. */
 const SETTLE_ROUNDS = 5;
 
 /**
  * Removes the staging dir whole, `_job.yaml` last, so a half-done cleanup is still a job.
- * `listed`: on an object store, a listing of every key started earlier by a caller that knows
+ * `listed`: on an object store, the paths of every key (stagingKeys), listed earlier by a caller that knows
  * nothing it needs is added meanwhile but its own bookkeeping (commit-job lists while it
  * publishes). Whatever appears after a listing is found by the next one: `_job.yaml` goes only
  * when a listing shows nothing else (but our lease) is left.
  */
-export async function removeStagingDir(store: Store, layout: JobLayout, lease?: Lease, listed?: Promise<Entry[] | null>): Promise<void> {
+export async function removeStagingDir(store: Store, layout: JobLayout, lease?: Lease, listed?: Promise<string[] | null>): Promise<void> {
   await lease?.stopRenewal();
   const bulk = removesInBulk(store);
-  const listKeys = async () => (await listed) ?? store.listTree!(layout.root);
+  const listKeys = async () => (await listed) ?? stagingKeys(store, layout);
   // Uploads a killed `stage` left behind (S3 multipart) would be billed forever: abort them.
   // They are not keys, so the listing of every key is read at the same time.
   const [uploads, keys] = await Promise.all([store.listUploads?.(layout.root) ?? [], bulk ? listKeys() : null]);
@@ -37,7 +48,7 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
     // Object stores: one listing of every key, then bulk deletes (the plan goes with the rest).
     // The plan's progress record may postdate an early listing: named here, it goes now and the
     // settling listing below usually finds nothing left (a key that is not there is no error).
-    const paths = keys.filter((e) => !kept(e)).map((e) => e.path);
+    const paths = keys.filter((p) => p !== layout.jobFile && p !== lease?.path);
     if (!paths.includes(layout.progressFile)) paths.push(layout.progressFile);
     await store.deleteMany!(paths);
   } else {

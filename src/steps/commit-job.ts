@@ -18,11 +18,11 @@ import { identicalClashes, readTargetRoot, snapshotTarget } from '../plan/target
 import { publishStrategy } from '../store/operations.js';
 import type { OpCounts } from '../store/instrumented.js';
 import { isTempName } from '../store/temp-names.js';
-import type { Entry, Store } from '../store/types.js';
+import type { Store } from '../store/types.js';
 import { readOutput } from './job-output.js';
 import { reachCommitPoint, type CommitUnits } from './commit-point.js';
 import type { OpenJob } from '../job/open.js';
-import { removesInBulk, removeStagingDir } from '../job/staging-dir.js';
+import { removesInBulk, removeStagingDir, stagingKeys } from '../job/staging-dir.js';
 import { JobGoneError } from '../job/open.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
@@ -126,9 +126,9 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   const log = new TableLog(store, job.targetPath);
   // An object store's staging dir is listed while the plan publishes, off the critical path:
   // after the commit point nothing but this run's own bookkeeping is added to it.
-  let listed: Promise<Entry[] | null> | undefined;
+  let listed: Promise<string[] | null> | undefined;
   if (job.state !== 'committed') {
-    if (removesInBulk(store)) listed = store.listTree!(layout.root).catch(() => null);
+    if (removesInBulk(store)) listed = stagingKeys(store, layout).catch(() => null);
     if (job.state === 'staged') await saveJob(store, layout, { ...job, state: 'committing' });
     env.emit({ type: 'phase', label: `publishing ${plan.files} file(s)` });
     // A plan this run just wrote has no progress yet: nothing to read.
