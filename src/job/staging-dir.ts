@@ -12,10 +12,7 @@ export function removesInBulk(store: Store): boolean {
   return !store.caps.realDirectories && !!store.listTree && !!store.deleteMany;
 }
 
-/**
- * Every key under the staging dir, as paths only: held while a commit publishes, so a path each
- * (about 150 bytes), not a listing entry (about 570).
- */
+/** Every key under the staging dir, as paths only: commit-job holds them while it publishes. */
 export async function stagingKeys(store: Store, layout: JobLayout): Promise<string[]> {
   const paths: string[] = [];
   await forEachInTree(store, layout.root, {}, (e) => paths.push(e.path));
@@ -27,9 +24,9 @@ const SETTLE_ROUNDS = 5;
 
 /**
  * Removes the staging dir whole, `_job.yaml` last, so a half-done cleanup is still a job.
- * `listed`: on an object store, the paths of every key (stagingKeys), listed earlier by a caller that knows
- * nothing it needs is added meanwhile but its own bookkeeping (commit-job lists while it
- * publishes). Whatever appears after a listing is found by the next one: `_job.yaml` goes only
+ * `listed`: on an object store, the paths of every key (stagingKeys), listed earlier by a caller
+ * that knows nothing it needs is added meanwhile but its own bookkeeping (commit-job lists while
+ * it publishes). Whatever appears after a listing is found by the next one: `_job.yaml` goes only
  * when a listing shows nothing else (but our lease) is left.
  */
 export async function removeStagingDir(store: Store, layout: JobLayout, lease?: Lease, listed?: Promise<string[] | null>): Promise<void> {
