@@ -4,6 +4,7 @@ import { posix } from 'node:path';
 import { StoreError } from '../errors.js';
 import type { Entry, Store } from '../store/types.js';
 import { forEachInTree } from '../store/walk.js';
+import { forEachLimit } from '../util/pool.js';
 import { COMMIT_FILE, defaultStagingParents, JOB_FILE, type JobLayout } from './layout.js';
 import type { Lease } from './lease.js';
 
@@ -18,6 +19,9 @@ export async function stagingKeys(store: Store, layout: JobLayout): Promise<stri
   await forEachInTree(store, layout.root, {}, (e) => paths.push(e.path));
   return paths;
 }
+
+/** Stale uploads aborted at once (one request each). */
+const ABORTS_AT_ONCE = 16;
 
 /** Rounds of "list what is left, delete it" before `_job.yaml` goes, while keys keep appearing. */
 const SETTLE_ROUNDS = 5;
@@ -36,7 +40,8 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
   // Uploads a killed `stage` left behind (S3 multipart) would be billed forever: abort them.
   // They are not keys, so the listing of every key is read at the same time.
   const [uploads, keys] = await Promise.all([store.listUploads?.(layout.root) ?? [], bulk ? listKeys() : null]);
-  if (store.abortUpload) for (const u of uploads) await store.abortUpload(u);
+  const abort = store.abortUpload?.bind(store);
+  if (abort) await forEachLimit(uploads, ABORTS_AT_ONCE, (u) => abort(u));
   // Listed names are relative to the staging root: these two sit at its top.
   const kept = (e: Entry) => e.name === JOB_FILE || (lease !== undefined && e.name === posix.basename(lease.path));
   const remove = (entries: readonly Entry[]) =>
