@@ -135,3 +135,15 @@ export function checkStorePath(p: string): string {
   if (p !== '/') checkRelativePath(p.slice(1), 'path');
   return p;
 }
+
+/** Each proper ancestor of a relative path, shortest first ('a/b/c' → 'a', 'a/b'). */
+export function* ancestorsOf(p: string): Generator<string> {
+  for (let i = p.indexOf('/'); i >= 0; i = p.indexOf('/', i + 1)) yield p.slice(0, i);
+}
+
+/** The directories some of these relative paths are inside: asked once per directory, not a scan of the paths each time. */
+export function dirsHolding(paths: Iterable<string>): Set<string> {
+  const out = new Set<string>();
+  for (const p of paths) for (const a of ancestorsOf(p)) out.add(a);
+  return out;
+}

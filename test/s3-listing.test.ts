@@ -5,7 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseListPage, xmlDecode } from '../src/store/s3/listing.js';
+import { parseListPage } from '../src/store/s3/listing.js';
+import { xmlDecode } from '../src/store/s3/signed.js';
 
 const page = (body: string) => `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>b</Name><Prefix>p/</Prefix><KeyCount>2</KeyCount><MaxKeys>1000</MaxKeys>${body}</ListBucketResult>`;
 const object = (key: string, size = 3, at = '2026-12-01T10:00:00.000Z') => `<Contents><Key>${key}</Key><LastModified>${at}</LastModified><ETag>&quot;abc&quot;</ETag><Size>${size}</Size><StorageClass>STANDARD</StorageClass></Contents>`;

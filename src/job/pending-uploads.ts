@@ -184,7 +184,7 @@ export async function abortRecordedUploads(store: Store, layout: JobLayout, keep
  * claims hold. clean-orphans leaves these to the job (abort or roll-forward), never to the age rule.
  */
 export async function ownedUploadIds(store: Store, layout: JobLayout, job: JobManifest, concurrency: number): Promise<Set<string>> {
-  const ids = new Set((await claimedUploads(store, layout, job, concurrency)).flatMap((f) => (f.upload ? [f.upload.id] : [])));
+  const ids = new Set((await claimedUploads(store, layout, job, concurrency)).map((f) => f.upload!.id));
   for (const u of (await recordedUploads(store, layout, concurrency)).uploads) ids.add(u.uploadId);
   return ids;
 }

@@ -1,11 +1,10 @@
 // Removing a job's staging dir when the job is over (committed or aborted).
 
-import { posix } from 'node:path';
 import { StoreError } from '../errors.js';
 import type { Entry, Store } from '../store/types.js';
 import { forEachInTree } from '../store/walk.js';
 import { forEachLimit } from '../util/pool.js';
-import { COMMIT_FILE, defaultStagingParents, JOB_FILE, type JobLayout } from './layout.js';
+import { defaultStagingParents, type JobLayout } from './layout.js';
 import type { Lease } from './lease.js';
 
 /** Whether removeStagingDir deletes by one listing of every key and bulk deletes (object stores). */
@@ -42,24 +41,24 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
   const [uploads, keys] = await Promise.all([store.listUploads?.(layout.root) ?? [], bulk ? listKeys() : null]);
   const abort = store.abortUpload?.bind(store);
   if (abort) await forEachLimit(uploads, ABORTS_AT_ONCE, (u) => abort(u));
-  // Listed names are relative to the staging root: these two sit at its top.
-  const kept = (e: Entry) => e.name === JOB_FILE || (lease !== undefined && e.name === posix.basename(lease.path));
+  // `_job.yaml` and our lease go last.
+  const last = (path: string) => path === layout.jobFile || path === lease?.path;
   const remove = (entries: readonly Entry[]) =>
     bulk ? store.deleteMany!(entries.map((e) => e.path)) : Promise.all(entries.map((e) => store.delete(e.path, e.kind === 'dir')));
   if (keys) {
     // Object stores: one listing of every key, then bulk deletes (the plan goes with the rest).
     // The plan's progress record may postdate an early listing: named here, it goes now and the
     // settling listing below usually finds nothing left (a key that is not there is no error).
-    const paths = keys.filter((p) => p !== layout.jobFile && p !== lease?.path);
+    const paths = keys.filter((p) => !last(p));
     if (!paths.includes(layout.progressFile)) paths.push(layout.progressFile);
     await store.deleteMany!(paths);
   } else {
     const entries = await store.list(layout.root);
-    await remove(entries.filter((e) => !kept(e) && e.name !== COMMIT_FILE));
+    await remove(entries.filter((e) => !last(e.path) && e.path !== layout.commitFile));
     await store.delete(layout.commitFile, false);
   }
   for (let round = 1; ; round++) {
-    const left = (await (bulk ? store.listTree!(layout.root) : store.list(layout.root))).filter((e) => !kept(e));
+    const left = (await (bulk ? store.listTree!(layout.root) : store.list(layout.root))).filter((e) => !last(e.path));
     if (left.length === 0) break;
     if (round > SETTLE_ROUNDS) {
       throw new StoreError('io', 'delete', [store.toUri(left[0]!.path)], `something keeps writing into the staging dir of a finished job (${left.length} entries after ${SETTLE_ROUNDS} rounds): stop it, then run 'stagecommit recover' to finish the clean-up`);

@@ -7,7 +7,7 @@
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
-import { checkRelativePath, checkStorePath } from '../paths.js';
+import { ancestorsOf, checkRelativePath, checkStorePath } from '../paths.js';
 import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import { commitLogDir } from './layout.js';
@@ -41,11 +41,6 @@ export interface LogListing {
   readonly done: ReadonlySet<number>;
 }
 
-/** Each proper ancestor of a path ('a/b/c' → 'a', 'a/b'). */
-function* ancestors(p: string): Generator<string> {
-  for (let i = p.indexOf('/'); i >= 0; i = p.indexOf('/', i + 1)) yield p.slice(0, i);
-}
-
 /**
  * The first path of `a` where two sets of table-relative paths overlap (one inside the other; ''
  * is the whole table), the deeper of the two, or null. Linear in both: a job of 20,000 partitions
@@ -56,11 +51,11 @@ export function overlap(a: readonly string[], b: readonly string[]): string | nu
   const inB = new Set(b);
   // A proper ancestor of some path of b → the first such path.
   const above = new Map<string, string>();
-  for (const q of b) for (const anc of ancestors(q)) if (!above.has(anc)) above.set(anc, q);
+  for (const q of b) for (const anc of ancestorsOf(q)) if (!above.has(anc)) above.set(anc, q);
   for (const p of a) {
     if (p === '') return b[0] === '' ? p : b[0]!;
     if (inB.has('') || inB.has(p)) return p;
-    for (const anc of ancestors(p)) if (inB.has(anc)) return p;
+    for (const anc of ancestorsOf(p)) if (inB.has(anc)) return p;
     const q = above.get(p);
     if (q !== undefined) return q;
   }

@@ -4,7 +4,7 @@
 import { posix } from 'node:path';
 import { ConflictError, InternalError } from '../errors.js';
 import { OUTPUT_DIR, TRASH_DIR } from '../job/layout.js';
-import { isDataName } from '../paths.js';
+import { dirsHolding, isDataName } from '../paths.js';
 import { childLoc, join, newNode, type Node, type OutputTree } from './tree.js';
 import type { Loc, PlanInput, PlanOp, PlanPhase, TargetKind } from './types.js';
 
@@ -222,10 +222,7 @@ export class Planner {
       this.add(phase, { op: 'swap', path: 't:' + u, trash, from, dir: !node.file });
     }
     for (const u of units) if (!swapped.has(u)) this.deleteOldData(u, this.nodeAt(u));
-    // The directories a swapped unit is inside, found once (not a scan of every unit per directory).
-    const holding = new Set<string>();
-    for (const u of swapped) for (let i = u.indexOf('/'); i >= 0; i = u.indexOf('/', i + 1)) holding.add(u.slice(0, i));
-    this.mergeSkipping(this.tree.root, '', swapped, holding);
+    this.mergeSkipping(this.tree.root, '', swapped, dirsHolding(swapped));
   }
 
   /** Merges the output into the existing target, leaving out the units already swapped (`holding`: the directories they are in). */

@@ -5,7 +5,6 @@ import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError, StoreError, UsageError } from '../errors.js';
 import { AttemptFileList, claimFilesOfRecord, taskFilesOf, VersionDigest, type ClaimFiles } from '../job/claim-files.js';
 import { decide, encodeClaimWith, readClaimRecord, readDecision, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
-import { findCommitted } from '../job/finished.js';
 import { staticPrefix, type JobManifest } from '../job/job.js';
 import { SUCCESS_FILE, taskAttemptName, taskOfAttempt, type JobLayout } from '../job/layout.js';
 import { checkStagedOnce, readAttemptUploads, settleAttemptUploads, type AttemptUploads } from '../job/pending-uploads.js';
@@ -16,7 +15,7 @@ import { promoteOutput } from '../store/operations.js';
 import { requireState, type OpenJob } from '../job/open.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
-import { checkNotOverlooked, checkSameJob, jobWithoutHolder } from './task-race.js';
+import { checkKept, checkNotOverlooked } from './task-race.js';
 import type { Entry } from '../store/types.js';
 
 export interface CommitTaskInput {
@@ -126,22 +125,9 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
     if (!(e instanceof StoreError) || e.kind !== 'not-found') throw e;
     removedMeanwhile = e;
   }
-  // A step that took the lease meanwhile (recover, abort) may have read this claim before it was
-  // committed: once it has ended, recover may have started the next app attempt without it.
-  const now = await jobWithoutHolder(env, layout, job, task);
-  if (now) checkSameJob(env, layout, job, now, task);
-  if (now && now.appAttempt !== app) {
-    // Kept if recover carried this claim, committed, into its app attempt.
-    const carried = await readClaimRecord(store, layout, { ...ctx, appAttempt: now.appAttempt });
-    if (carried?.taskAttempt !== taskAttempt || carried.state !== 'committed') {
-      throw new ConflictError(`recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${app}, without it: nothing of it is kept; run the task again`);
-    }
-  }
-  if (now ? now.state === 'aborted' : !(await findCommitted(store, layout.root))) {
-    throw new ConflictError(`job ${job.jobId} was aborted while ${taskAttempt} committed: nothing of it is kept`);
-  }
+  const unchanged = await checkKept(env, layout, job, task, taskAttempt);
   // Nothing moved the job on: the store failed this step, which a re-run finishes.
-  if (removedMeanwhile && now?.appAttempt === app) throw removedMeanwhile;
+  if (removedMeanwhile && unchanged) throw removedMeanwhile;
   return result('committed', files.list.length, files.bytes);
 }
 

@@ -6,7 +6,7 @@ import { decide, encodeClaim, readClaims, readDecisions, type Claim } from '../j
 import { saveJob, type JobManifest } from '../job/job.js';
 import { taskOfAttempt, type JobLayout } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
-import { compareTasks } from '../paths.js';
+import { compareTasks, dirsHolding } from '../paths.js';
 import type { Lease } from '../job/lease.js';
 import { commitJobLocked } from './commit-job.js';
 import { abortRecordedUploads, uploadsDir } from '../job/pending-uploads.js';
@@ -103,9 +103,7 @@ async function recoverLocked(env: StepEnv, open: OpenJob, lease: Lease): Promise
 
   // Discard what no committed claim refers to in the earlier app attempts.
   const keep = new Set([...claims.values()].map((c) => c.root ?? '').filter((r) => r !== ''));
-  // The directories a kept root is inside, found once (not a scan of every root per directory).
-  const holding = new Set<string>();
-  for (const k of keep) for (let i = k.indexOf('/'); i >= 0; i = k.indexOf('/', i + 1)) holding.add(k.slice(0, i));
+  const holding = dirsHolding(keep);
   for (const e of await store.list(layout.temporary)) {
     if (e.name !== String(next)) await pruneExcept(store, layout, e.path, keep, holding, env.concurrency);
   }

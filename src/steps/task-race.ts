@@ -1,12 +1,13 @@
 // What happened to a job while a commit-task of it ran: a step that held the lease (commit-job,
 // recover, abort) may have read the claims before this one, finished the job, moved it to a new
-// app attempt, or aborted it. commit-task asks here, once its claim exists and again after its
-// commit, and says which it was (exit 4), or goes on.
+// app attempt, or aborted it. commit-task asks here once its claim exists (checkNotOverlooked)
+// and again after its commit (checkKept), and says which it was (exit 4), or goes on.
 
 import { posix } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConflictError } from '../errors.js';
 import { readClaimRecord } from '../job/claims.js';
+import { findCommitted } from '../job/finished.js';
 import { loadJob, type JobManifest } from '../job/job.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import type { JobLayout } from '../job/layout.js';
@@ -21,7 +22,7 @@ const HOLDER_POLL_MS = 200;
  * read the claims before this attempt's claim existed, or before it was committed. Waited for up
  * to HOLDER_WAIT_MS, then exit 4. Null: the job is gone (committed or aborted).
  */
-export async function jobWithoutHolder(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<JobManifest | null> {
+async function jobWithoutHolder(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<JobManifest | null> {
   const { store } = env;
   const until = env.now() + Math.min(HOLDER_WAIT_MS, env.leaseTtlMs);
   for (;;) {
@@ -47,15 +48,38 @@ export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: J
   else checkSameJob(env, layout, job, now, task);
   if (now?.state === 'aborted') throw new ConflictError(`job ${job.jobId} was aborted while task ${task} committed: nothing of it was published`);
   if (now && now.appAttempt !== job.appAttempt) {
-    const carried = await readClaimRecord(env.store, layout, { jobId: job.jobId, task, appAttempt: now.appAttempt });
-    if (carried?.taskAttempt === taskAttempt && carried.state === 'committed') return 'carried';
+    if (await carried(env, layout, job, now, task, taskAttempt)) return 'carried';
     throw new ConflictError(`recover started app attempt ${now.appAttempt} of job ${job.jobId} while task ${task} committed in app attempt ${job.appAttempt}: nothing of it was published; run the task again`);
   }
   throw new ConflictError(`job ${job.jobId} ${now ? `was ${now.state}` : 'finished'} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it (nothing of it was published); run the job again, or stage this task's output in a new job`);
 }
 
+/**
+ * Whether the task is kept, once commit-task has committed it. A step that took the lease
+ * meanwhile (recover, abort) may have read this claim before it was committed; once it has ended,
+ * recover may have started the next app attempt without it. Exit 4 when the task is not kept;
+ * true when the job is still in this app attempt.
+ */
+export async function checkKept(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<boolean> {
+  const now = await jobWithoutHolder(env, layout, job, task);
+  if (now) checkSameJob(env, layout, job, now, task);
+  if (now && now.appAttempt !== job.appAttempt && !(await carried(env, layout, job, now, task, taskAttempt))) {
+    throw new ConflictError(`recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${job.appAttempt}, without it: nothing of it is kept; run the task again`);
+  }
+  if (now ? now.state === 'aborted' : !(await findCommitted(env.store, layout.root))) {
+    throw new ConflictError(`job ${job.jobId} was aborted while ${taskAttempt} committed: nothing of it is kept`);
+  }
+  return now?.appAttempt === job.appAttempt;
+}
+
+/** Whether recover finished this attempt's claim and carried it, committed, into the job's current app attempt. */
+async function carried(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string, taskAttempt: string): Promise<boolean> {
+  const c = await readClaimRecord(env.store, layout, { jobId: job.jobId, task, appAttempt: now.appAttempt });
+  return c?.taskAttempt === taskAttempt && c.state === 'committed';
+}
+
 /** A staging dir the user named may hold a new job once this one has finished: never commit into it. */
-export function checkSameJob(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string): void {
+function checkSameJob(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string): void {
   if (now.jobId === job.jobId) return;
   throw new ConflictError(`job ${job.jobId} finished while task ${task} committed, and job ${now.jobId} is now staged in ${env.store.toUri(layout.root)}: nothing of task ${task} was published; run the job again`);
 }

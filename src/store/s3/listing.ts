@@ -4,7 +4,7 @@
 // Keys come back byte for byte: control characters as sent, entities (named and numeric) decoded.
 
 import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import type { SignedRequests } from './signed.js';
+import { xmlDecode, type SignedRequests } from './signed.js';
 
 export interface ListedObject {
   readonly key: string;
@@ -27,17 +27,6 @@ export interface ListRequest {
   readonly delimiter?: string;
   readonly token?: string;
   readonly maxKeys?: number;
-}
-
-const ENTITY = /&(?:#(\d+)|#x([0-9a-fA-F]+)|(amp|lt|gt|quot|apos));/g;
-const NAMED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
-
-/** XML character data with its references resolved. */
-export function xmlDecode(s: string): string {
-  if (!s.includes('&')) return s;
-  return s.replace(ENTITY, (_, dec?: string, hex?: string, name?: string) =>
-    name ? NAMED[name]! : String.fromCodePoint(dec !== undefined ? Number.parseInt(dec, 10) : Number.parseInt(hex!, 16)),
-  );
 }
 
 /**

@@ -52,9 +52,20 @@ export function encodeSegment(s: string): string {
   return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
+const ENTITY = /&(?:#(\d+)|#x([0-9a-fA-F]+)|(amp|lt|gt|quot|apos));/g;
+const NAMED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+
+/** XML character data with its references (named and numeric) resolved. */
+export function xmlDecode(s: string): string {
+  if (!s.includes('&')) return s;
+  return s.replace(ENTITY, (_, dec?: string, hex?: string, name?: string) =>
+    name ? NAMED[name]! : String.fromCodePoint(dec !== undefined ? Number.parseInt(dec, 10) : Number.parseInt(hex!, 16)),
+  );
+}
+
 function tag(xml: string, name: string): string {
   const m = new RegExp(`<${name}>([\\s\\S]*?)</${name}>`).exec(xml);
-  return m ? m[1]!.replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&apos;/g, "'").replace(/&amp;/g, '&') : '';
+  return m ? xmlDecode(m[1]!) : '';
 }
 
 /** XML text with its five special characters escaped. */
