@@ -109,12 +109,17 @@ for (const fx of storeFixtures()) {
       assert.equal(Object.keys(data(await readTree(sb.store, target))).length, 4);
     });
 
-    test('a commit-task whose claim lands after commit-job read the claims exits 4 and is not published', async () => {
-      const target = posix.join(dir(), 't');
+    /** A job of table `name` with task 0 committed (dt=0/a) and task 1 staged (dt=1/b), for a late commit-task of task 1. */
+    const lateTaskJob = async (name: string) => {
+      const target = posix.join(dir(), name);
       const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
       await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
       const stagingPath = sb.pathOf(job);
-      const layout = new JobLayout(stagingPath);
+      return { target, job, stagingPath, layout: new JobLayout(stagingPath) };
+    };
+
+    test('a commit-task whose claim lands after commit-job read the claims exits 4 and is not published', async () => {
+      const { target, stagingPath, layout } = await lateTaskJob('t');
       let claimMade!: () => void;
       const made = new Promise<void>((r) => (claimMade = r));
       let creating = false;
@@ -145,11 +150,7 @@ for (const fx of storeFixtures()) {
     });
 
     test('a commit-task that decides after commit-job removed the staging dir exits 4 and leaves nothing there', async () => {
-      const target = posix.join(dir(), 't');
-      const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
-      await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
-      const stagingPath = sb.pathOf(job);
-      const layout = new JobLayout(stagingPath);
+      const { target, stagingPath, layout } = await lateTaskJob('t');
       let committed: Promise<unknown> | undefined;
       // The whole commit-job runs between commit-task's look at its output and its decision.
       const taskEnv = testEnv(sb.store, async (_n, op, p) => {
@@ -166,11 +167,7 @@ for (const fx of storeFixtures()) {
     });
 
     test('a recover that reads a claim while its commit-task runs: the task is kept exactly when commit-task exits 0', async () => {
-      const target = posix.join(dir(), 't');
-      const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
-      await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
-      const stagingPath = sb.pathOf(job);
-      const layout = new JobLayout(stagingPath);
+      const { target, job, stagingPath, layout } = await lateTaskJob('t');
       const claim = layout.claimFile(0, '1');
       let acted!: () => void;
       const recoverActed = new Promise<void>((r) => (acted = r));
@@ -206,10 +203,7 @@ for (const fx of storeFixtures()) {
     });
 
     test('a recover that removes what commit-task is writing into: commit-task tells what happened, never a raw not-found', async () => {
-      const target = posix.join(dir(), 't');
-      const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
-      await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
-      const stagingPath = sb.pathOf(job);
+      const { target, job, stagingPath } = await lateTaskJob('t');
       const claim = new JobLayout(stagingPath).claimFile(0, '1');
       let rec: Promise<unknown> | undefined;
       // Right before commit-task records its claim committed, recover runs whole (it finishes the
@@ -229,11 +223,7 @@ for (const fx of storeFixtures()) {
     });
 
     test('a recover that runs whole between commit-task\'s claim and its look at the job: exit 0 exactly when the task is kept', async () => {
-      const target = posix.join(dir(), 't');
-      const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
-      await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
-      const stagingPath = sb.pathOf(job);
-      const layout = new JobLayout(stagingPath);
+      const { target, job, stagingPath, layout } = await lateTaskJob('t');
       let claimed = false;
       let rec: Promise<unknown> | undefined;
       // On S3 recover finishes the claim (the files are where commit-job reads them) and carries it;
@@ -256,11 +246,7 @@ for (const fx of storeFixtures()) {
     });
 
     test('a recover that removes the app attempt while commit-task decides: exit 4 naming it, never a raw not-found', async () => {
-      const target = posix.join(dir(), 't');
-      const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
-      await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
-      const stagingPath = sb.pathOf(job);
-      const layout = new JobLayout(stagingPath);
+      const { stagingPath, layout } = await lateTaskJob('t');
       let rec: Promise<unknown> | undefined;
       // recover runs whole right before the decision is created, which then finds its directory
       // gone, as it does when recover's prune lands in the middle of the create.
@@ -280,9 +266,7 @@ for (const fx of storeFixtures()) {
     test(`commit-task racing commit-job as processes, ${LATE_ROUNDS} rounds: its files are published exactly when it exits 0`, async (t) => {
       const seen: string[] = [];
       for (let round = 0; round < LATE_ROUNDS; round++) {
-        const target = posix.join(dir(), `t${round}`);
-        const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
-        await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
+        const { target, job } = await lateTaskJob(`t${round}`);
         // Either starts first, by 0-300 ms; commit-job's store calls are slowed to widen its window.
         const offset = Math.random() * 600 - 300;
         const pause = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
