@@ -109,8 +109,9 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   try {
     ({ claim, files } = await decideAndClaim(env, layout, job, { task, attempt, taskAttempt }, before, output));
   } catch (e) {
-    // A recover or abort that ran meanwhile removes the app attempt's dirs: say what it did.
-    if (e instanceof StoreError && e.kind === 'not-found') await checkNotOverlooked(env, layout, job, task, taskAttempt);
+    // A recover or abort that ran meanwhile removes the app attempt's dirs, and a store reports that
+    // as it may (not found; an IOException from WebHDFS): say what it did, if it did anything.
+    if (e instanceof StoreError) await checkNotOverlooked(env, layout, job, task, taskAttempt);
     throw e;
   }
   // Recover finished this claim and carried it into its app attempt (S3: the files stay where they were staged).
@@ -122,7 +123,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
     await settleAttemptUploads(store, layout, job, taskAttempt, files.uploads, env.concurrency, output?.pending);
   } catch (e) {
     // A recover or abort that ran meanwhile removes the app attempt's dirs: what it did is told below.
-    if (!(e instanceof StoreError) || e.kind !== 'not-found') throw e;
+    if (!(e instanceof StoreError)) throw e;
     removedMeanwhile = e;
   }
   const unchanged = await checkKept(env, layout, job, task, taskAttempt);
