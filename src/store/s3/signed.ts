@@ -2,13 +2,14 @@
 // once per file (CopyObject, CompleteMultipartUpload). The SDK spends ~1.5 ms of CPU on each
 // command (serde, endpoint rules, retry bookkeeping); on a 2-core machine shared with the
 // server that halves the rate of a 2,000-file commit (bench/s3-commit.ts). What stays the
-// SDK's: the credential chain, the endpoint rules (resolved once per bucket), the SigV4
-// signer and the HTTP handler with its agent and deadlines. Retries follow the SDK's standard
-// mode: throttling, 5xx and broken connections, with jittered exponential backoff.
+// SDK's: the credential chain, the endpoint rules (resolved once per bucket) and the HTTP
+// handler with its agent and deadlines; the signature is our own synchronous SigV4 (sigv4.ts).
+// Retries follow the SDK's standard mode: throttling, 5xx and broken connections, with
+// jittered exponential backoff.
 
 import type { S3Client } from '@aws-sdk/client-s3';
 import { HttpRequest } from '@smithy/core/transport';
-import { SignatureV4 } from '@smithy/signature-v4';
+import { encodeSegment, SigV4 } from './sigv4.js';
 
 export interface SignedRequest {
   readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE' | 'HEAD';
@@ -40,17 +41,12 @@ interface Endpoint {
   readonly port?: number;
   /** The bucket's path prefix: "/bucket" with path-style addressing, "" with virtual hosts. */
   readonly basePath: string;
-  readonly signer: SignatureV4;
+  readonly signer: SigV4;
 }
 
 const RETRYABLE_CODES = new Set(['SlowDown', 'Throttling', 'ThrottlingException', 'RequestTimeout', 'RequestTimeTooSkewed', 'InternalError', 'ServiceUnavailable']);
 const BASE_DELAY_MS = 100;
 const MAX_DELAY_MS = 20_000;
-
-/** RFC 3986 encoding of one path segment, as SigV4 canonicalises it (encodeURIComponent leaves !'()* alone). */
-export function encodeSegment(s: string): string {
-  return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-}
 
 const ENTITY = /&(?:#(\d+)|#x([0-9a-fA-F]+)|(amp|lt|gt|quot|apos));/g;
 const NAMED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
@@ -109,24 +105,29 @@ export class SignedRequests {
   private async once(ep: Endpoint, req: SignedRequest): Promise<SignedResponse> {
     const path = `${ep.basePath}/${req.key.split('/').map(encodeSegment).join('/')}`;
     const body = req.body ?? '';
+    const query = req.query ?? {};
+    const headers: Record<string, string> = {
+      host: ep.port ? `${ep.hostname}:${ep.port}` : ep.hostname,
+      'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
+      'content-length': String(Buffer.byteLength(body)),
+      ...req.headers,
+    };
+    const cfg = this.client.config;
+    // The SDK learns the server's clock skew from its own answers; signatures here use it too.
+    const now = new Date(Date.now() + ((cfg as { systemClockOffset?: number }).systemClockOffset ?? 0));
+    Object.assign(headers, ep.signer.sign({ method: req.method, path, query, headers }, await cfg.credentials(), now));
     const request = new HttpRequest({
       protocol: ep.protocol,
       hostname: ep.hostname,
       ...(ep.port ? { port: ep.port } : {}),
       method: req.method,
       path,
-      query: req.query ?? {},
-      headers: {
-        host: ep.port ? `${ep.hostname}:${ep.port}` : ep.hostname,
-        'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
-        'content-length': String(Buffer.byteLength(body)),
-        ...req.headers,
-      },
+      query,
+      headers,
       body: body === '' ? undefined : body,
     });
-    const signed = await ep.signer.sign(request);
     this.onRequest();
-    const { response } = await this.client.config.requestHandler.handle(signed as HttpRequest);
+    const { response } = await cfg.requestHandler.handle(request);
     const chunks: Buffer[] = [];
     for await (const c of response.body as AsyncIterable<Buffer>) chunks.push(c);
     const text = Buffer.concat(chunks).toString('utf8');
@@ -165,14 +166,7 @@ export class SignedRequests {
     const scheme = (resolved.properties?.authSchemes as { name?: string; signingRegion?: string; signingName?: string }[] | undefined)?.[0];
     if (scheme && scheme.name !== 'sigv4') return null;
     const url = resolved.url;
-    const signer = new SignatureV4({
-      credentials: cfg.credentials,
-      region: scheme?.signingRegion ?? (await cfg.region()),
-      service: scheme?.signingName ?? 's3',
-      sha256: cfg.sha256,
-      uriEscapePath: false,
-      applyChecksum: false,
-    });
+    const signer = new SigV4(scheme?.signingRegion ?? (await cfg.region()), scheme?.signingName ?? 's3');
     return { protocol: url.protocol, hostname: url.hostname, ...(url.port ? { port: Number(url.port) } : {}), basePath: url.pathname.replace(/\/+$/, ''), signer };
   }
 }
