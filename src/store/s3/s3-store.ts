@@ -62,7 +62,7 @@ export class S3Store implements Store {
       { step: 'finalizeRequest', name: 'stagecommitRequestCounter' },
     );
     this.pendingUploadMinBytes = settings.pendingUploadMinBytes;
-    this.signed = new SignedRequests(this.client, typeof settings.client.maxAttempts === 'number' ? settings.client.maxAttempts : 6, () => this.requests++);
+    this.signed = new SignedRequests(this.client, typeof settings.client.maxAttempts === 'number' ? settings.client.maxAttempts : 6, settings.deadlines, () => this.requests++);
     this.uploads = new S3Uploads(this.client, this.signed, splitPath, (e, op, paths) => this.fail(e, op, paths), Math.max(5 * 1024 ** 2, settings.multipartUploadPartSize));
   }
 

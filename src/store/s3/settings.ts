@@ -2,9 +2,12 @@
 
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import { UsageError } from '../../errors.js';
+import type { Deadlines } from './transport.js';
 
 export interface S3Settings {
   readonly client: S3ClientConfig;
+  /** The SDK's and the signed requests' alike. */
+  readonly deadlines: Deadlines;
   /** Files above this size are copied with UploadPartCopy in parts (S3's CopyObject stops at 5 GiB). */
   readonly multipartCopyThreshold: number;
   readonly multipartCopyPartSize: number;
@@ -18,7 +21,7 @@ export interface S3Settings {
   readonly pendingUploadMinBytes: number;
 }
 
-export const DEFAULT_S3: Omit<S3Settings, 'client'> = {
+export const DEFAULT_S3: Omit<S3Settings, 'client' | 'deadlines'> = {
   multipartCopyThreshold: 5 * 1024 ** 3,
   multipartCopyPartSize: 512 * 1024 ** 2,
   multipartUploadPartSize: 16 * 1024 ** 2,
@@ -60,14 +63,16 @@ export function s3Settings(config: unknown, env: S3Env): S3Settings {
   const endpoint = str('endpoint') ?? env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
   const region = str('region') ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
   const pathStyle = s.pathStyle === undefined ? endpoint !== undefined : s.pathStyle === true;
+  // A server that accepts and never answers must not hang a step: the socket's idle time is bounded.
+  const deadlines = { connectionTimeout: 10_000, requestTimeout: num(s, 'requestTimeoutMs', 120_000) };
   return {
+    deadlines,
     client: {
       region,
       ...(endpoint ? { endpoint } : {}),
       forcePathStyle: pathStyle,
       maxAttempts: num(s, 'maxAttempts', 6),
-      // A server that accepts and never answers must not hang a step: the socket's idle time is bounded.
-      requestHandler: { connectionTimeout: 10_000, requestTimeout: num(s, 'requestTimeoutMs', 120_000), throwOnRequestTimeout: true },
+      requestHandler: { ...deadlines, throwOnRequestTimeout: true },
     },
     multipartCopyThreshold: num(s, 'multipartCopyThresholdBytes', DEFAULT_S3.multipartCopyThreshold),
     multipartCopyPartSize: num(s, 'multipartCopyPartBytes', DEFAULT_S3.multipartCopyPartSize),

@@ -2,14 +2,14 @@
 // once per file (CopyObject, CompleteMultipartUpload). The SDK spends ~1.5 ms of CPU on each
 // command (serde, endpoint rules, retry bookkeeping); on a 2-core machine shared with the
 // server that halves the rate of a 2,000-file commit (bench/s3-commit.ts). What stays the
-// SDK's: the credential chain, the endpoint rules (resolved once per bucket) and the HTTP
-// handler with its agent and deadlines; the signature is our own synchronous SigV4 (sigv4.ts).
+// SDK's: the credential chain and the endpoint rules (resolved once per bucket). The signature
+// (sigv4.ts) and the HTTP exchange (transport.ts, with the SDK's deadlines) are our own.
 // Retries follow the SDK's standard mode: throttling, 5xx and broken connections, with
 // jittered exponential backoff.
 
 import type { S3Client } from '@aws-sdk/client-s3';
-import { HttpRequest } from '@smithy/core/transport';
-import { encodeSegment, SigV4 } from './sigv4.js';
+import { canonicalQuery, encodeSegment, SigV4 } from './sigv4.js';
+import { Transport, type Deadlines } from './transport.js';
 
 export interface SignedRequest {
   readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE' | 'HEAD';
@@ -77,12 +77,16 @@ function retryable(e: unknown): boolean {
 
 export class SignedRequests {
   private readonly endpoints = new Map<string, Promise<Endpoint | null>>();
+  private readonly transport: Transport;
 
   constructor(
     private readonly client: S3Client,
     private readonly maxAttempts: number,
+    deadlines: Deadlines,
     private readonly onRequest: () => void,
-  ) {}
+  ) {
+    this.transport = new Transport(deadlines);
+  }
 
   /**
    * Sends one request, retried like the SDK's standard mode. Resolves to null when this bucket
@@ -116,28 +120,18 @@ export class SignedRequests {
     // The SDK learns the server's clock skew from its own answers; signatures here use it too.
     const now = new Date(Date.now() + ((cfg as { systemClockOffset?: number }).systemClockOffset ?? 0));
     Object.assign(headers, ep.signer.sign({ method: req.method, path, query, headers }, await cfg.credentials(), now));
-    const request = new HttpRequest({
-      protocol: ep.protocol,
-      hostname: ep.hostname,
-      ...(ep.port ? { port: ep.port } : {}),
-      method: req.method,
-      path,
-      query,
-      headers,
-      body: body === '' ? undefined : body,
-    });
     this.onRequest();
-    const { response } = await cfg.requestHandler.handle(request);
-    const chunks: Buffer[] = [];
-    for await (const c of response.body as AsyncIterable<Buffer>) chunks.push(c);
-    const text = Buffer.concat(chunks).toString('utf8');
+    const qs = canonicalQuery(query);
+    const answer = await this.transport.send({ protocol: ep.protocol, hostname: ep.hostname, port: ep.port, method: req.method, path: qs ? `${path}?${qs}` : path, headers, body });
+    const status = answer.status;
+    const text = answer.body;
     const errorDoc = /^\s*(<\?xml[^>]*\?>\s*)?<Error>/.test(text);
-    if (response.statusCode >= 300 || errorDoc) {
-      const code = tag(text, 'Code') || (response.statusCode === 404 ? 'NotFound' : `HTTP${response.statusCode}`);
+    if (status >= 300 || errorDoc) {
+      const code = tag(text, 'Code') || (status === 404 ? 'NotFound' : `HTTP${status}`);
       // A 200 with an <Error> inside is a server failure after the headers went out: retried as a 500.
-      throw new S3ResponseError(code, tag(text, 'Message'), response.statusCode >= 300 ? response.statusCode : 500);
+      throw new S3ResponseError(code, tag(text, 'Message'), status >= 300 ? status : 500);
     }
-    return { status: response.statusCode, body: text };
+    return { status, body: text };
   }
 
   /** The bucket's endpoint by the SDK's own rules, once per bucket. */
