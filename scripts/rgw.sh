@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A private Ceph RADOS Gateway (S3) for the tests and benchmarks: one monitor, one in-memory
-# OSD and radosgw on 127.0.0.1, no auth, no systemd. Usage: rgw.sh install|start|stop|status|env
+# OSD and radosgw on 127.0.0.1, no auth, no systemd. Usage: rgw.sh install|start|stop|status|settle|env
 # State lives in $RGW_DIR (default /tmp/stagecommit-rgw). Facts: shared notes/test-servers.md.
 set -euo pipefail
 
@@ -115,11 +115,18 @@ stop() {
   pkill -9 -f -- "--conf $CONF" 2>/dev/null || true
 }
 
+# Runs the garbage collector's pending work now (what deleted objects left), so a benchmark's next
+# command does not share the server with the collection of the previous one's deletes.
+settle() {
+  radosgw-admin --conf "$CONF" gc process --include-all >/dev/null 2>&1
+}
+
 case "${1:-}" in
   install) install ;;
+  settle) settle ;;
   start) start ;;
   stop) stop ;;
   status) running ;;
   env) printf 'AWS_ENDPOINT_URL=http://127.0.0.1:%s\nAWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\nAWS_REGION=us-east-1\n' "$RGW_PORT" "$ACCESS_KEY" "$SECRET_KEY" ;;
-  *) echo "usage: $0 install|start|stop|status|env" >&2; exit 2 ;;
+  *) echo "usage: $0 install|start|stop|status|settle|env" >&2; exit 2 ;;
 esac
