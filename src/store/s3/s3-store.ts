@@ -3,15 +3,8 @@
 
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
-import {
-  AbortMultipartUploadCommand,
-  CopyObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  PutObjectCommand,
-  S3Client,
-} from '@aws-sdk/client-s3';
-import { StoreError, UsageError } from '../../errors.js';
+import { CopyObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { StoreError } from '../../errors.js';
 import type { Entry, ListOptions, PendingUpload, ReadyUpload, RenameOptions, Store, StoreCapabilities } from '../types.js';
 import { multipartCopy } from './copy.js';
 import { deleteKeys } from './delete.js';
