@@ -6,7 +6,7 @@ import { errorDoc, errorExitCode, errorKind } from '../api/errors.js';
 import { Session } from '../api/session.js';
 import { ExitCode, UsageError } from '../errors.js';
 import type { MutationHook } from '../store/instrumented.js';
-import { loadConfig, type Config } from './config.js';
+import { loadConfig } from './config.js';
 import { formatOps } from './render.js';
 import { Ui, type UiStream } from './ui.js';
 

@@ -55,10 +55,6 @@ export class MemoryStore implements Store {
     return false;
   }
 
-  private exists(p: string): boolean {
-    return this.files.has(p) || this.isDir(p);
-  }
-
   private fail(kind: 'not-found' | 'exists' | 'io' | 'refused', op: string, paths: string[], detail: string): StoreError {
     return new StoreError(kind, op, paths.map((p) => this.toUri(p)), detail);
   }
