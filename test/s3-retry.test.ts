@@ -1,5 +1,6 @@
 // S3 under throttling and resets: a proxy in front of the real RGW answers 503 SlowDown to
-// some requests and drops others; a whole job through it must still commit exactly.
+// some requests, drops others and answers copies with an empty 200; a whole job through it must
+// still commit exactly.
 
 import assert from 'node:assert/strict';
 import { createServer, request, type Server } from 'node:http';
@@ -16,12 +17,20 @@ describe('S3 retries throttling (503 SlowDown), 500s and connection resets', { s
   let sb: StoreSandbox;
   let proxy: Server;
   let seen = 0;
-  const faults = { slowDown: 0, internal: 0, reset: 0 };
+  const faults = { slowDown: 0, internal: 0, reset: 0, emptyCopy: 0 };
   before(async () => {
     sb = await s3!.sandbox();
     const upstream = new URL(process.env.STAGECOMMIT_TEST_S3_ENDPOINT!);
     proxy = createServer((req, res) => {
       const n = ++seen;
+      // The first two copies are answered 200 with nothing after the headers, as a connection that
+      // closes once S3 has sent a long copy's early 200: not done, so sent again.
+      if (req.headers['x-amz-copy-source'] && faults.emptyCopy < 2) {
+        faults.emptyCopy++;
+        req.resume();
+        res.writeHead(200, { connection: 'close' }).end();
+        return;
+      }
       if (n % 6 === 0) {
         faults.slowDown++;
         req.resume();
@@ -63,6 +72,6 @@ describe('S3 retries throttling (503 SlowDown), 500s and connection resets', { s
       { task: '1', partition: ['dt=2 x+y%'], files: { 'c.csv': 'c' } },
     ]);
     assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a.csv': 'a', 'dt=1/b.csv': 'b', 'dt=2 x+y%25/c.csv': 'c' });
-    assert.ok(faults.slowDown > 2 && faults.internal > 0 && faults.reset > 0, JSON.stringify(faults));
+    assert.ok(faults.slowDown > 2 && faults.internal > 0 && faults.reset > 0 && faults.emptyCopy === 2, JSON.stringify(faults));
   });
 });

@@ -95,7 +95,7 @@ export async function listPage(signed: SignedRequests, client: S3Client, r: List
   if (r.delimiter) query.delimiter = r.delimiter;
   if (r.token) query['continuation-token'] = r.token;
   if (r.maxKeys !== undefined) query['max-keys'] = String(r.maxKeys);
-  const sent = await signed.send({ method: 'GET', bucket: r.bucket, key: '', query });
+  const sent = await signed.send({ method: 'GET', bucket: r.bucket, key: '', query, expect: 'ListBucketResult' });
   if (sent) return parseListPage(sent.body);
   const o = await client.send(new ListObjectsV2Command({ Bucket: r.bucket, Prefix: r.prefix, Delimiter: r.delimiter, ContinuationToken: r.token, MaxKeys: r.maxKeys }));
   return {

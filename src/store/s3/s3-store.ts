@@ -244,7 +244,7 @@ export class S3Store implements Store {
         return;
       }
       const source = copySource(s.bucket, s.key);
-      const sent = await this.signed.send({ method: 'PUT', bucket: d.bucket, key: d.key, headers: { 'x-amz-copy-source': source } });
+      const sent = await this.signed.send({ method: 'PUT', bucket: d.bucket, key: d.key, headers: { 'x-amz-copy-source': source }, expect: 'CopyObjectResult' });
       if (!sent) await this.client.send(new CopyObjectCommand({ Bucket: d.bucket, Key: d.key, CopySource: source }));
     } catch (e) {
       if (e instanceof StoreError) throw e;

@@ -18,6 +18,12 @@ export interface SignedRequest {
   readonly query?: Record<string, string>;
   readonly headers?: Record<string, string>;
   readonly body?: string;
+  /**
+   * The root element a successful answer carries, whole (CopyObjectResult, …). A 200 without it
+   * (an empty body, a connection closed early, a proxy's page) is not a success: it is retried as
+   * a server failure, since S3 sends a long copy's 200 before its result.
+   */
+  readonly expect: string;
 }
 
 export interface SignedResponse {
@@ -130,6 +136,9 @@ export class SignedRequests {
       const code = tag(text, 'Code') || (status === 404 ? 'NotFound' : `HTTP${status}`);
       // A 200 with an <Error> inside is a server failure after the headers went out: retried as a 500.
       throw new S3ResponseError(code, tag(text, 'Message'), status >= 300 ? status : 500);
+    }
+    if (!text.includes(`<${req.expect}`) || !text.includes(`</${req.expect}>`)) {
+      throw new S3ResponseError('IncompleteAnswer', `the answer to ${req.method} ${path} is not a whole <${req.expect}> (${text.length} bytes${text ? `: ${JSON.stringify(text.slice(0, 60))}` : ''})`, 500);
     }
     return { status, body: text };
   }

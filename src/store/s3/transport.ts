@@ -41,9 +41,11 @@ export class Transport {
   send(x: Exchange): Promise<Answer> {
     const secure = x.protocol === 'https:';
     const { connectionTimeout, requestTimeout } = this.deadlines;
+    // A URL's IPv6 host keeps its brackets ([::1]); the Host header wants them, a connection not.
+    const hostname = x.hostname.startsWith('[') && x.hostname.endsWith(']') ? x.hostname.slice(1, -1) : x.hostname;
     return new Promise<Answer>((resolve, reject) => {
       const req = (secure ? https : http).request(
-        { agent: secure ? this.agents.https : this.agents.http, hostname: x.hostname, port: x.port, method: x.method, path: x.path, headers: x.headers, timeout: requestTimeout },
+        { agent: secure ? this.agents.https : this.agents.http, hostname, port: x.port, method: x.method, path: x.path, headers: x.headers, timeout: requestTimeout },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));

@@ -91,7 +91,7 @@ export class S3Uploads {
     try {
       const parts = u.etags.map((etag, i) => `<Part><ETag>${xmlText(etag)}</ETag><PartNumber>${i + 1}</PartNumber></Part>`).join('');
       const body = `<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${parts}</CompleteMultipartUpload>`;
-      const sent = await this.signed.send({ method: 'POST', bucket, key, query: { uploadId: u.uploadId }, headers: { 'content-type': 'application/xml' }, body });
+      const sent = await this.signed.send({ method: 'POST', bucket, key, query: { uploadId: u.uploadId }, headers: { 'content-type': 'application/xml' }, body, expect: 'CompleteMultipartUploadResult' });
       if (!sent) {
         await this.client.send(
           new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: u.uploadId, MultipartUpload: { Parts: u.etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) } }),
