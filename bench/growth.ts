@@ -1,11 +1,12 @@
 // Benchmark: how the in-memory work of a step grows with the job, at 2,000, 20,000 and 100,000
 // items (BENCH_GROWTH_SIZES), for the code that once grew with the square of it: the table-log
 // conflict check between two jobs' partitions, the plan of a dynamic-partition overwrite of which
-// half the partitions exist, and reading a Hadoop `_temporary` and a Hive staging leftover for
-// adopt. Prints each time and the time per item against the smallest size (linear: about 1×; the
+// half the partitions exist, reading a Hadoop `_temporary` and a Hive staging leftover for
+// adopt, and ordering a local tree's removals in turns by parent. Prints each time and the time per item against the smallest size (linear: about 1×; the
 // square of it: 50× at 100,000). No store is involved: what is timed is only this code.
 
 import { overlap } from '../src/job/table-log.js';
+import { byParentInTurns } from '../src/store/local-tree.js';
 import { recogniseLeftover } from '../src/leftover/recognise.js';
 import type { ListedEntry } from '../src/leftover/types.js';
 import { planCommit, type PlanInput } from '../src/plan/plan.js';
@@ -54,6 +55,11 @@ const cases: [string, (n: number) => () => unknown][] = [
     for (let p = 0; p < parts; p++) entries.push({ path: `-ext-10000/dt=${p}`, kind: 'dir', size: 0, mtimeMs: 1 });
     for (let i = 0; i < n; i++) entries.push({ path: `-ext-10000/dt=${i % parts}/part-${i}.parquet`, kind: 'file', size: 10, mtimeMs: 1 });
     return () => recogniseLeftover('x', '.hive-staging_hive_1', entries, 1);
+  }],
+  ['local removal order: n/2 parents of one child and one parent of n/2 children', (n) => {
+    const paths = Array.from({ length: n / 2 }, (_, i) => `/s/one-${pad(i)}/x`);
+    for (let i = 0; i < n / 2; i++) paths.push(`/s/many/${pad(i)}`);
+    return () => byParentInTurns(paths);
   }],
 ];
 

@@ -76,7 +76,7 @@ export async function eachInTreeLocal(dir: string, opts: ListOptions, fn: (e: En
  * Removals in flight then lock many parents, not one (ext4 removes a directory's entries one at
  * a time under its lock, and with `discard` each removal may wait for the disk to trim a block).
  */
-function byParentInTurns(paths: readonly string[]): string[] {
+export function byParentInTurns(paths: readonly string[]): string[] {
   const groups = new Map<string, string[]>();
   for (const p of paths) {
     const parent = p.slice(0, p.lastIndexOf('/'));
@@ -84,9 +84,17 @@ function byParentInTurns(paths: readonly string[]): string[] {
     if (g) g.push(p);
     else groups.set(parent, [p]);
   }
-  const lists = [...groups.values()];
+  // Each turn visits only the parents with children left: linear in the paths, whatever their shape.
+  let active = [...groups.values()];
   const out: string[] = [];
-  for (let i = 0; out.length < paths.length; i++) for (const g of lists) if (i < g.length) out.push(g[i]!);
+  for (let i = 0; active.length > 0; i++) {
+    const next: string[][] = [];
+    for (const g of active) {
+      out.push(g[i]!);
+      if (i + 1 < g.length) next.push(g);
+    }
+    active = next;
+  }
   return out;
 }
 
@@ -111,7 +119,10 @@ export async function removeTreeLocal(root: string): Promise<void> {
     await forEachLimit(byParentInTurns(files), TREE_REMOVAL_PARALLELISM, (f) => fs.unlink(f).catch(gone));
     for (let i = levels.length - 1; i > 0; i--) await forEachLimit(byParentInTurns(levels[i] ?? []), TREE_REMOVAL_PARALLELISM, (d) => fs.rmdir(d).catch(gone));
     await fs.rmdir(root);
-  } catch {
-    await fs.rm(root, { recursive: true, force: true });
+  } catch (first) {
+    // What fs.rm says when it fails too is about its own walk; the first failure is the cause.
+    await fs.rm(root, { recursive: true, force: true }).catch(() => {
+      throw first;
+    });
   }
 }
