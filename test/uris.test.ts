@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parseUri } from '../src/store/resolve.js';
+import { UsageError } from '../src/errors.js';
 import { WebHdfsStore } from '../src/store/webhdfs/webhdfs-store.js';
 import { cli } from './helpers/cli.js';
 import { localFiles, type Runner } from './helpers/jobs.js';
@@ -41,6 +42,13 @@ test('s3a:// and s3n:// parse as S3; hdfs:/// as the default file system', () =>
   assert.deepEqual(parseUri('S3N://bucket/x/', '/'), { scheme: 's3', authority: 'bucket', path: '/x' });
   assert.deepEqual(parseUri('hdfs:///wh/sales', '/'), { scheme: 'hdfs', authority: '', path: '/wh/sales' });
   assert.throws(() => parseUri('s3a:///x', '/'), /names no bucket: use s3a:\/\/BUCKET\/path/);
+});
+
+test("a '%' that starts no percent-escape is a usage error naming the URI (exit 2), not a bare 'URI malformed'", () => {
+  assert.deepEqual(parseUri('s3://b/t%2541', '/'), { scheme: 's3', authority: 'b', path: '/t%41' });
+  for (const raw of ['s3://b/x%bl', 'hdfs://nn:8020/50%', 'hdfs:/wh/%E0%A4%A']) {
+    assert.throws(() => parseUri(raw, '/'), (e: unknown) => e instanceof UsageError && e.message === `'${raw}' has a '%' that is not a percent-escape (%XX of UTF-8): write a literal % as %25`);
+  }
 });
 
 for (const fx of storeFixtures().filter((f) => f.name === 's3')) {

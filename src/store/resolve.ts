@@ -41,17 +41,26 @@ export function parseUri(raw: string, cwd: string): ParsedUri {
     }
     // hdfs:///path is the cluster's default file system (fs.defaultFS in HADOOP_CONF_DIR), as in Hadoop.
     if (!m[2] && scheme === 's3') throw new UsageError(`'${raw}' names no bucket: use ${given}://BUCKET/path`);
-    return { scheme, authority: m[2] ?? '', path: normalize(decodeURIComponent(m[3] ?? '/')) };
+    return { scheme, authority: m[2] ?? '', path: normalize(decodePath(raw, m[3] ?? '/')) };
   }
   // `hdfs:/wh/t` is Hadoop's spelling of a path on the default file system; `s3:/b/t`, `s3//b/t`
   // and the like are typos of a URI. Neither is a local relative path.
   const near = /^(s3[an]?|hdfs|webhdfs|swebhdfs):\/?(?!\/)(.*)$/i.exec(raw) ?? /^(s3[an]?|hdfs|webhdfs|swebhdfs)\/\/(.*)$/i.exec(raw);
   if (near) {
     const given = near[1]!.toLowerCase();
-    if (given === 'hdfs' && raw[5] === '/') return { scheme: 'hdfs', authority: '', path: normalize(decodeURIComponent(near[2] ? `/${near[2]}` : '/')) };
+    if (given === 'hdfs' && raw[5] === '/') return { scheme: 'hdfs', authority: '', path: normalize(decodePath(raw, near[2] ? `/${near[2]}` : '/')) };
     throw new UsageError(`'${raw}' looks like a ${given} URI missing its '//': write ${given}://${given.startsWith('s3') ? 'BUCKET/path' : 'HOST:PORT/path (or hdfs:///path for the default file system)'}`);
   }
   return { scheme: 'file', authority: '', path: normalize(path.resolve(cwd, raw)) };
+}
+
+/** A URI's path with its percent-escapes decoded; a '%' that starts no escape is a usage error. */
+function decodePath(raw: string, p: string): string {
+  try {
+    return decodeURIComponent(p);
+  } catch {
+    throw new UsageError(`'${raw}' has a '%' that is not a percent-escape (%XX of UTF-8): write a literal % as %25`);
+  }
 }
 
 function normalize(p: string): string {
