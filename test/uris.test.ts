@@ -66,6 +66,26 @@ for (const fx of storeFixtures().filter((f) => f.name === 's3')) {
   });
 }
 
+for (const fx of storeFixtures()) {
+  describe(`a '%' in a target path on ${fx.name}`, () => {
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 'pct');
+    test('the printed handle reads back as the same job: status finds it, abort removes it', async () => {
+      const target = path.posix.join(dir(), 't%41 50%');
+      const staged = await cli(['stage', '--target', sb.uri(target), '--tasks', '1'], { env: sb.env });
+      assert.equal(staged.code, 0, staged.stderr);
+      const handle = staged.stdout.trim();
+      const status = await cli(['status', '--job', handle, '--json'], { env: sb.env });
+      assert.equal(status.code, 0, status.stderr);
+      assert.equal(sb.pathOf(JSON.parse(status.stdout).job.target), target);
+      const aborted = await cli(['abort', '--job', handle], { env: sb.env });
+      assert.equal(aborted.code, 0, aborted.stderr);
+      assert.doesNotMatch(aborted.stdout + aborted.stderr, /nothing to abort/);
+      assert.equal(await sb.store.stat(sb.pathOf(handle)), null);
+    });
+  });
+}
+
 const site = (props: Record<string, string>) =>
   `<?xml version="1.0"?>\n<configuration>\n${Object.entries(props).map(([k, v]) => `  <property>\n    <name>${k}</name>\n    <value>${v}</value>\n  </property>\n`).join('')}</configuration>\n`;
 

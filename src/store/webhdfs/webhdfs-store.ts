@@ -32,8 +32,9 @@ export class WebHdfsStore implements Store {
     return this.nn.requests;
   }
 
+  /** Paths are given percent-decoded (store/resolve.ts), so a '%' in one is written %25: the URI reads back as the path. */
   toUri(p: string): string {
-    return `${this.settings.uriPrefix}${p}`;
+    return `${this.settings.uriPrefix}${p.replace(/%/g, '%25')}`;
   }
 
   async stat(p: string): Promise<Entry | null> {
