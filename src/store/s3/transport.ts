@@ -55,7 +55,9 @@ export class Transport {
         },
       );
       req.on('error', reject);
-      req.on('timeout', () => req.destroy(new Error(`no answer from ${x.hostname} for ${requestTimeout} ms`)));
+      req.on('timeout', () =>
+        req.destroy(new Error(req.socket?.connecting ? `could not connect to ${x.hostname} in ${requestTimeout} ms` : `no answer from ${x.hostname} for ${requestTimeout} ms`)),
+      );
       req.on('socket', (socket) => {
         if (!socket.connecting) return;
         const timer = setTimeout(() => req.destroy(new Error(`could not connect to ${x.hostname} in ${connectionTimeout} ms`)), connectionTimeout);
