@@ -15,6 +15,7 @@ import { cli } from './helpers/cli.js';
 import { localFiles, type Runner } from './helpers/jobs.js';
 import { inProcess } from './helpers/main.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
+import { parseBody, withField } from './helpers/damage.js';
 import { data, readTree } from './helpers/tree.js';
 import { WebHdfsCluster } from './webhdfs/server.js';
 
@@ -78,6 +79,14 @@ for (const fx of storeFixtures()) {
       const status = await cli(['status', '--job', handle, '--json'], { env: sb.env });
       assert.equal(status.code, 0, status.stderr);
       assert.equal(sb.pathOf(JSON.parse(status.stdout).job.target), target);
+      // A manifest written before '%' was escaped in these URIs is still the job's.
+      const jobFile = path.posix.join(sb.pathOf(handle), '_job.yaml');
+      const yaml = (await sb.store.readFile(jobFile))!.toString('utf8');
+      // The URI as it was written then: the store's prefix and the path, '%' raw.
+      const raw = (field: string) => JSON.stringify(sb.uri('') + sb.pathOf(JSON.parse(parseBody(yaml).find((l) => l.key === field)!.value!)));
+      await sb.store.writeFile(jobFile, withField(withField(yaml, 'target', raw('target')), 'staging', raw('staging')));
+      const legacy = await cli(['status', '--job', handle], { env: sb.env });
+      assert.equal(legacy.code, 0, legacy.stderr);
       const aborted = await cli(['abort', '--job', handle], { env: sb.env });
       assert.equal(aborted.code, 0, aborted.stderr);
       assert.doesNotMatch(aborted.stdout + aborted.stderr, /nothing to abort/);
