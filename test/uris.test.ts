@@ -15,7 +15,6 @@ import { cli } from './helpers/cli.js';
 import { localFiles, type Runner } from './helpers/jobs.js';
 import { inProcess } from './helpers/main.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { parseBody, withField } from './helpers/damage.js';
 import { data, readTree } from './helpers/tree.js';
 import { WebHdfsCluster } from './webhdfs/server.js';
 
@@ -64,34 +63,6 @@ for (const fx of storeFixtures().filter((f) => f.name === 's3')) {
         assert.deepEqual(data(await readTree(sb.store, target)), { 'part-0.csv': 'x,1\n' });
       });
     }
-  });
-}
-
-for (const fx of storeFixtures()) {
-  describe(`a '%' in a target path on ${fx.name}`, () => {
-    let sb!: StoreSandbox;
-    const dir = useSandbox(fx, (s) => (sb = s), 'pct');
-    test('the printed handle reads back as the same job: status finds it, abort removes it', async () => {
-      const target = path.posix.join(dir(), 't%41 50%');
-      const staged = await cli(['stage', '--target', sb.uri(target), '--tasks', '1'], { env: sb.env });
-      assert.equal(staged.code, 0, staged.stderr);
-      const handle = staged.stdout.trim();
-      const status = await cli(['status', '--job', handle, '--json'], { env: sb.env });
-      assert.equal(status.code, 0, status.stderr);
-      assert.equal(sb.pathOf(JSON.parse(status.stdout).job.target), target);
-      // A manifest written before '%' was escaped in these URIs is still the job's.
-      const jobFile = path.posix.join(sb.pathOf(handle), '_job.yaml');
-      const yaml = (await sb.store.readFile(jobFile))!.toString('utf8');
-      // The URI as it was written then: the store's prefix and the path, '%' raw.
-      const raw = (field: string) => JSON.stringify(sb.uri('') + sb.pathOf(JSON.parse(parseBody(yaml).find((l) => l.key === field)!.value!)));
-      await sb.store.writeFile(jobFile, withField(withField(yaml, 'target', raw('target')), 'staging', raw('staging')));
-      const legacy = await cli(['status', '--job', handle], { env: sb.env });
-      assert.equal(legacy.code, 0, legacy.stderr);
-      const aborted = await cli(['abort', '--job', handle], { env: sb.env });
-      assert.equal(aborted.code, 0, aborted.stderr);
-      assert.doesNotMatch(aborted.stdout + aborted.stderr, /nothing to abort/);
-      assert.equal(await sb.store.stat(sb.pathOf(handle)), null);
-    });
   });
 }
 

@@ -152,16 +152,14 @@ export async function loadJob(store: Store, layout: JobLayout, opts: DecodeOptio
   if (data === null) return null;
   const file = store.toUri(layout.jobFile);
   const job = decodeJob(data.toString('utf8'), file, opts);
-  // Before 697ca88 a '%' in a path was written raw in these URIs: such a manifest is still the job's.
-  const names = (uri: string, p: string) => uri === store.toUri(p) || uri === store.toUri(p).replace(/%25/g, '%');
-  if (!names(job.target, job.targetPath)) {
+  if (job.target !== store.toUri(job.targetPath)) {
     throw new CorruptManifestError(file, 'target', `is ${job.target}, but targetPath is ${store.toUri(job.targetPath)}`);
   }
-  if (job.adopted && !names(job.adopted.leftover, job.adopted.leftoverPath)) {
+  if (job.adopted && job.adopted.leftover !== store.toUri(job.adopted.leftoverPath)) {
     throw new CorruptManifestError(file, 'adopted.leftover', `is ${job.adopted.leftover}, but leftoverPath is ${store.toUri(job.adopted.leftoverPath)}`);
   }
   // A staging dir copied or moved elsewhere is not the job it names: never adopt its files.
-  if (!names(job.staging, layout.root)) {
+  if (job.staging !== store.toUri(layout.root)) {
     throw new CorruptManifestError(file, 'staging', `is ${job.staging}, but the file is in ${store.toUri(layout.root)}: a staging dir is never moved or copied; stage a new job`);
   }
   return job;

@@ -87,8 +87,8 @@ export const s3Fixture: StoreFixture = {
       store,
       base: `/${bucket}/sandbox`,
       listPage: 1000,
-      uri: (p) => `s3:/${p.replace(/%/g, '%25')}`,
-      pathOf: (u) => decodeURIComponent(u.replace(/^s3:\//, '')),
+      uri: (p) => `s3:/${p}`,
+      pathOf: (u) => u.replace(/^s3:\//, ''),
       startUpload: async (p) => {
         await store.client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: p.slice(bucket.length + 2) }));
       },
@@ -121,8 +121,8 @@ export const hdfsFixture: StoreFixture = {
       store,
       base: '/sandbox',
       listPage: 7,
-      uri: (p) => `hdfs://testcluster${p.replace(/%/g, '%25')}`,
-      pathOf: (u) => decodeURIComponent(u.replace(/^hdfs:\/\/testcluster/, '')),
+      uri: (p) => `hdfs://testcluster${p}`,
+      pathOf: (u) => u.replace(/^hdfs:\/\/testcluster/, ''),
       // The test name node keeps its namespace in a local directory, and reports its times.
       backdate: (p, ms) => backdateTree(path.join(dir, path.posix.normalize('/' + p)), ms),
       env: { STAGECOMMIT_CONFIG: configFile },

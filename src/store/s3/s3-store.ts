@@ -78,9 +78,8 @@ export class S3Store implements Store {
     }
   }
 
-  /** Paths are given percent-decoded (store/resolve.ts), so a '%' in one is written %25: the URI reads back as the path. */
   toUri(p: string): string {
-    return `s3:/${p.startsWith('/') ? '' : '/'}${p.replace(/%/g, '%25')}`;
+    return `s3:/${p.startsWith('/') ? '' : '/'}${p}`;
   }
 
   private fail(e: unknown, op: string, paths: string[]): StoreError {

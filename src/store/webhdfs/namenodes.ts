@@ -62,7 +62,7 @@ export class NameNodes {
   }
 
   private toUri(p: string): string {
-    return `${this.settings.uriPrefix}${p.replace(/%/g, '%25')}`;
+    return `${this.settings.uriPrefix}${p}`;
   }
 
   private query(op: string, params: Record<string, string | undefined>): string {

@@ -32,9 +32,8 @@ export class WebHdfsStore implements Store {
     return this.nn.requests;
   }
 
-  /** Paths are given percent-decoded (store/resolve.ts), so a '%' in one is written %25: the URI reads back as the path. */
   toUri(p: string): string {
-    return `${this.settings.uriPrefix}${p.replace(/%/g, '%25')}`;
+    return `${this.settings.uriPrefix}${p}`;
   }
 
   async stat(p: string): Promise<Entry | null> {
