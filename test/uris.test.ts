@@ -44,6 +44,12 @@ test('s3a:// and s3n:// parse as S3; hdfs:/// as the default file system', () =>
   assert.throws(() => parseUri('s3a:///x', '/'), /names no bucket: use s3a:\/\/BUCKET\/path/);
 });
 
+test('a location holding a line break, written or percent-escaped, is a usage error (never a local path by mistake)', () => {
+  for (const raw of ['s3://b/raw\u2028y', 's3://b/ls%E2%80%A8x', 'hdfs://nn:8020/a%0Ab', '/tmp/a\nb', 's3://b/x\ry']) {
+    assert.throws(() => parseUri(raw, '/'), (e: unknown) => e instanceof UsageError && e.message.includes('holds a line break'), raw);
+  }
+});
+
 test("a '%' that starts no percent-escape is a usage error naming the URI (exit 2), not a bare 'URI malformed'", () => {
   assert.deepEqual(parseUri('s3://b/t%2541', '/'), { scheme: 's3', authority: 'b', path: '/t%41' });
   for (const raw of ['s3://b/x%bl', 'hdfs://nn:8020/50%', 'hdfs:/wh/%E0%A4%A']) {

@@ -20,7 +20,18 @@ export interface ParsedUri {
 
 const REMOTE = /^([a-z][a-z0-9+.-]*):\/\/([^/]*)(\/.*)?$/i;
 
+/** Line breaks: a location holding one cannot be written on one manifest line, nor printed as one. */
+const LINE_BREAK = /[\n\r\u2028\u2029]/;
+
 export function parseUri(raw: string, cwd: string): ParsedUri {
+  const parsed = parseLocation(raw, cwd);
+  if (LINE_BREAK.test(raw) || LINE_BREAK.test(parsed.path)) {
+    throw new UsageError(`${JSON.stringify(raw)} holds a line break (CR, LF, U+2028 or U+2029): stagecommit cannot record such a location; choose another name`);
+  }
+  return parsed;
+}
+
+function parseLocation(raw: string, cwd: string): ParsedUri {
   if (raw === '') throw new UsageError('an empty path or URI was given: give a directory path or a URI such as s3://bucket/table');
   if (raw.startsWith('file:')) {
     let p: string;
