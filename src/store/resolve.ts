@@ -26,7 +26,7 @@ const LINE_BREAK = /[\n\r\u2028\u2029]/;
 export function parseUri(raw: string, cwd: string): ParsedUri {
   const parsed = parseLocation(raw, cwd);
   if (LINE_BREAK.test(raw) || LINE_BREAK.test(parsed.path)) {
-    throw new UsageError(`${JSON.stringify(raw)} holds a line break (CR, LF, U+2028 or U+2029): stagecommit cannot record such a location; choose another name`);
+    throw new UsageError(`'${raw}' holds a line break (CR, LF, U+2028 or U+2029): stagecommit cannot record such a location; choose another name`);
   }
   return parsed;
 }
