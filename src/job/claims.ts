@@ -8,9 +8,8 @@ import { posix } from 'node:path';
 import { checkRelativePath, checkTaskId, isDataName } from '../paths.js';
 import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
-import { isTempName } from '../store/temp-names.js';
 import { ADOPTED_DIR, taskAttemptName, type JobLayout } from './layout.js';
-import { readManifestFile } from './manifest-io.js';
+import { manifestNames, readManifestFile } from './manifest-io.js';
 import { claimFilesOf, fileOf, type ClaimFiles, type TaskFile } from './claim-files.js';
 
 export type { TaskFile } from './claim-files.js';
@@ -266,8 +265,7 @@ export async function decide(store: Store, layout: JobLayout, app: number, d: De
 
 /** Every decision of one app attempt, by task attempt. */
 export async function readDecisions(store: Store, layout: JobLayout, app: number, concurrency = 16): Promise<Map<string, Decision>> {
-  // A killed create left its temp file here (an empty one, locally): a write in progress, never a decision (§5.12).
-  const names = (await store.list(layout.decisionsDir(app))).filter((e) => e.kind === 'file' && e.name.endsWith('.yaml') && !isTempName(e.name)).map((e) => e.name.slice(0, -5));
+  const names = (await manifestNames(store, layout.decisionsDir(app))).map((n) => n.slice(0, -5));
   const read = await mapLimit(names, concurrency, (n) => readDecision(store, layout, app, n));
   return new Map(read.filter((d): d is Decision => d !== null).map((d) => [d.taskAttempt, d]));
 }

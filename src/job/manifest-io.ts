@@ -3,6 +3,7 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CorruptManifestError } from '../errors.js';
+import { isTempName } from '../store/temp-names.js';
 import type { Store } from '../store/types.js';
 
 const RETRIES = 8;
@@ -24,4 +25,12 @@ export async function readManifestFile<T>(store: Store, path: string, decode: (t
     }
     await sleep(25 * Math.min(i + 1, 8));
   }
+}
+
+/**
+ * The manifests in a directory, by file name (`*.yaml`): a file with a temp name is a write in
+ * progress, or a killed one's debris (an empty file, locally), never a manifest (§5.12).
+ */
+export async function manifestNames(store: Store, dir: string): Promise<string[]> {
+  return (await store.list(dir)).filter((e) => e.kind === 'file' && e.name.endsWith('.yaml') && !isTempName(e.name)).map((e) => e.name);
 }

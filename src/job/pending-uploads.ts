@@ -11,12 +11,11 @@ import { ConflictError, CorruptManifestError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields, itemNumber, itemString } from '../manifest/codec.js';
 import { checkRelativePath } from '../paths.js';
 import type { Store } from '../store/types.js';
-import { isTempName } from '../store/temp-names.js';
 import { forEachLimit, mapLimit } from '../util/pool.js';
 import { claimedUploads, type TaskFile } from './claims.js';
 import type { JobManifest } from './job.js';
 import type { JobLayout } from './layout.js';
-import { readManifestFile } from './manifest-io.js';
+import { manifestNames, readManifestFile } from './manifest-io.js';
 
 /** `<staging>/_uploads/<appAttempt>/<taskAttempt>/<time>-<nonce>.yaml`: one record per `stage` run. */
 export const UPLOADS_DIR = '_uploads';
@@ -97,7 +96,7 @@ export async function stageAsUploads(store: Store, layout: JobLayout, job: JobMa
 }
 
 async function readRecords(store: Store, dir: string, taskAttempt: string, concurrency: number): Promise<UploadRecord[]> {
-  const names = (await store.list(dir)).filter((e) => e.kind === 'file' && e.name.endsWith('.yaml') && !isTempName(e.name)).map((e) => e.name).sort();
+  const names = (await manifestNames(store, dir)).sort();
   const read = await mapLimit(names, concurrency, async (n) => {
     const path = posix.join(dir, n);
     const r = await readManifestFile(store, path, (text, file) => decodeRecord(text, file, taskAttempt));
