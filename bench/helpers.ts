@@ -182,6 +182,12 @@ export function printTable(header: readonly string[], rows: readonly (readonly s
   for (const r of rows) console.log(line(r));
 }
 
+/** The middle value (the mean of the two middle ones for an even count). */
+export function median(xs: readonly number[]): number {
+  const v = [...xs].sort((a, b) => a - b);
+  return v.length % 2 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
+}
+
 export const fmt = {
   s: (x: number): string => `${x.toFixed(3)} s`,
   ratio: (x: number): string => `${x.toFixed(2)}x`,

@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { LocalStore } from '../src/store/local.js';
 import { listTreeLocal } from '../src/store/local-tree.js';
-import { benchEnv, existingPartitions, ROOT, fmt, plainTree, printTable, runStep, stagedJob, timed, type Shape } from './helpers.js';
+import { benchEnv, existingPartitions, median, ROOT, fmt, plainTree, printTable, runStep, stagedJob, timed, type Shape } from './helpers.js';
 
 const PARTITIONS = Number(process.env.BENCH_PARTITIONS ?? 100);
 const FILES = Number(process.env.BENCH_FILES ?? 10_000);
@@ -103,11 +103,6 @@ function rmdirFloor(skeleton: string, dirs: readonly string[]): number {
   if (r.status !== 0) throw new Error(r.stderr);
   return Number(r.stdout.trim());
 }
-
-const median = (xs: readonly number[]): number => {
-  const v = [...xs].sort((a, b) => a - b);
-  return v.length % 2 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
-};
 
 type Target = 'absent' | 'new partitions' | 'existing partitions';
 

@@ -19,7 +19,7 @@ import { commitTask } from '../src/steps/commit-task.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import { JobLayout, taskAttemptName } from '../src/job/layout.js';
 import { forEachLimit } from '../src/util/pool.js';
-import { BIN, ROOT } from './helpers.js';
+import { BIN, median, ROOT } from './helpers.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -133,10 +133,6 @@ async function peerTimes(files: string[], body: Buffer): Promise<{ aws: number; 
 
 const rows: string[] = [];
 type Ours = { wall: number; metrics: Record<string, number> };
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const runs = (xs: readonly number[]): string => (xs.length > 1 ? ` (runs: ${xs.map((x) => x.toFixed(2)).join(', ')})` : '');
 
 function row(label: string, ours: readonly Ours[], files: number, peer: { aws: number[]; rclone: number[] }, goals: string): void {
