@@ -72,6 +72,31 @@ for (const fx of storeFixtures().filter((f) => f.name === 's3')) {
   });
 }
 
+for (const fx of storeFixtures()) {
+  describe(`new jobs whose handles would not read back, on ${fx.name}`, () => {
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 'hs');
+    test("a target holding '%' (S3, HDFS: URIs are percent-decoded) or a control character is refused, exit 2, nothing written", async () => {
+      const remote = fx.name !== 'local';
+      for (const [name, refused] of [['t%41', remote], ['c\u0001z', true], ['d\u007f', true], ['tab\tok', false]] as const) {
+        const target = path.posix.join(dir(), name);
+        // A '%' is written %25 in a URI; a local path is taken as written.
+        const r = await inProcess(['stage', '--target', remote ? sb.uri(target).replace(/%(?!25)/g, '%25') : sb.uri(target), '--tasks', '1'], { env: sb.env });
+        if (!refused) {
+          assert.equal(r.code, 0, `${name}: ${r.stderr}`);
+          const status = await inProcess(['status', '--job', r.stdout.trim()], { env: sb.env });
+          assert.equal(status.code, 0, `${name}: the handle reads back: ${status.stderr}`);
+          continue;
+        }
+        assert.equal(r.code, 2, `${name}: ${r.stdout}${r.stderr}`);
+        assert.match(r.stderr, /its job handle would not read back/);
+      }
+      const left = (await sb.store.list(dir())).map((e) => e.name);
+      assert.ok(left.every((n) => n === '.stagecommit' || n.startsWith('tab')), `nothing of a refused job was written: ${left}`);
+    });
+  });
+}
+
 const site = (props: Record<string, string>) =>
   `<?xml version="1.0"?>\n<configuration>\n${Object.entries(props).map(([k, v]) => `  <property>\n    <name>${k}</name>\n    <value>${v}</value>\n  </property>\n`).join('')}</configuration>\n`;
 

@@ -10,7 +10,7 @@ import { storeKey } from '../store/resolve.js';
 import { stageFiles as stageFilesStep, type StagedSource, type StageFilesResult } from '../steps/stage-files.js';
 import { stageJob } from '../steps/stage-job.js';
 import { either, handle, listOf, oneOf, operation, positiveInt, required, taskId, text, texts, wholeNumber, type OptionTable } from './options.js';
-import { iso, type Session } from './session.js';
+import { iso, type Location, type Session } from './session.js';
 
 export interface StageOptions {
   /** The table directory to write (URI or path). */
@@ -52,12 +52,29 @@ export interface StageDoc {
   readonly stagedAtMs: number;
 }
 
+/** Control characters but tab: a handle holding one is printed escaped, and the escape does not read back. */
+const CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+
+/**
+ * A new job's target and staging dir must give handles that read back as the same paths. S3 and
+ * HDFS URIs are percent-decoded and printed as they are, so a '%' in such a path would print a
+ * handle naming another path (another job's, with the same --job-id); a control character is
+ * printed escaped. Refused before anything is written.
+ */
+function checkHandleSafe(loc: Location, raw: string, what: string): void {
+  if (loc.uri.scheme !== 'file' && loc.path.includes('%')) {
+    throw new UsageError(`${what} ${raw} names a path holding '%' (written %25 in a URI): its job handle would not read back, as URIs are percent-decoded; choose a name without '%'`);
+  }
+  if (CONTROL.test(loc.path)) throw new UsageError(`${what} ${raw} names a path holding a control character: its job handle would not read back; choose another name`);
+}
+
 /** The staging dir given (stagingDir, else the config's stagingRoot), checked to be on the target's store. */
 async function stagingOf(s: Session, o: StageOptions, targetKey: string): Promise<{ stagingPath?: string; stagingRoot?: string }> {
   const raw = o.stagingDir ?? s.config.stagingRoot;
   if (!raw) return {};
   const what = o.stagingDir ? '--staging-dir' : 'stagingRoot';
   const loc = await s.location(raw);
+  checkHandleSafe(loc, raw, what);
   if (storeKey(loc.uri) !== targetKey) {
     throw new UsageError(`${what} ${raw} is not on the target's store (${targetKey}): the staging dir must be on the same store, bucket or namespace`);
   }
@@ -68,6 +85,7 @@ export const stage = operation('stage', STAGE_OPTIONS, async (s: Session, o: Sta
   const mode: Mode = o.mode ?? 'create';
   const algorithm: Algorithm = o.algorithm ?? 'v1';
   const target = await s.location(o.target);
+  checkHandleSafe(target, o.target, '--target');
   const staging = await stagingOf(s, o, storeKey(target.uri));
   const partitionBy = typeof o.partitionBy === 'string' ? o.partitionBy.split(',').filter((c) => c !== '') : o.partitionBy;
   const r = await stageJob(s.stepEnv(target.store), {
