@@ -19,3 +19,24 @@ export function status(e: unknown): number | undefined {
 export function errName(e: unknown): string {
   return (e as { name?: string; Code?: string })?.name ?? (e as { Code?: string })?.Code ?? '';
 }
+
+const DENIED: Record<string, string> = {
+  InvalidAccessKeyId: 'this server does not know the access key in use: check AWS_ACCESS_KEY_ID or the profile (AWS_PROFILE)',
+  SignatureDoesNotMatch: 'the secret key does not match the access key: check AWS_SECRET_ACCESS_KEY or the profile (AWS_PROFILE)',
+};
+
+/**
+ * What the user must change when the credentials are missing, expired or refused, or null when
+ * the failure is not about them. A HEAD's 403 has no body, so no S3 code: the hint is general.
+ */
+export function credentialProblem(e: unknown): string | null {
+  const name = errName(e);
+  if (name === 'CredentialsProviderError') {
+    return 'no AWS credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (a profile in ~/.aws/config), then run the step again';
+  }
+  if (name === 'ExpiredToken' || name === 'TokenRefreshRequired') return `the credentials have expired (${name}): refresh them, then run the step again`;
+  if (status(e) !== 403) return null;
+  const code = /^(Unknown|HTTP403|403|)$/.test(name) ? '' : ` ${name}`;
+  const why = DENIED[name] ?? "the credentials in use may not do this here: check AWS_ACCESS_KEY_ID or AWS_PROFILE, and the bucket's policy";
+  return `access denied (HTTP 403${code}): ${why}`;
+}

@@ -8,7 +8,7 @@ import { StoreError } from '../../errors.js';
 import type { Entry, ListOptions, PendingUpload, ReadyUpload, RenameOptions, Store, StoreCapabilities } from '../types.js';
 import { multipartCopy } from './copy.js';
 import { deleteKeys } from './delete.js';
-import { copySource, errName, splitPath, status } from './keys.js';
+import { copySource, credentialProblem, errName, splitPath, status } from './keys.js';
 import type { S3Settings } from './settings.js';
 import { listPage, type ListedObject, type ListPage } from './listing.js';
 import { SignedRequests } from './signed.js';
@@ -86,6 +86,8 @@ export class S3Store implements Store {
     const code = status(e);
     const name = errName(e);
     if (name === 'NoSuchBucket') return noSuchBucket(op, splitPath(paths[0] ?? '').bucket);
+    const denied = credentialProblem(e);
+    if (denied) return new StoreError('refused', op, paths.map((p) => this.toUri(p)), denied);
     const kind = code === 404 || name === 'NoSuchKey' || name === 'NotFound' ? 'not-found' : code === 412 ? 'exists' : 'io';
     const msg = `${name || 'error'}${code ? ` (HTTP ${code})` : ''}: ${(e as Error)?.message ?? String(e)}`;
     return new StoreError(kind, op, paths.map((p) => this.toUri(p)), msg);
@@ -109,7 +111,8 @@ export class S3Store implements Store {
       },
     );
     const [file, prefix] = await Promise.allSettled([head, dir]);
-    if (file.status === 'rejected') throw file.reason;
+    // When both fail the listing's error speaks: a HEAD's answer has no body, so no S3 error code.
+    if (file.status === 'rejected') throw prefix.status === 'rejected' ? prefix.reason : file.reason;
     if (file.value) return file.value;
     if (prefix.status === 'rejected') throw prefix.reason;
     return prefix.value;

@@ -8,6 +8,7 @@
 // jittered exponential backoff.
 
 import type { S3Client } from '@aws-sdk/client-s3';
+import { credentialProblem } from './keys.js';
 import { canonicalQuery, encodeSegment, SigV4 } from './sigv4.js';
 import { Transport, type Deadlines } from './transport.js';
 
@@ -75,7 +76,9 @@ export function xmlText(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;');
 }
 
-function retryable(e: unknown): boolean {
+/** Whether a failed request may be sent again: not when the credentials are missing or refused. */
+export function retryable(e: unknown): boolean {
+  if (credentialProblem(e) !== null) return false;
   if (e instanceof S3ResponseError) return e.$metadata.httpStatusCode >= 500 || e.$metadata.httpStatusCode === 429 || RETRYABLE_CODES.has(e.name);
   // Anything else came from the connection (reset, refused, timed out): the request may be sent again.
   return true;

@@ -1,0 +1,83 @@
+// Credentials S3 refuses, and none at all, through the CLI against the real RGW: each step ends at
+// with exit 1, one line naming what to change, and nothing changed.
+
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { retryable, S3ResponseError } from '../src/store/s3/signed.js';
+import { cli } from './helpers/cli.js';
+import { localFiles } from './helpers/jobs.js';
+import { storeFixtures, type StoreSandbox } from './helpers/stores.js';
+import { readTree } from './helpers/tree.js';
+
+const s3 = storeFixtures().find((f) => f.name === 's3');
+
+test('a credential the chain cannot find, or S3 refuses, is not sent again', () => {
+  const missing = Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' });
+  assert.equal(retryable(missing), false);
+  for (const code of ['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken']) assert.equal(retryable(new S3ResponseError(code, '', code === 'ExpiredToken' ? 400 : 403)), false, code);
+  assert.equal(retryable(new S3ResponseError('SlowDown', '', 503)), true);
+  assert.equal(retryable(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })), true);
+});
+
+describe('S3 credentials that are refused or missing', { skip: !s3 && 'S3 is not among the test stores' }, () => {
+  let sb: StoreSandbox;
+  let home: string;
+  let job: string;
+  before(async () => {
+    sb = await s3!.sandbox();
+    home = await mkdtemp(path.join(os.tmpdir(), 'no-aws-'));
+    const staged = await cli(['stage', '--target', sb.uri(`${sb.base}/sales`), '--tasks', '1'], { env: sb.env });
+    assert.equal(staged.code, 0, staged.stderr);
+    job = staged.stdout.trim();
+    const [file] = await localFiles({ 'part-0.csv': 'a,1\n' });
+    const ok = await cli(['stage', '--job', job, '--task', '0', file!], { env: sb.env });
+    assert.equal(ok.code, 0, ok.stderr);
+  });
+  after(async () => {
+    await sb.close();
+    await rm(home, { recursive: true, force: true });
+  });
+
+  // No profile files, no instance metadata: the SDK's chain has nothing to find.
+  const bare = () => ({
+    HOME: home,
+    AWS_ACCESS_KEY_ID: undefined,
+    AWS_SECRET_ACCESS_KEY: undefined,
+    AWS_SESSION_TOKEN: undefined,
+    AWS_PROFILE: undefined,
+    AWS_SHARED_CREDENTIALS_FILE: path.join(home, 'credentials'),
+    AWS_CONFIG_FILE: path.join(home, 'config'),
+    AWS_EC2_METADATA_DISABLED: 'true',
+  });
+  const cases: [string, () => Record<string, string | undefined>, RegExp][] = [
+    ['a wrong secret key', () => ({ AWS_SECRET_ACCESS_KEY: 'not-the-secret' }), /access denied \(HTTP 403( SignatureDoesNotMatch)?\): .*check AWS_/],
+    ['an access key the server does not know', () => ({ AWS_ACCESS_KEY_ID: 'nobody-here' }), /access denied \(HTTP 403( InvalidAccessKeyId)?\): .*check AWS_ACCESS_KEY_ID/],
+    ['no credentials at all', bare, /no AWS credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE/],
+  ];
+  for (const [what, env, message] of cases) {
+    test(`${what}: every step exits 1 at once with one line that says what to check, and nothing changes`, async () => {
+      const before = await readTree(sb.store, sb.base);
+      const runs = [
+        ['stage', '--target', sb.uri(`${sb.base}/other`)],
+        ['commit-task', '--job', job, '--task', '0'],
+        ['commit-job', '--job', job],
+        ['abort', '--job', job],
+      ];
+      for (const args of runs) {
+        const r = await cli(args, { env: { ...sb.env, ...env() } });
+        assert.equal(r.code, 1, `${args[0]}: ${r.stderr}`);
+        const lines = r.stderr.trim().split('\n');
+        assert.equal(lines.length, 1, `${args[0]}: one line, not ${r.stderr}`);
+        assert.match(lines[0]!, message, args[0]);
+        assert.equal(r.stdout, '');
+      }
+      assert.deepEqual(await readTree(sb.store, sb.base), before);
+      const status = await cli(['status', '--job', job, '--json'], { env: sb.env });
+      assert.equal(status.code, 0, status.stderr);
+      assert.equal(JSON.parse(status.stdout).state, 'staged');
+    });
+  }
+});
