@@ -53,9 +53,9 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
     if (!paths.includes(layout.progressFile)) paths.push(layout.progressFile);
     await store.deleteMany!(paths);
   } else {
-    const entries = await store.list(layout.root);
-    await remove(entries.filter((e) => !last(e.path) && e.path !== layout.commitFile));
-    await store.delete(layout.commitFile, false);
+    // The plan goes with the rest: a job whose `_job.yaml` says committed needs it no more, and
+    // one only aborted never had one.
+    await remove((await store.list(layout.root)).filter((e) => !last(e.path)));
   }
   for (let round = 1; ; round++) {
     const left = (await (bulk ? store.listTree!(layout.root) : store.list(layout.root))).filter((e) => !last(e.path));

@@ -129,7 +129,10 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   let listed: Promise<string[] | null> | undefined;
   if (job.state !== 'committed') {
     if (removesInBulk(store)) listed = stagingKeys(store, layout).catch(() => null);
-    if (job.state === 'staged') await saveJob(store, layout, { ...job, state: 'committing' });
+    // The plan on the store already makes the job 'committing' (stateOnStore): `_job.yaml` says so
+    // too, written while the first phase publishes, and before anything says the job is done.
+    const marked = job.state === 'staged' ? saveJob(store, layout, { ...job, state: 'committing' }) : undefined;
+    marked?.catch(() => undefined); // awaited below; if publishing fails first, that failure is the one reported
     env.emit({ type: 'phase', label: `publishing ${plan.files} file(s)` });
     // A plan this run just wrote has no progress yet: nothing to read.
     const progress = planJustWritten ? null : await store.readFile(layout.progressFile);
@@ -157,6 +160,7 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
       plan.phases,
       phasesDone,
     );
+    await marked;
     const successWritten = store.writeFile(
       success,
       successJson({
