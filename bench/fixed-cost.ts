@@ -23,9 +23,10 @@ import { benchEnv, printTable, seconds } from './helpers.js';
 
 /**
  * The store with its sequential round trips counted: a call that starts while no other is in
- * flight begins a new round (calls made at once share one).
+ * flight begins a new round (calls made at once share one). BENCH_TRACE=1 prints each call (its
+ * round, operation and first path, `root` shortened to '…') on stderr.
  */
-function countingRounds(store: Store): { store: Store; rounds: () => number } {
+function countingRounds(store: Store, root: string): { store: Store; rounds: () => number } {
   let inFlight = 0;
   let rounds = 0;
   const proxy = new Proxy(store, {
@@ -36,6 +37,9 @@ function countingRounds(store: Store): { store: Store; rounds: () => number } {
         const starts = inFlight === 0;
         if (starts) rounds++;
         inFlight++;
+        if (process.env.BENCH_TRACE === '1' && typeof args[0] === 'string') {
+          process.stderr.write(`  ${String(rounds).padStart(3)} ${String(key)} ${args[0].split(root).join('…')}\n`);
+        }
         const out = (v as (...a: unknown[]) => unknown).apply(target, args);
         if (out instanceof Promise) return out.finally(() => inFlight--);
         inFlight--;
@@ -50,7 +54,7 @@ function countingRounds(store: Store): { store: Store; rounds: () => number } {
 async function oneFileJob(label: string, store: Store, root: string, file: string): Promise<string[][]> {
   const rows: string[][] = [];
   const step = async <T>(name: string, fn: (env: ReturnType<typeof benchEnv>) => Promise<T>): Promise<T> => {
-    const counted = countingRounds(store);
+    const counted = countingRounds(store, root);
     const env = benchEnv(counted.store, 8);
     const t = process.hrtime.bigint();
     const out = await fn(env);
