@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
-import { InjectedFault } from '../src/errors.js';
+import { InjectedFault, StoreError } from '../src/errors.js';
 import { failAt, type MutationHook } from '../src/store/instrumented.js';
 import { JobLayout } from '../src/job/layout.js';
 import { loadJob } from '../src/job/job.js';
@@ -17,7 +17,8 @@ import { walkFiles } from '../src/store/walk.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree, type Tree } from './helpers/tree.js';
 import { killed } from './helpers/crash-points.js';
-import { libCommitJob, libCommitTask, libStage, libStageTask, testEnv, type Scenario } from './helpers/lib.js';
+import { jobScenario, libCommitJob, libCommitTask, libStage, libStageTask, readyJob, testEnv, type Scenario } from './helpers/lib.js';
+import { commitJob } from '../src/steps/commit-job.js';
 import type { TaskSpec } from './helpers/jobs.js';
 
 const SCENARIOS: Scenario[] = [
@@ -317,6 +318,48 @@ for (const fx of storeFixtures({ inProcess: true })) {
       }
       t.diagnostic(`recover crash points: ${n}, faulted here: ${visited}`);
       assert.equal(visited, shareOf(n), "every point of this store's share was faulted");
+    });
+  });
+}
+
+for (const fx of storeFixtures({ inProcess: true })) {
+  describe(`a store error on ${fx.name}`, () => {
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 'e');
+    /** Fails the first mutation under `under` with an I/O error, once; the store works again after it. */
+    const failsOnce = (under: string): MutationHook => {
+      let done = false;
+      return (_n, _op, path) => {
+        if (done || !path.startsWith(`${under}/`)) return;
+        done = true;
+        throw new StoreError('io', 'rename', [path], 'Input/output error');
+      };
+    };
+    const tasks: TaskSpec[] = [
+      { task: '0', partition: ['dt=1'], files: { a: 'a' } },
+      { task: '1', partition: ['dt=2'], files: { b: 'b' } },
+    ];
+
+    test("after the commit point, exit 1 says the job is committing and that recover finishes it; before it, it does not", async () => {
+      const target = posix.join(dir(), 't');
+      await writeTree(sb.store, target, { 'dt=9/keep': 'k' });
+      const staging = await readyJob(sb.store, target, jobScenario('E', 'append'), tasks);
+      const err = await commitJob(testEnv(sb.store, failsOnce(target)), { stagingPath: staging }).then(() => null, (e: unknown) => e);
+      assert.ok(err instanceof StoreError, String(err));
+      assert.equal(err.exitCode, 1);
+      assert.match(err.message, /Input\/output error; job E is past its commit point: run 'stagecommit recover --job .+' to finish it$/);
+      await recover(testEnv(sb.store), { stagingPath: staging });
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a', 'dt=2/b': 'b', 'dt=9/keep': 'k' });
+      assert.notEqual(await sb.store.stat(posix.join(target, '_SUCCESS')), null);
+
+      // The table log is written before the plan: an error there changed nothing, and says only what failed.
+      const other = posix.join(dir(), 'u');
+      const early = await readyJob(sb.store, other, jobScenario('F', 'create'), tasks);
+      const log = posix.join(posix.dirname(other), '.stagecommit', 'u', '_log');
+      const before = await commitJob(testEnv(sb.store, failsOnce(log)), { stagingPath: early }).then(() => null, (e: unknown) => e);
+      assert.ok(before instanceof StoreError, String(before));
+      assert.doesNotMatch(before.message, /commit point/);
+      assert.equal(await sb.store.stat(other), null, 'the target is untouched');
     });
   });
 }

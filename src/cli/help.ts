@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 /** What each exit code means; a command lists the ones it can end with. */
 export const EXIT_MEANINGS: Record<number, string> = {
   0: 'done',
-  1: 'failed: a store error or a damaged manifest; nothing changed',
+  1: 'failed: a store error or a damaged manifest; nothing changed, unless the message says the job is past its commit point (recover finishes it)',
   2: 'bad usage or input; nothing changed',
   3: 'commit denied: another attempt won the task, or it was aborted',
   4: 'conflict: locked by a live step, wrong state, or the target changed',

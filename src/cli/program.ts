@@ -25,7 +25,8 @@ Example:
   stagecommit stage --job "$JOB" --task 0 --partition dt=2026-11-30 part-0.parquet
   stagecommit commit-task --job "$JOB" --task 0 && stagecommit commit-job --job "$JOB"
 
-Exit codes: 0 done, 1 failed (store error, damaged manifest: nothing changed), 2 bad usage or input,
+Exit codes: 0 done, 1 failed (store error, damaged manifest: nothing changed, unless the message
+says the job is past its commit point: recover finishes it), 2 bad usage or input,
 3 commit denied (another attempt won, or it was aborted), 4 conflict (locked, wrong state,
 target changed, another job replaced or is still committing the same partitions),
 5 incomplete (declared tasks missing), 130/143 stopped by SIGINT/SIGTERM (run the step

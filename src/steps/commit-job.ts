@@ -3,7 +3,7 @@
 // point it only rolls forward.
 
 import { posix } from 'node:path';
-import { ConflictError, CorruptManifestError } from '../errors.js';
+import { ConflictError, CorruptManifestError, ExitCode, StageCommitError } from '../errors.js';
 import { claimedUploads, leftoverOfRoot } from '../job/claims.js';
 import { isFullyStatic, saveJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { SUCCESS_FILE } from '../job/layout.js';
@@ -239,6 +239,19 @@ export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<Co
   }
 }
 
+/**
+ * A failure after the commit point changed the target, or may have: its message (exit 1) says
+ * the job is committing and how to finish it, since "failed" alone reads as "nothing changed".
+ */
+function pastCommitPoint(store: Store, open: OpenJob): (e: unknown) => never {
+  return (e) => {
+    if (e instanceof StageCommitError && e.exitCode === ExitCode.failed) {
+      e.message += `; job ${open.job.jobId} is past its commit point: run 'stagecommit recover --job ${store.toUri(open.layout.root)}' to finish it`;
+    }
+    throw e;
+  };
+}
+
 /** commit-job's work, for a caller that holds the job lease (commit-job itself, recover). */
 export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease): Promise<CommitJobResult> {
   const { store } = env;
@@ -249,7 +262,7 @@ export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease
   const outcome = plan ? 'rolled-forward' : 'committed';
   if (!plan && open.state === 'committed') {
     // Only the clean-up was left: the plan is removed just before `_job.yaml`.
-    const { success } = await rollForward(env, open, emptyPlan(job), lease);
+    const { success } = await rollForward(env, open, emptyPlan(job), lease).catch(pastCommitPoint(store, open));
     return { jobId: job.jobId, target: job.target, outcome: 'rolled-forward', files: 0, bytes: 0, partitionsWritten: [], partitionsReplaced: [], success, metrics: env.metrics() };
   }
   if (!plan && open.state === 'committing') {
@@ -262,7 +275,7 @@ export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease
     env.emit({ type: 'phase', label: 'writing the commit plan' });
     await store.writeFile(layout.commitFile, encodePlan(plan));
   }
-  const { success } = await rollForward(env, open, plan, lease, listing, outcome === 'committed');
+  const { success } = await rollForward(env, open, plan, lease, listing, outcome === 'committed').catch(pastCommitPoint(store, open));
   return {
     jobId: job.jobId,
     target: job.target,
