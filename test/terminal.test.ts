@@ -126,5 +126,12 @@ test('a name carrying terminal controls (ESC, BEL, CR) is printed escaped: no me
   assert.equal(r.code, 2, r.stderr);
   assert.doesNotMatch(r.stderr, /[\x07\x0d]|\x1b(?!\[[0-9;]*m)/, JSON.stringify(r.stderr));
   assert.match(r.stderr, /no-such-job-\\u001b\]0;pwned\\u0007\\u001b\[2J\\u000d/);
-  assert.equal(printable('\x1b[31mred\x1b[39m\tand\nmore'), '\x1b[31mred\x1b[39m\tand\nmore', 'our colours, tabs and newlines pass');
+  assert.equal(printable('\x1b[31mred\x1b[39m\tand\nmore'), '\x1b[31mred\x1b[39m\tand\nmore', 'our colours, tabs and newlines pass');  // C1 controls (CSI, NEL), line and paragraph separators, bidirectional overrides: escaped too.
+  const sly = `/tmp/no-such-job-\x9b2J\x85next\u2028line\u2029par\u202egnp.exe\u2066x\u2069`;
+  const s = await cli(['status', '--job', sly]);
+  assert.equal(s.code, 2, s.stderr);
+  assert.equal(s.stderr.trim().split('\n').length, 1, JSON.stringify(s.stderr));
+  assert.doesNotMatch(s.stderr, /[\x80-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/, JSON.stringify(s.stderr));
+  assert.match(s.stderr, /no-such-job-\\u009b2J\\u0085next\\u2028line\\u2029par\\u202egnp\.exe\\u2066x\\u2069/);
+  assert.equal(printable('día — naïve ✓ 日本'), 'día — naïve ✓ 日本', 'other letters and signs pass');
 });

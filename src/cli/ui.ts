@@ -32,10 +32,13 @@ function spinnerTerminal(stream: UiStream, env: NodeJS.ProcessEnv): boolean {
 /**
  * Text for a terminal: control characters a name may carry (an outside writer's key can hold ESC
  * or BEL) are written as \\u escapes, so that no message can clear the screen or retitle the
- * window. Newlines, tabs and our own colours (SGR sequences) pass.
+ * window; so are the C1 controls (U+009B is CSI to some terminals, U+0085 a line break), the
+ * line and paragraph separators (no one-line message breaks in a log) and the bidirectional
+ * overrides (no path shows in an order other than its own). Newlines, tabs and our own colours
+ * (SGR sequences) pass.
  */
 export function printable(text: string): string {
-  return text.replace(/\x1b\[[0-9;]*m|[\x00-\x08\x0b-\x1f\x7f]/g, (m) => (m.length > 1 ? m : `\\u${m.charCodeAt(0).toString(16).padStart(4, '0')}`));
+  return text.replace(/\x1b\[[0-9;]*m|[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (m) => (m.length > 1 ? m : `\\u${m.charCodeAt(0).toString(16).padStart(4, '0')}`));
 }
 
 export class Ui {
