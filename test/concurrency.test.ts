@@ -6,8 +6,9 @@ import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import os from 'node:os';
 import { cli, ok, spawnCli, until } from './helpers/cli.js';
-import { libCommitJob, libCommitTask, libStage, libStageTask, testEnv } from './helpers/lib.js';
-import { ConflictError, StoreError } from '../src/errors.js';
+import { driverDied, libCommitJob, libCommitTask, libStage, libStageTask, testEnv } from './helpers/lib.js';
+import { killed as killedAt } from './helpers/crash-points.js';
+import { ConflictError, InjectedFault, StoreError } from '../src/errors.js';
 import { commitJob, commitTask, prepare, stage, stageTask } from './helpers/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
@@ -147,6 +148,42 @@ for (const fx of storeFixtures()) {
       assert.match((error as Error).message, /read the committed tasks before this one, so task 1's output is not in it/);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
       assert.equal(await sb.store.stat(stagingPath), null, 'no claim left behind');
+    });
+
+    test('a commit-task whose claim lands after commit-job read the claims, that commit-job killed at its commit point: exit 4, and recover publishes the plan without it', async () => {
+      const { target, stagingPath, layout } = await lateTaskJob('k');
+      let claimMade!: () => void;
+      const made = new Promise<void>((r) => (claimMade = r));
+      let creating = false;
+      const taskEnv = testEnv(sb.store, {
+        beforeMutation: (_n, op, p) => void (op === 'createExclusive' && p === layout.claimFile(0, '1') && (creating = true)),
+        beforeRead: (_op, p) => void (creating && p === layout.jobFile && claimMade()),
+      });
+      let late: Promise<unknown> | undefined;
+      // The plan is written, then the driver dies: `_job.yaml` still says 'staged', the lease is gone.
+      const dies = killedAt.atCommitPoint();
+      const killed = libCommitJob(
+        testEnv(sb.store, async (n, op, p) => {
+          if (!late && op === 'createExclusive' && !p.startsWith(stagingPath)) {
+            late = libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(
+              () => null,
+              (e: unknown) => e,
+            );
+            void late.then(() => claimMade());
+            await made;
+          }
+          dies(n, op, p);
+        }),
+        stagingPath,
+      );
+      await assert.rejects(killed, InjectedFault);
+      await driverDied(sb.store, stagingPath);
+      const error = await late;
+      assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
+      assert.match((error as Error).message, /was committing while task 1 committed: .*task 1's output is not in it/);
+      await recover(testEnv(sb.store), { stagingPath });
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
+      assert.equal(await sb.store.stat(stagingPath), null);
     });
 
     test('a commit-task that decides after commit-job removed the staging dir exits 4 and leaves nothing there', async () => {

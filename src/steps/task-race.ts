@@ -20,14 +20,16 @@ const HOLDER_POLL_MS = 200;
 /**
  * The job once no live step holds its lease (commit-job, recover, abort): such a step may have
  * read the claims before this attempt's claim existed, or before it was committed. Waited for up
- * to HOLDER_WAIT_MS, then exit 4. Null: the job is gone (committed or aborted).
+ * to HOLDER_WAIT_MS, then exit 4. Null: the job is gone (committed or aborted). Its state counts
+ * a written plan as 'committing', as every step's does: a commit-job killed just after its
+ * commit point left `_job.yaml` saying 'staged', and recover rolls that plan forward.
  */
 async function jobWithoutHolder(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<JobManifest | null> {
   const { store } = env;
   const until = env.now() + Math.min(HOLDER_WAIT_MS, env.leaseTtlMs);
   for (;;) {
-    const [now, lease] = await Promise.all([loadJob(store, layout), readCurrentLease(store, layout)]);
-    if (!now || !lease || !isLeaseLive(lease, env)) return now;
+    const [now, lease, plan] = await Promise.all([loadJob(store, layout), readCurrentLease(store, layout), store.stat(layout.commitFile)]);
+    if (!now || !lease || !isLeaseLive(lease, env)) return now?.state === 'staged' && plan ? { ...now, state: 'committing' } : now;
     if (env.now() >= until) {
       throw new ConflictError(`${describeHolder(lease.record)} works on job ${job.jobId} and may have read its committed tasks before task ${task}: task ${task} is not committed (nothing was published); once it has ended, run commit-task again if 'stagecommit status' shows the job still staged`);
     }
