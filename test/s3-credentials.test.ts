@@ -19,6 +19,8 @@ test('a credential the chain cannot find, or S3 refuses, is not sent again', () 
   assert.equal(retryable(missing), false);
   for (const code of ['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken']) assert.equal(retryable(new S3ResponseError(code, '', code === 'ExpiredToken' ? 400 : 403)), false, code);
   assert.equal(retryable(new S3ResponseError('SlowDown', '', 503)), true);
+  // A 403 for a clock off by more than 15 minutes is not the credentials': sent again (the SDK corrects its offset).
+  assert.equal(retryable(new S3ResponseError('RequestTimeTooSkewed', '', 403)), true);
   assert.equal(retryable(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })), true);
 });
 
@@ -55,7 +57,7 @@ describe('S3 credentials that are refused or missing', { skip: !s3 && 'S3 is not
   const cases: [string, () => Record<string, string | undefined>, RegExp][] = [
     ['a wrong secret key', () => ({ AWS_SECRET_ACCESS_KEY: 'not-the-secret' }), /access denied \(HTTP 403( SignatureDoesNotMatch)?\): .*check AWS_/],
     ['an access key the server does not know', () => ({ AWS_ACCESS_KEY_ID: 'nobody-here' }), /access denied \(HTTP 403( InvalidAccessKeyId)?\): .*check AWS_ACCESS_KEY_ID/],
-    ['no credentials at all', bare, /no AWS credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE/],
+    ['no credentials at all', bare, /no AWS credentials could be loaded \(Could not load credentials from any providers\): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE/],
   ];
   for (const [what, env, message] of cases) {
     test(`${what}: every step exits 1 at once with one line that says what to check, and nothing changes`, async () => {

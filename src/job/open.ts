@@ -47,7 +47,11 @@ export async function openJob(env: { readonly store: Store; readonly allowUnsign
 export function requireState(open: OpenJob, allowed: readonly JobState[], doing: string): void {
   if (!allowed.includes(open.state)) {
     // Read without the lease: the commit-job may be alive and finishing it, or killed.
-    const hint = open.state === 'committing' ? "it is past its commit point: its commit-job finishes it, or, if that was killed, run 'stagecommit recover' to finish it" : 'there is nothing more to do';
+    // A job that is committed or aborted and still has a staging dir was stopped in its clean-up.
+    const hint =
+      open.state === 'committing'
+        ? "it is past its commit point: its commit-job finishes it, or, if that was killed, run 'stagecommit recover' to finish it"
+        : `its clean-up was stopped: run 'stagecommit recover' to remove its staging dir`;
     throw new ConflictError(`cannot ${doing}: job ${open.job.jobId} is ${open.state}; ${hint}`);
   }
 }

@@ -32,10 +32,13 @@ const DENIED: Record<string, string> = {
 export function credentialProblem(e: unknown): string | null {
   const name = errName(e);
   if (name === 'CredentialsProviderError') {
-    return 'no AWS credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (a profile in ~/.aws/config), then run the step again';
+    // The SDK's reason names the profile or the process that failed; it may span lines.
+    const why = String((e as Error).message ?? '').replace(/\s+/g, ' ').trim().slice(0, 300);
+    return `no AWS credentials could be loaded${why ? ` (${why})` : ''}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (a profile in ~/.aws/config), then run the step again`;
   }
   if (name === 'ExpiredToken' || name === 'TokenRefreshRequired') return `the credentials have expired (${name}): refresh them, then run the step again`;
-  if (status(e) !== 403) return null;
+  // A clock off by more than 15 minutes is the machine's, not the credentials': retried (the SDK corrects it).
+  if (status(e) !== 403 || name === 'RequestTimeTooSkewed') return null;
   const code = /^(Unknown|HTTP403|403|)$/.test(name) ? '' : ` ${name}`;
   const why = DENIED[name] ?? "the credentials in use may not do this here: check AWS_ACCESS_KEY_ID or AWS_PROFILE, and the bucket's policy";
   return `access denied (HTTP 403${code}): ${why}`;
