@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
-import { CommitDeniedError, ConflictError } from '../src/errors.js';
+import { CommitDeniedError, ConflictError, StoreError } from '../src/errors.js';
 import { abort } from '../src/steps/abort.js';
 import { cleanOrphans } from '../src/steps/clean-orphans.js';
 import { commitJob } from '../src/steps/commit-job.js';
@@ -72,6 +72,23 @@ for (const fx of storeFixtures()) {
       assert.equal(await pending(target), sb.store.listUploads ? 1 : 0, 'only the claimed upload is left pending');
       await libCommitJob(env(), stagingPath);
       assert.deepEqual(data(await readTree(sb.store, target)), { f: BIG_B });
+      assert.equal(await pending(target), 0);
+    });
+
+    test('stage FILE whose upload record cannot be written fails, and leaves no upload behind (no record would ever name it)', async (t) => {
+      if (!sb.store.beginUpload) return t.skip('this store has no multipart uploads');
+      const { target, stagingPath } = await fresh({ mode: 'create', algorithm: 'v1', partitionBy: ['dt'] });
+      const refused = testEnv(sb.store, (_n, op, p) => {
+        if (op === 'writeFile' && p.includes('/_uploads/')) throw new StoreError('refused', 'writeFile', [p], 'access denied (HTTP 403 AccessDenied)');
+      });
+      await assert.rejects(libStageTask(refused, stagingPath, { task: '0', partition: ['dt=1'], files: { big: BIG_A, other: BIG_B } }), StoreError);
+      assert.equal(await pending(target), 0);
+      assert.deepEqual(await readTree(sb.store, target), {});
+      // The same files staged again commit as if nothing had happened.
+      await libStageTask(env(), stagingPath, { task: '0', partition: ['dt=1'], files: { big: BIG_A, other: BIG_B } });
+      await libCommitTask(env(), stagingPath, { task: '0', files: {} });
+      await libCommitJob(env(), stagingPath);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/big': BIG_A, 'dt=1/other': BIG_B });
       assert.equal(await pending(target), 0);
     });
 

@@ -84,9 +84,17 @@ export async function stageAsUploads(store: Store, layout: JobLayout, job: JobMa
   const big = files.map((f, i) => ({ ...f, size: sizes[i]! })).filter((f) => f.size > 0 && f.size >= store.pendingUploadMinBytes!);
   if (big.length === 0) return new Set();
   const rel = (name: string) => (part ? `${part}/${name}` : name);
-  const ids = await mapLimit(big, concurrency, (f) => store.beginUpload!(posix.join(job.targetPath, rel(f.name))));
   const record = posix.join(uploadsDir(layout, job.appAttempt, taskAttempt), `${String(nowMs).padStart(15, '0')}-${randomUUID().slice(0, 8)}.yaml`);
-  await store.writeFile(record, encodeRecord(taskAttempt, 'begun', big.map((f, i) => ({ path: rel(f.name), uploadId: ids[i]! }))));
+  const ids: string[] = new Array(big.length);
+  try {
+    await forEachLimit(big, concurrency, async (f, i) => void (ids[i] = await store.beginUpload!(posix.join(job.targetPath, rel(f.name)))));
+    await store.writeFile(record, encodeRecord(taskAttempt, 'begun', big.map((f, i) => ({ path: rel(f.name), uploadId: ids[i]! }))));
+  } catch (e) {
+    // No record names these uploads yet, so no later step could find them: they go now (as far as the store lets).
+    const begun = big.flatMap((f, i) => (ids[i] ? [{ path: posix.join(job.targetPath, rel(f.name)), uploadId: ids[i] }] : []));
+    await forEachLimit(begun, concurrency, (u) => store.abortUpload!(u)).catch(() => undefined);
+    throw e;
+  }
   const etags: string[][] = new Array(big.length);
   await forEachLimit(big, concurrency, async (f, i) => {
     etags[i] = await store.uploadParts!(posix.join(job.targetPath, rel(f.name)), ids[i]!, f.localPath, f.size);
