@@ -12,6 +12,7 @@ import type { Lease } from '../job/lease.js';
 import { successJson } from '../job/success.js';
 import { TableLog, type LogListing } from '../job/table-log.js';
 import { applyPhases } from '../plan/apply.js';
+import { allDone } from '../util/pool.js';
 import { encodePlan, loadPlan, type PersistedPlan } from '../plan/plan-file.js';
 import { planTree, targetDirsChanged, type CommitPlan, type PlanPhase, type SourceTree } from '../plan/plan.js';
 import { identicalClashes, readTargetRoot, snapshotTarget } from '../plan/target.js';
@@ -141,26 +142,32 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
     // two replays that phase, which is safe while the table log still holds its partitions (it
     // does until the job is 'committed', written after both).
     let lastRecorded: Promise<void> | undefined;
-    await applyPhases(
-      {
-        store,
-        stagingPath: layout.root,
-        targetPath: job.targetPath,
-        concurrency: env.concurrency,
-        onProgress: (done, total) => env.emit({ type: 'progress', label: 'publishing', done, total }),
-        // Every phase is recorded, the last one too: a replay after the log entry is finished
-        // must not run a phase again over what later commits wrote.
-        onPhaseDone: (phase) => {
-          const recorded = store.writeFile(layout.progressFile, `${phase + 1}\n`);
-          if (phase < plan.phases.length - 1) return recorded;
-          lastRecorded = recorded;
-          return undefined;
+    try {
+      await applyPhases(
+        {
+          store,
+          stagingPath: layout.root,
+          targetPath: job.targetPath,
+          concurrency: env.concurrency,
+          onProgress: (done, total) => env.emit({ type: 'progress', label: 'publishing', done, total }),
+          // Every phase is recorded, the last one too: a replay after the log entry is finished
+          // must not run a phase again over what later commits wrote.
+          onPhaseDone: (phase) => {
+            const recorded = store.writeFile(layout.progressFile, `${phase + 1}\n`);
+            if (phase < plan.phases.length - 1) return recorded;
+            lastRecorded = recorded;
+            return undefined;
+          },
         },
-      },
-      plan.phases,
-      phasesDone,
-    );
-    await marked;
+        plan.phases,
+        phasesDone,
+      );
+      await marked;
+    } catch (e) {
+      // No write of this step is left running when it fails (a library caller goes on at once).
+      await Promise.allSettled([marked, lastRecorded]);
+      throw e;
+    }
     const successWritten = store.writeFile(
       success,
       successJson({
@@ -176,7 +183,7 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
         targetUri: job.target,
       }),
     );
-    await Promise.all([lastRecorded, successWritten]);
+    await allDone([lastRecorded, successWritten]);
     // A driver killed while writing _SUCCESS left its temp beside it: this re-run removes it (§5.12).
     if (job.state === 'committing') await removeSuccessTemps(store, job.targetPath);
     await saveJob(store, layout, { ...job, state: 'committed' });

@@ -24,3 +24,9 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
   });
   return out;
 }
+
+/** Waits for every one, then throws the first failure: none is left running when the caller fails. */
+export async function allDone(work: readonly (Promise<unknown> | undefined)[]): Promise<void> {
+  const failed = (await Promise.allSettled(work)).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+}
