@@ -119,16 +119,21 @@ for (const fx of storeFixtures()) {
       return { target, job, stagingPath, layout: new JobLayout(stagingPath) };
     };
 
-    test('a commit-task whose claim lands after commit-job read the claims exits 4 and is not published', async () => {
-      const { target, stagingPath, layout } = await lateTaskJob('t');
+    /** An env for commit-task of task 1 that signals once its claim exists: its first read of the job after creating it. */
+    const signalsClaim = (layout: JobLayout) => {
       let claimMade!: () => void;
       const made = new Promise<void>((r) => (claimMade = r));
       let creating = false;
-      // commit-task signals once its claim exists: its first read of the job after creating it.
       const taskEnv = testEnv(sb.store, {
         beforeMutation: (_n, op, p) => void (op === 'createExclusive' && p === layout.claimFile(0, '1') && (creating = true)),
         beforeRead: (_op, p) => void (creating && p === layout.jobFile && claimMade()),
       });
+      return { taskEnv, made, claimMade };
+    };
+
+    test('a commit-task whose claim lands after commit-job read the claims exits 4 and is not published', async () => {
+      const { target, stagingPath, layout } = await lateTaskJob('t');
+      const { taskEnv, made, claimMade } = signalsClaim(layout);
       let late: Promise<unknown> | undefined;
       // commit-job's first mutation outside its staging dir is its table-log entry: the claims are read.
       await libCommitJob(
@@ -152,13 +157,7 @@ for (const fx of storeFixtures()) {
 
     test('a commit-task whose claim lands after commit-job read the claims, that commit-job killed at its commit point: exit 4, and recover publishes the plan without it', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('k');
-      let claimMade!: () => void;
-      const made = new Promise<void>((r) => (claimMade = r));
-      let creating = false;
-      const taskEnv = testEnv(sb.store, {
-        beforeMutation: (_n, op, p) => void (op === 'createExclusive' && p === layout.claimFile(0, '1') && (creating = true)),
-        beforeRead: (_op, p) => void (creating && p === layout.jobFile && claimMade()),
-      });
+      const { taskEnv, made, claimMade } = signalsClaim(layout);
       let late: Promise<unknown> | undefined;
       // The plan is written, then the driver dies: `_job.yaml` still says 'staged', the lease is gone.
       const dies = killedAt.atCommitPoint();
