@@ -5,11 +5,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
-import { InjectedFault, StoreError } from '../src/errors.js';
-import { failAt, type MutationHook } from '../src/store/instrumented.js';
+import { CorruptManifestError, InjectedFault, StoreError } from '../src/errors.js';
+import { crashAt, failAt, type MutationHook } from '../src/store/instrumented.js';
 import { JobLayout } from '../src/job/layout.js';
 import { loadJob } from '../src/job/job.js';
 import { recover } from '../src/steps/recover.js';
+import { cleanOrphans } from '../src/steps/clean-orphans.js';
 import { abort } from '../src/steps/abort.js';
 import { JobGoneError } from '../src/job/open.js';
 import type { Store } from '../src/store/types.js';
@@ -17,7 +18,7 @@ import { walkFiles } from '../src/store/walk.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree, type Tree } from './helpers/tree.js';
 import { killed } from './helpers/crash-points.js';
-import { jobScenario, libCommitJob, libCommitTask, libStage, libStageTask, readyJob, testEnv, type Scenario } from './helpers/lib.js';
+import { driverDied, jobScenario, libCommitJob, libCommitTask, libStage, libStageTask, readyJob, testEnv, type Scenario } from './helpers/lib.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import type { TaskSpec } from './helpers/jobs.js';
 
@@ -339,6 +340,38 @@ for (const fx of storeFixtures({ inProcess: true })) {
       { task: '0', partition: ['dt=1'], files: { a: 'a' } },
       { task: '1', partition: ['dt=2'], files: { b: 'b' } },
     ];
+
+    test('a driver killed once its first file is published, whose plan is then lost: recover exits 1 naming the plan and plans nothing again', async () => {
+      const target = posix.join(dir(), 'p');
+      await writeTree(sb.store, target, { 'dt=9/keep': 'k' });
+      const staging = await readyJob(sb.store, target, jobScenario('L', 'append'), tasks);
+      // The first move into the target is the one that lands (a rename, a copy or a completed upload), then the driver dies.
+      const publishes = crashAt({ op: ['rename', 'copy', 'complete'], path: (p) => p.startsWith(staging) }, { after: true });
+      await assert.rejects(commitJob(testEnv(sb.store, publishes), { stagingPath: staging }), InjectedFault);
+      await driverDied(sb.store, staging);
+      const published = data(await readTree(sb.store, target));
+      assert.ok(Object.keys(published).length > 1, `something was published: ${JSON.stringify(published)}`);
+      await sb.store.delete(new JobLayout(staging).commitFile, false);
+      await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), (e: unknown) => e instanceof CorruptManifestError && /_commit\.yaml/.test(e.message));
+      assert.deepEqual(data(await readTree(sb.store, target)), published, 'nothing planned or moved again');
+    });
+
+    test('a job past its commit point that lost _job.yaml: every step exits 1 naming it, and clean-orphans --delete touches nothing under it', async () => {
+      const root = dir();
+      const target = posix.join(root, 'j');
+      const staging = await readyJob(sb.store, target, jobScenario('M', 'append'), tasks);
+      await assert.rejects(commitJob(testEnv(sb.store, killed.atCommitPoint()), { stagingPath: staging }), InjectedFault);
+      await driverDied(sb.store, staging);
+      await sb.store.delete(new JobLayout(staging).jobFile, false);
+      const before = await readTree(sb.store, root);
+      const lost = (e: unknown) => e instanceof CorruptManifestError && /_job\.yaml: is missing, but the commit plan beside it shows the job is past its commit point/.test(e.message);
+      await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), lost);
+      await assert.rejects(abort(testEnv(sb.store), { stagingPath: staging }), lost);
+      await assert.rejects(commitJob(testEnv(sb.store), { stagingPath: staging }), lost);
+      const swept = await cleanOrphans(testEnv(sb.store), { roots: [root], olderThanMs: 0, delete: true });
+      assert.ok(swept.problems.some((p) => /_commit\.yaml without _job\.yaml/.test(p.message)), JSON.stringify(swept.problems));
+      assert.deepEqual(await readTree(sb.store, root), before, 'nothing changed');
+    });
 
     test("after the commit point, exit 1 says the job is committing and that recover finishes it; before it, it does not", async () => {
       const target = posix.join(dir(), 't');

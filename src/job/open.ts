@@ -1,7 +1,7 @@
 // Opening a job by its staging dir: its manifest, and the state it is really in — the one home
 // of the commit-point rule (an existing `_commit.yaml` means past the commit point).
 
-import { ConflictError, UsageError } from '../errors.js';
+import { ConflictError, CorruptManifestError, UsageError } from '../errors.js';
 import type { Store } from '../store/types.js';
 import { loadJob, type JobManifest, type JobState } from './job.js';
 import { findCommitted, type FinishedJob } from './finished.js';
@@ -39,6 +39,10 @@ export async function openJob(env: { readonly store: Store; readonly allowUnsign
   // Both reads at once: one round trip, not two.
   const [job, plan] = await Promise.all([loadJob(store, layout, { allowUnsigned: env.allowUnsignedJob }), store.stat(layout.commitFile)]);
   if (job) return { layout, job, state: job.state === 'staged' && plan !== null ? 'committing' : job.state };
+  // A plan outlives `_job.yaml` in no clean-up: this job is past its commit point and lost its manifest.
+  if (plan) {
+    throw CorruptManifestError.document(store.toUri(layout.jobFile), `is missing, but the commit plan beside it shows the job is past its commit point: restore it, then run 'stagecommit recover' (nothing was changed)`);
+  }
   const done = await findCommitted(store, stagingPath);
   if (done) throw new JobGoneError(`job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); there is nothing more to do`, done);
   throw new JobGoneError(`no job at ${store.toUri(stagingPath)}: it is finished (committed or aborted) or never existed; check the handle that 'stagecommit stage' printed`);
@@ -47,11 +51,11 @@ export async function openJob(env: { readonly store: Store; readonly allowUnsign
 export function requireState(open: OpenJob, allowed: readonly JobState[], doing: string): void {
   if (!allowed.includes(open.state)) {
     // Read without the lease: the commit-job may be alive and finishing it, or killed.
-    // A job that is committed or aborted and still has a staging dir was stopped in its clean-up.
+    // A job that is committed or aborted and still has a staging dir is in its clean-up, or was stopped there.
     const hint =
       open.state === 'committing'
         ? "it is past its commit point: its commit-job finishes it, or, if that was killed, run 'stagecommit recover' to finish it"
-        : `its clean-up was stopped: run 'stagecommit recover' to remove its staging dir`;
+        : "only its clean-up is left: the step that ended it finishes it, or, if that was killed, run 'stagecommit recover' to remove its staging dir";
     throw new ConflictError(`cannot ${doing}: job ${open.job.jobId} is ${open.state}; ${hint}`);
   }
 }

@@ -4,7 +4,7 @@
 
 import { StageCommitError, StoreError, UsageError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
-import { canHoldTable, defaultStagingRoot, JobLayout, JOB_FILE } from '../job/layout.js';
+import { canHoldTable, COMMIT_FILE, defaultStagingRoot, JobLayout, JOB_FILE } from '../job/layout.js';
 import { isPastCommitPoint, stateOnStore } from '../job/open.js';
 import { isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { ownedUploadIds } from '../job/pending-uploads.js';
@@ -136,6 +136,12 @@ async function scan(env: StepEnv, roots: readonly string[], maxDepth: number, pr
         if (scanned % 1000 === 0) env.emit({ type: 'progress', label: 'scanning directories', done: scanned, total: scanned });
         if (entries.some((e) => e.name === JOB_FILE && e.kind === 'file')) {
           found.push({ path, kind: 'stagecommit' });
+          return [];
+        }
+        // A plan without its job: a stagecommit job past its commit point that lost `_job.yaml`.
+        // Its `_temporary` holds committed output, not a leftover: nothing under it is touched.
+        if (entries.some((e) => e.name === COMMIT_FILE && e.kind === 'file')) {
+          problems.push({ path: store.toUri(path), message: `${COMMIT_FILE} without ${JOB_FILE}: a stagecommit job past its commit point lost its manifest; nothing under it was touched: restore ${JOB_FILE}, then run 'stagecommit recover'` });
           return [];
         }
         const down: { path: string; depth: number }[] = [];

@@ -130,10 +130,9 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   let listed: Promise<string[] | null> | undefined;
   if (job.state !== 'committed') {
     if (removesInBulk(store)) listed = stagingKeys(store, layout).catch(() => null);
-    // The plan on the store already makes the job 'committing' (stateOnStore): `_job.yaml` says so
-    // too, written while the first phase publishes, and before anything says the job is done.
-    const marked = job.state === 'staged' ? saveJob(store, layout, { ...job, state: 'committing' }) : undefined;
-    marked?.catch(() => undefined); // awaited below; if publishing fails first, that failure is the one reported
+    // Before anything is published: a job whose plan is lost later is still known to be past its
+    // commit point, and never planned again (§5; helper-31 showed a parallel write losing that).
+    if (job.state === 'staged') await saveJob(store, layout, { ...job, state: 'committing' });
     env.emit({ type: 'phase', label: `publishing ${plan.files} file(s)` });
     // A plan this run just wrote has no progress yet: nothing to read.
     const progress = planJustWritten ? null : await store.readFile(layout.progressFile);
@@ -142,32 +141,25 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
     // two replays that phase, which is safe while the table log still holds its partitions (it
     // does until the job is 'committed', written after both).
     let lastRecorded: Promise<void> | undefined;
-    try {
-      await applyPhases(
-        {
-          store,
-          stagingPath: layout.root,
-          targetPath: job.targetPath,
-          concurrency: env.concurrency,
-          onProgress: (done, total) => env.emit({ type: 'progress', label: 'publishing', done, total }),
-          // Every phase is recorded, the last one too: a replay after the log entry is finished
-          // must not run a phase again over what later commits wrote.
-          onPhaseDone: (phase) => {
-            const recorded = store.writeFile(layout.progressFile, `${phase + 1}\n`);
-            if (phase < plan.phases.length - 1) return recorded;
-            lastRecorded = recorded;
-            return undefined;
-          },
+    await applyPhases(
+      {
+        store,
+        stagingPath: layout.root,
+        targetPath: job.targetPath,
+        concurrency: env.concurrency,
+        onProgress: (done, total) => env.emit({ type: 'progress', label: 'publishing', done, total }),
+        // Every phase is recorded, the last one too: a replay after the log entry is finished
+        // must not run a phase again over what later commits wrote.
+        onPhaseDone: (phase) => {
+          const recorded = store.writeFile(layout.progressFile, `${phase + 1}\n`);
+          if (phase < plan.phases.length - 1) return recorded;
+          lastRecorded = recorded;
+          return undefined;
         },
-        plan.phases,
-        phasesDone,
-      );
-      await marked;
-    } catch (e) {
-      // No write of this step is left running when it fails (a library caller goes on at once).
-      await Promise.allSettled([marked, lastRecorded]);
-      throw e;
-    }
+      },
+      plan.phases,
+      phasesDone,
+    );
     const successWritten = store.writeFile(
       success,
       successJson({
