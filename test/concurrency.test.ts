@@ -14,6 +14,8 @@ import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.j
 import { data, readTree, writeTree } from './helpers/tree.js';
 import { JobLayout } from '../src/job/layout.js';
 import { recover } from '../src/steps/recover.js';
+import { abort } from '../src/steps/abort.js';
+import { JobGoneError } from '../src/job/open.js';
 import { encodeLease } from '../src/job/lease.js';
 
 // 8 rounds locally, each of 8 processes claiming at once (28 pairs of claimants a round); on
@@ -183,6 +185,21 @@ for (const fx of storeFixtures()) {
       await recover(testEnv(sb.store), { stagingPath });
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
       assert.equal(await sb.store.stat(stagingPath), null);
+    });
+
+    test('a commit-job whose staging dir an abort removes while it takes the lease: the job is gone (exit 2), never a raw not-found', async () => {
+      const { target, stagingPath, layout } = await lateTaskJob('g');
+      let aborted: Promise<unknown> | undefined;
+      const racing = testEnv(sb.store, async (_n, op, p) => {
+        if (aborted || op !== 'createExclusive' || !posix.basename(p).startsWith('_lease.')) return;
+        aborted = abort(testEnv(sb.store), { stagingPath });
+        await aborted;
+      });
+      const error = await libCommitJob(racing, stagingPath).then(() => null, (e: unknown) => e);
+      assert.ok(aborted, 'the abort ran');
+      assert.ok(error instanceof JobGoneError, `exit 2 (job gone), not: ${String(error)}`);
+      assert.equal(await sb.store.stat(layout.root), null, 'nothing left of the staging dir');
+      assert.deepEqual(data(await readTree(sb.store, target)), {}, 'the aborted job published nothing');
     });
 
     test('a commit-task that decides after commit-job removed the staging dir exits 4 and leaves nothing there', async () => {

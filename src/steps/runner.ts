@@ -2,6 +2,7 @@
 // the step drives the job, check the state the step may run in, release the lease however the step
 // ends. Each step is then only its logic.
 
+import { StoreError } from '../errors.js';
 import { type JobState } from '../job/job.js';
 import { Lease, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import { JobLayout } from '../job/layout.js';
@@ -43,7 +44,11 @@ export async function runStep<T>(env: StepEnv, stagingPath: string, rule: StepRu
  * may have moved it on meanwhile.
  */
 async function withJobLease<T>(env: StepEnv, open: OpenJob, op: string, current: CurrentLease | null, fn: (open: OpenJob, lease: Lease) => Promise<T>): Promise<T> {
-  const lease = await Lease.acquire(env.store, open.layout, env, op, current);
+  const lease = await Lease.acquire(env.store, open.layout, env, op, current).catch(async (e: unknown) => {
+    // The staging dir went while the lease was taken (an abort or a commit finished the job): say what the job is now.
+    if (e instanceof StoreError && e.kind === 'not-found') await openJob(env, open.layout.root);
+    throw e;
+  });
   let again: OpenJob;
   try {
     again = await openJob(env, open.layout.root);
