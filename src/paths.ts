@@ -147,3 +147,10 @@ export function dirsHolding(paths: Iterable<string>): Set<string> {
   for (const p of paths) for (const a of ancestorsOf(p)) out.add(a);
   return out;
 }
+
+/**
+ * Characters a line printed for a terminal shows escaped (cli/ui.ts printable): C0 controls but
+ * tab and newline, DEL and the C1 controls, the line and paragraph separators and the
+ * bidirectional overrides. A location holding one cannot be printed as a handle that reads back.
+ */
+export const UNPRINTABLE = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;

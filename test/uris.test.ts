@@ -78,7 +78,7 @@ for (const fx of storeFixtures()) {
     const dir = useSandbox(fx, (s) => (sb = s), 'hs');
     test("a target holding '%' (S3, HDFS: URIs are percent-decoded) or a control character is refused, exit 2, nothing written", async () => {
       const remote = fx.name !== 'local';
-      for (const [name, refused] of [['t%41', remote], ['c\u0001z', true], ['d\u007f', true], ['tab\tok', false]] as const) {
+      for (const [name, refused] of [['t%41', remote], ['c\u0001z', true], ['d\u007f', true], ['n\u0085el', true], ['b\u202eidi', true], ['tab\tok', false]] as const) {
         const target = path.posix.join(dir(), name);
         // A '%' is written %25 in a URI; a local path is taken as written.
         const r = await inProcess(['stage', '--target', remote ? sb.uri(target).replace(/%(?!25)/g, '%25') : sb.uri(target), '--tasks', '1'], { env: sb.env });

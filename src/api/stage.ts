@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { UsageError } from '../errors.js';
 import type { Algorithm, Mode } from '../job/job.js';
-import { parsePartitionArg } from '../paths.js';
+import { parsePartitionArg, UNPRINTABLE } from '../paths.js';
 import { storeKey } from '../store/resolve.js';
 import { stageFiles as stageFilesStep, type StagedSource, type StageFilesResult } from '../steps/stage-files.js';
 import { stageJob } from '../steps/stage-job.js';
@@ -52,9 +52,6 @@ export interface StageDoc {
   readonly stagedAtMs: number;
 }
 
-/** Control characters but tab: a handle holding one is printed escaped, and the escape does not read back. */
-const CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
-
 /**
  * A new job's target and staging dir must give handles that read back as the same paths. S3 and
  * HDFS URIs are percent-decoded and printed as they are, so a '%' in such a path would print a
@@ -65,7 +62,8 @@ function checkHandleSafe(loc: Location, raw: string, what: string): void {
   if (loc.uri.scheme !== 'file' && loc.path.includes('%')) {
     throw new UsageError(`${what} ${raw} names a path holding '%' (written %25 in a URI): its job handle would not read back, as URIs are percent-decoded; choose a name without '%'`);
   }
-  if (CONTROL.test(loc.path)) throw new UsageError(`${what} ${raw} names a path holding a control character: its job handle would not read back; choose another name`);
+  // Printed escaped (cli/ui.ts), such a handle would not read back; a newline is refused by parseUri.
+  if (UNPRINTABLE.test(loc.path)) throw new UsageError(`${what} ${raw} names a path holding a control character: its job handle would not read back; choose another name`);
 }
 
 /** The staging dir given (stagingDir, else the config's stagingRoot), checked to be on the target's store. */

@@ -2,6 +2,7 @@
 
 import chalk from 'chalk';
 import os from 'node:os';
+import { UNPRINTABLE } from '../paths.js';
 import type { StepEvent } from '../steps/env.js';
 
 /** What the CLI prints on: process.stdout/stderr, or any writable stream in an in-process test. */
@@ -37,8 +38,10 @@ function spinnerTerminal(stream: UiStream, env: NodeJS.ProcessEnv): boolean {
  * overrides (no path shows in an order other than its own). Newlines, tabs and our own colours
  * (SGR sequences) pass.
  */
+const ESCAPED = new RegExp(`\\x1b\\[[0-9;]*m|${UNPRINTABLE.source}`, 'g');
+
 export function printable(text: string): string {
-  return text.replace(/\x1b\[[0-9;]*m|[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (m) => (m.length > 1 ? m : `\\u${m.charCodeAt(0).toString(16).padStart(4, '0')}`));
+  return text.replace(ESCAPED, (m) => (m.length > 1 ? m : `\\u${m.charCodeAt(0).toString(16).padStart(4, '0')}`));
 }
 
 export class Ui {
