@@ -202,6 +202,25 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), {}, 'the aborted job published nothing');
     });
 
+    test('a commit-job whose lease file an abort removes while it is taken, the job still there: the lease is taken afresh and the abort holding it is named (exit 4)', async () => {
+      const { target, stagingPath, layout } = await lateTaskJob('h');
+      let raced = false;
+      const racing = testEnv(sb.store, async (_n, op, p) => {
+        if (raced || op !== 'createExclusive' || !posix.basename(p).startsWith('_lease.')) return;
+        raced = true;
+        // The abort took the lease and began removing the tree: our lease's temporary file went first.
+        const holder = encodeLease({ op: 'abort', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: Date.now(), expiresAtMs: Date.now() + 3_600_000 });
+        await sb.store.writeFile(posix.join(layout.root, '_lease.0.yaml'), holder);
+        throw new StoreError('not-found', 'createExclusive', [sb.store.toUri(p)], 'ENOENT: no such file or directory, link');
+      });
+      const error = await libCommitJob(racing, stagingPath).then(() => null, (e: unknown) => e);
+      assert.ok(raced, 'the lease was raced');
+      assert.ok(error instanceof ConflictError, `exit 4, not: ${String(error)}`);
+      assert.match((error as Error).message, /is locked: abort by someone on other-host/);
+      assert.deepEqual(data(await readTree(sb.store, target)), {}, 'nothing published');
+      assert.ok(await sb.store.stat(layout.jobFile), 'the job is left to its abort');
+    });
+
     test('a commit-task that decides after commit-job removed the staging dir exits 4 and leaves nothing there', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('t');
       let committed: Promise<unknown> | undefined;

@@ -2,7 +2,7 @@
 // the step drives the job, check the state the step may run in, release the lease however the step
 // ends. Each step is then only its logic.
 
-import { StoreError } from '../errors.js';
+import { ConflictError, StoreError } from '../errors.js';
 import { type JobState } from '../job/job.js';
 import { Lease, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import { JobLayout } from '../job/layout.js';
@@ -44,11 +44,7 @@ export async function runStep<T>(env: StepEnv, stagingPath: string, rule: StepRu
  * may have moved it on meanwhile.
  */
 async function withJobLease<T>(env: StepEnv, open: OpenJob, op: string, current: CurrentLease | null, fn: (open: OpenJob, lease: Lease) => Promise<T>): Promise<T> {
-  const lease = await Lease.acquire(env.store, open.layout, env, op, current).catch(async (e: unknown) => {
-    // The staging dir went while the lease was taken (an abort or a commit finished the job): say what the job is now.
-    if (e instanceof StoreError && e.kind === 'not-found') await openJob(env, open.layout.root);
-    throw e;
-  });
+  const lease = await takeLease(env, open, op, current);
   let again: OpenJob;
   try {
     again = await openJob(env, open.layout.root);
@@ -62,5 +58,24 @@ async function withJobLease<T>(env: StepEnv, open: OpenJob, op: string, current:
     return await fn(again, lease);
   } finally {
     await lease.release();
+  }
+}
+
+/**
+ * Something may remove files from the staging dir while the lease is taken: an abort or a commit
+ * finishing the job removes the tree, our lease's temporary file with it. Then say what the job is
+ * now (gone: exit 2), or take the lease afresh: the remover holds it (exit 4) or it is free.
+ */
+async function takeLease(env: StepEnv, open: OpenJob, op: string, current: CurrentLease | null): Promise<Lease> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await Lease.acquire(env.store, open.layout, env, op, attempt === 1 ? current : undefined);
+    } catch (e) {
+      if (!(e instanceof StoreError && e.kind === 'not-found')) throw e;
+      await openJob(env, open.layout.root);
+      if (attempt === 2) {
+        throw new ConflictError(`job ${env.store.toUri(open.layout.root)} is changing under this step (its lease file vanished twice): another step is removing it; run 'stagecommit status' and try again`);
+      }
+    }
   }
 }
