@@ -97,6 +97,24 @@ for (const fx of storeFixtures()) {
   });
 }
 
+for (const fx of storeFixtures()) {
+  describe(`a backslash in a location, on ${fx.name}`, () => {
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 'bs');
+    test("is part of a name, never a separator: a job into 'a\\b' lands there and leaves 'a/b' alone", async () => {
+      const base = dir();
+      await sb.store.writeFile(path.posix.join(base, 'a/b/keep.csv'), 'kept\n');
+      // Written plain, and (local) as a file: URI whose backslash a URL parser would read as '/'.
+      await oneFileJob(sb.uri(path.posix.join(base, 'a\\b')), sb.env);
+      if (fx.name === 'local') await oneFileJob(`file://${path.posix.join(base, 'c\\d')}`, sb.env);
+      const want: Record<string, string> = { 'a/b/keep.csv': 'kept\n', 'a\\b/part-0.csv': 'x,1\n' };
+      if (fx.name === 'local') want['c\\d/part-0.csv'] = 'x,1\n';
+      const got = data(await readTree(sb.store, base));
+      assert.deepEqual(Object.fromEntries(Object.entries(got).filter(([k]) => !k.startsWith('.stagecommit') && !k.endsWith('/_SUCCESS'))), want);
+    });
+  });
+}
+
 const site = (props: Record<string, string>) =>
   `<?xml version="1.0"?>\n<configuration>\n${Object.entries(props).map(([k, v]) => `  <property>\n    <name>${k}</name>\n    <value>${v}</value>\n  </property>\n`).join('')}</configuration>\n`;
 

@@ -36,7 +36,8 @@ function parseLocation(raw: string, cwd: string): ParsedUri {
   if (raw.startsWith('file:')) {
     let p: string;
     try {
-      p = fileURLToPath(raw);
+      // A URL parser reads a backslash as '/' (WHATWG); in a POSIX name it is a character like any other.
+      p = fileURLToPath(raw.replace(/\\/g, '%5C'));
     } catch (e) {
       throw new UsageError(`invalid file URI '${raw}': ${(e as Error).message}; use file:///absolute/path`);
     }
@@ -74,8 +75,9 @@ function decodePath(raw: string, p: string): string {
   }
 }
 
+/** '/' is the only separator on every store: a backslash is part of a name (POSIX, HDFS, S3 keys), never a separator. */
 function normalize(p: string): string {
-  const n = path.posix.normalize(p.replace(/\\/g, '/'));
+  const n = path.posix.normalize(p);
   return n.length > 1 ? n.replace(/\/+$/, '') : n;
 }
 
