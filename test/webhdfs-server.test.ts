@@ -6,6 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { WebHdfsCluster } from './webhdfs/server.js';
 import { WebHdfsStore } from '../src/store/webhdfs/webhdfs-store.js';
@@ -169,6 +170,46 @@ describe('WebHDFS client against the server', () => {
       for (const s of held) s.destroy();
       await new Promise((res) => silent.close(res));
     }
+  });
+
+  test('a data node that cuts the connection or answers 500: reads and whole-file writes are sent again, a create-if-absent finds its own file', async () => {
+    cluster.active = 0;
+    const c = client();
+    const left = async (d: string) => (await c.list(d)).map((e) => e.name).sort();
+    await c.mkdirs('/dn');
+    await c.writeFile('/dn/f', 'bytes-of-f');
+    for (const fault of ['cut-before', 'cut-after', 'error-500'] as const) {
+      cluster.dataNodeFaults.push(fault);
+      assert.equal((await c.readFile('/dn/f'))?.toString(), 'bytes-of-f', `read after ${fault}`);
+      cluster.dataNodeFaults.push(fault);
+      await c.writeFile(`/dn/w-${fault}`, `w ${fault}`);
+      assert.equal((await c.readFile(`/dn/w-${fault}`))?.toString(), `w ${fault}`);
+      cluster.dataNodeFaults.push(fault);
+      // cut-after: the file was made and the answer lost; the file holding our bytes is ours.
+      assert.equal(await c.createExclusive(`/dn/x-${fault}`, `x ${fault}`), true, `create-if-absent after ${fault}`);
+      assert.equal((await c.readFile(`/dn/x-${fault}`))?.toString(), `x ${fault}`);
+    }
+    // A lost answer over someone else's file is a lost race, as without the fault.
+    cluster.dataNodeFaults.push('cut-before');
+    assert.equal(await c.createExclusive('/dn/f', 'mine'), false);
+    assert.equal((await c.readFile('/dn/f'))?.toString(), 'bytes-of-f');
+    assert.deepEqual(await left('/dn'), ['f', 'w-cut-after', 'w-cut-before', 'w-error-500', 'x-cut-after', 'x-cut-before', 'x-error-500'], 'no temp file left');
+    assert.equal(cluster.dataNodeFaults.length, 0, 'every fault was met');
+  });
+
+  test('a data node that never answers: the step fails naming it and the cause, never a bare fetch failed, and leaves no temp', async () => {
+    cluster.active = 0;
+    const c = client({ retries: 1 });
+    await c.mkdirs('/dn2');
+    await c.writeFile('/dn2/f', 'f');
+    const named = (e: unknown) => e instanceof StoreError && e.kind === 'io' && /the data node 127\.0\.0\.1:\d+ (gave no answer: other side closed|answered HTTP 500)/.test(e.message) && !/^fetch failed/.test(e.message);
+    cluster.dataNodeFaults.push('cut-before', 'cut-before');
+    await assert.rejects(c.readFile('/dn2/f'), named);
+    cluster.dataNodeFaults.push('error-500', 'error-500');
+    await assert.rejects(c.writeFile('/dn2/g', 'g'), named);
+    cluster.dataNodeFaults.push('cut-before');
+    await assert.rejects(c.put('/dn2/s', { stream: Readable.from([Buffer.from('streamed')]) }), named, 'a stream is not sent twice');
+    assert.deepEqual((await c.list('/dn2')).map((e) => e.name), ['f']);
   });
 
   test('a rename that would clobber is an error naming source and destination, never a move inside', async () => {

@@ -46,6 +46,11 @@ export class WebHdfsCluster {
   /** Every request the name nodes saw: op and user, for assertions. */
   readonly log: { node: number; op: string; path: string; user: string | null; delegation: string | null }[] = [];
   private dnPort = 0;
+  /**
+   * Faults for the next data node requests, one each: the connection cut before anything is done,
+   * cut once the work is done (a CREATE made, half an OPEN's bytes sent), or an HTTP 500.
+   */
+  readonly dataNodeFaults: ('cut-before' | 'cut-after' | 'error-500')[] = [];
 
   constructor(readonly opts: WebHdfsServerOptions) {}
 
@@ -236,10 +241,18 @@ export class WebHdfsCluster {
       const p = decodeURIComponent(url.pathname.slice('/webhdfs/v1'.length)) || '/';
       const op = url.searchParams.get('op');
       const local = this.local(p);
+      const fault = this.dataNodeFaults.shift();
+      if (fault === 'cut-before') return void req.socket.destroy();
+      if (fault === 'error-500') throw new Error('DataStreamer Exception: injected');
       if (op === 'OPEN' && req.method === 'GET') {
         const st = await fs.stat(local).catch(() => null);
         if (!st?.isFile()) throw new Fail(notFound(p));
         res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': st.size });
+        if (fault === 'cut-after') {
+          const bytes = await fs.readFile(local);
+          res.write(bytes.subarray(0, Math.floor(bytes.length / 2)));
+          return void setTimeout(() => res.socket?.destroy(), 20);
+        }
         await pipeline(createReadStream(local), res);
         return;
       }
@@ -256,6 +269,7 @@ export class WebHdfsCluster {
         await fh.close();
         if (this.opts.createDelayMs) await new Promise((r) => setTimeout(r, this.opts.createDelayMs));
         await pipeline(req, createWriteStream(local, { flags: 'r+' }));
+        if (fault === 'cut-after') return void req.socket.destroy();
         res.writeHead(201, { location: `hdfs://localhost:8020${p.split("/").map(encodeURIComponent).join("/")}`, "content-length": 0 }).end();
         return;
       }

@@ -135,9 +135,52 @@ export class NameNodes {
     return (await res.json()) as T;
   }
 
-  /** The second leg of OPEN and CREATE: the data node a name node redirected to. */
-  dataNode(url: string, init?: RequestInit): Promise<Response> {
+  /**
+   * The second leg of OPEN and CREATE: the data node a name node redirected to. No answer, or a
+   * 5xx, is a DataNodeError: the request may or may not have taken effect, and only the caller
+   * knows whether sending it again is safe (retryDataNode).
+   */
+  async dataNode(url: string, op: string, p: string, init: RequestInit = {}): Promise<Response> {
     this.requests++;
-    return this.fetch(url, init);
+    const where = `the data node ${new URL(url).host}`;
+    let res: Response;
+    try {
+      // A read gets the name node calls' deadline; a write streams for as long as its bytes take.
+      const signal = init.body === undefined ? deadline(this.settings.requestTimeoutMs ?? 60_000) : undefined;
+      res = await this.fetch(url, { ...init, redirect: 'manual', signal } as RequestInit);
+    } catch (e) {
+      if (e instanceof StageCommitError) throw e;
+      throw new DataNodeError(op, [this.toUri(p)], `${where} gave no answer: ${causeOf(e)}`);
+    }
+    if (res.status < 500) return res;
+    const remote = await this.remote(res);
+    throw new DataNodeError(op, [this.toUri(p)], `${where} answered HTTP ${res.status}${remote ? ` ${remote.exception}: ${remote.message}` : ''}`);
   }
+
+  /** Runs `once` again after a DataNodeError, with the backoff of the name node calls: for requests that are safe to send twice. */
+  async retryDataNode<T>(once: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await once();
+      } catch (e) {
+        if (!(e instanceof DataNodeError) || attempt >= this.settings.retries) throw e;
+        await sleep(this.settings.retryBaseMs * 2 ** (attempt + 1));
+      }
+    }
+  }
+}
+
+/** A data node that gave no answer or a 5xx: whether the request took effect is unknown. */
+export class DataNodeError extends StoreError {
+  constructor(op: string, paths: string[], detail: string) {
+    super('io', op, paths, detail);
+  }
+}
+
+/** What fetch's 'fetch failed' hides: 'other side closed (UND_ERR_SOCKET)', 'connect ECONNREFUSED …'. */
+export function causeOf(e: unknown): string {
+  const err = e as Error & { cause?: Error & { code?: string } };
+  const cause = err.cause;
+  if (!cause) return err.message ?? String(e);
+  return cause.code && !cause.message.includes(cause.code) ? `${cause.message} (${cause.code})` : cause.message;
 }

@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import { StoreError } from '../../errors.js';
 import { tempPathFor } from '../temp-names.js';
 import type { Entry, ListOptions, RenameOptions, Store, StoreCapabilities } from '../types.js';
-import { NameNodes, type WebHdfsSettings } from './namenodes.js';
+import { causeOf, DataNodeError, NameNodes, type WebHdfsSettings } from './namenodes.js';
 
 export type { WebHdfsSettings } from './namenodes.js';
 export { encodePath } from './namenodes.js';
@@ -63,19 +63,26 @@ export class WebHdfsStore implements Store {
     }
   }
 
+  /** OPEN, again from the name node when the data node gives no answer (a read is safe to repeat). */
   async readFile(p: string): Promise<Buffer | null> {
-    const res = await this.nn.call('GET', 'OPEN', p);
-    if (res.status === 404) {
+    return this.nn.retryDataNode(async () => {
+      const res = await this.nn.call('GET', 'OPEN', p);
+      if (res.status === 404) {
+        await res.body?.cancel();
+        return null;
+      }
+      if (res.status !== 307) throw await this.nn.failure(res, 'readFile', [p]);
+      const location = res.headers.get('location')!;
       await res.body?.cancel();
-      return null;
-    }
-    if (res.status !== 307) throw await this.nn.failure(res, 'readFile', [p]);
-    const location = res.headers.get('location')!;
-    await res.body?.cancel();
-    const data = await this.nn.dataNode(location);
-    if (data.status === 404) return null;
-    if (!data.ok) throw await this.nn.failure(data, 'readFile', [p]);
-    return Buffer.from(await data.arrayBuffer());
+      const data = await this.nn.dataNode(location, 'readFile', p);
+      if (data.status === 404) return null;
+      if (!data.ok) throw await this.nn.failure(data, 'readFile', [p]);
+      try {
+        return Buffer.from(await data.arrayBuffer());
+      } catch (e) {
+        throw new DataNodeError('readFile', [this.toUri(p)], `the data node's answer broke off: ${causeOf(e)}`);
+      }
+    });
   }
 
   /** CREATE: the name node redirects (307) to a data node, which takes the bytes. */
@@ -90,7 +97,7 @@ export class WebHdfsStore implements Store {
     }
     const location = res.headers.get('location')!;
     await res.body?.cancel();
-    const put = await this.nn.dataNode(location, { method: 'PUT', body, duplex: 'half' } as RequestInit);
+    const put = await this.nn.dataNode(location, 'create', p, { method: 'PUT', body, duplex: 'half' } as RequestInit);
     if (put.status === 201 || put.ok) {
       await put.body?.cancel();
       return 'created';
@@ -123,13 +130,35 @@ export class WebHdfsStore implements Store {
     }
   }
 
-  /** Whole-file replace: readers see the old file or the new one, never a part. */
+  /** Whole-file replace: readers see the old file or the new one, never a part. A new temp each try. */
   async writeFile(p: string, data: Buffer | string): Promise<void> {
-    await this.viaTemp(p, body(data), 'writeFile');
+    await this.nn.retryDataNode(() => this.viaTemp(p, body(data), 'writeFile'));
   }
 
+  /**
+   * CREATE overwrite=false. A data node that gives no answer may have created the file before
+   * the answer was lost: then the file holding our bytes is ours (as a lease retried after a lost
+   * answer finds its own first try); none there, the create is sent again. A data node that
+   * answers nothing at all fails the step with its cause, never a bare 'fetch failed'.
+   */
   async createExclusive(p: string, data: Buffer | string): Promise<boolean> {
-    return (await this.create(p, body(data), false)) === 'created';
+    let unsure: DataNodeError | undefined;
+    return this.nn.retryDataNode(async () => {
+      let made: 'created' | 'exists';
+      try {
+        made = await this.create(p, body(data), false);
+      } catch (e) {
+        if (!(e instanceof DataNodeError)) throw e;
+        unsure = e;
+        made = 'exists';
+      }
+      if (made === 'created') return true;
+      if (!unsure) return false;
+      const now = await this.readFile(p);
+      if (now === null) throw unsure; // nothing made: sent again
+      // Other bytes, or none yet: another process's create, judged by the caller as any lost race is.
+      return now.equals(Buffer.from(data));
+    });
   }
 
   async mkdirs(p: string): Promise<void> {
@@ -173,7 +202,7 @@ export class WebHdfsStore implements Store {
   async copy(src: string, dst: string): Promise<void> {
     const data = await this.readFile(src);
     if (data === null) throw new StoreError('not-found', 'copy', [this.toUri(src)], 'source does not exist');
-    await this.create(dst, body(data), true);
+    await this.nn.retryDataNode(() => this.create(dst, body(data), true));
   }
 
   async delete(p: string, recursive: boolean): Promise<boolean> {
@@ -182,10 +211,14 @@ export class WebHdfsStore implements Store {
     return boolean; // false: the path was not there, which cleanup counts as done
   }
 
-  /** Streams to a temp name and renames it into place whole: a killed or failed put publishes nothing. */
+  /**
+   * Streams to a temp name and renames it into place whole: a killed or failed put publishes
+   * nothing. A local file is read again for another try; a stream cannot be.
+   */
   async put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> {
-    const stream = 'localPath' in source ? createReadStream(source.localPath) : source.stream;
-    await this.viaTemp(dst, Readable.toWeb(stream) as unknown as BodyInit, 'put');
+    const once = (stream: Readable) => this.viaTemp(dst, Readable.toWeb(stream) as unknown as BodyInit, 'put');
+    if ('stream' in source) return once(source.stream);
+    await this.nn.retryDataNode(() => once(createReadStream(source.localPath)));
   }
 }
 
