@@ -2,7 +2,7 @@
 // with exit 1, one line naming what to change, and nothing changed.
 
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -82,4 +82,17 @@ describe('S3 credentials that are refused or missing', { skip: !s3 && 'S3 is not
       assert.equal(JSON.parse(status.stdout).state, 'staged');
     });
   }
+
+  test('a profile and key variables both set: one warning line, none with --quiet; the step works', async () => {
+    const key = (name: string) => sb.env[name] ?? process.env[name];
+    await writeFile(path.join(home, 'config'), `[profile etl]\naws_access_key_id = ${key('AWS_ACCESS_KEY_ID')}\naws_secret_access_key = ${key('AWS_SECRET_ACCESS_KEY')}\n`);
+    const env = { ...sb.env, ...bare(), AWS_PROFILE: 'etl', AWS_ACCESS_KEY_ID: 'also-set', AWS_SECRET_ACCESS_KEY: 'also-set' };
+    const loud = await cli(['stage', '--target', sb.uri(`${sb.base}/both`), '--tasks', '1'], { env });
+    assert.equal(loud.code, 0, loud.stderr);
+    assert.deepEqual(loud.stderr.trim().split('\n').filter((l) => /warning/.test(l)), ['warning: AWS_PROFILE and AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY are both set: the profile is used; unset one of them']);
+    assert.doesNotMatch(loud.stderr, /Multiple credential sources/);
+    const quiet = await cli(['abort', '--quiet', '--job', loud.stdout.trim()], { env });
+    assert.equal(quiet.code, 0, quiet.stderr);
+    assert.equal(quiet.stderr, '');
+  });
 });

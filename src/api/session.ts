@@ -43,7 +43,7 @@ export class Session {
   private instrumented: InstrumentedStore | undefined;
 
   constructor(readonly init: SessionInit) {
-    this.opener = new StoreOpener({ config: init.config.raw, env: init.env });
+    this.opener = new StoreOpener({ config: init.config.raw, env: init.env, warn: (message) => this.emit({ type: 'warn', message }) });
   }
 
   get config(): SessionConfig {

@@ -89,6 +89,8 @@ export function storeKey(u: ParsedUri): string {
 export interface StoreSettings {
   readonly config: Record<string, unknown>;
   readonly env: Readonly<Record<string, string | undefined>>;
+  /** Where a store's warnings go (the step's own warnings: printed unless --quiet). */
+  readonly warn?: (message: string) => void;
 }
 
 export interface Located {
@@ -119,7 +121,7 @@ export class StoreOpener {
         return new LocalStore();
       case 's3': {
         const [{ S3Store }, { s3Settings }] = await Promise.all([import('./s3/s3-store.js'), import('./s3/settings.js')]);
-        return new S3Store(s3Settings(this.settings.config.s3, this.settings.env));
+        return new S3Store(s3Settings(this.settings.config.s3, this.settings.env, this.settings.warn));
       }
       case 'hdfs':
       case 'webhdfs':

@@ -49,7 +49,7 @@ function num(section: Record<string, unknown>, key: string, def: number): number
  * endpoint, path-style addressing is the default (what Ceph and MinIO need) unless `s3.pathStyle`
  * says otherwise. Credentials come from the SDK's usual chain (environment, profile, …).
  */
-export function s3Settings(config: unknown, env: S3Env): S3Settings {
+export function s3Settings(config: unknown, env: S3Env, warn?: (message: string) => void): S3Settings {
   if (config !== undefined && (config === null || typeof config !== 'object' || Array.isArray(config))) {
     throw new UsageError("config: 's3' must be a mapping (endpoint, region, pathStyle, …)");
   }
@@ -73,10 +73,31 @@ export function s3Settings(config: unknown, env: S3Env): S3Settings {
       forcePathStyle: pathStyle,
       maxAttempts: num(s, 'maxAttempts', 6),
       requestHandler: { ...deadlines, throwOnRequestTimeout: true },
+      ...(warn ? { logger: sdkLogger(warn) } : {}),
     },
     multipartCopyThreshold: num(s, 'multipartCopyThresholdBytes', DEFAULT_S3.multipartCopyThreshold),
     multipartCopyPartSize: num(s, 'multipartCopyPartBytes', DEFAULT_S3.multipartCopyPartSize),
     multipartUploadPartSize: num(s, 'uploadPartBytes', DEFAULT_S3.multipartUploadPartSize),
     pendingUploadMinBytes: num(s, 'pendingUploadMinBytes', DEFAULT_S3.pendingUploadMinBytes),
+  };
+}
+
+/**
+ * The SDK's warnings as the step's own: one line each, silenced by --quiet like ours (the SDK
+ * would print its nine-line credential warning to the console whatever the flags).
+ */
+function sdkLogger(warn: (message: string) => void) {
+  const quiet = () => {};
+  return {
+    debug: quiet,
+    info: quiet,
+    error: quiet,
+    warn: (...parts: unknown[]) => {
+      const text = parts.map(String).join(' ');
+      if (/Multiple credential sources/.test(text)) {
+        return warn('AWS_PROFILE and AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY are both set: the profile is used; unset one of them');
+      }
+      warn(`AWS SDK: ${text.replace(/\s+/g, ' ').trim()}`);
+    },
   };
 }
