@@ -294,6 +294,35 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
     });
 
+    test('a commit-task whose claim is made but its answer lost, and a recover meanwhile: exit 0 and published when recover carried the claim (S3), else exit 4, never the raw store error', async () => {
+      const { target, job, stagingPath, layout } = await lateTaskJob('t');
+      const claim = layout.claimFile(0, '1');
+      let rec: Promise<unknown> | undefined;
+      // The claim is created; before its answer arrives recover runs whole and carries it, committed,
+      // into app attempt 1; the answer is then lost (the store reports a reset connection).
+      const lossy = new Proxy(sb.store, {
+        get(store, key) {
+          const v = Reflect.get(store, key) as unknown;
+          if (key !== 'createExclusive') return typeof v === 'function' ? v.bind(store) : v;
+          return async (p: string, d: Buffer | string) => {
+            const made = await store.createExclusive(p, d);
+            if (rec || p !== claim) return made;
+            rec = recover(testEnv(sb.store), { stagingPath });
+            await rec;
+            throw new StoreError('io', 'createExclusive', [store.toUri(p)], 'read ECONNRESET');
+          };
+        },
+      });
+      const outcome = await libCommitTask(testEnv(lossy), stagingPath, { task: '1', files: {} }).then(() => 0, (e: unknown) => (e instanceof ConflictError ? 4 : e));
+      assert.ok(rec, 'recover ran');
+      // S3 leaves a claimed task's files where they were staged, so recover can finish the claim;
+      // local and HDFS move them at commit-task, so recover undoes it.
+      assert.equal(outcome, sb.store.caps.directoryRename ? 4 : 0, String(outcome));
+      const again = await commitJob(sb, job);
+      assert.equal(again.code, 0, again.stderr);
+      assert.deepEqual(data(await readTree(sb.store, target)), outcome === 0 ? { 'dt=0/a': 'a', 'dt=1/b': 'b' } : { 'dt=0/a': 'a' });
+    });
+
     test('a recover that runs whole between commit-task\'s claim and its look at the job: exit 0 exactly when the task is kept', async () => {
       const { target, job, stagingPath, layout } = await lateTaskJob('t');
       let claimed = false;

@@ -110,9 +110,11 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
     ({ claim, files } = await decideAndClaim(env, layout, job, { task, attempt, taskAttempt }, before, output));
   } catch (e) {
     // A recover or abort that ran meanwhile removes the app attempt's dirs, and a store reports that
-    // as it may (not found; an IOException from WebHDFS): say what it did, if it did anything.
-    if (e instanceof StoreError) await checkNotOverlooked(env, layout, job, task, taskAttempt);
-    throw e;
+    // as it may (not found; an IOException from WebHDFS): say what it did, if it did anything. A
+    // claim made whose answer was lost, which recover finished and carried, is this task's commit.
+    if (!(e instanceof StoreError) || (await checkNotOverlooked(env, layout, job, task, taskAttempt)) === 'go') throw e;
+    const made = output?.files ?? claimFilesOfRecord(before!);
+    return result('committed', made.list.length, made.bytes);
   }
   // Recover finished this claim and carried it into its app attempt (S3: the files stay where they were staged).
   if ((await checkNotOverlooked(env, layout, job, task, taskAttempt)) === 'carried') return result('committed', files.list.length, files.bytes);
