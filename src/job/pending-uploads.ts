@@ -175,11 +175,12 @@ async function recordedUploads(store: Store, layout: JobLayout, concurrency: num
   return { apps: apps.map((a) => a.path), uploads };
 }
 
-export async function abortRecordedUploads(store: Store, layout: JobLayout, keep: ReadonlySet<string>, concurrency: number, targetPath: string, opts: { extra?: readonly TaskFile[]; beforeApp?: number } = {}): Promise<number> {
+export async function abortRecordedUploads(store: Store, layout: JobLayout, keep: ReadonlySet<string>, concurrency: number, targetPath: string, opts: { extra?: readonly TaskFile[] | Promise<readonly TaskFile[]>; beforeApp?: number } = {}): Promise<number> {
   if (!store.abortUpload) return 0;
-  const { apps, uploads } = await recordedUploads(store, layout, concurrency, opts.beforeApp);
+  // The extra files may still be being read: both reads go at once.
+  const [{ apps, uploads }, extra] = await Promise.all([recordedUploads(store, layout, concurrency, opts.beforeApp), opts.extra ?? []]);
   const doomed = uploads.map((u) => ({ path: posix.join(targetPath, u.path), uploadId: u.uploadId }));
-  for (const f of opts.extra ?? []) if (f.upload) doomed.push({ path: posix.join(targetPath, f.path), uploadId: f.upload.id });
+  for (const f of extra) if (f.upload) doomed.push({ path: posix.join(targetPath, f.path), uploadId: f.upload.id });
   const go = doomed.filter((u) => !keep.has(u.uploadId));
   await forEachLimit(go, concurrency, (u) => store.abortUpload!(u));
   if (opts.beforeApp !== undefined) for (const app of apps) await store.delete(app, true);

@@ -1,7 +1,7 @@
 // Removing a job's staging dir when the job is over (committed or aborted).
 
 import { StoreError } from '../errors.js';
-import type { Entry, Store } from '../store/types.js';
+import type { Entry, PendingUpload, Store } from '../store/types.js';
 import { forEachInTree } from '../store/walk.js';
 import { forEachLimit } from '../util/pool.js';
 import { defaultStagingParents, type JobLayout } from './layout.js';
@@ -25,20 +25,30 @@ const ABORTS_AT_ONCE = 16;
 /** Rounds of "list what is left, delete it" before `_job.yaml` goes, while keys keep appearing. */
 const SETTLE_ROUNDS = 5;
 
+/** What a caller of removeStagingDir read or knows already: round trips it need not make again. */
+export interface KnownBefore {
+  readonly listed?: Promise<string[] | null>;
+  readonly strays?: Promise<PendingUpload[]>;
+  /** The default layout's table dir holds the table log (the job wrote an entry): nothing to tidy. */
+  readonly parentsKept?: boolean;
+}
+
 /**
  * Removes the staging dir whole, `_job.yaml` last, so a half-done cleanup is still a job.
- * `listed`: on an object store, the paths of every key (stagingKeys), listed earlier by a caller
+ * `known.listed`: on an object store, the paths of every key (stagingKeys), listed earlier by a caller
  * that knows nothing it needs is added meanwhile but its own bookkeeping (commit-job lists while
  * it publishes). Whatever appears after a listing is found by the next one: `_job.yaml` goes only
  * when a listing shows nothing else (but our lease) is left.
  */
-export async function removeStagingDir(store: Store, layout: JobLayout, lease?: Lease, listed?: Promise<string[] | null>): Promise<void> {
+export async function removeStagingDir(store: Store, layout: JobLayout, lease?: Lease, known: KnownBefore = {}): Promise<void> {
+  const { listed, strays } = known;
   await lease?.stopRenewal();
   const bulk = removesInBulk(store);
   const listKeys = async () => (await listed) ?? stagingKeys(store, layout);
-  // Uploads a killed `stage` left behind (S3 multipart) would be billed forever: abort them.
-  // They are not keys, so the listing of every key is read at the same time.
-  const [uploads, keys] = await Promise.all([store.listUploads?.(layout.root) ?? [], bulk ? listKeys() : null]);
+  // Uploads a killed `stage` left behind (S3 multipart) would be billed forever: abort them
+  // (`strays`: listed already by the caller). They are not keys, so the listing of every key is
+  // read at the same time.
+  const [uploads, keys] = await Promise.all([strays ?? store.listUploads?.(layout.root) ?? [], bulk ? listKeys() : null]);
   const abort = store.abortUpload?.bind(store);
   if (abort) await forEachLimit(uploads, ABORTS_AT_ONCE, (u) => abort(u));
   // `_job.yaml` and our lease go last.
@@ -83,7 +93,7 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
     }
   }
   // Tidy the default layout's empty parents; another job's files keep them in place.
-  if (!store.caps.realDirectories) return;
+  if (!store.caps.realDirectories || known.parentsKept) return;
   for (const dir of defaultStagingParents(layout.root)) {
     if ((await store.list(dir)).length > 0) break;
     await store.delete(dir, false).catch(() => false);

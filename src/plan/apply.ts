@@ -71,10 +71,18 @@ async function applyOp(ctx: ApplyContext, op: PlanOp): Promise<void> {
       await store.mkdirs(at(op.path));
       return;
     case 'move': {
-      if (op.to === 't:') await store.mkdirs(posix.dirname(ctx.targetPath));
       // Only the 'rename' strategy plans directory moves.
-      if (op.dir && op.to.startsWith('t:')) await moveDirIntoTarget(store, at(op.from), at(op.to));
-      else await moveOnce(store, at(op.from), at(op.to), op.replace === true);
+      const move = () => (op.dir && op.to.startsWith('t:') ? moveDirIntoTarget(store, at(op.from), at(op.to)) : moveOnce(store, at(op.from), at(op.to), op.replace === true));
+      if (op.to !== 't:') return move();
+      // The target made by one rename: its parent is made only when the rename finds it missing
+      // (not found; 'refused' from a gateway without rename2, which answers a bare false).
+      try {
+        await move();
+      } catch (e) {
+        if (!(e instanceof StoreError && (e.kind === 'not-found' || e.kind === 'refused'))) throw e;
+        await store.mkdirs(posix.dirname(ctx.targetPath));
+        await move();
+      }
       return;
     }
     case 'copy':

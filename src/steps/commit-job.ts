@@ -6,7 +6,7 @@ import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, ExitCode, StageCommitError } from '../errors.js';
 import { claimedUploads, leftoverOfRoot } from '../job/claims.js';
 import { isFullyStatic, saveJob, staticPrefix, type JobManifest } from '../job/job.js';
-import { SUCCESS_FILE } from '../job/layout.js';
+import { defaultStagingRoot, SUCCESS_FILE } from '../job/layout.js';
 import { abortRecordedUploads } from '../job/pending-uploads.js';
 import type { Lease } from '../job/lease.js';
 import { successJson } from '../job/success.js';
@@ -184,9 +184,14 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   env.emit({ type: 'phase', label: 'removing the staging dir' });
   // Uploads of attempts that lost, were denied or aborted are never completed: abort them (S3).
   // An append drops a claimed upload whose bytes the target already holds: abort it too.
-  const dropped = job.mode === 'append' && store.abortUpload ? await claimedUploads(store, layout, job, env.concurrency).catch(() => []) : [];
+  // These reads, and the listing of uploads a killed `stage` left in the staging dir, go at once.
+  const strays = store.listUploads?.(layout.root);
+  strays?.catch(() => {}); // awaited (and its failure reported) by removeStagingDir
+  const dropped = job.mode === 'append' && store.abortUpload ? claimedUploads(store, layout, job, env.concurrency).catch(() => []) : [];
   await abortRecordedUploads(store, layout, plannedUploads(plan.phases), env.concurrency, job.targetPath, { extra: dropped });
-  await removeStagingDir(store, layout, lease, listed);
+  // A job that wrote a table-log entry leaves the log beside a default staging dir: no parent to tidy.
+  const parentsKept = plan.logEntry !== null && posix.dirname(layout.root) === defaultStagingRoot(job.targetPath);
+  await removeStagingDir(store, layout, lease, { listed, strays, parentsKept });
   // The log is tidied by the run that made the entry, from the listing it already holds.
   if (listing) await log.prune(listing, env.now()).catch((e: unknown) => env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }));
   return { success: store.toUri(success) };
