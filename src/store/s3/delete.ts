@@ -36,7 +36,8 @@ export interface DeleteContext {
  * (RGW then uses more than one thread for them): up to 8 of at least 250 keys each, or as many
  * of up to 1,000 as the keys need. Per-key errors other than NoSuchKey fail.
  */
-export async function deleteKeys(cx: DeleteContext, bucket: string, keys: readonly string[], what: string): Promise<void> {
+/** `what`: the path a failure names (a directory deleted whole), else the batch's first key. */
+export async function deleteKeys(cx: DeleteContext, bucket: string, keys: readonly string[], what: string | null): Promise<void> {
   const plain = keys.filter((k) => !NOT_IN_XML.test(k));
   const odd = plain.length === keys.length ? [] : keys.filter((k) => NOT_IN_XML.test(k));
   const count = Math.max(Math.ceil(plain.length / 1000), Math.min(DELETE_BATCHES_AT_ONCE, Math.floor(plain.length / MIN_SPLIT_BATCH)));
@@ -47,7 +48,7 @@ export async function deleteKeys(cx: DeleteContext, bucket: string, keys: readon
     try {
       r = await cx.client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }));
     } catch (e) {
-      throw cx.fail(e, 'delete', [what]);
+      throw cx.fail(e, 'delete', [what ?? `/${bucket}/${batch[0]}`]);
     }
     const errors = (r.Errors ?? []).filter((x) => x.Code !== 'NoSuchKey');
     if (errors.length) {

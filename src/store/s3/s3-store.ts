@@ -281,10 +281,10 @@ export class S3Store implements Store {
       if (keys) keys.push(key);
       else byBucket.set(bucket, [key]);
     }
-    for (const [bucket, keys] of byBucket) await this.deleteKeys(bucket, keys, `/${bucket}`);
+    for (const [bucket, keys] of byBucket) await this.deleteKeys(bucket, keys, null);
   }
 
-  private deleteKeys(bucket: string, keys: readonly string[], what: string): Promise<void> {
+  private deleteKeys(bucket: string, keys: readonly string[], what: string | null): Promise<void> {
     return deleteKeys({ client: this.client, toUri: (p) => this.toUri(p), fail: (e, op, paths) => this.fail(e, op, paths) }, bucket, keys, what);
   }
 
