@@ -5,8 +5,6 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createServer, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { StoreError } from '../src/errors.js';
 import { S3Store } from '../src/store/s3/s3-store.js';
@@ -14,6 +12,7 @@ import { s3Settings } from '../src/store/s3/settings.js';
 import { retryable, S3ResponseError } from '../src/store/s3/signed.js';
 import { cli } from './helpers/cli.js';
 import { localFiles } from './helpers/jobs.js';
+import { startS3Proxy } from './helpers/s3-proxy.js';
 import { storeFixtures, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree } from './helpers/tree.js';
 
@@ -102,32 +101,22 @@ describe('S3 credentials that are refused or missing', { skip: !s3 && 'S3 is not
   });
 
   test('a bulk delete the server refuses (403) names a key it was deleting, not only the bucket', async () => {
-    const upstream = new URL(process.env.STAGECOMMIT_TEST_S3_ENDPOINT!);
     // Deletes are denied (a bucket policy without s3:DeleteObject); everything else passes through.
-    const proxy = createServer((req, res) => {
-      if (req.method === 'POST' && /[?&]delete(=|&|$)/.test(req.url ?? '')) {
-        req.resume();
-        res.writeHead(403, { 'content-type': 'application/xml' }).end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>');
-        return;
-      }
-      const up = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
-        res.writeHead(r.statusCode ?? 502, r.headers);
-        r.pipe(res);
-      });
-      up.on('error', () => res.destroy());
-      req.pipe(up);
+    const proxy = await startS3Proxy((req, res) => {
+      if (req.method !== 'POST' || !/[?&]delete(=|&|$)/.test(req.url ?? '')) return false;
+      req.resume();
+      res.writeHead(403, { 'content-type': 'application/xml' }).end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>');
+      return true;
     });
-    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
     try {
       const env = { ...process.env, ...sb.env } as Record<string, string | undefined>;
-      const store = new S3Store(s3Settings({ endpoint: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, maxAttempts: 1 }, env));
+      const store = new S3Store(s3Settings({ endpoint: proxy.url, maxAttempts: 1 }, env));
       const keys = ['a/one.csv', 'a/two.csv'].map((k) => `${sb.base}/denied/${k}`);
       for (const k of keys) await sb.store.writeFile(k, 'x');
       await assert.rejects(store.deleteMany!(keys), (e: unknown) => e instanceof StoreError && e.message.includes(sb.store.toUri(keys[0]!)) && /access denied/.test(e.message));
       assert.deepEqual(Object.keys(data(await readTree(sb.store, `${sb.base}/denied`))).sort(), ['a/one.csv', 'a/two.csv'], 'nothing deleted');
     } finally {
-      proxy.closeAllConnections();
-      await new Promise((r) => proxy.close(r));
+      await proxy.close();
     }
   });
 });

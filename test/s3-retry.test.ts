@@ -3,11 +3,10 @@
 // still commit exactly.
 
 import assert from 'node:assert/strict';
-import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { runJob } from './helpers/jobs.js';
+import { startS3Proxy, type S3Proxy } from './helpers/s3-proxy.js';
 import { storeFixtures, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree } from './helpers/tree.js';
 
@@ -15,13 +14,12 @@ const s3 = storeFixtures().find((f) => f.name === 's3');
 
 describe('S3 retries throttling (503 SlowDown), 500s and connection resets', { skip: !s3 && 'S3 is not among the test stores' }, () => {
   let sb: StoreSandbox;
-  let proxy: Server;
+  let proxy: S3Proxy;
   let seen = 0;
   const faults = { slowDown: 0, internal: 0, reset: 0, emptyCopy: 0 };
   before(async () => {
     sb = await s3!.sandbox();
-    const upstream = new URL(process.env.STAGECOMMIT_TEST_S3_ENDPOINT!);
-    proxy = createServer((req, res) => {
+    proxy = await startS3Proxy((req, res) => {
       const n = ++seen;
       // The first two copies are answered 200 with nothing after the headers, as a connection that
       // closes once S3 has sent a long copy's early 200: not done, so sent again.
@@ -29,42 +27,35 @@ describe('S3 retries throttling (503 SlowDown), 500s and connection resets', { s
         faults.emptyCopy++;
         req.resume();
         res.writeHead(200, { connection: 'close' }).end();
-        return;
+        return true;
       }
       if (n % 6 === 0) {
         faults.slowDown++;
         req.resume();
         res.writeHead(503, { 'content-type': 'application/xml' }).end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>');
-        return;
+        return true;
       }
       if (n % 13 === 0) {
         faults.internal++;
         req.resume();
         res.writeHead(500, { 'content-type': 'application/xml' }).end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>');
-        return;
+        return true;
       }
       if (n % 17 === 0) {
         faults.reset++;
         req.socket.destroy();
-        return;
+        return true;
       }
-      const up = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
-        res.writeHead(r.statusCode ?? 502, r.headers);
-        r.pipe(res);
-      });
-      up.on('error', () => res.destroy());
-      req.pipe(up);
+      return false;
     });
-    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
   });
   after(async () => {
-    proxy?.closeAllConnections();
-    await new Promise((r) => proxy?.close(r));
+    await proxy?.close();
     await sb?.close();
   });
 
   test('a partitioned overwrite through the faulty proxy lands exactly', async () => {
-    const env = { ...sb.env, AWS_ENDPOINT_URL: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, AWS_ENDPOINT_URL_S3: undefined };
+    const env = { ...sb.env, AWS_ENDPOINT_URL: proxy.url, AWS_ENDPOINT_URL_S3: undefined };
     const viaProxy = { ...sb, env: env as unknown as Record<string, string> };
     const target = posix.join(sb.base, 'retry', 'sales');
     await runJob(viaProxy, { target, partitionBy: 'dt' }, [
