@@ -202,7 +202,7 @@ describe('WebHDFS client against the server', () => {
     const c = client({ retries: 1 });
     await c.mkdirs('/dn2');
     await c.writeFile('/dn2/f', 'f');
-    const named = (e: unknown) => e instanceof StoreError && e.kind === 'io' && /the data node 127\.0\.0\.1:\d+ (gave no answer: other side closed|answered HTTP 500)/.test(e.message) && !/^fetch failed/.test(e.message);
+    const named = (e: unknown) => e instanceof StoreError && e.kind === 'io' && /the data node 127\.0\.0\.1:\d+ (gave no answer: (socket hang up|other side closed)|answered HTTP 500)/.test(e.message) && !/^fetch failed/.test(e.message);
     cluster.dataNodeFaults.push('cut-before', 'cut-before');
     await assert.rejects(c.readFile('/dn2/f'), named);
     cluster.dataNodeFaults.push('error-500', 'error-500');
@@ -210,6 +210,24 @@ describe('WebHDFS client against the server', () => {
     cluster.dataNodeFaults.push('cut-before');
     await assert.rejects(c.put('/dn2/s', { stream: Readable.from([Buffer.from('streamed')]) }), named, 'a stream is not sent twice');
     assert.deepEqual((await c.list('/dn2')).map((e) => e.name), ['f']);
+  });
+
+  test('a name node that hangs up as soon as it accepts (a proxy without a back end): the next one is used; alone, the call fails naming the cause', { timeout: 20_000 }, async () => {
+    cluster.active = 0;
+    const closer = createServer((sock) => void sock.destroy());
+    await new Promise<void>((res) => closer.listen(0, '127.0.0.1', res));
+    const gone = `http://127.0.0.1:${(closer.address() as AddressInfo).port}`;
+    try {
+      const c = new WebHdfsStore({ nameNodes: [gone, nn], uriPrefix: 'hdfs://c', user: 'etl', retries: 1, retryBaseMs: 5 });
+      await c.mkdirs('/hangup');
+      assert.ok(await c.stat('/hangup'));
+      const alone = new WebHdfsStore({ nameNodes: [gone], uriPrefix: 'hdfs://c', user: 'etl', retries: 1, retryBaseMs: 5 });
+      await assert.rejects(alone.stat('/hangup'), (e: StoreError) => e.kind === 'io' && /no name node answered \(http:\/\/127\.0\.0\.1:\d+\): (socket hang up|read ECONNRESET)/.test(e.message));
+      const refused = new WebHdfsStore({ nameNodes: ['http://127.0.0.1:1'], uriPrefix: 'hdfs://c', user: 'etl', retries: 0, retryBaseMs: 5 });
+      await assert.rejects(refused.stat('/x'), (e: StoreError) => /no name node answered \(http:\/\/127\.0\.0\.1:1\): connect ECONNREFUSED 127\.0\.0\.1:1/.test(e.message));
+    } finally {
+      await new Promise((res) => closer.close(res));
+    }
   });
 
   test('a rename that would clobber is an error naming source and destination, never a move inside', async () => {

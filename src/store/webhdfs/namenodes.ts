@@ -3,6 +3,7 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StageCommitError, StoreError, type StoreErrorKind } from '../../errors.js';
+import { httpFetch } from './http-fetch.js';
 
 export interface WebHdfsSettings {
   /** Name node base URLs (http:// or https://), several for an HA pair; tried in order. */
@@ -58,7 +59,7 @@ export class NameNodes {
 
   constructor(readonly settings: WebHdfsSettings) {
     if (settings.nameNodes.length === 0) throw new StoreError('refused', 'connect', [], 'WebHDFS: no name node configured');
-    this.fetch = settings.fetch ?? fetch;
+    this.fetch = settings.fetch ?? httpFetch;
   }
 
   private toUri(p: string): string {
@@ -112,7 +113,7 @@ export class NameNodes {
       attempt++;
       await sleep(this.settings.retryBaseMs * 2 ** attempt);
     }
-    throw new StoreError('io', op, [this.toUri(p)], `no name node answered (${this.settings.nameNodes.join(', ')}): ${(lastError as Error)?.message ?? lastError}`);
+    throw new StoreError('io', op, [this.toUri(p)], `no name node answered (${this.settings.nameNodes.join(', ')}): ${causeOf(lastError)}`);
   }
 
   async remote(res: Response): Promise<RemoteException | null> {

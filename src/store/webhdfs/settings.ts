@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
 import { defaultFs, HTTP_PORT, HTTPS_PORT, readHadoopConf, webHdfsUrls } from './hadoop-conf.js';
+import { httpFetch } from './http-fetch.js';
 import type { WebHdfsSettings } from './webhdfs-store.js';
 
 export interface WebHdfsEnv {
@@ -70,7 +71,7 @@ export async function webHdfsSettings(scheme: string, authority: string, config:
     retries: num('retries', 4),
     retryBaseMs: num('retryBaseMs', 200),
     requestTimeoutMs: num('requestTimeoutMs', 60_000),
-    fetch: guardRpcPorts(fetchWithCa ?? ((input, init) => fetch(input, init))),
+    fetch: guardRpcPorts(fetchWithCa ?? httpFetch),
   };
 }
 
