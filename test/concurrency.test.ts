@@ -221,6 +221,21 @@ for (const fx of storeFixtures()) {
       assert.ok(await sb.store.stat(layout.jobFile), 'the job is left to its abort');
     });
 
+    test('an abort whose job another abort finishes while it takes the lease: nothing to abort (exit 0), as when it comes later', async () => {
+      const { target, stagingPath, layout } = await lateTaskJob('k');
+      let other: Promise<unknown> | undefined;
+      const racing = testEnv(sb.store, async (_n, op, p) => {
+        if (other || op !== 'createExclusive' || !posix.basename(p).startsWith('_lease.')) return;
+        other = abort(testEnv(sb.store), { stagingPath });
+        await other;
+      });
+      const r = await abort(racing, { stagingPath });
+      assert.ok(other, 'the other abort ran');
+      assert.equal(r.outcome, 'nothing');
+      assert.equal(await sb.store.stat(layout.root), null);
+      assert.deepEqual(data(await readTree(sb.store, target)), {});
+    });
+
     test('a commit-task that decides after commit-job removed the staging dir exits 4 and leaves nothing there', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('t');
       let committed: Promise<unknown> | undefined;

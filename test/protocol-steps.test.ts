@@ -86,6 +86,19 @@ for (const fx of storeFixtures()) {
       assert.match(c.stderr, /finished .*or never existed/);
     });
 
+    test('abort of a committed job, or of a task in it, exits 4 saying it is committed, and changes nothing', async () => {
+      const target = posix.join(dir(), 't');
+      const job = await prepare(sb, { target }, [{ task: '0', files: { 'a.csv': 'a' } }]);
+      assert.equal((await commitJob(sb, job)).code, 0);
+      const before = await readTree(sb.store, target);
+      for (const args of [['abort', '--job', job], ['abort', '--job', job, '--task', '0']]) {
+        const r = await cli(args, { env: sb.env });
+        assert.equal(r.code, 4, `${args.join(' ')}: ${r.stderr}`);
+        assert.match(r.stderr, /cannot abort: job \S+ is committed \(.*_SUCCESS, .*\); nothing was changed/);
+      }
+      assert.deepEqual(await readTree(sb.store, target), before);
+    });
+
     test('status shows tasks, files and bytes (text and --json)', async () => {
       const target = posix.join(dir(), 't');
       const job = await prepare(sb, { target, tasks: 2, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=1'], files: { 'a.csv': 'abc' } }]);

@@ -7,7 +7,7 @@ import { taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
 import { abortRecordedUploads, settleAttemptUploads } from '../job/pending-uploads.js';
 import { releaseLogEntry } from './commit-point.js';
-import { requireState, type OpenJob } from '../job/open.js';
+import { requireState, type JobGoneError, type OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
 import { giveBackLeftover, leftoverToGiveBack } from '../job/adoption.js';
 import type { StepEnv } from './env.js';
@@ -35,7 +35,13 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
   const scope = input.task === undefined ? 'job' : 'task';
   const task = input.task === undefined ? undefined : checkTaskId(input.task);
   const attempt = checkAttempt(input.attempt);
-  const ifGone = (): AbortResult => ({ outcome: 'nothing', scope });
+  // Nothing to abort; but a job that committed cannot be undone, and a script must not take that
+  // for a clean abort (exit 4, as during its commit).
+  const ifGone = (gone: JobGoneError): AbortResult => {
+    const done = gone.committed;
+    if (done) throw new ConflictError(`cannot abort: job ${done.jobId} is committed (${done.success}, ${done.committedAt}); nothing was changed`);
+    return { outcome: 'nothing', scope };
+  };
   if (task !== undefined) return runStep(env, input.stagingPath, { name: 'abort', ifGone }, (open) => abortTask(env, open, task, attempt));
   const rule = { name: 'abort', lease: true, states: { allowed: ['staged', 'aborted'] as const, doing: 'abort' }, ifGone };
   return runStep(env, input.stagingPath, rule, async (locked, lease) => {

@@ -16,15 +16,18 @@ export interface StepRule<T> {
   readonly lease?: boolean;
   /** States the step may start in, and what it does for the refusal ("cannot <doing>"). */
   readonly states?: { readonly allowed: readonly JobState[]; readonly doing: string };
-  /** The answer when the handle names no job at all (abort: nothing to do, like rm -f). */
-  readonly ifGone?: () => T;
+  /**
+   * The answer when the handle names no job, whenever the step finds that out: at its first look,
+   * or because the job finished while the step took its lease (abort: nothing to do, like rm -f).
+   */
+  readonly ifGone?: (gone: JobGoneError) => T;
 }
 
 export async function runStep<T>(env: StepEnv, stagingPath: string, rule: StepRule<T>, body: (open: OpenJob, lease?: Lease) => Promise<T>): Promise<T> {
   // A step that takes the lease reads the current lease file alongside the job: one round trip.
   const [opened, current] = await Promise.allSettled([openJob(env, stagingPath), rule.lease ? readCurrentLease(env.store, new JobLayout(stagingPath)) : null]);
   if (opened.status === 'rejected') {
-    if (rule.ifGone && opened.reason instanceof JobGoneError) return rule.ifGone();
+    if (rule.ifGone && opened.reason instanceof JobGoneError) return rule.ifGone(opened.reason);
     throw opened.reason;
   }
   const open = opened.value;
@@ -36,6 +39,9 @@ export async function runStep<T>(env: StepEnv, stagingPath: string, rule: StepRu
   return withJobLease(env, open, rule.name, current.value, async (locked, lease) => {
     if (rule.states) requireState(locked, rule.states.allowed, rule.states.doing);
     return body(locked, lease);
+  }).catch((e: unknown) => {
+    if (rule.ifGone && e instanceof JobGoneError) return rule.ifGone(e);
+    throw e;
   });
 }
 
