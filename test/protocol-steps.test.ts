@@ -10,6 +10,7 @@ import { commitJob, commitTask, localFiles, prepare, stage, stageTask } from './
 import { inProcess, okInProcess } from './helpers/main.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
+import { JobLayout } from '../src/job/layout.js';
 
 for (const fx of storeFixtures()) {
   describe(`protocol: steps on ${fx.name}`, () => {
@@ -97,6 +98,22 @@ for (const fx of storeFixtures()) {
         assert.match(r.stderr, /cannot abort: job \S+ is committed \(.*_SUCCESS, .*\); nothing was changed/);
       }
       assert.deepEqual(await readTree(sb.store, target), before);
+    });
+
+    test('an empty claim (a commit-task stopped inside its create: HDFS shows the file before its bytes) is exit 1 saying what to do; deleted, the task commits', async () => {
+      const target = posix.join(dir(), 't');
+      const job = await stage(sb, { target, tasks: 1 });
+      await stageTask(sb, job, { task: '0', attempt: 1, files: { 'a.csv': 'a' } });
+      const claim = new JobLayout(sb.pathOf(job)).claimFile(0, '0');
+      await sb.store.writeFile(claim, '');
+      const r = await commitTask(sb, job, '0', 1);
+      assert.equal(r.code, 1, r.stderr);
+      const hint = sb.store.caps.createsVisibleEarly ? /is empty: the step creating it was stopped .*delete the file and run the step again/ : /is empty \(cut short before anything was written\)/;
+      assert.match(r.stderr, hint);
+      await sb.store.delete(claim, false);
+      assert.equal((await commitTask(sb, job, '0', 1)).code, 0);
+      assert.equal((await commitJob(sb, job)).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'a.csv': 'a' });
     });
 
     test('status shows tasks, files and bytes (text and --json)', async () => {

@@ -21,7 +21,8 @@ export async function readManifestFile<T>(store: Store, path: string, decode: (t
     try {
       return decode(data.toString('utf8'), file);
     } catch (e) {
-      if (!(e instanceof CorruptManifestError) || !store.caps.createsVisibleEarly || i >= RETRIES) throw e;
+      if (!(e instanceof CorruptManifestError) || !store.caps.createsVisibleEarly) throw e;
+      if (i >= RETRIES) throw data.length === 0 ? emptyCreate(file) : e;
     }
     await sleep(25 * Math.min(i + 1, 8));
   }
@@ -33,4 +34,9 @@ export async function readManifestFile<T>(store: Store, path: string, decode: (t
  */
 export async function manifestNames(store: Store, dir: string): Promise<string[]> {
   return (await store.list(dir)).filter((e) => e.kind === 'file' && e.name.endsWith('.yaml') && !isTempName(e.name)).map((e) => e.name);
+}
+
+/** Still empty after the re-reads: a create whose process was stopped before its bytes went out. */
+function emptyCreate(file: string): CorruptManifestError {
+  return CorruptManifestError.document(file, "is empty: the step creating it was stopped before writing it (HDFS shows a file from its create on); if no stagecommit step works on this job, delete the file and run the step again");
 }
