@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
+import { createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { WebHdfsCluster } from './webhdfs/server.js';
 import { WebHdfsStore } from '../src/store/webhdfs/webhdfs-store.js';
@@ -227,6 +228,53 @@ describe('WebHDFS client against the server', () => {
       await assert.rejects(refused.stat('/x'), (e: StoreError) => /no name node answered \(http:\/\/127\.0\.0\.1:1\): connect ECONNREFUSED 127\.0\.0\.1:1/.test(e.message));
     } finally {
       await new Promise((res) => closer.close(res));
+    }
+  });
+
+  test('a data node that stops reading an upload fails the request once no byte moved for the deadline: a write is sent again, a stream fails naming it', { timeout: 20_000 }, async () => {
+    cluster.active = 0;
+    const c = client({ requestTimeoutMs: 300 });
+    await c.mkdirs('/stall');
+    cluster.dataNodeFaults.push('stall');
+    await c.writeFile('/stall/f', 'f');
+    assert.equal((await c.readFile('/stall/f'))?.toString(), 'f');
+    cluster.dataNodeFaults.push('stall');
+    await assert.rejects(c.put('/stall/s', { stream: Readable.from([Buffer.alloc(4 << 20)]) }), (e: unknown) => e instanceof StoreError && /the data node .* gave no answer: no byte moved for 300 ms/.test(e.message));
+    assert.deepEqual((await c.list('/stall')).map((e) => e.name), ['f'], 'no temp left');
+  });
+
+  test('a name node answer that breaks off is sent again; a rename done whose answer was lost is found done', async () => {
+    cluster.active = 0;
+    // A proxy before the name node: the first GETFILESTATUS answer is cut after a few bytes; the
+    // first RENAME is done by the name node, and its answer never reaches the client.
+    const upstream = new URL(nn);
+    const cut = { GETFILESTATUS: 1, RENAME: 1 } as Record<string, number>;
+    const proxy = createHttpServer((req, res) => {
+      const op = new URL(req.url!, 'http://x').searchParams.get('op') ?? '';
+      const up = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
+        if ((cut[op] ?? 0) > 0) {
+          cut[op]!--;
+          if (op === 'RENAME') return void r.resume().on('end', () => res.socket?.destroy());
+          res.writeHead(r.statusCode ?? 502, { ...r.headers, 'content-length': '500' });
+          return void res.write('{"FileSt', () => res.socket?.destroy());
+        }
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+      });
+      req.pipe(up);
+    });
+    await new Promise<void>((res) => proxy.listen(0, '127.0.0.1', res));
+    try {
+      const c = new WebHdfsStore({ nameNodes: [`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`], uriPrefix: 'hdfs://c', user: 'etl', retries: 2, retryBaseMs: 5 });
+      await c.mkdirs('/lost');
+      assert.ok(await c.stat('/lost'), 'the cut answer was sent again');
+      await c.writeFile('/lost/m.yaml', 'manifest');
+      assert.equal(cut.RENAME, 0, 'the rename answer was lost');
+      assert.equal((await c.readFile('/lost/m.yaml'))?.toString(), 'manifest');
+      assert.deepEqual((await c.list('/lost')).map((e) => e.name), ['m.yaml']);
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise((res) => proxy.close(res));
     }
   });
 

@@ -48,9 +48,10 @@ export class WebHdfsCluster {
   private dnPort = 0;
   /**
    * Faults for the next data node requests, one each: the connection cut before anything is done,
-   * cut once the work is done (a CREATE made, half an OPEN's bytes sent), or an HTTP 500.
+   * cut once the work is done (a CREATE made, half an OPEN's bytes sent), an HTTP 500, or a
+   * data node that stops reading an upload and never answers (stall).
    */
-  readonly dataNodeFaults: ('cut-before' | 'cut-after' | 'error-500')[] = [];
+  readonly dataNodeFaults: ('cut-before' | 'cut-after' | 'error-500' | 'stall')[] = [];
 
   constructor(readonly opts: WebHdfsServerOptions) {}
 
@@ -243,6 +244,7 @@ export class WebHdfsCluster {
       const local = this.local(p);
       const fault = this.dataNodeFaults.shift();
       if (fault === 'cut-before') return void req.socket.destroy();
+      if (fault === 'stall') return void req.pause();
       if (fault === 'error-500') throw new Error('DataStreamer Exception: injected');
       if (op === 'OPEN' && req.method === 'GET') {
         const st = await fs.stat(local).catch(() => null);

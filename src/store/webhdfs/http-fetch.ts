@@ -8,10 +8,14 @@ import https from 'node:https';
 import { Readable } from 'node:stream';
 
 /** Statuses whose Response may not carry a body. */
-const NULL_BODY = new Set([101, 204, 205, 304]);
+export const NULL_BODY = new Set([101, 204, 205, 304]);
 
-/** The subset of fetch the WebHDFS store uses: method, headers, a body (bytes, text or a stream), a signal; redirects are never followed. */
-export function httpFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
+/**
+ * The subset of fetch the WebHDFS store uses: method, headers, a body (bytes, text or a stream), a
+ * signal; redirects are never followed. `idleMs`: the request fails once no byte has moved either
+ * way for that long (a data node that stops reading an upload, or stops sending a file).
+ */
+export function httpFetch(input: string | URL | Request, init: RequestInit & { idleMs?: number } = {}): Promise<Response> {
   const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
   const client = url.protocol === 'https:' ? https : http;
   return new Promise<Response>((resolve, reject) => {
@@ -25,6 +29,8 @@ export function httpFetch(input: string | URL | Request, init: RequestInit = {})
     });
     // As fetch does: a network failure is a TypeError whose cause says what happened.
     req.on('error', (e) => reject(init.signal?.aborted ? init.signal.reason : new TypeError('fetch failed', { cause: e })));
+    const idle = init.idleMs;
+    if (idle) req.setTimeout(idle, () => req.destroy(Object.assign(new Error(`no byte moved for ${idle} ms`), { code: 'ETIMEDOUT' })));
     const body = init.body;
     if (body === undefined || body === null) req.end();
     else if (typeof body === 'string' || body instanceof Uint8Array) req.end(body);

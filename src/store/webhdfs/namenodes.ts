@@ -3,7 +3,7 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StageCommitError, StoreError, type StoreErrorKind } from '../../errors.js';
-import { httpFetch } from './http-fetch.js';
+import { httpFetch, NULL_BODY } from './http-fetch.js';
 
 export interface WebHdfsSettings {
   /** Name node base URLs (http:// or https://), several for an HA pair; tried in order. */
@@ -90,7 +90,12 @@ export class NameNodes {
         this.requests++;
         // Calls that stream a body (data to a data node) may take long; the rest get a deadline.
         const signal = body === undefined ? deadline(this.settings.requestTimeoutMs ?? 60_000) : undefined;
-        res = await this.fetch(url, { method, redirect: 'manual', body, duplex: body ? 'half' : undefined, signal } as RequestInit);
+        const got = await this.fetch(url, { method, redirect: 'manual', body, duplex: body ? 'half' : undefined, signal } as RequestInit);
+        // A name node's answers are small: read whole here, so one that breaks off is retried like none.
+        const bytes = await got.arrayBuffer().catch((e: unknown) => {
+          throw new Error(`its answer broke off: ${causeOf(e)}`);
+        });
+        res = new Response(NULL_BODY.has(got.status) ? null : bytes, { status: got.status, statusText: got.statusText, headers: got.headers });
       } catch (e) {
         if (e instanceof StageCommitError) throw e; // a verdict, not a network failure (an RPC port given for HTTP)
         lastError = e;
@@ -146,9 +151,8 @@ export class NameNodes {
     const where = `the data node ${new URL(url).host}`;
     let res: Response;
     try {
-      // A read gets the name node calls' deadline; a write streams for as long as its bytes take.
-      const signal = init.body === undefined ? deadline(this.settings.requestTimeoutMs ?? 60_000) : undefined;
-      res = await this.fetch(url, { ...init, redirect: 'manual', signal } as RequestInit);
+      // Bytes may flow for as long as a file takes, but never stop for longer than the deadline.
+      res = await this.fetch(url, { ...init, redirect: 'manual', idleMs: this.settings.requestTimeoutMs ?? 60_000 } as RequestInit);
     } catch (e) {
       if (e instanceof StageCommitError) throw e;
       throw new DataNodeError(op, [this.toUri(p)], `${where} gave no answer: ${causeOf(e)}`);

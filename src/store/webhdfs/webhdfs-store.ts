@@ -111,7 +111,7 @@ export class WebHdfsStore implements Store {
    * Writes `data` under a temp name, then rename2 with OVERWRITE (HDFS's atomic rename) onto `p`.
    * HDFS shows a file from its CREATE on, so the temp is deleted whenever anything fails.
    */
-  private async viaTemp(p: string, data: BodyInit, op: string): Promise<void> {
+  private async viaTemp(p: string, data: BodyInit, op: string, bytes?: Buffer): Promise<void> {
     const tmp = tempPathFor(p);
     let created: 'created' | 'exists';
     try {
@@ -125,6 +125,9 @@ export class WebHdfsStore implements Store {
     try {
       await this.rename(tmp, p, { replace: true });
     } catch (e) {
+      // A rename done whose answer was lost, then sent again, finds its source gone: the file
+      // holding our bytes says it was done.
+      if (bytes && e instanceof StoreError && e.kind === 'not-found' && (await this.readFile(p).catch(() => null))?.equals(bytes)) return;
       await this.delete(tmp, false).catch(() => false);
       throw e;
     }
@@ -132,7 +135,8 @@ export class WebHdfsStore implements Store {
 
   /** Whole-file replace: readers see the old file or the new one, never a part. A new temp each try. */
   async writeFile(p: string, data: Buffer | string): Promise<void> {
-    await this.nn.retryDataNode(() => this.viaTemp(p, body(data), 'writeFile'));
+    const bytes = Buffer.from(data);
+    await this.nn.retryDataNode(() => this.viaTemp(p, body(data), 'writeFile', bytes));
   }
 
   /**
