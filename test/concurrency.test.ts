@@ -133,6 +133,17 @@ for (const fx of storeFixtures()) {
       return { taskEnv, made, claimMade };
     };
 
+    /** An env whose first lease create runs `race` whole before it (another step at the lease); `raced()` says whether it ran. */
+    const racingForLease = (race: (leasePath: string) => Promise<unknown>) => {
+      let ran = false;
+      const env = testEnv(sb.store, async (_n, op, p) => {
+        if (ran || op !== 'createExclusive' || !posix.basename(p).startsWith('_lease.')) return;
+        ran = true;
+        await race(p);
+      });
+      return { env, raced: () => ran };
+    };
+
     test('a commit-task whose claim lands after commit-job read the claims exits 4 and is not published', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('t');
       const { taskEnv, made, claimMade } = signalsClaim(layout);
@@ -189,14 +200,9 @@ for (const fx of storeFixtures()) {
 
     test('a commit-job whose staging dir an abort removes while it takes the lease: the job is gone (exit 2), never a raw not-found', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('g');
-      let aborted: Promise<unknown> | undefined;
-      const racing = testEnv(sb.store, async (_n, op, p) => {
-        if (aborted || op !== 'createExclusive' || !posix.basename(p).startsWith('_lease.')) return;
-        aborted = abort(testEnv(sb.store), { stagingPath });
-        await aborted;
-      });
-      const error = await libCommitJob(racing, stagingPath).then(() => null, (e: unknown) => e);
-      assert.ok(aborted, 'the abort ran');
+      const racing = racingForLease(() => abort(testEnv(sb.store), { stagingPath }));
+      const error = await libCommitJob(racing.env, stagingPath).then(() => null, (e: unknown) => e);
+      assert.ok(racing.raced(), 'the abort ran');
       assert.ok(error instanceof JobGoneError, `exit 2 (job gone), not: ${String(error)}`);
       assert.equal(await sb.store.stat(layout.root), null, 'nothing left of the staging dir');
       assert.deepEqual(data(await readTree(sb.store, target)), {}, 'the aborted job published nothing');
@@ -204,17 +210,14 @@ for (const fx of storeFixtures()) {
 
     test('a commit-job whose lease file an abort removes while it is taken, the job still there: the lease is taken afresh and the abort holding it is named (exit 4)', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('h');
-      let raced = false;
-      const racing = testEnv(sb.store, async (_n, op, p) => {
-        if (raced || op !== 'createExclusive' || !posix.basename(p).startsWith('_lease.')) return;
-        raced = true;
+      const racing = racingForLease(async (p) => {
         // The abort took the lease and began removing the tree: our lease's temporary file went first.
         const holder = encodeLease({ op: 'abort', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: Date.now(), expiresAtMs: Date.now() + 3_600_000 });
         await sb.store.writeFile(posix.join(layout.root, '_lease.0.yaml'), holder);
         throw new StoreError('not-found', 'createExclusive', [sb.store.toUri(p)], 'ENOENT: no such file or directory, link');
       });
-      const error = await libCommitJob(racing, stagingPath).then(() => null, (e: unknown) => e);
-      assert.ok(raced, 'the lease was raced');
+      const error = await libCommitJob(racing.env, stagingPath).then(() => null, (e: unknown) => e);
+      assert.ok(racing.raced(), 'the lease was raced');
       assert.ok(error instanceof ConflictError, `exit 4, not: ${String(error)}`);
       assert.match((error as Error).message, /is locked: abort by someone on other-host/);
       assert.deepEqual(data(await readTree(sb.store, target)), {}, 'nothing published');
@@ -223,14 +226,9 @@ for (const fx of storeFixtures()) {
 
     test('an abort whose job another abort finishes while it takes the lease: nothing to abort (exit 0), as when it comes later', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('k');
-      let other: Promise<unknown> | undefined;
-      const racing = testEnv(sb.store, async (_n, op, p) => {
-        if (other || op !== 'createExclusive' || !posix.basename(p).startsWith('_lease.')) return;
-        other = abort(testEnv(sb.store), { stagingPath });
-        await other;
-      });
-      const r = await abort(racing, { stagingPath });
-      assert.ok(other, 'the other abort ran');
+      const racing = racingForLease(() => abort(testEnv(sb.store), { stagingPath }));
+      const r = await abort(racing.env, { stagingPath });
+      assert.ok(racing.raced(), 'the other abort ran');
       assert.equal(r.outcome, 'nothing');
       assert.equal(await sb.store.stat(layout.root), null);
       assert.deepEqual(data(await readTree(sb.store, target)), {});

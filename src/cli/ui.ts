@@ -30,6 +30,8 @@ function spinnerTerminal(stream: UiStream, env: NodeJS.ProcessEnv): boolean {
   return Boolean(stream.isTTY) && (stream.columns ?? 0) >= SPINNER_MIN_COLUMNS && env.TERM !== 'dumb';
 }
 
+const ESCAPED = new RegExp(`\\x1b\\[[0-9;]*m|${UNPRINTABLE.source}`, 'g');
+
 /**
  * Text for a terminal: control characters a name may carry (an outside writer's key can hold ESC
  * or BEL) are written as \\u escapes, so that no message can clear the screen or retitle the
@@ -38,8 +40,6 @@ function spinnerTerminal(stream: UiStream, env: NodeJS.ProcessEnv): boolean {
  * overrides (no path shows in an order other than its own). Newlines, tabs and our own colours
  * (SGR sequences) pass.
  */
-const ESCAPED = new RegExp(`\\x1b\\[[0-9;]*m|${UNPRINTABLE.source}`, 'g');
-
 export function printable(text: string): string {
   return text.replace(ESCAPED, (m) => (m.length > 1 ? m : `\\u${m.charCodeAt(0).toString(16).padStart(4, '0')}`));
 }

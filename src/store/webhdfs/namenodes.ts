@@ -78,7 +78,7 @@ export class NameNodes {
    * One name node call with failover and retries. Standby name nodes and refused connections
    * move to the next name node (remembered); transient errors back off and retry.
    */
-  async call(method: Method, op: string, p: string, params: Record<string, string | undefined> = {}, body?: BodyInit): Promise<Response> {
+  async call(method: Method, op: string, p: string, params: Record<string, string | undefined> = {}): Promise<Response> {
     const n = this.settings.nameNodes.length;
     let lastError: unknown;
     for (let attempt = 0, failovers = 0; ; ) {
@@ -88,9 +88,8 @@ export class NameNodes {
       let exception: string | undefined;
       try {
         this.requests++;
-        // Calls that stream a body (data to a data node) may take long; the rest get a deadline.
-        const signal = body === undefined ? deadline(this.settings.requestTimeoutMs ?? 60_000) : undefined;
-        const got = await this.fetch(url, { method, redirect: 'manual', body, duplex: body ? 'half' : undefined, signal } as RequestInit);
+        // Bytes go to data nodes only (dataNode): every name node call gets the deadline.
+        const got = await this.fetch(url, { method, redirect: 'manual', signal: deadline(this.settings.requestTimeoutMs ?? 60_000) });
         // A name node's answers are small: read whole here, so one that breaks off is retried like none.
         const bytes = await got.arrayBuffer().catch((e: unknown) => {
           throw new Error(`its answer broke off: ${causeOf(e)}`);
@@ -115,8 +114,7 @@ export class NameNodes {
       }
       // The one backoff: every name node was tried (or the answer was transient); wait, then again.
       failovers = 0;
-      attempt++;
-      await sleep(this.settings.retryBaseMs * 2 ** attempt);
+      await this.backoff(++attempt);
     }
     throw new StoreError('io', op, [this.toUri(p)], `no name node answered (${this.settings.nameNodes.join(', ')}): ${causeOf(lastError)}`);
   }
@@ -169,9 +167,14 @@ export class NameNodes {
         return await once();
       } catch (e) {
         if (!(e instanceof DataNodeError) || attempt >= this.settings.retries) throw e;
-        await sleep(this.settings.retryBaseMs * 2 ** (attempt + 1));
+        await this.backoff(attempt + 1);
       }
     }
+  }
+
+  /** The wait before try `n` (1, 2, …) of a request that failed for a reason that may pass. */
+  private backoff(n: number): Promise<void> {
+    return sleep(this.settings.retryBaseMs * 2 ** n);
   }
 }
 

@@ -146,22 +146,20 @@ export class WebHdfsStore implements Store {
    * answers nothing at all fails the step with its cause, never a bare 'fetch failed'.
    */
   async createExclusive(p: string, data: Buffer | string): Promise<boolean> {
+    const bytes = Buffer.from(data);
     let unsure: DataNodeError | undefined;
     return this.nn.retryDataNode(async () => {
-      let made: 'created' | 'exists';
       try {
-        made = await this.create(p, body(data), false);
+        if ((await this.create(p, body(data), false)) === 'created') return true;
+        if (!unsure) return false;
       } catch (e) {
         if (!(e instanceof DataNodeError)) throw e;
         unsure = e;
-        made = 'exists';
       }
-      if (made === 'created') return true;
-      if (!unsure) return false;
       const now = await this.readFile(p);
       if (now === null) throw unsure; // nothing made: sent again
       // Other bytes, or none yet: another process's create, judged by the caller as any lost race is.
-      return now.equals(Buffer.from(data));
+      return now.equals(bytes);
     });
   }
 
