@@ -239,8 +239,14 @@ describe('WebHDFS client against the server', () => {
     await c.writeFile('/stall/f', 'f');
     assert.equal((await c.readFile('/stall/f'))?.toString(), 'f');
     cluster.dataNodeFaults.push('stall');
-    await assert.rejects(c.put('/stall/s', { stream: Readable.from([Buffer.alloc(4 << 20)]) }), (e: unknown) => e instanceof StoreError && /the data node .* gave no answer: no byte moved for 300 ms/.test(e.message));
+    await assert.rejects(c.put('/stall/s', { stream: Readable.from([Buffer.alloc(32 << 10)]) }), (e: unknown) => e instanceof StoreError && /the data node .* gave no answer: stalled: no progress for 300 ms/.test(e.message));
     assert.deepEqual((await c.list('/stall')).map((e) => e.name), ['f'], 'no temp left');
+    // Slow but moving (2 MiB at 640 KiB/s, far past the 300 ms deadline): never taken for a stall.
+    cluster.dataNodeFaults.push('slow');
+    const big = Buffer.alloc(2 << 20, 7);
+    await c.put('/stall/slow', { stream: Readable.from([big]) });
+    assert.equal(cluster.dataNodeFaults.length, 0, 'the slow data node took it');
+    assert.ok((await c.readFile('/stall/slow'))?.equals(big));
   });
 
   test('a name node answer that breaks off is sent again; a rename done whose answer was lost is found done', async () => {

@@ -49,9 +49,10 @@ export class WebHdfsCluster {
   /**
    * Faults for the next data node requests, one each: the connection cut before anything is done,
    * cut once the work is done (a CREATE made, half an OPEN's bytes sent), an HTTP 500, or a
-   * data node that stops reading an upload and never answers (stall).
+   * data node that stops reading an upload and never answers (stall), or one that reads it
+   * slowly, 64 KiB every 100 ms (slow).
    */
-  readonly dataNodeFaults: ('cut-before' | 'cut-after' | 'error-500' | 'stall')[] = [];
+  readonly dataNodeFaults: ('cut-before' | 'cut-after' | 'error-500' | 'stall' | 'slow')[] = [];
 
   constructor(readonly opts: WebHdfsServerOptions) {}
 
@@ -270,7 +271,16 @@ export class WebHdfsCluster {
         });
         await fh.close();
         if (this.opts.createDelayMs) await new Promise((r) => setTimeout(r, this.opts.createDelayMs));
-        await pipeline(req, createWriteStream(local, { flags: 'r+' }));
+        const sink = createWriteStream(local, { flags: 'r+', highWaterMark: 64 * 1024 });
+        if (fault === 'slow') {
+          req.on('data', (chunk: Buffer) => {
+            req.pause();
+            sink.write(chunk);
+            setTimeout(() => req.resume(), 100 * Math.ceil(chunk.length / (64 * 1024)));
+          });
+          await new Promise<void>((r, j) => req.on('end', r).on('error', j));
+          await new Promise<void>((r) => sink.end(r));
+        } else await pipeline(req, sink);
         if (fault === 'cut-after') return void req.socket.destroy();
         res.writeHead(201, { location: `hdfs://localhost:8020${p.split("/").map(encodeURIComponent).join("/")}`, "content-length": 0 }).end();
         return;

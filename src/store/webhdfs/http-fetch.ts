@@ -11,9 +11,17 @@ import { Readable } from 'node:stream';
 export const NULL_BODY = new Set([101, 204, 205, 304]);
 
 /**
+ * Bytes handed to the socket buy this much time each (16 KiB/s): the socket's own idle time cannot
+ * tell a slow upload from a stalled one, since the kernel takes megabytes at once and drains them
+ * unseen.
+ */
+const FLOOR_BYTES_PER_MS = 16;
+
+/**
  * The subset of fetch the WebHDFS store uses: method, headers, a body (bytes, text or a stream), a
- * signal; redirects are never followed. `idleMs`: the request fails once no byte has moved either
- * way for that long (a data node that stops reading an upload, or stops sending a file).
+ * signal; redirects are never followed. `idleMs`: the request fails once it stalls — no answer
+ * byte for that long, and an upload slower than 16 KiB/s beyond it (a data node that stops
+ * reading an upload, or stops sending a file).
  */
 export function httpFetch(input: string | URL | Request, init: RequestInit & { idleMs?: number } = {}): Promise<Response> {
   const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
@@ -25,21 +33,41 @@ export function httpFetch(input: string | URL | Request, init: RequestInit & { i
       const status = res.statusCode ?? 502;
       const body = NULL_BODY.has(status) || init.method === 'HEAD' ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>);
       if (!body) res.resume();
+      res.on('data', () => watch?.moved(0));
       resolve(new Response(body, { status, statusText: res.statusMessage, headers }));
     });
     // As fetch does: a network failure is a TypeError whose cause says what happened.
     req.on('error', (e) => reject(init.signal?.aborted ? init.signal.reason : new TypeError('fetch failed', { cause: e })));
-    const idle = init.idleMs;
-    if (idle) req.setTimeout(idle, () => req.destroy(Object.assign(new Error(`no byte moved for ${idle} ms`), { code: 'ETIMEDOUT' })));
+    const watch = init.idleMs ? stallWatch(init.idleMs, (e) => req.destroy(e)) : undefined;
+    req.on('close', () => watch?.stop());
     const body = init.body;
     if (body === undefined || body === null) req.end();
-    else if (typeof body === 'string' || body instanceof Uint8Array) req.end(body);
-    else if (body instanceof ReadableStream) {
+    else if (typeof body === 'string' || body instanceof Uint8Array) {
+      watch?.moved(Buffer.byteLength(body));
+      req.end(body);
+    } else if (body instanceof ReadableStream) {
       const from = Readable.fromWeb(body as import('node:stream/web').ReadableStream);
       from.on('error', (e) => req.destroy(e));
+      from.on('data', (chunk: Buffer) => watch?.moved(chunk.length));
       from.pipe(req);
     } else req.destroy(new TypeError('httpFetch: unsupported body'));
   });
+}
+
+/** A deadline that progress pushes back: `moved(n)` after n bytes went out (0: an answer byte came in). */
+function stallWatch(idleMs: number, fail: (e: Error) => void): { moved(n: number): void; stop(): void } {
+  let due = Date.now() + idleMs;
+  let timer: NodeJS.Timeout | undefined;
+  const check = () => {
+    const left = due - Date.now();
+    if (left > 0) return void (timer = setTimeout(check, left));
+    fail(Object.assign(new Error(`stalled: no progress for ${idleMs} ms`), { code: 'ETIMEDOUT' }));
+  };
+  timer = setTimeout(check, idleMs);
+  return {
+    moved: (n) => void (due = Math.max(due, Date.now() + idleMs) + n / FLOOR_BYTES_PER_MS),
+    stop: () => clearTimeout(timer),
+  };
 }
 
 function headersOf(h: HeadersInit | undefined): Record<string, string> {
