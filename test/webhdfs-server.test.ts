@@ -28,6 +28,38 @@ async function create(p: string, data: string, overwrite = false): Promise<Respo
   return fetch(r.headers.get('location')!, { method: 'PUT', body: data });
 }
 
+/**
+ * A proxy before the first name node that spoils the answers of the ops in `cut` (a count each):
+ * a RENAME is done upstream and its answer lost (the connection cut); others are cut mid-body.
+ */
+async function faultyNameNode(cut: Record<string, number>) {
+  const upstream = new URL(nn);
+  const proxy = createHttpServer((req, res) => {
+    const op = new URL(req.url!, 'http://x').searchParams.get('op') ?? '';
+    const up = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
+      if ((cut[op] ?? 0) > 0) {
+        cut[op]!--;
+        if (op === 'RENAME') return void r.resume().on('end', () => res.socket?.destroy());
+        res.writeHead(r.statusCode ?? 502, { ...r.headers, 'content-length': '500' });
+        return void res.write('{"FileSt', () => res.socket?.destroy());
+      }
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(res);
+    });
+    req.pipe(up);
+  });
+  await new Promise<void>((res) => proxy.listen(0, '127.0.0.1', res));
+  const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+  return {
+    cut,
+    client: () => new WebHdfsStore({ nameNodes: [url], uriPrefix: 'hdfs://c', user: 'etl', retries: 2, retryBaseMs: 5 }),
+    close: async () => {
+      proxy.closeAllConnections();
+      await new Promise((res) => proxy.close(res));
+    },
+  };
+}
+
 before(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'webhdfs-spec-'));
   cluster = await new WebHdfsCluster({ root: dir, listLimit: 2 }).start(2);
@@ -251,36 +283,40 @@ describe('WebHDFS client against the server', () => {
 
   test('a name node answer that breaks off is sent again; a rename done whose answer was lost is found done', async () => {
     cluster.active = 0;
-    // A proxy before the name node: the first GETFILESTATUS answer is cut after a few bytes; the
-    // first RENAME is done by the name node, and its answer never reaches the client.
-    const upstream = new URL(nn);
-    const cut = { GETFILESTATUS: 1, RENAME: 1 } as Record<string, number>;
-    const proxy = createHttpServer((req, res) => {
-      const op = new URL(req.url!, 'http://x').searchParams.get('op') ?? '';
-      const up = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
-        if ((cut[op] ?? 0) > 0) {
-          cut[op]!--;
-          if (op === 'RENAME') return void r.resume().on('end', () => res.socket?.destroy());
-          res.writeHead(r.statusCode ?? 502, { ...r.headers, 'content-length': '500' });
-          return void res.write('{"FileSt', () => res.socket?.destroy());
-        }
-        res.writeHead(r.statusCode ?? 502, r.headers);
-        r.pipe(res);
-      });
-      req.pipe(up);
-    });
-    await new Promise<void>((res) => proxy.listen(0, '127.0.0.1', res));
+    // The first GETFILESTATUS answer is cut after a few bytes; the first RENAME is done by the
+    // name node, and its answer never reaches the client.
+    const proxy = await faultyNameNode({ GETFILESTATUS: 1, RENAME: 1 });
     try {
-      const c = new WebHdfsStore({ nameNodes: [`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`], uriPrefix: 'hdfs://c', user: 'etl', retries: 2, retryBaseMs: 5 });
+      const c = proxy.client();
       await c.mkdirs('/lost');
       assert.ok(await c.stat('/lost'), 'the cut answer was sent again');
       await c.writeFile('/lost/m.yaml', 'manifest');
-      assert.equal(cut.RENAME, 0, 'the rename answer was lost');
+      assert.equal(proxy.cut.RENAME, 0, 'the rename answer was lost');
       assert.equal((await c.readFile('/lost/m.yaml'))?.toString(), 'manifest');
       assert.deepEqual((await c.list('/lost')).map((e) => e.name), ['m.yaml']);
     } finally {
-      proxy.closeAllConnections();
-      await new Promise((res) => proxy.close(res));
+      await proxy.close();
+    }
+  });
+
+  test('every answer to a rename lost: a rename the name node did is found done (file, directory, put); one it could not do still fails', async () => {
+    cluster.active = 0;
+    const proxy = await faultyNameNode({ RENAME: Infinity });
+    try {
+      const c = proxy.client();
+      await c.writeFile('/alllost/_commit.yaml', 'plan');
+      assert.equal((await c.readFile('/alllost/_commit.yaml'))?.toString(), 'plan');
+      await c.mkdirs('/alllost/attempt/dt=1');
+      await c.rename('/alllost/attempt', '/alllost/task');
+      assert.deepEqual((await c.list('/alllost')).map((e) => e.name).sort(), ['_commit.yaml', 'task']);
+      await c.put('/alllost/task/f.csv', { stream: Readable.from([Buffer.from('a,b\n')]) });
+      assert.equal((await c.readFile('/alllost/task/f.csv'))?.toString(), 'a,b\n');
+      assert.deepEqual((await c.list('/alllost/task')).map((e) => e.name).sort(), ['dt=1', 'f.csv'], 'no temp left');
+      // Nothing to rename: the lost answers prove nothing, and the call fails as it did.
+      await assert.rejects(c.rename('/alllost/none', '/alllost/other'), (e: unknown) => e instanceof StoreError && /no name node answered/.test(e.message));
+      assert.equal(await c.stat('/alllost/other'), null);
+    } finally {
+      await proxy.close();
     }
   });
 

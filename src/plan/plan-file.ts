@@ -1,6 +1,6 @@
 // `_commit.yaml`: the persisted commit plan. Its existence is the commit point.
 
-import { CorruptManifestError } from '../errors.js';
+import { CorruptManifestError, ExitCode, StageCommitError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
 import { checkRelativePath } from '../paths.js';
 import type { Store } from '../store/types.js';
@@ -139,4 +139,19 @@ export async function loadPlan(store: Store, layout: JobLayout, jobId: string): 
   const plan = await readManifestFile(store, layout.commitFile, decodePlan);
   if (plan && plan.jobId !== jobId) throw new CorruptManifestError(store.toUri(layout.commitFile), 'jobId', `is '${plan.jobId}', but the job is '${jobId}'`);
   return plan;
+}
+
+/**
+ * Writes the plan: the commit point. A write that fails may still have taken effect (every
+ * answer lost), so its message says how to find out rather than "nothing changed".
+ */
+export async function writePlan(store: Store, layout: JobLayout, plan: PersistedPlan): Promise<void> {
+  try {
+    await store.writeFile(layout.commitFile, encodePlan(plan));
+  } catch (e) {
+    if (e instanceof StageCommitError && e.exitCode === ExitCode.failed) {
+      e.message += `; the target is unchanged, but whether job ${plan.jobId} passed its commit point is not known: run 'stagecommit recover --job ${store.toUri(layout.root)}' once the store answers (it finishes the job if its plan was written, else leaves it staged)`;
+    }
+    throw e;
+  }
 }

@@ -13,7 +13,7 @@ import { successJson } from '../job/success.js';
 import { TableLog, type LogListing } from '../job/table-log.js';
 import { applyPhases } from '../plan/apply.js';
 import { allDone } from '../util/pool.js';
-import { encodePlan, loadPlan, type PersistedPlan } from '../plan/plan-file.js';
+import { loadPlan, writePlan, type PersistedPlan } from '../plan/plan-file.js';
 import { planTree, targetDirsChanged, type CommitPlan, type PlanPhase, type SourceTree } from '../plan/plan.js';
 import { identicalClashes, readTargetRoot, snapshotTarget } from '../plan/target.js';
 import { publishStrategy } from '../store/operations.js';
@@ -277,7 +277,7 @@ export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease
   if (!plan) {
     ({ plan, listing } = await preparePlan(env, open));
     env.emit({ type: 'phase', label: 'writing the commit plan' });
-    await store.writeFile(layout.commitFile, encodePlan(plan));
+    await writePlan(store, layout, plan);
   }
   const { success } = await rollForward(env, open, plan, lease, listing, outcome === 'committed').catch(pastCommitPoint(store, open));
   return {

@@ -76,9 +76,10 @@ export class NameNodes {
 
   /**
    * One name node call with failover and retries. Standby name nodes and refused connections
-   * move to the next name node (remembered); transient errors back off and retry.
+   * move to the next name node (remembered); transient errors back off and retry. `tries.lost`
+   * counts tries that got no answer: a name node may have done what such a try asked.
    */
-  async call(method: Method, op: string, p: string, params: Record<string, string | undefined> = {}): Promise<Response> {
+  async call(method: Method, op: string, p: string, params: Record<string, string | undefined> = {}, tries?: { lost: number }): Promise<Response> {
     const n = this.settings.nameNodes.length;
     let lastError: unknown;
     for (let attempt = 0, failovers = 0; ; ) {
@@ -98,6 +99,7 @@ export class NameNodes {
       } catch (e) {
         if (e instanceof StageCommitError) throw e; // a verdict, not a network failure (an RPC port given for HTTP)
         lastError = e;
+        if (tries) tries.lost++;
       }
       if (res && (res.status === 403 || res.status >= 500)) exception = (await this.remote(res.clone()))?.exception;
       // No answer, or a standby: the next name node, while one is left untried this round.

@@ -122,12 +122,12 @@ export class WebHdfsStore implements Store {
     }
     // Someone else's temp of the same random name: not ours to publish or delete.
     if (created === 'exists') throw new StoreError('exists', op, [this.toUri(tmp)], 'a temp file of that name exists already');
+    // A rename done whose answer was lost: the file holding our bytes says so (a stream's put has
+    // only the rename's own evidence: its temp gone, the file there).
+    const ours = bytes ? async () => (await this.readFile(p).catch(() => null))?.equals(bytes) === true : () => this.moved(tmp, p);
     try {
-      await this.rename(tmp, p, { replace: true });
+      await this.renameOrFind(tmp, p, { replace: true }, ours);
     } catch (e) {
-      // A rename done whose answer was lost, then sent again, finds its source gone: the file
-      // holding our bytes says it was done.
-      if (bytes && e instanceof StoreError && e.kind === 'not-found' && (await this.readFile(p).catch(() => null))?.equals(bytes)) return;
       await this.delete(tmp, false).catch(() => false);
       throw e;
     }
@@ -175,14 +175,38 @@ export class WebHdfsStore implements Store {
    * the destination checked first and `{"boolean": false}` turned into an error.
    */
   async rename(src: string, dst: string, opts: RenameOptions = {}): Promise<void> {
-    const res = await this.nn.call('PUT', 'RENAME', src, { destination: dst, renameoptions: opts.replace ? 'OVERWRITE' : 'NONE' });
+    await this.renameOrFind(src, dst, opts, () => this.moved(src, dst));
+  }
+
+  /**
+   * A try whose answer was lost may have been done by the name node: the next try then finds its
+   * source gone, and if every answer is lost the call fails though the rename happened. Either
+   * way `done` (asked only then) decides, as Hadoop's name node retry cache does for RPC clients.
+   */
+  private async renameOrFind(src: string, dst: string, opts: RenameOptions, done: () => Promise<boolean>): Promise<void> {
+    const tries = { lost: 0 };
+    let res: Response;
+    try {
+      res = await this.nn.call('PUT', 'RENAME', src, { destination: dst, renameoptions: opts.replace ? 'OVERWRITE' : 'NONE' }, tries);
+    } catch (e) {
+      if (tries.lost > 0 && (await done().catch(() => false))) return;
+      throw e;
+    }
     if (res.ok) {
       await res.body?.cancel();
       return;
     }
     const remote = await this.nn.remote(res.clone());
     if (res.status === 400 && /renameoptions/i.test(remote?.message ?? '')) return this.plainRename(src, dst, opts);
-    throw await this.nn.failure(res, 'rename', [src, dst]);
+    const failure = await this.nn.failure(res, 'rename', [src, dst]);
+    if (tries.lost > 0 && failure.kind === 'not-found' && (await done().catch(() => false))) return;
+    throw failure;
+  }
+
+  /** The source gone and the destination there: what a done rename leaves. */
+  private async moved(src: string, dst: string): Promise<boolean> {
+    const [s, d] = await Promise.all([this.stat(src), this.stat(dst)]);
+    return s === null && d !== null;
   }
 
   private async plainRename(src: string, dst: string, opts: RenameOptions): Promise<void> {
