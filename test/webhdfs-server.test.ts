@@ -279,6 +279,9 @@ describe('WebHDFS client against the server', () => {
     await c.put('/stall/slow', { stream: Readable.from([big]) });
     assert.equal(cluster.dataNodeFaults.length, 0, 'the slow data node took it');
     assert.ok((await c.readFile('/stall/slow'))?.equals(big));
+    // A file that stops coming halfway: the same word, not a bare 'aborted'.
+    cluster.dataNodeFaults.push('stall-after');
+    await assert.rejects(client({ requestTimeoutMs: 300, retries: 0 }).readFile('/stall/slow'), (e: unknown) => e instanceof StoreError && /the data node's answer broke off: stalled: no progress for 300 ms$/.test(e.message));
   });
 
   test('a name node answer that breaks off is sent again; a rename done whose answer was lost is found done', async () => {

@@ -49,10 +49,11 @@ export class WebHdfsCluster {
   /**
    * Faults for the next data node requests, one each: the connection cut before anything is done,
    * cut once the work is done (a CREATE made, half an OPEN's bytes sent), an HTTP 500, or a
-   * data node that stops reading an upload and never answers (stall), or one that reads it
-   * slowly, 64 KiB every 100 ms (slow).
+   * data node that stops reading an upload and never answers (stall), one that sends half a
+   * file and then nothing (stall-after), or one that reads an upload slowly, 64 KiB every 100 ms
+   * (slow).
    */
-  readonly dataNodeFaults: ('cut-before' | 'cut-after' | 'error-500' | 'stall' | 'slow')[] = [];
+  readonly dataNodeFaults: ('cut-before' | 'cut-after' | 'error-500' | 'stall' | 'stall-after' | 'slow')[] = [];
 
   constructor(readonly opts: WebHdfsServerOptions) {}
 
@@ -251,10 +252,12 @@ export class WebHdfsCluster {
         const st = await fs.stat(local).catch(() => null);
         if (!st?.isFile()) throw new Fail(notFound(p));
         res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': st.size });
-        if (fault === 'cut-after') {
+        if (fault === 'cut-after' || fault === 'stall-after') {
           const bytes = await fs.readFile(local);
           res.write(bytes.subarray(0, Math.floor(bytes.length / 2)));
-          return void setTimeout(() => res.socket?.destroy(), 20);
+          // stall-after: half the file, then nothing more, the connection kept open.
+          if (fault === 'cut-after') setTimeout(() => res.socket?.destroy(), 20);
+          return;
         }
         await pipeline(createReadStream(local), res);
         return;

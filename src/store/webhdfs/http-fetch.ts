@@ -27,7 +27,9 @@ export function httpFetch(input: string | URL | Request, init: RequestInit & { i
   const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
   const client = url.protocol === 'https:' ? https : http;
   return new Promise<Response>((resolve, reject) => {
+    let answer: http.IncomingMessage | undefined;
     const req = client.request(url, { method: init.method ?? 'GET', headers: headersOf(init.headers), signal: init.signal ?? undefined }, (res) => {
+      answer = res;
       const headers = new Headers();
       for (const [k, v] of Object.entries(res.headers)) for (const one of [v ?? []].flat()) headers.append(k, one);
       const status = res.statusCode ?? 502;
@@ -38,7 +40,13 @@ export function httpFetch(input: string | URL | Request, init: RequestInit & { i
     });
     // As fetch does: a network failure is a TypeError whose cause says what happened.
     req.on('error', (e) => reject(init.signal?.aborted ? init.signal.reason : new TypeError('fetch failed', { cause: e })));
-    const watch = init.idleMs ? stallWatch(init.idleMs, (e) => req.destroy(e)) : undefined;
+    // The answer's stream fails with the cause too (destroying the request alone says 'aborted').
+    const watch = init.idleMs
+      ? stallWatch(init.idleMs, (e) => {
+          answer?.destroy(e);
+          req.destroy(e);
+        })
+      : undefined;
     req.on('close', () => watch?.stop());
     const body = init.body;
     if (body === undefined || body === null) req.end();
