@@ -115,6 +115,36 @@ for (const fx of storeFixtures()) {
   });
 }
 
+for (const fx of storeFixtures()) {
+  describe(`a target under a file, on ${fx.name}`, () => {
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 'uf');
+    test('is a place that cannot exist where paths are directories: exit 2 naming the file, nothing made; S3 keys have no such place', async () => {
+      const base = dir();
+      await sb.store.writeFile(path.posix.join(base, 'afile'), 'a file\n');
+      const target = sb.uri(path.posix.join(base, 'afile/sales'));
+      if (fx.name === 's3') {
+        await oneFileJob(target, sb.env);
+        assert.equal(data(await readTree(sb.store, path.posix.join(base, 'afile/sales')))['part-0.csv'], 'x,1\n');
+        return;
+      }
+      const r = await inProcess(['stage', '--target', target, '--tasks', '1'], { env: sb.env });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /^stagecommit: error: .* is a file, not a directory: choose a location under a directory, or move the file\n$|ParentNotDirectoryException/);
+      assert.ok(r.stderr.includes(path.posix.join(base, 'afile')), r.stderr);
+      // A staging dir elsewhere: stage and the task go through; commit-job stops before its commit point.
+      const job = (await inProcess(['stage', '--target', target, '--tasks', '1', '--staging-dir', sb.uri(path.posix.join(base, 'stg'))], { env: sb.env })).stdout.trim();
+      const [f] = await localFiles({ 'part-0.csv': 'x,1\n' });
+      assert.equal((await inProcess(['stage', '--job', job, '--task', '0', f!], { env: sb.env })).code, 0);
+      assert.equal((await inProcess(['commit-task', '--job', job, '--task', '0'], { env: sb.env })).code, 0);
+      const c = await inProcess(['commit-job', '--job', job], { env: sb.env });
+      assert.equal(c.code, 2, c.stderr);
+      assert.ok(c.stderr.includes(path.posix.join(base, 'afile')) && !/past its commit point/.test(c.stderr), c.stderr);
+      assert.equal((await sb.store.readFile(path.posix.join(base, 'afile')))?.toString(), 'a file\n');
+    });
+  });
+}
+
 const site = (props: Record<string, string>) =>
   `<?xml version="1.0"?>\n<configuration>\n${Object.entries(props).map(([k, v]) => `  <property>\n    <name>${k}</name>\n    <value>${v}</value>\n  </property>\n`).join('')}</configuration>\n`;
 

@@ -3,7 +3,7 @@
 // point it only rolls forward.
 
 import { posix } from 'node:path';
-import { ConflictError, CorruptManifestError, ExitCode, StageCommitError } from '../errors.js';
+import { ConflictError, CorruptManifestError, ExitCode, StageCommitError, StoreError } from '../errors.js';
 import { claimedUploads, leftoverOfRoot } from '../job/claims.js';
 import { isFullyStatic, saveJob, staticPrefix, type JobManifest } from '../job/job.js';
 import { defaultStagingRoot, SUCCESS_FILE } from '../job/layout.js';
@@ -246,11 +246,14 @@ export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<Co
 /**
  * A failure after the commit point changed the target, or may have: its message (exit 1) says
  * the job is committing and how to finish it, since "failed" alone reads as "nothing changed".
+ * A store's "no such place" (exit 2, bad input) is exit 1 here too: the job's input was taken.
  */
 function pastCommitPoint(store: Store, open: OpenJob): (e: unknown) => never {
   return (e) => {
-    if (e instanceof StageCommitError && e.exitCode === ExitCode.failed) {
-      e.message += `; job ${open.job.jobId} is past its commit point: run 'stagecommit recover --job ${store.toUri(open.layout.root)}' to finish it`;
+    if (e instanceof StoreError || (e instanceof StageCommitError && e.exitCode === ExitCode.failed)) {
+      const how = `; job ${open.job.jobId} is past its commit point: run 'stagecommit recover --job ${store.toUri(open.layout.root)}' to finish it`;
+      if (e.exitCode !== ExitCode.failed) throw new StageCommitError(ExitCode.failed, e.message + how);
+      e.message += how;
     }
     throw e;
   };

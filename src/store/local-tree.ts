@@ -2,6 +2,7 @@
 // level in parallel), and the local store's error and entry-kind mapping.
 
 import { lstatSync, promises as fs, readdirSync } from 'node:fs';
+import { posix } from 'node:path';
 import { forEachLimit } from '../util/pool.js';
 import { StoreError } from '../errors.js';
 import type { Entry, EntryKind, ListOptions } from './types.js';
@@ -12,8 +13,25 @@ export function code(e: unknown): string | undefined {
 
 export function wrap(e: unknown, op: string, paths: string[]): StoreError {
   const c = code(e);
+  if (c === 'ENOTDIR') {
+    // A place under a file cannot exist: bad input (exit 2), naming the file in the way.
+    const file = paths.map(fileInTheWay).find((f) => f !== null);
+    return new StoreError('no-location', op, paths, `${file ?? 'a part of the path'} is a file, not a directory: choose a location under a directory, or move the file`);
+  }
   const kind = c === 'ENOENT' ? 'not-found' : c === 'EEXIST' || c === 'ENOTEMPTY' ? 'exists' : 'io';
   return new StoreError(kind, op, paths, (e as Error).message ?? String(e));
+}
+
+/** The nearest ancestor of `p` that exists and is not a directory (only on the failure path). */
+function fileInTheWay(p: string): string | null {
+  for (let d = posix.dirname(p); d !== posix.dirname(d); d = posix.dirname(d)) {
+    try {
+      if (!lstatSync(d).isDirectory()) return d;
+    } catch {
+      // not there: look further up
+    }
+  }
+  return null;
 }
 
 export function kindOf(d: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): EntryKind {

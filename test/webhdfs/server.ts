@@ -30,6 +30,7 @@ interface RemoteError {
 const err = (status: number, exception: string, pkg: string, message: string): RemoteError => ({ status, exception, javaClassName: `${pkg}.${exception}`, message });
 const notFound = (p: string) => err(404, 'FileNotFoundException', 'java.io', `File does not exist: ${p}`);
 const exists = (p: string) => err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `${p} already exists`);
+const parentNotDir = (p: string) => err(403, 'ParentNotDirectoryException', 'org.apache.hadoop.fs', `${p} (is not a directory)`);
 const illegal = (m: string) => err(400, 'IllegalArgumentException', 'java.lang', m);
 
 class Fail extends Error {
@@ -87,6 +88,17 @@ export class WebHdfsCluster {
     return path.join(this.opts.root, norm);
   }
 
+  /** HDFS resolves a path to create through directories only: a file on the way is ParentNotDirectoryException (403). */
+  private async throughDirs(p: string): Promise<void> {
+    for (let d = path.posix.dirname(path.posix.normalize('/' + p)); d !== '/'; d = path.posix.dirname(d)) {
+      const st = await fs.stat(this.local(d)).catch(() => null);
+      if (st) {
+        if (!st.isDirectory()) throw new Fail(parentNotDir(d));
+        return;
+      }
+    }
+  }
+
   private async serveNameNode(i: number, req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
       const url = new URL(req.url!, 'http://x');
@@ -131,6 +143,7 @@ export class WebHdfsCluster {
         want('PUT');
         const st = await fs.stat(local).catch(() => null);
         if (st && !st.isDirectory()) throw new Fail(err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `Path is not a directory: ${p}`));
+        await this.throughDirs(p);
         await fs.mkdir(local, { recursive: true });
         return json(res, 200, { boolean: true });
       }
@@ -264,6 +277,7 @@ export class WebHdfsCluster {
       }
       if (op === 'CREATE' && req.method === 'PUT') {
         const overwrite = url.searchParams.get('overwrite') === 'true';
+        await this.throughDirs(p);
         await fs.mkdir(path.dirname(local), { recursive: true });
         const st = await fs.lstat(local).catch(() => null);
         if (st?.isDirectory()) throw new Fail(err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `${p} already exists as a directory`));

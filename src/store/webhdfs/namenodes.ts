@@ -30,6 +30,7 @@ interface RemoteException {
 function kindOf(status: number, exception: string | undefined): StoreErrorKind {
   if (status === 404 || exception === 'FileNotFoundException') return 'not-found';
   if (exception === 'FileAlreadyExistsException') return 'exists';
+  if (exception === 'ParentNotDirectoryException') return 'no-location';
   return 'io';
 }
 
@@ -132,8 +133,10 @@ export class NameNodes {
 
   async failure(res: Response, op: string, paths: string[]): Promise<StoreError> {
     const remote = await this.remote(res);
+    const kind = kindOf(res.status, remote?.exception);
     const detail = remote ? `${remote.exception}: ${remote.message}` : `HTTP ${res.status}`;
-    return new StoreError(kindOf(res.status, remote?.exception), op, paths.map((p) => this.toUri(p)), detail);
+    const hint = kind === 'no-location' ? ': choose a location under a directory, or move the file' : '';
+    return new StoreError(kind, op, paths.map((p) => this.toUri(p)), detail + hint);
   }
 
   async json<T>(res: Response, op: string, paths: string[]): Promise<T> {
