@@ -323,6 +323,25 @@ describe('WebHDFS client against the server', () => {
     }
   });
 
+  test("an answer that is not WebHDFS's (a proxy's page, '{}', a status without its fields) fails naming what came, never as a crash", async () => {
+    const answers = ['{}', '<html>502 Bad Gateway</html>', '{"FileStatus":{"pathSuffix":""}}', '{"boolean":"yes"}', '{"DirectoryListing":{"partialListing":{"FileStatuses":{"FileStatus":[{}]}},"remainingEntries":0}}'];
+    let next = '';
+    const odd = createHttpServer((_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end(next));
+    await new Promise<void>((res) => odd.listen(0, '127.0.0.1', res));
+    try {
+      const c = new WebHdfsStore({ nameNodes: [`http://127.0.0.1:${(odd.address() as AddressInfo).port}`], uriPrefix: 'hdfs://c', user: 'etl', retries: 0, retryBaseMs: 5 });
+      for (const a of answers) {
+        next = a;
+        for (const [op, call] of [['stat', () => c.stat('/x')], ['list', () => c.list('/x')], ['mkdirs', () => c.mkdirs('/x')], ['delete', () => c.delete('/x', false)]] as const) {
+          await assert.rejects(call(), (e: unknown) => e instanceof StoreError && e.kind === 'io' && e.message.startsWith(`${op} hdfs://c/x: the name node's answer (HTTP 200) is not the WebHDFS answer to ${op}: `) && e.message.endsWith("check that the address is a name node's HTTP port"), `${op} of ${a}`);
+        }
+      }
+    } finally {
+      odd.closeAllConnections();
+      await new Promise((res) => odd.close(res));
+    }
+  });
+
   test('a rename that would clobber is an error naming source and destination, never a move inside', async () => {
     cluster.active = 0;
     const c = client();

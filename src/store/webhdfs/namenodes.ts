@@ -139,9 +139,22 @@ export class NameNodes {
     return new StoreError(kind, op, paths.map((p) => this.toUri(p)), detail + hint);
   }
 
-  async json<T>(res: Response, op: string, paths: string[]): Promise<T> {
+  /**
+   * A successful answer's JSON, checked for the shape the op has: a proxy's page or a server that
+   * is not a name node fails naming what came, never as a crash further on.
+   */
+  async json<T>(res: Response, op: string, paths: string[], fits: (j: any) => boolean): Promise<T> {
     if (!res.ok) throw await this.failure(res, op, paths);
-    return (await res.json()) as T;
+    const text = await res.text();
+    let j: unknown;
+    try {
+      j = JSON.parse(text);
+    } catch {
+      j = undefined;
+    }
+    if (j !== null && typeof j === 'object' && fits(j)) return j as T;
+    const shown = text.length > 80 ? `${text.slice(0, 80)}…` : text;
+    throw new StoreError('io', op, paths.map((p) => this.toUri(p)), `the name node's answer (HTTP ${res.status}) is not the WebHDFS answer to ${op}: ${JSON.stringify(shown)}; check that the address is a name node's HTTP port`);
   }
 
   /**

@@ -42,7 +42,7 @@ export class WebHdfsStore implements Store {
       await res.body?.cancel();
       return null;
     }
-    const { FileStatus: s } = await this.nn.json<{ FileStatus: HdfsStatus }>(res, 'stat', [p]);
+    const { FileStatus: s } = await this.nn.json<{ FileStatus: HdfsStatus }>(res, 'stat', [p], (j) => isStatus(j.FileStatus));
     return entry(p, s);
   }
 
@@ -55,7 +55,10 @@ export class WebHdfsStore implements Store {
         await res.body?.cancel();
         return out;
       }
-      const j = await this.nn.json<{ DirectoryListing: { partialListing: { FileStatuses: { FileStatus: HdfsStatus[] } }; remainingEntries: number } }>(res, 'list', [dir]);
+      const j = await this.nn.json<{ DirectoryListing: { partialListing: { FileStatuses: { FileStatus: HdfsStatus[] } }; remainingEntries: number } }>(res, 'list', [dir], (j) => {
+        const l = j.DirectoryListing;
+        return Array.isArray(l?.partialListing?.FileStatuses?.FileStatus) && l.partialListing.FileStatuses.FileStatus.every(isStatus) && typeof l.remainingEntries === 'number';
+      });
       const page = j.DirectoryListing.partialListing.FileStatuses.FileStatus;
       for (const s of page) if (s.pathSuffix) out.push(entry(posix.join(dir, s.pathSuffix), s));
       if (j.DirectoryListing.remainingEntries <= 0 || page.length === 0) return out;
@@ -165,7 +168,7 @@ export class WebHdfsStore implements Store {
 
   async mkdirs(p: string): Promise<void> {
     const res = await this.nn.call('PUT', 'MKDIRS', p);
-    const { boolean } = await this.nn.json<{ boolean: boolean }>(res, 'mkdirs', [p]);
+    const { boolean } = await this.nn.json<{ boolean: boolean }>(res, 'mkdirs', [p], isBoolean);
     if (!boolean) throw new StoreError('refused', 'mkdirs', [this.toUri(p)], 'the name node answered false');
   }
 
@@ -216,7 +219,7 @@ export class WebHdfsStore implements Store {
       await this.delete(dst, false);
     }
     const res = await this.nn.call('PUT', 'RENAME', src, { destination: dst });
-    const { boolean } = await this.nn.json<{ boolean: boolean }>(res, 'rename', [src, dst]);
+    const { boolean } = await this.nn.json<{ boolean: boolean }>(res, 'rename', [src, dst], isBoolean);
     if (boolean) return;
     // Tell the caller why: HDFS answers false for all of these.
     const [s, d] = await Promise.all([this.stat(src), this.stat(dst)]);
@@ -233,7 +236,7 @@ export class WebHdfsStore implements Store {
 
   async delete(p: string, recursive: boolean): Promise<boolean> {
     const res = await this.nn.call('DELETE', 'DELETE', p, { recursive: String(recursive) });
-    const { boolean } = await this.nn.json<{ boolean: boolean }>(res, 'delete', [p]);
+    const { boolean } = await this.nn.json<{ boolean: boolean }>(res, 'delete', [p], isBoolean);
     return boolean; // false: the path was not there, which cleanup counts as done
   }
 
@@ -253,6 +256,12 @@ interface HdfsStatus {
   type: 'FILE' | 'DIRECTORY' | 'SYMLINK';
   length: number;
   modificationTime: number;
+}
+
+const isBoolean = (j: { boolean?: unknown }) => typeof j.boolean === 'boolean';
+
+function isStatus(s: Partial<HdfsStatus> | undefined): boolean {
+  return typeof s === 'object' && s !== null && typeof s.pathSuffix === 'string' && typeof s.length === 'number' && typeof s.modificationTime === 'number' && ['FILE', 'DIRECTORY', 'SYMLINK'].includes(s.type as string);
 }
 
 function body(data: Buffer | string): BodyInit {
