@@ -342,6 +342,39 @@ describe('WebHDFS client against the server', () => {
     }
   });
 
+  test('a 200 to RENAME or CREATE is no proof by itself: an empty one or a boolean is the answer, a page is an error, {"boolean": false} says why', async () => {
+    let rename = '';
+    let create = { status: 201, body: '' };
+    const odd = createHttpServer((req, res) => {
+      const u = new URL(req.url!, 'http://x');
+      const op = u.searchParams.get('op');
+      if (op === 'GETFILESTATUS') return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"RemoteException":{"exception":"FileNotFoundException","message":"no"}}');
+      if (op === 'CREATE' && !u.searchParams.has('dn')) return void res.writeHead(307, { location: `http://127.0.0.1:${(odd.address() as AddressInfo).port}${req.url}&dn=1` }).end();
+      if (op === 'CREATE') return void req.resume().on('end', () => res.writeHead(create.status).end(create.body));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(rename);
+    });
+    await new Promise<void>((res) => odd.listen(0, '127.0.0.1', res));
+    try {
+      const c = new WebHdfsStore({ nameNodes: [`http://127.0.0.1:${(odd.address() as AddressInfo).port}`], uriPrefix: 'hdfs://c', user: 'etl', retries: 0, retryBaseMs: 5 });
+      for (const ok of ['', '{"boolean":true}']) {
+        rename = ok;
+        await c.rename('/a', '/b');
+      }
+      rename = '<html>Bad Gateway</html>';
+      await assert.rejects(c.rename('/a', '/b'), (e: unknown) => e instanceof StoreError && e.kind === 'io' && /is not the WebHDFS answer to rename: "<html>Bad Gateway<\/html>"/.test(e.message));
+      rename = '{"boolean":false}';
+      await assert.rejects(c.rename('/a', '/b'), (e: unknown) => e instanceof StoreError && /the name node answered \{"boolean": false\}: the source does not exist/.test(e.message));
+      assert.equal(await c.createExclusive('/f', 'x'), true);
+      create = { status: 200, body: '' };
+      assert.equal(await c.createExclusive('/f', 'x'), true);
+      create = { status: 200, body: '<html>proxy</html>' };
+      await assert.rejects(c.createExclusive('/f', 'x'), (e: unknown) => e instanceof StoreError && /the data node's answer \(HTTP 200\) is not the WebHDFS answer to create: "<html>proxy<\/html>"/.test(e.message));
+    } finally {
+      odd.closeAllConnections();
+      await new Promise((res) => odd.close(res));
+    }
+  });
+
   test('a rename that would clobber is an error naming source and destination, never a move inside', async () => {
     cluster.active = 0;
     const c = client();

@@ -101,9 +101,11 @@ export class WebHdfsStore implements Store {
     const location = res.headers.get('location')!;
     await res.body?.cancel();
     const put = await this.nn.dataNode(location, 'create', p, { method: 'PUT', body, duplex: 'half' } as RequestInit);
-    if (put.status === 201 || put.ok) {
-      await put.body?.cancel();
-      return 'created';
+    if (put.ok) {
+      // A data node answers 201 Created; a 200 with a body (a proxy's page) proves nothing.
+      const text = (await put.text()).trim();
+      if (put.status === 201 || text === '') return 'created';
+      throw new StoreError('io', 'create', [this.toUri(p)], `the data node's answer (HTTP ${put.status}) is not the WebHDFS answer to create: ${JSON.stringify(text.slice(0, 80))}; check the addresses the name node gives`);
     }
     const remote = await this.nn.remote(put.clone());
     if (!overwrite && remote?.exception === 'FileAlreadyExistsException') return 'exists';
@@ -196,8 +198,13 @@ export class WebHdfsStore implements Store {
       throw e;
     }
     if (res.ok) {
-      await res.body?.cancel();
-      return;
+      // rename2 answers an empty 200; a gateway that did a plain rename, {"boolean": …}. Anything
+      // else (a proxy's page) is no proof that the rename happened.
+      const text = (await res.text()).trim();
+      if (text === '') return;
+      const { boolean } = await this.nn.json<{ boolean: boolean }>(new Response(text, { status: res.status }), 'rename', [src, dst], isBoolean);
+      if (boolean) return;
+      throw await this.refused(src, dst);
     }
     const remote = await this.nn.remote(res.clone());
     if (res.status === 400 && /renameoptions/i.test(remote?.message ?? '')) return this.plainRename(src, dst, opts);
@@ -221,10 +228,14 @@ export class WebHdfsStore implements Store {
     const res = await this.nn.call('PUT', 'RENAME', src, { destination: dst });
     const { boolean } = await this.nn.json<{ boolean: boolean }>(res, 'rename', [src, dst], isBoolean);
     if (boolean) return;
-    // Tell the caller why: HDFS answers false for all of these.
+    throw await this.refused(src, dst);
+  }
+
+  /** Why a rename answered `{"boolean": false}`: HDFS answers false for all of these. */
+  private async refused(src: string, dst: string): Promise<StoreError> {
     const [s, d] = await Promise.all([this.stat(src), this.stat(dst)]);
     const why = !s ? 'the source does not exist' : d ? 'the destination exists' : 'the destination\'s parent does not exist or the rename is not allowed';
-    throw new StoreError(!s ? 'not-found' : d ? 'exists' : 'refused', 'rename', [this.toUri(src), this.toUri(dst)], `the name node answered {"boolean": false}: ${why}`);
+    return new StoreError(!s ? 'not-found' : d ? 'exists' : 'refused', 'rename', [this.toUri(src), this.toUri(dst)], `the name node answered {"boolean": false}: ${why}`);
   }
 
   /** No server-side copy in WebHDFS: the bytes pass through this process (the protocol renames instead). */
