@@ -73,14 +73,16 @@ async function applyOp(ctx: ApplyContext, op: PlanOp): Promise<void> {
     case 'move': {
       // Only the 'rename' strategy plans directory moves.
       const move = () => (op.dir && op.to.startsWith('t:') ? moveDirIntoTarget(store, at(op.from), at(op.to)) : moveOnce(store, at(op.from), at(op.to), op.replace === true));
-      if (op.to !== 't:') return move();
-      // The target made by one rename: its parent is made only when the rename finds it missing
-      // (not found; 'refused' from a gateway without rename2, which answers a bare false).
+      if (!op.to.startsWith('t:')) return move();
+      // A parent in the target is made only when the rename finds it missing (not found; 'refused'
+      // from a gateway without rename2, which answers a bare false): the target's own parent, never
+      // made before, or a partition dir that someone removed after the commit point.
       try {
         await move();
       } catch (e) {
         if (!(e instanceof StoreError && (e.kind === 'not-found' || e.kind === 'refused'))) throw e;
-        await store.mkdirs(posix.dirname(ctx.targetPath));
+        if ((await store.stat(at(op.from))) === null) throw e;
+        await store.mkdirs(posix.dirname(at(op.to)));
         await move();
       }
       return;

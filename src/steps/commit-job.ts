@@ -252,7 +252,7 @@ function pastCommitPoint(store: Store, open: OpenJob): (e: unknown) => never {
   return (e) => {
     if (e instanceof StoreError || (e instanceof StageCommitError && e.exitCode === ExitCode.failed)) {
       const how = `; job ${open.job.jobId} is past its commit point: run 'stagecommit recover --job ${store.toUri(open.layout.root)}' to finish it`;
-      if (e.exitCode !== ExitCode.failed) throw new StageCommitError(ExitCode.failed, e.message + how);
+      if (e instanceof StoreError && e.exitCode !== ExitCode.failed) throw new StoreError('io', e.op, [], e.message + how);
       e.message += how;
     }
     throw e;
