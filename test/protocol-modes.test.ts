@@ -114,6 +114,20 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(s.partitionsWritten, ['dt=1']);
     });
 
+    test('overwrite of a partition whose place holds a file (mode 0644): replaced as old data where paths are directories; on S3 exit 4', async () => {
+      const target = posix.join(dir(), 'sales');
+      const before = { 'dt=1': 'a stray file', 'dt=2/a.csv': 'keep' };
+      await writeTree(sb.store, target, before);
+      const job = runJob(sb, { target, mode: 'overwrite', partitionBy: 'dt' }, [{ task: '0', partition: ['dt=1'], files: { 'a.csv': 'new-a' } }]);
+      if (fx.name === 's3') {
+        // The key 'dt=1' and the keys under 'dt=1/' could both stand: the stray object is not taken for the partition.
+        await assert.rejects(job, /exited 4: stagecommit: error: 'dt=1' is a directory in the job's output but a file in the target/);
+        return assert.deepEqual(data(await readTree(sb.store, target)), before);
+      }
+      await job;
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a.csv': 'new-a', 'dt=2/a.csv': 'keep' });
+    });
+
     test('dynamic overwrite replaces only the partitions the job wrote, with static and dynamic columns mixed', async () => {
       const target = posix.join(dir(), 'sales');
       await writeTree(sb.store, target, {

@@ -5,11 +5,15 @@ import { constants as fsc, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { StoreError } from '../errors.js';
 
+/**
+ * The directory whose entries a change at `dir` touches: `dir` itself, or its nearest existing
+ * parent. A file standing where the commit puts a directory is replaced in its parent (an
+ * overwritten partition), so the parent is judged, not the file's mode bits.
+ */
 async function nearestExisting(dir: string): Promise<string> {
   for (let d = dir; ; d = path.dirname(d)) {
     try {
-      await fs.stat(d);
-      return d;
+      return (await fs.stat(d)).isDirectory() ? d : path.dirname(d);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || d === path.dirname(d)) return d;
     }
