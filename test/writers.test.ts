@@ -80,6 +80,19 @@ for (const fx of storeFixtures()) {
       assert.equal((await cli(['abort', '--job', job, '--task', '0', '--attempt', '1'], { env: sb.env })).code, 0);
     });
 
+    test('a writer that wrote its output at the --print-path itself, not under it: exit 2 naming the file, nothing committed', async () => {
+      const target = posix.join(dir(), 'at-path');
+      const job = await stage(sb, { target, tasks: 1 });
+      const attempt = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }));
+      if (fx.name !== 's3') await sb.store.delete(attempt, true);
+      await sb.store.writeFile(attempt, 'rows\n');
+      const r = await cli(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /attempt_\S+'s dir \S+ is a file: the writer wrote its output at the path --print-path gave, not under it; move it under that path \(e\.g\. \S+\/part-00000\) and run commit-task again \(nothing was committed\)\n$/);
+      assert.equal((await sb.store.readFile(attempt))?.toString(), 'rows\n', 'the bytes are where the writer left them');
+      assert.equal(await sb.store.stat(target), null);
+    });
+
     test("_SUCCESS as a directory in the target is exit 4 before the commit point; the target is unchanged", async () => {
       const target = posix.join(dir(), 'wedge');
       await writeTree(sb.store, target, { 'old.csv': 'old', '_SUCCESS/x': 'not a marker' });

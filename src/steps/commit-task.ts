@@ -191,7 +191,12 @@ async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, 
       versions.add(e.name, e.version);
     }
   });
-  let [, uploads] = await Promise.all([walked, readAttemptUploads(store, layout, job, taskAttempt, env.concurrency)]);
+  // The dir itself, read alongside: a writer that wrote its output at the path --print-path gave
+  // left a file there, which the walk does not see (S3: a key beside the attempt's prefix).
+  let [, uploads, dir] = await Promise.all([walked, readAttemptUploads(store, layout, job, taskAttempt, env.concurrency), store.stat(attemptDir)]);
+  if (dir !== null && dir.kind !== 'dir') {
+    throw new UsageError(`${taskAttempt}'s dir ${store.toUri(attemptDir)} is a file: the writer wrote its output at the path --print-path gave, not under it; move it under that path (e.g. ${store.toUri(attemptDir)}/part-00000) and run commit-task again (nothing was committed)`);
+  }
   if (others.length) {
     const what = others[0]!.kind === 'symlink' ? 'a symbolic link' : "a pipe, socket or device; on S3, a key ending in '/' that holds bytes";
     throw new UsageError(`${taskAttempt} holds '${others[0]!.name}', which is not a regular file (${what}): a task's output is files only; remove it and run commit-task again (nothing was committed)`);
@@ -200,7 +205,7 @@ async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, 
   const copying = new Set(copies.map((f) => f.path));
   checkStagedOnce(uploads, (path) => found.has(path) || (copying.has(path) && !uploads.copied.has(path)), taskAttempt);
   if (copies.length) uploads = await copyIntoUploads(env, layout, job, taskAttempt, copies, uploads);
-  if (found.length + uploads.files.length === 0 && !(await store.stat(attemptDir))) throw await notStaged(store, layout, job, task, taskAttempt);
+  if (found.length + uploads.files.length === 0 && dir === null) throw await notStaged(store, layout, job, task, taskAttempt);
   const prefix = staticPrefix(job);
   return { files: found.encode(uploads.files, (path) => checkTaskFile(job, path, prefix)), pending: uploads, versionDigest: versions.value() };
 }
