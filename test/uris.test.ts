@@ -130,7 +130,7 @@ for (const fx of storeFixtures()) {
       }
       const r = await inProcess(['stage', '--target', target, '--tasks', '1'], { env: sb.env });
       assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /^stagecommit: error: .* is a file, not a directory: choose a location under a directory, or move the file\n$|ParentNotDirectoryException/);
+      assert.match(r.stderr, /^stagecommit: error: .* is not a directory: choose a location under a directory, or move what is there\n$|ParentNotDirectoryException/);
       assert.ok(r.stderr.includes(path.posix.join(base, 'afile')), r.stderr);
       // A staging dir elsewhere: stage and the task go through; commit-job stops before its commit point.
       const job = (await inProcess(['stage', '--target', target, '--tasks', '1', '--staging-dir', sb.uri(path.posix.join(base, 'stg'))], { env: sb.env })).stdout.trim();

@@ -16,13 +16,13 @@ export function wrap(e: unknown, op: string, paths: string[]): StoreError {
   if (c === 'ENOTDIR') {
     // A place under a file cannot exist: bad input (exit 2), naming the file in the way.
     const file = paths.map(fileInTheWay).find((f) => f !== null);
-    return new StoreError('no-location', op, paths, `${file ?? 'a part of the path'} is a file, not a directory: choose a location under a directory, or move the file`);
+    return new StoreError('no-location', op, paths, `${file ?? 'a part of the path'} is not a directory: choose a location under a directory, or move what is there`);
   }
   const kind = c === 'ENOENT' ? 'not-found' : c === 'EEXIST' || c === 'ENOTEMPTY' ? 'exists' : 'io';
   return new StoreError(kind, op, paths, (e as Error).message ?? String(e));
 }
 
-/** The nearest ancestor of `p` that exists and is not a directory (only on the failure path). */
+/** The nearest ancestor of `p` that exists and is not a directory (a file, a link): only on the failure path. */
 function fileInTheWay(p: string): string | null {
   for (let d = posix.dirname(p); d !== posix.dirname(d); d = posix.dirname(d)) {
     try {
