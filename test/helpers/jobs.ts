@@ -25,6 +25,8 @@ export interface TaskSpec {
   readonly partition?: readonly string[];
   /** File name → content. */
   readonly files: Record<string, string>;
+  /** Written into the attempt dir by an outside writer (`stage --print-path`), not by `stage FILE`. */
+  readonly writer?: boolean;
 }
 
 export interface JobSpec {

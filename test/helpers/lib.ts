@@ -10,6 +10,8 @@ import { stageFiles } from '../../src/steps/stage-files.js';
 import { commitTask } from '../../src/steps/commit-task.js';
 import { commitJob } from '../../src/steps/commit-job.js';
 import { parsePartitionArg } from '../../src/paths.js';
+import { loadJob } from '../../src/job/job.js';
+import { JobLayout, taskAttemptName } from '../../src/job/layout.js';
 import { localFiles, type TaskSpec } from './jobs.js';
 
 export function testEnv(store: Store, hook?: MutationHook | StoreHooks, extra: Partial<StepEnv> = {}): StepEnv & { store: InstrumentedStore } {
@@ -43,6 +45,16 @@ export async function libStage(env: StepEnv, targetPath: string, sc: Scenario): 
 }
 
 export async function libStageTask(env: StepEnv, stagingPath: string, t: TaskSpec): Promise<void> {
+  if (t.writer) {
+    const partition = (t.partition ?? []).map(parsePartitionArg);
+    await stageFiles(env, { stagingPath, task: t.task, attempt: t.attempt ?? 0, partition, files: [], printPath: true });
+    // The writer's own puts, straight to the store: not steps of ours, so not fault points.
+    const raw = env.store instanceof InstrumentedStore ? env.store.inner : env.store;
+    const job = (await loadJob(raw, new JobLayout(stagingPath)))!;
+    const dir = posix.join(new JobLayout(stagingPath).attemptDir(job.appAttempt, taskAttemptName(job.jobId, t.task, t.attempt ?? 0)), ...(t.partition ?? []));
+    for (const [name, content] of Object.entries(t.files)) await raw.writeFile(posix.join(dir, name), content);
+    return;
+  }
   const paths = await localFiles(t.files);
   await stageFiles(env, {
     stagingPath,
