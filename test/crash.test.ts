@@ -8,7 +8,6 @@ import { posix } from 'node:path';
 import { CorruptManifestError, InjectedFault, StoreError } from '../src/errors.js';
 import { crashAt, failAt, type MutationHook } from '../src/store/instrumented.js';
 import { JobLayout } from '../src/job/layout.js';
-import { ownedUploadIds } from '../src/job/pending-uploads.js';
 import { loadJob } from '../src/job/job.js';
 import { recover } from '../src/steps/recover.js';
 import { cleanOrphans } from '../src/steps/clean-orphans.js';
@@ -46,7 +45,7 @@ const SCENARIOS: Scenario[] = [
     ],
   },
   {
-    name: 'append by outside writers (S3: their large files copied into pending uploads at commit-task)',
+    name: 'append by outside writers (--print-path; object stores copy their files at commit-job)',
     initial: { 'dt=1/a': 'a' },
     job: { mode: 'append', algorithm: 'v1', partitionBy: ['dt'], tasks: 2 },
     tasks: [
@@ -136,20 +135,6 @@ async function faultAt(k: number, run: (hook: MutationHook) => Promise<unknown>)
 }
 
 /**
- * A kill between beginning uploads and writing the record that names them (S3) leaves uploads no
- * step knows of, as a kill inside S3A's magic committer does: clean-orphans reports them
- * (multipart-upload) and --delete reclaims them. Only those may outlive the job: the uploads
- * pending right after the fault that no record or claim of the job names.
- */
-async function unrecordedUploads(store: Store, run: Run): Promise<Set<string>> {
-  if (!store.listUploads) return new Set();
-  const layout = new JobLayout(run.stagingPath);
-  const job = await loadJob(store, layout);
-  const owned = job ? await ownedUploadIds(store, layout, job, 8) : new Set<string>();
-  return new Set((await store.listUploads(run.targetPath)).map((u) => u.uploadId).filter((id) => !owned.has(id)));
-}
-
-/**
  * Which points a store faults. The in-memory stores (a filesystem and an object store) take
  * every point; the real stores of this run share the points out, each every n-th from its own
  * offset, so that together they cover them all and each still meets its own crash semantics.
@@ -160,17 +145,11 @@ function sampler(store: string): (k: number) => boolean {
   return i < 0 ? () => true : (k) => (k - 1) % realStores.length === i;
 }
 
-async function expectFinished(store: Store, run: Run, expected: Tree, label: string, strays: ReadonlySet<string> = new Set()): Promise<void> {
+async function expectFinished(store: Store, run: Run, expected: Tree, label: string): Promise<void> {
   const tree = await readTree(store, run.targetPath);
   assert.deepEqual(data(tree), expected, `${label}: target content`);
   assert.ok(tree._SUCCESS, `${label}: _SUCCESS written`);
   assert.equal(await store.stat(run.stagingPath), null, `${label}: staging dir removed`);
-  const left = store.listUploads ? await store.listUploads(run.targetPath) : [];
-  if (left.length > 0 && left.every((u) => strays.has(u.uploadId))) {
-    const swept = await cleanOrphans(testEnv(store), { roots: [run.targetPath], olderThanMs: 0, delete: true });
-    assert.ok(swept.leftovers.length > 0 && swept.leftovers.every((l) => l.kind === 'multipart-upload' && l.action === 'deleted'), `${label}: ${JSON.stringify(swept.leftovers)}`);
-    assert.deepEqual(data(await readTree(store, run.targetPath)), expected, `${label}: clean-orphans touched only the uploads`);
-  }
   await expectNoUploads(store, run, label);
 }
 
@@ -191,9 +170,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
     };
     const sampled = sampler(fx.name);
     /** How many of the points 1..n this store faults. */
-    const shareOf = (n: number, every = false) => Array.from({ length: n }, (_, k) => k + 1).filter((k) => every || sampled(k)).length;
-    // Only S3 copies an outside writer's files into uploads at commit-task: it takes every point of it.
-    const everyPoint = (sc: Scenario, a: Action) => fx.name === 's3' && a.kind === 'commit-task' && sc.tasks.some((t) => t.writer);
+    const shareOf = (n: number) => Array.from({ length: n }, (_, k) => k + 1).filter(sampled).length;
     const memory = Boolean(fx.inProcess);
     // In memory every point of every step is healed both ways. The real stores take their share
     // of the points (sampler) with the two heals alternating; remote ones (a request costs
@@ -226,12 +203,11 @@ for (const fx of storeFixtures({ inProcess: true })) {
           assert.ok(n >= 1, `${label} makes no mutation`);
           // k = n + 1 is the run with no fault: the step runs through and the job finishes.
           for (let k = 1; k <= n + 1; k++) {
-            if (k <= n && !sampled(k) && !everyPoint(sc, a)) continue;
+            if (k <= n && !sampled(k)) continue;
             for (const heal of heals(k)) {
               const run = await fresh(sc);
               for (const before of actions.slice(0, i)) await act(sb.store, run, before, sc);
               const { fired, threw } = await faultAt(k, (hook) => act(sb.store, run, a, sc, hook));
-              const strays = await unrecordedUploads(sb.store, run);
               assert.equal(fired, k <= n, `${label}: a clean run makes ${n} mutations, yet a fault at ${k} ${fired ? 'came' : 'never came'}`);
               const where = `${label}, fault at mutation ${k} of ${n}, healed by ${heal}`;
               if (fired) visited++;
@@ -254,13 +230,13 @@ for (const fx of storeFixtures({ inProcess: true })) {
               } else {
                 for (const rest of actions.slice(i)) if ((await act(sb.store, run, rest, sc).catch(finished)) === 'finished') break;
               }
-              await expectFinished(sb.store, run, expected, where, strays);
+              await expectFinished(sb.store, run, expected, where);
             }
           }
         }
         t.diagnostic(`crash points per step: ${JSON.stringify(points)}; faulted here: ${visited}`);
         assert.ok(points['commit-job']! >= 3);
-        const share = actions.filter(swept).reduce((sum, a) => sum + shareOf(points[labelOf(a)]!, everyPoint(sc, a)), 0);
+        const share = actions.filter(swept).reduce((sum, a) => sum + shareOf(points[labelOf(a)]!), 0);
         assert.equal(visited, share * (memory ? 2 : 1), "every point of this store's share was faulted");
       });
     }

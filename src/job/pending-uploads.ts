@@ -28,8 +28,6 @@ interface RecordedUpload {
   /** Set once every part is sent ('ready'). */
   readonly size?: number;
   readonly etags?: readonly string[];
-  /** Copied at commit-task from the attempt dir's file of this version (ETag): its source, now gone. */
-  readonly copiedFrom?: string;
 }
 
 interface UploadRecord {
@@ -60,8 +58,7 @@ function decodeRecord(text: string, file: string, taskAttempt: string): UploadRe
     const uploadId = itemString(x, 'uploadId');
     if (uploadId === '') throw new Error("'uploadId' is empty");
     if (state === 'begun') return { path, uploadId };
-    const copiedFrom = (x as Record<string, unknown>).copiedFrom === undefined ? {} : { copiedFrom: itemString(x, 'copiedFrom') };
-    return { path, uploadId, size: itemNumber(x, 'size'), etags: checkEtags((x as Record<string, unknown>).etags), ...copiedFrom };
+    return { path, uploadId, size: itemNumber(x, 'size'), etags: checkEtags((x as Record<string, unknown>).etags) };
   });
   return { file, state, uploads };
 }
@@ -78,68 +75,32 @@ export function usesPendingUploads(store: Store, job: JobManifest): boolean {
 
 /**
  * Stages the large local files as pending uploads to their final keys; returns the names it
- * staged (the rest go into the attempt dir as before).
+ * staged (the rest go into the attempt dir as before). The record is written before any byte is
+ * sent, so a kill after it leaves uploads that the job's abort or recover knows to abort.
  */
 export async function stageAsUploads(store: Store, layout: JobLayout, job: JobManifest, taskAttempt: string, part: string, files: readonly LocalSource[], concurrency: number, nowMs: number): Promise<Set<string>> {
   if (!usesPendingUploads(store, job)) return new Set();
   const sizes = await mapLimit(files, concurrency, async (f) => (await stat(f.localPath)).size);
   const big = files.map((f, i) => ({ ...f, size: sizes[i]! })).filter((f) => f.size > 0 && f.size >= store.pendingUploadMinBytes!);
+  if (big.length === 0) return new Set();
   const rel = (name: string) => (part ? `${part}/${name}` : name);
-  const sends = big.map((f) => ({ path: rel(f.name), size: f.size, send: (key: string, id: string) => store.uploadParts!(key, id, f.localPath, f.size) }));
-  await sendAsUploads(store, layout, job, taskAttempt, sends, concurrency, nowMs);
-  return new Set(big.map((f) => f.name));
-}
-
-/** A file of the attempt dir (path relative to it, which is its path in the table) and its version. */
-export type AttemptFile = { readonly path: string; readonly size: number; readonly version?: string };
-
-/** Whether commit-task copies an outside writer's file into a pending upload (see copyAsUploads). */
-export function copiesAtTaskCommit(store: Store, job: JobManifest, size: number): boolean {
-  return usesPendingUploads(store, job) && store.copyParts !== undefined && size > 0 && size >= store.pendingUploadMinBytes!;
-}
-
-/**
- * commit-task's half of the copy an outside writer's large file needs on a store without rename:
- * a server-side copy from the attempt dir into a pending upload at its final key, so commit-job
- * completes it (one request, no bytes moved) as it does `stage FILE`'s uploads. The record says
- * which version each upload was copied from; the sources go once the record is ready.
- */
-export async function copyAsUploads(store: Store, layout: JobLayout, job: JobManifest, taskAttempt: string, files: readonly AttemptFile[], concurrency: number, nowMs: number): Promise<void> {
-  const attemptDir = layout.attemptDir(job.appAttempt, taskAttempt);
-  const sends = files.map((f) => ({ ...f, copiedFrom: f.version ?? '', send: (key: string, id: string) => store.copyParts!(key, id, { path: posix.join(attemptDir, f.path), size: f.size, version: f.version }) }));
-  await sendAsUploads(store, layout, job, taskAttempt, sends, concurrency, nowMs);
-}
-
-interface Send {
-  readonly path: string;
-  readonly size: number;
-  readonly copiedFrom?: string;
-  send(key: string, uploadId: string): Promise<string[]>;
-}
-
-/**
- * Begins an upload per file, records them ('begun') before any byte goes, sends the parts and
- * records them again with their ETags ('ready'). A kill after the first record leaves uploads
- * that the job's abort or recover knows to abort.
- */
-async function sendAsUploads(store: Store, layout: JobLayout, job: JobManifest, taskAttempt: string, files: readonly Send[], concurrency: number, nowMs: number): Promise<void> {
-  if (files.length === 0) return;
-  const key = (f: Send) => posix.join(job.targetPath, f.path);
   const record = posix.join(uploadsDir(layout, job.appAttempt, taskAttempt), `${String(nowMs).padStart(15, '0')}-${randomUUID().slice(0, 8)}.yaml`);
-  const ids: string[] = new Array(files.length);
+  const ids: string[] = new Array(big.length);
   try {
-    await forEachLimit(files, concurrency, async (f, i) => void (ids[i] = await store.beginUpload!(key(f))));
-    await store.writeFile(record, encodeRecord(taskAttempt, 'begun', files.map((f, i) => ({ path: f.path, uploadId: ids[i]! }))));
+    await forEachLimit(big, concurrency, async (f, i) => void (ids[i] = await store.beginUpload!(posix.join(job.targetPath, rel(f.name)))));
+    await store.writeFile(record, encodeRecord(taskAttempt, 'begun', big.map((f, i) => ({ path: rel(f.name), uploadId: ids[i]! }))));
   } catch (e) {
     // No record names these uploads yet, so no later step could find them: they go now (as far as the store lets).
-    const begun = files.flatMap((f, i) => (ids[i] ? [{ path: key(f), uploadId: ids[i] }] : []));
+    const begun = big.flatMap((f, i) => (ids[i] ? [{ path: posix.join(job.targetPath, rel(f.name)), uploadId: ids[i] }] : []));
     await forEachLimit(begun, concurrency, (u) => store.abortUpload!(u)).catch(() => undefined);
     throw e;
   }
-  const etags: string[][] = new Array(files.length);
-  await forEachLimit(files, concurrency, async (f, i) => void (etags[i] = await f.send(key(f), ids[i]!)));
-  const ready = files.map((f, i) => ({ path: f.path, uploadId: ids[i]!, size: f.size, etags: etags[i]!, ...(f.copiedFrom === undefined ? {} : { copiedFrom: f.copiedFrom }) }));
-  await store.writeFile(record, encodeRecord(taskAttempt, 'ready', ready));
+  const etags: string[][] = new Array(big.length);
+  await forEachLimit(big, concurrency, async (f, i) => {
+    etags[i] = await store.uploadParts!(posix.join(job.targetPath, rel(f.name)), ids[i]!, f.localPath, f.size);
+  });
+  await store.writeFile(record, encodeRecord(taskAttempt, 'ready', big.map((f, i) => ({ path: rel(f.name), uploadId: ids[i]!, size: f.size, etags: etags[i]! }))));
+  return new Set(big.map((f) => f.name));
 }
 
 async function readRecords(store: Store, dir: string, taskAttempt: string, concurrency: number): Promise<UploadRecord[]> {
@@ -158,12 +119,10 @@ export interface AttemptUploads {
   /** Uploads that will never be completed: of a `stage` killed mid-way, or staged again since. */
   readonly stale: readonly { path: string; uploadId: string }[];
   readonly recordFiles: readonly string[];
-  /** Of `files`, the ones commit-task copied from the attempt dir: path → the source's version. */
-  readonly copied: ReadonlyMap<string, string>;
 }
 
 export async function readAttemptUploads(store: Store, layout: JobLayout, job: JobManifest, taskAttempt: string, concurrency: number): Promise<AttemptUploads> {
-  if (!usesPendingUploads(store, job)) return { files: [], stale: [], recordFiles: [], copied: new Map() };
+  if (!usesPendingUploads(store, job)) return { files: [], stale: [], recordFiles: [] };
   const dir = uploadsDir(layout, job.appAttempt, taskAttempt);
   const records = await readRecords(store, dir, taskAttempt, concurrency);
   const latest = new Map<string, RecordedUpload>();
@@ -177,8 +136,7 @@ export async function readAttemptUploads(store: Store, layout: JobLayout, job: J
     }
   }
   const files = [...latest.values()].map((u) => ({ path: u.path, size: u.size!, upload: { id: u.uploadId, etags: u.etags! } }));
-  const copied = new Map([...latest.values()].flatMap((u) => (u.copiedFrom === undefined ? [] : [[u.path, u.copiedFrom] as const])));
-  return { files, stale: stale.map((u) => ({ path: posix.join(job.targetPath, u.path), uploadId: u.uploadId })), recordFiles: records.map((r) => r.file), copied };
+  return { files, stale: stale.map((u) => ({ path: posix.join(job.targetPath, u.path), uploadId: u.uploadId })), recordFiles: records.map((r) => r.file) };
 }
 
 /** A path staged both as a file in the attempt dir and as a pending upload is an error. */

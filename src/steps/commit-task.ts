@@ -7,7 +7,7 @@ import { AttemptFileList, claimFilesOfRecord, taskFilesOf, VersionDigest, type C
 import { decide, encodeClaimWith, readClaimRecord, readDecision, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
 import { staticPrefix, type JobManifest } from '../job/job.js';
 import { SUCCESS_FILE, taskAttemptName, taskOfAttempt, type JobLayout } from '../job/layout.js';
-import { checkStagedOnce, copiesAtTaskCommit, copyAsUploads, readAttemptUploads, settleAttemptUploads, type AttemptFile, type AttemptUploads } from '../job/pending-uploads.js';
+import { checkStagedOnce, readAttemptUploads, settleAttemptUploads, type AttemptUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
 import { attemptFiles, eachAttemptFile } from '../job/tasks.js';
 import { publishV2 } from '../plan/publish-v2.js';
@@ -182,10 +182,8 @@ async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, 
   const versions = new VersionDigest();
   const others: Entry[] = [];
   const markers: Entry[] = [];
-  const copies: AttemptFile[] = [];
   const walked = eachAttemptFile(store, attemptDir, { details: true, removeTemps: true, others }, (e) => {
     if (isWriterMarker(posix.basename(e.name))) markers.push(e);
-    else if (copiesAtTaskCommit(store, job, e.size)) copies.push({ path: e.name, size: e.size, version: e.version });
     else {
       found.add(e.name, e.size);
       versions.add(e.name, e.version);
@@ -193,7 +191,7 @@ async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, 
   });
   // The dir itself, read alongside: a writer that wrote its output at the path --print-path gave
   // left a file there, which the walk does not see (S3: a key beside the attempt's prefix).
-  let [, uploads, dir] = await Promise.all([walked, readAttemptUploads(store, layout, job, taskAttempt, env.concurrency), store.stat(attemptDir)]);
+  const [, uploads, dir] = await Promise.all([walked, readAttemptUploads(store, layout, job, taskAttempt, env.concurrency), store.stat(attemptDir)]);
   if (dir !== null && dir.kind !== 'dir') {
     throw new UsageError(`${taskAttempt}'s dir ${store.toUri(attemptDir)} is a file: the writer wrote its output at the path --print-path gave, not under it; move it under that path (e.g. ${store.toUri(attemptDir)}/part-00000) and run commit-task again (nothing was committed)`);
   }
@@ -202,45 +200,10 @@ async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, 
     throw new UsageError(`${taskAttempt} holds '${others[0]!.name}', which is not a regular file (${what}): a task's output is files only; remove it and run commit-task again (nothing was committed)`);
   }
   await dropWriterMarkers(env, markers);
-  const copying = new Set(copies.map((f) => f.path));
-  checkStagedOnce(uploads, (path) => found.has(path) || (copying.has(path) && !uploads.copied.has(path)), taskAttempt);
-  if (copies.length) uploads = await copyIntoUploads(env, layout, job, taskAttempt, copies, uploads);
+  checkStagedOnce(uploads, (path) => found.has(path), taskAttempt);
   if (found.length + uploads.files.length === 0 && dir === null) throw await notStaged(store, layout, job, task, taskAttempt);
   const prefix = staticPrefix(job);
   return { files: found.encode(uploads.files, (path) => checkTaskFile(job, path, prefix)), pending: uploads, versionDigest: versions.value() };
-}
-
-/**
- * An outside writer's large files on a store without rename: copied now into pending uploads at
- * their final keys (copyAsUploads), so commit-job completes them with one request each instead of
- * copying their bytes. Before the claim, so the attempt can still abort or run again: a file that
- * an earlier run copied (killed before its source went) is not copied twice, a file written
- * again since is. The sources go last, once the copies are checked to be of what was listed.
- */
-async function copyIntoUploads(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string, files: readonly AttemptFile[], known: AttemptUploads): Promise<AttemptUploads> {
-  const { store } = env;
-  const attemptDir = layout.attemptDir(job.appAttempt, taskAttempt);
-  const fresh = files.filter((f) => known.copied.get(f.path) !== (f.version ?? ''));
-  if (fresh.length === 0) return settleCopies(env, attemptDir, files, known);
-  env.emit({ type: 'phase', label: `copying ${fresh.length} large file(s) into pending uploads` });
-  await copyAsUploads(store, layout, job, taskAttempt, fresh, env.concurrency, env.now());
-  // A copy is of what the source held when it ran: where the store does not hold it to the listed
-  // version (RGW), the listing again shows whether a writer changed a file meanwhile.
-  const now = new Map<string, string | undefined>();
-  const wanted = new Set(fresh.map((f) => f.path));
-  await eachAttemptFile(store, attemptDir, { details: true }, (e) => void (wanted.has(e.name) && now.set(e.name, e.version)));
-  const changed = fresh.find((f) => now.get(f.path) !== f.version);
-  if (changed) throw new ConflictError(`'${changed.path}' in ${taskAttempt} was written again (or removed) while commit-task copied it: nothing was committed; run commit-task again once the writer is done`);
-  return settleCopies(env, attemptDir, files, await readAttemptUploads(store, layout, job, taskAttempt, env.concurrency));
-}
-
-/** The copied files' sources go: the record names the copies. */
-async function settleCopies(env: StepEnv, attemptDir: string, files: readonly AttemptFile[], uploads: AttemptUploads): Promise<AttemptUploads> {
-  const { store } = env;
-  const sources = files.map((f) => posix.join(attemptDir, f.path));
-  if (store.deleteMany) await store.deleteMany(sources);
-  else await Promise.all(sources.map((p) => store.delete(p, false)));
-  return uploads;
 }
 
 /** Why an attempt has no dir: aborted (its decision says so), or never staged in this app attempt. */

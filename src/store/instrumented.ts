@@ -128,10 +128,6 @@ export class InstrumentedStore implements Store {
     const f = this.inner.uploadParts?.bind(this.inner);
     return f && (async (p, id, local, size) => (await this.mutate('upload', p), f(p, id, local, size)));
   }
-  get copyParts(): ((p: string, id: string, source: { path: string; size: number; version?: string }) => Promise<string[]>) | undefined {
-    const f = this.inner.copyParts?.bind(this.inner);
-    return f && (async (p, id, source) => (await this.mutate('upload', p), f(p, id, source)));
-  }
   get completeUpload(): ((u: ReadyUpload) => Promise<void>) | undefined {
     const f = this.inner.completeUpload?.bind(this.inner);
     return f && (async (u) => (await this.mutate('complete', u.path), f(u)));

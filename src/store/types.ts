@@ -126,17 +126,12 @@ export interface Store {
   /** Aborting an upload that is gone (completed or aborted) is success. */
   abortUpload?(upload: Pick<PendingUpload, 'path' | 'uploadId'>): Promise<void>;
   /**
-   * Optional, all five or none (S3): a file staged as an upload to its final path, left pending
+   * Optional, all four or none (S3): a file staged as an upload to its final path, left pending
    * (invisible) until completed, then appears whole without its bytes being copied.
    */
   readonly pendingUploadMinBytes?: number;
   beginUpload?(path: string): Promise<string>;
   uploadParts?(path: string, uploadId: string, localPath: string, size: number): Promise<string[]>;
-  /**
-   * The upload's parts copied server-side from the file at `source` (its `version` where the
-   * store can hold the copy to it); returns their ETags in order. With the four above.
-   */
-  copyParts?(path: string, uploadId: string, source: { path: string; size: number; version?: string }): Promise<string[]>;
   /** Idempotent: an upload completed before is success when the path holds its bytes. */
   completeUpload?(upload: ReadyUpload): Promise<void>;
   /**

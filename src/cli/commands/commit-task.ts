@@ -25,9 +25,7 @@ export function commitTaskCommand(run: Run): Command {
       "While a commit-job, recover or abort of the job runs, commit-task waits for it (up to 30 s, once\n" +
       'its claim is made and once it is committed): a commit that read the tasks before this one leaves\n' +
       "it out, and commit-task then exits 4 (nothing of it kept); exit 0 means the job's commit includes\n" +
-      'the task.\n\n' +
-      "On S3 (v1) an outside writer's large files are copied here into pending uploads at their\n" +
-      'final keys, so commit-job only completes them; their sources in the attempt dir go.',
+      'the task.',
     examples: ['stagecommit commit-task --job "$JOB" --task 0', 'stagecommit commit-task --job "$JOB" --task 3 --attempt 1 || echo "another attempt won (exit 3)"'],
     exitCodes: [0, 1, 2, 3, 4],
   });

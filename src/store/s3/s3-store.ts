@@ -56,7 +56,7 @@ export class S3Store implements Store {
     );
     this.pendingUploadMinBytes = settings.pendingUploadMinBytes;
     this.signed = new SignedRequests(this.client, typeof settings.client.maxAttempts === 'number' ? settings.client.maxAttempts : 6, settings.deadlines, () => this.requests++);
-    this.uploads = new S3Uploads(this.client, this.signed, splitPath, (e, op, paths) => this.fail(e, op, paths), Math.max(5 * 1024 ** 2, settings.multipartUploadPartSize), Math.max(5 * 1024 ** 2, settings.multipartCopyPartSize));
+    this.uploads = new S3Uploads(this.client, this.signed, splitPath, (e, op, paths) => this.fail(e, op, paths), Math.max(5 * 1024 ** 2, settings.multipartUploadPartSize));
   }
 
   requestCount(): number {
@@ -296,6 +296,5 @@ export class S3Store implements Store {
   abortUpload(u: PendingUpload): Promise<void> { return this.uploads.abort(u); }
   beginUpload(path: string): Promise<string> { return this.uploads.begin(path); }
   uploadParts(path: string, uploadId: string, localPath: string, size: number): Promise<string[]> { return this.uploads.uploadParts(path, uploadId, localPath, size); }
-  copyParts(path: string, uploadId: string, source: { path: string; size: number; version?: string }): Promise<string[]> { return this.uploads.copyParts(path, uploadId, source); }
   completeUpload(u: ReadyUpload): Promise<void> { return this.uploads.complete(u); }
 }

@@ -13,14 +13,13 @@ import {
   HeadObjectCommand,
   ListMultipartUploadsCommand,
   UploadPartCommand,
-  UploadPartCopyCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { StoreError } from '../../errors.js';
 import type { PendingUpload, ReadyUpload } from '../types.js';
 import { forEachLimit } from '../../util/pool.js';
 import { xmlText, type SignedRequests } from './signed.js';
-import { copySource, status } from './keys.js';
+import { status } from './keys.js';
 
 type Fail = (e: unknown, op: string, paths: string[]) => StoreError;
 type Split = (p: string) => { bucket: string; key: string };
@@ -33,7 +32,7 @@ export function multipartEtag(etags: readonly string[]): string {
 }
 
 export class S3Uploads {
-  constructor(private readonly client: S3Client, private readonly signed: SignedRequests, private readonly split: Split, private readonly fail: Fail, private readonly partSize: number, private readonly copyPartSize: number) {}
+  constructor(private readonly client: S3Client, private readonly signed: SignedRequests, private readonly split: Split, private readonly fail: Fail, private readonly partSize: number) {}
 
   /** One file, uploaded whole (in parts above the part size): visible when done. */
   async put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> {
@@ -80,32 +79,6 @@ export class S3Uploads {
     } finally {
       await fh.close();
     }
-    return etags;
-  }
-
-  /**
-   * The upload's parts copied server-side from another object: one part up to S3's 5 GiB limit,
-   * else parts of `copyPartSize` (4 at a time). `version` is the source's ETag: S3 refuses the
-   * copy (412) if the object changed since it was listed (RGW does not check it).
-   */
-  async copyParts(path: string, uploadId: string, source: { path: string; size: number; version?: string }): Promise<string[]> {
-    const { bucket, key } = this.split(path);
-    const src = this.split(source.path);
-    const partSize = source.size <= 5 * 1024 ** 3 ? Math.max(1, source.size) : this.copyPartSize;
-    const count = Math.max(1, Math.ceil(source.size / partSize));
-    const etags = new Array<string>(count);
-    await forEachLimit(Array.from({ length: count }, (_, i) => i), 4, async (i) => {
-      const start = i * partSize;
-      const range = count > 1 ? { CopySourceRange: `bytes=${start}-${Math.min(source.size, start + partSize) - 1}` } : {};
-      try {
-        const r = await this.client.send(
-          new UploadPartCopyCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: i + 1, CopySource: copySource(src.bucket, src.key), CopySourceIfMatch: source.version, ...range }),
-        );
-        etags[i] = r.CopyPartResult!.ETag!;
-      } catch (e) {
-        throw this.fail(e, 'copy', [source.path, path]);
-      }
-    });
     return etags;
   }
 
