@@ -6,7 +6,9 @@ import { symlink } from 'node:fs/promises';
 import { posix } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { cleanOrphans } from '../src/steps/clean-orphans.js';
 import { cli } from './helpers/cli.js';
+import { testEnv } from './helpers/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { readTree, writeTree } from './helpers/tree.js';
 
@@ -78,6 +80,17 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(old), null);
       assert.equal((await sb.store.stat(young))?.kind, 'dir');
       assert.equal((await sb.store.stat(posix.join(root, 'sales')))?.kind, 'dir', 'nothing outside the leftover is removed');
+    });
+
+    test('--older-than 0 takes what changed within the same millisecond as the scan (a file time finer than the clock is not in the future)', async () => {
+      const root = newDir();
+      const file = posix.join(root, 'sales', '_temporary', '0', 'part-0');
+      await sb.store.writeFile(file, 'x');
+      // The newest time in the leftover (its dirs too), as listings tell it (a HEAD on S3 gives whole seconds).
+      const times = await Promise.all(['sales', 'sales/_temporary', 'sales/_temporary/0'].map(async (d) => (await sb.store.list(posix.join(root, d), { details: true })).map((e) => e.mtimeMs)));
+      const changed = Math.max(...times.flat());
+      const r = await cleanOrphans(testEnv(sb.store, undefined, { now: () => Math.floor(changed) }), { roots: [root], olderThanMs: 0, delete: true });
+      assert.deepEqual(r.leftovers.map((l) => [l.kind, l.action, l.reason]), [['hadoop-temporary', 'deleted', undefined]]);
     });
 
     test('a root that does not exist is exit 2 naming it; the other roots are not touched', async () => {

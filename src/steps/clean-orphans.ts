@@ -245,13 +245,15 @@ async function ownUploadsBeside(env: StepEnv, roots: readonly string[], owned: S
 async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: number, olderThanMs: number, owned?: Set<string>): Promise<Leftover> {
   const { store } = env;
   const m = await measureTree(store, path, env.concurrency);
-  const ageSeconds = m.newestMs > 0 ? Math.max(0, Math.floor((now - m.newestMs) / 1000)) : 0;
+  // Whole milliseconds, as the clock gives them: a file time with a fraction is not in the future.
+  const newestMs = Math.floor(m.newestMs);
+  const ageSeconds = newestMs > 0 ? Math.max(0, Math.floor((now - newestMs) / 1000)) : 0;
   const base = { kind, path, uri: store.toUri(path), ageSeconds, files: m.files, bytes: m.bytes };
   // A leftover that cannot be dated may belong to a job that is starting: it is never taken for old.
   const protectedBy =
-    m.newestMs <= 0
+    newestMs <= 0
       ? 'empty, and the store keeps no modification time for it: its age is unknown'
-      : now - m.newestMs < olderThanMs
+      : now - newestMs < olderThanMs
         ? `changed ${ageSeconds}s ago: newer than --older-than`
         : undefined;
   if (kind !== 'stagecommit') return protectedBy ? { ...base, action: 'skipped', reason: protectedBy } : { ...base, action: 'would-delete' };
