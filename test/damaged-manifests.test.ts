@@ -131,8 +131,13 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
 
     counts.logDone = await expectRefused(w.root, w.done, sample(damages((await sb.store.readFile(w.done))!.toString(), 6)), () => commitJob(env(), { stagingPath: w.j }));
 
-    const ops = parseBody(planText).find((l) => l.key === 'ops')!.items!.length;
+    const opItems = parseBody(planText).find((l) => l.key === 'ops')!.items!;
+    const ops = opItems.length;
+    // An object store's plan copies: a copy's size (which paces them) must be a whole number.
+    const copy = opItems.findIndex((o) => /"?op"?: ?"copy"/.test(o));
+    const sized = copy < 0 ? [] : ['"8"', '-1', '1.5'].map((v) => ({ name: `copy size ${v}`, text: withItem(planText, 'ops', copy, (o) => (o.size = JSON.parse(v) as unknown)) }));
     counts.plan = await expectRefused(w.root, pLayout.commitFile, [
+      ...sized,
       ...sample(damages(planText, 7)),
       ...[['from', 's:../../etc'], ['to', 't:../x'], ['to', 't:/abs'], ['from', 's:_job.yaml'], ['to', 't:a//b']].map(([k, v]) => ({ name: `op ${k} '${v}'`, text: withItem(planText, 'ops', ops - 1, (o) => (o[k!] = v)) })),
       { name: 'delete of the whole target', text: withItem(planText, 'ops', ops - 1, (o) => Object.assign(o, { op: 'delete', path: 't:', dir: true })) },

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { buildTree, planCommit, type PlanInput, type SourceTree, type TargetKind, type TargetSnapshot } from '../src/plan/plan.js';
+import { copiesInFlight } from '../src/plan/apply.js';
 
 const ABSENT: TargetSnapshot = { exists: false, dirs: new Map() };
 
@@ -115,4 +116,14 @@ describe('planner', () => {
     assert.throws(() => buildTree([src('0', ['x/y']), src('1', ['x'])]), /tasks 1 and 0 wrote a file 'x' and 'x\/…' inside it/);
     assert.throws(() => buildTree([src('0', ['a/x', 'a/x/y'])]), /task 0 wrote both a file 'a\/x' and 'a\/x\/y' inside it/);
   });
+});
+
+test('server-side copies in flight are paced by their bytes: 16 of 8 MiB, 32 of 1 KiB, 8 of 1 GiB; other phases keep the concurrency', () => {
+  const copies = (size: number, n = 10) => Array.from({ length: n }, () => ({ op: 'copy' as const, from: 's:a' as const, to: 't:a' as const, size }));
+  assert.equal(copiesInFlight(copies(8 * 1024 ** 2), 32), 16);
+  assert.equal(copiesInFlight(copies(1024), 32), 32);
+  assert.equal(copiesInFlight(copies(1024 ** 3), 32), 8);
+  assert.equal(copiesInFlight(copies(8 * 1024 ** 2), 4), 2);
+  assert.equal(copiesInFlight([{ op: 'copy', from: 's:a', to: 't:a', upload: { id: 'u', etags: ['e'], size: 1024 ** 3 } }], 32), 32, 'a completion moves no bytes');
+  assert.equal(copiesInFlight([{ op: 'mkdir', path: 't:x' }], 32), 32);
 });

@@ -93,7 +93,10 @@ function checkOp(o: Record<string, unknown>): PlanOp {
     }
     case 'copy': {
       const op = { op: 'copy' as const, from: checkLoc(o.from, 'from'), to: checkLoc(o.to, 'to') };
-      return o.upload === undefined ? op : { ...op, upload: checkUpload(o.upload, op.to) };
+      if (o.upload !== undefined) return { ...op, upload: checkUpload(o.upload, op.to) };
+      if (o.size === undefined) return op;
+      if (typeof o.size !== 'number' || !Number.isSafeInteger(o.size) || o.size < 0) throw new Error("'size' is not a whole number");
+      return { ...op, size: o.size };
     }
     case 'swap':
       return { op: 'swap', path: checkLoc(o.path, 'path'), trash: checkLoc(o.trash, 'trash'), from: checkLoc(o.from, 'from'), dir: flag('dir') };

@@ -15,12 +15,12 @@ export type PlanOp =
   | { readonly op: 'mkdir'; readonly path: Loc }
   /** Rename a file or directory; `replace` lets a file replace an old file of the same name. */
   | { readonly op: 'move'; readonly from: Loc; readonly to: Loc; readonly dir?: boolean; readonly replace?: boolean }
-  /** Server-side copy of one file (stores without rename); the source goes with the staging dir. */
   /**
    * Server-side copy of one file (stores without rename); the source goes with the staging dir.
    * With `upload`, the file is a pending upload to `to`, completed in place: nothing is copied.
+   * `size` (its bytes, as the claim recorded them) paces the copies in flight.
    */
-  | { readonly op: 'copy'; readonly from: Loc; readonly to: Loc; readonly upload?: PlannedUpload }
+  | { readonly op: 'copy'; readonly from: Loc; readonly to: Loc; readonly upload?: PlannedUpload; readonly size?: number }
   /** Park the old `path` in the trash, then move `from` into its place: one rename of gap. */
   | { readonly op: 'swap'; readonly path: Loc; readonly trash: Loc; readonly from: Loc; readonly dir: boolean }
   /** Remove old data that the overwrite replaces (after every new file is in place). */
