@@ -245,8 +245,7 @@ async function ownUploadsBeside(env: StepEnv, roots: readonly string[], owned: S
 async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: number, olderThanMs: number, owned?: Set<string>): Promise<Leftover> {
   const { store } = env;
   const m = await measureTree(store, path, env.concurrency);
-  // Whole milliseconds, as the clock gives them: a file time with a fraction is not in the future.
-  const newestMs = Math.floor(m.newestMs);
+  const newestMs = Math.floor(m.newestMs); // whole milliseconds, as the clock's: a time's fraction is not the future
   const ageSeconds = newestMs > 0 ? Math.max(0, Math.floor((now - newestMs) / 1000)) : 0;
   const base = { kind, path, uri: store.toUri(path), ageSeconds, files: m.files, bytes: m.bytes };
   // A leftover that cannot be dated may belong to a job that is starting: it is never taken for old.
