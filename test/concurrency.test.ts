@@ -6,7 +6,9 @@ import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import os from 'node:os';
 import { cli, ok, spawnCli, until } from './helpers/cli.js';
-import { driverDied, libCommitJob, libCommitTask, libStage, libStageTask, testEnv } from './helpers/lib.js';
+import { driverDied, jobScenario, libCommitJob, libCommitTask, libStage, libStageTask, readyJob, testEnv } from './helpers/lib.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { commitJob as libCommitJobStep } from '../src/steps/commit-job.js';
 import { killed as killedAt } from './helpers/crash-points.js';
 import { ConflictError, InjectedFault, StoreError } from '../src/errors.js';
 import { commitJob, commitTask, prepare, stage, stageTask } from './helpers/jobs.js';
@@ -402,6 +404,25 @@ for (const fx of storeFixtures()) {
         seen.push(`cj ${first.code} ct ${ct.code}`);
       }
       t.diagnostic(seen.join('; '));
+    });
+
+    test('a driver whose lease renewals stop landing (a store holding requests unanswered) stops changing the job before its lease runs out; recover then finishes it', async () => {
+      const target = posix.join(dir(), 'hung');
+      const tasks = Array.from({ length: 12 }, (_, i) => ({ task: String(i), partition: [`dt=${i}`], files: { f: `file ${i}` } }));
+      const staging = await readyJob(sb.store, target, jobScenario('H', 'create'), tasks);
+      // Lease renewals hang for good; every other change takes 250 ms: the 2 s lease lapses mid-commit.
+      const hung = testEnv(sb.store, async (_n, op, path) => {
+        if (posix.basename(path).startsWith('_lease.') && op === 'writeFile') return new Promise<void>(() => {});
+        await sleep(250);
+      }, { leaseTtlMs: 2000 });
+      const started = Date.now();
+      const err = await libCommitJobStep(hung, { stagingPath: staging }).then(() => null, (e: unknown) => e);
+      assert.ok(err instanceof StoreError && /renew lease .*_lease\.0\.yaml: the store has not answered its renewal: this step stops changing the job \d+ s before its lease runs out, when another process may take the job over/.test(err.message), String(err));
+      assert.ok(Date.now() - started < 2000, 'stopped before the lease ran out');
+      assert.equal(hung.store.fence, undefined, 'the fence goes with the lease');
+      await driverDied(sb.store, staging);
+      await recover(testEnv(sb.store), { stagingPath: staging });
+      assert.deepEqual(data(await readTree(sb.store, target)), Object.fromEntries(tasks.map((t) => [`dt=${t.task}/f`, `file ${t.task}`])));
     });
 
     test('a lease held by a live process blocks; an expired one, or a dead pid on this host, is taken over', async () => {

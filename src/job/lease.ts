@@ -3,7 +3,7 @@
 // holder's lease is itself arbitrated by create-if-absent.
 
 import { posix } from 'node:path';
-import { ConflictError, CorruptManifestError } from '../errors.js';
+import { ConflictError, CorruptManifestError, StoreError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
 import type { Store } from '../store/types.js';
 import { LEASE_PREFIX, type JobLayout } from './layout.js';
@@ -105,13 +105,35 @@ export class Lease {
   private timer: NodeJS.Timeout | undefined;
   private renewing: Promise<void> | undefined;
   private released = false;
+  /** Until when the lease is surely ours: the expiry of the last record the store took. */
+  private confirmedUntilMs: number;
+  private lastFailure: string | undefined;
 
   private constructor(
     private readonly store: Store,
     readonly path: string,
     private record: LeaseRecord,
     private readonly env: LeaseClock,
-  ) {}
+  ) {
+    this.confirmedUntilMs = record.expiresAtMs;
+  }
+
+  /**
+   * Throws once a quarter of the lease's time is all that is surely left (its renewals stopped
+   * landing: a store that holds requests without answering): the driver stops changing the job
+   * before another may take it over (DESIGN §5.6). A request already sent cannot be called back;
+   * the quarter gives it time to land or fail. The lease file's own writes always go.
+   */
+  check(path: string): void {
+    if (this.released || path === this.path || !this.mayLapse()) return;
+    const left = this.confirmedUntilMs - this.env.now();
+    throw new StoreError(
+      'io',
+      'renew lease',
+      [this.store.toUri(this.path)],
+      `${this.lastFailure ?? 'the store has not answered its renewal'}: this step stops changing the job ${Math.max(0, Math.round(left / 1000))} s before its lease runs out, when another process may take the job over`,
+    );
+  }
 
   /** `current`: the lease file as read just before (runStep reads it alongside the job: one round trip). */
   static async acquire(store: Store, layout: JobLayout, env: LeaseClock, op: string, current?: CurrentLease | null): Promise<Lease> {
@@ -149,13 +171,24 @@ export class Lease {
     const every = Math.max(1000, Math.floor(this.env.leaseTtlMs / 3));
     this.timer = setInterval(() => {
       if (this.renewing) return;
-      this.record = { ...this.record, expiresAtMs: this.env.now() + this.env.leaseTtlMs };
+      const next = { ...this.record, expiresAtMs: this.env.now() + this.env.leaseTtlMs };
+      this.record = next;
       this.renewing = this.store
-        .writeFile(this.path, encodeLease(this.record))
-        .catch((e) => this.env.emit({ type: 'warn', message: `could not renew the job lease: ${(e as Error).message}` }))
+        .writeFile(this.path, encodeLease(next))
+        .then(
+          () => void (this.confirmedUntilMs = next.expiresAtMs),
+          (e: unknown) => {
+            this.lastFailure = `could not renew the job lease: ${(e as Error).message}`;
+            this.env.emit({ type: 'warn', message: this.lastFailure });
+          },
+        )
         .finally(() => (this.renewing = undefined));
     }, every);
     this.timer.unref();
+  }
+
+  private mayLapse(): boolean {
+    return this.confirmedUntilMs - this.env.now() <= this.env.leaseTtlMs / 4;
   }
 
   /** The staging dir went with the lease file in it: release has nothing left to delete. */
@@ -177,6 +210,12 @@ export class Lease {
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
+    if (this.mayLapse()) {
+      // Its renewal hangs with the store: not waited for. The file expires by itself if this fails.
+      clearInterval(this.timer);
+      await this.store.delete(this.path, false).catch(() => false);
+      return;
+    }
     await this.stopRenewal();
     await this.store.delete(this.path, false).catch(() => false);
   }

@@ -7,6 +7,7 @@ import { type JobState } from '../job/job.js';
 import { Lease, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import { JobLayout } from '../job/layout.js';
 import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.js';
+import { InstrumentedStore } from '../store/instrumented.js';
 import type { StepEnv } from './env.js';
 
 export interface StepRule<T> {
@@ -60,9 +61,13 @@ async function withJobLease<T>(env: StepEnv, open: OpenJob, op: string, current:
     if (e instanceof JobGoneError && env.store.caps.realDirectories) await env.store.delete(open.layout.root, false).catch(() => false);
     throw e;
   }
+  // Every change the step makes is fenced by the lease: none once the lease may lapse.
+  const fenced = env.store instanceof InstrumentedStore ? env.store : undefined;
+  if (fenced) fenced.fence = (path) => lease.check(path);
   try {
     return await fn(again, lease);
   } finally {
+    if (fenced) fenced.fence = undefined;
     await lease.release();
   }
 }

@@ -36,7 +36,11 @@ export class InstrumentedStore implements Store {
     this.counts[op] = (this.counts[op] ?? 0) + 1;
   }
 
+  /** Called before every mutation: the job lease stops a driver that may have lost it (runner). */
+  fence: ((path: string) => void) | undefined;
+
   private async mutate(op: MutatingOp, path: string): Promise<void> {
+    this.fence?.(path);
     this.count(op);
     const n = ++this.mutations;
     if (this.hooks.beforeMutation) await this.hooks.beforeMutation(n, op, path);
