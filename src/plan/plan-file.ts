@@ -93,10 +93,9 @@ function checkOp(o: Record<string, unknown>): PlanOp {
     }
     case 'copy': {
       const op = { op: 'copy' as const, from: checkLoc(o.from, 'from'), to: checkLoc(o.to, 'to') };
+      if (o.size !== undefined && (typeof o.size !== 'number' || !Number.isSafeInteger(o.size) || o.size < 0)) throw new Error("'size' is not a whole number");
       if (o.upload !== undefined) return { ...op, upload: checkUpload(o.upload, op.to) };
-      if (o.size === undefined) return op;
-      if (typeof o.size !== 'number' || !Number.isSafeInteger(o.size) || o.size < 0) throw new Error("'size' is not a whole number");
-      return { ...op, size: o.size };
+      return o.size === undefined ? op : { ...op, size: o.size };
     }
     case 'swap':
       return { op: 'swap', path: checkLoc(o.path, 'path'), trash: checkLoc(o.trash, 'trash'), from: checkLoc(o.from, 'from'), dir: flag('dir') };
