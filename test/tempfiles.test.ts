@@ -234,6 +234,8 @@ if (storeFixtures().some((f) => f.name === 'local') && os.platform() === 'linux'
           assert.equal(r.code, 1, `round ${round}: ${r.stderr}`);
           assert.match(r.stderr, /no space left on device/i, `round ${round}: the message says why`);
           assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+          // A plan write refused for space is known not to have landed: no "whether … is not known".
+          assert.doesNotMatch(r.stderr, /is not known/, `round ${round}: ${r.stderr}`);
           failedOn.push(r.stderr.trim().split('\n').pop()!);
           assert.deepEqual(await localDebris(mnt), [], `round ${round}: no temp debris in the target or staging (${r.stderr.trim()})`);
           // One more page free for the next round.

@@ -145,13 +145,18 @@ export async function loadPlan(store: Store, layout: JobLayout, jobId: string): 
 
 /**
  * Writes the plan: the commit point. A write that fails may still have taken effect (every
- * answer lost), so its message says how to find out rather than "nothing changed".
+ * answer lost): read back, the plan decides; when the store does not answer that either, the
+ * message says how to find out rather than "nothing changed".
  */
 export async function writePlan(store: Store, layout: JobLayout, plan: PersistedPlan): Promise<void> {
+  const text = encodePlan(plan);
   try {
-    await store.writeFile(layout.commitFile, encodePlan(plan));
+    await store.writeFile(layout.commitFile, text);
   } catch (e) {
-    if (e instanceof StageCommitError && e.exitCode === ExitCode.failed) {
+    // Read back: our bytes there, the write landed; nothing there, nothing changed (a full disk).
+    const now = await store.readFile(layout.commitFile).catch(() => undefined);
+    if (now?.toString('utf8') === text) return;
+    if (now !== null && e instanceof StageCommitError && e.exitCode === ExitCode.failed) {
       e.message += `; the target is unchanged, but whether job ${plan.jobId} passed its commit point is not known: run 'stagecommit recover --job ${store.toUri(layout.root)}' once the store answers (it finishes the job if its plan was written, else leaves it staged)`;
     }
     throw e;
