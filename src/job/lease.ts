@@ -168,7 +168,8 @@ export class Lease {
   }
 
   private startRenewal(): void {
-    const every = Math.max(1000, Math.floor(this.env.leaseTtlMs / 3));
+    // A third of the TTL: a renewal lands well before the quarter that check() keeps back.
+    const every = Math.max(100, Math.floor(this.env.leaseTtlMs / 3));
     this.timer = setInterval(() => {
       if (this.renewing) return;
       const next = { ...this.record, expiresAtMs: this.env.now() + this.env.leaseTtlMs };
