@@ -425,6 +425,27 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), Object.fromEntries(tasks.map((t) => [`dt=${t.task}/f`, `file ${t.task}`])));
     });
 
+    test('a lease renewal that lands after the fence tripped does not bring the driver back: it stays stopped', async () => {
+      const target = posix.join(dir(), 'late');
+      const staging = await readyJob(sb.store, target, jobScenario('R', 'create'), [{ task: '0', partition: ['dt=1'], files: { f: 'f' } }]);
+      // TTL 6 s: renewals every 2 s, the fence at 4.5 s. The first renewal lands at 4.8 s (late);
+      // the plan's write runs until 5 s, when the lease would look renewed until 8 s.
+      let t0 = 0;
+      let renewals = 0;
+      const late = testEnv(sb.store, async (_n, op, path) => {
+        if (op === 'createExclusive' && posix.basename(path).startsWith('_lease.')) t0 = Date.now();
+        if (op === 'writeFile' && posix.basename(path).startsWith('_lease.') && renewals++ === 0) await sleep(t0 + 4800 - Date.now());
+        if (op === 'writeFile' && path.endsWith('_commit.yaml')) await sleep(t0 + 5000 - Date.now());
+      }, { leaseTtlMs: 6000 });
+      const err = await libCommitJobStep(late, { stagingPath: staging }).then(() => null, (e: unknown) => e);
+      assert.ok(err instanceof StoreError && /renew lease .*this step stops changing the job/.test(err.message), String(err));
+      assert.equal(renewals, 1, 'no renewal after the lease may have lapsed');
+      assert.equal(await sb.store.stat(target), null, 'nothing published');
+      await driverDied(sb.store, staging);
+      await recover(testEnv(sb.store), { stagingPath: staging });
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' });
+    });
+
     test('a lease held by a live process blocks; an expired one, or a dead pid on this host, is taken over', async () => {
       const target = posix.join(dir(), 't');
       const job = await prepare(sb, { target }, [{ task: '0', files: { a: 'a' } }]);

@@ -108,6 +108,8 @@ export class Lease {
   /** Until when the lease is surely ours: the expiry of the last record the store took. */
   private confirmedUntilMs: number;
   private lastFailure: string | undefined;
+  /** Set for good once the lease may have lapsed: no renewal landing later brings it back. */
+  private lost = false;
 
   private constructor(
     private readonly store: Store,
@@ -121,7 +123,9 @@ export class Lease {
   /**
    * Throws once a quarter of the lease's time is all that is surely left (its renewals stopped
    * landing: a store that holds requests without answering): the driver stops changing the job
-   * before another may take it over (DESIGN §5.6). A request already sent cannot be called back;
+   * before another may take it over (DESIGN §5.6), and for good: a renewal that lands after that
+   * point (or a process stopped and continued past it) proves nothing, as another driver may hold
+   * the job by then. A request already sent, with its store's own retries, cannot be called back;
    * the quarter gives it time to land or fail. The lease file's own writes always go.
    */
   check(path: string): void {
@@ -172,12 +176,14 @@ export class Lease {
     const every = Math.max(100, Math.floor(this.env.leaseTtlMs / 3));
     this.timer = setInterval(() => {
       if (this.renewing) return;
+      // A lease that may have lapsed is never written again: that could bring back a taken-over file.
+      if (this.mayLapse()) return void clearInterval(this.timer);
       const next = { ...this.record, expiresAtMs: this.env.now() + this.env.leaseTtlMs };
       this.record = next;
       this.renewing = this.store
         .writeFile(this.path, encodeLease(next))
         .then(
-          () => void (this.confirmedUntilMs = next.expiresAtMs),
+          () => void (this.mayLapse() || (this.confirmedUntilMs = next.expiresAtMs)),
           (e: unknown) => {
             this.lastFailure = `could not renew the job lease: ${(e as Error).message}`;
             this.env.emit({ type: 'warn', message: this.lastFailure });
@@ -189,7 +195,8 @@ export class Lease {
   }
 
   private mayLapse(): boolean {
-    return this.confirmedUntilMs - this.env.now() <= this.env.leaseTtlMs / 4;
+    this.lost ||= this.confirmedUntilMs - this.env.now() <= this.env.leaseTtlMs / 4;
+    return this.lost;
   }
 
   /** The staging dir went with the lease file in it: release has nothing left to delete. */
