@@ -375,6 +375,38 @@ describe('WebHDFS client against the server', () => {
     }
   });
 
+  test('a guard set on the store (a lapsed job lease) is asked before every retry and before a temp is renamed into place: no request after it throws', async () => {
+    const seen: string[] = [];
+    const busy = createHttpServer((req, res) => {
+      seen.push(new URL(req.url!, 'http://x').searchParams.get('op') ?? '');
+      res.writeHead(503, { 'content-type': 'application/json' }).end('{"RemoteException":{"exception":"RetriableException","message":"busy"}}');
+    });
+    await new Promise<void>((res) => busy.listen(0, '127.0.0.1', res));
+    try {
+      const c = new WebHdfsStore({ nameNodes: [`http://127.0.0.1:${(busy.address() as AddressInfo).port}`], uriPrefix: 'hdfs://c', user: 'etl', retries: 3, retryBaseMs: 5 });
+      c.guard = () => {
+        throw new StoreError('io', 'renew lease', [], 'fenced');
+      };
+      await assert.rejects(c.mkdirs('/g'), (e: unknown) => e instanceof StoreError && e.message === 'fenced');
+      assert.deepEqual(seen, ['MKDIRS'], 'the retries were never sent');
+    } finally {
+      busy.closeAllConnections();
+      await new Promise((res) => busy.close(res));
+    }
+    // On the real server: the temp is written, then the guard stops its rename; the temp goes.
+    cluster.active = 0;
+    const c = client();
+    let armed = false;
+    c.guard = () => {
+      if (armed) throw new StoreError('io', 'renew lease', [], 'fenced');
+    };
+    await c.mkdirs('/guarded');
+    armed = true;
+    await assert.rejects(c.writeFile('/guarded/_commit.yaml', 'plan'), (e: unknown) => e instanceof StoreError && e.message === 'fenced');
+    c.guard = undefined;
+    assert.deepEqual(await c.list('/guarded'), [], 'no plan, no temp');
+  });
+
   test('a rename that would clobber is an error naming source and destination, never a move inside', async () => {
     cluster.active = 0;
     const c = client();

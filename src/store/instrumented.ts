@@ -36,11 +36,23 @@ export class InstrumentedStore implements Store {
     this.counts[op] = (this.counts[op] ?? 0) + 1;
   }
 
-  /** Called before every mutation: the job lease stops a driver that may have lost it (runner). */
-  fence: ((path: string) => void) | undefined;
+  private fenceCheck: ((path: string) => void) | undefined;
+
+  /**
+   * Called before every mutation: the job lease stops a driver that may have lost it (runner).
+   * A store that retries on its own (WebHDFS) asks it again before each retry.
+   */
+  get fence(): ((path: string) => void) | undefined {
+    return this.fenceCheck;
+  }
+  set fence(check: ((path: string) => void) | undefined) {
+    this.fenceCheck = check;
+    const inner = this.inner as Store & { guard?: (() => void) | undefined };
+    if ('guard' in inner) inner.guard = check && (() => check(''));
+  }
 
   private async mutate(op: MutatingOp, path: string): Promise<void> {
-    this.fence?.(path);
+    this.fenceCheck?.(path);
     this.count(op);
     const n = ++this.mutations;
     if (this.hooks.beforeMutation) await this.hooks.beforeMutation(n, op, path);

@@ -56,6 +56,8 @@ function deadline(ms: number): AbortSignal {
 export class NameNodes {
   private active = 0;
   requests = 0;
+  /** Asked before every retry: a caller that may no longer change things (a lapsed job lease) stops them. */
+  guard: (() => void) | undefined;
   private readonly fetch: typeof fetch;
 
   constructor(readonly settings: WebHdfsSettings) {
@@ -118,6 +120,7 @@ export class NameNodes {
       // The one backoff: every name node was tried (or the answer was transient); wait, then again.
       failovers = 0;
       await this.backoff(++attempt);
+      this.guard?.();
     }
     throw new StoreError('io', op, [this.toUri(p)], `no name node answered (${this.settings.nameNodes.join(', ')}): ${causeOf(lastError)}`);
   }
@@ -186,6 +189,7 @@ export class NameNodes {
       } catch (e) {
         if (!(e instanceof DataNodeError) || attempt >= this.settings.retries) throw e;
         await this.backoff(attempt + 1);
+        this.guard?.();
       }
     }
   }

@@ -24,6 +24,11 @@ export class WebHdfsStore implements Store {
 
   private readonly nn: NameNodes;
 
+  /** See NameNodes.guard: set by the step runner's lease fence through the instrumented store. */
+  set guard(fn: (() => void) | undefined) {
+    this.nn.guard = fn;
+  }
+
   constructor(readonly settings: WebHdfsSettings) {
     this.nn = new NameNodes(settings);
   }
@@ -131,6 +136,7 @@ export class WebHdfsStore implements Store {
     // only the rename's own evidence: its temp gone, the file there).
     const ours = bytes ? async () => (await this.readFile(p).catch(() => null))?.equals(bytes) === true : () => this.moved(tmp, p);
     try {
+      this.nn.guard?.(); // the bytes are up: the rename publishes them, so it asks again
       await this.renameOrFind(tmp, p, { replace: true }, ours);
     } catch (e) {
       await this.delete(tmp, false).catch(() => false);
