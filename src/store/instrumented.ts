@@ -47,8 +47,7 @@ export class InstrumentedStore implements Store {
   }
   set fence(check: ((path: string) => void) | undefined) {
     this.fenceCheck = check;
-    const inner = this.inner as Store & { guard?: (() => void) | undefined };
-    if ('guard' in inner) inner.guard = check && (() => check(''));
+    if ('guard' in this.inner) this.inner.guard = check && (() => check(''));
   }
 
   private async mutate(op: MutatingOp, path: string): Promise<void> {

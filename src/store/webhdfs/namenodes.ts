@@ -148,7 +148,11 @@ export class NameNodes {
    */
   async json<T>(res: Response, op: string, paths: string[], fits: (j: any) => boolean): Promise<T> {
     if (!res.ok) throw await this.failure(res, op, paths);
-    const text = await res.text();
+    return this.parse<T>(await res.text(), res.status, op, paths, fits);
+  }
+
+  /** json()'s check, for an answer already read. */
+  parse<T>(text: string, status: number, op: string, paths: string[], fits: (j: any) => boolean): T {
     let j: unknown;
     try {
       j = JSON.parse(text);
@@ -157,7 +161,7 @@ export class NameNodes {
     }
     if (j !== null && typeof j === 'object' && fits(j)) return j as T;
     const shown = text.length > 80 ? `${text.slice(0, 80)}…` : text;
-    throw new StoreError('io', op, paths.map((p) => this.toUri(p)), `the name node's answer (HTTP ${res.status}) is not the WebHDFS answer to ${op}: ${JSON.stringify(shown)}; check that the address is a name node's HTTP port`);
+    throw new StoreError('io', op, paths.map((p) => this.toUri(p)), `the name node's answer (HTTP ${status}) is not the WebHDFS answer to ${op}: ${JSON.stringify(shown)}; check that the address is a name node's HTTP port`);
   }
 
   /**

@@ -24,7 +24,10 @@ export class WebHdfsStore implements Store {
 
   private readonly nn: NameNodes;
 
-  /** See NameNodes.guard: set by the step runner's lease fence through the instrumented store. */
+  /** Store.guard, kept by the name node client, whose retries ask it. */
+  get guard(): (() => void) | undefined {
+    return this.nn.guard;
+  }
   set guard(fn: (() => void) | undefined) {
     this.nn.guard = fn;
   }
@@ -208,8 +211,7 @@ export class WebHdfsStore implements Store {
       // else (a proxy's page) is no proof that the rename happened.
       const text = (await res.text()).trim();
       if (text === '') return;
-      const { boolean } = await this.nn.json<{ boolean: boolean }>(new Response(text, { status: res.status }), 'rename', [src, dst], isBoolean);
-      if (boolean) return;
+      if (this.nn.parse<{ boolean: boolean }>(text, res.status, 'rename', [src, dst], isBoolean).boolean) return;
       throw await this.refused(src, dst);
     }
     const remote = await this.nn.remote(res.clone());
