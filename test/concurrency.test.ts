@@ -18,7 +18,9 @@ import { JobLayout } from '../src/job/layout.js';
 import { recover } from '../src/steps/recover.js';
 import { abort } from '../src/steps/abort.js';
 import { JobGoneError } from '../src/job/open.js';
-import { encodeLease } from '../src/job/lease.js';
+import { encodeLease, Lease } from '../src/job/lease.js';
+import { tempPathFor } from '../src/store/temp-names.js';
+import { once } from 'node:events';
 
 // 8 rounds locally, each of 8 processes claiming at once (28 pairs of claimants a round); on
 // remote stores each racer pays ~0.4 s of start-up, so 3 rounds there keep the whole run within its
@@ -421,6 +423,24 @@ for (const fx of storeFixtures()) {
       await driverDied(sb.store, staging);
       await recover(testEnv(sb.store), { stagingPath: staging });
       assert.deepEqual(data(await readTree(sb.store, target)), Object.fromEntries(tasks.map((t) => [`dt=${t.task}/f`, `file ${t.task}`])));
+    });
+
+    test('a lease whose renewals stop landing cuts off the requests in flight when it may lapse, with no request asking: its own file and temps still go', async () => {
+      const layout = new JobLayout(posix.join(dir(), 'cut', '.stagecommit', 'job'));
+      const env = testEnv(sb.store, async (_n, op, path) => {
+        if (op === 'writeFile' && posix.basename(path).startsWith('_lease.')) return new Promise<void>(() => {});
+      }, { leaseTtlMs: 1200 });
+      const lease = await Lease.acquire(env.store, layout, env, 'commit-job');
+      const signal = lease.admit(posix.join(layout.root, '_commit.yaml'));
+      assert.ok(signal && !signal.aborted);
+      const alive = setInterval(() => {}, 1000); // the lease's timers do not hold the process: a request in flight does
+      await once(signal, 'abort').finally(() => clearInterval(alive));
+      assert.ok(signal.reason instanceof StoreError && /this step stops changing the job/.test(signal.reason.message), String(signal.reason));
+      assert.throws(() => lease.admit(posix.join(layout.root, '_commit.yaml')), /this step stops changing the job/);
+      assert.equal(lease.admit(lease.path), undefined);
+      assert.equal(lease.admit(tempPathFor(posix.join(layout.root, '_commit.yaml'))), undefined);
+      await lease.release();
+      assert.equal(await sb.store.stat(lease.path), null, 'its lease file removed');
     });
 
     test('a lease renewal that lands after the fence tripped does not bring the driver back: it stays stopped', async () => {

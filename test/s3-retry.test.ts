@@ -3,8 +3,14 @@
 // still commit exactly.
 
 import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { posix } from 'node:path';
+import { StoreError } from '../src/errors.js';
+import { withFence, type StoreFence } from '../src/store/fence.js';
+import { S3Store } from '../src/store/s3/s3-store.js';
+import { s3Settings } from '../src/store/s3/settings.js';
 import { runJob } from './helpers/jobs.js';
 import { startS3Proxy, type S3Proxy } from './helpers/s3-proxy.js';
 import { storeFixtures, type StoreSandbox } from './helpers/stores.js';
@@ -64,5 +70,58 @@ describe('S3 retries throttling (503 SlowDown), 500s and connection resets', { s
     ]);
     assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a.csv': 'a', 'dt=1/b.csv': 'b', 'dt=2 x+y%25/c.csv': 'c' });
     assert.ok(faults.slowDown > 2 && faults.internal > 0 && faults.reset > 0 && faults.emptyCopy === 2, JSON.stringify(faults));
+  });
+
+  test('a fence set on the store (a lapsed job lease) is asked before every try of a change: no retry is sent after it throws; one still unanswered when it trips is cut off', async () => {
+    // Changes under fenced/ are answered 503 SlowDown, or never (under fenced/hang); the rest passes.
+    let changes = 0;
+    const held: ServerResponse[] = [];
+    const fencedProxy = await startS3Proxy((req, res) => {
+      if (!req.url?.includes('/fenced/') || req.method === 'GET' || req.method === 'HEAD') return false;
+      changes++;
+      req.resume();
+      if (req.url.includes('/fenced/hang')) return held.push(res), true;
+      res.writeHead(503, { 'content-type': 'application/xml' }).end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>');
+      return true;
+    });
+    const fenced = (e: unknown) => e instanceof StoreError && e.message === 'fenced';
+    try {
+      const store = new S3Store(s3Settings({ endpoint: fencedProxy.url }, { ...process.env, ...sb.env } as Record<string, string | undefined>));
+      const dir = posix.join(sb.base, 'fence');
+      await sb.store.writeFile(`${dir}/src`, 'x');
+      let admitted = 0;
+      const oneTry: StoreFence = {
+        admit: () => {
+          if (admitted++ > 0) throw new StoreError('io', 'renew lease', [], 'fenced');
+          return undefined;
+        },
+      };
+      // Through the SDK (PutObject) and through our own signed requests (CopyObject): one try each.
+      for (const change of [() => store.writeFile(`${dir}/fenced/a`, 'x'), () => store.copy(`${dir}/src`, `${dir}/fenced/b`)]) {
+        admitted = 0;
+        changes = 0;
+        await assert.rejects(withFence(oneTry, change), fenced);
+        assert.equal(changes, 1, 'no retry sent after the fence threw');
+      }
+      for (const [i, change] of [() => store.writeFile(`${dir}/fenced/hang1`, 'x'), () => store.copy(`${dir}/src`, `${dir}/fenced/hang2`)].entries()) {
+        const trip = new AbortController();
+        const pending = withFence({ admit: () => trip.signal }, change);
+        while (held.length === i) await sleep(5);
+        trip.abort(new StoreError('io', 'renew lease', [], 'fenced'));
+        await assert.rejects(pending, fenced);
+      }
+      // One store object, two steps at once (two jobs through the library): each answers to its own fence.
+      const shut: StoreFence = {
+        admit: () => {
+          throw new StoreError('io', 'renew lease', [], 'fenced');
+        },
+      };
+      const [stopped, going] = await Promise.allSettled([withFence(shut, () => store.writeFile(`${dir}/one`, '1')), withFence({ admit: () => undefined }, () => store.writeFile(`${dir}/two`, '2'))]);
+      assert.ok(stopped.status === 'rejected' && fenced(stopped.reason) && going.status === 'fulfilled', `${stopped.status} ${going.status}`);
+      await sb.store.delete(`${dir}/two`, false);
+      assert.deepEqual(Object.keys(data(await readTree(sb.store, dir))), ['src'], 'nothing landed');
+    } finally {
+      await fencedProxy.close();
+    }
   });
 });

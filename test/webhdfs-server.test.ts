@@ -7,11 +7,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
-import { createServer as createHttpServer, request as httpRequest } from 'node:http';
+import { createServer as createHttpServer, request as httpRequest, type ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { WebHdfsCluster } from './webhdfs/server.js';
 import { WebHdfsStore } from '../src/store/webhdfs/webhdfs-store.js';
 import { StoreError } from '../src/errors.js';
+import { isTempName } from '../src/store/temp-names.js';
+import { withFence, type StoreFence } from '../src/store/fence.js';
 
 let dir: string;
 let cluster: WebHdfsCluster;
@@ -375,35 +378,51 @@ describe('WebHDFS client against the server', () => {
     }
   });
 
-  test('a guard set on the store (a lapsed job lease) is asked before every retry and before a temp is renamed into place: no request after it throws', async () => {
+  test('a fence set on the store (a lapsed job lease) is asked before every try of a change, a temp\'s rename included: no request after it throws; one still unanswered when it trips is cut off', async () => {
     const seen: string[] = [];
+    const held: ServerResponse[] = [];
     const busy = createHttpServer((req, res) => {
-      seen.push(new URL(req.url!, 'http://x').searchParams.get('op') ?? '');
+      const op = new URL(req.url!, 'http://x').searchParams.get('op') ?? '';
+      seen.push(op);
+      if (op === 'DELETE') return void held.push(res); // never answered
       res.writeHead(503, { 'content-type': 'application/json' }).end('{"RemoteException":{"exception":"RetriableException","message":"busy"}}');
     });
     await new Promise<void>((res) => busy.listen(0, '127.0.0.1', res));
+    const fenced = (e: unknown) => e instanceof StoreError && e.message === 'fenced';
     try {
       const c = new WebHdfsStore({ nameNodes: [`http://127.0.0.1:${(busy.address() as AddressInfo).port}`], uriPrefix: 'hdfs://c', user: 'etl', retries: 3, retryBaseMs: 5 });
-      c.guard = () => {
-        throw new StoreError('io', 'renew lease', [], 'fenced');
+      let admitted = 0;
+      const oneTry: StoreFence = {
+        admit: () => {
+          if (admitted++ > 0) throw new StoreError('io', 'renew lease', [], 'fenced');
+          return undefined;
+        },
       };
-      await assert.rejects(c.mkdirs('/g'), (e: unknown) => e instanceof StoreError && e.message === 'fenced');
+      await assert.rejects(withFence(oneTry, () => c.mkdirs('/g')), fenced);
       assert.deepEqual(seen, ['MKDIRS'], 'the retries were never sent');
+      // A delete the name node holds: the fence trips while it waits, and it ends with the fence's word.
+      const trip = new AbortController();
+      const pending = withFence({ admit: () => trip.signal }, () => c.delete('/g', true));
+      while (held.length === 0) await sleep(5);
+      trip.abort(new StoreError('io', 'renew lease', [], 'fenced'));
+      await assert.rejects(pending, fenced);
     } finally {
       busy.closeAllConnections();
       await new Promise((res) => busy.close(res));
     }
-    // On the real server: the temp is written, then the guard stops its rename; the temp goes.
+    // On the real server: the temp is written, then the fence stops its rename; the temp goes.
     cluster.active = 0;
     const c = client();
     let armed = false;
-    c.guard = () => {
-      if (armed) throw new StoreError('io', 'renew lease', [], 'fenced');
+    const planFence: StoreFence = {
+      admit: (p) => {
+        if (armed && !isTempName(path.posix.basename(p))) throw new StoreError('io', 'renew lease', [], 'fenced');
+        return undefined;
+      },
     };
     await c.mkdirs('/guarded');
     armed = true;
-    await assert.rejects(c.writeFile('/guarded/_commit.yaml', 'plan'), (e: unknown) => e instanceof StoreError && e.message === 'fenced');
-    c.guard = undefined;
+    await assert.rejects(withFence(planFence, () => c.writeFile('/guarded/_commit.yaml', 'plan')), fenced);
     assert.deepEqual(await c.list('/guarded'), [], 'no plan, no temp');
   });
 

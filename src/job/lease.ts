@@ -2,9 +2,12 @@
 // Leases are generations `_lease.<n>.yaml` created exclusively, so taking over a dead
 // holder's lease is itself arbitrated by create-if-absent.
 
+import { setMaxListeners } from 'node:events';
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, StoreError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
+import { isTempName } from '../store/temp-names.js';
+import type { StoreFence } from '../store/fence.js';
 import type { Store } from '../store/types.js';
 import { LEASE_PREFIX, type JobLayout } from './layout.js';
 import { readManifestFile } from './manifest-io.js';
@@ -101,7 +104,7 @@ export function describeHolder(r: LeaseRecord | null): string {
   return `${r.op} by ${r.owner} on ${r.host} (pid ${r.pid}, lease until ${new Date(r.expiresAtMs).toISOString()})`;
 }
 
-export class Lease {
+export class Lease implements StoreFence {
   private timer: NodeJS.Timeout | undefined;
   private renewing: Promise<void> | undefined;
   private released = false;
@@ -110,6 +113,10 @@ export class Lease {
   private lastFailure: string | undefined;
   /** Set for good once the lease may have lapsed: no renewal landing later brings it back. */
   private lost = false;
+  /** Aborted when the lease is lost: the requests in flight are cut off (admit). */
+  private readonly cut = new AbortController();
+  /** Fires when the lease would be lost if no renewal lands before. */
+  private tripTimer: NodeJS.Timeout | undefined;
 
   private constructor(
     private readonly store: Store,
@@ -118,20 +125,29 @@ export class Lease {
     private readonly env: LeaseClock,
   ) {
     this.confirmedUntilMs = record.expiresAtMs;
+    setMaxListeners(0, this.cut.signal); // every request in flight listens to it
   }
 
   /**
-   * Throws once a quarter of the lease's time is all that is surely left (its renewals stopped
-   * landing: a store that holds requests without answering): the driver stops changing the job
-   * before another may take it over (DESIGN §5.6), and for good: a renewal that lands after that
-   * point (or a process stopped and continued past it) proves nothing, as another driver may hold
-   * the job by then. A request already sent, with its store's own retries, cannot be called back;
-   * the quarter gives it time to land or fail. The lease file's own writes always go.
+   * StoreFence, asked before every request that changes something: throws once a quarter of the
+   * lease's time is all that is surely left (its renewals stopped landing: a store that holds
+   * requests without answering), so that the driver stops changing the job before another may take
+   * it over (DESIGN §5.6), and for good: a renewal that lands after that point (or a process
+   * stopped and continued past it) proves nothing, as another driver may hold the job by then.
+   * The signal it returns cuts off, at that point, the requests still unanswered; what a server
+   * took in before cannot be called back: the quarter gives it time to land. The lease file's own
+   * requests always go, and temp files' (reserved names, published only by a rename whose
+   * destination is admitted, and removed by the next step).
    */
-  check(path: string): void {
-    if (this.released || path === this.path || !this.mayLapse()) return;
+  admit(path: string): AbortSignal | undefined {
+    if (this.released || path === this.path || isTempName(posix.basename(path))) return undefined;
+    if (this.mayLapse()) throw this.lapse();
+    return this.cut.signal;
+  }
+
+  private lapse(): StoreError {
     const left = this.confirmedUntilMs - this.env.now();
-    throw new StoreError(
+    return new StoreError(
       'io',
       'renew lease',
       [this.store.toUri(this.path)],
@@ -168,6 +184,7 @@ export class Lease {
     if (current) await store.delete(current.path, false);
     const lease = new Lease(store, path, record, env);
     lease.startRenewal();
+    lease.armTrip();
     return lease;
   }
 
@@ -183,7 +200,11 @@ export class Lease {
       this.renewing = this.store
         .writeFile(this.path, encodeLease(next))
         .then(
-          () => void (this.mayLapse() || (this.confirmedUntilMs = next.expiresAtMs)),
+          () => {
+            if (this.mayLapse()) return;
+            this.confirmedUntilMs = next.expiresAtMs;
+            this.armTrip();
+          },
           (e: unknown) => {
             this.lastFailure = `could not renew the job lease: ${(e as Error).message}`;
             this.env.emit({ type: 'warn', message: this.lastFailure });
@@ -195,18 +216,31 @@ export class Lease {
   }
 
   private mayLapse(): boolean {
-    this.lost ||= this.confirmedUntilMs - this.env.now() <= this.env.leaseTtlMs / 4;
-    return this.lost;
+    if (this.lost || this.confirmedUntilMs - this.env.now() > this.env.leaseTtlMs / 4) return this.lost;
+    this.lost = true;
+    clearTimeout(this.tripTimer);
+    this.cut.abort(this.lapse());
+    return true;
+  }
+
+  /** The lease is lost when only a quarter of its confirmed time is left: then, not at the next look. */
+  private armTrip(): void {
+    clearTimeout(this.tripTimer);
+    const wait = this.confirmedUntilMs - this.env.leaseTtlMs / 4 - this.env.now();
+    this.tripTimer = setTimeout(() => void (this.mayLapse() || this.armTrip()), Math.max(0, wait) + 1);
+    this.tripTimer.unref();
   }
 
   /** The staging dir went with the lease file in it: release has nothing left to delete. */
   gone(): void {
     this.released = true;
+    clearTimeout(this.tripTimer);
   }
 
   /** Stops renewing (and waits for a renewal in flight): before the staging dir goes away. */
   async stopRenewal(): Promise<void> {
     clearInterval(this.timer);
+    clearTimeout(this.tripTimer);
     this.timer = undefined;
     await this.renewing;
   }
@@ -221,6 +255,7 @@ export class Lease {
     if (this.mayLapse()) {
       // Its renewal hangs with the store: not waited for. The file expires by itself if this fails.
       clearInterval(this.timer);
+      clearTimeout(this.tripTimer);
       await this.store.delete(this.path, false).catch(() => false);
       return;
     }

@@ -63,7 +63,7 @@ async function withJobLease<T>(env: StepEnv, open: OpenJob, op: string, current:
   }
   // Every change the step makes is fenced by the lease: none once the lease may lapse.
   const fenced = env.store instanceof InstrumentedStore ? env.store : undefined;
-  if (fenced) fenced.fence = (path) => lease.check(path);
+  if (fenced) fenced.fence = lease;
   try {
     return await fn(again, lease);
   } finally {

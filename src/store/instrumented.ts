@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream';
 import { InjectedFault } from '../errors.js';
 import type { StoreError } from '../errors.js';
 import type { Entry, ListOptions, MutatingOp, PendingUpload, ReadOp, ReadyUpload, RenameOptions, RenamePair, Store, StoreOp } from './types.js';
+import { withFence, type StoreFence } from './fence.js';
 
 export type OpCounts = Partial<Record<StoreOp, number>>;
 
@@ -36,22 +37,20 @@ export class InstrumentedStore implements Store {
     this.counts[op] = (this.counts[op] ?? 0) + 1;
   }
 
-  private fenceCheck: ((path: string) => void) | undefined;
-
   /**
-   * Called before every mutation: the job lease stops a driver that may have lost it (runner).
-   * A store that retries on its own (WebHDFS) asks it again before each retry.
+   * Asked before every mutation: the job lease stops a driver that may have lost it (runner).
+   * A store that sends requests of its own (S3, WebHDFS) asks it again for each request (fence.ts).
    */
-  get fence(): ((path: string) => void) | undefined {
-    return this.fenceCheck;
-  }
-  set fence(check: ((path: string) => void) | undefined) {
-    this.fenceCheck = check;
-    if ('guard' in this.inner) this.inner.guard = check && (() => check(''));
+  fence: StoreFence | undefined = undefined;
+
+  /** An inner call that changes something, under this step's fence. */
+  private fenced<T>(fn: () => Promise<T>): Promise<T> {
+    return withFence(this.fence, fn);
   }
 
-  private async mutate(op: MutatingOp, path: string): Promise<void> {
-    this.fenceCheck?.(path);
+  /** `also`: further paths the call changes (a rename's destination), admitted by the fence too. */
+  private async mutate(op: MutatingOp, path: string, ...also: string[]): Promise<void> {
+    for (const p of [path, ...also]) this.fence?.admit(p);
     this.count(op);
     const n = ++this.mutations;
     if (this.hooks.beforeMutation) await this.hooks.beforeMutation(n, op, path);
@@ -68,16 +67,16 @@ export class InstrumentedStore implements Store {
   async readFile(p: string): Promise<Buffer | null> { await this.read('readFile', p); return this.inner.readFile(p); }
   async writeFile(p: string, data: Buffer | string): Promise<void> {
     await this.mutate('writeFile', p);
-    return this.inner.writeFile(p, data);
+    return this.fenced(() => this.inner.writeFile(p, data));
   }
   async createExclusive(p: string, data: Buffer | string): Promise<boolean> {
     await this.mutate('createExclusive', p);
-    return this.inner.createExclusive(p, data);
+    return this.fenced(() => this.inner.createExclusive(p, data));
   }
-  async mkdirs(p: string): Promise<void> { await this.mutate('mkdirs', p); return this.inner.mkdirs(p); }
+  async mkdirs(p: string): Promise<void> { await this.mutate('mkdirs', p); return this.fenced(() => this.inner.mkdirs(p)); }
   async rename(s: string, d: string, o?: RenameOptions): Promise<void> {
-    await this.mutate('rename', s);
-    return this.inner.rename(s, d, o);
+    await this.mutate('rename', s, d);
+    return this.fenced(() => this.inner.rename(s, d, o));
   }
   get renameMany(): ((pairs: readonly RenamePair[]) => Promise<(StoreError | null)[]>) | undefined {
     const many = this.inner.renameMany?.bind(this.inner);
@@ -88,14 +87,14 @@ export class InstrumentedStore implements Store {
       let fault: unknown;
       for (const p of pairs) {
         try {
-          await this.mutate('rename', p.src);
+          await this.mutate('rename', p.src, p.dst);
         } catch (e) {
           fault = e;
           break;
         }
         allowed++;
       }
-      const done = allowed ? await many(pairs.slice(0, allowed)) : [];
+      const done = allowed ? await this.fenced(() => many(pairs.slice(0, allowed))) : [];
       if (fault !== undefined) throw fault;
       return done;
     };
@@ -113,7 +112,7 @@ export class InstrumentedStore implements Store {
     if (!many) return undefined;
     return async (paths) => {
       for (const p of paths) await this.mutate('delete', p);
-      await many(paths);
+      await this.fenced(() => many(paths));
     };
   }
   get checkWritable(): ((dirs: readonly string[]) => Promise<void>) | undefined {
@@ -132,31 +131,31 @@ export class InstrumentedStore implements Store {
   }
   get abortUpload(): ((u: Pick<PendingUpload, 'path' | 'uploadId'>) => Promise<void>) | undefined {
     const f = this.inner.abortUpload?.bind(this.inner);
-    return f && (async (u) => (await this.mutate('delete', u.path), f(u)));
+    return f && (async (u) => (await this.mutate('delete', u.path), this.fenced(() => f(u))));
   }
   get pendingUploadMinBytes(): number | undefined { return this.inner.pendingUploadMinBytes; }
   get beginUpload(): ((p: string) => Promise<string>) | undefined {
     const f = this.inner.beginUpload?.bind(this.inner);
-    return f && (async (p) => (await this.mutate('upload', p), f(p)));
+    return f && (async (p) => (await this.mutate('upload', p), this.fenced(() => f(p))));
   }
   get uploadParts(): ((p: string, id: string, local: string, size: number) => Promise<string[]>) | undefined {
     const f = this.inner.uploadParts?.bind(this.inner);
-    return f && (async (p, id, local, size) => (await this.mutate('upload', p), f(p, id, local, size)));
+    return f && (async (p, id, local, size) => (await this.mutate('upload', p), this.fenced(() => f(p, id, local, size))));
   }
   get completeUpload(): ((u: ReadyUpload) => Promise<void>) | undefined {
     const f = this.inner.completeUpload?.bind(this.inner);
-    return f && (async (u) => (await this.mutate('complete', u.path), f(u)));
+    return f && (async (u) => (await this.mutate('complete', u.path), this.fenced(() => f(u))));
   }
   /** The counts, with the HTTP requests of stores that make them. */
   metrics(): OpCounts & { requests?: number } {
     const r = this.inner.requestCount?.();
     return r === undefined ? { ...this.counts } : { ...this.counts, requests: r - this.requestBase };
   }
-  async copy(s: string, d: string): Promise<void> { await this.mutate('copy', s); return this.inner.copy(s, d); }
-  async delete(p: string, r: boolean): Promise<boolean> { await this.mutate('delete', p); return this.inner.delete(p, r); }
+  async copy(s: string, d: string): Promise<void> { await this.mutate('copy', s, d); return this.fenced(() => this.inner.copy(s, d)); }
+  async delete(p: string, r: boolean): Promise<boolean> { await this.mutate('delete', p); return this.fenced(() => this.inner.delete(p, r)); }
   async put(d: string, src: { localPath: string } | { stream: Readable }): Promise<void> {
     await this.mutate('put', d);
-    return this.inner.put(d, src);
+    return this.fenced(() => this.inner.put(d, src));
   }
 }
 

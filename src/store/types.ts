@@ -117,11 +117,6 @@ export interface Store {
   delete(path: string, recursive: boolean): Promise<boolean>;
   /** Optional: delete many files in few requests (S3 DeleteObjects). Missing files are fine. */
   deleteMany?(paths: readonly string[]): Promise<void>;
-  /**
-   * Optional, for stores that retry on their own (WebHDFS): asked before each retry and before a
-   * written temp is renamed into place; it throws to stop them (a lapsed job lease, runner).
-   */
-  guard?: (() => void) | undefined;
   /** Optional: HTTP requests made so far, for stores that speak HTTP (DESIGN §9 metrics). */
   requestCount?(): number;
   /** Optional: prove at `stage` that a capability the protocol relies on really works here. */

@@ -8,6 +8,7 @@
 // jittered exponential backoff.
 
 import type { S3Client } from '@aws-sdk/client-s3';
+import { admitChange } from '../fence.js';
 import { credentialProblem } from './keys.js';
 import { canonicalQuery, encodeSegment, SigV4 } from './sigv4.js';
 import { Transport, type Deadlines } from './transport.js';
@@ -106,16 +107,18 @@ export class SignedRequests {
     const ep = await this.endpoint(req.bucket);
     if (!ep) return null;
     for (let attempt = 1; ; attempt++) {
+      const cut = req.method === 'GET' || req.method === 'HEAD' ? undefined : admitChange(`/${req.bucket}/${req.key}`);
       try {
-        return await this.once(ep, req);
+        return await this.once(ep, req, cut);
       } catch (e) {
+        if (cut?.aborted) throw cut.reason;
         if (attempt >= this.maxAttempts || !retryable(e)) throw e;
         await new Promise((r) => setTimeout(r, Math.random() * Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** attempt)));
       }
     }
   }
 
-  private async once(ep: Endpoint, req: SignedRequest): Promise<SignedResponse> {
+  private async once(ep: Endpoint, req: SignedRequest, signal?: AbortSignal): Promise<SignedResponse> {
     const path = `${ep.basePath}/${req.key.split('/').map(encodeSegment).join('/')}`;
     const body = req.body ?? '';
     const query = req.query ?? {};
@@ -131,7 +134,7 @@ export class SignedRequests {
     Object.assign(headers, ep.signer.sign({ method: req.method, path, query, headers }, await cfg.credentials(), now));
     this.onRequest();
     const qs = canonicalQuery(query);
-    const answer = await this.transport.send({ protocol: ep.protocol, hostname: ep.hostname, port: ep.port, method: req.method, path: qs ? `${path}?${qs}` : path, headers, body });
+    const answer = await this.transport.send({ protocol: ep.protocol, hostname: ep.hostname, port: ep.port, method: req.method, path: qs ? `${path}?${qs}` : path, headers, body, signal });
     const status = answer.status;
     const text = answer.body;
     const errorDoc = /^\s*(<\?xml[^>]*\?>\s*)?<Error>/.test(text);

@@ -23,6 +23,8 @@ export interface Exchange {
   readonly path: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
+  /** Cuts the exchange off (the job lease's fence): it fails with the signal's reason. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 export interface Answer {
@@ -55,6 +57,12 @@ export class Transport {
         },
       );
       req.on('error', reject);
+      if (x.signal) {
+        const cut = () => req.destroy(x.signal!.reason as Error);
+        if (x.signal.aborted) cut();
+        x.signal.addEventListener('abort', cut, { once: true });
+        req.once('close', () => x.signal!.removeEventListener('abort', cut));
+      }
       req.on('timeout', () =>
         req.destroy(new Error(req.socket?.connecting ? `could not connect to ${x.hostname} in ${requestTimeout} ms` : `no answer from ${x.hostname} for ${requestTimeout} ms`)),
       );

@@ -3,6 +3,7 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StageCommitError, StoreError, type StoreErrorKind } from '../../errors.js';
+import { admitChange } from '../fence.js';
 import { httpFetch, NULL_BODY } from './http-fetch.js';
 
 export interface WebHdfsSettings {
@@ -56,8 +57,6 @@ function deadline(ms: number): AbortSignal {
 export class NameNodes {
   private active = 0;
   requests = 0;
-  /** Asked before every retry: a caller that may no longer change things (a lapsed job lease) stops them. */
-  guard: (() => void) | undefined;
   private readonly fetch: typeof fetch;
 
   constructor(readonly settings: WebHdfsSettings) {
@@ -86,6 +85,8 @@ export class NameNodes {
     const n = this.settings.nameNodes.length;
     let lastError: unknown;
     for (let attempt = 0, failovers = 0; ; ) {
+      // Every try of a change asks the fence, and is cut off if it trips before the answer.
+      const cut = method === 'GET' ? undefined : admitChange(p, params.destination);
       const base = this.settings.nameNodes[this.active]!;
       const url = `${base.replace(/\/$/, '')}/webhdfs/v1${encodePath(p)}?${this.query(op, params)}`;
       let res: Response | null = null;
@@ -93,7 +94,8 @@ export class NameNodes {
       try {
         this.requests++;
         // Bytes go to data nodes only (dataNode): every name node call gets the deadline.
-        const got = await this.fetch(url, { method, redirect: 'manual', signal: deadline(this.settings.requestTimeoutMs ?? 60_000) });
+        const due = deadline(this.settings.requestTimeoutMs ?? 60_000);
+        const got = await this.fetch(url, { method, redirect: 'manual', signal: cut ? AbortSignal.any([due, cut]) : due });
         // A name node's answers are small: read whole here, so one that breaks off is retried like none.
         const bytes = await got.arrayBuffer().catch((e: unknown) => {
           throw new Error(`its answer broke off: ${causeOf(e)}`);
@@ -101,6 +103,7 @@ export class NameNodes {
         res = new Response(NULL_BODY.has(got.status) ? null : bytes, { status: got.status, statusText: got.statusText, headers: got.headers });
       } catch (e) {
         if (e instanceof StageCommitError) throw e; // a verdict, not a network failure (an RPC port given for HTTP)
+        if (cut?.aborted) throw cut.reason;
         lastError = e;
         if (tries) tries.lost++;
       }
@@ -120,7 +123,6 @@ export class NameNodes {
       // The one backoff: every name node was tried (or the answer was transient); wait, then again.
       failovers = 0;
       await this.backoff(++attempt);
-      this.guard?.();
     }
     throw new StoreError('io', op, [this.toUri(p)], `no name node answered (${this.settings.nameNodes.join(', ')}): ${causeOf(lastError)}`);
   }
@@ -170,14 +172,16 @@ export class NameNodes {
    * knows whether sending it again is safe (retryDataNode).
    */
   async dataNode(url: string, op: string, p: string, init: RequestInit = {}): Promise<Response> {
+    const cut = init.method === 'PUT' || init.method === 'POST' ? admitChange(p) : undefined;
     this.requests++;
     const where = `the data node ${new URL(url).host}`;
     let res: Response;
     try {
       // Bytes may flow for as long as a file takes, but never stop for longer than the deadline.
-      res = await this.fetch(url, { ...init, redirect: 'manual', idleMs: this.settings.requestTimeoutMs ?? 60_000 } as RequestInit);
+      res = await this.fetch(url, { ...init, redirect: 'manual', signal: cut, idleMs: this.settings.requestTimeoutMs ?? 60_000 } as RequestInit);
     } catch (e) {
       if (e instanceof StageCommitError) throw e;
+      if (cut?.aborted) throw cut.reason;
       throw new DataNodeError(op, [this.toUri(p)], `${where} gave no answer: ${causeOf(e)}`);
     }
     if (res.status < 500) return res;
@@ -193,7 +197,6 @@ export class NameNodes {
       } catch (e) {
         if (!(e instanceof DataNodeError) || attempt >= this.settings.retries) throw e;
         await this.backoff(attempt + 1);
-        this.guard?.();
       }
     }
   }

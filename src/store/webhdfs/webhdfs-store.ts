@@ -24,14 +24,6 @@ export class WebHdfsStore implements Store {
 
   private readonly nn: NameNodes;
 
-  /** Store.guard, kept by the name node client, whose retries ask it. */
-  get guard(): (() => void) | undefined {
-    return this.nn.guard;
-  }
-  set guard(fn: (() => void) | undefined) {
-    this.nn.guard = fn;
-  }
-
   constructor(readonly settings: WebHdfsSettings) {
     this.nn = new NameNodes(settings);
   }
@@ -139,7 +131,6 @@ export class WebHdfsStore implements Store {
     // only the rename's own evidence: its temp gone, the file there).
     const ours = bytes ? async () => (await this.readFile(p).catch(() => null))?.equals(bytes) === true : () => this.moved(tmp, p);
     try {
-      this.nn.guard?.(); // the bytes are up: the rename publishes them, so it asks again
       await this.renameOrFind(tmp, p, { replace: true }, ours);
     } catch (e) {
       await this.delete(tmp, false).catch(() => false);
