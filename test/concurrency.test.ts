@@ -466,6 +466,45 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' });
     });
 
+    test('a plan that lands after recover gave its table-log entry up (a write the store held) was never applied: commit-job commits afresh, recover and abort proceed, none is stuck', async () => {
+      for (const step of ['commit-job', 'recover', 'abort'] as const) {
+        const target = posix.join(dir(), `late-plan-${step}`);
+        await writeTree(sb.store, target, { 'dt=1/old': 'old' });
+        const staging = await readyJob(sb.store, target, jobScenario(`L${step}`, 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { f: 'new' } }]);
+        const layout = new JobLayout(staging);
+        // The driver writes its plan and dies at its next change; the plan "has not landed yet" when recover comes.
+        let plan: Buffer | null = null;
+        const dying = testEnv(sb.store, async (n, op, path) => {
+          if (plan !== null || (await sb.store.stat(layout.commitFile)) === null) return;
+          plan = await sb.store.readFile(layout.commitFile);
+          throw new InjectedFault(n, op, path);
+        });
+        await assert.rejects(libCommitJobStep(dying, { stagingPath: staging }), InjectedFault);
+        assert.ok(plan, 'the plan was written');
+        await sb.store.delete(layout.commitFile, false);
+        await driverDied(sb.store, staging);
+        await recover(testEnv(sb.store), { stagingPath: staging });
+        await sb.store.writeFile(layout.commitFile, plan!); // the held write lands now
+        const warnings: string[] = [];
+        const env = testEnv(sb.store, undefined, { emit: (e: { type: string; message?: string }) => void (e.type === 'warn' && warnings.push(e.message!)) });
+        if (step === 'commit-job') {
+          await libCommitJobStep(env, { stagingPath: staging });
+          assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'new' });
+        } else if (step === 'recover') {
+          const r = await recover(env, { stagingPath: staging });
+          assert.equal(r.state, 'staged');
+          assert.equal(await sb.store.stat(layout.commitFile), null, 'the plan is gone');
+          await libCommitJobStep(testEnv(sb.store), { stagingPath: staging });
+          assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'new' });
+        } else {
+          await abort(env, { stagingPath: staging });
+          assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' });
+        }
+        assert.ok(warnings.some((w) => /names table-log entry \d+, which recover gave up before the plan landed: it was never applied; removed it/.test(w)), warnings.join('\n'));
+        if (step !== 'recover') assert.equal(await sb.store.stat(staging), null, 'staging dir gone');
+      }
+    });
+
     test('a lease held by a live process blocks; an expired one, or a dead pid on this host, is taken over', async () => {
       const target = posix.join(dir(), 't');
       const job = await prepare(sb, { target }, [{ task: '0', files: { a: 'a' } }]);

@@ -11,6 +11,7 @@ import { requireState, type JobGoneError, type OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
 import { giveBackLeftover, leftoverToGiveBack } from '../job/adoption.js';
 import type { StepEnv } from './env.js';
+import { readHeldPlan } from './held-plan.js';
 import { runStep } from './runner.js';
 
 export interface AbortInput {
@@ -43,8 +44,10 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
     return { outcome: 'nothing', scope };
   };
   if (task !== undefined) return runStep(env, input.stagingPath, { name: 'abort', ifGone }, (open) => abortTask(env, open, task, attempt));
-  const rule = { name: 'abort', lease: true, states: { allowed: ['staged', 'aborted'] as const, doing: 'abort' }, ifGone };
-  return runStep(env, input.stagingPath, rule, async (locked, lease) => {
+  return runStep(env, input.stagingPath, { name: 'abort', lease: true, ifGone }, async (opened, lease) => {
+    // A plan given up before it landed was never applied: removed, the job may be aborted.
+    const locked = opened.state === 'committing' ? (await readHeldPlan(env, opened)).open : opened;
+    requireState(locked, ['staged', 'aborted'], 'abort');
     const { job, layout } = locked;
     if (job.state !== 'aborted') {
       await releaseLogEntry(env, job);

@@ -13,7 +13,7 @@ import { successJson } from '../job/success.js';
 import { TableLog, type LogListing } from '../job/table-log.js';
 import { applyPhases } from '../plan/apply.js';
 import { allDone } from '../util/pool.js';
-import { loadPlan, writePlan, type PersistedPlan } from '../plan/plan-file.js';
+import { writePlan, type PersistedPlan } from '../plan/plan-file.js';
 import { planTree, targetDirsChanged, type CommitPlan, type PlanPhase, type SourceTree } from '../plan/plan.js';
 import { identicalClashes, readTargetRoot, snapshotTarget } from '../plan/target.js';
 import { publishStrategy } from '../store/operations.js';
@@ -26,6 +26,7 @@ import type { OpenJob } from '../job/open.js';
 import { removesInBulk, removeStagingDir, stagingKeys } from '../job/staging-dir.js';
 import { JobGoneError } from '../job/open.js';
 import type { StepEnv } from './env.js';
+import { checkHeldEntry, readHeldPlan, type HeldPlan } from './held-plan.js';
 import { runStep } from './runner.js';
 
 export interface CommitJobInput {
@@ -197,27 +198,6 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   return { success: store.toUri(success) };
 }
 
-/**
- * A roll-forward applies its plan only while the table log still says the plan's entry is this
- * job's and unfinished: an entry lost or reused means later commits may hold those partitions.
- */
-async function checkHeldEntry(store: Store, open: OpenJob, plan: PersistedPlan): Promise<void> {
-  const log = new TableLog(store, open.job.targetPath);
-  const n = plan.logEntry!;
-  const entry = await log.read(n).catch((e: unknown) => {
-    if (e instanceof ConflictError) return null;
-    throw e;
-  });
-  const void_ = entry && (await log.readDone(n)) === 'void';
-  if (!entry || entry.jobId !== open.job.jobId || void_) {
-    throw new CorruptManifestError(
-      store.toUri(open.layout.commitFile),
-      'logEntry',
-      `names table-log entry ${n}, which ${!entry ? 'is gone' : void_ ? 'was given up' : `is job ${entry.jobId}'s`}: rolling this plan forward could undo newer commits; check the target and abort the job, or restore the log`,
-    );
-  }
-}
-
 /** The upload ids a commit plan completes (kept when the job's other uploads are aborted). */
 function plannedUploads(phases: readonly PlanPhase[]): Set<string> {
   const out = new Set<string>();
@@ -260,12 +240,13 @@ function pastCommitPoint(store: Store, open: OpenJob): (e: unknown) => never {
 }
 
 /** commit-job's work, for a caller that holds the job lease (commit-job itself, recover). */
-export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease): Promise<CommitJobResult> {
+export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lease, held?: HeldPlan): Promise<CommitJobResult> {
   const { store } = env;
-  const { job, layout } = open;
-  if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`);
+  const { job, layout } = opened;
+  if (opened.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`);
   // Under the lease, a job that openJob found before its commit point has no plan to read.
-  let plan = open.state === 'staged' ? null : await loadPlan(store, layout, job.jobId);
+  const { open, plan: found } = held ?? (await readHeldPlan(env, opened));
+  let plan = found;
   const outcome = plan ? 'rolled-forward' : 'committed';
   if (!plan && open.state === 'committed') {
     // Only the clean-up was left: the plan is removed just before `_job.yaml`.
@@ -275,7 +256,7 @@ export async function commitJobLocked(env: StepEnv, open: OpenJob, lease?: Lease
   if (!plan && open.state === 'committing') {
     throw new CorruptManifestError(store.toUri(layout.commitFile), '', 'is missing, but the job is past its commit point: its plan cannot be made again (that could undo newer commits); restore the file or repair the target by hand', true);
   }
-  if (plan && plan.logEntry !== null && job.state !== 'committed') await checkHeldEntry(store, open, plan);
+  if (plan) await checkHeldEntry(env, open, plan);
   let listing: LogListing | undefined;
   if (!plan) {
     ({ plan, listing } = await preparePlan(env, open));

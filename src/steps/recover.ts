@@ -9,6 +9,7 @@ import type { Entry, Store } from '../store/types.js';
 import { compareTasks, dirsHolding } from '../paths.js';
 import type { Lease } from '../job/lease.js';
 import { commitJobLocked } from './commit-job.js';
+import { readHeldPlan } from './held-plan.js';
 import { abortRecordedUploads, uploadsDir } from '../job/pending-uploads.js';
 import { abortJobUploads } from './abort.js';
 import { releaseLogEntry } from './commit-point.js';
@@ -44,18 +45,20 @@ export async function recover(env: StepEnv, input: RecoverInput): Promise<Recove
   return runStep(env, input.stagingPath, { name: 'recover', lease: true }, (open, lease) => recoverLocked(env, open, lease!));
 }
 
-async function recoverLocked(env: StepEnv, open: OpenJob, lease: Lease): Promise<RecoverResult> {
+async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promise<RecoverResult> {
   const { store } = env;
-  const { job, layout } = open;
+  const { job, layout } = opened;
   const base = { jobId: job.jobId, appAttempt: job.appAttempt, committedTasks: [], tasksToRun: [], finished: [], undone: [] };
-  if (open.state === 'aborted') {
-    await abortJobUploads(env, open);
+  if (opened.state === 'aborted') {
+    await abortJobUploads(env, opened);
     await removeStagingDir(store, layout, lease);
     return { ...base, state: 'aborted', rolledForward: false };
   }
-  if (open.state === 'committing' || open.state === 'committed') {
+  // A plan given up before it landed is removed: the job is then recovered as a staged one.
+  const held = await readHeldPlan(env, opened);
+  if (held.open.state === 'committing' || held.open.state === 'committed') {
     env.emit({ type: 'phase', label: 'rolling the commit forward' });
-    await commitJobLocked(env, open, lease);
+    await commitJobLocked(env, held.open, lease, held);
     return { ...base, state: 'committed', rolledForward: true };
   }
 
