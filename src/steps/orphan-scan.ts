@@ -1,0 +1,92 @@
+// clean-orphans' walk: which directories are leftovers, found by name or by `_job.yaml`, never
+// entering one once found and never reading a data file or following a link.
+
+import { UsageError } from '../errors.js';
+import { COMMIT_FILE, JOB_FILE } from '../job/layout.js';
+import type { Entry, Store } from '../store/types.js';
+import { mapLimit } from '../util/pool.js';
+import type { StepEnv } from './env.js';
+
+export const LEFTOVER_KINDS = ['spark-staging', 'hadoop-temporary', 'hive-staging', 's3a-magic', 'stagecommit', 'multipart-upload'] as const;
+export type LeftoverKind = (typeof LEFTOVER_KINDS)[number];
+export interface ScanProblem {
+  readonly path: string;
+  readonly message: string;
+}
+
+const SPARK_STAGING = /^\.spark-staging-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const HIVE_STAGING = /^\.hive-staging/;
+const MAGIC = /^__magic(_job-.+)?$/;
+
+/** The kind a directory is by its name alone (stagecommit staging dirs are known by `_job.yaml`). */
+export function kindByName(name: string): LeftoverKind | null {
+  if (SPARK_STAGING.test(name)) return 'spark-staging';
+  if (name === '_temporary') return 'hadoop-temporary';
+  if (HIVE_STAGING.test(name)) return 'hive-staging';
+  if (MAGIC.test(name)) return 's3a-magic';
+  return null;
+}
+
+/**
+ * Every root is checked before any is scanned: a mistyped root is bad input (exit 2), never a
+ * quiet "no leftovers", and one bad root in a list changes nothing under the others.
+ */
+export async function checkRoots(store: Store, roots: readonly string[], concurrency: number): Promise<void> {
+  const bad = await mapLimit(roots, concurrency, async (root): Promise<string | null> => {
+    const st = await store.stat(root);
+    const uri = store.toUri(root);
+    if (st?.kind === 'dir') return null;
+    // On a store without directories a prefix "exists" only through its objects; uploads never completed count too.
+    if (!st && !store.caps.realDirectories && store.listUploads && (await store.listUploads(root)).length) return null;
+    if (!st) return `the root ${uri} does not exist`;
+    if (st.kind === 'symlink') return `the root ${uri} is a symbolic link, which clean-orphans never follows (give the directory it points to)`;
+    return `the root ${uri} is ${st.kind === 'file' ? 'a file' : 'not a directory'}`;
+  });
+  const problems = bad.filter((b): b is string => b !== null);
+  if (problems.length) {
+    throw new UsageError(`${problems.join('; ')}: give the directories to scan (a table, or a warehouse above it); nothing was scanned or changed`);
+  }
+}
+
+/** Every leftover directory under the roots, by name or by `_job.yaml`; never into a leftover once found. */
+export async function scan(env: StepEnv, roots: readonly string[], maxDepth: number, problems: ScanProblem[]): Promise<{ found: { path: string; kind: LeftoverKind }[]; scanned: number }> {
+  const { store } = env;
+  const found: { path: string; kind: LeftoverKind }[] = [];
+  let scanned = 0;
+  for (const root of roots) {
+    let level: { path: string; depth: number }[] = [{ path: root, depth: 0 }];
+    while (level.length) {
+      const next = await mapLimit(level, env.concurrency, async ({ path, depth }) => {
+        let entries: Entry[];
+        try {
+          entries = await store.list(path);
+        } catch (e) {
+          problems.push({ path: store.toUri(path), message: (e as Error).message });
+          return [];
+        }
+        scanned++;
+        if (scanned % 1000 === 0) env.emit({ type: 'progress', label: 'scanning directories', done: scanned, total: scanned });
+        if (entries.some((e) => e.name === JOB_FILE && e.kind === 'file')) {
+          found.push({ path, kind: 'stagecommit' });
+          return [];
+        }
+        // A plan without its job: a stagecommit job past its commit point that lost `_job.yaml`.
+        // Its `_temporary` holds committed output, not a leftover: nothing under it is touched.
+        if (entries.some((e) => e.name === COMMIT_FILE && e.kind === 'file')) {
+          problems.push({ path: store.toUri(path), message: `${COMMIT_FILE} without ${JOB_FILE}: a stagecommit job past its commit point lost its manifest; nothing under it was touched: restore ${JOB_FILE}, then run 'stagecommit recover'` });
+          return [];
+        }
+        const down: { path: string; depth: number }[] = [];
+        for (const e of entries) {
+          if (e.kind !== 'dir') continue; // files are never read; links never followed
+          const kind = kindByName(e.name);
+          if (kind) found.push({ path: e.path, kind });
+          else if (depth + 1 <= maxDepth) down.push({ path: e.path, depth: depth + 1 });
+        }
+        return down;
+      });
+      level = next.flat();
+    }
+  }
+  return { found, scanned };
+}
