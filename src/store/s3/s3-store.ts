@@ -3,11 +3,10 @@
 
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
-import { CopyObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client, type ServiceInputTypes, type ServiceOutputTypes } from '@aws-sdk/client-s3';
-import type { FinalizeRequestMiddleware } from '@smithy/types';
+import { CopyObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { StoreError } from '../../errors.js';
 import type { Entry, ListOptions, PendingUpload, ReadyUpload, RenameOptions, Store, StoreCapabilities } from '../types.js';
-import { admitChange } from '../fence.js';
+import { fencedClient } from './client.js';
 import { multipartCopy } from './copy.js';
 import { deleteKeys } from './delete.js';
 import { copySource, credentialProblem, errName, splitPath, status } from './keys.js';
@@ -47,29 +46,7 @@ export class S3Store implements Store {
   private readonly signed: SignedRequests;
 
   constructor(readonly settings: S3Settings) {
-    this.client = new S3Client({ maxAttempts: 6, ...settings.client });
-    // Every HTTP request, retries included (DESIGN §9 counts requests); each try of a change asks
-    // the fence, and is cut off if it trips before the answer (the handler below takes the signal).
-    const cuts = new WeakMap<object, AbortSignal>();
-    const requests: FinalizeRequestMiddleware<ServiceInputTypes, ServiceOutputTypes> =
-      (next) => async (args) => {
-        this.requests++;
-        const { method } = args.request as { method?: string };
-        const { Bucket, Key } = args.input as { Bucket?: string; Key?: string };
-        const cut = method === 'GET' || method === 'HEAD' ? undefined : admitChange(Key === undefined ? `/${Bucket}` : `/${Bucket}/${Key}`);
-        if (!cut) return next(args);
-        cuts.set(args.request as object, cut);
-        return next(args).catch((e: unknown) => {
-          throw cut.aborted ? cut.reason : e;
-        });
-      };
-    this.client.middlewareStack.addRelativeTo(requests, { name: 'stagecommitRequests', relation: 'after', toMiddleware: 'httpSigningMiddleware' });
-    const handler = this.client.config.requestHandler as { handle(r: object, o?: { abortSignal?: AbortSignal }): Promise<unknown> };
-    const handle = handler.handle.bind(handler);
-    handler.handle = (r, o) => {
-      const cut = cuts.get(r);
-      return handle(r, cut ? { ...o, abortSignal: cut } : o);
-    };
+    this.client = fencedClient(settings, () => this.requests++);
     this.pendingUploadMinBytes = settings.pendingUploadMinBytes;
     this.signed = new SignedRequests(this.client, typeof settings.client.maxAttempts === 'number' ? settings.client.maxAttempts : 6, settings.deadlines, () => this.requests++);
     this.uploads = new S3Uploads(this.client, this.signed, splitPath, (e, op, paths) => this.fail(e, op, paths), Math.max(5 * 1024 ** 2, settings.multipartUploadPartSize));
