@@ -19,7 +19,9 @@ import { recover } from '../src/steps/recover.js';
 import { abort } from '../src/steps/abort.js';
 import { JobGoneError } from '../src/job/open.js';
 import { encodeLease, Lease } from '../src/job/lease.js';
-import { tempPathFor } from '../src/store/temp-names.js';
+import { isTempName, tempPathFor } from '../src/store/temp-names.js';
+import { loadPlan, writePlan } from '../src/plan/plan-file.js';
+import { InstrumentedStore } from '../src/store/instrumented.js';
 import { once } from 'node:events';
 
 // 8 rounds locally, each of 8 processes claiming at once (28 pairs of claimants a round); on
@@ -453,7 +455,7 @@ for (const fx of storeFixtures()) {
       const late = testEnv(sb.store, async (_n, op, path) => {
         if (op === 'createExclusive' && posix.basename(path).startsWith('_lease.')) t0 = Date.now();
         if (op === 'writeFile' && posix.basename(path).startsWith('_lease.') && renewals++ === 0) await sleep(t0 + 4800 - Date.now());
-        if (op === 'writeFile' && path.endsWith('_commit.yaml')) await sleep(t0 + 5000 - Date.now());
+        if (op === 'createExclusive' && path.endsWith('_commit.yaml')) await sleep(t0 + 5000 - Date.now());
       }, { leaseTtlMs: 6000 });
       const err = await libCommitJobStep(late, { stagingPath: staging }).then(() => null, (e: unknown) => e);
       assert.ok(err instanceof StoreError && /renew lease .*this step stops changing the job/.test(err.message), String(err));
@@ -466,27 +468,36 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' });
     });
 
+    /** A job whose commit-job wrote its plan and died; the plan's bytes, and the plan removed as if not landed yet. */
+    async function diedAfterPlan(name: string): Promise<{ target: string; staging: string; layout: JobLayout; plan: Buffer }> {
+      const target = posix.join(dir(), name);
+      await writeTree(sb.store, target, { 'dt=1/old': 'old' });
+      const staging = await readyJob(sb.store, target, jobScenario(name, 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { f: 'new' } }]);
+      const layout = new JobLayout(staging);
+      let plan: Buffer | null = null;
+      const dying = testEnv(sb.store, async (n, op, path) => {
+        if (plan !== null || (await sb.store.stat(layout.commitFile)) === null) return;
+        plan = await sb.store.readFile(layout.commitFile);
+        throw new InjectedFault(n, op, path);
+      });
+      await assert.rejects(libCommitJobStep(dying, { stagingPath: staging }), InjectedFault);
+      assert.ok(plan, 'the plan was written');
+      await sb.store.delete(layout.commitFile, false);
+      await driverDied(sb.store, staging);
+      return { target, staging, layout, plan };
+    }
+    const warned = () => {
+      const warnings: string[] = [];
+      return { warnings, env: testEnv(sb.store, undefined, { emit: (e: { type: string; message?: string }) => void (e.type === 'warn' && warnings.push(e.message!)) }) };
+    };
+    const GIVEN_UP = /names table-log entry \d+, which recover gave up before the plan landed: it was never applied; removed it/;
+
     test('a plan that lands after recover gave its table-log entry up (a write the store held) was never applied: commit-job commits afresh, recover and abort proceed, none is stuck', async () => {
       for (const step of ['commit-job', 'recover', 'abort'] as const) {
-        const target = posix.join(dir(), `late-plan-${step}`);
-        await writeTree(sb.store, target, { 'dt=1/old': 'old' });
-        const staging = await readyJob(sb.store, target, jobScenario(`L${step}`, 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { f: 'new' } }]);
-        const layout = new JobLayout(staging);
-        // The driver writes its plan and dies at its next change; the plan "has not landed yet" when recover comes.
-        let plan: Buffer | null = null;
-        const dying = testEnv(sb.store, async (n, op, path) => {
-          if (plan !== null || (await sb.store.stat(layout.commitFile)) === null) return;
-          plan = await sb.store.readFile(layout.commitFile);
-          throw new InjectedFault(n, op, path);
-        });
-        await assert.rejects(libCommitJobStep(dying, { stagingPath: staging }), InjectedFault);
-        assert.ok(plan, 'the plan was written');
-        await sb.store.delete(layout.commitFile, false);
-        await driverDied(sb.store, staging);
+        const { target, staging, layout, plan } = await diedAfterPlan(`late-plan-${step}`);
         await recover(testEnv(sb.store), { stagingPath: staging });
-        await sb.store.writeFile(layout.commitFile, plan!); // the held write lands now
-        const warnings: string[] = [];
-        const env = testEnv(sb.store, undefined, { emit: (e: { type: string; message?: string }) => void (e.type === 'warn' && warnings.push(e.message!)) });
+        await sb.store.writeFile(layout.commitFile, plan); // the held write lands now
+        const { warnings, env } = warned();
         if (step === 'commit-job') {
           await libCommitJobStep(env, { stagingPath: staging });
           assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'new' });
@@ -500,9 +511,49 @@ for (const fx of storeFixtures()) {
           await abort(env, { stagingPath: staging });
           assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' });
         }
-        assert.ok(warnings.some((w) => /names table-log entry \d+, which recover gave up before the plan landed: it was never applied; removed it/.test(w)), warnings.join('\n'));
+        assert.ok(warnings.some((w) => GIVEN_UP.test(w)), warnings.join('\n'));
         if (step !== 'recover') assert.equal(await sb.store.stat(staging), null, 'staging dir gone');
       }
+    });
+
+    test('a late plan that lands while the next commit-job writes its own: never replaced by it nor replacing it; given up, it is removed and the commit goes on; live, the commit stops (exit 4) and recover finishes it', async () => {
+      for (const given of [true, false]) {
+        const { target, staging, layout, plan } = await diedAfterPlan(`plan-race-${given}`);
+        if (given) await recover(testEnv(sb.store), { stagingPath: staging });
+        // The held write lands just before this commit-job creates its plan.
+        let landed = false;
+        const { warnings, env } = warned();
+        const racing = { ...env, store: new InstrumentedStore(sb.store, async (_n, op, path) => {
+          if (landed || op !== 'createExclusive' || !path.includes('_commit.yaml')) return;
+          landed = true;
+          await sb.store.writeFile(layout.commitFile, plan);
+        }) };
+        const r = await libCommitJobStep(racing, { stagingPath: staging }).then(() => null, (e: unknown) => e);
+        assert.ok(landed, 'the late plan landed during the commit');
+        if (given) {
+          assert.equal(r, null, String(r));
+          assert.ok(warnings.some((w) => GIVEN_UP.test(w)), warnings.join('\n'));
+        } else {
+          assert.ok(r instanceof ConflictError && /a commit plan of an earlier attempt of job plan-race-false appeared while this one was made .*: nothing was changed; run 'stagecommit recover --job /.test(r.message), String(r));
+          assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' }, 'nothing published');
+          assert.deepEqual(await sb.store.readFile(layout.commitFile), plan, 'the earlier plan stands');
+          await driverDied(sb.store, staging);
+          await recover(testEnv(sb.store), { stagingPath: staging });
+        }
+        assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'new' });
+        assert.equal(await sb.store.stat(staging), null, 'staging dir gone');
+      }
+    });
+
+    test('a plan is created, never written over: a late write of another attempt\'s plan is refused, the same plan again is no error', async () => {
+      const { staging, layout, plan } = await diedAfterPlan('plan-create');
+      await sb.store.writeFile(layout.commitFile, plan);
+      const mine = await loadPlan(sb.store, layout, 'plan-create');
+      assert.ok(mine);
+      assert.equal(await writePlan(sb.store, layout, mine), true, 'ours again: a retry whose answer was lost');
+      assert.equal(await writePlan(sb.store, layout, { ...mine, logEntry: (mine.logEntry ?? 0) + 7 }), false, 'another is refused');
+      assert.deepEqual(await sb.store.readFile(layout.commitFile), plan, 'the plan there stands');
+      assert.deepEqual((await sb.store.list(staging)).filter((e) => isTempName(e.name)), [], 'no temp left');
     });
 
     test('a lease held by a live process blocks; an expired one, or a dead pid on this host, is taken over', async () => {

@@ -17,7 +17,8 @@ import type { Store } from '../src/store/types.js';
 import { walkFiles } from '../src/store/walk.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree, type Tree } from './helpers/tree.js';
-import { killed } from './helpers/crash-points.js';
+import { killed, planCreated } from './helpers/crash-points.js';
+import { isTempName } from '../src/store/temp-names.js';
 import { driverDied, jobScenario, libCommitJob, libCommitTask, libStage, libStageTask, readyJob, testEnv, type Scenario } from './helpers/lib.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import type { TaskSpec } from './helpers/jobs.js';
@@ -355,7 +356,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       await writeTree(sb.store, target, { 'dt=9/keep': 'k' });
       const staging = await readyJob(sb.store, target, jobScenario('L', 'append'), tasks);
       // The first move into the target is the one that lands (a rename, a copy or a completed upload), then the driver dies.
-      const publishes = crashAt({ op: ['rename', 'copy', 'complete'], path: (p) => p.startsWith(staging) }, { after: true });
+      const publishes = crashAt({ op: ['rename', 'copy', 'complete'], path: (p) => p.startsWith(staging) && !isTempName(posix.basename(p)) }, { after: true });
       await assert.rejects(commitJob(testEnv(sb.store, publishes), { stagingPath: staging }), InjectedFault);
       await driverDied(sb.store, staging);
       const published = data(await readTree(sb.store, target));
@@ -408,7 +409,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       const target = posix.join(dir(), 'gone-parent');
       await writeTree(sb.store, target, { 'dt=1/r=z/o': 'o' });
       const staging = await readyJob(sb.store, target, jobScenario('G', 'append', ['dt', 'r']), [{ task: '0', partition: ['dt=1', 'r=a'], files: { f: 'f' } }]);
-      const killed = crashAt({ op: 'writeFile', path: /_commit\.yaml$/ }, { after: true });
+      const killed = crashAt(planCreated, { after: true });
       await assert.rejects(commitJob(testEnv(sb.store, killed), { stagingPath: staging }), InjectedFault);
       assert.ok(killed.tripped());
       await sb.store.delete(posix.join(target, 'dt=1'), true);

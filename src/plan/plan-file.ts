@@ -1,8 +1,9 @@
 // `_commit.yaml`: the persisted commit plan. Its existence is the commit point.
 
-import { CorruptManifestError, ExitCode, StageCommitError } from '../errors.js';
+import { CorruptManifestError, ExitCode, StageCommitError, StoreError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
 import { checkRelativePath } from '../paths.js';
+import { tempPathFor } from '../store/temp-names.js';
 import type { Store } from '../store/types.js';
 import { ADOPTED_DIR, OUTPUT_DIR, TRASH_DIR, type JobLayout } from '../job/layout.js';
 import { readManifestFile } from '../job/manifest-io.js';
@@ -144,21 +145,48 @@ export async function loadPlan(store: Store, layout: JobLayout, jobId: string): 
 }
 
 /**
- * Writes the plan: the commit point. A write that fails may still have taken effect (every
- * answer lost): read back, the plan decides; when the store does not answer that either, the
- * message says how to find out rather than "nothing changed".
+ * Creates the plan: the commit point. Created, never written over: a plan write that lands late (a
+ * request a store held while its driver's lease lapsed, DESIGN §5.6) cannot replace a newer
+ * attempt's plan. False when a plan other than this one is there already. Where a created file
+ * shows before all its bytes (HDFS), the plan is written under a temp name and renamed into place
+ * without replace, so that no reader ever sees part of it. A write that fails may still have
+ * taken effect (every answer lost): read back, the plan decides; when the store does not answer
+ * that either, the message says how to find out rather than "nothing changed".
  */
-export async function writePlan(store: Store, layout: JobLayout, plan: PersistedPlan): Promise<void> {
+export async function writePlan(store: Store, layout: JobLayout, plan: PersistedPlan): Promise<boolean> {
   const text = encodePlan(plan);
   try {
-    await store.writeFile(layout.commitFile, text);
+    if (await createWhole(store, layout.commitFile, text)) return true;
   } catch (e) {
     // Read back: our bytes there, the write landed; nothing there, nothing changed (a full disk).
     const now = await store.readFile(layout.commitFile).catch(() => undefined);
-    if (now?.toString('utf8') === text) return;
+    if (now?.toString('utf8') === text) return true;
     if (now !== null && e instanceof StageCommitError && e.exitCode === ExitCode.failed) {
       e.message += `; the target is unchanged, but whether job ${plan.jobId} passed its commit point is not known: run 'stagecommit recover --job ${store.toUri(layout.root)}' once the store answers (it finishes the job if its plan was written, else leaves it staged)`;
     }
+    throw e;
+  }
+  // Ours from a try whose answer was lost, or another.
+  return (await store.readFile(layout.commitFile))?.toString('utf8') === text;
+}
+
+async function createWhole(store: Store, path: string, text: string): Promise<boolean> {
+  if (!store.caps.createsVisibleEarly) return store.createExclusive(path, text);
+  const tmp = tempPathFor(path);
+  let made: boolean;
+  try {
+    made = await store.createExclusive(tmp, text);
+  } catch (e) {
+    await store.delete(tmp, false).catch(() => false);
+    throw e;
+  }
+  if (!made) throw new StoreError('exists', 'writeFile', [store.toUri(tmp)], 'a temp file of that name exists already');
+  try {
+    await store.rename(tmp, path);
+    return true;
+  } catch (e) {
+    await store.delete(tmp, false).catch(() => false);
+    if (e instanceof StoreError && e.kind === 'exists') return false;
     throw e;
   }
 }

@@ -239,6 +239,19 @@ function pastCommitPoint(store: Store, open: OpenJob): (e: unknown) => never {
   };
 }
 
+/**
+ * Another plan was there when ours was created: a late write of an earlier attempt's plan (a request
+ * its store held, DESIGN §5.6). One that recover had given up is removed and ours created; one still
+ * live is not ours to replace or to apply here: recover finishes it.
+ */
+async function planAppeared(env: StepEnv, open: OpenJob, plan: PersistedPlan): Promise<void> {
+  const held = await readHeldPlan(env, { ...open, state: 'committing' });
+  if (held.plan === null && (await writePlan(env.store, open.layout, plan))) return;
+  throw new ConflictError(
+    `a commit plan of an earlier attempt of job ${open.job.jobId} appeared while this one was made (a write its store held): nothing was changed; run 'stagecommit recover --job ${env.store.toUri(open.layout.root)}', which finishes it`,
+  );
+}
+
 /** commit-job's work, for a caller that holds the job lease (commit-job itself, recover). */
 export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lease, held?: HeldPlan): Promise<CommitJobResult> {
   const { store } = env;
@@ -261,7 +274,7 @@ export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lea
   if (!plan) {
     ({ plan, listing } = await preparePlan(env, open));
     env.emit({ type: 'phase', label: 'writing the commit plan' });
-    await writePlan(store, layout, plan);
+    if (!(await writePlan(store, layout, plan))) await planAppeared(env, open, plan);
   }
   const { success } = await rollForward(env, open, plan, lease, listing, outcome === 'committed').catch(pastCommitPoint(store, open));
   return {

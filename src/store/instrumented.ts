@@ -181,11 +181,14 @@ export function failAt(k: number): MutationHook & { tripped(): boolean } {
 export interface CallMatch {
   readonly op?: StoreOp | readonly StoreOp[];
   readonly path?: RegExp | ((path: string) => boolean);
+  /** Operation and path judged together (a point reached by different calls on different stores). */
+  readonly call?: (op: StoreOp, path: string) => boolean;
 }
 
 export function matches(m: CallMatch, op: StoreOp, path: string): boolean {
   const ops = m.op === undefined ? undefined : typeof m.op === 'string' ? [m.op] : m.op;
   if (ops && !ops.includes(op)) return false;
+  if (m.call && !m.call(op, path)) return false;
   if (m.path === undefined) return true;
   return typeof m.path === 'function' ? m.path(path) : m.path.test(path);
 }

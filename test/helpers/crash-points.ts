@@ -1,16 +1,24 @@
 // Mutation points named by what happens there (never by their number in the order of
 // operations), for tests that kill a step in-process at one place.
 
-import { crashAt, type MutationHook } from '../../src/store/instrumented.js';
+import { crashAt, type CallMatch, type MutationHook } from '../../src/store/instrumented.js';
 
 const file = (name: string) => new RegExp(`/${name.replace(/\./g, '\\.')}$`);
+
+/**
+ * The plan's creation, the commit point: in place (local, S3), or the rename of its temp into place
+ * where a created file shows before its bytes (HDFS; a rename is named by its source, the temp).
+ */
+export const planCreated: CallMatch = {
+  call: (op, path) => (op === 'createExclusive' && /\/_commit\.yaml$/.test(path)) || (op === 'rename' && /\/\.stagecommit-tmp-[0-9a-f]+-_commit\.yaml$/.test(path)),
+};
 
 /** Points of commit-job and commit-task (paths as DESIGN §4 lays out a staging dir). */
 export const killed = {
   /** commit-job: the table-log entry is held, the plan (the commit point) never written. */
-  beforeCommitPoint: (): MutationHook => crashAt({ path: file('_commit.yaml') }),
+  beforeCommitPoint: (): MutationHook => crashAt(planCreated),
   /** commit-job: the plan is written (the commit point), nothing else done. */
-  atCommitPoint: (): MutationHook => crashAt({ path: file('_commit.yaml') }, { after: true }),
+  atCommitPoint: (): MutationHook => crashAt(planCreated, { after: true }),
   /** commit-job: the job is marked committing; killed before its first change to the target. */
   applying: (): MutationHook => crashAt({ op: 'writeFile', path: file('_job.yaml') }, { after: true }),
   /** commit-task: the claim is made (and the output moved, where directories rename), not marked committed. */
