@@ -24,3 +24,6 @@ const tscOutput = existsSync(built) && process.env.STAGECOMMIT_BUNDLE !== '1';
 const { main } = await import(tscOutput ? built.href : '../dist/bundle/cli.js');
 const code = await main(process.argv.slice(2), { cwd: process.cwd(), env: process.env, stdin: process.stdin });
 process.exitCode = code;
+// The step has ended: a request still in flight (a read that a store holds unanswered after the
+// step stopped on its lease) must not keep the process, and the exit code, for minutes.
+setTimeout(() => process.exit(code), 2000).unref();

@@ -18,7 +18,7 @@ import { JobLayout } from '../src/job/layout.js';
 import { recover } from '../src/steps/recover.js';
 import { abort } from '../src/steps/abort.js';
 import { JobGoneError } from '../src/job/open.js';
-import { encodeLease, Lease } from '../src/job/lease.js';
+import { encodeLease, Lease, readCurrentLease } from '../src/job/lease.js';
 import { isTempName, tempPathFor } from '../src/store/temp-names.js';
 import { loadPlan, writePlan } from '../src/plan/plan-file.js';
 import { InstrumentedStore } from '../src/store/instrumented.js';
@@ -427,7 +427,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), Object.fromEntries(tasks.map((t) => [`dt=${t.task}/f`, `file ${t.task}`])));
     });
 
-    test('a lease whose renewals stop landing cuts off the requests in flight when it may lapse, with no request asking: its own file and temps still go', async () => {
+    test('a lease whose renewals stop landing cuts off the requests in flight when it may lapse, with no request asking; from then on nothing goes, its own file and temps included, and its file is left to expire', async () => {
       const layout = new JobLayout(posix.join(dir(), 'cut', '.stagecommit', 'job'));
       const env = testEnv(sb.store, async (_n, op, path) => {
         if (op === 'writeFile' && posix.basename(path).startsWith('_lease.')) return new Promise<void>(() => {});
@@ -438,11 +438,33 @@ for (const fx of storeFixtures()) {
       const alive = setInterval(() => {}, 1000); // the lease's timers do not hold the process: a request in flight does
       await once(signal, 'abort').finally(() => clearInterval(alive));
       assert.ok(signal.reason instanceof StoreError && /this step stops changing the job/.test(signal.reason.message), String(signal.reason));
-      assert.throws(() => lease.admit(posix.join(layout.root, '_commit.yaml')), /this step stops changing the job/);
-      assert.equal(lease.admit(lease.path), undefined);
-      assert.equal(lease.admit(tempPathFor(posix.join(layout.root, '_commit.yaml'))), undefined);
+      for (const p of [posix.join(layout.root, '_commit.yaml'), lease.path, tempPathFor(posix.join(layout.root, '_commit.yaml'))]) {
+        assert.throws(() => lease.admit(p), /this step stops changing the job/, p);
+      }
       await lease.release();
-      assert.equal(await sb.store.stat(lease.path), null, 'its lease file removed');
+      // Removed, its generation could be taken again, and a renewal landing late would write over the successor's lease.
+      assert.ok(await sb.store.stat(lease.path), 'its lease file is left to expire');
+    });
+
+    test('a driver whose lease lapsed leaves its file to expire: its successor takes the next generation, and a renewal of the old one landing late does not make way for a third driver', async () => {
+      const layout = new JobLayout(posix.join(dir(), 'gen', '.stagecommit', 'job'));
+      const hung = testEnv(sb.store, async (_n, op, path) => {
+        if (op === 'writeFile' && posix.basename(path).startsWith('_lease.')) return new Promise<void>(() => {});
+      }, { leaseTtlMs: 1200 });
+      const a = await Lease.acquire(hung.store, layout, hung, 'commit-job');
+      const alive = setInterval(() => {}, 1000);
+      await once(a.admit(posix.join(layout.root, 'x'))!, 'abort').finally(() => clearInterval(alive));
+      await a.release();
+      const left = await readCurrentLease(sb.store, layout);
+      assert.equal(left?.path, a.path, 'the lapsed lease file is left');
+      await sleep(Math.max(0, left!.record!.expiresAtMs - Date.now()) + 20);
+      const other = (host: string) => ({ ...testEnv(sb.store), host });
+      const b = await Lease.acquire(sb.store, layout, other('b-host'), 'recover');
+      assert.match(b.path, /_lease\.1\.yaml$/);
+      // The lapsed driver's renewal, held by the store, lands now.
+      await sb.store.writeFile(a.path, encodeLease({ ...left!.record!, expiresAtMs: Date.now() + 60_000 }));
+      await assert.rejects(Lease.acquire(sb.store, layout, other('c-host'), 'commit-job'), (e: unknown) => e instanceof ConflictError && /locked: recover by tester on b-host/.test(e.message));
+      await b.release();
     });
 
     test('a lease renewal that lands after the fence tripped does not bring the driver back: it stays stopped', async () => {
@@ -501,6 +523,12 @@ for (const fx of storeFixtures()) {
         if (step === 'commit-job') {
           await libCommitJobStep(env, { stagingPath: staging });
           assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'new' });
+          // Landing once more, after the commit: the job is finished, the plan a leftover to delete.
+          await sb.store.writeFile(layout.commitFile, plan);
+          const again = warned();
+          assert.equal((await libCommitJobStep(again.env, { stagingPath: staging })).outcome, 'already-committed');
+          assert.ok(again.warnings.some((w) => /landed after it committed .*_commit\.yaml is left over; delete it/.test(w)), again.warnings.join('\n'));
+          await sb.store.delete(staging, true);
         } else if (step === 'recover') {
           const r = await recover(env, { stagingPath: staging });
           assert.equal(r.state, 'staged');

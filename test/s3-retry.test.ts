@@ -3,6 +3,9 @@
 // still commit exactly.
 
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { ServerResponse } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -11,7 +14,8 @@ import { StoreError } from '../src/errors.js';
 import { withFence, type StoreFence } from '../src/store/fence.js';
 import { S3Store } from '../src/store/s3/s3-store.js';
 import { s3Settings } from '../src/store/s3/settings.js';
-import { runJob } from './helpers/jobs.js';
+import { cli } from './helpers/cli.js';
+import { prepare, runJob } from './helpers/jobs.js';
 import { startS3Proxy, type S3Proxy } from './helpers/s3-proxy.js';
 import { storeFixtures, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree } from './helpers/tree.js';
@@ -123,5 +127,36 @@ describe('S3 retries throttling (503 SlowDown), 500s and connection resets', { s
     } finally {
       await fencedProxy.close();
     }
+  });
+
+  test('a commit-job whose store holds its lease renewals and its copies unanswered stops on its lease, and its process ends (exit 1); recover then finishes the job', { timeout: 120_000 }, async () => {
+    const target = posix.join(sb.base, 'held', 'sales');
+    const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=1'], files: { a: 'a', b: 'b' } }]);
+    // A renewal is a PUT of a lease file without If-None-Match (its creation has it); a copy names its source.
+    let renewals = 0;
+    const holding = await startS3Proxy((req) => {
+      const renewal = req.method === 'PUT' && /\/_lease\.\d+\.yaml(\?|$)/.test(req.url ?? '') && !req.headers['if-none-match'];
+      if (renewal) renewals++;
+      if (!renewal && !req.headers['x-amz-copy-source']) return false;
+      req.resume(); // never answered
+      return true;
+    });
+    try {
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'held-'));
+      const config = path.join(dir, 'config.yaml');
+      await writeFile(config, 'leaseTtlSeconds: 3\n');
+      const env = { ...sb.env, AWS_ENDPOINT_URL: holding.url, AWS_ENDPOINT_URL_S3: undefined, STAGECOMMIT_CONFIG: config } as unknown as Record<string, string>;
+      const held = await cli(['commit-job', '--job', job], { env });
+      assert.equal(held.code, 1, held.stderr);
+      assert.match(held.stderr, /renew lease .*this step stops changing the job/);
+      assert.ok(renewals >= 1, 'a renewal was held');
+      await rm(dir, { recursive: true, force: true });
+    } finally {
+      await holding.close();
+    }
+    const r = await cli(['recover', '--job', job], { env: sb.env });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a', 'dt=1/b': 'b' });
+    assert.equal(await sb.store.stat(sb.pathOf(job)), null, 'staging dir gone');
   });
 });

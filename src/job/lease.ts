@@ -6,7 +6,6 @@ import { setMaxListeners } from 'node:events';
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, StoreError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
-import { isTempName } from '../store/temp-names.js';
 import type { StoreFence } from '../store/fence.js';
 import type { Store } from '../store/types.js';
 import { LEASE_PREFIX, type JobLayout } from './layout.js';
@@ -134,13 +133,13 @@ export class Lease implements StoreFence {
    * requests without answering), so that the driver stops changing the job before another may take
    * it over (DESIGN §5.6), and for good: a renewal that lands after that point (or a process
    * stopped and continued past it) proves nothing, as another driver may hold the job by then.
-   * The signal it returns cuts off, at that point, the requests still unanswered; what a server
-   * took in before cannot be called back: the quarter gives it time to land. The lease file's own
-   * requests always go, and temp files' (reserved names, published only by a rename whose
-   * destination is admitted, and removed by the next step).
+   * From then on no request goes, the lease file's own (a renewal landing after a successor took
+   * the job would write over its lease) and temp files' included. The signal it returns cuts off,
+   * at that point, the requests still unanswered; what a server took in before cannot be called
+   * back: the quarter gives it time to land.
    */
-  admit(path: string): AbortSignal | undefined {
-    if (this.released || path === this.path || isTempName(posix.basename(path))) return undefined;
+  admit(_path: string): AbortSignal | undefined {
+    if (this.released) return undefined;
     if (this.mayLapse()) throw this.lapse();
     return this.cut.signal;
   }
@@ -253,10 +252,11 @@ export class Lease implements StoreFence {
     if (this.released) return;
     this.released = true;
     if (this.mayLapse()) {
-      // Its renewal hangs with the store: not waited for. The file expires by itself if this fails.
+      // Its renewal hangs with the store (cut off, not waited for). The file stays and expires: a
+      // successor then takes the next generation, never this one, which a renewal landing late
+      // could write over.
       clearInterval(this.timer);
       clearTimeout(this.tripTimer);
-      await this.store.delete(this.path, false).catch(() => false);
       return;
     }
     await this.stopRenewal();

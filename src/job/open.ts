@@ -16,7 +16,8 @@ export interface OpenJob {
 
 /** A handle that names no job: finished (cleaned up) or never existed; `committed` when it can tell the job committed. */
 export class JobGoneError extends UsageError {
-  constructor(message: string, readonly committed: FinishedJob | null = null) {
+  /** `stray`: what is left of a committed job's staging dir (a plan that landed late), to delete. */
+  constructor(message: string, readonly committed: FinishedJob | null = null, readonly stray?: string) {
     super(message);
   }
 }
@@ -41,6 +42,12 @@ export async function openJob(env: { readonly store: Store; readonly allowUnsign
   if (job) return { layout, job, state: job.state === 'staged' && plan !== null ? 'committing' : job.state };
   // A plan outlives `_job.yaml` in no clean-up: this job is past its commit point and lost its manifest.
   if (plan) {
+    // A plan that landed after its job committed (a write its store held, DESIGN §5.6) made the
+    // staging dir again: the job is finished, the plan a leftover.
+    const done = await findCommitted(store, stagingPath);
+    if (done) {
+      throw new JobGoneError(`job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); a commit plan of it that landed later is left at ${store.toUri(layout.commitFile)}: delete it`, done, store.toUri(layout.commitFile));
+    }
     throw CorruptManifestError.document(store.toUri(layout.jobFile), `is missing, but the commit plan beside it shows the job is past its commit point: restore it, then run 'stagecommit recover' (nothing was changed)`);
   }
   const done = await findCommitted(store, stagingPath);

@@ -27,7 +27,9 @@ export async function readHeldPlan(env: StepEnv, open: OpenJob): Promise<HeldPla
   if (!plan || plan.logEntry === null || open.state === 'committed') return { open, plan };
   const log = new TableLog(env.store, open.job.targetPath);
   const entry = await readEntry(log, plan.logEntry);
-  if (entry?.jobId !== open.job.jobId || (await log.readDone(plan.logEntry)) !== 'void') return { open, plan };
+  // Given up by a recover (which started a later app attempt) before any driver began applying it.
+  const droppable = open.job.state === 'staged' && plan.appAttempt < open.job.appAttempt;
+  if (!droppable || entry?.jobId !== open.job.jobId || (await log.readDone(plan.logEntry)) !== 'void') return { open, plan };
   const file = env.store.toUri(open.layout.commitFile);
   env.emit({ type: 'warn', message: `${file} names table-log entry ${plan.logEntry}, which recover gave up before the plan landed: it was never applied; removed it, the job is staged again` });
   await env.store.delete(open.layout.commitFile, false);
@@ -41,12 +43,14 @@ export async function readHeldPlan(env: StepEnv, open: OpenJob): Promise<HeldPla
 export async function checkHeldEntry(env: StepEnv, open: OpenJob, plan: PersistedPlan): Promise<void> {
   const n = plan.logEntry;
   if (n === null || open.job.state === 'committed') return;
-  const entry = await readEntry(new TableLog(env.store, open.job.targetPath), n);
-  if (entry && entry.jobId === open.job.jobId) return;
+  const log = new TableLog(env.store, open.job.targetPath);
+  const entry = await readEntry(log, n);
+  const void_ = entry?.jobId === open.job.jobId && (await log.readDone(n)) === 'void';
+  if (entry && entry.jobId === open.job.jobId && !void_) return;
   throw new CorruptManifestError(
     env.store.toUri(open.layout.commitFile),
     'logEntry',
-    `names table-log entry ${n}, which ${!entry ? 'is gone' : `is job ${entry.jobId}'s`}: rolling this plan forward could undo newer commits; restore the log, or check the target by hand (what the plan replaced is under the staging dir's trash/) and then delete the staging dir`,
+    `names table-log entry ${n}, which ${!entry ? 'is gone' : void_ ? 'was given up' : `is job ${entry.jobId}'s`}: rolling this plan forward could undo newer commits; restore the log, or check the target by hand (what the plan replaced is under the staging dir's trash/) and then delete the staging dir`,
   );
 }
 
