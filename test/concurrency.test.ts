@@ -10,7 +10,8 @@ import { driverDied, jobScenario, libCommitJob, libCommitTask, libStage, libStag
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commitJob as libCommitJobStep } from '../src/steps/commit-job.js';
 import { killed as killedAt } from './helpers/crash-points.js';
-import { ConflictError, InjectedFault, StoreError } from '../src/errors.js';
+import { ConflictError, CorruptManifestError, InjectedFault, StoreError } from '../src/errors.js';
+import { loadJob, saveJob } from '../src/job/job.js';
 import { commitJob, commitTask, prepare, stage, stageTask } from './helpers/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
@@ -542,6 +543,18 @@ for (const fx of storeFixtures()) {
         assert.ok(warnings.some((w) => GIVEN_UP.test(w)), warnings.join('\n'));
         if (step !== 'recover') assert.equal(await sb.store.stat(staging), null, 'staging dir gone');
       }
+    });
+
+    test('a plan naming a given-up entry is never dropped once _job.yaml says a driver began applying one: exit 1 naming it, nothing changed', async () => {
+      const { target, staging, layout, plan } = await diedAfterPlan('late-plan-applying');
+      await recover(testEnv(sb.store), { stagingPath: staging });
+      await sb.store.writeFile(layout.commitFile, plan);
+      const job = (await loadJob(sb.store, layout))!;
+      await saveJob(sb.store, layout, { ...job, state: 'committing' });
+      const err = await libCommitJobStep(testEnv(sb.store), { stagingPath: staging }).then(() => null, (e: unknown) => e);
+      assert.ok(err instanceof CorruptManifestError && /names table-log entry \d+, which was given up/.test(err.message), String(err));
+      assert.deepEqual(await sb.store.readFile(layout.commitFile), plan, 'the plan stays');
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' });
     });
 
     test('a late plan that lands while the next commit-job writes its own: never replaced by it nor replacing it; given up, it is removed and the commit goes on; live, the commit stops (exit 4) and recover finishes it', async () => {
