@@ -251,7 +251,7 @@ for (const fx of storeFixtures()) {
       await commitJob(testEnv(sb.store), { stagingPath: b }); // takes number 0 again
       const r = await cli(['recover', '--job', sb.uri(a)], { env: sb.env });
       assert.equal(r.code, 1, r.stderr);
-      assert.match(r.stderr, /_commit\.yaml: field 'logEntry' names table-log entry 0, which is job B's/);
+      assert.match(r.stderr, /_commit\.yaml: field 'logEntry' names table-log entry 0, which belongs to job B/);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/fb': 'B', 'dt=1/old': 'old' });
     });
 

@@ -47,10 +47,11 @@ export async function checkHeldEntry(env: StepEnv, open: OpenJob, plan: Persiste
   const entry = await readEntry(log, n);
   const void_ = entry?.jobId === open.job.jobId && (await log.readDone(n)) === 'void';
   if (entry && entry.jobId === open.job.jobId && !void_) return;
+  const which = !entry ? 'is gone' : void_ ? 'was given up' : 'belongs to job ' + entry.jobId;
   throw new CorruptManifestError(
     env.store.toUri(open.layout.commitFile),
     'logEntry',
-    `names table-log entry ${n}, which ${!entry ? 'is gone' : void_ ? 'was given up' : `is job ${entry.jobId}'s`}: rolling this plan forward could undo newer commits; restore the log, or check the target by hand (what the plan replaced is under the staging dir's trash/) and then delete the staging dir`,
+    `names table-log entry ${n}, which ${which}: rolling this plan forward could undo newer commits; restore the log, or check the target by hand (what the plan replaced is under trash/ in the staging dir) and then delete the staging dir`,
   );
 }
 
