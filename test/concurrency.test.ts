@@ -17,6 +17,7 @@ import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.j
 import { data, readTree, writeTree } from './helpers/tree.js';
 import { JobLayout } from '../src/job/layout.js';
 import { recover } from '../src/steps/recover.js';
+import { cleanOrphans } from '../src/steps/clean-orphans.js';
 import { abort } from '../src/steps/abort.js';
 import { JobGoneError } from '../src/job/open.js';
 import { encodeLease, Lease, readCurrentLease } from '../src/job/lease.js';
@@ -529,6 +530,8 @@ for (const fx of storeFixtures()) {
           const again = warned();
           assert.equal((await libCommitJobStep(again.env, { stagingPath: staging })).outcome, 'already-committed');
           assert.ok(again.warnings.some((w) => /landed after it committed .*_commit\.yaml is left over; delete it/.test(w)), again.warnings.join('\n'));
+          const swept = await cleanOrphans(testEnv(sb.store), { roots: [posix.dirname(staging)], olderThanMs: 0, delete: true });
+          assert.ok(swept.problems.some((p) => /committed .* and this plan of it landed later; nothing was touched: delete the directory/.test(p.message)), JSON.stringify(swept.problems));
           await sb.store.delete(staging, true);
         } else if (step === 'recover') {
           const r = await recover(env, { stagingPath: staging });

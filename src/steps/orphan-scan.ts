@@ -2,6 +2,7 @@
 // entering one once found and never reading a data file or following a link.
 
 import { UsageError } from '../errors.js';
+import { findCommitted } from '../job/finished.js';
 import { COMMIT_FILE, JOB_FILE } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
@@ -73,7 +74,14 @@ export async function scan(env: StepEnv, roots: readonly string[], maxDepth: num
         // A plan without its job: a stagecommit job past its commit point that lost `_job.yaml`.
         // Its `_temporary` holds committed output, not a leftover: nothing under it is touched.
         if (entries.some((e) => e.name === COMMIT_FILE && e.kind === 'file')) {
-          problems.push({ path: store.toUri(path), message: `${COMMIT_FILE} without ${JOB_FILE}: a stagecommit job past its commit point lost its manifest; nothing under it was touched: restore ${JOB_FILE}, then run 'stagecommit recover'` });
+          // Or the plan landed after its job committed (a write its store held): then it is a leftover to delete.
+          const done = await findCommitted(store, path);
+          problems.push({
+            path: store.toUri(path),
+            message: done
+              ? `${COMMIT_FILE} without ${JOB_FILE}: job ${done.jobId} committed (${done.committedAt}) and this plan of it landed later; nothing was touched: delete the directory`
+              : `${COMMIT_FILE} without ${JOB_FILE}: a stagecommit job past its commit point lost its manifest; nothing under it was touched: restore ${JOB_FILE}, then run 'stagecommit recover'`,
+          });
           return [];
         }
         const down: { path: string; depth: number }[] = [];
