@@ -163,11 +163,12 @@ for (const fx of storeFixtures()) {
     test('a lease renewed during a long commit leaves no staging dir behind', async () => {
       const target = posix.join(dir(), 't');
       const staging = await ready(target, job('L', 'create'), [0, 1, 2, 3].map((i) => ({ task: String(i), partition: [`dt=${i}`], files: { f: String(i) } })));
-      // Renewed every second (a third of the TTL); each mutation waits 80 ms, so renewals fall
-      // during the commit and around the removal of the staging dir.
-      const slow = async () => void (await sleep(80));
-      await commitJob(testEnv(sb.store, slow, { leaseTtlMs: 3000 }), { stagingPath: staging });
-      await sleep(1200);
+      // Renewed every 2 s (a third of the TTL); each mutation waits 160 ms, so renewals fall
+      // during the commit and around the removal of the staging dir. (A 3 s TTL left a renewal
+      // 1.25 s to land: under a loaded CI run on S3 one did not, and the fence rightly tripped.)
+      const slow = async () => void (await sleep(160));
+      await commitJob(testEnv(sb.store, slow, { leaseTtlMs: 6000 }), { stagingPath: staging });
+      await sleep(2200);
       assert.equal(await sb.store.stat(staging), null);
       assert.deepEqual((await sb.store.list(posix.dirname(staging))).map((e) => e.name), ['_log'], 'nothing but the table log in the staging root');
     });
