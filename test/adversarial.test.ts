@@ -177,10 +177,11 @@ for (const fx of storeFixtures()) {
       const target = posix.join(dir(), 't');
       const staging = await ready(target, job('E', 'create'), [{ task: '0', partition: ['dt=1'], files: { f: 'f' } }]);
       await sb.store.writeFile(posix.join(staging, '_lease.0.yaml'), '');
-      const ttl = { leaseTtlMs: 1500 };
+      // A TTL long enough that the commit's own renewals land in time on a loaded machine.
+      const ttl = { leaseTtlMs: 10_000 };
       await assert.rejects(commitJob(testEnv(sb.store, undefined, ttl), { stagingPath: staging }), (e: StageCommitError) => e.exitCode === 4 && /being written/.test(e.message));
       // A driver whose clock reads past the TTL (an empty lease is dated by its file's time; S3 keeps whole seconds).
-      await commitJob(testEnv(sb.store, undefined, { ...ttl, now: () => Date.now() + 2600 }), { stagingPath: staging });
+      await commitJob(testEnv(sb.store, undefined, { ...ttl, now: () => Date.now() + 11_600 }), { stagingPath: staging });
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' });
     });
 
