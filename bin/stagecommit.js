@@ -25,5 +25,9 @@ const { main } = await import(tscOutput ? built.href : '../dist/bundle/cli.js');
 const code = await main(process.argv.slice(2), { cwd: process.cwd(), env: process.env, stdin: process.stdin });
 process.exitCode = code;
 // The step has ended: a request still in flight (a read that a store holds unanswered after the
-// step stopped on its lease) must not keep the process, and the exit code, for minutes.
+// step stopped on its lease) must not keep the process, and the exit code, for minutes. The
+// result comes first: the clock starts once stdout and stderr have handed over all they hold,
+// however slowly their readers read.
+const flushed = (stream) => new Promise((resolve) => stream.write('', () => resolve()));
+await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
 setTimeout(() => process.exit(code), 2000).unref();

@@ -9,6 +9,7 @@ import { posix } from 'node:path';
 import { describe, test } from 'node:test';
 import { BIN, cli, type CliResult } from './helpers/cli.js';
 import { localFixture, useSandbox, type StoreSandbox } from './helpers/stores.js';
+import { stage } from './helpers/jobs.js';
 import { readTree } from './helpers/tree.js';
 
 const STACK = /EPIPE|Error|\n\s+at /;
@@ -103,5 +104,21 @@ describe('output closed early', () => {
     const r = await cliClosed('stdout', ['clean-orphans', posix.join(newDir(), 'missing'), '--json']);
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /^stagecommit: error: the root .*missing does not exist: [^\n]*\n$/);
+  });
+
+  test('a reader that reads only after 3 s gets the whole result: recover --json listing 20,000 tasks to run, exit 0', async () => {
+    const job = await stage(sb, { target: posix.join(newDir(), 'sales'), tasks: 20_000 });
+    const r = await new Promise<CliResult>((resolve, reject) => {
+      const child = spawn(process.execPath, [BIN, '--json', 'recover', '--job', job], { env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.pause(); // more than a pipe holds waits for the reader
+      setTimeout(() => child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d)).resume(), 3000);
+      child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
+      child.on('error', reject);
+      child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(JSON.parse(r.stdout).tasksToRun.length, 20_000);
   });
 });
