@@ -519,7 +519,10 @@ for (const fx of storeFixtures()) {
     test('a plan that lands after recover gave its table-log entry up (a write the store held) was never applied: commit-job commits afresh, recover and abort proceed, none is stuck', async () => {
       for (const step of ['commit-job', 'recover', 'abort'] as const) {
         const { target, staging, layout, plan } = await diedAfterPlan(`late-plan-${step}`);
+        // The plan's temp (HDFS writes one): recover removes it, so a held rename of it publishes nothing.
+        await sb.store.writeFile(tempPathFor(layout.commitFile), plan);
         await recover(testEnv(sb.store), { stagingPath: staging });
+        assert.deepEqual((await sb.store.list(staging)).filter((e) => isTempName(e.name)), [], 'no temp left at the top');
         await sb.store.writeFile(layout.commitFile, plan); // the held write lands now
         const { warnings, env } = warned();
         if (step === 'commit-job') {
@@ -541,6 +544,16 @@ for (const fx of storeFixtures()) {
           assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'new' });
         } else {
           await abort(env, { stagingPath: staging });
+          assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' });
+          // Landing once more, after the abort: no job, the plan a leftover every step names.
+          await sb.store.writeFile(layout.commitFile, plan);
+          const again = warned();
+          assert.equal((await abort(again.env, { stagingPath: staging })).outcome, 'nothing');
+          assert.ok(again.warnings.some((w) => /ended \(aborted, or reset by recover\) before this commit plan of it landed; the plan was never applied: delete /.test(w)), again.warnings.join('\n'));
+          await assert.rejects(libCommitJobStep(testEnv(sb.store), { stagingPath: staging }), (e: unknown) => e instanceof JobGoneError && /never applied: delete /.test(e.message));
+          const swept = await cleanOrphans(testEnv(sb.store), { roots: [posix.dirname(staging)], olderThanMs: 0, delete: true });
+          assert.ok(swept.problems.some((p) => /its job ended before it \(the plan was never applied\) and this plan of it landed later/.test(p.message)), JSON.stringify(swept.problems));
+          await sb.store.delete(staging, true);
           assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' });
         }
         assert.ok(warnings.some((w) => GIVEN_UP.test(w)), warnings.join('\n'));

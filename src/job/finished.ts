@@ -4,6 +4,7 @@
 // one naming the job, as committed, is the proof that makes a rerun of `commit-job` a success.
 
 import { posix } from 'node:path';
+import { decodeManifest } from '../manifest/codec.js';
 import { SUCCESS_FILE, targetOfDefaultStaging } from './layout.js';
 import { TableLog } from './table-log.js';
 import type { Store } from '../store/types.js';
@@ -88,4 +89,23 @@ export async function findCommitted(store: Store, stagingPath: string, concurren
   const at = await fromLog(store, targetPath, stagingPath, jobId, concurrency);
   if (at === null) return null;
   return { ...base, committedAtMs: at, committedAt: new Date(at).toISOString(), files: 0, bytes: 0, partitionsWritten: [], partitionsReplaced: [], evidence: 'table-log' };
+}
+
+/**
+ * Whether a commit plan found without its `_job.yaml` names a table-log entry of its job that was
+ * given up (the job was aborted, or reset by recover, before the plan landed: a write its store
+ * held). Such a plan was never applied: a leftover. Known in the default staging layout only,
+ * where the table is; a plan that cannot be read is not judged.
+ */
+export async function planGivenUp(store: Store, stagingPath: string, commitFile: string): Promise<boolean> {
+  const where = targetOfDefaultStaging(stagingPath);
+  if (!where) return false;
+  const n = await store
+    .readFile(commitFile)
+    .then((b) => (b ? decodeManifest(b.toString('utf8'), store.toUri(commitFile)).logEntry : null))
+    .catch(() => null);
+  if (typeof n !== 'number') return false;
+  const log = new TableLog(store, where.targetPath);
+  const entry = await log.read(n).catch(() => null);
+  return entry?.jobId === where.jobId && (await log.readDone(n).catch(() => null)) === 'void';
 }

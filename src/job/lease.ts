@@ -205,6 +205,7 @@ export class Lease implements StoreFence {
             this.armTrip();
           },
           (e: unknown) => {
+            if (this.lost) return; // cut off at the trip: the step's own error says so
             this.lastFailure = `could not renew the job lease: ${(e as Error).message}`;
             this.env.emit({ type: 'warn', message: this.lastFailure });
           },

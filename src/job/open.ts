@@ -4,7 +4,7 @@
 import { ConflictError, CorruptManifestError, UsageError } from '../errors.js';
 import type { Store } from '../store/types.js';
 import { loadJob, type JobManifest, type JobState } from './job.js';
-import { findCommitted, type FinishedJob } from './finished.js';
+import { findCommitted, planGivenUp, type FinishedJob } from './finished.js';
 import { JobLayout } from './layout.js';
 
 export interface OpenJob {
@@ -47,6 +47,10 @@ export async function openJob(env: { readonly store: Store; readonly allowUnsign
     const done = await findCommitted(store, stagingPath);
     if (done) {
       throw new JobGoneError(`job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); a commit plan of it that landed later is left at ${store.toUri(layout.commitFile)}: delete it`, done, store.toUri(layout.commitFile));
+    }
+    if (await planGivenUp(store, stagingPath, layout.commitFile)) {
+      const plan = store.toUri(layout.commitFile);
+      throw new JobGoneError(`no job at ${store.toUri(stagingPath)}: it ended (aborted, or reset by recover) before this commit plan of it landed; the plan was never applied: delete ${plan}`, null, plan);
     }
     throw CorruptManifestError.document(store.toUri(layout.jobFile), `is missing, but the commit plan beside it shows the job is past its commit point: restore it, then run 'stagecommit recover' (nothing was changed)`);
   }

@@ -41,6 +41,7 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
   const ifGone = (gone: JobGoneError): AbortResult => {
     const done = gone.committed;
     if (done) throw new ConflictError(`cannot abort: job ${done.jobId} is committed (${done.success}, ${done.committedAt}); nothing was changed`);
+    if (gone.stray) env.emit({ type: 'warn', message: gone.message });
     return { outcome: 'nothing', scope };
   };
   if (task !== undefined) return runStep(env, input.stagingPath, { name: 'abort', ifGone }, (open) => abortTask(env, open, task, attempt));

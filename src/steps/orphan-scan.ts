@@ -2,7 +2,8 @@
 // entering one once found and never reading a data file or following a link.
 
 import { UsageError } from '../errors.js';
-import { findCommitted } from '../job/finished.js';
+import { posix } from 'node:path';
+import { findCommitted, planGivenUp } from '../job/finished.js';
 import { COMMIT_FILE, JOB_FILE } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
@@ -75,11 +76,13 @@ export async function scan(env: StepEnv, roots: readonly string[], maxDepth: num
         // Its `_temporary` holds committed output, not a leftover: nothing under it is touched.
         if (entries.some((e) => e.name === COMMIT_FILE && e.kind === 'file')) {
           // Or the plan landed after its job committed (a write its store held): then it is a leftover to delete.
+          // Or its job ended before it landed (aborted, or reset by recover): never applied, a leftover too.
           const done = await findCommitted(store, path);
+          const late = done ? `job ${done.jobId} committed (${done.committedAt})` : (await planGivenUp(store, path, posix.join(path, COMMIT_FILE))) ? 'its job ended before it (the plan was never applied)' : null;
           problems.push({
             path: store.toUri(path),
-            message: done
-              ? `${COMMIT_FILE} without ${JOB_FILE}: job ${done.jobId} committed (${done.committedAt}) and this plan of it landed later; nothing was touched: delete the directory`
+            message: late
+              ? `${COMMIT_FILE} without ${JOB_FILE}: ${late} and this plan of it landed later; nothing was touched: delete the directory`
               : `${COMMIT_FILE} without ${JOB_FILE}: a stagecommit job past its commit point lost its manifest; nothing under it was touched: restore ${JOB_FILE}, then run 'stagecommit recover'`,
           });
           return [];

@@ -21,6 +21,7 @@ import { attemptsByTask, declaredNotCommitted } from '../job/tasks.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
 import { forEachLimit } from '../util/pool.js';
+import { isTempName } from '../store/temp-names.js';
 
 export interface RecoverInput {
   readonly stagingPath: string;
@@ -100,8 +101,11 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
     const task = taskOfAttempt(job.jobId, d.taskAttempt);
     if (task) attempted.add(task);
   }
-  // Not past the commit point: a table-log entry an interrupted commit-job made is given up.
+  // Not past the commit point: a table-log entry an interrupted commit-job made is given up, and
+  // the temps it left at the top go (its plan's, on HDFS: a rename of it held by the store then
+  // has nothing to publish).
   await releaseLogEntry(env, job);
+  for (const e of await store.list(layout.root)) if (e.kind === 'file' && isTempName(e.name)) await store.delete(e.path, false);
   await saveJob(store, layout, { ...job, appAttempt: next });
 
   // Discard what no committed claim refers to in the earlier app attempts.
