@@ -429,8 +429,9 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), Object.fromEntries(tasks.map((t) => [`dt=${t.task}/f`, `file ${t.task}`])));
     });
 
-    test('a lease whose renewals stop landing cuts off the requests in flight when it may lapse, with no request asking; from then on nothing goes, its own file and temps included, and its file is left to expire', async () => {
-      const layout = new JobLayout(posix.join(dir(), 'cut', '.stagecommit', 'job'));
+    /** A lease (1.2 s) whose renewals the store never answers, and the signal it cuts requests off with. */
+    async function lapsingLease(name: string): Promise<{ layout: JobLayout; lease: Lease; signal: AbortSignal }> {
+      const layout = new JobLayout(posix.join(dir(), name, '.stagecommit', 'job'));
       const env = testEnv(sb.store, async (_n, op, path) => {
         if (op === 'writeFile' && posix.basename(path).startsWith('_lease.')) return new Promise<void>(() => {});
       }, { leaseTtlMs: 1200 });
@@ -439,6 +440,11 @@ for (const fx of storeFixtures()) {
       assert.ok(signal && !signal.aborted);
       const alive = setInterval(() => {}, 1000); // the lease's timers do not hold the process: a request in flight does
       await once(signal, 'abort').finally(() => clearInterval(alive));
+      return { layout, lease, signal };
+    }
+
+    test('a lease whose renewals stop landing cuts off the requests in flight when it may lapse, with no request asking; from then on nothing goes, its own file and temps included, and its file is left to expire', async () => {
+      const { layout, lease, signal } = await lapsingLease('cut');
       assert.ok(signal.reason instanceof StoreError && /this step stops changing the job/.test(signal.reason.message), String(signal.reason));
       for (const p of [posix.join(layout.root, '_commit.yaml'), lease.path, tempPathFor(posix.join(layout.root, '_commit.yaml'))]) {
         assert.throws(() => lease.admit(p), /this step stops changing the job/, p);
@@ -449,13 +455,7 @@ for (const fx of storeFixtures()) {
     });
 
     test('a driver whose lease lapsed leaves its file to expire: its successor takes the next generation, and a renewal of the old one landing late does not make way for a third driver', async () => {
-      const layout = new JobLayout(posix.join(dir(), 'gen', '.stagecommit', 'job'));
-      const hung = testEnv(sb.store, async (_n, op, path) => {
-        if (op === 'writeFile' && posix.basename(path).startsWith('_lease.')) return new Promise<void>(() => {});
-      }, { leaseTtlMs: 1200 });
-      const a = await Lease.acquire(hung.store, layout, hung, 'commit-job');
-      const alive = setInterval(() => {}, 1000);
-      await once(a.admit(posix.join(layout.root, 'x'))!, 'abort').finally(() => clearInterval(alive));
+      const { layout, lease: a } = await lapsingLease('gen');
       await a.release();
       const left = await readCurrentLease(sb.store, layout);
       assert.equal(left?.path, a.path, 'the lapsed lease file is left');
