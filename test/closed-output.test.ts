@@ -106,19 +106,22 @@ describe('output closed early', () => {
     assert.match(r.stderr, /^stagecommit: error: the root .*missing does not exist: [^\n]*\n$/);
   });
 
-  test('a reader that reads only after 3 s gets the whole result: recover --json listing 20,000 tasks to run, exit 0', async () => {
-    const job = await stage(sb, { target: posix.join(newDir(), 'sales'), tasks: 20_000 });
-    const r = await new Promise<CliResult>((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, '--json', 'recover', '--job', job], { env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.pause(); // more than a pipe holds waits for the reader
-      setTimeout(() => child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d)).resume(), 3000);
-      child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
+  test('a reader that reads only after 3 s gets the whole result: recover --json listing 200,000 tasks to run (more than the pipe holds), exit 0', async () => {
+    const job = await stage(sb, { target: posix.join(newDir(), 'sales'), tasks: 200_000 });
+    const child = spawn(process.execPath, [BIN, '--json', 'recover', '--job', job], { env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((resolve, reject) => {
       child.on('error', reject);
-      child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+      child.on('exit', (code) => resolve(code));
     });
-    assert.equal(r.code, 0, r.stderr);
-    assert.equal(JSON.parse(r.stdout).tasksToRun.length, 20_000);
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
+    child.stdout.pause(); // what the pipe cannot hold waits for the reader
+    await new Promise((r) => setTimeout(r, 3000));
+    let stdout = '';
+    const ended = new Promise((r) => child.stdout.once('close', r));
+    child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d)).resume();
+    await ended;
+    assert.equal(await exited, 0, stderr);
+    assert.equal(JSON.parse(stdout).tasksToRun.length, 200_000);
   });
 });
