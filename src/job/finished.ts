@@ -105,7 +105,8 @@ export async function planGivenUp(store: Store, stagingPath: string, commitFile:
     .then((b) => (b ? decodeManifest(b.toString('utf8'), store.toUri(commitFile)).logEntry : null))
     .catch(() => null);
   if (typeof n !== 'number') return false;
-  const log = new TableLog(store, where.targetPath);
-  const entry = await log.read(n).catch(() => null);
-  return entry?.jobId === where.jobId && (await log.readDone(n).catch(() => null)) === 'void';
+  return new TableLog(store, where.targetPath)
+    .readOwn(n, where.jobId)
+    .then((own) => own.givenUp)
+    .catch(() => false);
 }

@@ -132,6 +132,18 @@ export class TableLog {
     return mapLimit(ns, concurrency, (n) => this.read(n));
   }
 
+  /**
+   * Entry `n` as a plan naming it for `jobId` needs it: the entry (null when it is gone), and
+   * whether it is that job's and was given up (its done marker says void).
+   */
+  async readOwn(n: number, jobId: string): Promise<{ entry: LogEntry | null; givenUp: boolean }> {
+    const entry = await this.read(n).catch((e: unknown) => {
+      if (e instanceof ConflictError) return null;
+      throw e;
+    });
+    return { entry, givenUp: entry?.jobId === jobId && (await this.readDone(n)) === 'void' };
+  }
+
   async readDone(n: number): Promise<DoneOutcome | null> {
     return readManifestFile(this.store, this.donePath(n), (text, file) => {
       const f = new Fields(decodeManifest(text, file), file);

@@ -2,7 +2,7 @@
 // log still lets it roll forward (DESIGN §5.8). A plan whose log entry was given up landed after
 // recover reset the job: a write the store held while the driver's lease lapsed (DESIGN §5.6).
 
-import { ConflictError, CorruptManifestError } from '../errors.js';
+import { CorruptManifestError } from '../errors.js';
 import type { OpenJob } from '../job/open.js';
 import { TableLog } from '../job/table-log.js';
 import { loadPlan, type PersistedPlan } from '../plan/plan-file.js';
@@ -25,11 +25,12 @@ export async function readHeldPlan(env: StepEnv, open: OpenJob): Promise<HeldPla
   if (open.state !== 'committing' && open.state !== 'committed') return { open, plan: null };
   const plan = await loadPlan(env.store, open.layout, open.job.jobId);
   if (!plan || plan.logEntry === null || open.state === 'committed') return { open, plan };
-  const log = new TableLog(env.store, open.job.targetPath);
-  const entry = await readEntry(log, plan.logEntry);
-  // Given up by a recover (which started a later app attempt) before any driver began applying it.
+  // Given up by a recover (which started a later app attempt) before any driver began applying it;
+  // a plan of the job's own app attempt is rolled forward without a look at the log here.
   const droppable = open.job.state === 'staged' && plan.appAttempt < open.job.appAttempt;
-  if (!droppable || entry?.jobId !== open.job.jobId || (await log.readDone(plan.logEntry)) !== 'void') return { open, plan };
+  if (!droppable) return { open, plan };
+  const { givenUp } = await new TableLog(env.store, open.job.targetPath).readOwn(plan.logEntry, open.job.jobId);
+  if (!givenUp) return { open, plan };
   const file = env.store.toUri(open.layout.commitFile);
   env.emit({ type: 'warn', message: `${file} names table-log entry ${plan.logEntry}, which recover gave up before the plan landed: it was never applied; removed it, the job is staged again` });
   await env.store.delete(open.layout.commitFile, false);
@@ -43,21 +44,12 @@ export async function readHeldPlan(env: StepEnv, open: OpenJob): Promise<HeldPla
 export async function checkHeldEntry(env: StepEnv, open: OpenJob, plan: PersistedPlan): Promise<void> {
   const n = plan.logEntry;
   if (n === null || open.job.state === 'committed') return;
-  const log = new TableLog(env.store, open.job.targetPath);
-  const entry = await readEntry(log, n);
-  const void_ = entry?.jobId === open.job.jobId && (await log.readDone(n)) === 'void';
-  if (entry && entry.jobId === open.job.jobId && !void_) return;
-  const which = !entry ? 'is gone' : void_ ? 'was given up' : 'belongs to job ' + entry.jobId;
+  const { entry, givenUp } = await new TableLog(env.store, open.job.targetPath).readOwn(n, open.job.jobId);
+  if (entry && entry.jobId === open.job.jobId && !givenUp) return;
+  const which = !entry ? 'is gone' : givenUp ? 'was given up' : 'belongs to job ' + entry.jobId;
   throw new CorruptManifestError(
     env.store.toUri(open.layout.commitFile),
     'logEntry',
     `names table-log entry ${n}, which ${which}: rolling this plan forward could undo newer commits; restore the log, or check the target by hand (what the plan replaced is under trash/ in the staging dir) and then delete the staging dir`,
   );
-}
-
-async function readEntry(log: TableLog, n: number) {
-  return log.read(n).catch((e: unknown) => {
-    if (e instanceof ConflictError) return null;
-    throw e;
-  });
 }

@@ -27,6 +27,7 @@ export function withFence<T>(fence: StoreFence | undefined, fn: () => T): T {
 export function admitChange(...paths: readonly (string | undefined)[]): AbortSignal | undefined {
   const fence = active.getStore();
   if (!fence) return undefined;
-  const signals = paths.flatMap((p) => (p === undefined ? [] : [fence.admit(p)])).filter((s) => s !== undefined);
+  // Usually one signal for every path (the lease's): no combined signal made per request then.
+  const signals = [...new Set(paths.flatMap((p) => (p === undefined ? [] : [fence.admit(p)])))].filter((s) => s !== undefined);
   return signals.length > 1 ? AbortSignal.any(signals) : signals[0];
 }
