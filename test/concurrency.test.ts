@@ -514,7 +514,7 @@ for (const fx of storeFixtures()) {
       const warnings: string[] = [];
       return { warnings, env: testEnv(sb.store, undefined, { emit: (e: { type: string; message?: string }) => void (e.type === 'warn' && warnings.push(e.message!)) }) };
     };
-    const GIVEN_UP = /names table-log entry \d+, which recover gave up before the plan landed: it was never applied; removed it/;
+    const GIVEN_UP = /names table-log entry \d+, which was given up \(by recover or abort\) before the plan landed: it was never applied; removed it/;
 
     test('a plan that lands after recover gave its table-log entry up (a write the store held) was never applied: commit-job commits afresh, recover and abort proceed, none is stuck', async () => {
       for (const step of ['commit-job', 'recover', 'abort'] as const) {
@@ -559,6 +559,18 @@ for (const fx of storeFixtures()) {
         assert.ok(warnings.some((w) => GIVEN_UP.test(w)), warnings.join('\n'));
         if (step !== 'recover') assert.equal(await sb.store.stat(staging), null, 'staging dir gone');
       }
+    });
+
+    test('a late plan of an aborted job landing in a new job that reuses its id (and staging dir) is removed as given up: the new job commits', async () => {
+      const { target, staging, layout, plan } = await diedAfterPlan('reused-id');
+      await abort(testEnv(sb.store), { stagingPath: staging });
+      const again = await readyJob(sb.store, target, jobScenario('reused-id', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { g: 'newer' } }]);
+      assert.equal(again, staging, 'the same staging dir');
+      await sb.store.writeFile(layout.commitFile, plan);
+      const { warnings, env } = warned();
+      await libCommitJobStep(env, { stagingPath: staging });
+      assert.ok(warnings.some((w) => GIVEN_UP.test(w)), warnings.join('\n'));
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/g': 'newer' });
     });
 
     test('a plan naming a given-up entry is never dropped once _job.yaml says a driver began applying one: exit 1 naming it, nothing changed', async () => {

@@ -100,11 +100,12 @@ export async function findCommitted(store: Store, stagingPath: string, concurren
 export async function planGivenUp(store: Store, stagingPath: string, commitFile: string): Promise<boolean> {
   const where = targetOfDefaultStaging(stagingPath);
   if (!where) return false;
-  const n = await store
+  const plan = await store
     .readFile(commitFile)
-    .then((b) => (b ? decodeManifest(b.toString('utf8'), store.toUri(commitFile)).logEntry : null))
+    .then((b) => (b ? decodeManifest(b.toString('utf8'), store.toUri(commitFile)) : null))
     .catch(() => null);
-  if (typeof n !== 'number') return false;
+  const n = plan?.logEntry;
+  if (plan?.jobId !== where.jobId || typeof n !== 'number') return false;
   return new TableLog(store, where.targetPath)
     .readOwn(n, where.jobId)
     .then((own) => own.givenUp)

@@ -25,14 +25,17 @@ export async function readHeldPlan(env: StepEnv, open: OpenJob): Promise<HeldPla
   if (open.state !== 'committing' && open.state !== 'committed') return { open, plan: null };
   const plan = await loadPlan(env.store, open.layout, open.job.jobId);
   if (!plan || plan.logEntry === null || open.state === 'committed') return { open, plan };
-  // Given up by a recover (which started a later app attempt) before any driver began applying it;
-  // a plan of the job's own app attempt is rolled forward without a look at the log here.
-  const droppable = open.job.state === 'staged' && plan.appAttempt < open.job.appAttempt;
+  // Given up before any driver began applying it: by a recover (which started a later app
+  // attempt), or before this job was staged at all (an aborted job whose id a new one reuses: the
+  // entry predates this job's log position). A plan of this job's own attempt and log position is
+  // rolled forward without a look at the log here.
+  const { state, appAttempt, logPosition } = open.job;
+  const droppable = state === 'staged' && (plan.appAttempt < appAttempt || (logPosition !== null && plan.logEntry <= logPosition));
   if (!droppable) return { open, plan };
   const { givenUp } = await new TableLog(env.store, open.job.targetPath).readOwn(plan.logEntry, open.job.jobId);
   if (!givenUp) return { open, plan };
   const file = env.store.toUri(open.layout.commitFile);
-  env.emit({ type: 'warn', message: `${file} names table-log entry ${plan.logEntry}, which recover gave up before the plan landed: it was never applied; removed it, the job is staged again` });
+  env.emit({ type: 'warn', message: `${file} names table-log entry ${plan.logEntry}, which was given up (by recover or abort) before the plan landed: it was never applied; removed it, the job is staged again` });
   await env.store.delete(open.layout.commitFile, false);
   return { open: { ...open, state: 'staged' }, plan: null };
 }

@@ -4,7 +4,7 @@
 
 import { decide, encodeClaim, readClaims, readDecisions, type Claim } from '../job/claims.js';
 import { saveJob, type JobManifest } from '../job/job.js';
-import { taskOfAttempt, type JobLayout } from '../job/layout.js';
+import { COMMIT_FILE, taskOfAttempt, type JobLayout } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
 import { compareTasks, dirsHolding } from '../paths.js';
 import type { Lease } from '../job/lease.js';
@@ -102,10 +102,10 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
     if (task) attempted.add(task);
   }
   // Not past the commit point: a table-log entry an interrupted commit-job made is given up, and
-  // the temps it left at the top go (its plan's, on HDFS: a rename of it held by the store then
-  // has nothing to publish).
+  // the temp of its plan goes (HDFS: a rename of it held by the store then has nothing to
+  // publish). Only the plan's: a lease's temp at the top may be another process's write.
   await releaseLogEntry(env, job);
-  for (const e of await store.list(layout.root)) if (e.kind === 'file' && isTempName(e.name)) await store.delete(e.path, false);
+  for (const e of await store.list(layout.root)) if (e.kind === 'file' && isTempName(e.name) && e.name.endsWith(`-${COMMIT_FILE}`)) await store.delete(e.path, false);
   await saveJob(store, layout, { ...job, appAttempt: next });
 
   // Discard what no committed claim refers to in the earlier app attempts.
