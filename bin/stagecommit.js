@@ -21,8 +21,18 @@ for (const stream of [process.stdout, process.stderr]) {
 const built = new URL('../dist/src/cli/main.js', import.meta.url);
 const { existsSync } = await import('node:fs');
 const tscOutput = existsSync(built) && process.env.STAGECOMMIT_BUNDLE !== '1';
-const { main } = await import(tscOutput ? built.href : '../dist/bundle/cli.js');
-const code = await main(process.argv.slice(2), { cwd: process.cwd(), env: process.env, stdin: process.stdin });
+const argv = process.argv.slice(2);
+let main = null;
+let saveCodeCache = () => {};
+if (tscOutput) ({ main } = await import(built.href));
+else {
+  const { loadCli } = await import('./load-cli.js');
+  const { fileURLToPath } = await import('node:url');
+  const loaded = loadCli(fileURLToPath(new URL('../dist/bundle/cli.cjs', import.meta.url)), argv, process.env);
+  ({ main } = loaded.cli);
+  saveCodeCache = loaded.save;
+}
+const code = await main(argv, { cwd: process.cwd(), env: process.env, stdin: process.stdin });
 process.exitCode = code;
 // The step has ended: a request still in flight (a read that a store holds unanswered after the
 // step stopped on its lease) must not keep the process, and the exit code, for minutes. The
@@ -30,4 +40,6 @@ process.exitCode = code;
 // however slowly their readers read.
 const flushed = (stream) => new Promise((resolve) => stream.write('', () => resolve()));
 await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+// After the result: the first run of a new bundle keeps the code it compiled for the next ones.
+saveCodeCache();
 setTimeout(() => process.exit(code), 2000).unref();

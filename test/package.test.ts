@@ -31,8 +31,8 @@ describe('the packed package', () => {
   let files: string[];
 
   before(async () => {
-    const bundle = await stat(path.join(ROOT, 'dist/bundle/cli.js')).catch(() => null);
-    assert.ok(bundle, 'dist/bundle/cli.js is missing: run `npm run build` (npm test does) before this test');
+    const bundle = await stat(path.join(ROOT, 'dist/bundle/cli.cjs')).catch(() => null);
+    assert.ok(bundle, 'dist/bundle/cli.cjs is missing: run `npm run build` (npm test does) before this test');
     assert.ok(bundle.mtimeMs >= (await newestMtime(path.join(ROOT, 'src'))), 'dist/bundle is older than src/: run `npm run build` first');
     work = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-package-'));
     // The bundle was just checked current: packing skips the `prepare` build, which would rewrite
@@ -51,7 +51,7 @@ describe('the packed package', () => {
   test('holds bin and the built library only', () => {
     const top = new Set(files.map((f) => f.split('/').slice(0, f.startsWith('dist/') ? 2 : 1).join('/')));
     assert.deepEqual([...top].sort(), ['README.md', 'bin', 'dist/bundle', 'dist/src', 'package.json']);
-    assert.ok(files.includes('dist/bundle/cli.js') && files.includes('dist/bundle/index.js') && files.includes('dist/src/index.d.ts'));
+    assert.ok(files.includes('dist/bundle/cli.cjs') && files.includes('dist/bundle/index.js') && files.includes('dist/src/index.d.ts'));
     const strays = files.filter((f) => f.startsWith('dist/src/') && !f.endsWith('.d.ts'));
     assert.deepEqual(strays, [], 'only type declarations of dist/src ship: the code is the bundle');
   });

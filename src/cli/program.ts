@@ -30,7 +30,10 @@ says the job is past its commit point: recover finishes it), 2 bad usage or inpu
 3 commit denied (another attempt won, or it was aborted), 4 conflict (locked, wrong state,
 target changed, another job replaced or is still committing the same partitions),
 5 incomplete (declared tasks missing), 130/143 stopped by SIGINT/SIGTERM (run the step
-again). JOB defaults to $STAGECOMMIT_JOB.`;
+again). JOB defaults to $STAGECOMMIT_JOB.
+
+Start-up: the installed CLI keeps the code V8 compiled for it in $XDG_CACHE_HOME/stagecommit
+(~/.cache/stagecommit) and starts faster from it; STAGECOMMIT_CODE_CACHE=off turns that off.`;
 
 export function buildProgram(run: Run): Command {
   const program = new Command('stagecommit')

@@ -1,0 +1,101 @@
+// Loads the CLI bundle (dist/bundle/cli.cjs) with the code V8 compiled for it on an earlier run.
+// Node 20 compiles every module of a process afresh (it has no compile cache, and none for ES
+// modules at all): for a one-file S3 commit that was a fifth of the process. So the bundle is one
+// CommonJS file compiled by vm.Script, and after a run that found no usable cache, the code V8
+// compiled (the modules and functions that run used) is kept in
+// $XDG_CACHE_HOME/stagecommit (~/.cache/stagecommit), one file per kind of store the command
+// names, since an S3 step compiles other code than a local one.
+// - A cache is used only for the same bundle (its size, modification time and inode), Node
+//   version, architecture and flags, and only when its own checksum holds: V8 checks the source
+//   only by its length, and a damaged cache must never reach it.
+// - It is written to a temporary file and renamed into place: runs racing each other each leave a
+//   whole file, the last one wins.
+// - Nothing about the cache ever fails a command: a cache dir that cannot be written is a slower
+//   start, no more. STAGECOMMIT_CODE_CACHE=off turns it off.
+import { isAscii } from 'node:buffer';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import vm from 'node:vm';
+
+const MAGIC = 'stagecommit-code-cache 1';
+
+/** The kind of store a command line names: its code differs, so each gets a cache of its own. */
+function storeKind(argv) {
+  for (const a of argv) {
+    if (/^s3a?:\/\//i.test(a) || /=s3a?:\/\//i.test(a)) return 's3';
+    if (/^(?:s?webhdfs|hdfs):\/\//i.test(a) || /=(?:s?webhdfs|hdfs):\/\//i.test(a)) return 'hdfs';
+  }
+  return 'local';
+}
+
+function cacheDir(env) {
+  const base = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : path.join(os.homedir(), '.cache');
+  return path.join(base, 'stagecommit');
+}
+
+/** The cache file for this bundle, Node and command, or null when caching is off or impossible. */
+function cacheFileFor(bundle, argv, env) {
+  if (env.STAGECOMMIT_CODE_CACHE === 'off') return null;
+  try {
+    const s = statSync(bundle);
+    const key = createHash('sha256')
+      .update([bundle, s.size, s.mtimeMs, s.ino, process.version, process.arch, process.execArgv.join(' ')].join('\0'))
+      .digest('hex')
+      .slice(0, 24);
+    return path.join(cacheDir(env), `cli-${storeKind(argv)}-${key}.cache`);
+  } catch {
+    return null;
+  }
+}
+
+/** The cached code in `file` if it is whole: a header line with its checksum, then the code. */
+function readCache(file) {
+  if (!file) return undefined;
+  try {
+    const buf = readFileSync(file);
+    const nl = buf.indexOf(10);
+    const [magic, sum] = nl > 0 ? [buf.subarray(0, nl).toString('latin1').slice(0, MAGIC.length), buf.subarray(MAGIC.length + 1, nl).toString('latin1')] : [];
+    if (magic !== MAGIC) return undefined;
+    const data = buf.subarray(nl + 1);
+    return createHash('sha256').update(data).digest('hex') === sum ? data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function writeCache(file, data) {
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    const header = Buffer.from(`${MAGIC} ${createHash('sha256').update(data).digest('hex')}\n`, 'latin1');
+    writeFileSync(tmp, Buffer.concat([header, data]), { mode: 0o600 });
+    renameSync(tmp, file);
+  } catch {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // never written
+    }
+  }
+}
+
+/**
+ * Compiles and runs the bundle; returns its exports and `save`, to call once the step is over
+ * (it writes the cache when there was none to use).
+ */
+export function loadCli(bundle, argv, env) {
+  // The build writes ASCII only, which reads several times faster as latin1 than as UTF-8.
+  const bytes = readFileSync(bundle);
+  const source = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
+  const file = cacheFileFor(bundle, argv, env);
+  const cachedData = readCache(file);
+  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname, __scMetaUrl) {${source}\n})`, { filename: bundle, cachedData });
+  const module = { exports: {} };
+  script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, path.dirname(bundle), pathToFileURL(bundle).href);
+  const fresh = file !== null && (cachedData === undefined || script.cachedDataRejected === true);
+  return { cli: module.exports, save: () => fresh && writeCache(file, script.createCachedData()) };
+}

@@ -1,0 +1,147 @@
+// The CLI bundle's code cache (bin/load-cli.js): what a run leaves in $XDG_CACHE_HOME/stagecommit,
+// that a later run uses it untouched, and that no damaged, foreign or unwritable cache changes what
+// a command does or prints. Runs the bundle (STAGECOMMIT_BUNDLE=1), as the installed package does.
+
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { cli, type CliResult } from './helpers/cli.js';
+
+const BUNDLE = new URL('../../dist/bundle/cli.cjs', import.meta.url);
+
+/** A cache file as the loader writes it: its header's checksum is its code's (V8's code differs run to run). */
+function isWholeCache(bytes: Buffer): boolean {
+  const nl = bytes.indexOf(10);
+  const m = /^stagecommit-code-cache 1 ([0-9a-f]{64})$/.exec(bytes.subarray(0, Math.max(nl, 0)).toString('latin1'));
+  return m !== null && createHash('sha256').update(bytes.subarray(nl + 1)).digest('hex') === m[1] && bytes.length > nl + 1000;
+}
+
+describe('the code cache of the CLI bundle', () => {
+  let work: string;
+  let handle: string;
+  let expected: CliResult;
+
+  /** `stagecommit status` of one local job with the cache in `home` (undefined: caching left to its default). */
+  const status = (home: string, env: Record<string, string | undefined> = {}) =>
+    cli(['status', '--job', handle, '--json'], { cwd: work, env: { STAGECOMMIT_BUNDLE: '1', XDG_CACHE_HOME: home, ...env } });
+  const cacheFiles = async (home: string) => (await readdir(path.join(home, 'stagecommit')).catch(() => [] as string[])).sort();
+  /** What a user sees, less the job's age, which moves between runs. */
+  const seen = (r: CliResult) => ({ code: r.code, stderr: r.stderr, stdout: r.stdout.replace(/"ageSeconds": \d+/g, '') });
+
+  before(async () => {
+    work = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-code-cache-'));
+    const staged = await cli(['stage', '--target', path.join(work, 'table'), '--mode', 'append', '--quiet'], { cwd: work, env: { STAGECOMMIT_BUNDLE: '1', STAGECOMMIT_CODE_CACHE: 'off' } });
+    assert.equal(staged.code, 0, staged.stderr);
+    handle = staged.stdout.trim();
+    expected = await status(path.join(work, 'none'), { STAGECOMMIT_CODE_CACHE: 'off' });
+    assert.equal(expected.code, 0, expected.stderr);
+  });
+  after(() => rm(work, { recursive: true, force: true }));
+
+  test('the first run keeps one private cache file, and the next uses it as it is', async () => {
+    const home = path.join(work, 'first');
+    assert.deepEqual(seen(await status(home)), seen(expected));
+    const [name, ...more] = await cacheFiles(home);
+    assert.match(name ?? '', /^cli-local-[0-9a-f]{24}\.cache$/);
+    assert.deepEqual(more, []);
+    const file = path.join(home, 'stagecommit', name!);
+    assert.equal((await stat(file)).mode & 0o777, 0o600);
+    assert.equal((await stat(path.join(home, 'stagecommit'))).mode & 0o777, 0o700);
+    const bytes = await readFile(file);
+    assert.ok(isWholeCache(bytes));
+    const before = (await stat(file)).mtimeMs;
+    assert.deepEqual(seen(await status(home)), seen(expected));
+    assert.equal((await stat(file)).mtimeMs, before, 'a usable cache is not written again');
+    assert.deepEqual(await readFile(file), bytes);
+  });
+
+  test('a damaged cache is never used: the command runs as without one, and the cache is made whole again', async () => {
+    const home = path.join(work, 'damaged');
+    await status(home);
+    const [name] = await cacheFiles(home);
+    const file = path.join(home, 'stagecommit', name!);
+    const whole = await readFile(file);
+    const header = whole.indexOf(10) + 1;
+    const flipped = (at: number) => {
+      const b = Buffer.from(whole);
+      b[at] = b[at]! ^ 0xff;
+      return b;
+    };
+    const damages: [string, Buffer][] = [
+      ['empty', Buffer.alloc(0)],
+      ['cut in the header', whole.subarray(0, 10)],
+      ['header only', whole.subarray(0, header)],
+      ['cut after the header', whole.subarray(0, header + 100)],
+      ['cut one byte short', whole.subarray(0, whole.length - 1)],
+      ['without its header', whole.subarray(header)],
+      ['a byte of the code flipped', flipped(header + Math.floor((whole.length - header) / 2))],
+      ['the last byte flipped', flipped(whole.length - 1)],
+      ['a digit of the checksum changed', flipped(header - 2)],
+      ['another version', Buffer.concat([Buffer.from('stagecommit-code-cache 2'), whole.subarray('stagecommit-code-cache 1'.length)])],
+      ['a byte added', Buffer.concat([whole, Buffer.from([0])])],
+    ];
+    for (const [what, bytes] of damages) {
+      await writeFile(file, bytes);
+      assert.deepEqual(seen(await status(home)), seen(expected), what);
+      assert.ok(isWholeCache(await readFile(file)), `${what}: the cache is written whole again`);
+    }
+  });
+
+  test('a cache of another build of the bundle is not used: a changed bundle gets a cache of its own', async () => {
+    const home = path.join(work, 'rebuilt');
+    await status(home);
+    const [first] = await cacheFiles(home);
+    const { atime, mtime } = await stat(BUNDLE);
+    try {
+      await utimes(BUNDLE, atime, new Date(mtime.getTime() + 1000));
+      assert.deepEqual(seen(await status(home)), seen(expected));
+    } finally {
+      await utimes(BUNDLE, atime, mtime);
+    }
+    const files = await cacheFiles(home);
+    assert.equal(files.length, 2);
+    assert.ok(files.includes(first!));
+  });
+
+  test('a cache dir that cannot be written, or is not a dir, changes nothing a user sees', async () => {
+    const readOnly = path.join(work, 'read-only');
+    await mkdir(path.join(readOnly, 'stagecommit'), { recursive: true });
+    await chmod(path.join(readOnly, 'stagecommit'), 0o500);
+    const aFile = path.join(work, 'a-file');
+    await writeFile(aFile, 'not a dir\n');
+    const taken = path.join(work, 'taken');
+    try {
+      await status(taken);
+      const [name] = await cacheFiles(taken);
+      // Where the cache file would go, a directory: it can be neither read nor replaced.
+      await rm(path.join(taken, 'stagecommit', name!));
+      await mkdir(path.join(taken, 'stagecommit', name!, 'inside'), { recursive: true });
+      for (const home of [readOnly, aFile, taken]) assert.deepEqual(seen(await status(home)), seen(expected), home);
+      // root writes a mode-0500 dir all the same: only other users see it refused.
+      if (process.getuid?.() !== 0) assert.deepEqual(await cacheFiles(readOnly), []);
+      assert.deepEqual((await readdir(path.join(taken, 'stagecommit'))).filter((n) => n.endsWith('.tmp')), [], 'no temporary file is left');
+    } finally {
+      await chmod(path.join(readOnly, 'stagecommit'), 0o700);
+    }
+  });
+
+  test('STAGECOMMIT_CODE_CACHE=off reads and writes no cache', async () => {
+    const home = path.join(work, 'off');
+    assert.deepEqual(seen(await status(home, { STAGECOMMIT_CODE_CACHE: 'off' })), seen(expected));
+    assert.deepEqual(await cacheFiles(home), []);
+  });
+
+  test('runs racing to write the first cache each leave it whole', async () => {
+    const home = path.join(work, 'racing');
+    const runs = await Promise.all(Array.from({ length: 6 }, () => status(home)));
+    for (const r of runs) assert.deepEqual(seen(r), seen(expected));
+    const files = await cacheFiles(home);
+    assert.equal(files.length, 1, files.join(', '));
+    const before = await stat(path.join(home, 'stagecommit', files[0]!));
+    assert.deepEqual(seen(await status(home)), seen(expected));
+    assert.equal((await stat(path.join(home, 'stagecommit', files[0]!))).mtimeMs, before.mtimeMs, 'the cache the race left is whole: it is used, not written again');
+  });
+});
