@@ -24,7 +24,8 @@ describe('config files', () => {
     await mkdir(dir);
     const file = path.join(dir, 'config.yaml');
     if (yaml !== undefined) await writeFile(file, yaml);
-    return { dir, file, env: { XDG_CONFIG_HOME: path.join(dir, 'xdg'), HOME: dir, STAGECOMMIT_CONFIG: undefined } };
+    // The CLI's code cache (bin/load-cli.js) goes elsewhere: `dir` holds only what a step made.
+    return { dir, file, env: { XDG_CONFIG_HOME: path.join(dir, 'xdg'), HOME: dir, XDG_CACHE_HOME: path.join(work, 'cache'), STAGECOMMIT_CONFIG: undefined } };
   }
 
   for (const [yaml, key, near] of [
