@@ -216,6 +216,17 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), {}, 'the aborted job published nothing');
     });
 
+    test('a commit-job whose job a recover moves on to its next app attempt while it takes the lease: it commits what the job holds then, not what it first read', async () => {
+      const { target, stagingPath } = await lateTaskJob('r');
+      const racing = racingForLease(() => recover(testEnv(sb.store), { stagingPath }));
+      const r = await libCommitJobStep(racing.env, { stagingPath });
+      assert.ok(racing.raced(), 'the recover ran');
+      assert.equal(r.outcome, 'committed');
+      assert.equal(r.files, 1);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
+      assert.equal(await sb.store.stat(stagingPath), null, 'the staging dir is gone');
+    });
+
     test('a commit-job whose lease file an abort removes while it is taken, the job still there: the lease is taken afresh and the abort holding it is named (exit 4)', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('h');
       const racing = racingForLease(async (p) => {

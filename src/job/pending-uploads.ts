@@ -157,13 +157,14 @@ export async function settleAttemptUploads(store: Store, layout: JobLayout, job:
   else await forEachLimit(mine.recordFiles, concurrency, async (f) => void (await store.delete(f, false)));
 }
 
-/**
- * Aborts every upload recorded in the staging dir (and the `extra` ones, from claims) except the
- * kept ones. With `beforeApp`, only the records of earlier app attempts count, and they go once
- * done with. Safe to run again: an upload that is gone is success.
- */
+interface RecordedUploads {
+  /** The app attempts' record dirs. */
+  readonly apps: readonly string[];
+  readonly uploads: readonly { readonly path: string; readonly uploadId: string }[];
+}
+
 /** Every upload the job's `stage` calls recorded, app attempt by app attempt (`beforeApp`: only earlier ones). */
-async function recordedUploads(store: Store, layout: JobLayout, concurrency: number, beforeApp?: number): Promise<{ apps: string[]; uploads: { path: string; uploadId: string }[] }> {
+export async function recordedUploads(store: Store, layout: JobLayout, concurrency: number, beforeApp?: number): Promise<RecordedUploads> {
   const apps = (await store.list(uploadsDir(layout))).filter((e) => e.kind === 'dir' && (beforeApp === undefined || Number(e.name) < beforeApp));
   const uploads: { path: string; uploadId: string }[] = [];
   for (const app of apps) {
@@ -175,10 +176,23 @@ async function recordedUploads(store: Store, layout: JobLayout, concurrency: num
   return { apps: apps.map((a) => a.path), uploads };
 }
 
-export async function abortRecordedUploads(store: Store, layout: JobLayout, keep: ReadonlySet<string>, concurrency: number, targetPath: string, opts: { extra?: readonly TaskFile[] | Promise<readonly TaskFile[]>; beforeApp?: number } = {}): Promise<number> {
+/**
+ * Aborts every upload recorded in the staging dir (and the `extra` ones, from claims) except the
+ * kept ones. With `beforeApp`, only the records of earlier app attempts count, and they go once
+ * done with. Safe to run again: an upload that is gone is success. `recorded`: the records,
+ * already being read (recordedUploads without `beforeApp`).
+ */
+export async function abortRecordedUploads(
+  store: Store,
+  layout: JobLayout,
+  keep: ReadonlySet<string>,
+  concurrency: number,
+  targetPath: string,
+  opts: { extra?: readonly TaskFile[] | Promise<readonly TaskFile[]>; beforeApp?: number; recorded?: Promise<RecordedUploads> } = {},
+): Promise<number> {
   if (!store.abortUpload) return 0;
   // The extra files may still be being read: both reads go at once.
-  const [{ apps, uploads }, extra] = await Promise.all([recordedUploads(store, layout, concurrency, opts.beforeApp), opts.extra ?? []]);
+  const [{ apps, uploads }, extra] = await Promise.all([opts.recorded ?? recordedUploads(store, layout, concurrency, opts.beforeApp), opts.extra ?? []]);
   const doomed = uploads.map((u) => ({ path: posix.join(targetPath, u.path), uploadId: u.uploadId }));
   for (const f of extra) if (f.upload) doomed.push({ path: posix.join(targetPath, f.path), uploadId: f.upload.id });
   const go = doomed.filter((u) => !keep.has(u.uploadId));

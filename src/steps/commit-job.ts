@@ -4,24 +4,21 @@
 
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, ExitCode, StageCommitError, StoreError } from '../errors.js';
-import { claimedUploads, leftoverOfRoot } from '../job/claims.js';
-import { isFullyStatic, saveJob, staticPrefix, type JobManifest } from '../job/job.js';
+import { claimedUploads } from '../job/claims.js';
+import { saveJob, type JobManifest } from '../job/job.js';
 import { defaultStagingRoot, SUCCESS_FILE } from '../job/layout.js';
-import { abortRecordedUploads } from '../job/pending-uploads.js';
+import { abortRecordedUploads, recordedUploads } from '../job/pending-uploads.js';
 import type { Lease } from '../job/lease.js';
 import { successJson } from '../job/success.js';
 import { TableLog, type LogListing } from '../job/table-log.js';
 import { applyPhases } from '../plan/apply.js';
 import { allDone } from '../util/pool.js';
 import { writePlan, type PersistedPlan } from '../plan/plan-file.js';
-import { planTree, targetDirsChanged, type CommitPlan, type PlanPhase, type SourceTree } from '../plan/plan.js';
-import { identicalClashes, readTargetRoot, snapshotTarget } from '../plan/target.js';
-import { publishStrategy } from '../store/operations.js';
+import type { PlanPhase } from '../plan/plan.js';
 import type { OpCounts } from '../store/instrumented.js';
 import { isTempName } from '../store/temp-names.js';
 import type { Store } from '../store/types.js';
-import { readOutput } from './job-output.js';
-import { reachCommitPoint, type CommitUnits } from './commit-point.js';
+import { preparePlan, startPlanReads, type PlanReads } from './prepare-plan.js';
 import type { OpenJob } from '../job/open.js';
 import { removesInBulk, removeStagingDir, stagingKeys } from '../job/staging-dir.js';
 import { JobGoneError } from '../job/open.js';
@@ -47,73 +44,6 @@ export interface CommitJobResult {
   readonly partitionsReplaced: readonly string[];
   readonly success: string;
   readonly metrics: OpCounts;
-}
-
-/** `partitions`: the full partition paths the job's files are in (partitionsOf). */
-export function replaceUnitsOf(job: JobManifest, partitions: readonly string[]): string[] {
-  if (job.mode !== 'overwrite') return [];
-  if (job.partitionBy.length === 0) return [''];
-  if (isFullyStatic(job)) return [staticPrefix(job)];
-  return [...partitions];
-}
-
-/** What a commit holds in the table log: the partitions it writes and replaces (the whole table when unpartitioned or created). */
-export function commitUnitsOf(job: JobManifest, partitions: readonly string[]): CommitUnits {
-  const replaces = replaceUnitsOf(job, partitions);
-  if (job.mode === 'create' || job.partitionBy.length === 0) return { touches: [''], replaces };
-  return { touches: [...new Set([...partitions, ...replaces])].sort(), replaces };
-}
-
-/** `_SUCCESS` as something other than a file would stop the commit after its commit point. */
-function successInTheWay(env: StepEnv, job: JobManifest): ConflictError {
-  return new ConflictError(`${env.store.toUri(posix.join(job.targetPath, SUCCESS_FILE))} is not a file, and the commit must write its marker there: nothing was changed; move it away and run commit-job again`);
-}
-
-/**
- * Plans the commit and reaches the commit point; throws before it on any problem. A dry run
- * makes the same checks and plan, reading only: no log entry, no wait.
- */
-export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false): Promise<{ plan: PersistedPlan; listing?: LogListing }> {
-  const { store } = env;
-  const { job, layout } = open;
-  // The table log's listing does not depend on the output: read both at once (v1 only: v2 has no entry).
-  const firstListing = job.algorithm === 'v1' ? new TableLog(store, job.targetPath).list() : undefined;
-  // The target's root, read after that listing: current if the listing shows no unfinished commit where this job writes.
-  const targetRoot = firstListing?.then(() => readTargetRoot(store, job.targetPath));
-  for (const p of [firstListing, targetRoot]) p?.catch(() => undefined);
-  const { claims, sources, tree, stats } = await readOutput(env, open);
-  const base = { jobId: job.jobId, appAttempt: job.appAttempt, tasks: claims.map((c) => c.task) };
-  const partitions = stats.partitionsWritten();
-  if (!tree) {
-    const marker = await store.stat(posix.join(job.targetPath, SUCCESS_FILE));
-    if (marker && marker.kind !== 'file') throw successInTheWay(env, job);
-    // Every task published itself at commit-task; the job commit only marks success.
-    return { plan: { ...base, createdAtMs: env.now(), logEntry: null, phases: [], files: stats.files, bytes: stats.bytes, filenames: stats.filenames(), partitionsWritten: partitions, partitionsReplaced: [] } };
-  }
-  const units = commitUnitsOf(job, partitions);
-  const { plan, entry, listing } = await reachCommitPoint(env, open, units, async (settled) => {
-    env.emit({ type: 'phase', label: 'reading the target' });
-    const target = await snapshotTarget(store, job.targetPath, tree, units.replaces, env.concurrency, settled ? targetRoot : undefined);
-    if (job.mode === 'create' && target.exists) {
-      throw new ConflictError(`the target ${job.target} appeared after job ${job.jobId} was staged, and --mode create never replaces anything: nothing was changed; abort this job, or stage it again with --mode append or overwrite`);
-    }
-    const marker = target.dirs.get('')?.get(SUCCESS_FILE);
-    if (marker !== undefined && marker !== 'file') throw successInTheWay(env, job);
-    const identical = job.mode === 'append' ? await identicalClashes(store, layout, job.targetPath, sources, tree, target, env.concurrency) : undefined;
-    for (const rel of identical ?? []) tree.remove(rel);
-    const planned = planTree({ mode: job.mode, replaceUnits: units.replaces, strategy: publishStrategy(store), sources, target, identical }, tree, job.partitionBy.length);
-    // A directory the commit cannot change is found now, not after the commit point (§5.13).
-    await store.checkWritable?.(targetDirsChanged(planned.phases).map((rel) => (rel === '' ? job.targetPath : posix.join(job.targetPath, rel))));
-    return withLeftoversRemoved(planned, sources);
-  }, { dryRun, firstListing });
-  return { plan: { ...base, createdAtMs: env.now(), logEntry: entry.number, ...plan }, listing };
-}
-
-/** An adopted leftover left in the target (stores without rename) goes once its files are published. */
-function withLeftoversRemoved(plan: CommitPlan, sources: readonly SourceTree[]): CommitPlan {
-  const leftovers = [...new Set(sources.map((s) => leftoverOfRoot(s.root)).filter((l): l is string => l !== null))].sort();
-  if (leftovers.length === 0) return plan;
-  return { ...plan, phases: [...plan.phases, leftovers.map((l) => ({ op: 'delete', path: `t:${l}`, dir: true }) as const)] };
 }
 
 function emptyPlan(job: JobManifest): PersistedPlan {
@@ -181,20 +111,23 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
     if (job.state === 'committing') await removeSuccessTemps(store, job.targetPath);
     await saveJob(store, layout, { ...job, state: 'committed' });
   }
-  if (plan.logEntry !== null) await log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now());
-  env.emit({ type: 'phase', label: 'removing the staging dir' });
   // Uploads of attempts that lost, were denied or aborted are never completed: abort them (S3).
   // An append drops a claimed upload whose bytes the target already holds: abort it too.
-  // These reads, and the listing of uploads a killed `stage` left in the staging dir, go at once.
+  // These reads, and the listing of uploads a killed `stage` left in the staging dir, go at once,
+  // beside the log's done marker: past the commit point no claim or upload record changes.
   const strays = store.listUploads?.(layout.root);
-  strays?.catch(() => {}); // awaited (and its failure reported) by removeStagingDir
   const dropped = job.mode === 'append' && store.abortUpload ? claimedUploads(store, layout, job, env.concurrency).catch(() => []) : [];
-  await abortRecordedUploads(store, layout, plannedUploads(plan.phases), env.concurrency, job.targetPath, { extra: dropped });
+  const recorded = store.abortUpload ? recordedUploads(store, layout, env.concurrency) : undefined;
+  for (const p of [strays, recorded]) p?.catch(() => {}); // awaited (and their failure reported) below
+  if (plan.logEntry !== null) await log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now());
+  env.emit({ type: 'phase', label: 'removing the staging dir' });
+  await abortRecordedUploads(store, layout, plannedUploads(plan.phases), env.concurrency, job.targetPath, { extra: dropped, recorded });
   // A job that wrote a table-log entry leaves the log beside a default staging dir: no parent to tidy.
   const parentsKept = plan.logEntry !== null && posix.dirname(layout.root) === defaultStagingRoot(job.targetPath);
-  await removeStagingDir(store, layout, lease, { listed, strays, parentsKept });
-  // The log is tidied by the run that made the entry, from the listing it already holds.
-  if (listing) await log.prune(listing, env.now()).catch((e: unknown) => env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }));
+  // The log is tidied by the run that made the entry, from the listing it already holds, while
+  // the staging dir goes: neither touches what the other does.
+  const pruned = listing && log.prune(listing, env.now()).catch((e: unknown) => env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }));
+  await allDone([removeStagingDir(store, layout, lease, { listed, strays, parentsKept }), pruned]);
   return { success: store.toUri(success) };
 }
 
@@ -213,7 +146,8 @@ async function removeSuccessTemps(store: Store, targetPath: string): Promise<voi
 
 export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<CommitJobResult> {
   try {
-    return await runStep(env, input.stagingPath, { name: 'commit-job', lease: true }, (open, lease) => commitJobLocked(env, open, lease));
+    const readAhead = (open: OpenJob) => (open.state === 'staged' ? startPlanReads(env, open) : undefined);
+    return await runStep(env, input.stagingPath, { name: 'commit-job', lease: true, readAhead }, (open, lease, ahead) => commitJobLocked(env, open, lease, undefined, ahead));
   } catch (e) {
     // A retried commit-job of a job that did commit is a success, not bad input (DESIGN §8).
     const done = e instanceof JobGoneError ? e.committed : null;
@@ -255,7 +189,7 @@ async function planAppeared(env: StepEnv, open: OpenJob, plan: PersistedPlan): P
 }
 
 /** commit-job's work, for a caller that holds the job lease (commit-job itself, recover). */
-export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lease, held?: HeldPlan): Promise<CommitJobResult> {
+export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lease, held?: HeldPlan, ahead?: PlanReads): Promise<CommitJobResult> {
   const { store } = env;
   const { job, layout } = opened;
   if (opened.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`);
@@ -274,7 +208,8 @@ export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lea
   if (plan) await checkHeldEntry(env, open, plan);
   let listing: LogListing | undefined;
   if (!plan) {
-    ({ plan, listing } = await preparePlan(env, open));
+    // Reads started for the job as staged serve only if it still is (a held plan may have been dropped).
+    ({ plan, listing } = await preparePlan(env, open, false, open === opened ? ahead : undefined));
     env.emit({ type: 'phase', label: 'writing the commit plan' });
     if (!(await writePlan(store, layout, plan))) await planAppeared(env, open, plan);
   }

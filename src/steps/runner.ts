@@ -2,6 +2,7 @@
 // the step drives the job, check the state the step may run in, release the lease however the step
 // ends. Each step is then only its logic.
 
+import { isDeepStrictEqual } from 'node:util';
 import { ConflictError, StoreError } from '../errors.js';
 import { type JobState } from '../job/job.js';
 import { Lease, readCurrentLease, type CurrentLease } from '../job/lease.js';
@@ -10,7 +11,7 @@ import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.j
 import { InstrumentedStore } from '../store/instrumented.js';
 import type { StepEnv } from './env.js';
 
-export interface StepRule<T> {
+export interface StepRule<T, A = never> {
   /** The step's name, recorded in the lease: 'commit-job'. */
   readonly name: string;
   /** Run under the job lease (steps that drive the job: commit-job, abort, recover). */
@@ -22,9 +23,15 @@ export interface StepRule<T> {
    * or because the job finished while the step took its lease (abort: nothing to do, like rm -f).
    */
   readonly ifGone?: (gone: JobGoneError) => T;
+  /**
+   * Reads the step starts once it holds the lease, at the same time as the job is read again
+   * (one round trip, not two). The body gets them only if the job read again is the job these
+   * reads were made for; they must not change anything, and their failure is the body's to see.
+   */
+  readonly readAhead?: (open: OpenJob) => A;
 }
 
-export async function runStep<T>(env: StepEnv, stagingPath: string, rule: StepRule<T>, body: (open: OpenJob, lease?: Lease) => Promise<T>): Promise<T> {
+export async function runStep<T, A = never>(env: StepEnv, stagingPath: string, rule: StepRule<T, A>, body: (open: OpenJob, lease?: Lease, ahead?: A) => Promise<T>): Promise<T> {
   // A step that takes the lease reads the current lease file alongside the job: one round trip.
   const [opened, current] = await Promise.allSettled([openJob(env, stagingPath), rule.lease ? readCurrentLease(env.store, new JobLayout(stagingPath)) : null]);
   if (opened.status === 'rejected') {
@@ -37,9 +44,9 @@ export async function runStep<T>(env: StepEnv, stagingPath: string, rule: StepRu
     return body(open);
   }
   if (current.status === 'rejected') throw current.reason;
-  return withJobLease(env, open, rule.name, current.value, async (locked, lease) => {
+  return withJobLease(env, open, rule.name, current.value, rule.readAhead, async (locked, lease, ahead) => {
     if (rule.states) requireState(locked, rule.states.allowed, rule.states.doing);
-    return body(locked, lease);
+    return body(locked, lease, ahead);
   }).catch((e: unknown) => {
     if (rule.ifGone && e instanceof JobGoneError) return rule.ifGone(e);
     throw e;
@@ -50,10 +57,19 @@ export async function runStep<T>(env: StepEnv, stagingPath: string, rule: StepRu
  * Runs under the job lease: the job is read again once the lease is held, since another driver
  * may have moved it on meanwhile.
  */
-async function withJobLease<T>(env: StepEnv, open: OpenJob, op: string, current: CurrentLease | null, fn: (open: OpenJob, lease: Lease) => Promise<T>): Promise<T> {
+async function withJobLease<T, A>(
+  env: StepEnv,
+  open: OpenJob,
+  op: string,
+  current: CurrentLease | null,
+  readAhead: ((open: OpenJob) => A) | undefined,
+  fn: (open: OpenJob, lease: Lease, ahead?: A) => Promise<T>,
+): Promise<T> {
   const lease = await takeLease(env, open, op, current);
   let again: OpenJob;
+  let ahead: A | undefined;
   try {
+    ahead = readAhead?.(open);
     again = await openJob(env, open.layout.root);
   } catch (e) {
     await lease.release();
@@ -64,8 +80,10 @@ async function withJobLease<T>(env: StepEnv, open: OpenJob, op: string, current:
   // Every change the step makes is fenced by the lease: none once the lease may lapse.
   const fenced = env.store instanceof InstrumentedStore ? env.store : undefined;
   if (fenced) fenced.fence = lease;
+  // Reads made for the job as first opened serve only while it is still that job.
+  const same = again.state === open.state && isDeepStrictEqual(again.job, open.job);
   try {
-    return await fn(again, lease);
+    return await fn(again, lease, same ? ahead : undefined);
   } finally {
     if (fenced) fenced.fence = undefined;
     await lease.release();

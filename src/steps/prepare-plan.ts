@@ -1,0 +1,101 @@
+// Planning a commit: the job's output and the target read, checked, and turned into a plan; the
+// table log's commit point reached (commit-point.ts). Nothing here changes the target.
+
+import { posix } from 'node:path';
+import { ConflictError } from '../errors.js';
+import { leftoverOfRoot } from '../job/claims.js';
+import { isFullyStatic, staticPrefix, type JobManifest } from '../job/job.js';
+import { SUCCESS_FILE } from '../job/layout.js';
+import type { OpenJob } from '../job/open.js';
+import { TableLog, type LogListing } from '../job/table-log.js';
+import type { PersistedPlan } from '../plan/plan-file.js';
+import { planTree, targetDirsChanged, type CommitPlan, type SourceTree } from '../plan/plan.js';
+import { identicalClashes, readTargetRoot, snapshotTarget } from '../plan/target.js';
+import { publishStrategy } from '../store/operations.js';
+import { reachCommitPoint, type CommitUnits } from './commit-point.js';
+import type { StepEnv } from './env.js';
+import { readOutput } from './job-output.js';
+
+/** `partitions`: the full partition paths the job's files are in (partitionsOf). */
+export function replaceUnitsOf(job: JobManifest, partitions: readonly string[]): string[] {
+  if (job.mode !== 'overwrite') return [];
+  if (job.partitionBy.length === 0) return [''];
+  if (isFullyStatic(job)) return [staticPrefix(job)];
+  return [...partitions];
+}
+
+/** What a commit holds in the table log: the partitions it writes and replaces (the whole table when unpartitioned or created). */
+export function commitUnitsOf(job: JobManifest, partitions: readonly string[]): CommitUnits {
+  const replaces = replaceUnitsOf(job, partitions);
+  if (job.mode === 'create' || job.partitionBy.length === 0) return { touches: [''], replaces };
+  return { touches: [...new Set([...partitions, ...replaces])].sort(), replaces };
+}
+
+/** `_SUCCESS` as something other than a file would stop the commit after its commit point. */
+function successInTheWay(env: StepEnv, job: JobManifest): ConflictError {
+  return new ConflictError(`${env.store.toUri(posix.join(job.targetPath, SUCCESS_FILE))} is not a file, and the commit must write its marker there: nothing was changed; move it away and run commit-job again`);
+}
+
+/** What planning reads first: the job's output and the table log's listing, which do not depend on each other. */
+export interface PlanReads {
+  readonly output: ReturnType<typeof readOutput>;
+  /** v1 only: v2 has no entry. */
+  readonly firstListing?: Promise<LogListing>;
+}
+
+/** Starts the reads planning begins with (commit-job starts them beside its second look at the job). */
+export function startPlanReads(env: StepEnv, open: OpenJob): PlanReads {
+  const output = readOutput(env, open);
+  const firstListing = open.job.algorithm === 'v1' ? new TableLog(env.store, open.job.targetPath).list() : undefined;
+  // Awaited by whoever uses them; left unused when the job changed meanwhile.
+  for (const p of [output, firstListing]) p?.catch(() => undefined);
+  return { output, firstListing };
+}
+
+/**
+ * Plans the commit and reaches the commit point; throws before it on any problem. A dry run
+ * makes the same checks and plan, reading only: no log entry, no wait. `ahead`: the first reads,
+ * already started for this job.
+ */
+export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false, ahead?: PlanReads): Promise<{ plan: PersistedPlan; listing?: LogListing }> {
+  const { store } = env;
+  const { job, layout } = open;
+  const { output, firstListing } = ahead ?? startPlanReads(env, open);
+  // The target's root, read after that listing: current if the listing shows no unfinished commit where this job writes.
+  const targetRoot = firstListing?.then(() => readTargetRoot(store, job.targetPath));
+  targetRoot?.catch(() => undefined);
+  const { claims, sources, tree, stats } = await output;
+  const base = { jobId: job.jobId, appAttempt: job.appAttempt, tasks: claims.map((c) => c.task) };
+  const partitions = stats.partitionsWritten();
+  if (!tree) {
+    const marker = await store.stat(posix.join(job.targetPath, SUCCESS_FILE));
+    if (marker && marker.kind !== 'file') throw successInTheWay(env, job);
+    // Every task published itself at commit-task; the job commit only marks success.
+    return { plan: { ...base, createdAtMs: env.now(), logEntry: null, phases: [], files: stats.files, bytes: stats.bytes, filenames: stats.filenames(), partitionsWritten: partitions, partitionsReplaced: [] } };
+  }
+  const units = commitUnitsOf(job, partitions);
+  const { plan, entry, listing } = await reachCommitPoint(env, open, units, async (settled) => {
+    env.emit({ type: 'phase', label: 'reading the target' });
+    const target = await snapshotTarget(store, job.targetPath, tree, units.replaces, env.concurrency, settled ? targetRoot : undefined);
+    if (job.mode === 'create' && target.exists) {
+      throw new ConflictError(`the target ${job.target} appeared after job ${job.jobId} was staged, and --mode create never replaces anything: nothing was changed; abort this job, or stage it again with --mode append or overwrite`);
+    }
+    const marker = target.dirs.get('')?.get(SUCCESS_FILE);
+    if (marker !== undefined && marker !== 'file') throw successInTheWay(env, job);
+    const identical = job.mode === 'append' ? await identicalClashes(store, layout, job.targetPath, sources, tree, target, env.concurrency) : undefined;
+    for (const rel of identical ?? []) tree.remove(rel);
+    const planned = planTree({ mode: job.mode, replaceUnits: units.replaces, strategy: publishStrategy(store), sources, target, identical }, tree, job.partitionBy.length);
+    // A directory the commit cannot change is found now, not after the commit point (§5.13).
+    await store.checkWritable?.(targetDirsChanged(planned.phases).map((rel) => (rel === '' ? job.targetPath : posix.join(job.targetPath, rel))));
+    return withLeftoversRemoved(planned, sources);
+  }, { dryRun, firstListing });
+  return { plan: { ...base, createdAtMs: env.now(), logEntry: entry.number, ...plan }, listing };
+}
+
+/** An adopted leftover left in the target (stores without rename) goes once its files are published. */
+function withLeftoversRemoved(plan: CommitPlan, sources: readonly SourceTree[]): CommitPlan {
+  const leftovers = [...new Set(sources.map((s) => leftoverOfRoot(s.root)).filter((l): l is string => l !== null))].sort();
+  if (leftovers.length === 0) return plan;
+  return { ...plan, phases: [...plan.phases, leftovers.map((l) => ({ op: 'delete', path: `t:${l}`, dir: true }) as const)] };
+}
+
