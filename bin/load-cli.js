@@ -3,8 +3,8 @@
 // modules at all): for a one-file S3 commit that was a fifth of the process. So the bundle is one
 // CommonJS file compiled by vm.Script, and after a run that found no usable cache, the code V8
 // compiled (the modules and functions that run used) is kept in
-// $XDG_CACHE_HOME/stagecommit (~/.cache/stagecommit), one file per kind of store the command
-// names, since an S3 step compiles other code than a local one.
+// $XDG_CACHE_HOME/stagecommit (~/.cache/stagecommit), one file per command and kind of store it
+// names, since an S3 commit-job compiles other code than a local stage.
 // - A cache is used only for the same bundle (its size, modification time and inode), Node
 //   version, architecture and flags, and only when its own checksum holds: V8 checks the source
 //   only by its length, and a damaged cache must never reach it.
@@ -14,7 +14,7 @@
 //   start, no more. STAGECOMMIT_CODE_CACHE=off turns it off.
 import { isAscii } from 'node:buffer';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,13 +23,22 @@ import vm from 'node:vm';
 
 const MAGIC = 'stagecommit-code-cache 1';
 
-/** The kind of store a command line names: its code differs, so each gets a cache of its own. */
-function storeKind(argv) {
+const COMMANDS = new Set(['stage', 'commit-task', 'commit-job', 'abort', 'recover', 'status', 'jobs', 'clean-orphans', 'adopt', 'completion']);
+
+/**
+ * What a command line runs, as far as the code it compiles goes: the command and the kind of
+ * store it names. Each gets a cache of its own: a cache holds what the run that made it compiled,
+ * and a user's first run on S3 is a `stage`, not the `commit-job` that later runs most often.
+ */
+function codePath(argv) {
+  let store = 'local';
   for (const a of argv) {
-    if (/^s3a?:\/\//i.test(a) || /=s3a?:\/\//i.test(a)) return 's3';
-    if (/^(?:s?webhdfs|hdfs):\/\//i.test(a) || /=(?:s?webhdfs|hdfs):\/\//i.test(a)) return 'hdfs';
+    if (/(?:^|=)s3a?:\/\//i.test(a)) store = 's3';
+    else if (/(?:^|=)(?:s?webhdfs|hdfs):\/\//i.test(a)) store = 'hdfs';
+    else continue;
+    break;
   }
-  return 'local';
+  return `${argv.find((a) => COMMANDS.has(a)) ?? 'other'}-${store}`;
 }
 
 function cacheDir(env) {
@@ -46,7 +55,7 @@ function cacheFileFor(bundle, argv, env) {
       .update([bundle, s.size, s.mtimeMs, s.ino, process.version, process.arch, process.execArgv.join(' ')].join('\0'))
       .digest('hex')
       .slice(0, 24);
-    return path.join(cacheDir(env), `cli-${storeKind(argv)}-${key}.cache`);
+    return path.join(cacheDir(env), `cli-${codePath(argv)}-${key}.cache`);
   } catch {
     return null;
   }
@@ -74,11 +83,27 @@ function writeCache(file, data) {
     const header = Buffer.from(`${MAGIC} ${createHash('sha256').update(data).digest('hex')}\n`, 'latin1');
     writeFileSync(tmp, Buffer.concat([header, data]), { mode: 0o600 });
     renameSync(tmp, file);
+    forgetOldBuilds(file);
   } catch {
     try {
       unlinkSync(tmp);
     } catch {
       // never written
+    }
+  }
+}
+
+/** Caches of other builds (an earlier version, say) go once untouched for 30 days; this build's stay. */
+function forgetOldBuilds(kept) {
+  const key = kept.slice(kept.lastIndexOf('-') + 1);
+  const dir = path.dirname(kept);
+  const old = Date.now() - 30 * 24 * 3600 * 1000;
+  for (const name of readdirSync(dir)) {
+    if (!/^cli-[a-z0-9-]+-[0-9a-f]{24}\.cache$/.test(name) || name.endsWith(`-${key}`)) continue;
+    try {
+      if (statSync(path.join(dir, name)).mtimeMs < old) unlinkSync(path.join(dir, name));
+    } catch {
+      // gone already, or not ours to remove
     }
   }
 }

@@ -45,7 +45,7 @@ describe('the code cache of the CLI bundle', () => {
     const home = path.join(work, 'first');
     assert.deepEqual(seen(await status(home)), seen(expected));
     const [name, ...more] = await cacheFiles(home);
-    assert.match(name ?? '', /^cli-local-[0-9a-f]{24}\.cache$/);
+    assert.match(name ?? '', /^cli-status-local-[0-9a-f]{24}\.cache$/, 'one cache per command and kind of store');
     assert.deepEqual(more, []);
     const file = path.join(home, 'stagecommit', name!);
     assert.equal((await stat(file)).mode & 0o777, 0o600);
@@ -104,6 +104,27 @@ describe('the code cache of the CLI bundle', () => {
     const files = await cacheFiles(home);
     assert.equal(files.length, 2);
     assert.ok(files.includes(first!));
+    // A cache of another build goes when a new one is written, once untouched for 30 days; this
+    // build's stays however old. (Restoring the bundle's time may have changed its key: its
+    // nanoseconds do not survive utimes, so the cache of this build is the one a run now uses.)
+    const dir = path.join(home, 'stagecommit');
+    await rm(dir, { recursive: true });
+    await status(home);
+    const [current] = await cacheFiles(home);
+    const stale = 'cli-stage-s3-0123456789abcdef01234567.cache';
+    const recent = 'cli-stage-s3-89abcdef0123456789abcdef.cache';
+    const mine = current!.replace(/^cli-status-/, 'cli-jobs-');
+    for (const [name, daysAgo] of [[stale, 31], [recent, 29], [mine, 31]] as const) {
+      await writeFile(path.join(dir, name), 'x');
+      const t = new Date(Date.now() - daysAgo * 24 * 3600 * 1000);
+      await utimes(path.join(dir, name), t, t);
+    }
+    // A cache that is not whole is written anew, and the old builds' are looked at.
+    await writeFile(path.join(dir, current!), 'x');
+    assert.deepEqual(seen(await status(home)), seen(expected));
+    const left = await cacheFiles(home);
+    assert.ok(!left.includes(stale) && left.includes(recent), left.join(', '));
+    assert.ok(left.includes(mine), `this build's cache stays, however old: ${left.join(', ')}`);
   });
 
   test('a cache dir that cannot be written, or is not a dir, changes nothing a user sees', async () => {
