@@ -14,7 +14,7 @@
 //   start, no more. STAGECOMMIT_CODE_CACHE=off turns it off.
 import { isAscii } from 'node:buffer';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,6 +22,8 @@ import { pathToFileURL } from 'node:url';
 import vm from 'node:vm';
 
 const MAGIC = 'stagecommit-code-cache 1';
+/** Far above any cache of this bundle (about 1 MB). */
+const MAX_BYTES = 64 * 1024 * 1024;
 
 const COMMANDS = new Set(['stage', 'commit-task', 'commit-job', 'abort', 'recover', 'status', 'jobs', 'clean-orphans', 'adopt', 'completion']);
 
@@ -61,18 +63,29 @@ function cacheFileFor(bundle, argv, env) {
   }
 }
 
+/** A cache file's first line: what it is, and the checksum of the code after it. */
+function header(data) {
+  return `${MAGIC} ${createHash('sha256').update(data).digest('hex')}`;
+}
+
 /** The cached code in `file` if it is whole: a header line with its checksum, then the code. */
 function readCache(file) {
   if (!file) return undefined;
+  let fd;
   try {
-    const buf = readFileSync(file);
+    // Only a regular file of a sane size: a FIFO there would block a plain read forever.
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    const s = fstatSync(fd);
+    if (!s.isFile() || s.size > MAX_BYTES) return undefined;
+    const buf = readFileSync(fd);
     const nl = buf.indexOf(10);
-    const [magic, sum] = nl > 0 ? [buf.subarray(0, nl).toString('latin1').slice(0, MAGIC.length), buf.subarray(MAGIC.length + 1, nl).toString('latin1')] : [];
-    if (magic !== MAGIC) return undefined;
+    if (nl < 0 || !buf.subarray(0, nl).toString('latin1').startsWith(`${MAGIC} `)) return undefined;
     const data = buf.subarray(nl + 1);
-    return createHash('sha256').update(data).digest('hex') === sum ? data : undefined;
+    return buf.subarray(0, nl).toString('latin1') === header(data) ? data : undefined;
   } catch {
     return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
@@ -80,8 +93,7 @@ function writeCache(file, data) {
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   try {
     mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    const header = Buffer.from(`${MAGIC} ${createHash('sha256').update(data).digest('hex')}\n`, 'latin1');
-    writeFileSync(tmp, Buffer.concat([header, data]), { mode: 0o600 });
+    writeFileSync(tmp, Buffer.concat([Buffer.from(`${header(data)}\n`, 'latin1'), data]), { mode: 0o600 });
     renameSync(tmp, file);
     forgetOldBuilds(file);
   } catch {

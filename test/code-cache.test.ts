@@ -3,6 +3,7 @@
 // a command does or prints. Runs the bundle (STAGECOMMIT_BUNDLE=1), as the installed package does.
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -83,6 +84,11 @@ describe('the code cache of the CLI bundle', () => {
       ['another version', Buffer.concat([Buffer.from('stagecommit-code-cache 2'), whole.subarray('stagecommit-code-cache 1'.length)])],
       ['a byte added', Buffer.concat([whole, Buffer.from([0])])],
     ];
+    // A FIFO in its place: read plainly, it would block the command forever.
+    await rm(file);
+    execFileSync('mkfifo', [file]);
+    assert.deepEqual(seen(await status(home)), seen(expected), 'a FIFO');
+    assert.ok(isWholeCache(await readFile(file)), 'a FIFO: replaced by a whole cache');
     for (const [what, bytes] of damages) {
       await writeFile(file, bytes);
       assert.deepEqual(seen(await status(home)), seen(expected), what);
