@@ -14,7 +14,7 @@
 //   start, no more. STAGECOMMIT_CODE_CACHE=off turns it off.
 import { isAscii } from 'node:buffer';
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -89,10 +89,27 @@ function readCache(file) {
   }
 }
 
+/**
+ * The cache dir and its missing parents, one plain mkdir each from the nearest that exists (at
+ * most 16): Node's recursive mkdir never returns where mkdir says "no such file" of a parent that
+ * exists (under /proc/self, say).
+ */
+function makeDir(dir) {
+  const missing = [];
+  for (let d = dir; missing.length < 16 && !existsSync(d); d = path.dirname(d)) missing.unshift(d);
+  for (const d of missing) {
+    try {
+      mkdirSync(d, { mode: 0o700 });
+    } catch (e) {
+      if (e.code !== 'EEXIST') throw e;
+    }
+  }
+}
+
 function writeCache(file, data) {
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   try {
-    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    makeDir(path.dirname(file));
     writeFileSync(tmp, Buffer.concat([Buffer.from(`${header(data)}\n`, 'latin1'), data]), { mode: 0o600 });
     renameSync(tmp, file);
     forgetOldBuilds(file);
