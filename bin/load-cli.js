@@ -5,13 +5,14 @@
 // compiled (the modules and functions that run used) is kept in
 // $XDG_CACHE_HOME/stagecommit (~/.cache/stagecommit), one file per command and kind of store it
 // names, since an S3 commit-job compiles other code than a local stage.
-// - A cache is used only for the same bundle (its size, modification time and inode), Node
-//   version, architecture and flags, and only when its own checksum holds: V8 checks the source
-//   only by its length, and a damaged cache must never reach it.
+// - A cache is used only for the same bundle bytes, Node version, architecture and flags, only
+//   when its own checksum holds (V8 checks the source only by its length, and a damaged cache
+//   must never reach it), and only when it and its dir are this user's and no one else may write
+//   them (a cache is code we run).
 // - It is written to a temporary file and renamed into place: runs racing each other each leave a
 //   whole file, the last one wins.
 // - Nothing about the cache ever fails a command: a cache dir that cannot be written is a slower
-//   start, no more. STAGECOMMIT_CODE_CACHE=off turns it off.
+//   start, no more. STAGECOMMIT_CODE_CACHE=off (or 0, false, no) turns it off.
 import { isAscii } from 'node:buffer';
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -43,24 +44,37 @@ function codePath(argv) {
   return `${argv.find((a) => COMMANDS.has(a)) ?? 'other'}-${store}`;
 }
 
+/** Where caches go: an absolute $XDG_CACHE_HOME, else an absolute home's .cache; null when neither is. */
 function cacheDir(env) {
-  const base = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : path.join(os.homedir(), '.cache');
-  return path.join(base, 'stagecommit');
+  const home = os.homedir();
+  const base = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : path.isAbsolute(home) ? path.join(home, '.cache') : null;
+  return base && path.join(base, 'stagecommit');
 }
 
-/** The cache file for this bundle, Node and command, or null when caching is off or impossible. */
-function cacheFileFor(bundle, argv, env) {
-  if (env.STAGECOMMIT_CODE_CACHE === 'off') return null;
-  try {
-    const s = statSync(bundle);
-    const key = createHash('sha256')
-      .update([bundle, s.size, s.mtimeMs, s.ino, process.version, process.arch, process.execArgv.join(' ')].join('\0'))
-      .digest('hex')
-      .slice(0, 24);
-    return path.join(cacheDir(env), `cli-${codePath(argv)}-${key}.cache`);
-  } catch {
-    return null;
-  }
+/**
+ * The cache file for this bundle (by its bytes: a redeploy can bring other bytes of the same size
+ * with the same time and inode, and V8 checks only the length), Node, flags and command; null when
+ * caching is off or impossible.
+ */
+function cacheFileFor(bytes, argv, env) {
+  const dir = cacheDir(env);
+  if (/^(?:off|0|false|no)$/i.test(env.STAGECOMMIT_CODE_CACHE ?? '') || !dir) return null;
+  const key = createHash('sha256')
+    .update(bytes)
+    .update([process.version, process.arch, process.execArgv.join(' '), env.NODE_OPTIONS ?? ''].join('\0'))
+    .digest('hex')
+    .slice(0, 24);
+  return path.join(dir, `cli-${codePath(argv)}-${key}.cache`);
+}
+
+/**
+ * Only this user may have written what we run: the file and its dir are the user's and writable
+ * by no one else (as ssh's StrictModes asks of ~/.ssh). A cache another user could write is code
+ * they could make us run.
+ */
+function ownedByUs(s) {
+  const uid = process.getuid?.();
+  return uid === undefined || (s.uid === uid && (s.mode & 0o022) === 0);
 }
 
 /** A cache file's first line: what it is, and the checksum of the code after it. */
@@ -76,7 +90,7 @@ function readCache(file) {
     // Only a regular file of a sane size: a FIFO there would block a plain read forever.
     fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
     const s = fstatSync(fd);
-    if (!s.isFile() || s.size > MAX_BYTES) return undefined;
+    if (!s.isFile() || s.size > MAX_BYTES || !ownedByUs(s) || !ownedByUs(statSync(path.dirname(file)))) return undefined;
     const buf = readFileSync(fd);
     const nl = buf.indexOf(10);
     if (nl < 0 || !buf.subarray(0, nl).toString('latin1').startsWith(`${MAGIC} `)) return undefined;
@@ -110,6 +124,7 @@ function writeCache(file, data) {
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   try {
     makeDir(path.dirname(file));
+    if (!ownedByUs(statSync(path.dirname(file)))) return;
     writeFileSync(tmp, Buffer.concat([Buffer.from(`${header(data)}\n`, 'latin1'), data]), { mode: 0o600 });
     renameSync(tmp, file);
     forgetOldBuilds(file);
@@ -122,15 +137,18 @@ function writeCache(file, data) {
   }
 }
 
-/** Caches of other builds (an earlier version, say) go once untouched for 30 days; this build's stay. */
+/** Caches of other builds (an earlier version, say) go once untouched for 30 days; this build's stay; leftover temporary files go. */
 function forgetOldBuilds(kept) {
   const key = kept.slice(kept.lastIndexOf('-') + 1);
   const dir = path.dirname(kept);
   const old = Date.now() - 30 * 24 * 3600 * 1000;
+  const dayOld = Date.now() - 24 * 3600 * 1000;
   for (const name of readdirSync(dir)) {
-    if (!/^cli-[a-z0-9-]+-[0-9a-f]{24}\.cache$/.test(name) || name.endsWith(`-${key}`)) continue;
+    // A temporary file that a killed run left goes after a day (one being written is younger).
+    const tmp = /^cli-[a-z0-9-]+-[0-9a-f]{24}\.cache\.\d+\.[0-9a-f]{8}\.tmp$/.test(name);
+    if (!tmp && (!/^cli-[a-z0-9-]+-[0-9a-f]{24}\.cache$/.test(name) || name.endsWith(`-${key}`))) continue;
     try {
-      if (statSync(path.join(dir, name)).mtimeMs < old) unlinkSync(path.join(dir, name));
+      if (statSync(path.join(dir, name)).mtimeMs < (tmp ? dayOld : old)) unlinkSync(path.join(dir, name));
     } catch {
       // gone already, or not ours to remove
     }
@@ -145,7 +163,7 @@ export function loadCli(bundle, argv, env) {
   // The build writes ASCII only, which reads several times faster as latin1 than as UTF-8.
   const bytes = readFileSync(bundle);
   const source = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
-  const file = cacheFileFor(bundle, argv, env);
+  const file = cacheFileFor(bytes, argv, env);
   const cachedData = readCache(file);
   const script = new vm.Script(`(function (exports, require, module, __filename, __dirname, __scMetaUrl) {${source}\n})`, { filename: bundle, cachedData });
   const module = { exports: {} };

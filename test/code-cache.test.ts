@@ -3,15 +3,16 @@
 // a command does or prints. Runs the bundle (STAGECOMMIT_BUNDLE=1), as the installed package does.
 
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { cli, type CliResult } from './helpers/cli.js';
 
-const BUNDLE = new URL('../../dist/bundle/cli.cjs', import.meta.url);
+const BUNDLE = fileURLToPath(new URL('../../dist/bundle/cli.cjs', import.meta.url));
 
 /** A cache file as the loader writes it: its header's checksum is its code's (V8's code differs run to run). */
 function isWholeCache(bytes: Buffer): boolean {
@@ -96,31 +97,17 @@ describe('the code cache of the CLI bundle', () => {
     }
   });
 
-  test('a cache of another build of the bundle is not used: a changed bundle gets a cache of its own', async () => {
+  test("caches of other builds go once untouched for 30 days, and a killed run's temporary file after a day; this build's stay", async () => {
     const home = path.join(work, 'rebuilt');
-    await status(home);
-    const [first] = await cacheFiles(home);
-    const { atime, mtime } = await stat(BUNDLE);
-    try {
-      await utimes(BUNDLE, atime, new Date(mtime.getTime() + 1000));
-      assert.deepEqual(seen(await status(home)), seen(expected));
-    } finally {
-      await utimes(BUNDLE, atime, mtime);
-    }
-    const files = await cacheFiles(home);
-    assert.equal(files.length, 2);
-    assert.ok(files.includes(first!));
-    // A cache of another build goes when a new one is written, once untouched for 30 days; this
-    // build's stays however old. (Restoring the bundle's time may have changed its key: its
-    // nanoseconds do not survive utimes, so the cache of this build is the one a run now uses.)
     const dir = path.join(home, 'stagecommit');
-    await rm(dir, { recursive: true });
     await status(home);
     const [current] = await cacheFiles(home);
     const stale = 'cli-stage-s3-0123456789abcdef01234567.cache';
     const recent = 'cli-stage-s3-89abcdef0123456789abcdef.cache';
     const mine = current!.replace(/^cli-status-/, 'cli-jobs-');
-    for (const [name, daysAgo] of [[stale, 31], [recent, 29], [mine, 31]] as const) {
+    const tmpOld = `${mine}.1234.0badc0de.tmp`;
+    const tmpNew = `${mine}.1235.0badc0de.tmp`;
+    for (const [name, daysAgo] of [[stale, 31], [recent, 29], [mine, 31], [tmpOld, 2], [tmpNew, 0]] as const) {
       await writeFile(path.join(dir, name), 'x');
       const t = new Date(Date.now() - daysAgo * 24 * 3600 * 1000);
       await utimes(path.join(dir, name), t, t);
@@ -131,6 +118,8 @@ describe('the code cache of the CLI bundle', () => {
     const left = await cacheFiles(home);
     assert.ok(!left.includes(stale) && left.includes(recent), left.join(', '));
     assert.ok(left.includes(mine), `this build's cache stays, however old: ${left.join(', ')}`);
+    const temps = (await readdir(dir)).filter((n) => n.endsWith('.tmp'));
+    assert.deepEqual(temps, [tmpNew], 'a temporary file a day old goes, a younger one (being written) stays');
   });
 
   test('a cache dir that cannot be written, or is not a dir, changes nothing a user sees', async () => {
@@ -157,6 +146,51 @@ describe('the code cache of the CLI bundle', () => {
     } finally {
       await chmod(path.join(readOnly, 'stagecommit'), 0o700);
     }
+  });
+
+  test('a cache that another user could have written is neither used nor written into', async () => {
+    const home = path.join(work, 'shared');
+    await status(home);
+    const dir = path.join(home, 'stagecommit');
+    const [name] = await cacheFiles(home);
+    const file = path.join(dir, name!);
+    // Writable by others: not used, and replaced by one of our own.
+    await chmod(file, 0o666);
+    assert.deepEqual(seen(await status(home)), seen(expected));
+    assert.equal((await stat(file)).mode & 0o777, 0o600, 'replaced by a cache only we may write');
+    // In a dir others may write: not used, nothing written there.
+    await rm(file);
+    await chmod(dir, 0o777);
+    assert.deepEqual(seen(await status(home)), seen(expected));
+    assert.deepEqual(await cacheFiles(home), []);
+    await chmod(dir, 0o700);
+  });
+
+  test('a bundle replaced by other bytes of the same size, time and inode (a redeploy from a tarball) runs its own code', async () => {
+    // A copy of the package: bin/, the bundle, package.json and the runtime dependency.
+    const root = new URL('../../', import.meta.url);
+    const pkg = path.join(work, 'pkg');
+    await mkdir(path.join(pkg, 'dist', 'bundle'), { recursive: true });
+    await cp(new URL('bin/', root), path.join(pkg, 'bin'), { recursive: true });
+    await cp(new URL('package.json', root), path.join(pkg, 'package.json'));
+    await symlink(fileURLToPath(new URL('node_modules', root)), path.join(pkg, 'node_modules'));
+    const bundle = path.join(pkg, 'dist', 'bundle', 'cli.cjs');
+    await cp(BUNDLE, bundle);
+    const then = new Date('1985-10-26T08:15:00Z'); // what `npm pack` stamps on every file
+    await utimes(bundle, then, then);
+    const home = path.join(work, 'redeploy');
+    const help = () => spawnSync(process.execPath, [path.join(pkg, 'bin', 'stagecommit.js'), '--help'], { encoding: 'utf8', env: { ...process.env, XDG_CACHE_HOME: home } });
+    assert.match(help().stdout, /All-or-nothing batch writes/);
+    assert.equal((await cacheFiles(home)).length, 1);
+    // The same length, written in place (same inode), the time set back.
+    const bytes = await readFile(bundle);
+    const at = bytes.indexOf('All-or-nothing batch writes');
+    bytes.write('All-or-NOTHING batch writes', at, 'latin1');
+    await writeFile(bundle, bytes);
+    await utimes(bundle, then, then);
+    const r = help();
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /All-or-NOTHING batch writes/, 'the new bundle, not the code cached for the old one');
   });
 
   test('STAGECOMMIT_CODE_CACHE=off reads and writes no cache', async () => {
