@@ -1,8 +1,14 @@
 // The order in which a local tree's directories are removed (src/store/local-tree.ts): in turns
-// by parent, every path exactly once, whatever the shape (one parent of many, many of one).
+// by parent, every path exactly once, whatever the shape (one parent of many, many of one); and
+// mkdirs, which makes a directory's missing parents one level at a time.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { StoreError } from '../src/errors.js';
+import { LocalStore } from '../src/store/local.js';
 import { byParentInTurns } from '../src/store/local-tree.js';
 
 test('paths come in turns by parent: the first child of each parent, then the second, …', () => {
@@ -19,4 +25,22 @@ test('a skewed level (20,000 parents of one child beside one parent of 20,000) k
   assert.deepEqual([...out].sort(), [...paths].sort());
   // The lone children all come in the first turn, the big parent's in its turns after.
   assert.equal(out[20_001], '/s/many/1');
+});
+
+test('mkdirs makes every missing level, accepts one that exists, and fails (never spins) where a parent exists but mkdir says it does not', async () => {
+  const store = new LocalStore();
+  const root = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-mkdirs-'));
+  try {
+    await store.mkdirs(path.join(root, 'a', 'b', 'c'));
+    assert.equal((await stat(path.join(root, 'a', 'b', 'c'))).isDirectory(), true);
+    await store.mkdirs(path.join(root, 'a', 'b'));
+    await writeFile(path.join(root, 'f'), 'x');
+    await assert.rejects(store.mkdirs(path.join(root, 'f', 'g')), StoreError);
+    await assert.rejects(store.mkdirs(path.join(root, 'f')), StoreError);
+    // Under /proc/self, mkdir says "no such file" of a parent that exists: Node's recursive
+    // mkdir spun a core for ever there (a stage --target under /proc never returned).
+    await assert.rejects(store.mkdirs('/proc/self/stagecommit-test/x'), (e: unknown) => e instanceof StoreError && /ENOENT/.test((e as Error).message));
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
 });

@@ -144,3 +144,26 @@ export async function removeTreeLocal(root: string): Promise<void> {
     });
   }
 }
+
+/**
+ * `mkdir -p`, one plain mkdir a level, each tried once more after its parent is made. Node's
+ * recursive mkdir never returns where mkdir says "no such file" of a parent that exists (a target
+ * under /proc/self spun a core for ever).
+ */
+export async function mkdirsOnce(p: string): Promise<void> {
+  try {
+    await fs.mkdir(p);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') {
+      if ((await fs.stat(p)).isDirectory()) return;
+      throw e;
+    }
+    const parent = posix.dirname(p);
+    if (code !== 'ENOENT' || parent === p) throw e;
+    await mkdirsOnce(parent);
+    await fs.mkdir(p).catch(async (again: NodeJS.ErrnoException) => {
+      if (again.code !== 'EEXIST' || !(await fs.stat(p)).isDirectory()) throw again;
+    });
+  }
+}

@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { StoreError } from '../errors.js';
 import { checkWritableLocal } from './local-access.js';
-import { code, eachInTreeLocal, kindOf, listTreeLocal, removeTreeLocal, wrap } from './local-tree.js';
+import { code, eachInTreeLocal, kindOf, listTreeLocal, mkdirsOnce, removeTreeLocal, wrap } from './local-tree.js';
 import { tempPathFor } from './temp-names.js';
 import type { Entry, ListOptions, RenameOptions, RenamePair, Store, StoreCapabilities } from './types.js';
 
@@ -162,7 +162,7 @@ export class LocalStore implements Store {
 
   async mkdirs(p: string): Promise<void> {
     try {
-      await fs.mkdir(p, { recursive: true });
+      await mkdirsOnce(p);
     } catch (e) {
       throw wrap(e, 'mkdirs', [p]);
     }
@@ -278,3 +278,4 @@ export class LocalStore implements Store {
     }
   }
 }
+
