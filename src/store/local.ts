@@ -278,4 +278,3 @@ export class LocalStore implements Store {
     }
   }
 }
-
