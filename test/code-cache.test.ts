@@ -26,7 +26,7 @@ describe('the code cache of the CLI bundle', () => {
   let handle: string;
   let expected: CliResult;
 
-  /** `stagecommit status` of one local job with the cache in `home` (undefined: caching left to its default). */
+  /** `stagecommit status` of one local job, its code cache kept under `home` (XDG_CACHE_HOME). */
   const status = (home: string, env: Record<string, string | undefined> = {}) =>
     cli(['status', '--job', handle, '--json'], { cwd: work, env: { STAGECOMMIT_BUNDLE: '1', XDG_CACHE_HOME: home, ...env } });
   const cacheFiles = async (home: string) => (await readdir(path.join(home, 'stagecommit')).catch(() => [] as string[])).sort();
