@@ -34,13 +34,8 @@ const COMMANDS = new Set(['stage', 'commit-task', 'commit-job', 'abort', 'recove
  * and a user's first run on S3 is a `stage`, not the `commit-job` that later runs most often.
  */
 function codePath(argv) {
-  let store = 'local';
-  for (const a of argv) {
-    if (/(?:^|=)s3a?:\/\//i.test(a)) store = 's3';
-    else if (/(?:^|=)(?:s?webhdfs|hdfs):\/\//i.test(a)) store = 'hdfs';
-    else continue;
-    break;
-  }
+  const uri = argv.find((a) => /(?:^|=)(?:s3a?|s?webhdfs|hdfs):\/\//i.test(a));
+  const store = uri === undefined ? 'local' : /(?:^|=)s3a?:/i.test(uri) ? 's3' : 'hdfs';
   return `${argv.find((a) => COMMANDS.has(a)) ?? 'other'}-${store}`;
 }
 

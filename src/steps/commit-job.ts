@@ -147,7 +147,7 @@ async function removeSuccessTemps(store: Store, targetPath: string): Promise<voi
 export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<CommitJobResult> {
   try {
     const readAhead = (open: OpenJob) => (open.state === 'staged' ? startPlanReads(env, open) : undefined);
-    return await runStep(env, input.stagingPath, { name: 'commit-job', lease: true, readAhead }, (open, lease, ahead) => commitJobLocked(env, open, lease, undefined, ahead));
+    return await runStep(env, input.stagingPath, { name: 'commit-job', lease: true, readAhead }, (open, lease, ahead) => commitJobLocked(env, open, lease, { ahead }));
   } catch (e) {
     // A retried commit-job of a job that did commit is a success, not bad input (DESIGN §8).
     const done = e instanceof JobGoneError ? e.committed : null;
@@ -188,13 +188,17 @@ async function planAppeared(env: StepEnv, open: OpenJob, plan: PersistedPlan): P
   );
 }
 
-/** commit-job's work, for a caller that holds the job lease (commit-job itself, recover). */
-export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lease, held?: HeldPlan, ahead?: PlanReads): Promise<CommitJobResult> {
+/**
+ * commit-job's work, for a caller that holds the job lease (commit-job itself, recover).
+ * `known.held`: the plan the caller read under the lease (recover); `known.ahead`: the planning
+ * reads the runner started for this job, given only while it is still staged (commit-job).
+ */
+export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lease, known: { held?: HeldPlan; ahead?: PlanReads } = {}): Promise<CommitJobResult> {
   const { store } = env;
   const { job, layout } = opened;
   if (opened.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`);
   // Under the lease, a job that openJob found before its commit point has no plan to read.
-  const { open, plan: found } = held ?? (await readHeldPlan(env, opened));
+  const { open, plan: found } = known.held ?? (await readHeldPlan(env, opened));
   let plan = found;
   const outcome = plan ? 'rolled-forward' : 'committed';
   if (!plan && open.state === 'committed') {
@@ -208,8 +212,7 @@ export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lea
   if (plan) await checkHeldEntry(env, open, plan);
   let listing: LogListing | undefined;
   if (!plan) {
-    // Reads started for the job as staged serve only if it still is (a held plan may have been dropped).
-    ({ plan, listing } = await preparePlan(env, open, false, open === opened ? ahead : undefined));
+    ({ plan, listing } = await preparePlan(env, open, false, known.ahead));
     env.emit({ type: 'phase', label: 'writing the commit plan' });
     if (!(await writePlan(store, layout, plan))) await planAppeared(env, open, plan);
   }

@@ -59,7 +59,7 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
   const held = await readHeldPlan(env, opened);
   if (held.open.state === 'committing' || held.open.state === 'committed') {
     env.emit({ type: 'phase', label: 'rolling the commit forward' });
-    await commitJobLocked(env, held.open, lease, held);
+    await commitJobLocked(env, held.open, lease, { held });
     return { ...base, state: 'committed', rolledForward: true };
   }
 
