@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { StoreError } from '../src/errors.js';
@@ -37,6 +37,9 @@ test('mkdirs makes every missing level, accepts one that exists, and fails (neve
     await writeFile(path.join(root, 'f'), 'x');
     await assert.rejects(store.mkdirs(path.join(root, 'f', 'g')), StoreError);
     await assert.rejects(store.mkdirs(path.join(root, 'f')), StoreError);
+    // A dangling symlink in the way is mkdir's own "exists", as with a file there.
+    await symlink('nowhere', path.join(root, 'dangling'));
+    await assert.rejects(store.mkdirs(path.join(root, 'dangling', 'x')), (e: unknown) => e instanceof StoreError && /EEXIST/.test((e as Error).message));
     // Under /proc/self, mkdir says "no such file" of a parent that exists: Node's recursive
     // mkdir spun a core for ever there (a stage --target under /proc never returned).
     await assert.rejects(store.mkdirs('/proc/self/stagecommit-test/x'), (e: unknown) => e instanceof StoreError && /ENOENT/.test((e as Error).message));

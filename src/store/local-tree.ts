@@ -156,14 +156,17 @@ export async function mkdirsOnce(p: string): Promise<void> {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') {
-      if ((await fs.stat(p)).isDirectory()) return;
+      // Something not a directory (a file, a dangling symlink) is in the way: mkdir's own error.
+      if (await isDir(p)) return;
       throw e;
     }
     const parent = posix.dirname(p);
     if (code !== 'ENOENT' || parent === p) throw e;
     await mkdirsOnce(parent);
     await fs.mkdir(p).catch(async (again: NodeJS.ErrnoException) => {
-      if (again.code !== 'EEXIST' || !(await fs.stat(p)).isDirectory()) throw again;
+      if (again.code !== 'EEXIST' || !(await isDir(p))) throw again;
     });
   }
 }
+
+const isDir = (p: string) => fs.stat(p).then((s) => s.isDirectory(), () => false);
