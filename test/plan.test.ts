@@ -3,6 +3,8 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { buildTree, planCommit, type PlanInput, type SourceTree, type TargetKind, type TargetSnapshot } from '../src/plan/plan.js';
 import { copiesInFlight } from '../src/plan/apply.js';
 
@@ -126,4 +128,22 @@ test('server-side copies in flight are paced by their bytes: 16 of 8 MiB, 32 of 
   assert.equal(copiesInFlight(copies(8 * 1024 ** 2), 4), 2);
   assert.equal(copiesInFlight([{ op: 'copy', from: 's:a', to: 't:a', upload: { id: 'u', etags: ['e'], size: 1024 ** 3 } }], 32), 32, 'a completion moves no bytes');
   assert.equal(copiesInFlight([{ op: 'mkdir', path: 't:x' }], 32), 32);
+});
+
+test('the output tree keeps its file names, not the paths they were cut from (DESIGN §9: a million files)', () => {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  // 10,000 paths of 4 KiB each (a long directory name): kept whole, they would be 40 MB.
+  const treeOfLongPaths = () => {
+    const dir = 'd'.repeat(4096);
+    const files = Array.from({ length: 10_000 }, (_, i) => ({ path: `${dir}/part-${String(i).padStart(8, '0')}.csv`, size: 1 }));
+    return buildTree([{ task: '0', root: '_temporary/0/0', files }]);
+  };
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const tree = treeOfLongPaths();
+  gc();
+  const kept = process.memoryUsage().heapUsed - before;
+  assert.equal(tree.files, 10_000);
+  assert.ok(kept < 10e6, `the tree of 10,000 files holds ${(kept / 1e6).toFixed(1)} MB: the paths its names were cut from`);
 });

@@ -1,6 +1,7 @@
 // The job's output as one tree: where each file comes from, and clashes with the target.
 
 import { ConflictError } from '../errors.js';
+import { ownString } from '../util/own-string.js';
 import type { Loc, SourceFile, SourceTree, TargetSnapshot } from './types.js';
 
 export interface FileInfo {
@@ -49,13 +50,17 @@ export class OutputTree {
 
   /** Adds a file of source `si`; two files with one destination are an error before the commit point. */
   add(si: number, path: string, size: number, upload?: SourceFile['upload']): void {
-    const segs = path.split('/');
-    const leaf = segs.pop()!;
+    const cut = path.lastIndexOf('/');
+    const segs = cut < 0 ? [] : path.slice(0, cut).split('/');
+    const leaf = ownString(path.slice(cut + 1));
     let node = this.root;
     node.sources.set(si, (node.sources.get(si) ?? 0) + 1);
     for (const [i, seg] of segs.entries()) {
       let child = node.children.get(seg);
-      if (child === undefined) node.children.set(seg, (child = newNode(seg)));
+      if (child === undefined) {
+        const name = ownString(seg);
+        node.children.set(name, (child = newNode(name)));
+      }
       if (typeof child === 'number') throw this.fileAndDir(this.sourceOf[child]!, si, segs.slice(0, i + 1).join('/'), path);
       node = child;
       node.sources.set(si, (node.sources.get(si) ?? 0) + 1);
