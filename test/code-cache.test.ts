@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { cli, type CliResult } from './helpers/cli.js';
+import { BIN, cli, type CliResult } from './helpers/cli.js';
 
 const BUNDLE = fileURLToPath(new URL('../../dist/bundle/cli.cjs', import.meta.url));
 
@@ -208,5 +208,13 @@ describe('the code cache of the CLI bundle', () => {
     const before = await stat(path.join(home, 'stagecommit', files[0]!));
     assert.deepEqual(seen(await status(home)), seen(expected));
     assert.equal((await stat(path.join(home, 'stagecommit', files[0]!))).mtimeMs, before.mtimeMs, 'the cache the race left is whole: it is used, not written again');
+  });
+
+  test('a node told to freeze its flags runs the CLI: the heap growth the CLI sets is left alone', async () => {
+    const home = path.join(work, 'frozen');
+    for (const flags of [['--freeze-flags-after-init'], ['--heap-growing-percent=200']]) {
+      const r = spawnSync(process.execPath, [...flags, BIN, 'status', '--job', handle, '--json'], { cwd: work, encoding: 'utf8', env: { ...process.env, STAGECOMMIT_BUNDLE: '1', XDG_CACHE_HOME: home } });
+      assert.deepEqual(seen({ code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr }), seen(expected), flags.join(' '));
+    }
   });
 });
