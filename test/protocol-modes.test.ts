@@ -76,6 +76,31 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(await readTree(sb.store, target), before);
     });
 
+    test('append: a file where the target has a directory is exit 4 naming it, nothing changed; a v2 task refused so is left free to commit other files', async () => {
+      const target = posix.join(dir(), 'events');
+      const before = { 'dt=1/x.csv/inner': 'old' };
+      await writeTree(sb.store, target, before);
+      const clash = /'dt=1\/x.csv' is a file in the job's output but a directory in the target/;
+      const v1 = await prepare(sb, { target, mode: 'append', partitionBy: 'dt' }, [{ task: '0', partition: ['dt=1'], files: { 'x.csv': 'new' } }]);
+      const r = await commitJob(sb, v1);
+      assert.equal(r.code, 4, r.stderr);
+      assert.match(r.stderr, clash);
+      assert.equal((await cli(['abort', '--job', v1], { env: sb.env })).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), before);
+
+      const v2 = await stage(sb, { target, mode: 'append', algorithm: 'v2', partitionBy: 'dt' });
+      await stageTask(sb, v2, { task: '0', partition: ['dt=1'], files: { 'x.csv': 'new' } });
+      const t = await commitTask(sb, v2, '0');
+      assert.equal(t.code, 4, t.stderr);
+      assert.match(t.stderr, clash);
+      assert.deepEqual(data(await readTree(sb.store, target)), before);
+      await stageTask(sb, v2, { task: '0', attempt: 1, partition: ['dt=1'], files: { 'y.csv': 'y' } });
+      const again = await commitTask(sb, v2, '0', 1);
+      assert.equal(again.code, 0, again.stderr);
+      assert.equal((await commitJob(sb, v2)).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { ...before, 'dt=1/y.csv': 'y' });
+    });
+
     test('overwrite (no partitions): data replaced, other writers\' _temporary and .spark-staging left alone', async () => {
       const target = posix.join(dir(), 'tbl');
       await writeTree(sb.store, target, {

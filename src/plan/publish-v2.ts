@@ -12,6 +12,13 @@ import { buildTree, planTree, type CommitPlan, type SourceTree } from './plan.js
 import { identicalClashes, snapshotTarget } from './target.js';
 
 export async function publishV2(ctx: { store: Store; concurrency: number }, layout: JobLayout, job: JobManifest, attemptDir: string, files: readonly TaskFile[]): Promise<CommitPlan> {
+  const plan = await planV2(ctx, layout, job, attemptDir, files);
+  await applyPhases({ store: ctx.store, stagingPath: layout.root, targetPath: job.targetPath, concurrency: ctx.concurrency }, plan.phases);
+  return plan;
+}
+
+/** What publishing the task would do; an append clash or a file where the target has a directory is a ConflictError. */
+export async function planV2(ctx: { store: Store; concurrency: number }, layout: JobLayout, job: JobManifest, attemptDir: string, files: readonly TaskFile[]): Promise<CommitPlan> {
   const { store, concurrency } = ctx;
   // Files already published by an interrupted run of this commit are no longer in the attempt dir.
   const present = new Set((await attemptFiles(store, attemptDir)).map((e) => e.name));
@@ -20,7 +27,5 @@ export async function publishV2(ctx: { store: Store; concurrency: number }, layo
   const target = await snapshotTarget(store, job.targetPath, tree, [], concurrency);
   const identical = await identicalClashes(store, layout, job.targetPath, sources, tree, target, concurrency);
   for (const rel of identical) tree.remove(rel);
-  const plan = planTree({ mode: 'append', replaceUnits: [], strategy: publishStrategy(store), sources, target, identical }, tree, job.partitionBy.length);
-  await applyPhases({ store, stagingPath: layout.root, targetPath: job.targetPath, concurrency }, plan.phases);
-  return plan;
+  return planTree({ mode: 'append', replaceUnits: [], strategy: publishStrategy(store), sources, target, identical }, tree, job.partitionBy.length);
 }

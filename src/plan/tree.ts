@@ -193,7 +193,7 @@ export function findClashes(tree: OutputTree, target: TargetSnapshot): string[] 
     if (!listed) return;
     for (const [name, c] of node.children) {
       if (typeof c !== 'number') visit(c, join(rel, name));
-      else if (listed.has(name)) out.push(join(rel, name));
+      else if (listed.get(name) === 'file') out.push(join(rel, name));
     }
   };
   visit(tree.root, '');

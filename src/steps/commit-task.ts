@@ -10,7 +10,7 @@ import { SUCCESS_FILE, taskAttemptName, taskOfAttempt, type JobLayout } from '..
 import { checkStagedOnce, readAttemptUploads, settleAttemptUploads, type AttemptUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
 import { attemptFiles, eachAttemptFile } from '../job/tasks.js';
-import { publishV2 } from '../plan/publish-v2.js';
+import { planV2, publishV2 } from '../plan/publish-v2.js';
 import { promoteOutput } from '../store/operations.js';
 import { requireState, type OpenJob } from '../job/open.js';
 import type { StepEnv } from './env.js';
@@ -103,6 +103,8 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   const attemptDir = layout.attemptDir(app, taskAttempt);
   // Checked before the decision: output refused here leaves the attempt free to abort or fix.
   const output = before ? null : await attemptOutput(env, layout, job, task, taskAttempt);
+  // So is a v2 task whose files cannot go into the target (an append clash): planned again once claimed.
+  if (output && job.algorithm === 'v2') await planV2(env, layout, job, attemptDir, taskFilesOf(output.files));
 
   let claim: ClaimHeader;
   let files: ClaimFiles;
