@@ -77,6 +77,12 @@ describe('planner', () => {
     assert.deepEqual(r.partitionsReplaced, ['dt=1']);
   });
 
+  test('dynamic overwrite of two partitions: the trash dir is made once', () => {
+    const r = plan({ mode: 'overwrite', replaceUnits: ['dt=1', 'dt=2'], sources: [src('0', ['dt=1/new']), src('1', ['dt=2/new'])], target: target({ '': ['dt=1/', 'dt=2/'], 'dt=1': ['old'], 'dt=2': ['old'] }) });
+    assert.deepEqual(ops(r).filter((o) => o.op === 'mkdir'), [{ op: 'mkdir', path: 's:_trash' }]);
+    assert.equal(count(r, 'swap'), 2);
+  });
+
   test('overwrite keeps non-data entries: files replaced in place, old data deleted last', () => {
     const r = plan({ mode: 'overwrite', replaceUnits: ['dt=1'], sources: [src('0', ['dt=1/a', 'dt=1/new'])], target: target({ '': ['dt=1/'], 'dt=1': ['a', 'gone', '_temporary/', '.hidden'] }) });
     const last = r.phases.at(-1)!;

@@ -13,6 +13,7 @@ export class Planner {
   private readonly replaceUnits: Set<string>;
   private readonly deletes: PlanOp[] = [];
   private readonly replaced = new Set<string>();
+  private readonly madeDirs = new Set<string>();
 
   /** Directories (and files) move by rename; else each file is copied. */
   private readonly renames: boolean;
@@ -25,6 +26,14 @@ export class Planner {
   private add(phase: number, op: PlanOp): void {
     while (this.phases.length <= phase) this.phases.push([]);
     this.phases[phase]!.push(op);
+  }
+
+  /** A mkdir, once per phase: two partitions parked under one trash dir need it made once. */
+  private mkdir(phase: number, path: Loc): void {
+    const key = `${phase} ${path}`;
+    if (this.madeDirs.has(key)) return;
+    this.madeDirs.add(key);
+    this.add(phase, { op: 'mkdir', path });
   }
 
   private src(si: number, rel: string): Loc {
@@ -120,7 +129,7 @@ export class Planner {
     const direct = node.file || rest.length === 1 || !this.renames || dest.startsWith('s:');
     if (direct) return this.moveIntoAbsent(node, rel, dest, placed, phase);
     const staged = 's:' + join(OUTPUT_DIR, rel);
-    this.add(phase, { op: 'mkdir', path: 's:' + posix.dirname(join(OUTPUT_DIR, rel)) });
+    this.mkdir(phase, 's:' + posix.dirname(join(OUTPUT_DIR, rel)));
     const last = this.moveIntoAbsent(node, rel, staged, placed, phase + 1);
     this.add(last + 1, { op: 'move', from: staged, to: dest, dir: true });
     return last + 1;
@@ -182,7 +191,7 @@ export class Planner {
     const root = this.tree.root;
     const sources = [...root.sources.keys()];
     if (sources.length === 0) {
-      this.add(0, { op: 'mkdir', path: 't:' });
+      this.mkdir(0, 't:');
     } else if (sources.length === 1 && this.renames) {
       this.add(0, { op: 'move', from: this.src(sources[0]!, ''), to: 't:', dir: true });
     } else if (this.renames) {
@@ -208,7 +217,7 @@ export class Planner {
       swapped.add(u);
       const trash = 's:' + join(TRASH_DIR, u);
       const parentTrash = 's:' + posix.dirname(join(TRASH_DIR, u));
-      this.add(0, { op: 'mkdir', path: parentTrash });
+      this.mkdir(0, parentTrash);
       let from: Loc;
       let phase = 1;
       const rest = this.remaining(node, new Set());
@@ -216,7 +225,7 @@ export class Planner {
         from = this.src(rest[0]!, u);
       } else {
         from = 's:' + join(OUTPUT_DIR, u);
-        this.add(0, { op: 'mkdir', path: 's:' + posix.dirname(join(OUTPUT_DIR, u)) });
+        this.mkdir(0, 's:' + posix.dirname(join(OUTPUT_DIR, u)));
         phase = this.moveIntoAbsent(node, u, from, new Set(), 1) + 1;
       }
       this.add(phase, { op: 'swap', path: 't:' + u, trash, from, dir: !node.file });
