@@ -1,15 +1,17 @@
 // The order in which a local tree's directories are removed (src/store/local-tree.ts): in turns
 // by parent, every path exactly once, whatever the shape (one parent of many, many of one); and
-// mkdirs, which makes a directory's missing parents one level at a time.
+// mkdirs, which makes a directory's missing parents one level at a time; and a walk meeting a
+// file name that is not valid UTF-8.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { mkdtemp, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { StoreError } from '../src/errors.js';
 import { LocalStore } from '../src/store/local.js';
 import { byParentInTurns } from '../src/store/local-tree.js';
+import { cli } from './helpers/cli.js';
 
 test('paths come in turns by parent: the first child of each parent, then the second, …', () => {
   const paths = ['/s/a/1', '/s/a/2', '/s/a/3', '/s/b/1', '/s/c/1', '/s/c/2'];
@@ -43,6 +45,34 @@ test('mkdirs makes every missing level, accepts one that exists, and fails (neve
     // Under /proc/self, mkdir says "no such file" of a parent that exists: Node's recursive
     // mkdir spun a core for ever there (a stage --target under /proc never returned).
     await assert.rejects(store.mkdirs('/proc/self/stagecommit-test/x'), (e: unknown) => e instanceof StoreError && /ENOENT/.test((e as Error).message));
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+test('commit-task refuses a file whose name is not valid UTF-8 (exit 2, nothing committed), lists a name that holds U+FFFD, and commits once the name is fixed', async () => {
+  const root = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-names-'));
+  try {
+    const target = path.join(root, 't');
+    const ok = async (args: string[]) => {
+      const r = await cli(args);
+      assert.equal(r.code, 0, r.stderr);
+      return r.stdout.trim();
+    };
+    const job = await ok(['stage', '--target', target, '--mode', 'create', '--quiet']);
+    const dir = await ok(['stage', '--job', job, '--task', '0', '--print-path']);
+    await mkdir(path.join(dir, 'sub'), { recursive: true });
+    const bad = Buffer.concat([Buffer.from(path.join(dir, 'sub', 'bad-')), Buffer.from([0xe9]), Buffer.from('.csv')]);
+    await writeFile(bad, 'x');
+    await writeFile(path.join(dir, 'ok-\uFFFD.csv'), 'y');
+    const refused = await cli(['commit-task', '--job', job, '--task', '0']);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /holds a file whose name is not valid UTF-8 \(read as 'sub\/bad-\uFFFD\.csv'\): rename it in UTF-8 and run commit-task again \(nothing was committed\)/);
+    await rename(bad, path.join(dir, 'sub', 'bad-\u00e9.csv'));
+    await ok(['commit-task', '--job', job, '--task', '0']);
+    await ok(['commit-job', '--job', job]);
+    assert.equal(await readFile(path.join(target, 'sub', 'bad-\u00e9.csv'), 'utf8'), 'x');
+    assert.equal(await readFile(path.join(target, 'ok-\uFFFD.csv'), 'utf8'), 'y');
   } finally {
     await rm(root, { recursive: true, force: true });
   }

@@ -17,6 +17,7 @@ import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
 import { checkKept, checkNotOverlooked } from './task-race.js';
 import type { Entry } from '../store/types.js';
+import { mapLimit } from '../util/pool.js';
 
 export interface CommitTaskInput {
   readonly stagingPath: string;
@@ -184,9 +185,11 @@ async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, 
   const versions = new VersionDigest();
   const others: Entry[] = [];
   const markers: Entry[] = [];
+  const replaced: string[] = [];
   const walked = eachAttemptFile(store, attemptDir, { details: true, removeTemps: true, others }, (e) => {
     if (isWriterMarker(posix.basename(e.name))) markers.push(e);
     else {
+      if (e.name.includes('\uFFFD')) replaced.push(e.name);
       found.add(e.name, e.size);
       versions.add(e.name, e.version);
     }
@@ -197,6 +200,7 @@ async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, 
   if (dir !== null && dir.kind !== 'dir') {
     throw new UsageError(`${taskAttempt}'s dir ${store.toUri(attemptDir)} is a file: the writer wrote its output at the path --print-path gave, not under it; move it under that path (e.g. ${store.toUri(attemptDir)}/part-00000) and run commit-task again (nothing was committed)`);
   }
+  await checkNamesRoundTrip(store, attemptDir, replaced, taskAttempt);
   if (others.length) {
     const what = others[0]!.kind === 'symlink' ? 'a symbolic link' : "a pipe, socket or device; on S3, a key ending in '/' that holds bytes";
     throw new UsageError(`${taskAttempt} holds '${others[0]!.name}', which is not a regular file (${what}): a task's output is files only; remove it and run commit-task again (nothing was committed)`);
@@ -206,6 +210,15 @@ async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, 
   if (found.length + uploads.files.length === 0 && dir === null) throw await notStaged(store, layout, job, task, taskAttempt);
   const prefix = staticPrefix(job);
   return { files: found.encode(uploads.files, (path) => checkTaskFile(job, path, prefix)), pending: uploads, versionDigest: versions.value() };
+}
+
+/**
+ * A local file name that is not valid UTF-8 reads back with U+FFFD in it, a name no file has:
+ * refused here, not at commit-job. (A name that truly holds U+FFFD is found again.)
+ */
+async function checkNamesRoundTrip(store: StepEnv['store'], attemptDir: string, names: readonly string[], taskAttempt: string): Promise<void> {
+  const missing = (await mapLimit(names.slice(0, 100), 8, async (n) => ((await store.stat(posix.join(attemptDir, n))) === null ? n : null))).find((n) => n !== null);
+  if (missing) throw new UsageError(`${taskAttempt} holds a file whose name is not valid UTF-8 (read as '${missing}'): rename it in UTF-8 and run commit-task again (nothing was committed)`);
 }
 
 /** Why an attempt has no dir: aborted (its decision says so), or never staged in this app attempt. */
