@@ -1,18 +1,8 @@
 #!/usr/bin/env node
-// Entry point: more threads for parallel file moves, a heap that grows by half, quiet about the
-// AWS SDK's notice that future releases will need Node 22 (Node 20 is supported today), calm
-// about a closed stdout, then the CLI.
+// Entry point: more threads for parallel file moves, quiet about the AWS SDK's notice that
+// future releases will need Node 22 (Node 20 is supported today), calm about a closed stdout,
+// then the CLI.
 process.env.UV_THREADPOOL_SIZE ??= '128';
-// A commit of a million files holds its output tree, about 100 MB. V8 lets the heap grow to about
-// three times what its last full collection kept before it collects again: 330 MB at its peak.
-// Growing by half instead peaks at 260 MB (DESIGN §9 asks for at most 300) for about 5% more time.
-// Set before any of our code is compiled, so the code cache (load-cli.js) sees the same flags;
-// not over a growth the user asked node for, nor when node was told to freeze its flags (V8 would
-// abort the process).
-if (!process.execArgv.some((a) => /^--(?:heap[-_]growing[-_]percent|freeze[-_]flags[-_]after[-_]init)\b/.test(a))) {
-  const v8 = await import('node:v8');
-  v8.setFlagsFromString('--heap-growing-percent=50');
-}
 const emitWarning = process.emitWarning.bind(process);
 process.emitWarning = (warning, ...rest) => {
   if (String(warning).startsWith('NodeVersionSupportWarning')) return;

@@ -66,6 +66,7 @@ for (const fx of storeFixtures()) {
       const done = await sc.commitJob({ job: staged.handle, env, onProgress: (e) => events.push(e) });
       assert.equal(done.files, 1);
       assert.ok(events.some((e) => e.type === 'phase' && /publishing/.test(e.label)));
+      assert.deepEqual(events.filter((e) => e.type === 'output'), [{ type: 'output', files: 1 }], 'the count of the files, once, before they are read');
       assert.deepEqual(data(await readTree(sb.store, target)), { 'a.csv': 'a' });
       const bad = await sc.stage({ target: sb.uri(target), mode: 'bogus' as never, env }).catch((e: unknown) => e);
       assert.ok(bad instanceof sc.StagecommitError);

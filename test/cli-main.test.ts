@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
+import { MANY_FILES, tightenHeapFor } from '../src/cli/heap.js';
 import { runMain } from './helpers/main.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
@@ -39,6 +40,14 @@ for (const fx of storeFixtures()) {
     });
   });
 }
+
+test('the heap is tightened once, for a job of 100,000 files or more, never over the flags node was given', () => {
+  assert.equal(tightenHeapFor(99_999, []), false, 'a small job');
+  assert.equal(tightenHeapFor(MANY_FILES, ['--freeze-flags-after-init']), false, 'V8 would abort the process');
+  assert.equal(tightenHeapFor(MANY_FILES, ['--heap-growing-percent=200']), false, "the user's own growth");
+  assert.equal(tightenHeapFor(MANY_FILES, ['--max-old-space-size=4096']), true);
+  assert.equal(tightenHeapFor(2 * MANY_FILES, []), false, 'set once');
+});
 
 describe('main() in-process, no store', () => {
   test('--help goes to the given stdout and exits 0', async () => {

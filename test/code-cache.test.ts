@@ -210,7 +210,7 @@ describe('the code cache of the CLI bundle', () => {
     assert.equal((await stat(path.join(home, 'stagecommit', files[0]!))).mtimeMs, before.mtimeMs, 'the cache the race left is whole: it is used, not written again');
   });
 
-  test('a node told to freeze its flags runs the CLI: the heap growth the CLI sets is left alone', async () => {
+  test('a node given V8 flags of its own (frozen flags, its own heap growth) runs the CLI as without them', async () => {
     const home = path.join(work, 'frozen');
     for (const flags of [['--freeze-flags-after-init'], ['--heap-growing-percent=200']]) {
       const r = spawnSync(process.execPath, [...flags, BIN, 'status', '--job', handle, '--json'], { cwd: work, encoding: 'utf8', env: { ...process.env, STAGECOMMIT_BUNDLE: '1', XDG_CACHE_HOME: home } });

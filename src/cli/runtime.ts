@@ -7,6 +7,7 @@ import { Session } from '../api/session.js';
 import { ExitCode, UsageError } from '../errors.js';
 import type { MutationHook } from '../store/instrumented.js';
 import { loadConfig } from './config.js';
+import { tightenHeapFor } from './heap.js';
 import { formatOps } from './render.js';
 import { Ui, type UiStream } from './ui.js';
 
@@ -60,7 +61,10 @@ export class Runtime {
       config: loadConfig(global.config ?? ctx.env.STAGECOMMIT_CONFIG, ctx.env),
       env: ctx.env,
       cwd: ctx.cwd,
-      onProgress: (e) => this.ui.event(e),
+      onProgress: (e) => {
+        if (e.type === 'output') tightenHeapFor(e.files);
+        this.ui.event(e);
+      },
       allowUnsignedJob: global.allowUnsignedJob,
       beforeMutation: testHooks(ctx.env),
     });

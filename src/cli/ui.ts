@@ -107,6 +107,7 @@ export class Ui {
   /** Progress from the steps: a spinner on a TTY, lines with --verbose, nothing otherwise. */
   event(e: StepEvent): void {
     if (e.type === 'warn') return this.message(chalk.yellow(`warning: ${e.message}`));
+    if (e.type === 'output') return;
     if (e.type === 'phase') this.startPhase(e.label);
     const text = e.type === 'progress' ? this.progressText(e.label, e.done, e.total) : e.label;
     if (e.type !== 'progress') this.verbose(text);

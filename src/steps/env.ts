@@ -6,7 +6,9 @@ import type { Store } from '../store/types.js';
 export type StepEvent =
   | { readonly type: 'phase'; readonly label: string }
   | { readonly type: 'progress'; readonly label: string; readonly done: number; readonly total: number }
-  | { readonly type: 'warn'; readonly message: string };
+  | { readonly type: 'warn'; readonly message: string }
+  /** commit-job has read its claims and is about to read their files: how many there are. */
+  | { readonly type: 'output'; readonly files: number };
 
 export interface StepEnv {
   readonly store: Store;

@@ -65,6 +65,7 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
   const halfMade = await halfMadeAdoption(store, layout, job, read);
   if (halfMade !== null) throw new ConflictError(`job ${job.jobId} is a half-made adoption (${halfMade}): nothing was changed; ${halfMadeAdvice(job)}`);
   const claims = committedTasks(job, read);
+  env.emit({ type: 'output', files: claims.reduce((n, c) => n + c.fileCount, 0) });
   const tree = job.algorithm === 'v1' ? new OutputTree(claims.map((c) => c.task)) : null;
   const stats = new OutputStats(job.partitionBy.length);
   const uploads: TaskFile[] = [];
