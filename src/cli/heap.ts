@@ -14,7 +14,9 @@ let tightened = false;
  * more time. Set only once a job is known to be large, before its tree is built: once a V8 flag
  * changes, Node compiles each of its own modules loaded afterwards from source, which at start-up
  * cost every command 19 ms. Not over a growth the user gave node, nor when node was told to
- * freeze its flags (V8 would abort the process). Returns whether it set the flag.
+ * freeze its flags (V8 would abort the process). A code cache first written by such a run
+ * carries the changed flags: the next run finds it unusable and writes it again, once.
+ * Returns whether it set the flag.
  */
 export function tightenHeapFor(files: number, execArgv: readonly string[] = process.execArgv): boolean {
   if (tightened || files < MANY_FILES) return false;
