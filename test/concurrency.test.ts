@@ -59,6 +59,40 @@ for (const fx of storeFixtures()) {
       t.diagnostic(`wins per attempt over ${ROUNDS} rounds: ${wins.join(' ')}`);
     });
 
+    const V2_ROUNDS = Math.min(ROUNDS, 4);
+    test(`two tasks of a v2 append publish one path with different bytes at once, ${V2_ROUNDS} rounds: one lands, the other is exit 4 and left free`, async () => {
+      for (let round = 0; round < V2_ROUNDS; round++) {
+        const target = posix.join(dir(), `v2-${round}`);
+        const job = await stage(sb, { target, mode: 'append', algorithm: 'v2', partitionBy: 'dt' });
+        for (const task of ['0', '1']) await stageTask(sb, job, { task, partition: ['dt=1'], files: { 'part-0': `from ${task}` } });
+        const offset = Math.random() * 100;
+        const results = await Promise.all(['0', '1'].map(async (task, i) => (await sleep(i === 0 ? offset : 0), commitTask(sb, job, task))));
+        const codes = results.map((r) => r.code);
+        const winner = codes.indexOf(0);
+        const why = `round ${round} (task 0 started ${offset.toFixed(0)} ms late): exit codes ${codes.join(',')}: ${results.map((r) => r.stderr).join('')}`;
+        if (fx.name === 's3' && codes.every((c) => c === 0)) {
+          // S3 copies without refusing a taken key: publications at the same moment both land, the last one's bytes stay (README).
+          assert.match((await readTree(sb.store, target))['dt=1/part-0'] ?? '', /^from [01]$/, why);
+          continue;
+        }
+        assert.ok(winner >= 0 && codes[1 - winner] === 4, why);
+        // Refused by its plan, or by a rename that found the winner's file (both before it published anything).
+        assert.match(results[1 - winner]!.stderr, /(append would overwrite 1 existing file\(s\) with different content, first 'dt=1\/part-0'|destination exists: another task or writer published that file while this task did; nothing of this task was published): rename the files and commit the task again/, why);
+        assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-0': `from ${winner}` }, why);
+        // The loser is free: another attempt of it, with its file renamed, commits.
+        const loser = String(1 - winner);
+        await stageTask(sb, job, { task: loser, attempt: 1, partition: ['dt=1'], files: { [`renamed-${loser}`]: `from ${loser}` } });
+        const again = await commitTask(sb, job, loser, 1);
+        assert.equal(again.code, 0, `${why}; the loser's new attempt: ${again.stderr}`);
+        // An attempt of the winner's task whose file clashes with the winner's own output is denied (exit 3), not refused as a clash.
+        await stageTask(sb, job, { task: String(winner), attempt: 1, partition: ['dt=1'], files: { 'part-0': 'other bytes' } });
+        const denied = await commitTask(sb, job, String(winner), 1);
+        assert.equal(denied.code, 3, `${why}; a second attempt of the winner: ${denied.stderr}`);
+        assert.equal((await commitJob(sb, job)).code, 0);
+        assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-0': `from ${winner}`, [`dt=1/renamed-${loser}`]: `from ${loser}` }, why);
+      }
+    });
+
     test('two jobs overwriting different static partitions of one table at once: both land, nothing else moves', async () => {
       const target = posix.join(dir(), 'sales');
       await writeTree(sb.store, target, { 'dt=1/old': 'o1', 'dt=2/old': 'o2', 'dt=3/old': 'o3' });

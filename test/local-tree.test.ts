@@ -50,7 +50,7 @@ test('mkdirs makes every missing level, accepts one that exists, and fails (neve
   }
 });
 
-test('commit-task refuses a file whose name is not valid UTF-8 (exit 2, nothing committed), lists a name that holds U+FFFD, and commits once the name is fixed', async () => {
+test('commit-task refuses a file or directory whose name is not valid UTF-8 (exit 2, nothing committed), lists a name that holds U+FFFD, and commits once the name is fixed', async () => {
   const root = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-names-'));
   try {
     const target = path.join(root, 't');
@@ -67,8 +67,18 @@ test('commit-task refuses a file whose name is not valid UTF-8 (exit 2, nothing 
     await writeFile(path.join(dir, 'ok-\uFFFD.csv'), 'y');
     const refused = await cli(['commit-task', '--job', job, '--task', '0']);
     assert.equal(refused.code, 2);
-    assert.match(refused.stderr, /holds a file whose name is not valid UTF-8 \(read as 'sub\/bad-\uFFFD\.csv'\): rename it in UTF-8 and run commit-task again \(nothing was committed\)/);
+    assert.match(refused.stderr, /holds a name that is not valid UTF-8 \(read as 'sub\/bad-\uFFFD\.csv'\): rename it in UTF-8 and run commit-task again \(nothing was committed\)/);
     await rename(bad, path.join(dir, 'sub', 'bad-\u00e9.csv'));
+    // A directory's name (what is under it cannot even be listed), and a name that reads as one a real file has.
+    const badDir = Buffer.concat([Buffer.from(path.join(dir, 'caf')), Buffer.from([0xe9])]);
+    await mkdir(badDir);
+    await writeFile(Buffer.concat([badDir, Buffer.from('/f.csv')]), 'z');
+    assert.match((await cli(['commit-task', '--job', job, '--task', '0'])).stderr, /holds a name that is not valid UTF-8 \(read as 'caf\uFFFD'\)/);
+    await rm(badDir, { recursive: true });
+    const twin = Buffer.concat([Buffer.from(path.join(dir, 'ok-')), Buffer.from([0xe9]), Buffer.from('.csv')]);
+    await writeFile(twin, 'w');
+    assert.match((await cli(['commit-task', '--job', job, '--task', '0'])).stderr, /holds a name that is not valid UTF-8 \(read as 'ok-\uFFFD\.csv'\)/);
+    await rm(twin);
     await ok(['commit-task', '--job', job, '--task', '0']);
     await ok(['commit-job', '--job', job]);
     assert.equal(await readFile(path.join(target, 'sub', 'bad-\u00e9.csv'), 'utf8'), 'x');

@@ -77,6 +77,14 @@ describe('planner', () => {
     assert.deepEqual(r.partitionsReplaced, ['dt=1']);
   });
 
+  test('a file or directory of the output where the target holds something else is refused, naming what is there', () => {
+    const other: TargetSnapshot = { exists: true, dirs: new Map([['', new Map([['a', 'dir' as TargetKind]])], ['a', new Map([['c', 'other' as TargetKind], ['d', 'dir' as TargetKind], ['e', 'other' as TargetKind]])]]) };
+    const refused = (files: string[], why: RegExp) => assert.throws(() => plan({ mode: 'append', sources: [src('0', files)], target: other }), why);
+    refused(['a/c'], /'a\/c' is a file in the job's output but neither a file nor a directory in the target \(a symbolic link, pipe or device\): remove or rename it/);
+    refused(['a/d'], /'a\/d' is a file in the job's output but a directory in the target/);
+    refused(['a/e/x'], /'a\/e' is a directory in the job's output but neither a file nor a directory in the target/);
+  });
+
   test('dynamic overwrite of two partitions: the trash dir is made once', () => {
     const r = plan({ mode: 'overwrite', replaceUnits: ['dt=1', 'dt=2'], sources: [src('0', ['dt=1/new']), src('1', ['dt=2/new'])], target: target({ '': ['dt=1/', 'dt=2/'], 'dt=1': ['old'], 'dt=2': ['old'] }) });
     assert.deepEqual(ops(r).filter((o) => o.op === 'mkdir'), [{ op: 'mkdir', path: 's:_trash' }]);

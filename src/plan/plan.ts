@@ -73,7 +73,7 @@ export function planTree(input: PlanInput, tree: OutputTree, partitionDepth: num
   if (input.mode === 'append' && input.target.exists) {
     const clashes = findClashes(tree, input.target);
     if (clashes.length) {
-      throw new ConflictError(`append would overwrite ${clashes.length} existing file(s) with different content, first '${clashes[0]}': use --mode overwrite or rename the files`);
+      throw new ConflictError(`append would overwrite ${clashes.length} existing file(s) with different content, first '${clashes[0]}': ${input.v2 ? 'rename the files and commit the task again (a v2 job cannot overwrite)' : 'use --mode overwrite or rename the files'}`);
     }
   }
   const planner = new Planner(input, tree);

@@ -112,10 +112,10 @@ export class Planner {
       if (old === undefined && !placedHere) {
         last = Math.max(last, this.publishNew(child, childRel, childDest, placed, phase));
       } else if (child.file) {
-        if (old !== undefined && old !== 'file') throw new ConflictError(`'${childRel}' is a file in the job's output but a directory in the target`);
+        if (old !== undefined && old !== 'file') throw new ConflictError(`'${childRel}' is a file in the job's output but ${inTarget(old)}`);
         this.add(phase, this.fileOp(this.src(child.file.source, childRel), childDest, old !== undefined, child.file));
       } else {
-        if (old !== undefined && old !== 'dir') throw new ConflictError(`'${childRel}' is a directory in the job's output but a file in the target`);
+        if (old !== undefined && old !== 'dir') throw new ConflictError(`'${childRel}' is a directory in the job's output but ${inTarget(old)}`);
         const childExisting = old !== undefined && dest.startsWith('t:') ? this.targetChildren(childRel) : null;
         last = Math.max(last, this.mergeInto(child, childRel, childDest, placed, phase, childExisting));
       }
@@ -257,4 +257,9 @@ export class Planner {
   replacedUnits(): string[] {
     return [...this.replaced].sort();
   }
+}
+
+/** What the target holds where the output has something else, for a conflict's message. */
+function inTarget(kind: TargetKind): string {
+  return kind === 'dir' ? 'a directory in the target' : kind === 'file' ? 'a file in the target' : 'neither a file nor a directory in the target (a symbolic link, pipe or device): remove or rename it';
 }

@@ -13,8 +13,13 @@ import { identicalClashes, snapshotTarget } from './target.js';
 
 export async function publishV2(ctx: { store: Store; concurrency: number }, layout: JobLayout, job: JobManifest, attemptDir: string, files: readonly TaskFile[]): Promise<CommitPlan> {
   const plan = await planV2(ctx, layout, job, attemptDir, files);
-  await applyPhases({ store: ctx.store, stagingPath: layout.root, targetPath: job.targetPath, concurrency: ctx.concurrency }, plan.phases);
+  await applyV2(ctx, layout, job, plan);
   return plan;
+}
+
+/** Publishes what planV2 planned. */
+export function applyV2(ctx: { store: Store; concurrency: number }, layout: JobLayout, job: JobManifest, plan: CommitPlan): Promise<void> {
+  return applyPhases({ store: ctx.store, stagingPath: layout.root, targetPath: job.targetPath, concurrency: ctx.concurrency }, plan.phases);
 }
 
 /** What publishing the task would do; an append clash or a file where the target has a directory is a ConflictError. */
@@ -27,5 +32,5 @@ export async function planV2(ctx: { store: Store; concurrency: number }, layout:
   const target = await snapshotTarget(store, job.targetPath, tree, [], concurrency);
   const identical = await identicalClashes(store, layout, job.targetPath, sources, tree, target, concurrency);
   for (const rel of identical) tree.remove(rel);
-  return planTree({ mode: 'append', replaceUnits: [], strategy: publishStrategy(store), sources, target, identical }, tree, job.partitionBy.length);
+  return planTree({ mode: 'append', replaceUnits: [], strategy: publishStrategy(store), sources, target, identical, v2: true }, tree, job.partitionBy.length);
 }

@@ -64,6 +64,8 @@ export interface PlanInput {
   readonly target: TargetSnapshot;
   /** Append clashes already found byte-identical: the staged copy is simply dropped. */
   readonly identical?: ReadonlySet<string>;
+  /** A v2 task's publication: an append clash cannot be met by an overwrite (v2 refuses it). */
+  readonly v2?: boolean;
 }
 
 export interface CommitPlan {

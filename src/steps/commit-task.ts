@@ -10,7 +10,7 @@ import { SUCCESS_FILE, taskAttemptName, taskOfAttempt, type JobLayout } from '..
 import { checkStagedOnce, readAttemptUploads, settleAttemptUploads, type AttemptUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
 import { attemptFiles, eachAttemptFile } from '../job/tasks.js';
-import { planV2, publishV2 } from '../plan/publish-v2.js';
+import { applyV2, planV2 } from '../plan/publish-v2.js';
 import { promoteOutput } from '../store/operations.js';
 import { requireState, type OpenJob } from '../job/open.js';
 import type { StepEnv } from './env.js';
@@ -105,7 +105,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   // Checked before the decision: output refused here leaves the attempt free to abort or fix.
   const output = before ? null : await attemptOutput(env, layout, job, task, taskAttempt);
   // So is a v2 task whose files cannot go into the target (an append clash): planned again once claimed.
-  if (output && job.algorithm === 'v2') await planV2(env, layout, job, attemptDir, taskFilesOf(output.files));
+  if (output && job.algorithm === 'v2') await planV2(env, layout, job, attemptDir, taskFilesOf(output.files)).catch((e: unknown) => refusedV2(env, layout, job, taskAttempt, ctx, e));
 
   let claim: ClaimHeader;
   let files: ClaimFiles;
@@ -123,7 +123,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   if ((await checkNotOverlooked(env, layout, job, task, taskAttempt)) === 'carried') return result('committed', files.list.length, files.bytes);
   let removedMeanwhile: StoreError | null = null;
   try {
-    const root = await promote(env, layout, job, attemptDir, task, files);
+    const root = await promote(env, layout, job, attemptDir, task, files, before === null);
     await store.writeFile(layout.claimFile(app, task), encodeClaimWith({ ...claim, state: 'committed', root }, files));
     await settleAttemptUploads(store, layout, job, taskAttempt, files.uploads, env.concurrency, output?.pending);
   } catch (e) {
@@ -213,12 +213,15 @@ async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, 
 }
 
 /**
- * A local file name that is not valid UTF-8 reads back with U+FFFD in it, a name no file has:
- * refused here, not at commit-job. (A name that truly holds U+FFFD is found again.)
+ * A local name (a file's or a directory's) that is not valid UTF-8 reads back with U+FFFD in it:
+ * a name no file has, or one a second file has too. Refused here, not at commit-job. (A name
+ * that truly holds U+FFFD is found again, once.)
  */
 async function checkNamesRoundTrip(store: StepEnv['store'], attemptDir: string, names: readonly string[], taskAttempt: string): Promise<void> {
-  const missing = (await mapLimit(names.slice(0, 100), 8, async (n) => ((await store.stat(posix.join(attemptDir, n))) === null ? n : null))).find((n) => n !== null);
-  if (missing) throw new UsageError(`${taskAttempt} holds a file whose name is not valid UTF-8 (read as '${missing}'): rename it in UTF-8 and run commit-task again (nothing was committed)`);
+  const seen = new Set<string>();
+  const twice = names.find((n) => (seen.has(n) ? true : (seen.add(n), false)));
+  const missing = twice ?? (await mapLimit(names, 8, async (n) => ((await store.stat(posix.join(attemptDir, n))) === null ? n : null))).find((n) => n !== null);
+  if (missing) throw new UsageError(`${taskAttempt} holds a name that is not valid UTF-8 (read as '${missing}'): rename it in UTF-8 and run commit-task again (nothing was committed)`);
 }
 
 /** Why an attempt has no dir: aborted (its decision says so), or never staged in this app attempt. */
@@ -231,11 +234,45 @@ async function notStaged(store: StepEnv['store'], layout: JobLayout, job: JobMan
   return new UsageError(`${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it)' : ''}: nothing was committed${where}`);
 }
 
-/** Moves the attempt's output where commit-job expects it; returns its staging-relative root. */
-async function promote(env: StepEnv, layout: JobLayout, job: JobManifest, attemptDir: string, task: string, files: ClaimFiles): Promise<string> {
+/**
+ * A v2 task refused by a clash before its claim: the clash may be this task's own output, which
+ * the attempt that won the claim published, or the attempt may have been aborted meanwhile.
+ */
+async function refusedV2(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string, ctx: { jobId: string; task: string; appAttempt: number }, e: unknown): Promise<never> {
+  if (!(e instanceof ConflictError)) throw e;
+  const [claim, decision] = await Promise.all([readClaimRecord(env.store, layout, ctx), readDecision(env.store, layout, job.appAttempt, taskAttempt)]);
+  if (claim && claim.taskAttempt !== taskAttempt) throw denied(claim, taskAttempt);
+  if (decision?.outcome === 'abort') throw abortedError(taskAttempt, decision);
+  throw e;
+}
+
+/**
+ * Moves the attempt's output where commit-job expects it; returns its staging-relative root. A
+ * v2 task planned again once claimed may meet a clash that came meanwhile (another task of the
+ * job published the same file): nothing is published then, and a claim this run made (`fresh`)
+ * is let go, the task left free for another attempt.
+ */
+async function promote(env: StepEnv, layout: JobLayout, job: JobManifest, attemptDir: string, task: string, files: ClaimFiles, fresh: boolean): Promise<string> {
   const { store } = env;
   if (job.algorithm === 'v2') {
-    await publishV2(env, layout, job, attemptDir, taskFilesOf(files));
+    const letGo = () => store.delete(layout.claimFile(job.appAttempt, task), false);
+    const plan = await planV2(env, layout, job, attemptDir, taskFilesOf(files)).catch(async (e: unknown) => {
+      if (e instanceof ConflictError && fresh) await letGo();
+      throw e;
+    });
+    try {
+      await applyV2(env, layout, job, plan);
+    } catch (e) {
+      // A rename found its destination taken since the plan: another task published the same
+      // path at the same time. (S3 has no such rename: there the last copy wins, see README.)
+      if (!(e instanceof StoreError && e.kind === 'exists')) throw e;
+      const left = (await attemptFiles(store, attemptDir)).length;
+      if (fresh && left === files.list.length) {
+        await letGo();
+        throw new ConflictError(`${e.message}: another task or writer published that file while this task did; nothing of this task was published: rename the files and commit the task again`);
+      }
+      throw new ConflictError(`${e.message}: another task or writer published that file while this task did, after ${files.list.length - left} of its ${files.list.length} file(s) were published (v2): remove or rename that file in the target, then run 'stagecommit recover' to finish the task`);
+    }
     return '';
   }
   const root = await promoteOutput(store, attemptDir, layout.committedTaskDir(job.appAttempt, task), files.list.length > 0);

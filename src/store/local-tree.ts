@@ -82,8 +82,9 @@ export async function eachInTreeLocal(dir: string, opts: ListOptions, fn: (e: En
       } catch (e) {
         if (code(e) !== 'ENOENT') throw wrap(e, 'list', [p]);
         // Vanished meanwhile: not listed. A name that is not valid UTF-8 reads back with U+FFFD
-        // and no file has it: listed all the same, for the caller to find it and say so.
-        if (de.name.includes('\uFFFD')) fn({ name, path: p, kind, size: 0, mtimeMs: -1 });
+        // and nothing has it, nor can what is under it be listed: listed all the same, as a file,
+        // for the caller to find it and say so.
+        if (de.name.includes('\uFFFD')) fn({ name, path: p, kind: 'file', size: 0, mtimeMs: -1 });
         continue;
       }
       fn({ name, path: p, kind: kindOf(s), size: s.size, mtimeMs: s.mtimeMs });
