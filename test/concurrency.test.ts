@@ -77,7 +77,7 @@ for (const fx of storeFixtures()) {
         }
         assert.ok(winner >= 0 && codes[1 - winner] === 4, why);
         // Refused by its plan, or by a rename that found the winner's file (both before it published anything).
-        assert.match(results[1 - winner]!.stderr, /(append would overwrite 1 existing file\(s\) with different content, first 'dt=1\/part-0'|destination exists: another task or writer published that file while this task did; nothing of this task was published): rename the files and commit the task again/, why);
+        assert.match(results[1 - winner]!.stderr, /(append would overwrite 1 existing file\(s\) with different content, first 'dt=1\/part-0'|destination exists: another task or writer published there while this task did; nothing of this task was published): rename the files and commit the task again/, why);
         assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-0': `from ${winner}` }, why);
         // The loser is free: another attempt of it, with its file renamed, commits.
         const loser = String(1 - winner);
@@ -91,6 +91,24 @@ for (const fx of storeFixtures()) {
         assert.equal((await commitJob(sb, job)).code, 0);
         assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-0': `from ${winner}`, [`dt=1/renamed-${loser}`]: `from ${loser}` }, why);
       }
+    });
+
+    test('a v2 commit-task killed once claimed, then a clash from another task: the re-run is exit 4 and lets the task go', async () => {
+      const target = posix.join(dir(), 'v2-killed');
+      const job = await stage(sb, { target, mode: 'append', algorithm: 'v2', partitionBy: 'dt' });
+      for (const task of ['0', '1']) await stageTask(sb, job, { task, partition: ['dt=1'], files: { 'part-0': `from ${task}` } });
+      // Mutations: the decision, the claim, then the publication: killed before the publication.
+      const killed = await cli(['commit-task', '--job', job, '--task', '0'], { env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: '3' } });
+      assert.equal(killed.signal, 'SIGKILL', killed.stderr);
+      assert.equal((await commitTask(sb, job, '1')).code, 0);
+      const again = await commitTask(sb, job, '0');
+      assert.equal(again.code, 4, again.stderr);
+      assert.match(again.stderr, /append would overwrite 1 existing file\(s\) with different content, first 'dt=1\/part-0': rename the files and commit the task again/);
+      await stageTask(sb, job, { task: '0', attempt: 1, partition: ['dt=1'], files: { 'renamed-0': 'from 0' } });
+      const next = await commitTask(sb, job, '0', 1);
+      assert.equal(next.code, 0, next.stderr);
+      assert.equal((await commitJob(sb, job)).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-0': 'from 1', 'dt=1/renamed-0': 'from 0' });
     });
 
     test('two jobs overwriting different static partitions of one table at once: both land, nothing else moves', async () => {
