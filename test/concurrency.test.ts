@@ -111,6 +111,22 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-0': 'from 1', 'dt=1/renamed-0': 'from 0' });
     });
 
+    test('a second run of a v2 attempt while the first, on this host, publishes it is exit 4 and leaves the first alone', async () => {
+      const target = posix.join(dir(), 'v2-twice');
+      const job = await stage(sb, { target, mode: 'append', algorithm: 'v2' });
+      await stageTask(sb, job, { task: '0', files: { a: 'a', b: 'b' } });
+      const first = spawnCli(['commit-task', '--job', job, '--task', '0'], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '400' } });
+      const staging = (await sb.store.list(posix.join(posix.dirname(target), '.stagecommit', 'v2-twice')))[0]!.path;
+      const claim = new JobLayout(staging).claimFile(0, '0');
+      await until('the first run claims the task', async () => (await sb.store.stat(claim)) !== null);
+      const second = await commitTask(sb, job, '0');
+      assert.equal(second.code, 4, second.stderr);
+      assert.match(second.stderr, /is being committed by pid \d+ on .*: wait for it/);
+      assert.equal((await first.result).code, 0);
+      assert.equal((await commitJob(sb, job)).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { a: 'a', b: 'b' });
+    });
+
     test('two jobs overwriting different static partitions of one table at once: both land, nothing else moves', async () => {
       const target = posix.join(dir(), 'sales');
       await writeTree(sb.store, target, { 'dt=1/old': 'o1', 'dt=2/old': 'o2', 'dt=3/old': 'o3' });

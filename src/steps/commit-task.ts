@@ -101,7 +101,10 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
     return result('already', before.fileCount, before.bytes);
   }
   requireState(open, ['staged'], 'commit a task');
-
+  // A v2 publication of this attempt still running here: a second run beside it could undo it.
+  if (before && job.algorithm === 'v2' && before.host === env.host && before.pid !== env.pid && env.isPidAlive(before.pid)) {
+    throw new ConflictError(`${taskAttempt} is being committed by pid ${before.pid} on ${before.host}: wait for it (if it was killed, run commit-task again)`);
+  }
   const attemptDir = layout.attemptDir(app, taskAttempt);
   // Checked before the decision: output refused here leaves the attempt free to abort or fix.
   const output = before ? null : await attemptOutput(env, layout, job, task, taskAttempt);
@@ -236,10 +239,7 @@ async function notStaged(store: StepEnv['store'], layout: JobLayout, job: JobMan
   return new UsageError(`${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it)' : ''}: nothing was committed${where}`);
 }
 
-/**
- * A v2 task refused by a clash before its claim: the clash may be this task's own output, which
- * the attempt that won the claim published, or the attempt may have been aborted meanwhile.
- */
+/** A v2 task refused by a clash before its claim: the clash may be its own winning attempt's output, or it was aborted. */
 async function refusedV2(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string, ctx: { jobId: string; task: string; appAttempt: number }, e: unknown): Promise<never> {
   if (!(e instanceof ConflictError)) throw e;
   const [claim, decision] = await Promise.all([readClaimRecord(env.store, layout, ctx), readDecision(env.store, layout, job.appAttempt, taskAttempt)]);
