@@ -65,6 +65,9 @@ export function planCommit(input: PlanInput, partitionDepth: number): CommitPlan
   return planTree(input, buildTree(input.sources, input.identical), partitionDepth);
 }
 
+/** What a v2 task refused by an append clash is told (v2 is refused with overwrite). */
+export const V2_CLASH_ADVICE = 'rename the files and commit the task again (a v2 job cannot overwrite)';
+
 /** Plans from an output tree already built (identical append clashes already taken out). */
 export function planTree(input: PlanInput, tree: OutputTree, partitionDepth: number): CommitPlan {
   if (input.mode === 'create' && input.target.exists) {
@@ -73,7 +76,7 @@ export function planTree(input: PlanInput, tree: OutputTree, partitionDepth: num
   if (input.mode === 'append' && input.target.exists) {
     const clashes = findClashes(tree, input.target);
     if (clashes.length) {
-      throw new ConflictError(`append would overwrite ${clashes.length} existing file(s) with different content, first '${clashes[0]}': ${input.v2 ? 'rename the files and commit the task again (a v2 job cannot overwrite)' : 'use --mode overwrite or rename the files'}`);
+      throw new ConflictError(`append would overwrite ${clashes.length} existing file(s) with different content, first '${clashes[0]}': ${input.v2 ? V2_CLASH_ADVICE : 'use --mode overwrite or rename the files'}`);
     }
   }
   const planner = new Planner(input, tree);

@@ -11,7 +11,7 @@ import { checkStagedOnce, readAttemptUploads, settleAttemptUploads, type Attempt
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
 import { attemptFiles, eachAttemptFile } from '../job/tasks.js';
 import { applyV2, planV2 } from '../plan/publish-v2.js';
-import type { CommitPlan } from '../plan/plan.js';
+import { V2_CLASH_ADVICE, type CommitPlan } from '../plan/plan.js';
 import { promoteOutput } from '../store/operations.js';
 import { requireState, type OpenJob } from '../job/open.js';
 import type { StepEnv } from './env.js';
@@ -269,7 +269,7 @@ async function promote(env: StepEnv, layout: JobLayout, job: JobManifest, attemp
       plan = await planV2(env, layout, job, attemptDir, taskFilesOf(files));
     } catch (e) {
       if (!(e instanceof ConflictError) || (await letGo())) throw e;
-      throw new ConflictError(`${e.message}; ${held}`);
+      throw new ConflictError(`${e.message.replace(`: ${V2_CLASH_ADVICE}`, '')}; ${held}`);
     }
     try {
       await applyV2(env, layout, job, plan);
