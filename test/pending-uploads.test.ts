@@ -34,6 +34,31 @@ for (const fx of storeFixtures()) {
       return { root, target, stagingPath };
     };
 
+    test('commit-job of an append reads each claim once: the uploads it aborts come from its plan\'s reads', async () => {
+      const { target, stagingPath } = await fresh({ mode: 'append', algorithm: 'v1', partitionBy: ['dt'] }, { 'dt=0/old': 'old' });
+      for (const task of ['0', '1']) {
+        await libStageTask(env(), stagingPath, { task, partition: ['dt=1'], files: { [`big-${task}`]: BIG_A } });
+        await libCommitTask(env(), stagingPath, { task, files: {} });
+      }
+      const reads: string[] = [];
+      const counting = new Proxy(sb.store, {
+        get(t, k) {
+          const v = Reflect.get(t, k) as unknown;
+          if (typeof v !== 'function') return v;
+          return (...args: unknown[]) => {
+            if (k === 'readFile') reads.push(args[0] as string);
+            return (v as (...a: unknown[]) => unknown).apply(t, args);
+          };
+        },
+      });
+      await commitJob(testEnv(counting), { stagingPath });
+      const claims = reads.filter((p) => p.includes('/_claims/')).sort();
+      assert.deepEqual(claims, [...new Set(claims)], 'a claim read twice');
+      assert.equal(claims.length, 2);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/old': 'old', 'dt=1/big-0': BIG_A, 'dt=1/big-1': BIG_A });
+      assert.equal(await pending(target), 0);
+    });
+
     test('large files wait invisible at their final keys; commit-job completes them, small ones are copied', async () => {
       const { target, stagingPath } = await fresh({ mode: 'create', algorithm: 'v1', partitionBy: ['dt'] });
       await libStageTask(env(), stagingPath, { task: '0', partition: ['dt=1'], files: { big: BIG_A, s: 'ab' } });

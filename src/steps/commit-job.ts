@@ -4,7 +4,7 @@
 
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, ExitCode, StageCommitError, StoreError } from '../errors.js';
-import { claimedUploads } from '../job/claims.js';
+import { claimedUploads, type TaskFile } from '../job/claims.js';
 import { saveJob, type JobManifest } from '../job/job.js';
 import { defaultStagingRoot, SUCCESS_FILE } from '../job/layout.js';
 import { abortRecordedUploads, recordedUploads } from '../job/pending-uploads.js';
@@ -50,8 +50,17 @@ function emptyPlan(job: JobManifest): PersistedPlan {
   return { jobId: job.jobId, appAttempt: job.appAttempt, logEntry: null, createdAtMs: 0, tasks: [], phases: [], files: 0, bytes: 0, filenames: [], partitionsWritten: [], partitionsReplaced: [] };
 }
 
+/**
+ * What the run that made the plan knows already: the log's listing, and the claims' pending
+ * uploads (read for the plan; past the commit point no claim changes).
+ */
+interface JustPlanned {
+  readonly listing?: LogListing;
+  readonly uploads?: readonly TaskFile[];
+}
+
 /** After the commit point: apply the plan, write _SUCCESS, clean up. Safe to run again. */
-export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPlan, lease?: Lease, listing?: LogListing, planJustWritten = false): Promise<{ success: string }> {
+export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPlan, lease?: Lease, made?: JustPlanned): Promise<{ success: string }> {
   const { store } = env;
   const { job, layout } = open;
   const success = posix.join(job.targetPath, SUCCESS_FILE);
@@ -66,7 +75,7 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
     if (job.state === 'staged') await saveJob(store, layout, { ...job, state: 'committing' });
     env.emit({ type: 'phase', label: `publishing ${plan.files} file(s)` });
     // A plan this run just wrote has no progress yet: nothing to read.
-    const progress = planJustWritten ? null : await store.readFile(layout.progressFile);
+    const progress = made ? null : await store.readFile(layout.progressFile);
     const phasesDone = progress ? Number.parseInt(progress.toString('utf8'), 10) || 0 : 0;
     // The last phase's record is written beside _SUCCESS, not before it: a run killed between the
     // two replays that phase, which is safe while the table log still holds its partitions (it
@@ -116,7 +125,7 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   // These reads, and the listing of uploads a killed `stage` left in the staging dir, go at once,
   // beside the log's done marker: past the commit point no claim or upload record changes.
   const strays = store.listUploads?.(layout.root);
-  const dropped = job.mode === 'append' && store.abortUpload ? claimedUploads(store, layout, job, env.concurrency).catch(() => []) : [];
+  const dropped = job.mode === 'append' && store.abortUpload ? (made?.uploads ?? claimedUploads(store, layout, job, env.concurrency).catch(() => [])) : [];
   const recorded = store.abortUpload ? recordedUploads(store, layout, env.concurrency) : undefined;
   for (const p of [strays, recorded]) p?.catch(() => {}); // awaited (and their failure reported) below
   if (plan.logEntry !== null) await log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now());
@@ -126,7 +135,7 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   const parentsKept = plan.logEntry !== null && posix.dirname(layout.root) === defaultStagingRoot(job.targetPath);
   // The log is tidied by the run that made the entry, from the listing it already holds, while
   // the staging dir goes: neither touches what the other does.
-  const pruned = listing && log.prune(listing, env.now()).catch((e: unknown) => env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }));
+  const pruned = made?.listing && log.prune(made.listing, env.now()).catch((e: unknown) => env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }));
   await allDone([removeStagingDir(store, layout, lease, { listed, strays, parentsKept }), pruned]);
   return { success: store.toUri(success) };
 }
@@ -210,13 +219,16 @@ export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lea
     throw new CorruptManifestError(store.toUri(layout.commitFile), '', 'is missing, but the job is past its commit point: its plan cannot be made again (that could undo newer commits); restore the file or repair the target by hand', true);
   }
   if (plan) await checkHeldEntry(env, open, plan);
-  let listing: LogListing | undefined;
+  let made: JustPlanned | undefined;
   if (!plan) {
-    ({ plan, listing } = await preparePlan(env, open, false, known.ahead));
+    let listing: LogListing | undefined;
+    let uploads: readonly TaskFile[] | undefined;
+    ({ plan, listing, uploads } = await preparePlan(env, open, false, known.ahead));
+    made = { listing, uploads };
     env.emit({ type: 'phase', label: 'writing the commit plan' });
     if (!(await writePlan(store, layout, plan))) await planAppeared(env, open, plan);
   }
-  const { success } = await rollForward(env, open, plan, lease, listing, outcome === 'committed').catch(pastCommitPoint(store, open));
+  const { success } = await rollForward(env, open, plan, lease, made).catch(pastCommitPoint(store, open));
   return {
     jobId: job.jobId,
     target: job.target,

@@ -50,6 +50,8 @@ interface JobOutput {
   readonly stats: OutputStats;
   /** Per claim, how many of its files are in its output dir (not pending uploads). */
   readonly inDir: readonly number[];
+  /** The claims' pending uploads (S3). */
+  readonly uploads: readonly TaskFile[];
 }
 
 /**
@@ -99,7 +101,7 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
     const lost = await checkUploadsPending(store, job.targetPath, uploads);
     if (lost !== null) throw new ConflictError(`the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`);
   }
-  return { claims, sources, tree, stats, inDir };
+  return { claims, sources, tree, stats, inDir, uploads };
 }
 
 /**

@@ -3,7 +3,7 @@
 
 import { posix } from 'node:path';
 import { ConflictError } from '../errors.js';
-import { leftoverOfRoot } from '../job/claims.js';
+import { leftoverOfRoot, type TaskFile } from '../job/claims.js';
 import { isFullyStatic, staticPrefix, type JobManifest } from '../job/job.js';
 import { SUCCESS_FILE } from '../job/layout.js';
 import type { OpenJob } from '../job/open.js';
@@ -57,14 +57,14 @@ export function startPlanReads(env: StepEnv, open: OpenJob): PlanReads {
  * makes the same checks and plan, reading only: no log entry, no wait. `ahead`: the first reads,
  * already started for this job.
  */
-export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false, ahead?: PlanReads): Promise<{ plan: PersistedPlan; listing?: LogListing }> {
+export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false, ahead?: PlanReads): Promise<{ plan: PersistedPlan; listing?: LogListing; uploads?: readonly TaskFile[] }> {
   const { store } = env;
   const { job, layout } = open;
   const { output, firstListing } = ahead ?? startPlanReads(env, open);
   // The target's root, read after that listing: current if the listing shows no unfinished commit where this job writes.
   const targetRoot = firstListing?.then(() => readTargetRoot(store, job.targetPath));
   targetRoot?.catch(() => undefined);
-  const { claims, sources, tree, stats } = await output;
+  const { claims, sources, tree, stats, uploads } = await output;
   const base = { jobId: job.jobId, appAttempt: job.appAttempt, tasks: claims.map((c) => c.task) };
   const partitions = stats.partitionsWritten();
   if (!tree) {
@@ -89,7 +89,7 @@ export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false, a
     await store.checkWritable?.(targetDirsChanged(planned.phases).map((rel) => (rel === '' ? job.targetPath : posix.join(job.targetPath, rel))));
     return withLeftoversRemoved(planned, sources);
   }, { dryRun, firstListing });
-  return { plan: { ...base, createdAtMs: env.now(), logEntry: entry.number, ...plan }, listing };
+  return { plan: { ...base, createdAtMs: env.now(), logEntry: entry.number, ...plan }, listing, uploads };
 }
 
 /** An adopted leftover left in the target (stores without rename) goes once its files are published. */
