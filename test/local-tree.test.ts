@@ -11,7 +11,8 @@ import path from 'node:path';
 import { StoreError } from '../src/errors.js';
 import { LocalStore } from '../src/store/local.js';
 import { byParentInTurns } from '../src/store/local-tree.js';
-import { cli } from './helpers/cli.js';
+import { BIN, cli } from './helpers/cli.js';
+import { spawnSync } from 'node:child_process';
 
 test('paths come in turns by parent: the first child of each parent, then the second, …', () => {
   const paths = ['/s/a/1', '/s/a/2', '/s/a/3', '/s/b/1', '/s/c/1', '/s/c/2'];
@@ -79,6 +80,11 @@ test('commit-task refuses a file or directory whose name is not valid UTF-8 (exi
     await writeFile(twin, 'w');
     assert.match((await cli(['commit-task', '--job', job, '--task', '0'])).stderr, /holds a name that is not valid UTF-8 \(read as 'ok-\uFFFD\.csv'\)/);
     await rm(twin);
+    // A local file of such a name cannot even be given to `stage FILE`: the shell hands Node its bytes, Node reads U+FFFD.
+    await writeFile(Buffer.concat([Buffer.from(path.join(root, 'f')), Buffer.from([0xe9])]), 'v');
+    const given = spawnSync('sh', ['-c', `exec "$0" "$1" stage --job "$2" --task 1 "$3$(printf '\\351')"`, process.execPath, BIN, job, path.join(root, 'f')], { encoding: 'utf8' });
+    assert.equal(given.status, 2, given.stderr);
+    assert.match(given.stderr, /cannot read .*f\uFFFD: no such file \(is its name valid UTF-8\? a name that is not cannot be given on the command line; rename it\); nothing was staged/);
     await ok(['commit-task', '--job', job, '--task', '0']);
     await ok(['commit-job', '--job', job]);
     assert.equal(await readFile(path.join(target, 'sub', 'bad-\u00e9.csv'), 'utf8'), 'x');

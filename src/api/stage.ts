@@ -151,7 +151,9 @@ async function sourceOf(s: Session, f: FileSource): Promise<StagedSource> {
   }
   const localPath = path.resolve(s.init.cwd, f);
   const st = await stat(localPath).catch(() => null);
-  if (!st) throw new UsageError(`cannot read ${localPath}: no such file; nothing was staged`);
+  // A name that is not valid UTF-8 reaches Node's argv with U+FFFD in it: a name no file has.
+  const why = localPath.includes('\uFFFD') ? 'no such file (is its name valid UTF-8? a name that is not cannot be given on the command line; rename it)' : 'no such file';
+  if (!st) throw new UsageError(`cannot read ${localPath}: ${why}; nothing was staged`);
   if (!st.isFile()) throw new UsageError(`${localPath} is not a regular file: stage files, or use --print-path and write into the dir`);
   return { localPath, name: path.basename(f) };
 }
