@@ -34,3 +34,12 @@ export async function planV2(ctx: { store: Store; concurrency: number }, layout:
   for (const rel of identical) tree.remove(rel);
   return planTree({ mode: 'append', replaceUnits: [], strategy: publishStrategy(store), sources, target, identical, v2: true }, tree, job.partitionBy.length);
 }
+
+/**
+ * Whether nothing of a v2 task is published, as far as the store can tell: a rename moves each
+ * file out of the attempt dir, so all of them still there is proof; a copy (S3) leaves them there,
+ * so there it can never be told.
+ */
+export async function unpublishedV2(store: Store, attemptDir: string, claimed: number): Promise<boolean> {
+  return publishStrategy(store) === 'rename' && (await attemptFiles(store, attemptDir)).length === claimed;
+}

@@ -13,7 +13,9 @@ import { readHeldPlan } from './held-plan.js';
 import { abortRecordedUploads, uploadsDir } from '../job/pending-uploads.js';
 import { abortJobUploads } from './abort.js';
 import { releaseLogEntry } from './commit-point.js';
-import { publishV2 } from '../plan/publish-v2.js';
+import { publishV2, unpublishedV2 } from '../plan/publish-v2.js';
+import { V2_CLASH_ADVICE } from '../plan/plan.js';
+import { ConflictError } from '../errors.js';
 import { promotedOutput } from '../store/operations.js';
 import type { OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
@@ -135,8 +137,17 @@ async function finishableRoot(env: StepEnv, layout: JobLayout, job: JobManifest,
   const { store } = env;
   const attemptDir = layout.attemptDir(job.appAttempt, claim.taskAttempt);
   if (job.algorithm === 'v2') {
-    // Some files may already be visible: undoing is impossible, so the publish is completed.
-    await publishV2(env, layout, job, attemptDir, claim.files);
+    // Some files may already be visible: undoing is impossible, so the publish is completed. Met
+    // by a clash with nothing of it published and no process of it left on this host, it is
+    // undone instead, as a v1 task whose rename never happened.
+    try {
+      await publishV2(env, layout, job, attemptDir, claim.files);
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+      const gone = claim.host === env.host && !env.isPidAlive(claim.pid);
+      if (gone && (await unpublishedV2(store, attemptDir, claim.files.length))) return null;
+      throw new ConflictError(`${e.message.replace(`: ${V2_CLASH_ADVICE}`, '')}; task ${claim.task} (${claim.taskAttempt}) may be partly published and stays claimed: move the file in the target aside and run recover again, or abort the job`);
+    }
     return '';
   }
   const root = await promotedOutput(store, attemptDir, layout.committedTaskDir(job.appAttempt, claim.task), claim.files);
