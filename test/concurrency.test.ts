@@ -105,14 +105,20 @@ for (const fx of storeFixtures()) {
       return true;
     };
 
-    test('a v2 commit-task killed once claimed, then a clash from another task: the re-run is exit 4 and lets the task go (S3: keeps it)', async () => {
-      const target = posix.join(dir(), 'v2-killed');
+    /** A v2 job whose task 0 was killed once claimed, before it published, and whose task 1 then published the same path. */
+    const killedThenClashed = async (name: string): Promise<{ target: string; job: string }> => {
+      const target = posix.join(dir(), name);
       const job = await stage(sb, { target, mode: 'append', algorithm: 'v2', partitionBy: 'dt' });
       for (const task of ['0', '1']) await stageTask(sb, job, { task, partition: ['dt=1'], files: { 'part-0': `from ${task}` } });
       // Mutations: the decision, the claim, then the publication: killed before the publication.
       const killed = await cli(['commit-task', '--job', job, '--task', '0'], { env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: '3' } });
       assert.equal(killed.signal, 'SIGKILL', killed.stderr);
       assert.equal((await commitTask(sb, job, '1')).code, 0);
+      return { target, job };
+    };
+
+    test('a v2 commit-task killed once claimed, then a clash from another task: the re-run is exit 4 and lets the task go (S3: keeps it)', async () => {
+      const { target, job } = await killedThenClashed('v2-killed');
       const again = await commitTask(sb, job, '0');
       assert.equal(again.code, 4, again.stderr);
       if (await stillClaimedOnS3(again.stderr, job, target)) return;
@@ -125,12 +131,7 @@ for (const fx of storeFixtures()) {
     });
 
     test('a v2 commit-task killed once claimed, then a clash from another task: recover undoes it, and the task runs again (S3: keeps it)', async () => {
-      const target = posix.join(dir(), 'v2-recovered');
-      const job = await stage(sb, { target, mode: 'append', algorithm: 'v2', partitionBy: 'dt' });
-      for (const task of ['0', '1']) await stageTask(sb, job, { task, partition: ['dt=1'], files: { 'part-0': `from ${task}` } });
-      const killed = await cli(['commit-task', '--job', job, '--task', '0'], { env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: '3' } });
-      assert.equal(killed.signal, 'SIGKILL', killed.stderr);
-      assert.equal((await commitTask(sb, job, '1')).code, 0);
+      const { target, job } = await killedThenClashed('v2-recovered');
       const recovered = await cli(['recover', '--job', job, '--json'], { env: sb.env });
       if (await stillClaimedOnS3(recovered.stderr, job, target)) return;
       assert.equal(recovered.code, 0, recovered.stderr);
