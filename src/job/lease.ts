@@ -90,12 +90,16 @@ function holderUnreadable(e: unknown, file: string): Error {
   return new CorruptManifestError(file, '', `${what}; if no stagecommit process works on this job, delete the file and run the step again`, true);
 }
 
+/** A process known to be gone: it ran on this host, and no process has its pid now. */
+export function processGone(who: { readonly host: string; readonly pid: number }, env: Pick<LeaseClock, 'host' | 'isPidAlive'>): boolean {
+  return who.host === env.host && !env.isPidAlive(who.pid);
+}
+
 export function isLeaseLive(lease: Pick<CurrentLease, 'record' | 'emptySinceMs'>, env: Pick<LeaseClock, 'now' | 'host' | 'isPidAlive' | 'leaseTtlMs'>): boolean {
   const r = lease.record;
   if (r === null) return env.now() - (lease.emptySinceMs ?? 0) < env.leaseTtlMs;
   if (r.expiresAtMs <= env.now()) return false;
-  if (r.host === env.host && !env.isPidAlive(r.pid)) return false;
-  return true;
+  return !processGone(r, env);
 }
 
 export function describeHolder(r: LeaseRecord | null): string {

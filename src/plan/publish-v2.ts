@@ -8,22 +8,45 @@ import { attemptFiles } from '../job/tasks.js';
 import { publishStrategy } from '../store/operations.js';
 import type { Store } from '../store/types.js';
 import { applyPhases } from './apply.js';
-import { buildTree, planTree, type CommitPlan, type SourceTree } from './plan.js';
+import { ConflictError, StoreError } from '../errors.js';
+import { buildTree, planTree, V2_CLASH_ADVICE, type CommitPlan, type SourceTree } from './plan.js';
 import { identicalClashes, snapshotTarget } from './target.js';
 
-export async function publishV2(ctx: { store: Store; concurrency: number }, layout: JobLayout, job: JobManifest, attemptDir: string, files: readonly TaskFile[]): Promise<CommitPlan> {
-  const plan = await planV2(ctx, layout, job, attemptDir, files);
-  await applyV2(ctx, layout, job, plan);
-  return plan;
-}
+type Ctx = { readonly store: Store; readonly concurrency: number };
 
-/** Publishes what planV2 planned. */
-export function applyV2(ctx: { store: Store; concurrency: number }, layout: JobLayout, job: JobManifest, plan: CommitPlan): Promise<void> {
-  return applyPhases({ store: ctx.store, stagingPath: layout.root, targetPath: job.targetPath, concurrency: ctx.concurrency }, plan.phases);
+/**
+ * Publishes a claimed v2 task. A clash met on the way (its plan refused, or a rename that finds
+ * its destination taken: another task published there at the same moment) comes back as the
+ * error to report when nothing of the task is published and no other run of it can be
+ * publishing; the caller then lets the claim go. `by.fresh`: this run made the claim, so nothing
+ * was published before it; `by.gone`: the process that made it is gone from this host. Any other
+ * clash is thrown, saying the claim stays.
+ */
+export async function publishClaimedV2(ctx: Ctx, layout: JobLayout, job: JobManifest, attemptDir: string, files: readonly TaskFile[], by: { fresh: boolean; gone: boolean }): Promise<ConflictError | null> {
+  const untouched = async (applied: boolean) => (by.fresh && !applied) || ((by.fresh || by.gone) && (await unpublishedV2(ctx.store, attemptDir, files.length)));
+  const held = (clash: string) => new ConflictError(`${clash}; the task stays claimed, as part of it may be published: move the clashing file in the target aside and run 'stagecommit recover' to finish it, or abort the job`);
+  let plan: CommitPlan;
+  try {
+    plan = await planV2(ctx, layout, job, attemptDir, files);
+  } catch (e) {
+    if (!(e instanceof ConflictError)) throw e;
+    if (await untouched(false)) return e;
+    throw held(e.message.replace(`: ${V2_CLASH_ADVICE}`, ''));
+  }
+  try {
+    await applyPhases({ store: ctx.store, stagingPath: layout.root, targetPath: job.targetPath, concurrency: ctx.concurrency }, plan.phases);
+  } catch (e) {
+    // A file where a directory goes is a clash too. (S3 has no such rename: there the last copy wins, see README.)
+    if (!(e instanceof StoreError && (e.kind === 'exists' || e.kind === 'no-location'))) throw e;
+    const clash = `${e.message}: another task or writer published there while this task did`;
+    if (await untouched(true)) return new ConflictError(`${clash}; nothing of this task was published: rename the files and commit the task again`);
+    throw held(clash);
+  }
+  return null;
 }
 
 /** What publishing the task would do; an append clash or a file where the target has a directory is a ConflictError. */
-export async function planV2(ctx: { store: Store; concurrency: number }, layout: JobLayout, job: JobManifest, attemptDir: string, files: readonly TaskFile[]): Promise<CommitPlan> {
+export async function planV2(ctx: Ctx, layout: JobLayout, job: JobManifest, attemptDir: string, files: readonly TaskFile[]): Promise<CommitPlan> {
   const { store, concurrency } = ctx;
   // Files already published by an interrupted run of this commit are no longer in the attempt dir.
   const present = new Set((await attemptFiles(store, attemptDir)).map((e) => e.name));
@@ -40,6 +63,6 @@ export async function planV2(ctx: { store: Store; concurrency: number }, layout:
  * file out of the attempt dir, so all of them still there is proof; a copy (S3) leaves them there,
  * so there it can never be told.
  */
-export async function unpublishedV2(store: Store, attemptDir: string, claimed: number): Promise<boolean> {
+async function unpublishedV2(store: Store, attemptDir: string, claimed: number): Promise<boolean> {
   return publishStrategy(store) === 'rename' && (await attemptFiles(store, attemptDir)).length === claimed;
 }

@@ -221,10 +221,9 @@ export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lea
   if (plan) await checkHeldEntry(env, open, plan);
   let made: JustPlanned | undefined;
   if (!plan) {
-    let listing: LogListing | undefined;
-    let uploads: readonly TaskFile[] | undefined;
-    ({ plan, listing, uploads } = await preparePlan(env, open, false, known.ahead));
-    made = { listing, uploads };
+    const prepared = await preparePlan(env, open, false, known.ahead);
+    ({ plan } = prepared);
+    made = prepared;
     env.emit({ type: 'phase', label: 'writing the commit plan' });
     if (!(await writePlan(store, layout, plan))) await planAppeared(env, open, plan);
   }

@@ -10,9 +10,9 @@ import { SUCCESS_FILE, taskAttemptName, taskOfAttempt, type JobLayout } from '..
 import { checkStagedOnce, readAttemptUploads, settleAttemptUploads, type AttemptUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
 import { attemptFiles, eachAttemptFile } from '../job/tasks.js';
-import { applyV2, planV2, unpublishedV2 } from '../plan/publish-v2.js';
-import { V2_CLASH_ADVICE, type CommitPlan } from '../plan/plan.js';
+import { planV2, publishClaimedV2 } from '../plan/publish-v2.js';
 import { promoteOutput } from '../store/operations.js';
+import { processGone } from '../job/lease.js';
 import { requireState, type OpenJob } from '../job/open.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
@@ -102,7 +102,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   }
   requireState(open, ['staged'], 'commit a task');
   // A v2 publication of this attempt still running here: a second run beside it could undo it.
-  if (before && job.algorithm === 'v2' && before.host === env.host && before.pid !== env.pid && env.isPidAlive(before.pid)) {
+  if (before && job.algorithm === 'v2' && before.host === env.host && before.pid !== env.pid && !processGone(before, env)) {
     throw new ConflictError(`${taskAttempt} is being committed by pid ${before.pid} on ${before.host}: wait for it (if it was killed, run commit-task again)`);
   }
   const attemptDir = layout.attemptDir(app, taskAttempt);
@@ -127,8 +127,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   if ((await checkNotOverlooked(env, layout, job, task, taskAttempt)) === 'carried') return result('committed', files.list.length, files.bytes);
   let removedMeanwhile: StoreError | null = null;
   try {
-    const gone = before !== null && before.host === env.host && !env.isPidAlive(before.pid);
-    const root = await promote(env, layout, job, attemptDir, task, files, { fresh: before === null, gone });
+    const root = await promote(env, layout, job, attemptDir, task, files, { fresh: before === null, gone: before !== null && processGone(before, env) });
     await store.writeFile(layout.claimFile(app, task), encodeClaimWith({ ...claim, state: 'committed', root }, files));
     await settleAttemptUploads(store, layout, job, taskAttempt, files.uploads, env.concurrency, output?.pending);
   } catch (e) {
@@ -249,36 +248,16 @@ async function refusedV2(env: StepEnv, layout: JobLayout, job: JobManifest, task
 }
 
 /**
- * Moves the attempt's output where commit-job expects it; returns its staging-relative root. A
- * v2 task planned again once claimed may meet a clash that came meanwhile (another task of the
- * job published the same file at once). Its claim is let go, the task free again, only when
- * nothing of it is published (this run made the claim and applied nothing, or unpublishedV2) and
- * no other run of this attempt can be publishing (this run made the claim, or its maker is gone).
+ * Moves the attempt's output where commit-job expects it; returns its staging-relative root. A v2
+ * task met by a clash with nothing of it published lets its claim go: free for another attempt.
  */
 async function promote(env: StepEnv, layout: JobLayout, job: JobManifest, attemptDir: string, task: string, files: ClaimFiles, by: { fresh: boolean; gone: boolean }): Promise<string> {
   const { store } = env;
   if (job.algorithm === 'v2') {
-    const letGo = async (applied: boolean): Promise<boolean> => {
-      const untouched = (by.fresh && !applied) || ((by.fresh || by.gone) && (await unpublishedV2(store, attemptDir, files.list.length)));
-      return untouched && store.delete(layout.claimFile(job.appAttempt, task), false).then(() => true);
-    };
-    const held = "this task stays claimed, as part of it may be published: if another task of this job wrote that path, the two clash (abort the job); else move the file in the target aside and run 'stagecommit recover' to finish the task";
-    let plan: CommitPlan;
-    try {
-      plan = await planV2(env, layout, job, attemptDir, taskFilesOf(files));
-    } catch (e) {
-      if (!(e instanceof ConflictError) || (await letGo(false))) throw e;
-      throw new ConflictError(`${e.message.replace(`: ${V2_CLASH_ADVICE}`, '')}; ${held}`);
-    }
-    try {
-      await applyV2(env, layout, job, plan);
-    } catch (e) {
-      // A rename found its destination taken since the plan, or a file where a directory goes:
-      // another task published there at the same time. (S3 has no such rename: there the last
-      // copy wins, see README.)
-      if (!(e instanceof StoreError && (e.kind === 'exists' || e.kind === 'no-location'))) throw e;
-      if (await letGo(true)) throw new ConflictError(`${e.message}: another task or writer published there while this task did; nothing of this task was published: rename the files and commit the task again`);
-      throw new ConflictError(`${e.message}: another task or writer published there while this task did; ${held}`);
+    const clash = await publishClaimedV2(env, layout, job, attemptDir, taskFilesOf(files), by);
+    if (clash) {
+      await store.delete(layout.claimFile(job.appAttempt, task), false);
+      throw clash;
     }
     return '';
   }

@@ -7,15 +7,13 @@ import { saveJob, type JobManifest } from '../job/job.js';
 import { COMMIT_FILE, taskOfAttempt, type JobLayout } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
 import { compareTasks, dirsHolding } from '../paths.js';
-import type { Lease } from '../job/lease.js';
+import { processGone, type Lease } from '../job/lease.js';
 import { commitJobLocked } from './commit-job.js';
 import { readHeldPlan } from './held-plan.js';
 import { abortRecordedUploads, uploadsDir } from '../job/pending-uploads.js';
 import { abortJobUploads } from './abort.js';
 import { releaseLogEntry } from './commit-point.js';
-import { publishV2, unpublishedV2 } from '../plan/publish-v2.js';
-import { V2_CLASH_ADVICE } from '../plan/plan.js';
-import { ConflictError } from '../errors.js';
+import { publishClaimedV2 } from '../plan/publish-v2.js';
 import { promotedOutput } from '../store/operations.js';
 import type { OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
@@ -140,15 +138,8 @@ async function finishableRoot(env: StepEnv, layout: JobLayout, job: JobManifest,
     // Some files may already be visible: undoing is impossible, so the publish is completed. Met
     // by a clash with nothing of it published and no process of it left on this host, it is
     // undone instead, as a v1 task whose rename never happened.
-    try {
-      await publishV2(env, layout, job, attemptDir, claim.files);
-    } catch (e) {
-      if (!(e instanceof ConflictError)) throw e;
-      const gone = claim.host === env.host && !env.isPidAlive(claim.pid);
-      if (gone && (await unpublishedV2(store, attemptDir, claim.files.length))) return null;
-      throw new ConflictError(`${e.message.replace(`: ${V2_CLASH_ADVICE}`, '')}; task ${claim.task} (${claim.taskAttempt}) may be partly published and stays claimed: move the file in the target aside and run recover again, or abort the job`);
-    }
-    return '';
+    const clash = await publishClaimedV2(env, layout, job, attemptDir, claim.files, { fresh: false, gone: processGone(claim, env) });
+    return clash ? null : '';
   }
   const root = await promotedOutput(store, attemptDir, layout.committedTaskDir(job.appAttempt, claim.task), claim.files);
   return root === null ? null : layout.relative(root);
