@@ -18,13 +18,14 @@ type Ctx = { readonly store: Store; readonly concurrency: number };
  * Publishes a claimed v2 task. A clash met on the way (its plan refused, or a rename that finds
  * its destination taken: another task published there at the same moment) comes back as the
  * error to report when nothing of the task is published and no other run of it can be
- * publishing; the caller then lets the claim go. `by.fresh`: this run made the claim, so nothing
- * was published before it; `by.gone`: the process that made it is gone from this host. Any other
- * clash is thrown, saying the claim stays.
+ * publishing; the caller then lets the claim go. Only the run that made the claim (`fresh`) can
+ * tell: a re-run after a kill cannot know that another re-run is not publishing beside it (both
+ * see the same dead claimer, helper-49). Any other clash is thrown, saying the claim stays.
  */
-export async function publishClaimedV2(ctx: Ctx, layout: JobLayout, job: JobManifest, attemptDir: string, files: readonly TaskFile[], by: { fresh: boolean; gone: boolean }): Promise<ConflictError | null> {
-  const untouched = async (applied: boolean) => (by.fresh && !applied) || ((by.fresh || by.gone) && (await unpublishedV2(ctx.store, attemptDir, files.length)));
-  const held = (clash: string) => new ConflictError(`${clash}; the task stays claimed, as part of it may be published: move the clashing file in the target aside and run 'stagecommit recover' to finish it, or abort the job`);
+export async function publishClaimedV2(ctx: Ctx, layout: JobLayout, job: JobManifest, attemptDir: string, files: readonly TaskFile[], fresh: boolean): Promise<ConflictError | null> {
+  const untouched = async (applied: boolean) => fresh && (!applied || (await unpublishedV2(ctx.store, attemptDir, files.length)));
+  const held = (clash: string) =>
+    new ConflictError(`${clash}; the task stays claimed, as part of it may be published: if another task of this job wrote that path, the two clash (abort the job); else move the file in the target aside and run 'stagecommit recover' to finish the task, or abort the job`);
   let plan: CommitPlan;
   try {
     plan = await planV2(ctx, layout, job, attemptDir, files);

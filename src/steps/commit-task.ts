@@ -127,7 +127,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   if ((await checkNotOverlooked(env, layout, job, task, taskAttempt)) === 'carried') return result('committed', files.list.length, files.bytes);
   let removedMeanwhile: StoreError | null = null;
   try {
-    const root = await promote(env, layout, job, attemptDir, task, files, { fresh: before === null, gone: before !== null && processGone(before, env) });
+    const root = await promote(env, layout, job, attemptDir, task, files, before === null);
     await store.writeFile(layout.claimFile(app, task), encodeClaimWith({ ...claim, state: 'committed', root }, files));
     await settleAttemptUploads(store, layout, job, taskAttempt, files.uploads, env.concurrency, output?.pending);
   } catch (e) {
@@ -249,12 +249,13 @@ async function refusedV2(env: StepEnv, layout: JobLayout, job: JobManifest, task
 
 /**
  * Moves the attempt's output where commit-job expects it; returns its staging-relative root. A v2
- * task met by a clash with nothing of it published lets its claim go: free for another attempt.
+ * task that this run claimed (`fresh`), met by a clash with nothing of it published, lets its
+ * claim go: free for another attempt.
  */
-async function promote(env: StepEnv, layout: JobLayout, job: JobManifest, attemptDir: string, task: string, files: ClaimFiles, by: { fresh: boolean; gone: boolean }): Promise<string> {
+async function promote(env: StepEnv, layout: JobLayout, job: JobManifest, attemptDir: string, task: string, files: ClaimFiles, fresh: boolean): Promise<string> {
   const { store } = env;
   if (job.algorithm === 'v2') {
-    const clash = await publishClaimedV2(env, layout, job, attemptDir, taskFilesOf(files), by);
+    const clash = await publishClaimedV2(env, layout, job, attemptDir, taskFilesOf(files), fresh);
     if (clash) {
       await store.delete(layout.claimFile(job.appAttempt, task), false);
       throw clash;

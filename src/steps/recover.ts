@@ -7,7 +7,7 @@ import { saveJob, type JobManifest } from '../job/job.js';
 import { COMMIT_FILE, taskOfAttempt, type JobLayout } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
 import { compareTasks, dirsHolding } from '../paths.js';
-import { processGone, type Lease } from '../job/lease.js';
+import type { Lease } from '../job/lease.js';
 import { commitJobLocked } from './commit-job.js';
 import { readHeldPlan } from './held-plan.js';
 import { abortRecordedUploads, uploadsDir } from '../job/pending-uploads.js';
@@ -135,11 +135,10 @@ async function finishableRoot(env: StepEnv, layout: JobLayout, job: JobManifest,
   const { store } = env;
   const attemptDir = layout.attemptDir(job.appAttempt, claim.taskAttempt);
   if (job.algorithm === 'v2') {
-    // Some files may already be visible: undoing is impossible, so the publish is completed. Met
-    // by a clash with nothing of it published and no process of it left on this host, it is
-    // undone instead, as a v1 task whose rename never happened.
-    const clash = await publishClaimedV2(env, layout, job, attemptDir, claim.files, { fresh: false, gone: processGone(claim, env) });
-    return clash ? null : '';
+    // Some files may already be visible: undoing is impossible, so the publish is completed (a
+    // clash is thrown, the claim kept: recover cannot know that no re-run is publishing it).
+    await publishClaimedV2(env, layout, job, attemptDir, claim.files, false);
+    return '';
   }
   const root = await promotedOutput(store, attemptDir, layout.committedTaskDir(job.appAttempt, claim.task), claim.files);
   return root === null ? null : layout.relative(root);
