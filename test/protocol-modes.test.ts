@@ -213,6 +213,29 @@ for (const fx of storeFixtures()) {
       assert.match(r.stderr, /v2 cannot be used with --mode overwrite/);
     });
 
+
+    test("abort of a v2 job names the tasks whose published files stay in the target (dry run too); a v1 job's abort leaves it untouched", async () => {
+      const target = posix.join(dir(), 'v2abort');
+      const job = await stage(sb, { target, algorithm: 'v2', partitionBy: 'dt' });
+      await stageTask(sb, job, { task: '0', partition: ['dt=1'], files: { 'a.csv': 'a' } });
+      await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { 'b.csv': 'b' } });
+      assert.equal((await commitTask(sb, job, '0')).code, 0);
+      const dry = await cli(['abort', '--job', job, '--dry-run'], { env: sb.env });
+      assert.equal(dry.code, 0, dry.stderr);
+      assert.match(dry.stdout, /abort would throw away job .*; the files that v2 task\(s\) 0 published at commit-task stay in the target/);
+      assert.deepEqual(JSON.parse((await cli(['abort', '--job', job, '--dry-run', '--json'], { env: sb.env })).stdout).publishedTasks, ['0']);
+      const r = await cli(['abort', '--job', job], { env: sb.env });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, /aborted job .*; the files that v2 task\(s\) 0 published at commit-task stayed in the target/);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a.csv': 'a' }, 'what task 0 published stays; task 1 never appears');
+
+      const v1 = await stage(sb, { target: posix.join(dir(), 'v1abort'), partitionBy: 'dt' });
+      await stageTask(sb, v1, { task: '0', partition: ['dt=1'], files: { 'a.csv': 'a' } });
+      assert.equal((await commitTask(sb, v1, '0')).code, 0);
+      const a = await cli(['abort', '--job', v1], { env: sb.env });
+      assert.equal(a.code, 0, a.stderr);
+      assert.match(a.stderr, /its staged data is gone; the target was not touched/);
+    });
     test('unicode and spaces in names and partition values; Hive escaping keeps a / inside its value', async () => {
       const target = posix.join(dir(), 'städte tabelle');
       await runJob(sb, { target, partitionBy: 'city,note' }, [

@@ -27,12 +27,18 @@ export function renderCommitDryRun(r: Omit<CommitJobDryRunDoc, 'handle'>): strin
   ].join('\n');
 }
 
+/** What a job abort leaves in the target: nothing, or (v2) what its claimed tasks published. */
+export function targetAfterAbort(published: readonly string[] | undefined, would = false): string {
+  if (!published?.length) return `the target ${would ? 'is' : 'was'} not touched`;
+  return `the files that v2 task(s) ${shortList(published, 20)} published at commit-task ${would ? 'stay' : 'stayed'} in the target (v2 publishes per task; remove them by hand if the table must not keep them)`;
+}
+
 export function renderAbortDryRun(r: AbortDryRunDoc): string {
   if (r.outcome === 'nothing') return 'dry run: nothing to abort: no job at that handle';
   const what = r.scope === 'job' ? `job ${r.jobId}` : r.taskAttempt;
   const back = r.givesBack ? `; it gives the adopted leftover back (${r.givesBack.files} file(s), ${formatBytes(r.givesBack.bytes)}) to ${r.givesBack.to}` : '';
   return [
-    `dry run: abort would throw away ${what}: ${r.files} file(s), ${formatBytes(r.bytes)}${back}; the target is not touched`,
+    `dry run: abort would throw away ${what}: ${r.files} file(s), ${formatBytes(r.bytes)}${back}; ${r.scope === 'job' ? targetAfterAbort(r.publishedTasks, true) : 'the target is not touched'}`,
     ...r.operations.map((o) => `  would ${renderOp(o)}`),
     'dry run: nothing was changed',
   ].join('\n');

@@ -5,7 +5,7 @@
 import { CorruptManifestError } from '../errors.js';
 import { encodeManifest, encodeManifestBytes, decodeManifest, decodeManifestLazy, Fields } from '../manifest/codec.js';
 import { posix } from 'node:path';
-import { checkRelativePath, checkTaskId, isDataName } from '../paths.js';
+import { checkRelativePath, checkTaskId, compareTasks, isDataName } from '../paths.js';
 import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import { ADOPTED_DIR, taskAttemptName, type JobLayout } from './layout.js';
@@ -215,6 +215,24 @@ async function claimTasks(store: Store, layout: JobLayout, app: number): Promise
       throw CorruptManifestError.document(store.toUri(e.path), 'is not a claim file (<task>.yaml): remove it if you put it there');
     }
   });
+}
+
+/**
+ * The tasks of a v2 job that claimed their output in its current app attempt, in task order: the
+ * ones whose files were (or were being) published into the target, which an abort leaves there.
+ * Names only, leniently read: an abort must not stop at a damaged claim. Empty for a v1 job.
+ */
+export async function publishedV2Tasks(store: Store, layout: JobLayout, job: { readonly algorithm: string; readonly appAttempt: number }): Promise<string[]> {
+  if (job.algorithm !== 'v2') return [];
+  const names = (await store.list(layout.claimsDir(job.appAttempt)).catch(() => [])).map((e) => (e.kind === 'file' && e.name.endsWith('.yaml') ? e.name.slice(0, -5) : ''));
+  const valid = (t: string) => {
+    try {
+      return checkTaskId(t) === t;
+    } catch {
+      return false;
+    }
+  };
+  return names.filter(valid).sort(compareTasks);
 }
 
 /**

@@ -1,7 +1,7 @@
 // abort: throws away one task attempt, or the whole job's staged data (refused past the commit point).
 
 import { ConflictError } from '../errors.js';
-import { claimedUploads, decide, readClaim } from '../job/claims.js';
+import { claimedUploads, decide, publishedV2Tasks, readClaim } from '../job/claims.js';
 import { saveJob } from '../job/job.js';
 import { taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
@@ -30,6 +30,8 @@ export interface AbortResult {
   readonly wasDenied?: boolean;
   /** An adopted job's leftover, renamed back to where adopt found it (local, HDFS). */
   readonly leftoverGivenBack?: string;
+  /** A v2 job's tasks that had claimed their output: what they published stays in the target (job scope). */
+  readonly publishedTasks?: readonly string[];
 }
 
 export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResult> {
@@ -55,11 +57,12 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
       await saveJob(env.store, layout, { ...job, state: 'aborted' });
     }
     await abortJobUploads(env, locked);
+    const published = await publishedV2Tasks(env.store, layout, job);
     // An adopted leftover goes back where the engine left it, never with the staging dir.
     const back = await leftoverToGiveBack(env.store, layout, job);
     await giveBackLeftover(env.store, layout, job);
     await removeStagingDir(env.store, layout, lease);
-    return { jobId: job.jobId, outcome: 'aborted' as const, scope, ...(back ? { leftoverGivenBack: env.store.toUri(back.to!) } : {}) };
+    return { jobId: job.jobId, outcome: 'aborted' as const, scope, ...(back ? { leftoverGivenBack: env.store.toUri(back.to!) } : {}), ...(published.length ? { publishedTasks: published } : {}) };
   });
 }
 

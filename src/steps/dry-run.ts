@@ -4,7 +4,7 @@
 
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError } from '../errors.js';
-import { readClaims, readDecision } from '../job/claims.js';
+import { publishedV2Tasks, readClaims, readDecision } from '../job/claims.js';
 import { ADOPTED_DIR, taskAttemptName, SUCCESS_FILE, type JobLayout } from '../job/layout.js';
 import { giveBackProblem, leftoverToGiveBack } from '../job/adoption.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
@@ -124,6 +124,8 @@ export interface AbortDryRun {
   readonly bytes: number;
   /** An adopted job's leftover, which abort renames back to where adopt found it (local, HDFS). */
   readonly givesBack?: { readonly from: string; readonly to: string; readonly files: number; readonly bytes: number };
+  /** A v2 job's tasks that had claimed their output: what they published stays in the target. */
+  readonly publishedTasks?: readonly string[];
   readonly operations: readonly PlannedOperation[];
 }
 
@@ -163,6 +165,7 @@ export async function abortDryRun(env: StepEnv, input: { stagingPath: string; ta
   const sum = (fs: typeof files) => fs.reduce((a, f) => a + Math.max(0, f.size), 0);
   const problem = back && (await giveBackProblem(store, job, back));
   if (problem) throw new ConflictError(problem);
+  const published = await publishedV2Tasks(store, layout, job);
   return {
     dryRun: true,
     jobId: job.jobId,
@@ -171,6 +174,7 @@ export async function abortDryRun(env: StepEnv, input: { stagingPath: string; ta
     files: thrown.length,
     bytes: sum(thrown),
     ...(back ? { givesBack: { from: store.toUri(back.from), to: store.toUri(back.to!), files: given.length, bytes: sum(given) } } : {}),
+    ...(published.length ? { publishedTasks: published } : {}),
     operations: [
       ...(job.state === 'aborted' ? [] : [{ op: 'write', path: store.toUri(layout.jobFile) }]),
       ...(back ? [{ op: 'rename', from: store.toUri(back.from), to: store.toUri(back.to!) }] : []),

@@ -4,12 +4,12 @@ import { Command } from 'commander';
 import { abort, abortDryRun, type AbortDoc } from '../../api/index.js';
 import { withHelp } from '../help.js';
 import { wholeNumber } from '../options.js';
-import { renderAbortDryRun } from '../render-dry-run.js';
+import { renderAbortDryRun, targetAfterAbort } from '../render-dry-run.js';
 import type { Run } from '../runtime.js';
 
 function renderAbort(r: AbortDoc): string {
   if (r.outcome === 'nothing') return 'nothing to abort: no job at that handle (finished, aborted or never staged)';
-  if (r.scope === 'job') return `aborted job ${r.jobId}: its staged data is gone${r.leftoverGivenBack ? `, the adopted leftover is back at ${r.leftoverGivenBack}` : ''}, the target was not touched`;
+  if (r.scope === 'job') return `aborted job ${r.jobId}: its staged data is gone${r.leftoverGivenBack ? `, the adopted leftover is back at ${r.leftoverGivenBack}` : ''}; ${targetAfterAbort(r.publishedTasks)}`;
   return `aborted ${r.taskAttempt}${r.wasDenied ? ' (another attempt had won the task)' : ''}`;
 }
 
@@ -32,7 +32,7 @@ export function abortCommand(run: Run): Command {
       }, c),
     );
   return withHelp(cmd, {
-    examples: ['stagecommit abort --job "$JOB"                       # the whole job; the target is not touched', 'stagecommit abort --job "$JOB" --task 3 --attempt 0   # one attempt'],
+    examples: ['stagecommit abort --job "$JOB"                       # the whole job; the target is not touched (v1)', 'stagecommit abort --job "$JOB" --task 3 --attempt 0   # one attempt'],
     exitCodes: [0, 1, 2, 4],
   });
 }
