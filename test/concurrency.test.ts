@@ -73,6 +73,10 @@ for (const fx of storeFixtures()) {
         if (fx.name === 's3' && codes.every((c) => c === 0)) {
           // S3 copies without refusing a taken key: publications at the same moment both land, the last one's bytes stay (README).
           assert.match((await readTree(sb.store, target))['dt=1/part-0'] ?? '', /^from [01]$/, why);
+          // commit-job finds the two claims of one path: the job is not marked done.
+          const done = await commitJob(sb, job);
+          assert.equal(done.code, 4, `${why}; commit-job: ${done.stderr}`);
+          assert.match(done.stderr, /tasks 0 and 1 both wrote 'dt=1\/part-0'; v2 published both/, why);
           continue;
         }
         assert.ok(winner >= 0 && codes[1 - winner] === 4, why);
@@ -125,6 +129,20 @@ for (const fx of storeFixtures()) {
     test('a v2 commit-task killed once claimed, then a clash from another task: recover is exit 4 and keeps the claim; abort ends it', async () => {
       const { target, job } = await killedThenClashed('v2-recovered');
       await claimKept(await cli(['recover', '--job', job], { env: sb.env }), job, target);
+    });
+
+    test("two v2 tasks committed with one path (the other task's file moved aside, then recover): commit-job is exit 4 naming both, nothing marked done; abort ends it", async () => {
+      const { target, job } = await killedThenClashed('v2-both');
+      // The advice for a clash with an outside file, followed where the file was task 1's.
+      await sb.store.rename(posix.join(target, 'dt=1', 'part-0'), posix.join(target, 'dt=1', 'aside'));
+      const rec = await cli(['recover', '--job', job], { env: sb.env });
+      assert.equal(rec.code, 0, rec.stderr);
+      const r = await commitJob(sb, job);
+      assert.equal(r.code, 4, r.stderr);
+      assert.match(r.stderr, /tasks 0 and 1 both wrote 'dt=1\/part-0'; v2 published both at commit-task, .*the job is not committed; abort it/);
+      assert.equal((await readTree(sb.store, target))._SUCCESS, undefined, 'no _SUCCESS');
+      assert.equal((await cli(['abort', '--job', job], { env: sb.env })).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-0': 'from 0', 'dt=1/aside': 'from 1' });
     });
 
     test('a second run of a v2 attempt while the first, on this host, publishes it is exit 4 and leaves the first alone', async () => {

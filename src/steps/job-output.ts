@@ -69,6 +69,8 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
   const claims = committedTasks(job, read);
   env.emit({ type: 'output', files: claims.reduce((n, c) => n + c.fileCount, 0) });
   const tree = job.algorithm === 'v1' ? new OutputTree(claims.map((c) => c.task)) : null;
+  // v2: the tasks published already; two of them that wrote one path left the target with one of them.
+  const published = job.algorithm === 'v2' ? new OutputTree(claims.map((c) => c.task)) : null;
   const stats = new OutputStats(job.partitionBy.length);
   const uploads: TaskFile[] = [];
   const inDir: number[] = [];
@@ -82,6 +84,7 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
         throw new CorruptManifestError(store.toUri(layout.claimFile(job.appAttempt, c.task)), 'files', (e as Error).message);
       }
       tree?.add(si, f.path, f.size, f.upload);
+      if (published) addPublished(published, si, f.path);
       stats.add(f.path, f.size);
       if (f.upload) uploads.push(f);
       else n++;
@@ -102,6 +105,19 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
     if (lost !== null) throw new ConflictError(`the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`);
   }
   return { claims, sources, tree, stats, inDir, uploads };
+}
+
+/** A v2 task's file, checked against the other tasks' (they were published at commit-task). */
+function addPublished(published: OutputTree, si: number, path: string): void {
+  try {
+    published.add(si, path, 0);
+  } catch (e) {
+    if (!(e instanceof ConflictError)) throw e;
+    const what = e.message.replace(/(: every file must have one destination)?; rename one and commit that task again$/, '');
+    throw new ConflictError(
+      `${what}; v2 published both at commit-task, so the target does not hold them as the tasks wrote them (on S3 the later copy replaced the earlier): the job is not committed; abort it (what its tasks published stays in the target) and run it again with distinct file names`,
+    );
+  }
 }
 
 /**
