@@ -180,6 +180,10 @@ interface Floor {
   readonly deletes: number;
   /** A CLI process that loads the S3 code, asks the store once and exits (`stagecommit jobs` of a path that is not there, exit 2). */
   readonly startup: number;
+  /** `node -e 0`: what any Node process costs before a line of ours runs. */
+  readonly bareNode: number;
+  /** `stagecommit --version`: Node and our bundle, no store. */
+  readonly version: number;
   readonly atOnce: number;
 }
 
@@ -199,7 +203,9 @@ async function copyFloor(files: string[], body: Buffer): Promise<Floor> {
   const deletes = await timeAsync(() => store.deleteMany(keys));
   await store.delete(`/${bucket}/floor`, true);
   const startup = time(() => spawnSync(process.execPath, [BIN, 'jobs', `s3://${bucket}/not-there`], { env, stdio: 'ignore' }));
-  return { copies, deletes, startup, atOnce };
+  const bareNode = time(() => spawnSync(process.execPath, ['-e', '0'], { env, stdio: 'ignore' }));
+  const version = time(() => spawnSync(process.execPath, [BIN, '--version'], { env, stdio: 'ignore' }));
+  return { copies, deletes, startup, bareNode, version, atOnce };
 }
 
 function floorRows(files: number, floor: readonly Floor[], ours: readonly Ours[], aws: readonly number[]): void {
@@ -207,7 +213,7 @@ function floorRows(files: number, floor: readonly Floor[], ours: readonly Ours[]
   const sum = (x: Floor) => x.copies + x.deletes;
   rows.push(
     `  the server's floor, in-process: ${files} CopyObject ${floor[0]!.atOnce} at a time ${m((x) => x.copies).toFixed(2)} s + DeleteObjects of the sources ${m((x) => x.deletes).toFixed(2)} s = ${m(sum).toFixed(2)} s${runs(floor.map(sum))}\n` +
-      `  a CLI process that starts, makes one request and exits: ${m((x) => x.startup).toFixed(2)} s; floor + start-up ${m((x) => sum(x) + x.startup).toFixed(2)} s against half of aws's time ${(median(aws) / 2).toFixed(2)} s\n` +
+      `  a CLI process that starts, makes one request and exits: ${m((x) => x.startup).toFixed(2)} s (node -e 0: ${m((x) => x.bareNode).toFixed(2)} s, stagecommit --version: ${m((x) => x.version).toFixed(2)} s); floor + start-up ${m((x) => sum(x) + x.startup).toFixed(2)} s against half of aws's time ${(median(aws) / 2).toFixed(2)} s\n` +
       `  (commit-job is ${median(ours.map((o, i) => o.wall - sum(floor[i]!))).toFixed(2)} s over the floor, run by run)`,
   );
   console.log(rows.at(-1));
