@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decodeManifest, encodeManifest } from '../src/manifest/codec.js';
-import { decodeJob } from '../src/job/job.js';
+import { decodeJob, encodeJob } from '../src/job/job.js';
 import { checkRelativePath, escapePartitionValue, parsePartitionArg, partitionOfFile } from '../src/paths.js';
 
 /** Hive's unescapePathName: how readers decode a partition directory name. */
@@ -56,4 +56,12 @@ test('manifests: long lists one JSON line each, a check line at the end; hand-wr
   const sign = (body: string) => encodeManifest(Object.fromEntries(body.trim().split('\n').map((l) => [l.split(': ')[0]!, JSON.parse(l.split(': ')[1]!)])));
   assert.throws(() => decodeJob(sign('kind: "stagecommit/job"\nversion: 1\njobId: "j"\nstate: "weird"'), '/s/_job.yaml'), /\/s\/_job.yaml: field 'state' is 'weird'/);
   assert.throws(() => decodeJob(sign('kind: "stagecommit/job"\nversion: 9'), '/s/_job.yaml'), /field 'version' is 9.*upgrade/);
+  // An aborted v2 job's publishedTasks: task ids, as a claim's file name is.
+  const aborted = { jobId: 'j', target: '/t', targetPath: '/t', staging: '/s', mode: 'append', algorithm: 'v2', partitionBy: [], staticPartition: [], logPosition: null, appAttempt: 0, state: 'aborted', stagedAtMs: 1, owner: { user: 'u', host: 'h', pid: 1 } } as const;
+  assert.deepEqual(decodeJob(encodeJob({ ...aborted, publishedTasks: ['0', 'b'] }), 'f').publishedTasks, ['0', 'b']);
+  assert.equal(decodeJob(encodeJob(aborted), 'f').publishedTasks, undefined);
+  for (const bad of [['../x'], ['01'], [3], 'x']) {
+    const doc = { ...decodeManifest(encodeJob(aborted), 'f'), publishedTasks: bad };
+    assert.throws(() => decodeJob(encodeManifest(doc), '/s/_job.yaml'), /\/s\/_job.yaml: field 'publishedTasks/, JSON.stringify(bad));
+  }
 });

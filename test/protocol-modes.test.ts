@@ -9,6 +9,7 @@ import { cli } from './helpers/cli.js';
 import { commitJob, commitTask, prepare, runJob, stage, stageTask } from './helpers/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
+import { JobLayout } from '../src/job/layout.js';
 
 for (const fx of storeFixtures()) {
   describe(`protocol: modes on ${fx.name}`, () => {
@@ -222,11 +223,11 @@ for (const fx of storeFixtures()) {
       assert.equal((await commitTask(sb, job, '0')).code, 0);
       const dry = await cli(['abort', '--job', job, '--dry-run'], { env: sb.env });
       assert.equal(dry.code, 0, dry.stderr);
-      assert.match(dry.stdout, /abort would throw away job .*; the files that v2 task\(s\) 0 published at commit-task stay in the target/);
+      assert.match(dry.stdout, /abort would throw away job .*; v2 task\(s\) 0 had claimed their output: what they published at commit-task stays in the target/);
       assert.deepEqual(JSON.parse((await cli(['abort', '--job', job, '--dry-run', '--json'], { env: sb.env })).stdout).publishedTasks, ['0']);
       const r = await cli(['abort', '--job', job], { env: sb.env });
       assert.equal(r.code, 0, r.stderr);
-      assert.match(r.stderr, /aborted job .*; the files that v2 task\(s\) 0 published at commit-task stayed in the target/);
+      assert.match(r.stderr, /aborted job .*; v2 task\(s\) 0 had claimed their output: what they published at commit-task stayed in the target/);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a.csv': 'a' }, 'what task 0 published stays; task 1 never appears');
 
       const v1 = await stage(sb, { target: posix.join(dir(), 'v1abort'), partitionBy: 'dt' });
@@ -236,6 +237,51 @@ for (const fx of storeFixtures()) {
       assert.equal(a.code, 0, a.stderr);
       assert.match(a.stderr, /its staged data is gone; the target was not touched/);
     });
+    test('an abort of a v2 job killed at any point: the abort or recover that finishes it still names the tasks whose files stay', async () => {
+      const named = /v2 task\(s\) 0 had claimed their output: what they published at commit-task stayed in the target/;
+      for (let k = 1; k <= 12; k++) {
+        const target = posix.join(dir(), `v2kill-${k}`);
+        const job = await stage(sb, { target, algorithm: 'v2' });
+        await stageTask(sb, job, { task: '0', files: { 'a.csv': 'a' } });
+        await stageTask(sb, job, { task: '1', files: { 'b.csv': 'b' } });
+        assert.equal((await commitTask(sb, job, '0')).code, 0);
+        const first = await cli(['abort', '--job', job], { env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: String(k) } });
+        if (first.code === 0) {
+          assert.match(first.stderr, named, `not killed at ${k}`);
+          break;
+        }
+        assert.equal(first.signal, 'SIGKILL', first.stderr);
+        const heal = k % 2 ? ['recover', '--job', job] : ['abort', '--job', job];
+        const r = await cli(heal, { env: sb.env });
+        // Killed only while it tidied the staging dir's empty parents: the job was gone already.
+        if (/no job at|nothing to abort/.test(r.stderr + r.stdout)) {
+          assert.deepEqual(data(await readTree(sb.store, target)), { 'a.csv': 'a' }, `killed at ${k}`);
+          break;
+        }
+        assert.equal(r.code, 0, `killed at ${k}, then ${heal[0]}: ${r.stderr}`);
+        // A kill before the job was marked aborted leaves it staged: recover then keeps it (nothing to name yet).
+        if (heal[0] === 'recover' && !/was aborted/.test(r.stderr)) assert.equal((await cli(['abort', '--job', job], { env: sb.env })).code, 0);
+        else assert.match(r.stderr, named, `killed at ${k}, then ${heal[0]}`);
+        assert.deepEqual(data(await readTree(sb.store, target)), { 'a.csv': 'a' }, `killed at ${k}`);
+      }
+    });
+
+    test('a damaged claim or a stray file among the claims does not stop a job abort', async () => {
+      const target = posix.join(dir(), 'damaged');
+      const job = await stage(sb, { target });
+      await stageTask(sb, job, { task: '0', files: { 'a.csv': 'a' } });
+      assert.equal((await commitTask(sb, job, '0')).code, 0);
+      const staging = (await sb.store.list(posix.join(posix.dirname(target), '.stagecommit', 'damaged')))[0]!.path;
+      const layout = new JobLayout(staging);
+      await sb.store.writeFile(layout.claimFile(0, '0'), 'kind: junk\n');
+      await sb.store.writeFile(posix.join(layout.claimsDir(0), 'notes.txt'), 'hi\n');
+      const r = await cli(['abort', '--job', job], { env: sb.env });
+      assert.equal(r.code, 0, r.stderr);
+      if (sb.store.abortUpload) assert.match(r.stderr, /_claims\/(0\.yaml|notes\.txt) could not be read \(.*\): any pending upload it named is left for 'stagecommit clean-orphans'/);
+      assert.equal(await sb.store.stat(staging), null, 'the staging dir is gone');
+      assert.equal(await sb.store.stat(target), null, 'the target never appeared');
+    });
+
     test('unicode and spaces in names and partition values; Hive escaping keeps a / inside its value', async () => {
       const target = posix.join(dir(), 'städte tabelle');
       await runJob(sb, { target, partitionBy: 'city,note' }, [

@@ -30,7 +30,7 @@ export function renderCommitDryRun(r: Omit<CommitJobDryRunDoc, 'handle'>): strin
 /** What a job abort leaves in the target: nothing, or (v2) what its claimed tasks published. */
 export function targetAfterAbort(published: readonly string[] | undefined, would = false): string {
   if (!published?.length) return `the target ${would ? 'is' : 'was'} not touched`;
-  return `the files that v2 task(s) ${shortList(published, 20)} published at commit-task ${would ? 'stay' : 'stayed'} in the target (v2 publishes per task; remove them by hand if the table must not keep them)`;
+  return `v2 task(s) ${shortList(published, 20)} had claimed their output: what they published at commit-task ${would ? 'stays' : 'stayed'} in the target (v2 publishes per task; remove it by hand if the table must not keep it)`;
 }
 
 export function renderAbortDryRun(r: AbortDryRunDoc): string {

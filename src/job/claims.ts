@@ -2,10 +2,10 @@
 // the record of the task's files); per attempt, the decision (commit or abort, whichever creates
 // it first, DESIGN §5.9). Both are created exclusively and checked on every read.
 
-import { CorruptManifestError } from '../errors.js';
+import { CorruptManifestError, StoreError } from '../errors.js';
 import { encodeManifest, encodeManifestBytes, decodeManifest, decodeManifestLazy, Fields } from '../manifest/codec.js';
 import { posix } from 'node:path';
-import { checkRelativePath, checkTaskId, compareTasks, isDataName } from '../paths.js';
+import { checkRelativePath, checkTaskId, isDataName } from '../paths.js';
 import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import { ADOPTED_DIR, taskAttemptName, type JobLayout } from './layout.js';
@@ -185,13 +185,34 @@ export function readClaimRecord(store: Store, layout: JobLayout, ctx: ClaimConte
  * with them is all the callers ask. Each claim is read through without an object per file kept
  * (at a million files, the whole list was 116 MiB).
  */
-export async function claimedUploads(store: Store, layout: JobLayout, job: { readonly jobId: string; readonly appAttempt: number }, concurrency = 16): Promise<TaskFile[]> {
+export async function claimedUploads(store: Store, layout: JobLayout, job: { readonly jobId: string; readonly appAttempt: number }, concurrency = 16, unreadable?: (file: string, e: Error) => void): Promise<TaskFile[]> {
   const out: TaskFile[] = [];
+  if (unreadable) return lenientUploads(store, layout, job, concurrency, unreadable);
   for (const c of (await readClaimRecords(store, layout, job.jobId, job.appAttempt, concurrency)).values()) {
     c.eachFile((f) => {
       if (f.upload) out.push(f);
     });
   }
+  return out;
+}
+
+/** claimedUploads for a step that ends the job (abort): a claim it cannot read is told to `unreadable` and passed over. */
+async function lenientUploads(store: Store, layout: JobLayout, job: { readonly jobId: string; readonly appAttempt: number }, concurrency: number, unreadable: (file: string, e: Error) => void): Promise<TaskFile[]> {
+  const out: TaskFile[] = [];
+  const entries = (await store.list(layout.claimsDir(job.appAttempt))).filter((e) => !e.name.startsWith('.'));
+  await mapLimit(entries, concurrency, async (e) => {
+    const file = store.toUri(e.path);
+    try {
+      const task = e.kind === 'file' && e.name.endsWith('.yaml') ? checkTaskId(e.name.slice(0, -5)) : null;
+      if (task === null) throw new Error('is not a claim file (<task>.yaml)');
+      const found: TaskFile[] = [];
+      (await readClaimRecord(store, layout, { jobId: job.jobId, task, appAttempt: job.appAttempt }))?.eachFile((f) => void (f.upload && found.push(f)));
+      out.push(...found);
+    } catch (err) {
+      if (err instanceof StoreError) throw err;
+      unreadable(file, err as Error);
+    }
+  });
   return out;
 }
 
@@ -215,24 +236,6 @@ async function claimTasks(store: Store, layout: JobLayout, app: number): Promise
       throw CorruptManifestError.document(store.toUri(e.path), 'is not a claim file (<task>.yaml): remove it if you put it there');
     }
   });
-}
-
-/**
- * The tasks of a v2 job that claimed their output in its current app attempt, in task order: the
- * ones whose files were (or were being) published into the target, which an abort leaves there.
- * Names only, leniently read: an abort must not stop at a damaged claim. Empty for a v1 job.
- */
-export async function publishedV2Tasks(store: Store, layout: JobLayout, job: { readonly algorithm: string; readonly appAttempt: number }): Promise<string[]> {
-  if (job.algorithm !== 'v2') return [];
-  const names = (await store.list(layout.claimsDir(job.appAttempt)).catch(() => [])).map((e) => (e.kind === 'file' && e.name.endsWith('.yaml') ? e.name.slice(0, -5) : ''));
-  const valid = (t: string) => {
-    try {
-      return checkTaskId(t) === t;
-    } catch {
-      return false;
-    }
-  };
-  return names.filter(valid).sort(compareTasks);
 }
 
 /**

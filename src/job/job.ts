@@ -4,7 +4,7 @@ import { CorruptManifestError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields, itemString, type DecodeOptions } from '../manifest/codec.js';
 import { posix } from 'node:path';
 import { kindOfName } from '../leftover/recognise.js';
-import { checkStorePath, normalizeColumn, partitionPath, type PartitionValue } from '../paths.js';
+import { checkStorePath, checkTaskId, normalizeColumn, partitionPath, type PartitionValue } from '../paths.js';
 import type { Store } from '../store/types.js';
 import type { JobLayout } from './layout.js';
 
@@ -42,6 +42,8 @@ export interface JobManifest {
   readonly owner: Owner;
   /** Set when `adopt` made the job out of an engine's leftover (manifest version 2). */
   readonly adopted?: Adoption;
+  /** An aborted v2 job: the tasks that had claimed their output, whose published files stay in the target (kept for a re-run of the abort, once the claims are gone). */
+  readonly publishedTasks?: readonly string[];
 }
 
 /** What `adopt` records: where the leftover was, so that `abort` can give it back. */
@@ -86,6 +88,7 @@ export function encodeJob(job: JobManifest): string {
     stagedAtMs: job.stagedAtMs,
     owner: { ...job.owner },
     ...(job.adopted ? { adopted: { ...job.adopted } } : {}),
+    ...(job.publishedTasks ? { publishedTasks: [...job.publishedTasks] } : {}),
   });
 }
 
@@ -112,6 +115,7 @@ export function decodeJob(text: string, file: string, opts: DecodeOptions = {}):
     stagedAtMs: (f.string('stagedAt'), f.count('stagedAtMs')),
     owner: ownerOf(),
     ...(f.doc.version === 1 ? {} : { adopted: adoptionOf(f, file) }),
+    ...(Object.hasOwn(f.doc, 'publishedTasks') ? { publishedTasks: f.array('publishedTasks', (t) => taskId(t)) } : {}),
   };
   if (job.staticPartition.some((p, i) => p.column !== job.partitionBy[i])) {
     throw new CorruptManifestError(file, 'staticPartition', 'does not name the leading columns of partitionBy, in order');
@@ -139,6 +143,12 @@ function adoptionOf(f: Fields, file: string): Adoption | undefined {
     throw new CorruptManifestError(file, 'adopted.leftoverPath', (e as Error).message);
   }
   return adoption;
+}
+
+function taskId(t: unknown): string {
+  if (typeof t !== 'string') throw new Error('is not a string');
+  checkTaskId(t);
+  return t;
 }
 
 function column(c: unknown): string {

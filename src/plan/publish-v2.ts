@@ -3,7 +3,8 @@
 
 import type { TaskFile } from '../job/claims.js';
 import type { JobManifest } from '../job/job.js';
-import type { JobLayout } from '../job/layout.js';
+import { taskOfAttempt, type JobLayout } from '../job/layout.js';
+import { posix } from 'node:path';
 import { attemptFiles } from '../job/tasks.js';
 import { publishStrategy } from '../store/operations.js';
 import type { Store } from '../store/types.js';
@@ -51,7 +52,8 @@ export async function planV2(ctx: Ctx, layout: JobLayout, job: JobManifest, atte
   const { store, concurrency } = ctx;
   // Files already published by an interrupted run of this commit are no longer in the attempt dir.
   const present = new Set((await attemptFiles(store, attemptDir)).map((e) => e.name));
-  const sources: SourceTree[] = [{ task: 'v2', root: layout.relative(attemptDir), files: files.filter((f) => present.has(f.path)) }];
+  const task = taskOfAttempt(job.jobId, posix.basename(attemptDir)) ?? posix.basename(attemptDir);
+  const sources: SourceTree[] = [{ task, root: layout.relative(attemptDir), files: files.filter((f) => present.has(f.path)) }];
   const tree = buildTree(sources);
   const target = await snapshotTarget(store, job.targetPath, tree, [], concurrency);
   const identical = await identicalClashes(store, layout, job.targetPath, sources, tree, target, concurrency);

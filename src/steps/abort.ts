@@ -1,7 +1,8 @@
 // abort: throws away one task attempt, or the whole job's staged data (refused past the commit point).
 
 import { ConflictError } from '../errors.js';
-import { claimedUploads, decide, publishedV2Tasks, readClaim } from '../job/claims.js';
+import { claimedUploads, decide, readClaim } from '../job/claims.js';
+import { publishedV2Tasks } from '../job/published.js';
 import { saveJob } from '../job/job.js';
 import { taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
@@ -52,12 +53,13 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
     const locked = opened.state === 'committing' ? (await readHeldPlan(env, opened)).open : opened;
     requireState(locked, ['staged', 'aborted'], 'abort');
     const { job, layout } = locked;
+    // Read before the state changes, and kept in it: a re-run after a killed abort finds no claims.
+    const published = await publishedV2Tasks(env.store, layout, job);
     if (job.state !== 'aborted') {
       await releaseLogEntry(env, job);
-      await saveJob(env.store, layout, { ...job, state: 'aborted' });
+      await saveJob(env.store, layout, { ...job, state: 'aborted', ...(published.length ? { publishedTasks: published } : {}) });
     }
     await abortJobUploads(env, locked);
-    const published = await publishedV2Tasks(env.store, layout, job);
     // An adopted leftover goes back where the engine left it, never with the staging dir.
     const back = await leftoverToGiveBack(env.store, layout, job);
     await giveBackLeftover(env.store, layout, job);
@@ -96,6 +98,9 @@ export async function abortJobUploads(env: StepEnv, open: OpenJob): Promise<void
   const { store } = env;
   const { job, layout } = open;
   if (!store.abortUpload) return;
-  const claimed = await claimedUploads(store, layout, job, env.concurrency);
+  // A job being thrown away is not held up by a damaged claim: its uploads, if any, are left to clean-orphans' age rule.
+  const claimed = await claimedUploads(store, layout, job, env.concurrency, (file, e) =>
+    env.emit({ type: 'warn', message: `${file} could not be read (${e.message}): any pending upload it named is left for 'stagecommit clean-orphans'` }),
+  );
   await abortRecordedUploads(store, layout, new Set(), env.concurrency, job.targetPath, { extra: claimed });
 }

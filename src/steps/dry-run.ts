@@ -4,7 +4,8 @@
 
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError } from '../errors.js';
-import { publishedV2Tasks, readClaims, readDecision } from '../job/claims.js';
+import { readClaims, readDecision } from '../job/claims.js';
+import { publishedV2Tasks } from '../job/published.js';
 import { ADOPTED_DIR, taskAttemptName, SUCCESS_FILE, type JobLayout } from '../job/layout.js';
 import { giveBackProblem, leftoverToGiveBack } from '../job/adoption.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';

@@ -115,7 +115,7 @@ function addPublished(published: OutputTree, si: number, path: string): void {
     if (!(e instanceof ConflictError)) throw e;
     const what = e.message.replace(/(: every file must have one destination)?; rename one and commit that task again$/, '');
     throw new ConflictError(
-      `${what}; v2 published both at commit-task, so the target does not hold them as the tasks wrote them (on S3 the later copy replaced the earlier): the job is not committed; abort it (what its tasks published stays in the target) and run it again with distinct file names`,
+      `${what}; v2 published both at commit-task, and one path holds one of them (the last to land; on S3 a key and keys below it can stand side by side): the job is not committed; abort it (what its tasks published stays in the target) and run it again with distinct file names`,
     );
   }
 }

@@ -3,6 +3,7 @@
 // rolls the job forward to done.
 
 import { decide, encodeClaim, readClaims, readDecisions, type Claim } from '../job/claims.js';
+import { publishedV2Tasks } from '../job/published.js';
 import { saveJob, type JobManifest } from '../job/job.js';
 import { COMMIT_FILE, taskOfAttempt, type JobLayout } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
@@ -40,6 +41,8 @@ export interface RecoverResult {
   readonly finished: readonly string[];
   readonly undone: readonly string[];
   readonly rolledForward: boolean;
+  /** An aborted v2 job whose removal this run finished: the tasks whose published files stay in the target. */
+  readonly publishedTasks?: readonly string[];
 }
 
 export async function recover(env: StepEnv, input: RecoverInput): Promise<RecoverResult> {
@@ -51,9 +54,10 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
   const { job, layout } = opened;
   const base = { jobId: job.jobId, appAttempt: job.appAttempt, committedTasks: [], tasksToRun: [], finished: [], undone: [] };
   if (opened.state === 'aborted') {
+    const published = await publishedV2Tasks(store, layout, job);
     await abortJobUploads(env, opened);
     await removeStagingDir(store, layout, lease);
-    return { ...base, state: 'aborted', rolledForward: false };
+    return { ...base, state: 'aborted', rolledForward: false, ...(published.length ? { publishedTasks: published } : {}) };
   }
   // A plan given up before it landed is removed: the job is then recovered as a staged one.
   const held = await readHeldPlan(env, opened);

@@ -3,12 +3,12 @@
 import { Command } from 'commander';
 import { recover, recoverDryRun, type RecoverDoc } from '../../api/index.js';
 import { withHelp } from '../help.js';
-import { renderRecoverDryRun } from '../render-dry-run.js';
+import { renderRecoverDryRun, targetAfterAbort } from '../render-dry-run.js';
 import type { Run } from '../runtime.js';
 
 function renderRecover(r: RecoverDoc): string {
   if (r.state === 'committed') return `job ${r.jobId} was past its commit point: rolled forward to committed`;
-  if (r.state === 'aborted') return `job ${r.jobId} was aborted: finished removing its staging dir`;
+  if (r.state === 'aborted') return `job ${r.jobId} was aborted: finished removing its staging dir${r.publishedTasks ? `; ${targetAfterAbort(r.publishedTasks)}` : ''}`;
   const extra = [r.finished.length ? `finished ${r.finished.length} interrupted task commit(s)` : '', r.undone.length ? `undid ${r.undone.length}` : ''].filter(Boolean).join(', ');
   return `job ${r.jobId}: app attempt ${r.appAttempt}; ${r.committedTasks.length} task(s) kept, ${r.tasksToRun.length} to run${extra ? `; ${extra}` : ''}`;
 }
