@@ -1,7 +1,7 @@
 // Benchmark: peak memory and time per file of commit-task and commit-job as the file count grows
 // (DESIGN §9: memory stays flat). Local filesystem, 100 partitions, 4 tasks, an absent target;
 // every step runs as its own process under /usr/bin/time. BENCH_SCALE=100000,1000000 (default)
-// picks the sizes. BENCH_SCALE_RECOVER=1 adds, per size, `recover` of a commit-job killed while it
+// picks the sizes; BENCH_SCALE_MERGED=1 has every task write every partition. BENCH_SCALE_RECOVER=1 adds, per size, `recover` of a commit-job killed while it
 // publishes a plan of one move per file (every task writes every partition), the on-call
 // engineer's step. Not part of the tests.
 
@@ -28,7 +28,9 @@ interface Figures {
 async function measure(files: number): Promise<Figures> {
   const root = mkdtempSync(path.join(os.tmpdir(), 'stagecommit-scale-'));
   try {
-    const shape: Shape = { partitions: PARTITIONS, filesPerPartition: files / PARTITIONS, tasksPerPartition: 1, groups: TASKS };
+    // BENCH_SCALE_MERGED=1: every task writes a quarter of every partition (a plan of one move per file).
+    const merged = process.env.BENCH_SCALE_MERGED === '1';
+    const shape: Shape = { partitions: PARTITIONS, filesPerPartition: files / PARTITIONS, tasksPerPartition: merged ? TASKS : 1, groups: merged ? 1 : TASKS };
     const staging = await stagedJob(benchEnv(new LocalStore()), { target: path.join(root, 'table'), staging: path.join(root, 'staging'), mode: 'create', shape, commit: false });
     execFileSync('sync');
     let taskPeakMb = 0;

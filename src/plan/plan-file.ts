@@ -1,7 +1,7 @@
 // `_commit.yaml`: the persisted commit plan. Its existence is the commit point.
 
 import { CorruptManifestError, ExitCode, StageCommitError, StoreError } from '../errors.js';
-import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
+import { decodeManifestLazy, encodeManifest, Fields } from '../manifest/codec.js';
 import { checkRelativePath } from '../paths.js';
 import { tempPathFor } from '../store/temp-names.js';
 import type { Store } from '../store/types.js';
@@ -111,11 +111,12 @@ function checkOp(o: Record<string, unknown>): PlanOp {
 }
 
 export function decodePlan(text: string, file: string): PersistedPlan {
-  const f = new Fields(decodeManifest(text, file), file);
+  // Lazily: each op line is parsed as it is checked, never a second array of a million objects.
+  const f = new Fields(decodeManifestLazy(text, file), file);
   f.kind(KIND, VERSION);
   const phaseCount = f.count('phaseCount');
   const phases: PlanOp[][] = Array.from({ length: phaseCount }, () => []);
-  f.array('ops', (x) => {
+  f.each('ops', (x) => {
     const o = x as Record<string, unknown>;
     if (o === null || typeof o !== 'object') throw new Error('is not a mapping');
     const phase = o.phase;
