@@ -186,8 +186,8 @@ export function readClaimRecord(store: Store, layout: JobLayout, ctx: ClaimConte
  * (at a million files, the whole list was 116 MiB).
  */
 export async function claimedUploads(store: Store, layout: JobLayout, job: { readonly jobId: string; readonly appAttempt: number }, concurrency = 16, unreadable?: (file: string, e: Error) => void): Promise<TaskFile[]> {
-  const out: TaskFile[] = [];
   if (unreadable) return lenientUploads(store, layout, job, concurrency, unreadable);
+  const out: TaskFile[] = [];
   for (const c of (await readClaimRecords(store, layout, job.jobId, job.appAttempt, concurrency)).values()) {
     c.eachFile((f) => {
       if (f.upload) out.push(f);
