@@ -15,14 +15,18 @@ const RETRIES = 8;
 export async function readManifestFile<T>(store: Store, path: string, decode: (text: string, file: string) => T, opts: { onEmpty?: () => Promise<T> } = {}): Promise<T | null> {
   const file = store.toUri(path);
   for (let i = 0; ; i++) {
-    const data = await store.readFile(path);
+    let data = await store.readFile(path);
     if (data === null) return null;
     if (data.length === 0 && opts.onEmpty) return opts.onEmpty();
+    const empty = data.length === 0;
+    const text = data.toString('utf8');
+    // The bytes go before the text is decoded: a million-op plan is 180 MB of each.
+    data = null;
     try {
-      return decode(data.toString('utf8'), file);
+      return decode(text, file);
     } catch (e) {
       if (!(e instanceof CorruptManifestError) || !store.caps.createsVisibleEarly) throw e;
-      if (i >= RETRIES) throw data.length === 0 ? emptyCreate(file) : e;
+      if (i >= RETRIES) throw empty ? emptyCreate(file) : e;
     }
     await sleep(25 * Math.min(i + 1, 8));
   }

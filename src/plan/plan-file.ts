@@ -1,7 +1,8 @@
 // `_commit.yaml`: the persisted commit plan. Its existence is the commit point.
 
 import { CorruptManifestError, ExitCode, StageCommitError, StoreError } from '../errors.js';
-import { decodeManifestLazy, encodeManifest, Fields } from '../manifest/codec.js';
+import { decodeManifestLazy, encodeManifestBytes, Fields } from '../manifest/codec.js';
+import { ListLines } from '../manifest/encode.js';
 import { checkRelativePath } from '../paths.js';
 import { tempPathFor } from '../store/temp-names.js';
 import type { Store } from '../store/types.js';
@@ -25,10 +26,11 @@ export interface PersistedPlan extends CommitPlan {
   readonly logEntry: number | null;
 }
 
-export function encodePlan(p: PersistedPlan): string {
-  const ops: object[] = [];
+/** The plan's bytes; its ops are encoded line by line (a million of them: no second list of objects, no text beside the bytes). */
+export function encodePlan(p: PersistedPlan): Buffer {
+  const ops = new ListLines();
   p.phases.forEach((phase, i) => phase.forEach((op) => ops.push({ phase: i, ...op })));
-  return encodeManifest(
+  return encodeManifestBytes(
     {
       kind: KIND,
       version: VERSION,
@@ -45,7 +47,7 @@ export function encodePlan(p: PersistedPlan): string {
       partitionsReplaced: [...p.partitionsReplaced],
       filenames: p.filenames.slice(0, 100),
     },
-    { ops },
+    { ops: ops.done() },
   );
 }
 
@@ -161,17 +163,17 @@ export async function writePlan(store: Store, layout: JobLayout, plan: Persisted
   } catch (e) {
     // Read back: our bytes there, the write landed; nothing there, nothing changed (a full disk).
     const now = await store.readFile(layout.commitFile).catch(() => undefined);
-    if (now?.toString('utf8') === text) return true;
+    if (now?.equals(text)) return true;
     if (now !== null && e instanceof StageCommitError && e.exitCode === ExitCode.failed) {
       e.message += `; the target is unchanged, but whether job ${plan.jobId} passed its commit point is not known: run 'stagecommit recover --job ${store.toUri(layout.root)}' once the store answers (it finishes the job if its plan was written, else leaves it staged)`;
     }
     throw e;
   }
   // Ours from a try whose answer was lost, or another.
-  return (await store.readFile(layout.commitFile))?.toString('utf8') === text;
+  return (await store.readFile(layout.commitFile))?.equals(text) === true;
 }
 
-async function createWhole(store: Store, path: string, text: string): Promise<boolean> {
+async function createWhole(store: Store, path: string, text: Buffer): Promise<boolean> {
   if (!store.caps.createsVisibleEarly) return store.createExclusive(path, text);
   const tmp = tempPathFor(path);
   let made: boolean;
