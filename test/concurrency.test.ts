@@ -25,7 +25,6 @@ import { isTempName, tempPathFor } from '../src/store/temp-names.js';
 import { loadPlan, writePlan } from '../src/plan/plan-file.js';
 import { InstrumentedStore } from '../src/store/instrumented.js';
 import { once } from 'node:events';
-import { spawn } from 'node:child_process';
 
 // 8 rounds locally, each of 8 processes claiming at once (28 pairs of claimants a round); on
 // remote stores each racer pays ~0.4 s of start-up, so 3 rounds there keep the whole run within its
@@ -160,32 +159,6 @@ for (const fx of storeFixtures()) {
       assert.equal((await first.result).code, 0);
       assert.equal((await commitJob(sb, job)).code, 0);
       assert.deepEqual(data(await readTree(sb.store, target)), { a: 'a', b: 'b' });
-    });
-
-    test('a v2 claim whose pid a later process holds now (the pid was given again) does not hold off the re-run; a claim of the live process itself does', async () => {
-      const child = spawn('sleep', ['30'], { stdio: 'ignore' });
-      await once(child, 'spawn');
-      try {
-        for (const reused of [true, false]) {
-          const target = posix.join(dir(), `v2-pid-${reused}`);
-          const env0 = testEnv(sb.store);
-          const stagingPath = await libStage(env0, target, { name: 'pid', initial: null, job: { mode: 'append', algorithm: 'v2' }, tasks: [] });
-          await libStageTask(env0, stagingPath, { task: '0', files: { a: 'a' } });
-          // The claimer had the sleep's pid; reused: it claimed two minutes before the sleep started.
-          const claimer = testEnv(sb.store, killedAt.claimed('0'), { pid: child.pid!, ...(reused ? { now: () => Date.now() - 120_000 } : {}) });
-          await assert.rejects(libCommitTask(claimer, stagingPath, { task: '0', files: {} }), InjectedFault);
-          const again = libCommitTask(testEnv(sb.store), stagingPath, { task: '0', files: {} });
-          if (!reused) {
-            await assert.rejects(again, (e: unknown) => e instanceof ConflictError && new RegExp(`is being committed by pid ${child.pid} on `).test(e.message));
-            continue;
-          }
-          await again;
-          await libCommitJob(testEnv(sb.store), stagingPath);
-          assert.deepEqual(data(await readTree(sb.store, target)), { a: 'a' });
-        }
-      } finally {
-        child.kill();
-      }
     });
 
     test('two jobs overwriting different static partitions of one table at once: both land, nothing else moves', async () => {

@@ -27,7 +27,7 @@ export interface LeaseClock {
   readonly pid: number;
   readonly now: () => number;
   readonly leaseTtlMs: number;
-  readonly isPidAlive: (pid: number, sinceMs?: number) => boolean;
+  readonly isPidAlive: (pid: number) => boolean;
   readonly emit: (e: { type: 'warn'; message: string }) => void;
 }
 
@@ -90,20 +90,15 @@ function holderUnreadable(e: unknown, file: string): Error {
   return new CorruptManifestError(file, '', `${what}; if no stagecommit process works on this job, delete the file and run the step again`, true);
 }
 
-/**
- * A process known to be gone: it ran on this host, and no process has its pid now, or only one
- * that started after `sinceMs` (when the record naming it was written: the pid was given again).
- */
-export function processGone(who: { readonly host: string; readonly pid: number }, env: Pick<LeaseClock, 'host' | 'isPidAlive'>, sinceMs?: number): boolean {
-  return who.host === env.host && !env.isPidAlive(who.pid, sinceMs);
+/** A process known to be gone: it ran on this host, and no process has its pid now. */
+export function processGone(who: { readonly host: string; readonly pid: number }, env: Pick<LeaseClock, 'host' | 'isPidAlive'>): boolean {
+  return who.host === env.host && !env.isPidAlive(who.pid);
 }
 
 export function isLeaseLive(lease: Pick<CurrentLease, 'record' | 'emptySinceMs'>, env: Pick<LeaseClock, 'now' | 'host' | 'isPidAlive' | 'leaseTtlMs'>): boolean {
   const r = lease.record;
   if (r === null) return env.now() - (lease.emptySinceMs ?? 0) < env.leaseTtlMs;
   if (r.expiresAtMs <= env.now()) return false;
-  // No start-time test here (processGone's sinceMs): a reused pid only holds the lease until it
-  // expires, while a wall clock stepped forward must never make a live holder look gone.
   return !processGone(r, env);
 }
 

@@ -102,7 +102,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   }
   requireState(open, ['staged'], 'commit a task');
   // A v2 publication of this attempt still running here: a second run beside it could undo it.
-  if (before && job.algorithm === 'v2' && before.host === env.host && before.pid !== env.pid && !processGone(before, env, before.claimedAtMs)) {
+  if (before && job.algorithm === 'v2' && before.host === env.host && before.pid !== env.pid && !processGone(before, env)) {
     throw new ConflictError(`${taskAttempt} is being committed by pid ${before.pid} on ${before.host}: wait for it (if it was killed, run commit-task again)`);
   }
   const attemptDir = layout.attemptDir(app, taskAttempt);

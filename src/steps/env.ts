@@ -2,7 +2,6 @@
 
 import type { OpCounts } from '../store/instrumented.js';
 import type { Store } from '../store/types.js';
-import { processStartMs } from '../util/process-start.js';
 
 export type StepEvent =
   | { readonly type: 'phase'; readonly label: string }
@@ -21,8 +20,7 @@ export interface StepEnv {
   readonly concurrency: number;
   /** How long a lease lives without renewal. */
   readonly leaseTtlMs: number;
-  /** Whether process `pid` of this host runs; with `sinceMs`, one that started by then (not a later process given the pid again). */
-  readonly isPidAlive: (pid: number, sinceMs?: number) => boolean;
+  readonly isPidAlive: (pid: number) => boolean;
   readonly emit: (e: StepEvent) => void;
   /** Store operations counted so far in this process (DESIGN §9). */
   readonly metrics: () => OpCounts;
@@ -32,21 +30,11 @@ export interface StepEnv {
   readonly commitWaitMs?: number;
 }
 
-/**
- * A process's start time is known to the second (btime), and a wall clock stepped forward moves
- * it later: a process counts as started after a record only a minute past it (a pid is given
- * again long after, on all but the busiest hosts).
- */
-const START_MARGIN_MS = 60_000;
-
-export function isPidAliveLocal(pid: number, sinceMs?: number): boolean {
+export function isPidAliveLocal(pid: number): boolean {
   try {
     process.kill(pid, 0);
+    return true;
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
-  if (sinceMs === undefined) return true;
-  // A process that started after the record was written is not the one that wrote it.
-  const started = processStartMs(pid);
-  return started === null || started <= sinceMs + START_MARGIN_MS;
 }
