@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decodeManifest, encodeManifest } from '../src/manifest/codec.js';
 import { decodeJob, encodeJob } from '../src/job/job.js';
+import { decodePlan, encodePlan } from '../src/plan/plan-file.js';
 import { checkRelativePath, escapePartitionValue, parsePartitionArg, partitionOfFile } from '../src/paths.js';
 
 /** Hive's unescapePathName: how readers decode a partition directory name. */
@@ -56,6 +57,8 @@ test('manifests: long lists one JSON line each, a check line at the end; hand-wr
   const sign = (body: string) => encodeManifest(Object.fromEntries(body.trim().split('\n').map((l) => [l.split(': ')[0]!, JSON.parse(l.split(': ')[1]!)])));
   assert.throws(() => decodeJob(sign('kind: "stagecommit/job"\nversion: 1\njobId: "j"\nstate: "weird"'), '/s/_job.yaml'), /\/s\/_job.yaml: field 'state' is 'weird'/);
   assert.throws(() => decodeJob(sign('kind: "stagecommit/job"\nversion: 9'), '/s/_job.yaml'), /field 'version' is 9.*upgrade/);
+  // JSON leaves U+2028 and U+2029 raw: a header value holding them reads back.
+  assert.equal(decodeManifest(encodeManifest({ kind: 'k', version: 1, name: 'a\u2028b\u2029c' }), 'f').name, 'a\u2028b\u2029c');
   // An aborted v2 job's publishedTasks: task ids, as a claim's file name is.
   const aborted = { jobId: 'j', target: '/t', targetPath: '/t', staging: '/s', mode: 'append', algorithm: 'v2', partitionBy: [], staticPartition: [], logPosition: null, appAttempt: 0, state: 'aborted', stagedAtMs: 1, owner: { user: 'u', host: 'h', pid: 1 } } as const;
   assert.deepEqual(decodeJob(encodeJob({ ...aborted, publishedTasks: ['0', 'b'] }), 'f').publishedTasks, ['0', 'b']);
@@ -64,4 +67,20 @@ test('manifests: long lists one JSON line each, a check line at the end; hand-wr
     const doc = { ...decodeManifest(encodeJob(aborted), 'f'), publishedTasks: bad };
     assert.throws(() => decodeJob(encodeManifest(doc), '/s/_job.yaml'), /\/s\/_job.yaml: field 'publishedTasks/, JSON.stringify(bad));
   }
+});
+
+test('a plan read back: no more phases than ops, and old data parked only in the staging dir', () => {
+  const plan = {
+    jobId: 'j', appAttempt: 0, logEntry: null, createdAtMs: 1, files: 1, bytes: 1, tasks: ['0'], partitionsWritten: ['dt=1'], partitionsReplaced: ['dt=1'], filenames: [],
+    phases: [[{ op: 'swap' as const, path: 't:dt=1' as const, trash: 's:_trash/dt=1' as const, from: 's:_temporary/0/t/dt=1' as const, dir: true }]],
+  };
+  const text = encodePlan(plan as never).toString('utf8');
+  assert.equal(decodePlan(text, 'f').phases[0]![0]!.op, 'swap');
+  const resigned = (change: (doc: Record<string, unknown>, ops: Record<string, unknown>[]) => void): string => {
+    const { ops, ...doc } = decodeManifest(text, 'f') as Record<string, unknown> & { ops: Record<string, unknown>[] };
+    change(doc, ops);
+    return encodeManifest(doc, { ops });
+  };
+  assert.throws(() => decodePlan(resigned((d) => void (d.phaseCount = 1099511627776)), '/s/_commit.yaml'), /\/s\/_commit.yaml: field 'phaseCount' is 1099511627776, more than the plan's 1 op/);
+  assert.throws(() => decodePlan(resigned((_, ops) => void (ops[0]!.trash = 't:dt=9')), '/s/_commit.yaml'), /\/s\/_commit.yaml: field 'ops\[0\]' 'trash' is 't:dt=9': old data is parked inside the staging dir/);
 });

@@ -10,6 +10,11 @@ import { commitJob, commitTask, prepare, runJob, stage, stageTask } from './help
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
 import { JobLayout } from '../src/job/layout.js';
+import { libCommitTask, libStage, libStageTask, testEnv } from './helpers/lib.js';
+import { killed as killedAt } from './helpers/crash-points.js';
+import { InjectedFault } from '../src/errors.js';
+import { commitJob as commitJobStep } from '../src/steps/commit-job.js';
+import { recover as recoverStep } from '../src/steps/recover.js';
 
 for (const fx of storeFixtures()) {
   describe(`protocol: modes on ${fx.name}`, () => {
@@ -280,6 +285,18 @@ for (const fx of storeFixtures()) {
       if (sb.store.abortUpload) assert.match(r.stderr, /_claims\/(0\.yaml|notes\.txt) could not be read \(.*\): any pending upload it named is left for 'stagecommit clean-orphans'/);
       assert.equal(await sb.store.stat(staging), null, 'the staging dir is gone');
       assert.equal(await sb.store.stat(target), null, 'the target never appeared');
+    });
+
+    test('names and partition values holding U+2028 and U+2029 (raw in JSON): a commit-job killed at its commit point is rolled forward by recover', async () => {
+      const target = posix.join(dir(), 'seps');
+      const env = testEnv(sb.store);
+      const stagingPath = await libStage(env, target, { name: 'seps', initial: null, job: { mode: 'create', algorithm: 'v1', partitionBy: ['dt', 'r'], partition: ['dt=a\u2029b'] }, tasks: [] });
+      await libStageTask(env, stagingPath, { task: '0', partition: ['r=x\u2028y'], files: { 'a\u2028b.csv': 'one' } });
+      await libCommitTask(env, stagingPath, { task: '0', files: {} });
+      await assert.rejects(commitJobStep(testEnv(sb.store, killedAt.atCommitPoint()), { stagingPath }), InjectedFault);
+      const r = await recoverStep(testEnv(sb.store), { stagingPath });
+      assert.equal(r.state, 'committed');
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=a\u2029b/r=x\u2028y/a\u2028b.csv': 'one' });
     });
 
     test('unicode and spaces in names and partition values; Hive escaping keeps a / inside its value', async () => {

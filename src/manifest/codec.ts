@@ -13,7 +13,7 @@ import { countLines, END, ITEM } from './encode.js';
 
 export { encodeManifest, encodeManifestBytes } from './encode.js';
 
-const FIELD = /^([A-Za-z][A-Za-z0-9]*):(?: (.*))?$/;
+const FIELD = /^([A-Za-z][A-Za-z0-9]*):(?: (.*))?$/s; // s: a value may hold U+2028/U+2029, which JSON leaves raw
 
 /** The YAML library, loaded only when a document is not in our own line format. */
 export function yamlLib(): typeof import('yaml') {

@@ -100,8 +100,12 @@ function checkOp(o: Record<string, unknown>): PlanOp {
       if (o.upload !== undefined) return { ...op, upload: checkUpload(o.upload, op.to) };
       return o.size === undefined ? op : { ...op, size: o.size };
     }
-    case 'swap':
-      return { op: 'swap', path: checkLoc(o.path, 'path'), trash: checkLoc(o.trash, 'trash'), from: checkLoc(o.from, 'from'), dir: flag('dir') };
+    case 'swap': {
+      // The old data is parked in the staging dir, never elsewhere in the table.
+      const trash = checkLoc(o.trash, 'trash');
+      if (!trash.startsWith('s:')) throw new Error(`'trash' is '${trash}': old data is parked inside the staging dir (s:…)`);
+      return { op: 'swap', path: checkLoc(o.path, 'path'), trash, from: checkLoc(o.from, 'from'), dir: flag('dir') };
+    }
     case 'delete': {
       const path = checkLoc(o.path, 'path');
       if (!path.startsWith('t:') || path === 't:') throw new Error(`'path' is '${path}': a plan deletes only old data inside the target`);
@@ -117,6 +121,9 @@ export function decodePlan(text: string, file: string): PersistedPlan {
   const f = new Fields(decodeManifestLazy(text, file), file);
   f.kind(KIND, VERSION);
   const phaseCount = f.count('phaseCount');
+  // No phase is empty: there are no more phases than ops (checked before any array is made of them).
+  const opCount = (f.doc.ops as { length?: unknown } | undefined)?.length;
+  if (typeof opCount === 'number' && phaseCount > opCount) throw new CorruptManifestError(file, 'phaseCount', `is ${phaseCount}, more than the plan's ${opCount} op(s), and no phase is empty`);
   const phases: PlanOp[][] = Array.from({ length: phaseCount }, () => []);
   f.each('ops', (x) => {
     const o = x as Record<string, unknown>;
