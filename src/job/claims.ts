@@ -6,7 +6,7 @@ import { CorruptManifestError, StoreError } from '../errors.js';
 import { encodeManifest, encodeManifestBytes, decodeManifest, decodeManifestLazy, Fields } from '../manifest/codec.js';
 import { posix } from 'node:path';
 import { checkRelativePath, checkTaskId, isDataName } from '../paths.js';
-import type { Store } from '../store/types.js';
+import type { Entry, Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import { ADOPTED_DIR, taskAttemptName, type JobLayout } from './layout.js';
 import { manifestNames, readManifestFile } from './manifest-io.js';
@@ -199,15 +199,12 @@ export async function claimedUploads(store: Store, layout: JobLayout, job: { rea
 /** claimedUploads for a step that ends the job (abort): a claim it cannot read is told to `unreadable` and passed over. */
 async function lenientUploads(store: Store, layout: JobLayout, job: { readonly jobId: string; readonly appAttempt: number }, concurrency: number, unreadable: (file: string, e: Error) => void): Promise<TaskFile[]> {
   const out: TaskFile[] = [];
-  const entries = (await store.list(layout.claimsDir(job.appAttempt))).filter((e) => !e.name.startsWith('.'));
-  await mapLimit(entries, concurrency, async (e) => {
+  await mapLimit(await claimEntries(store, layout, job.appAttempt), concurrency, async (e) => {
     const file = store.toUri(e.path);
     try {
-      const task = e.kind === 'file' && e.name.endsWith('.yaml') ? checkTaskId(e.name.slice(0, -5)) : null;
+      const task = claimTaskOf(e);
       if (task === null) throw new Error('is not a claim file (<task>.yaml)');
-      const found: TaskFile[] = [];
-      (await readClaimRecord(store, layout, { jobId: job.jobId, task, appAttempt: job.appAttempt }))?.eachFile((f) => void (f.upload && found.push(f)));
-      out.push(...found);
+      (await readClaimRecord(store, layout, { jobId: job.jobId, task, appAttempt: job.appAttempt }))?.eachFile((f) => void (f.upload && out.push(f))); // those before a bad item are the job's too
     } catch (err) {
       if (err instanceof StoreError) throw err;
       unreadable(file, err as Error);
@@ -227,15 +224,26 @@ export async function readClaims(store: Store, layout: JobLayout, jobId: string,
 
 /** The tasks that have a claim file in an app attempt; a file there that is not a claim is reported. */
 async function claimTasks(store: Store, layout: JobLayout, app: number): Promise<string[]> {
-  const entries = (await store.list(layout.claimsDir(app))).filter((e) => !e.name.startsWith('.'));
-  return entries.map((e) => {
-    const task = e.kind === 'file' && e.name.endsWith('.yaml') ? e.name.slice(0, -5) : '';
-    try {
-      return checkTaskId(task);
-    } catch {
-      throw CorruptManifestError.document(store.toUri(e.path), 'is not a claim file (<task>.yaml): remove it if you put it there');
-    }
+  return (await claimEntries(store, layout, app)).map((e) => {
+    const task = claimTaskOf(e);
+    if (task === null) throw CorruptManifestError.document(store.toUri(e.path), 'is not a claim file (<task>.yaml): remove it if you put it there');
+    return task;
   });
+}
+
+/** The entries of an app attempt's claims dir (hidden ones, a store's own, left out). */
+export async function claimEntries(store: Store, layout: JobLayout, app: number): Promise<Entry[]> {
+  return (await store.list(layout.claimsDir(app))).filter((e) => !e.name.startsWith('.'));
+}
+
+/** The task whose claim an entry of the claims dir is (`<task>.yaml`), or null: not a claim file. */
+export function claimTaskOf(e: Entry): string | null {
+  if (e.kind !== 'file' || !e.name.endsWith('.yaml')) return null;
+  try {
+    return checkTaskId(e.name.slice(0, -5));
+  } catch {
+    return null;
+  }
 }
 
 /**

@@ -1,7 +1,8 @@
 // A v2 job's tasks that had claimed their output: what an abort leaves in the target.
 
-import { checkTaskId, compareTasks } from '../paths.js';
+import { compareTasks } from '../paths.js';
 import type { Store } from '../store/types.js';
+import { claimEntries, claimTaskOf } from './claims.js';
 import type { JobLayout } from './layout.js';
 
 /**
@@ -13,13 +14,6 @@ export async function publishedV2Tasks(store: Store, layout: JobLayout, job: { r
   if (job.algorithm !== 'v2') return [];
   // An abort that marked the job recorded them: its claims may be gone since.
   if (job.publishedTasks) return [...job.publishedTasks];
-  const names = (await store.list(layout.claimsDir(job.appAttempt))).map((e) => (e.kind === 'file' && e.name.endsWith('.yaml') ? e.name.slice(0, -5) : ''));
-  const valid = (t: string) => {
-    try {
-      return checkTaskId(t) === t;
-    } catch {
-      return false;
-    }
-  };
-  return names.filter(valid).sort(compareTasks);
+  const tasks = (await claimEntries(store, layout, job.appAttempt)).map(claimTaskOf).filter((t): t is string => t !== null);
+  return tasks.sort(compareTasks);
 }
