@@ -200,12 +200,18 @@ for (const fx of storeFixtures()) {
       });
     });
 
-    test('v2 publishes at commit-task; v2 with overwrite is refused at stage', async () => {
-      const target = posix.join(dir(), 'v2');
+    /** A v2 job partitioned by dt, tasks 0 and 1 staged into dt=1 (a.csv, b.csv), task 0 committed (published). */
+    const v2TaskZeroPublished = async (target: string): Promise<string> => {
       const job = await stage(sb, { target, algorithm: 'v2', partitionBy: 'dt' });
       await stageTask(sb, job, { task: '0', partition: ['dt=1'], files: { 'a.csv': 'a' } });
       await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { 'b.csv': 'b' } });
       assert.equal((await commitTask(sb, job, '0')).code, 0);
+      return job;
+    };
+
+    test('v2 publishes at commit-task; v2 with overwrite is refused at stage', async () => {
+      const target = posix.join(dir(), 'v2');
+      const job = await v2TaskZeroPublished(target);
       assert.deepEqual(await readTree(sb.store, target), { 'dt=1/a.csv': 'a' }, 'visible before commit-job');
       assert.equal((await commitTask(sb, job, '1')).code, 0);
       assert.equal((await commitJob(sb, job)).code, 0);
@@ -219,13 +225,9 @@ for (const fx of storeFixtures()) {
       assert.match(r.stderr, /v2 cannot be used with --mode overwrite/);
     });
 
-
     test("abort of a v2 job names the tasks whose published files stay in the target (dry run too); a v1 job's abort leaves it untouched", async () => {
       const target = posix.join(dir(), 'v2abort');
-      const job = await stage(sb, { target, algorithm: 'v2', partitionBy: 'dt' });
-      await stageTask(sb, job, { task: '0', partition: ['dt=1'], files: { 'a.csv': 'a' } });
-      await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { 'b.csv': 'b' } });
-      assert.equal((await commitTask(sb, job, '0')).code, 0);
+      const job = await v2TaskZeroPublished(target);
       const dry = await cli(['abort', '--job', job, '--dry-run'], { env: sb.env });
       assert.equal(dry.code, 0, dry.stderr);
       assert.match(dry.stdout, /abort would throw away job .*; v2 task\(s\) 0 had claimed their output: what they published at commit-task stays in the target/);
