@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { buildTree, planCommit, type PlanInput, type SourceTree, type TargetKind, type TargetSnapshot } from '../src/plan/plan.js';
+import { buildTree, planCommit, singleOps, type PlanInput, type SourceTree, type TargetKind, type TargetSnapshot } from '../src/plan/plan.js';
+import { decodePlan, encodePlan } from '../src/plan/plan-file.js';
 import { copiesInFlight } from '../src/plan/apply.js';
 
 const ABSENT: TargetSnapshot = { exists: false, dirs: new Map() };
@@ -27,7 +28,7 @@ function plan(p: Partial<PlanInput> & Pick<PlanInput, 'sources'>, depth = 1) {
   return planCommit({ mode: 'create', replaceUnits: [], strategy: 'rename', target: ABSENT, ...p }, depth);
 }
 
-const ops = (r: ReturnType<typeof plan>) => r.phases.flat();
+const ops = (r: ReturnType<typeof plan>) => r.phases.flatMap((p) => [...singleOps(p)]);
 const count = (r: ReturnType<typeof plan>, op: string) => ops(r).filter((o) => o.op === op).length;
 
 describe('planner', () => {
@@ -93,8 +94,7 @@ describe('planner', () => {
 
   test('overwrite keeps non-data entries: files replaced in place, old data deleted last', () => {
     const r = plan({ mode: 'overwrite', replaceUnits: ['dt=1'], sources: [src('0', ['dt=1/a', 'dt=1/new'])], target: target({ '': ['dt=1/'], 'dt=1': ['a', 'gone', '_temporary/', '.hidden'] }) });
-    const last = r.phases.at(-1)!;
-    assert.deepEqual(last, [{ op: 'delete', path: 't:dt=1/gone', dir: false }]);
+    assert.deepEqual([...singleOps(r.phases.at(-1)!)], [{ op: 'delete', path: 't:dt=1/gone', dir: false }]);
     assert.ok(ops(r).some((o) => o.op === 'move' && o.to === 't:dt=1/a' && o.replace === true));
     assert.ok(!ops(r).some((o) => 'path' in o && /_temporary|\.hidden/.test(o.path)));
   });
@@ -124,6 +124,21 @@ describe('planner', () => {
     const r = plan({ mode: 'append', sources: [src('0', ['dt=1/a', 'dt=1/b'])], target: t, identical: new Set(['dt=1/a']) });
     assert.equal(r.files, 1);
     assert.deepEqual(ops(r), [{ op: 'move', from: 's:_temporary/0/0/dt=1/b', to: 't:dt=1/b' }]);
+  });
+
+  test('a million-file merge is held as one group of moves per pair of directories, and written and read back one move per file', () => {
+    // Three tasks each write part of two partitions, their files interleaved in the claims.
+    const files = (t: number) => [0, 1, 2, 3, 4, 5].flatMap((i) => (i % 3 === t ? [`dt=1/f${i}`, `dt=2/f${i}`] : []));
+    const r = plan({ sources: [src('0', files(0)), src('1', files(1)), src('2', files(2))] });
+    const groups = r.phases.flat().filter((o) => o.op === 'moves');
+    assert.equal(groups.length, 4); // tasks 1 and 2 into the merged dt=1 and dt=2 (task 0's dirs move whole)
+    assert.deepEqual(groups.find((g) => g.from === 's:_temporary/0/1/dt=1'), { op: 'moves', from: 's:_temporary/0/1/dt=1', to: 's:_output/dt=1', names: ['f1', 'f4'] });
+    assert.equal(ops(r).filter((o) => o.op === 'move' && !o.dir).length, 8);
+    const persisted = { ...r, jobId: 'j', appAttempt: 0, createdAtMs: 0, tasks: ['0', '1', '2'], logEntry: 1 };
+    const text = encodePlan(persisted).toString('utf8');
+    assert.equal(text.match(/"op":"move","from":"s:_temporary\/0\/[12]\/dt=[12]\/f\d","to":"s:_output\/dt=[12]\/f\d"}/g)?.length, 8);
+    assert.ok(!text.includes('moves'));
+    assert.deepEqual(decodePlan(text, 'f').phases, r.phases);
   });
 
   test('two tasks with one destination, or a file where a task has a directory, are refused, naming the tasks', () => {

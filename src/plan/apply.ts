@@ -6,7 +6,8 @@ import { posix } from 'node:path';
 import { InternalError, StoreError } from '../errors.js';
 import type { Store } from '../store/types.js';
 import { forEachLimit } from '../util/pool.js';
-import type { Loc, PlannedUpload, PlanOp, PlanPhase } from './plan.js';
+import { opCount, singleOps } from './ops.js';
+import type { Loc, PlannedUpload, PlanOp, PlanPhase, SingleOp } from './plan.js';
 
 export interface ApplyContext {
   readonly store: Store;
@@ -63,7 +64,7 @@ function completeUpload(store: Store, path: string, u: PlannedUpload): Promise<v
   return store.completeUpload({ path, uploadId: u.id, etags: u.etags, size: u.size });
 }
 
-async function applyOp(ctx: ApplyContext, op: PlanOp): Promise<void> {
+async function applyOp(ctx: ApplyContext, op: SingleOp): Promise<void> {
   const { store } = ctx;
   const at = (l: Loc) => resolveLoc(ctx, l);
   switch (op.op) {
@@ -141,16 +142,19 @@ async function deleteFilesInBulk(ctx: ApplyContext, phase: PlanPhase, tick: (n: 
   return phase.filter((op) => !(op.op === 'delete' && !op.dir));
 }
 
+/** Operations spelled out and resolved a batch at a time: a phase of a million moves never stands as a million objects or pairs of full paths. */
+const BATCH = 4096;
+
 /**
- * Plain file moves go to the store's bulk rename where it has one; a pair it reports as
- * failed gets the one-by-one treatment (which knows "already moved"). Returns the other ops.
+ * Plain file moves go to the store's bulk rename where it has one; a pair it reports as failed
+ * gets the one-by-one treatment (which knows "already moved"). Returns the other ops.
  */
-async function moveFilesInBulk(ctx: ApplyContext, phase: PlanPhase, tick: (n: number) => void): Promise<PlanOp[]> {
+async function moveFilesInBulk(ctx: ApplyContext, batch: SingleOp[], tick: (n: number) => void): Promise<SingleOp[]> {
   const many = ctx.store.renameMany;
-  if (!many) return [...phase];
-  const files: Extract<PlanOp, { op: 'move' }>[] = [];
-  const rest: PlanOp[] = [];
-  for (const op of phase) {
+  if (!many) return batch;
+  const files: Extract<SingleOp, { op: 'move' }>[] = [];
+  const rest: SingleOp[] = [];
+  for (const op of batch) {
     if (op.op === 'move' && !op.dir && !op.replace && op.to !== 't:') files.push(op);
     else rest.push(op);
   }
@@ -167,8 +171,8 @@ async function moveFilesInBulk(ctx: ApplyContext, phase: PlanPhase, tick: (n: nu
  * tree into `_output`, and a later phase moves it on), hence the recorded phase progress.
  */
 export async function applyPhases(ctx: ApplyContext, phases: readonly PlanPhase[], startPhase = 0): Promise<void> {
-  const total = phases.reduce((a, p) => a + p.length, 0);
-  let done = phases.slice(0, startPhase).reduce((a, p) => a + p.length, 0);
+  const total = phases.reduce((a, p) => a + opCount(p), 0);
+  let done = phases.slice(0, startPhase).reduce((a, p) => a + opCount(p), 0);
   for (let i = startPhase; i < phases.length; i++) {
     const phase = phases[i]!;
     const tick = (n: number) => {
@@ -176,11 +180,20 @@ export async function applyPhases(ctx: ApplyContext, phases: readonly PlanPhase[
       done += n;
       if (ctx.onProgress && (Math.floor(done / 256) > Math.floor(before / 256) || done === total)) ctx.onProgress(done, total);
     };
-    const rest = await moveFilesInBulk(ctx, await deleteFilesInBulk(ctx, phase, tick), tick);
-    await forEachLimit(rest, copiesInFlight(rest, ctx.concurrency), async (op) => {
-      await applyOp(ctx, op);
-      tick(1);
-    });
+    const limit = copiesInFlight(phase, ctx.concurrency);
+    let batch: SingleOp[] = [];
+    const run = async () => {
+      await forEachLimit(await moveFilesInBulk(ctx, batch, tick), limit, async (op) => {
+        await applyOp(ctx, op);
+        tick(1);
+      });
+      batch = [];
+    };
+    for (const op of singleOps(await deleteFilesInBulk(ctx, phase, tick))) {
+      batch.push(op);
+      if (batch.length === BATCH) await run();
+    }
+    if (batch.length > 0) await run();
     await ctx.onPhaseDone?.(i);
   }
 }

@@ -2,13 +2,13 @@
 
 import { CorruptManifestError, ExitCode, StageCommitError, StoreError } from '../errors.js';
 import { decodeManifestLazy, encodeManifestBytes, Fields } from '../manifest/codec.js';
-import { ListLines } from '../manifest/encode.js';
 import { checkRelativePath } from '../paths.js';
 import { tempPathFor } from '../store/temp-names.js';
 import type { Store } from '../store/types.js';
 import { ADOPTED_DIR, OUTPUT_DIR, TRASH_DIR, type JobLayout } from '../job/layout.js';
 import { readManifestFile } from '../job/manifest-io.js';
-import type { CommitPlan, Loc, PlanOp, PlannedUpload } from './plan.js';
+import { opCount, PhaseOps, singleOps } from './ops.js';
+import type { CommitPlan, Loc, PlanOp, PlannedUpload, SingleOp } from './plan.js';
 
 const KIND = 'stagecommit/commit';
 const VERSION = 1;
@@ -26,10 +26,11 @@ export interface PersistedPlan extends CommitPlan {
   readonly logEntry: number | null;
 }
 
-/** The plan's bytes; its ops are encoded line by line (a million of them: no second list of objects, no text beside the bytes). */
+/** The plan's bytes; its ops are spelled out and encoded line by line as they are written (a million of them: no list of objects, no text beside the bytes). */
 export function encodePlan(p: PersistedPlan): Buffer {
-  const ops = new ListLines();
-  p.phases.forEach((phase, i) => phase.forEach((op) => ops.push({ phase: i, ...op })));
+  function* ops(): Generator<object> {
+    for (const [i, phase] of p.phases.entries()) for (const op of singleOps(phase)) yield { phase: i, ...op };
+  }
   return encodeManifestBytes(
     {
       kind: KIND,
@@ -47,7 +48,7 @@ export function encodePlan(p: PersistedPlan): Buffer {
       partitionsReplaced: [...p.partitionsReplaced],
       filenames: p.filenames.slice(0, 100),
     },
-    { ops: ops.done() },
+    { ops: { length: p.phases.reduce((n, phase) => n + opCount(phase), 0), items: ops } },
   );
 }
 
@@ -82,7 +83,7 @@ function checkUpload(v: unknown, to: Loc): PlannedUpload {
   return { id: u.id, etags: etags as string[], size: u.size };
 }
 
-function checkOp(o: Record<string, unknown>): PlanOp {
+function checkOp(o: Record<string, unknown>): SingleOp {
   const flag = (k: string) => {
     if (o[k] !== undefined && typeof o[k] !== 'boolean') throw new Error(`'${k}' is not true/false`);
     return o[k] === true;
@@ -124,7 +125,7 @@ export function decodePlan(text: string, file: string): PersistedPlan {
   // No phase is empty: there are no more phases than ops (checked before any array is made of them).
   const opCount = (f.doc.ops as { length?: unknown } | undefined)?.length;
   if (typeof opCount === 'number' && phaseCount > opCount) throw new CorruptManifestError(file, 'phaseCount', `is ${phaseCount}, more than the plan's ${opCount} op(s), and no phase is empty`);
-  const phases: PlanOp[][] = Array.from({ length: phaseCount }, () => []);
+  const phases = Array.from({ length: phaseCount }, () => new PhaseOps());
   f.each('ops', (x) => {
     const o = x as Record<string, unknown>;
     if (o === null || typeof o !== 'object') throw new Error('is not a mapping');
@@ -132,7 +133,7 @@ export function decodePlan(text: string, file: string): PersistedPlan {
     if (typeof phase !== 'number' || !Number.isInteger(phase) || phase < 0 || phase >= phaseCount) throw new Error(`'phase' is not a whole number below phaseCount (${phaseCount})`);
     phases[phase]!.push(checkOp(o));
   });
-  if (phases.some((p) => p.length === 0)) throw new CorruptManifestError(file, 'ops', 'leaves a phase empty');
+  if (phases.some((p) => p.ops.length === 0)) throw new CorruptManifestError(file, 'ops', 'leaves a phase empty');
   return {
     jobId: f.string('jobId'),
     appAttempt: f.count('appAttempt'),
@@ -144,7 +145,7 @@ export function decodePlan(text: string, file: string): PersistedPlan {
     partitionsWritten: f.strings('partitionsWritten'),
     partitionsReplaced: f.strings('partitionsReplaced'),
     filenames: f.strings('filenames'),
-    phases,
+    phases: phases.map((p) => p.ops),
   };
 }
 

@@ -3,11 +3,12 @@
 import { posix } from 'node:path';
 import { ConflictError, InternalError } from '../errors.js';
 import { Planner } from './planner.js';
-import { buildTree, findClashes, type OutputTree } from './tree.js';
+import { buildTree, childLoc, findClashes, type OutputTree } from './tree.js';
 import type { CommitPlan, Loc, PlanInput, PlanPhase } from './types.js';
 
-export type { CommitPlan, Loc, PlanInput, PlannedUpload, PlanOp, PlanPhase, SourceFile, SourceTree, TargetKind, TargetSnapshot } from './types.js';
+export type { CommitPlan, Loc, PlanInput, PlannedUpload, PlanOp, PlanPhase, SingleOp, SourceFile, SourceTree, TargetKind, TargetSnapshot } from './types.js';
 export { buildTree, findClashes, OutputTree } from './tree.js';
+export { opCount, PhaseOps, singleOps, spelledOut } from './ops.js';
 
 /** The partition path ('' for an unpartitioned table) of a table-relative file path. */
 export function partitionOf(path: string, depth: number): string {
@@ -114,6 +115,9 @@ export function targetDirsChanged(phases: readonly PlanPhase[]): string[] {
     for (const op of phase) {
       if (op.op === 'mkdir') touch(op.path, false);
       else if (op.op === 'move' || op.op === 'copy') touch(op.to, false);
+      else if (op.op === 'moves') {
+        if (op.names.length > 0) touch(childLoc(op.to, op.names[0]!), false);
+      }
       else if (op.op === 'swap') touch(op.path, true);
       else touch(op.path, op.dir);
     }

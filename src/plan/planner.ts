@@ -5,11 +5,12 @@ import { posix } from 'node:path';
 import { ConflictError, InternalError } from '../errors.js';
 import { OUTPUT_DIR, TRASH_DIR } from '../job/layout.js';
 import { dirsHolding, isDataName } from '../paths.js';
+import { PhaseOps } from './ops.js';
 import { childLoc, join, newNode, type Node, type OutputTree } from './tree.js';
 import type { Loc, PlanInput, PlanOp, PlanPhase, TargetKind } from './types.js';
 
 export class Planner {
-  private readonly phases: PlanOp[][] = [];
+  private readonly phases: PhaseOps[] = [];
   private readonly replaceUnits: Set<string>;
   private readonly deletes: PlanOp[] = [];
   private readonly replaced = new Set<string>();
@@ -24,7 +25,7 @@ export class Planner {
   }
 
   private add(phase: number, op: PlanOp): void {
-    while (this.phases.length <= phase) this.phases.push([]);
+    while (this.phases.length <= phase) this.phases.push(new PhaseOps());
     this.phases[phase]!.push(op);
   }
 
@@ -183,8 +184,9 @@ export class Planner {
     } else {
       this.planExistingTarget();
     }
-    if (this.deletes.length) this.phases.push(this.deletes);
-    return this.phases.filter((p) => p.length > 0);
+    const phases = this.phases.map((p) => p.ops);
+    if (this.deletes.length) phases.push(this.deletes);
+    return phases.filter((p) => p.length > 0);
   }
 
   private planAbsentTarget(): void {

@@ -16,6 +16,12 @@ export type PlanOp =
   /** Rename a file or directory; `replace` lets a file replace an old file of the same name. */
   | { readonly op: 'move'; readonly from: Loc; readonly to: Loc; readonly dir?: boolean; readonly replace?: boolean }
   /**
+   * Plain file moves (no `dir`, no `replace`) from the directory `from` into the directory `to`,
+   * each file keeping its name: a `move` per file in the plan file, one object in memory (a
+   * million separate moves were most of a commit's memory, DESIGN §9). Built by ops.ts.
+   */
+  | { readonly op: 'moves'; readonly from: Loc; readonly to: Loc; readonly names: readonly string[] }
+  /**
    * Server-side copy of one file (stores without rename); the source goes with the staging dir.
    * With `upload`, the file is a pending upload to `to`, completed in place: nothing is copied.
    * `size` (its bytes, as the claim recorded them) paces the copies in flight.
@@ -27,6 +33,9 @@ export type PlanOp =
   | { readonly op: 'delete'; readonly path: Loc; readonly dir: boolean };
 
 export type PlanPhase = readonly PlanOp[];
+
+/** An operation as the plan file writes it: one per line, a `moves` group spelled out. */
+export type SingleOp = Exclude<PlanOp, { op: 'moves' }>;
 
 export interface PlannedUpload {
   readonly id: string;

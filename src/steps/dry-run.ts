@@ -11,7 +11,7 @@ import { giveBackProblem, leftoverToGiveBack } from '../job/adoption.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { resolveLoc } from '../plan/apply.js';
 import { loadPlan, type PersistedPlan } from '../plan/plan-file.js';
-import type { PlanPhase } from '../plan/plan.js';
+import { singleOps, type PlanPhase } from '../plan/plan.js';
 import { checkAttempt, checkTaskId, compareTasks } from '../paths.js';
 import type { CommitJobResult } from './commit-job.js';
 import { preparePlan } from './prepare-plan.js';
@@ -51,7 +51,7 @@ function operationsOf(env: StepEnv, open: OpenJob, phases: readonly PlanPhase[],
   const ctx = { stagingPath: open.layout.root, targetPath: open.job.targetPath };
   const uri = (loc: string) => env.store.toUri(resolveLoc(ctx, loc));
   return phases.slice(from).flatMap((phase, i) =>
-    phase.map((op): PlannedOperation => {
+    [...singleOps(phase)].map((op): PlannedOperation => {
       const at = { phase: from + i + 1 };
       if (op.op === 'mkdir') return { op: 'mkdir', path: uri(op.path), ...at };
       if (op.op === 'delete') return { op: 'delete', path: uri(op.path), dir: op.dir, ...at };
@@ -64,7 +64,7 @@ function operationsOf(env: StepEnv, open: OpenJob, phases: readonly PlanPhase[],
 }
 
 function summaryOf(env: StepEnv, open: OpenJob, phases: readonly PlanPhase[]): CommitJobDryRun['summary'] {
-  const ops = phases.flat();
+  const ops = phases.flatMap((p) => [...singleOps(p)]);
   const ctx = { stagingPath: open.layout.root, targetPath: open.job.targetPath };
   return {
     directoriesMovedWhole: ops.filter((o) => (o.op === 'move' && o.dir) || (o.op === 'swap' && o.dir)).length,

@@ -3,7 +3,7 @@
 // what is really on the store before the commit point (§5.9).
 
 import { posix } from 'node:path';
-import { ConflictError, CorruptManifestError, IncompleteError } from '../errors.js';
+import { ConflictError, CorruptManifestError, IncompleteError, InternalError } from '../errors.js';
 import { claimRootPath, isAdoptedRoot, readClaimRecords, type Claim, type ClaimRecord, type TaskFile } from '../job/claims.js';
 import { VersionDigest } from '../job/claim-files.js';
 import { staticPrefix, type JobManifest } from '../job/job.js';
@@ -41,12 +41,16 @@ export function committedTasks<C extends Omit<Claim, 'files'>>(job: JobManifest,
 }
 
 /** The job's output as read from its committed claims, one claim's files at a time. */
-interface JobOutput {
+export interface JobOutput {
   readonly claims: readonly ClaimRecord[];
   /** Per claim (same order): the task, and where its files are; `files` is left empty. */
   readonly sources: readonly SourceTree[];
-  /** The output tree (v1; v2 published its files already). */
-  readonly tree: OutputTree | null;
+  /**
+   * The output tree (v1; v2 published its files already). The planner takes it (takeTree): the
+   * step runner holds these reads to the end of the step, and a million files' tree (~100 MB)
+   * is not kept while the plan is applied.
+   */
+  tree: OutputTree | null | undefined;
   readonly stats: OutputStats;
   /** Per claim, how many of its files are in its output dir (not pending uploads). */
   readonly inDir: readonly number[];
@@ -105,6 +109,14 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
     if (lost !== null) throw new ConflictError(`the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`);
   }
   return { claims, sources, tree, stats, inDir, uploads };
+}
+
+/** The output's tree, let go by `output` (see JobOutput.tree); once only. */
+export function takeTree(output: JobOutput): OutputTree | null {
+  const { tree } = output;
+  if (tree === undefined) throw new InternalError('the output tree was taken already');
+  output.tree = undefined;
+  return tree;
 }
 
 /** A v2 task's file, checked against the other tasks' (they were published at commit-task). */

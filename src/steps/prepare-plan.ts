@@ -14,7 +14,7 @@ import { identicalClashes, readTargetRoot, snapshotTarget } from '../plan/target
 import { publishStrategy } from '../store/operations.js';
 import { reachCommitPoint, type CommitUnits } from './commit-point.js';
 import type { StepEnv } from './env.js';
-import { readOutput } from './job-output.js';
+import { readOutput, takeTree } from './job-output.js';
 
 /** `partitions`: the full partition paths the job's files are in (partitionsOf). */
 export function replaceUnitsOf(job: JobManifest, partitions: readonly string[]): string[] {
@@ -64,7 +64,9 @@ export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false, a
   // The target's root, read after that listing: current if the listing shows no unfinished commit where this job writes.
   const targetRoot = firstListing?.then(() => readTargetRoot(store, job.targetPath));
   targetRoot?.catch(() => undefined);
-  const { claims, sources, tree, stats, uploads } = await output;
+  const read = await output;
+  const { claims, sources, stats, uploads } = read;
+  const tree = takeTree(read);
   const base = { jobId: job.jobId, appAttempt: job.appAttempt, tasks: claims.map((c) => c.task) };
   const partitions = stats.partitionsWritten();
   if (!tree) {
