@@ -59,6 +59,15 @@ test('manifests: long lists one JSON line each, a check line at the end; hand-wr
   assert.throws(() => decodeJob(sign('kind: "stagecommit/job"\nversion: 9'), '/s/_job.yaml'), /field 'version' is 9.*upgrade/);
   // JSON leaves U+2028 and U+2029 raw: a header value holding them reads back.
   assert.equal(decodeManifest(encodeManifest({ kind: 'k', version: 1, name: 'a\u2028b\u2029c' }), 'f').name, 'a\u2028b\u2029c');
+  // Read from its bytes as from its text (a plan is decoded from the bytes read): names beyond
+  // ASCII, U+2028 in a list item; a cut or a flipped byte found the same.
+  const wide = encodeManifest({ kind: 'k', version: 1, name: 'é ' }, { files: [{ path: 'dt=ü/a  b', size: 1 }, { path: '日本', size: 2 }] });
+  assert.deepEqual(decodeManifest(Buffer.from(wide), 'f'), decodeManifest(wide, 'f'));
+  assert.throws(() => decodeManifest(Buffer.from(wide.slice(0, wide.indexOf('\nend:') + 1)), 'f'), /f: has no 'end:' check line/);
+  const flipped = Buffer.from(wide);
+  flipped[flipped.indexOf('日')]! ^= 1;
+  assert.throws(() => decodeManifest(flipped, 'f'), /does not match the sha256/);
+  assert.throws(() => decodeManifest(Buffer.alloc(0), '/s/f.yaml'), /is empty/);
   // An aborted v2 job's publishedTasks: task ids, as a claim's file name is.
   const aborted = { jobId: 'j', target: '/t', targetPath: '/t', staging: '/s', mode: 'append', algorithm: 'v2', partitionBy: [], staticPartition: [], logPosition: null, appAttempt: 0, state: 'aborted', stagedAtMs: 1, owner: { user: 'u', host: 'h', pid: 1 } } as const;
   assert.deepEqual(decodeJob(encodeJob({ ...aborted, publishedTasks: ['0', 'b'] }), 'f').publishedTasks, ['0', 'b']);

@@ -106,7 +106,7 @@ export interface ClaimRecord extends ClaimHeader {
   eachFile(fn: (f: TaskFile) => void): void;
 }
 
-export function decodeClaimRecord(text: string, file: string, ctx: ClaimContext): ClaimRecord {
+export function decodeClaimRecord(text: string | Buffer, file: string, ctx: ClaimContext): ClaimRecord {
   const f = new Fields(decodeManifestLazy(text, file), file);
   f.kind(KIND, VERSION);
   const state = f.oneOf('state', ['claimed', 'committed'] as const);
@@ -163,7 +163,7 @@ export function decodeClaimRecord(text: string, file: string, ctx: ClaimContext)
   return { ...header, fileCount, bytes, eachFile };
 }
 
-export function decodeClaim(text: string, file: string, ctx: ClaimContext): Claim {
+export function decodeClaim(text: string | Buffer, file: string, ctx: ClaimContext): Claim {
   const { fileCount, bytes, eachFile, ...header } = decodeClaimRecord(text, file, ctx);
   const files: TaskFile[] = [];
   eachFile((t) => files.push(t));
@@ -268,7 +268,7 @@ export interface Decision {
 
 const DECISION = 'stagecommit/decision';
 
-function decodeDecision(text: string, file: string, taskAttempt: string): Decision {
+function decodeDecision(text: string | Buffer, file: string, taskAttempt: string): Decision {
   const f = new Fields(decodeManifest(text, file), file);
   f.kind(DECISION, 1);
   const d: Decision = { taskAttempt: f.string('taskAttempt'), outcome: f.oneOf('outcome', ['commit', 'abort'] as const), atMs: (f.string('at'), f.count('atMs')), by: f.string('by') };

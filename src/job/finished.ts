@@ -4,7 +4,7 @@
 // one naming the job, as committed, is the proof that makes a rerun of `commit-job` a success.
 
 import { posix } from 'node:path';
-import { decodeManifest } from '../manifest/codec.js';
+import { decodeManifestLazy } from '../manifest/codec.js';
 import { SUCCESS_FILE, targetOfDefaultStaging } from './layout.js';
 import { TableLog } from './table-log.js';
 import type { Store } from '../store/types.js';
@@ -102,7 +102,7 @@ export async function planGivenUp(store: Store, stagingPath: string, commitFile:
   if (!where) return false;
   const plan = await store
     .readFile(commitFile)
-    .then((b) => (b ? decodeManifest(b.toString('utf8'), store.toUri(commitFile)) : null))
+    .then((b) => (b ? decodeManifestLazy(b, store.toUri(commitFile)) : null)) // header fields only: its ops are not read
     .catch(() => null);
   const n = plan?.logEntry;
   if (plan?.jobId !== where.jobId || typeof n !== 'number') return false;

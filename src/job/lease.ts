@@ -46,7 +46,7 @@ export function encodeLease(r: LeaseRecord): string {
   return encodeManifest({ kind: KIND, version: 1, ...r, expiresAt: new Date(r.expiresAtMs).toISOString() });
 }
 
-function decodeLease(text: string, file: string): LeaseRecord {
+function decodeLease(text: string | Buffer, file: string): LeaseRecord {
   const f = new Fields(decodeManifest(text, file), file);
   f.kind(KIND, 1);
   return {

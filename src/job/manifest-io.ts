@@ -12,18 +12,16 @@ const RETRIES = 8;
  * Reads and decodes one manifest; null when the file does not exist. `onEmpty` answers for a
  * file with no bytes yet where the caller judges that itself (a lease: empty past its TTL is dead).
  */
-export async function readManifestFile<T>(store: Store, path: string, decode: (text: string, file: string) => T, opts: { onEmpty?: () => Promise<T> } = {}): Promise<T | null> {
+export async function readManifestFile<T>(store: Store, path: string, decode: (content: Buffer, file: string) => T, opts: { onEmpty?: () => Promise<T> } = {}): Promise<T | null> {
   const file = store.toUri(path);
   for (let i = 0; ; i++) {
-    let data = await store.readFile(path);
+    // Decoded from its bytes: a million-op plan (100 MB) never stands as a string beside them.
+    const data = await store.readFile(path);
     if (data === null) return null;
     if (data.length === 0 && opts.onEmpty) return opts.onEmpty();
     const empty = data.length === 0;
-    const text = data.toString('utf8');
-    // The bytes go before the text is decoded: a million-op plan is 180 MB of each.
-    data = null;
     try {
-      return decode(text, file);
+      return decode(data, file);
     } catch (e) {
       if (!(e instanceof CorruptManifestError) || !store.caps.createsVisibleEarly) throw e;
       if (i >= RETRIES) throw empty ? emptyCreate(file) : e;

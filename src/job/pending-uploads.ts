@@ -48,7 +48,7 @@ function encodeRecord(taskAttempt: string, state: UploadRecord['state'], uploads
   return encodeManifest({ kind: KIND, version: 1, taskAttempt, state }, { uploads: uploads.map((u) => ({ ...u })) });
 }
 
-function decodeRecord(text: string, file: string, taskAttempt: string): UploadRecord {
+function decodeRecord(text: string | Buffer, file: string, taskAttempt: string): UploadRecord {
   const f = new Fields(decodeManifest(text, file), file);
   f.kind(KIND, 1);
   if (f.string('taskAttempt') !== taskAttempt) throw new CorruptManifestError(file, 'taskAttempt', `is not '${taskAttempt}', the attempt whose dir holds it`);

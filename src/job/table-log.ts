@@ -107,7 +107,7 @@ export class TableLog {
     return numbers.length ? numbers[numbers.length - 1]! : null;
   }
 
-  private decode(text: string, file: string, n: number): LogEntry {
+  private decode(text: string | Buffer, file: string, n: number): LogEntry {
     const f = new Fields(decodeManifest(text, file), file);
     f.kind(ENTRY, 1);
     const number = f.count('number');

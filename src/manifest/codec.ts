@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { CorruptManifestError } from '../errors.js';
-import { countLines, END, ITEM } from './encode.js';
+import { END, ITEM } from './encode.js';
 
 export { encodeManifest, encodeManifestBytes } from './encode.js';
 
@@ -20,8 +20,63 @@ export function yamlLib(): typeof import('yaml') {
   return createRequire(import.meta.url)('yaml') as typeof import('yaml');
 }
 
-function sha256(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
+/**
+ * A manifest's content: its text, or its UTF-8 bytes as read (a plan of a million moves is 100 MB:
+ * decoded from its bytes, it never stands as a string beside them). Offsets are the content's own.
+ */
+class Content {
+  private readonly bytes: Buffer | null;
+  private readonly text: string | null;
+  readonly length: number;
+
+  constructor(content: string | Buffer) {
+    this.bytes = typeof content === 'string' ? null : content;
+    this.text = typeof content === 'string' ? content : null;
+    this.length = content.length;
+  }
+
+  /** The next newline at or after `at`, or -1. */
+  newline(at: number): number {
+    return this.bytes ? this.bytes.indexOf(0x0a, at) : this.text!.indexOf('\n', at);
+  }
+
+  lastNewline(before: number): number {
+    return this.bytes ? this.bytes.lastIndexOf(0x0a, before) : this.text!.lastIndexOf('\n', before);
+  }
+
+  endsWithNewline(): boolean {
+    return this.length > 0 && (this.bytes ? this.bytes[this.length - 1] === 0x0a : this.text!.endsWith('\n'));
+  }
+
+  /** The text from `start` to `end`. */
+  slice(start: number, end: number): string {
+    return this.bytes ? this.bytes.toString('utf8', start, end) : this.text!.slice(start, end);
+  }
+
+  startsWith(prefix: string, at: number): boolean {
+    if (!this.bytes) return this.text!.startsWith(prefix, at);
+    return at + prefix.length <= this.length && this.bytes.toString('latin1', at, at + prefix.length) === prefix;
+  }
+
+  sha256(end: number): string {
+    const h = createHash('sha256');
+    return (this.bytes ? h.update(this.bytes.subarray(0, end)) : h.update(this.text!.slice(0, end), 'utf8')).digest('hex');
+  }
+
+  lines(end: number): number {
+    let n = 0;
+    for (let i = this.newline(0); i >= 0 && i < end; i = this.newline(i + 1)) n++;
+    return n;
+  }
+
+  /** A text with no 'end:' line anywhere (a hand-written manifest). */
+  hasNoEndLine(): boolean {
+    return !/^end:/m.test(this.whole());
+  }
+
+  whole(): string {
+    return this.text ?? this.bytes!.toString('utf8');
+  }
 }
 
 export interface DecodeOptions {
@@ -35,7 +90,7 @@ export interface DecodeOptions {
  */
 export class LazyList {
   constructor(
-    private readonly text: string,
+    private readonly text: Content,
     private readonly start: number,
     private readonly end: number,
     readonly length: number,
@@ -45,7 +100,7 @@ export class LazyList {
   forEach(fn: (item: unknown, i: number) => void): void {
     let n = 0;
     for (let at = this.start; at < this.end; n++) {
-      const nl = this.text.indexOf('\n', at);
+      const nl = this.text.newline(at);
       let item: unknown;
       try {
         item = JSON.parse(this.text.slice(at + ITEM.length, nl));
@@ -68,37 +123,38 @@ export class LazyList {
  * Parses a manifest and checks its end line: the digest, the line count and every list's count.
  * Throws CorruptManifestError naming the file and what is wrong.
  */
-export function decodeManifest(text: string, file: string, opts: DecodeOptions = {}): Record<string, unknown> {
+export function decodeManifest(text: string | Buffer, file: string, opts: DecodeOptions = {}): Record<string, unknown> {
   const doc = decodeManifestLazy(text, file, opts);
   for (const [k, v] of Object.entries(doc)) if (v instanceof LazyList) doc[k] = v.toArray();
   return doc;
 }
 
 /** As decodeManifest, but its lists stay LazyLists (hand-written files: arrays), read by Fields.each. */
-export function decodeManifestLazy(text: string, file: string, opts: DecodeOptions = {}): Record<string, unknown> {
+export function decodeManifestLazy(content: string | Buffer, file: string, opts: DecodeOptions = {}): Record<string, unknown> {
+  const text = new Content(content);
   if (text.length === 0) throw CorruptManifestError.document(file, 'is empty (cut short before anything was written)');
-  const cut = text.endsWith('\n') ? text.lastIndexOf('\n', text.length - 2) + 1 : -1;
-  const last = cut >= 0 ? text.slice(cut, -1) : '';
+  const cut = text.endsWithNewline() ? text.lastNewline(text.length - 2) + 1 : -1;
+  const last = cut >= 0 ? text.slice(cut, text.length - 1) : '';
   if (!last.startsWith(END)) {
-    if (opts.allowUnsigned && !/^end:/m.test(text)) return decodeUnsigned(text, file);
+    if (opts.allowUnsigned && text.hasNoEndLine()) return decodeUnsigned(text.whole(), file);
     throw CorruptManifestError.document(
       file,
-      text.endsWith('\n')
+      text.endsWithNewline()
         ? "has no 'end:' check line at its end: it was cut short or edited by hand"
         : 'does not end with a newline: it was cut short',
     );
   }
-  const body = text.slice(0, cut);
   let end: { lines?: unknown; lists?: unknown; sha256?: unknown };
   try {
     end = JSON.parse(last.slice(END.length)) as typeof end;
   } catch {
     throw CorruptManifestError.document(file, "has an unreadable 'end:' check line");
   }
-  if (typeof end.sha256 !== 'string' || end.sha256 !== sha256(body)) {
+  if (typeof end.sha256 !== 'string' || end.sha256 !== text.sha256(cut)) {
     throw CorruptManifestError.document(file, 'does not match the sha256 in its end line: it was edited or damaged');
   }
-  if (end.lines !== countLines(body)) throw CorruptManifestError.document(file, `has ${countLines(body)} lines, its end line says ${String(end.lines)}`);
+  const lines = text.lines(cut);
+  if (end.lines !== lines) throw CorruptManifestError.document(file, `has ${lines} lines, its end line says ${String(end.lines)}`);
   const doc = decodeLines(text, cut, file);
   if (!doc) throw CorruptManifestError.document(file, 'is not in the line format stagecommit writes');
   const lists = (end.lists ?? {}) as Record<string, unknown>;
@@ -128,11 +184,11 @@ function decodeUnsigned(text: string, file: string): Record<string, unknown> {
  * The fields of `text` up to `end` (the end line), scanned line by line without splitting the
  * text; a list's items are left in place (LazyList), parsed when they are read.
  */
-function decodeLines(text: string, end: number, file: string): Record<string, unknown> | null {
+function decodeLines(text: Content, end: number, file: string): Record<string, unknown> | null {
   const doc: Record<string, unknown> = {};
   try {
     for (let at = 0; at < end; ) {
-      const nl = text.indexOf('\n', at);
+      const nl = text.newline(at);
       const m = FIELD.exec(text.slice(at, nl));
       if (!m || Object.hasOwn(doc, m[1]!)) return null;
       at = nl + 1;
@@ -143,7 +199,7 @@ function decodeLines(text: string, end: number, file: string): Record<string, un
       const start = at;
       let n = 0;
       while (at < end && text.startsWith(ITEM, at)) {
-        at = text.indexOf('\n', at) + 1;
+        at = text.newline(at) + 1;
         n++;
       }
       doc[m[1]!] = new LazyList(text, start, at, n, file);

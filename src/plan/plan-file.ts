@@ -117,7 +117,7 @@ function checkOp(o: Record<string, unknown>): SingleOp {
   }
 }
 
-export function decodePlan(text: string, file: string): PersistedPlan {
+export function decodePlan(text: string | Buffer, file: string): PersistedPlan {
   // Lazily: each op line is parsed as it is checked, never a second array of a million objects.
   const f = new Fields(decodeManifestLazy(text, file), file);
   f.kind(KIND, VERSION);
