@@ -7,6 +7,7 @@ import { posix } from 'node:path';
 import { describe, test } from 'node:test';
 import { CorruptManifestError, InjectedFault } from '../src/errors.js';
 import { encodeLease } from '../src/job/lease.js';
+import { encodeProgress } from '../src/plan/plan-file.js';
 import { JobLayout } from '../src/job/layout.js';
 import { abort } from '../src/steps/abort.js';
 import { commitJob } from '../src/steps/commit-job.js';
@@ -141,7 +142,21 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
       ...sample(damages(planText, 7)),
       ...[['from', 's:../../etc'], ['to', 't:../x'], ['to', 't:/abs'], ['from', 's:_job.yaml'], ['to', 't:a//b']].map(([k, v]) => ({ name: `op ${k} '${v}'`, text: withItem(planText, 'ops', ops - 1, (o) => (o[k!] = v)) })),
       { name: 'delete of the whole target', text: withItem(planText, 'ops', ops - 1, (o) => Object.assign(o, { op: 'delete', path: 't:', dir: true })) },
+      // helper-52: a move onto itself lost the file (a local rename of one entry unlinked it).
+      { name: 'a move or copy onto itself', text: withItem(planText, 'ops', ops - 1, (o) => (o.to = o.from)) },
+      { name: 'a file moved or copied to become the target itself', text: withItem(planText, 'ops', ops - 1, (o) => Object.assign(o, { to: 't:', dir: false })) },
       ...forged(planText, [['phaseCount too small', 'phaseCount', '0'], ['another job', 'jobId', '"Q"']]),
+    ], () => recover(env(), { stagingPath: w.p }));
+
+    // helper-52: a progress record counting past the plan skipped every phase, and the staging
+    // dir went with the job's files (exit 0).
+    const progressText = (await sb.store.readFile(pLayout.progressFile))?.toString() ?? encodeProgress({ jobId: 'P' }, 0);
+    await sb.store.writeFile(pLayout.progressFile, progressText);
+    counts.progress = await expectRefused(w.root, pLayout.progressFile, [
+      ...sample(damages(progressText, 8)),
+      { name: 'past the plan (as 0.1 wrote it)', text: '9\n' },
+      { name: 'not a number', text: 'abc\n' },
+      ...forged(progressText, [['past the plan', 'phasesDone', '9'], ['another job', 'jobId', '"Q"']]),
     ], () => recover(env(), { stagingPath: w.p }));
 
     t.diagnostic(`damaged variants refused: ${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')}`);

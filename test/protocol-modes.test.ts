@@ -117,10 +117,18 @@ for (const fx of storeFixtures()) {
         '.spark-staging-0a1b2c3d-0000-4000-8000-000000000000/dt=1/p.parquet': 'spark',
         '_SUCCESS': '{}',
       });
-      await runJob(sb, { target, mode: 'overwrite' }, [
+      const job = await prepare(sb, { target, mode: 'overwrite' }, [
         { task: '0', files: { 'part-0.csv': 'new0' } },
         { task: '1', files: { 'part-1.csv': 'new1' } },
       ]);
+      // The dry run names everything the target loses, an old file replaced in place too (helper-52).
+      const dry = JSON.parse((await cli(['commit-job', '--job', job, '--dry-run', '--json'], { env: sb.env })).stdout) as { summary: { displaced: string[] }; operations: { to?: string; replace?: boolean }[] };
+      const last = (u: string) => u.slice(u.lastIndexOf('/') + 1);
+      if (sb.store.caps.directoryRename) {
+        assert.deepEqual(dry.summary.displaced.map(last).sort(), ['part-0.csv', 'part-9.csv', 'sub']);
+        assert.deepEqual(dry.operations.filter((o) => o.replace).map((o) => last(o.to!)), ['part-0.csv']);
+      }
+      assert.equal((await commitJob(sb, job)).code, 0);
       const tree = await readTree(sb.store, target);
       assert.deepEqual(data(tree), {
         '.spark-staging-0a1b2c3d-0000-4000-8000-000000000000/dt=1/p.parquet': 'spark',

@@ -9,7 +9,7 @@ export const shortList = (xs: readonly string[], max = 6): string => (xs.length 
 export function renderOp(o: PlannedOperation): string {
   const phase = o.phase ? `[${o.phase}] ` : '';
   if (o.op === 'swap') return `${phase}replace ${o.path ?? ''} by ${o.from} (old parked at ${o.to})`;
-  if (o.from) return `${phase}${o.op} ${o.from} → ${o.to}${o.dir ? ' (whole directory)' : ''}`;
+  if (o.from) return `${phase}${o.op} ${o.from} → ${o.to}${o.dir ? ' (whole directory)' : o.replace ? ' (replacing the old file)' : ''}`;
   return `${phase}${o.op} ${o.path ?? ''}${o.dir ? ' (recursively)' : ''}`;
 }
 

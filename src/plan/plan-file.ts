@@ -1,7 +1,7 @@
 // `_commit.yaml`: the persisted commit plan. Its existence is the commit point.
 
 import { CorruptManifestError, ExitCode, StageCommitError, StoreError } from '../errors.js';
-import { decodeManifestLazy, encodeManifestBytes, Fields } from '../manifest/codec.js';
+import { decodeManifest, decodeManifestLazy, encodeManifest, encodeManifestBytes, Fields } from '../manifest/codec.js';
 import { checkRelativePath } from '../paths.js';
 import { tempPathFor } from '../store/temp-names.js';
 import type { Store } from '../store/types.js';
@@ -83,6 +83,16 @@ function checkUpload(v: unknown, to: Loc): PlannedUpload {
   return { id: u.id, etags: etags as string[], size: u.size };
 }
 
+/** A move, copy or swap from a place to itself does nothing but lose the file with the staging dir. */
+function distinct(...locs: Loc[]): void {
+  if (new Set(locs).size !== locs.length) throw new Error(`names one location twice ('${locs.find((l, i) => locs.indexOf(l) !== i)!}')`);
+}
+
+/** Only a whole tree becomes the target itself ('t:'): a file or a copy never does. */
+function notTargetRoot(to: Loc, dir: boolean): void {
+  if (to === 't:' && !dir) throw new Error("'to' is the target itself (t:), which only a directory move may be");
+}
+
 function checkOp(o: Record<string, unknown>): SingleOp {
   const flag = (k: string) => {
     if (o[k] !== undefined && typeof o[k] !== 'boolean') throw new Error(`'${k}' is not true/false`);
@@ -93,10 +103,15 @@ function checkOp(o: Record<string, unknown>): SingleOp {
       return { op: 'mkdir', path: checkLoc(o.path, 'path') };
     case 'move': {
       const op: PlanOp = { op: 'move', from: checkLoc(o.from, 'from'), to: checkLoc(o.to, 'to') };
+      distinct(op.from, op.to);
+      notTargetRoot(op.to, flag('dir'));
+      if (op.from === 't:') throw new Error("'from' is the target itself (t:)");
       return { ...op, ...(flag('dir') ? { dir: true } : {}), ...(flag('replace') ? { replace: true } : {}) };
     }
     case 'copy': {
       const op = { op: 'copy' as const, from: checkLoc(o.from, 'from'), to: checkLoc(o.to, 'to') };
+      distinct(op.from, op.to);
+      notTargetRoot(op.to, false);
       if (o.size !== undefined && (typeof o.size !== 'number' || !Number.isSafeInteger(o.size) || o.size < 0)) throw new Error("'size' is not a whole number");
       if (o.upload !== undefined) return { ...op, upload: checkUpload(o.upload, op.to) };
       return o.size === undefined ? op : { ...op, size: o.size };
@@ -105,7 +120,9 @@ function checkOp(o: Record<string, unknown>): SingleOp {
       // The old data is parked in the staging dir, never elsewhere in the table.
       const trash = checkLoc(o.trash, 'trash');
       if (!trash.startsWith('s:')) throw new Error(`'trash' is '${trash}': old data is parked inside the staging dir (s:…)`);
-      return { op: 'swap', path: checkLoc(o.path, 'path'), trash, from: checkLoc(o.from, 'from'), dir: flag('dir') };
+      const op = { op: 'swap' as const, path: checkLoc(o.path, 'path'), trash, from: checkLoc(o.from, 'from'), dir: flag('dir') };
+      distinct(op.path, op.trash, op.from);
+      return op;
     }
     case 'delete': {
       const path = checkLoc(o.path, 'path');
@@ -153,6 +170,41 @@ export async function loadPlan(store: Store, layout: JobLayout, jobId: string): 
   const plan = await readManifestFile(store, layout.commitFile, decodePlan);
   if (plan && plan.jobId !== jobId) throw new CorruptManifestError(store.toUri(layout.commitFile), 'jobId', `is '${plan.jobId}', but the job is '${jobId}'`);
   return plan;
+}
+
+const PROGRESS_KIND = 'stagecommit/commit-progress';
+
+/** `_commit.progress`: how many of the plan's phases are done (a replay never runs a finished phase again). */
+export function encodeProgress(plan: Pick<PersistedPlan, 'jobId'>, phasesDone: number): string {
+  return encodeManifest({ kind: PROGRESS_KIND, version: 1, jobId: plan.jobId, phasesDone });
+}
+
+/**
+ * How many of `plan`'s phases are done: 0 without a record. A record that cannot be read, or that
+ * counts past the plan, is refused: running a finished phase again is unsafe, and skipping an
+ * unfinished one would lose its files with the staging dir. (A bare number is the record as
+ * stagecommit 0.1 wrote it.)
+ */
+export async function readProgress(store: Store, layout: JobLayout, plan: PersistedPlan): Promise<number> {
+  const file = store.toUri(layout.progressFile);
+  const advice = `which of the plan's ${plan.phases.length} phase(s) are done is unknown: nothing was changed; compare the target with ${store.toUri(layout.commitFile)}, then delete this file if no phase is done, or repair the target by hand`;
+  const data = await store.readFile(layout.progressFile);
+  if (data === null) return 0;
+  let done: number;
+  if (/^\d{1,9}\n$/.test(data.toString('latin1'))) done = Number.parseInt(data.toString('latin1'), 10);
+  else {
+    try {
+      const f = new Fields(decodeManifest(data, file), file);
+      f.kind(PROGRESS_KIND, 1);
+      if (f.string('jobId') !== plan.jobId) throw new CorruptManifestError(file, 'jobId', `is '${String(f.doc.jobId)}', but the plan is job ${plan.jobId}'s`);
+      done = f.count('phasesDone');
+    } catch (e) {
+      if (e instanceof CorruptManifestError) e.message += `: ${advice}`;
+      throw e;
+    }
+  }
+  if (done > plan.phases.length) throw CorruptManifestError.document(file, `counts ${done} phase(s) done, but the plan has ${plan.phases.length}: ${advice}`);
+  return done;
 }
 
 /**

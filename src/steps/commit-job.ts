@@ -13,7 +13,7 @@ import { successJson } from '../job/success.js';
 import { TableLog, type LogListing } from '../job/table-log.js';
 import { applyPhases } from '../plan/apply.js';
 import { allDone } from '../util/pool.js';
-import { writePlan, type PersistedPlan } from '../plan/plan-file.js';
+import { encodeProgress, readProgress, writePlan, type PersistedPlan } from '../plan/plan-file.js';
 import type { PlanPhase } from '../plan/plan.js';
 import type { OpCounts } from '../store/instrumented.js';
 import { isTempName } from '../store/temp-names.js';
@@ -75,8 +75,7 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
     if (job.state === 'staged') await saveJob(store, layout, { ...job, state: 'committing' });
     env.emit({ type: 'phase', label: `publishing ${plan.files} file(s)` });
     // A plan this run just wrote has no progress yet: nothing to read.
-    const progress = made ? null : await store.readFile(layout.progressFile);
-    const phasesDone = progress ? Number.parseInt(progress.toString('utf8'), 10) || 0 : 0;
+    const phasesDone = made ? 0 : await readProgress(store, layout, plan);
     // The last phase's record is written beside _SUCCESS, not before it: a run killed between the
     // two replays that phase, which is safe while the table log still holds its partitions (it
     // does until the job is 'committed', written after both).
@@ -91,7 +90,7 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
         // Every phase is recorded, the last one too: a replay after the log entry is finished
         // must not run a phase again over what later commits wrote.
         onPhaseDone: (phase) => {
-          const recorded = store.writeFile(layout.progressFile, `${phase + 1}\n`);
+          const recorded = store.writeFile(layout.progressFile, encodeProgress(plan, phase + 1));
           if (phase < plan.phases.length - 1) return recorded;
           lastRecorded = recorded;
           return undefined;
@@ -175,7 +174,8 @@ export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<Co
  */
 function pastCommitPoint(store: Store, open: OpenJob): (e: unknown) => never {
   return (e) => {
-    if (e instanceof StoreError || (e instanceof StageCommitError && e.exitCode === ExitCode.failed)) {
+    // A damaged record is not healed by running recover: its message says what to do.
+    if (e instanceof StoreError || (e instanceof StageCommitError && e.exitCode === ExitCode.failed && !(e instanceof CorruptManifestError))) {
       const how = `; job ${open.job.jobId} is past its commit point: run 'stagecommit recover --job ${store.toUri(open.layout.root)}' to finish it`;
       if (e instanceof StoreError && e.exitCode !== ExitCode.failed) throw new StoreError('io', e.op, [], e.message + how);
       e.message += how;

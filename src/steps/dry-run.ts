@@ -10,7 +10,7 @@ import { ADOPTED_DIR, taskAttemptName, SUCCESS_FILE, type JobLayout } from '../j
 import { giveBackProblem, leftoverToGiveBack } from '../job/adoption.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { resolveLoc } from '../plan/apply.js';
-import { loadPlan, type PersistedPlan } from '../plan/plan-file.js';
+import { loadPlan, readProgress, type PersistedPlan } from '../plan/plan-file.js';
 import { singleOps, type PlanPhase } from '../plan/plan.js';
 import { checkAttempt, checkTaskId, compareTasks } from '../paths.js';
 import type { CommitJobResult } from './commit-job.js';
@@ -27,6 +27,8 @@ export interface PlannedOperation {
   readonly from?: string;
   readonly to?: string;
   readonly dir?: boolean;
+  /** A file move that replaces an old file of the same name in the target (an overwrite). */
+  readonly replace?: boolean;
   readonly phase?: number;
 }
 
@@ -58,7 +60,7 @@ function operationsOf(env: StepEnv, open: OpenJob, phases: readonly PlanPhase[],
       if (op.op === 'swap') return { op: 'swap', path: uri(op.path), from: uri(op.from), to: uri(op.trash), dir: op.dir, ...at };
       // A pending upload is completed where it waits: nothing is copied.
       if (op.op === 'copy' && op.upload) return { op: 'complete', path: uri(op.to), ...at };
-      return { op: op.op, from: uri(op.from), to: uri(op.to), ...(op.op === 'move' && op.dir ? { dir: true } : {}), ...at };
+      return { op: op.op, from: uri(op.from), to: uri(op.to), ...(op.op === 'move' && op.dir ? { dir: true } : {}), ...(op.op === 'move' && op.replace ? { replace: true } : {}), ...at };
     }),
   );
 }
@@ -70,7 +72,11 @@ function summaryOf(env: StepEnv, open: OpenJob, phases: readonly PlanPhase[]): C
     directoriesMovedWhole: ops.filter((o) => (o.op === 'move' && o.dir) || (o.op === 'swap' && o.dir)).length,
     filesMovedOneByOne: ops.filter((o) => o.op === 'move' && !o.dir).length,
     filesCopied: ops.filter((o) => o.op === 'copy' && !o.upload).length,
-    displaced: ops.flatMap((o) => (o.op === 'swap' || (o.op === 'delete' && o.path.startsWith('t:')) ? [env.store.toUri(resolveLoc(ctx, o.path))] : [])),
+    // What the target loses: a swapped or deleted path, an old file a new one replaces in place.
+    displaced: ops.flatMap((o) => {
+      const old = o.op === 'swap' || (o.op === 'delete' && o.path.startsWith('t:')) ? o.path : o.op === 'move' && o.replace ? o.to : null;
+      return old === null ? [] : [env.store.toUri(resolveLoc(ctx, old))];
+    }),
   };
 }
 
@@ -87,8 +93,7 @@ export async function commitJobDryRun(env: StepEnv, input: { stagingPath: string
   }
   let done = 0;
   if (plan) {
-    const progress = await store.readFile(layout.progressFile);
-    done = progress ? Number.parseInt(progress.toString('utf8'), 10) || 0 : 0;
+    done = await readProgress(store, layout, plan);
   } else if (open.state !== 'committed') {
     plan = (await preparePlan(env, open, true)).plan;
   }

@@ -31,6 +31,13 @@ async function viaTemp<T>(p: string, write: (tmp: string) => Promise<void>, fini
 }
 
 /** Flushes a file's bytes to disk, so that a rename never publishes a name without its data. */
+/** Whether two paths name one directory entry (same parent directory, same name). */
+async function sameEntry(a: string, b: string): Promise<boolean> {
+  if (path.basename(a) !== path.basename(b)) return false;
+  const [pa, pb] = await Promise.all([fs.realpath(path.dirname(a)), fs.realpath(path.dirname(b))]);
+  return pa === pb;
+}
+
 async function syncFile(p: string): Promise<void> {
   const fh = await fs.open(p, 'r+');
   try {
@@ -190,6 +197,8 @@ export class LocalStore implements Store {
         // A crash between link and unlink leaves both names on one inode: finish the move.
         const [a, b] = await Promise.all([fs.lstat(src), fs.lstat(dst)]);
         if (a.ino === b.ino && a.dev === b.dev) {
+          // One name reached by two paths is not two names: unlinking it would lose the file.
+          if (await sameEntry(src, dst)) throw new StoreError('exists', 'rename', [src, dst], 'the source and the destination are the same file');
           await fs.unlink(src);
           return;
         }
