@@ -2,6 +2,7 @@
 // it is built, so a writer of a million-item list holds text, never an object per item.
 
 import { createHash } from 'node:crypto';
+import { InternalError } from '../errors.js';
 
 export const ITEM = '  - ';
 export const END = 'end: ';
@@ -66,7 +67,7 @@ function eachChunk(list: EncodedList | GeneratedList, fn: (chunk: string) => voi
     }
   }
   if (lines.length > 0) fn(lines.join(''));
-  if (n !== list.length) throw new Error(`a generated list yielded ${n} items, not the ${list.length} it announced`);
+  if (n !== list.length) throw new InternalError(`a generated list yielded ${n} items, not the ${list.length} it announced`);
 }
 
 /** Each item of an EncodedList, parsed back, in order. */

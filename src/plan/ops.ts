@@ -46,7 +46,7 @@ export class PhaseOps {
 }
 
 /** The single operations `op` stands for. */
-export function* spelledOut(op: PlanOp): Generator<SingleOp> {
+function* spelledOut(op: PlanOp): Generator<SingleOp> {
   if (op.op !== 'moves') {
     yield op;
     return;

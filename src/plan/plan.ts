@@ -8,7 +8,7 @@ import type { CommitPlan, Loc, PlanInput, PlanPhase } from './types.js';
 
 export type { CommitPlan, Loc, PlanInput, PlannedUpload, PlanOp, PlanPhase, SingleOp, SourceFile, SourceTree, TargetKind, TargetSnapshot } from './types.js';
 export { buildTree, findClashes, OutputTree } from './tree.js';
-export { opCount, PhaseOps, singleOps, spelledOut } from './ops.js';
+export { opCount, PhaseOps, singleOps } from './ops.js';
 
 /** The partition path ('' for an unpartitioned table) of a table-relative file path. */
 export function partitionOf(path: string, depth: number): string {
