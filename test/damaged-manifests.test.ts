@@ -14,7 +14,7 @@ import { commitJob } from '../src/steps/commit-job.js';
 import { recover } from '../src/steps/recover.js';
 import { cli } from './helpers/cli.js';
 import { killed as killedAt } from './helpers/crash-points.js';
-import { damages, parseBody, withField, withItem, type Variant } from './helpers/damage.js';
+import { damages, parseBody, sign, withField, withItem, type Variant } from './helpers/damage.js';
 import type { TaskSpec } from './helpers/jobs.js';
 import { driverDied, jobScenario as job, libStageTask, readyJob, testEnv, type Scenario } from './helpers/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
@@ -117,6 +117,8 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
       { name: 'file path escapes', text: withItem(claimText, 'files', 0, (o) => (o.path = 'dt=1/../../x')) },
       { name: 'file path absolute', text: withItem(claimText, 'files', 0, (o) => (o.path = '/etc/passwd')) },
       { name: 'file outside the partitions', text: withItem(claimText, 'files', 0, (o) => (o.path = 'loose')) },
+      // helper-53: was exit 4 "tasks 0 and 0 both wrote", as if two tasks clashed.
+      { name: 'a file listed twice', text: sign(parseBody(claimText).map((l) => (l.key === 'files' ? { ...l, items: [...l.items!, l.items![0]!] } : l))) },
     ], () => commitJob(env(), { stagingPath: w.j }));
 
     counts.decision = await expectRefused(w.root, decision, sample(damages((await sb.store.readFile(decision))!.toString(), 3)), () => recover(env(), { stagingPath: w.j }));
@@ -155,6 +157,7 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
     counts.progress = await expectRefused(w.root, pLayout.progressFile, [
       ...sample(damages(progressText, 8)),
       { name: 'past the plan (as 0.1 wrote it)', text: '9\n' },
+      { name: 'a bare number, unsigned (a flipped byte would read as another count)', text: '1\n' },
       { name: 'not a number', text: 'abc\n' },
       ...forged(progressText, [['past the plan', 'phasesDone', '9'], ['another job', 'jobId', '"Q"']]),
     ], () => recover(env(), { stagingPath: w.p }));

@@ -54,6 +54,8 @@ test('manifests: long lists one JSON line each, a check line at the end; hand-wr
   assert.throws(() => decodeManifest(handWritten, '/s/f.yaml'), /\/s\/f.yaml: has no 'end:' check line/);
   assert.deepEqual(decodeManifest(handWritten, 'f', { allowUnsigned: true }).files, [{ path: 'a', size: 2 }]);
   assert.throws(() => decodeManifest('', '/s/_job.yaml'), /\/s\/_job.yaml: is empty/);
+  // helper-53: a U+2028 (which JSON and YAML keep inside a value) before 'end:' starts no line.
+  assert.deepEqual(decodeManifest('kind: k\nname: "a\u2028end: b"\n', 'f', { allowUnsigned: true }), { kind: 'k', name: 'a\u2028end: b' });
   const sign = (body: string) => encodeManifest(Object.fromEntries(body.trim().split('\n').map((l) => [l.split(': ')[0]!, JSON.parse(l.split(': ')[1]!)])));
   assert.throws(() => decodeJob(sign('kind: "stagecommit/job"\nversion: 1\njobId: "j"\nstate: "weird"'), '/s/_job.yaml'), /\/s\/_job.yaml: field 'state' is 'weird'/);
   assert.throws(() => decodeJob(sign('kind: "stagecommit/job"\nversion: 9'), '/s/_job.yaml'), /field 'version' is 9.*upgrade/);

@@ -92,7 +92,7 @@ export function encodeJob(job: JobManifest): string {
   });
 }
 
-export function decodeJob(text: string, file: string, opts: DecodeOptions = {}): JobManifest {
+export function decodeJob(text: string | Buffer, file: string, opts: DecodeOptions = {}): JobManifest {
   const f = new Fields(decodeManifest(text, file, opts), file);
   f.kind(KIND, VERSION);
   const ownerOf = (): Owner => {
@@ -161,7 +161,7 @@ export async function loadJob(store: Store, layout: JobLayout, opts: DecodeOptio
   const data = await store.readFile(layout.jobFile);
   if (data === null) return null;
   const file = store.toUri(layout.jobFile);
-  const job = decodeJob(data.toString('utf8'), file, opts);
+  const job = decodeJob(data, file, opts);
   if (job.target !== store.toUri(job.targetPath)) {
     throw new CorruptManifestError(file, 'target', `is ${job.target}, but targetPath is ${store.toUri(job.targetPath)}`);
   }

@@ -1,6 +1,7 @@
 // A manifest's content as the codec reads it: the same scan over its text or over the bytes read.
 
 import { createHash } from 'node:crypto';
+import { END } from './encode.js';
 
 /**
  * A manifest's content: its text, or its UTF-8 bytes as read (a plan of a million moves is 100 MB:
@@ -51,9 +52,13 @@ export class Content {
     return n;
   }
 
-  /** A text with no 'end:' line anywhere (a hand-written manifest). */
+  /**
+   * A text with no 'end:' line anywhere (a hand-written manifest). Lines end at '\n' only, as
+   * the codec reads them: a U+2028 or CR inside a value starts no line.
+   */
   hasNoEndLine(): boolean {
-    return !/^end:/m.test(this.whole());
+    const text = this.whole();
+    return !text.startsWith(END) && !text.includes(`\n${END}`);
   }
 
   whole(): string {

@@ -181,30 +181,26 @@ export function encodeProgress(plan: Pick<PersistedPlan, 'jobId'>, phasesDone: n
 
 /**
  * How many of `plan`'s phases are done: 0 without a record. A record that cannot be read, or that
- * counts past the plan, is refused: running a finished phase again is unsafe, and skipping an
- * unfinished one would lose its files with the staging dir. (A bare number is the record as
- * stagecommit 0.1 wrote it.)
+ * counts past the plan, is refused: skipping an unfinished phase would lose its files with the
+ * staging dir. Signed, as every manifest is: a flipped byte never reads as another count (a bare
+ * number, as stagecommit 0.1 wrote it, is refused too).
  */
 export async function readProgress(store: Store, layout: JobLayout, plan: PersistedPlan): Promise<number> {
   const file = store.toUri(layout.progressFile);
-  const advice = `which of the plan's ${plan.phases.length} phase(s) are done is unknown: nothing was changed; compare the target with ${store.toUri(layout.commitFile)}, then delete this file if no phase is done, or repair the target by hand`;
+  const advice = `which of the plan's ${plan.phases.length} phase(s) are done is unknown: nothing was changed; delete this file and run recover again: the plan is then replayed from its first phase, which passes over a move already made (its source gone, its destination there) and stops with exit 1 where it cannot tell`;
   const data = await store.readFile(layout.progressFile);
   if (data === null) return 0;
-  let done: number;
-  if (/^\d{1,9}\n$/.test(data.toString('latin1'))) done = Number.parseInt(data.toString('latin1'), 10);
-  else {
-    try {
-      const f = new Fields(decodeManifest(data, file), file);
-      f.kind(PROGRESS_KIND, 1);
-      if (f.string('jobId') !== plan.jobId) throw new CorruptManifestError(file, 'jobId', `is '${String(f.doc.jobId)}', but the plan is job ${plan.jobId}'s`);
-      done = f.count('phasesDone');
-    } catch (e) {
-      if (e instanceof CorruptManifestError) e.message += `: ${advice}`;
-      throw e;
-    }
+  try {
+    const f = new Fields(decodeManifest(data, file), file);
+    f.kind(PROGRESS_KIND, 1);
+    if (f.string('jobId') !== plan.jobId) throw new CorruptManifestError(file, 'jobId', `is '${String(f.doc.jobId)}', but the plan is job ${plan.jobId}'s`);
+    const done = f.count('phasesDone');
+    if (done > plan.phases.length) throw new CorruptManifestError(file, 'phasesDone', `is ${done}, but the plan has ${plan.phases.length} phase(s)`);
+    return done;
+  } catch (e) {
+    if (e instanceof CorruptManifestError) e.message += `: ${advice}`;
+    throw e;
   }
-  if (done > plan.phases.length) throw CorruptManifestError.document(file, `counts ${done} phase(s) done, but the plan has ${plan.phases.length}: ${advice}`);
-  return done;
 }
 
 /**

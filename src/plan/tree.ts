@@ -19,6 +19,13 @@ export interface Node {
   readonly file?: FileInfo;
 }
 
+/** One task's files name one path twice: its claim is damaged (a listing never repeats a name). */
+export class ListedTwice extends Error {
+  constructor(readonly task: string, readonly path: string) {
+    super(`lists '${path}' twice`);
+  }
+}
+
 export function newNode(name: string): Node {
   return { name, children: new Map(), sources: new Map() };
 }
@@ -66,6 +73,7 @@ export class OutputTree {
       node.sources.set(si, (node.sources.get(si) ?? 0) + 1);
     }
     const other = node.children.get(leaf);
+    if (typeof other === 'number' && this.sourceOf[other] === si) throw new ListedTwice(this.tasks[si]!, path);
     if (typeof other === 'number') {
       throw new ConflictError(`tasks ${this.tasks[this.sourceOf[other]!]} and ${this.tasks[si]} both wrote '${path}': every file must have one destination; rename one and commit that task again`);
     }

@@ -84,11 +84,13 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
     c.eachFile((f) => {
       try {
         checkTaskFile(job, f.path, prefix, true);
+        tree?.add(si, f.path, f.size, f.upload);
+        if (published) addPublished(published, si, f.path);
       } catch (e) {
+        // Two tasks with one path are a conflict; anything else is the claim's own damage.
+        if (e instanceof ConflictError) throw e;
         throw new CorruptManifestError(store.toUri(layout.claimFile(job.appAttempt, c.task)), 'files', (e as Error).message);
       }
-      tree?.add(si, f.path, f.size, f.upload);
-      if (published) addPublished(published, si, f.path);
       stats.add(f.path, f.size);
       if (f.upload) uploads.push(f);
       else n++;
