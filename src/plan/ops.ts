@@ -7,7 +7,7 @@ import { childLoc } from './tree.js';
 import type { Loc, PlanOp, PlanPhase, SingleOp } from './types.js';
 
 /** `loc` as its directory and name: childLoc(dir, name) is `loc` again ('t:x' is 't:' and 'x'). */
-export function splitLoc(loc: Loc): [dir: Loc, name: string] {
+function splitLoc(loc: Loc): [dir: Loc, name: string] {
   const cut = loc.lastIndexOf('/');
   return cut < 0 ? [loc.slice(0, 2), loc.slice(2)] : [loc.slice(0, cut), loc.slice(cut + 1)];
 }

@@ -140,8 +140,8 @@ export function decodePlan(text: string | Buffer, file: string): PersistedPlan {
   f.kind(KIND, VERSION);
   const phaseCount = f.count('phaseCount');
   // No phase is empty: there are no more phases than ops (checked before any array is made of them).
-  const opCount = (f.doc.ops as { length?: unknown } | undefined)?.length;
-  if (typeof opCount === 'number' && phaseCount > opCount) throw new CorruptManifestError(file, 'phaseCount', `is ${phaseCount}, more than the plan's ${opCount} op(s), and no phase is empty`);
+  const lines = (f.doc.ops as { length?: unknown } | undefined)?.length;
+  if (typeof lines === 'number' && phaseCount > lines) throw new CorruptManifestError(file, 'phaseCount', `is ${phaseCount}, more than the plan's ${lines} op(s), and no phase is empty`);
   const phases = Array.from({ length: phaseCount }, () => new PhaseOps());
   f.each('ops', (x) => {
     const o = x as Record<string, unknown>;
@@ -186,17 +186,17 @@ export function encodeProgress(plan: Pick<PersistedPlan, 'jobId'>, phasesDone: n
  * number, as stagecommit 0.1 wrote it, is refused too).
  */
 export async function readProgress(store: Store, layout: JobLayout, plan: PersistedPlan): Promise<number> {
-  const file = store.toUri(layout.progressFile);
   const advice = `which of the plan's ${plan.phases.length} phase(s) are done is unknown: nothing was changed; delete this file and run recover again: the plan is then replayed from its first phase, which passes over a move already made (its source gone, its destination there) and stops with exit 1 where it cannot tell`;
-  const data = await store.readFile(layout.progressFile);
-  if (data === null) return 0;
-  try {
+  const decode = (data: Buffer, file: string): number => {
     const f = new Fields(decodeManifest(data, file), file);
     f.kind(PROGRESS_KIND, 1);
     if (f.string('jobId') !== plan.jobId) throw new CorruptManifestError(file, 'jobId', `is '${String(f.doc.jobId)}', but the plan is job ${plan.jobId}'s`);
     const done = f.count('phasesDone');
     if (done > plan.phases.length) throw new CorruptManifestError(file, 'phasesDone', `is ${done}, but the plan has ${plan.phases.length} phase(s)`);
     return done;
+  };
+  try {
+    return (await readManifestFile(store, layout.progressFile, decode)) ?? 0;
   } catch (e) {
     if (e instanceof CorruptManifestError) e.message += `: ${advice}`;
     throw e;

@@ -30,7 +30,6 @@ async function viaTemp<T>(p: string, write: (tmp: string) => Promise<void>, fini
   }
 }
 
-/** Flushes a file's bytes to disk, so that a rename never publishes a name without its data. */
 /** Whether two paths name one directory entry (same parent directory, same name). */
 async function sameEntry(a: string, b: string): Promise<boolean> {
   if (path.basename(a) !== path.basename(b)) return false;
@@ -38,6 +37,7 @@ async function sameEntry(a: string, b: string): Promise<boolean> {
   return pa === pb;
 }
 
+/** Flushes a file's bytes to disk, so that a rename never publishes a name without its data. */
 async function syncFile(p: string): Promise<void> {
   const fh = await fs.open(p, 'r+');
   try {
