@@ -37,8 +37,9 @@ function countingRounds(store: Store, root: string): { store: Store; rounds: () 
         const starts = inFlight === 0;
         if (starts) rounds++;
         inFlight++;
-        if (process.env.BENCH_TRACE === '1' && typeof args[0] === 'string') {
-          process.stderr.write(`  ${String(rounds).padStart(3)} ${String(key)} ${args[0].split(root).join('…')}\n`);
+        if (process.env.BENCH_TRACE === '1' && key !== 'toUri') {
+          const first = typeof args[0] === 'string' ? args[0] : JSON.stringify(args[0])?.slice(0, 160) ?? '';
+          process.stderr.write(`  ${String(rounds).padStart(3)} ${String(key)} ${first.split(root).join('…')}\n`);
         }
         const out = (v as (...a: unknown[]) => unknown).apply(target, args);
         if (out instanceof Promise) return out.finally(() => inFlight--);

@@ -755,5 +755,21 @@ for (const fx of storeFixtures()) {
       assert.equal(c.code, 0, c.stderr);
       assert.deepEqual(data(await readTree(sb.store, target)), { a: 'a' });
     });
+
+    test('a live holder of a later lease generation (the first one gone with a takeover) blocks too: exit 4 naming it, and no lease of the blocked step is left', async () => {
+      const target = posix.join(dir(), 't');
+      const job = await prepare(sb, { target }, [{ task: '0', files: { a: 'a' } }]);
+      const layout = new JobLayout(sb.pathOf(job));
+      const holder = encodeLease({ op: 'recover', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: 0, expiresAtMs: Date.now() + 3_600_000 });
+      await sb.store.writeFile(posix.join(layout.root, '_lease.3.yaml'), holder);
+      for (const step of ['commit-job', 'abort', 'recover']) {
+        const r = await cli([step, '--job', job], { env: sb.env });
+        assert.equal(r.code, 4, `${step}: ${r.stderr}`);
+        assert.match(r.stderr, /locked: recover by someone on other-host/);
+        const leases = (await sb.store.list(layout.root)).map((e) => e.name).filter((n) => n.startsWith('_lease.'));
+        assert.deepEqual(leases, ['_lease.3.yaml'], `${step} left only the holder's lease`);
+      }
+      assert.deepEqual(data(await readTree(sb.store, target)), {});
+    });
   });
 }

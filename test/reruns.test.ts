@@ -54,9 +54,13 @@ for (const fx of storeFixtures()) {
 
     test('a handle that never named a job, or a custom staging dir that left no trace, is exit 2', async () => {
       const target = posix.join(dir(), 'sales');
-      const never = await commitJob(sb, sb.uri(posix.join(posix.dirname(target), '.stagecommit', 'sales', 'no-such-job')));
-      assert.equal(never.code, 2, never.stderr);
-      assert.match(never.stderr, /no job at/);
+      const noSuch = posix.join(posix.dirname(target), '.stagecommit', 'sales', 'no-such-job');
+      for (const step of [['commit-job'], ['recover']]) {
+        const never = await cli([...step, '--job', sb.uri(noSuch)], { env: sb.env });
+        assert.equal(never.code, 2, never.stderr);
+        assert.match(never.stderr, /no job at/);
+        assert.equal(await sb.store.stat(noSuch), null, `${step[0]} made nothing where the handle points (no lease file)`);
+      }
       const staging = posix.join(dir(), 'my-staging');
       const job = await runJob(sb, { target, stagingDir: staging }, [{ task: '0', files: { a: 'a' } }]);
       const r = await commitJob(sb, job);

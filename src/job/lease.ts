@@ -59,6 +59,11 @@ function decodeLease(text: string | Buffer, file: string): LeaseRecord {
   };
 }
 
+function newRecord(env: LeaseClock, op: string): LeaseRecord {
+  const now = env.now();
+  return { op, owner: env.user, host: env.host, pid: env.pid, acquiredAtMs: now, expiresAtMs: now + env.leaseTtlMs };
+}
+
 function leaseName(gen: number): string {
   return `${LEASE_PREFIX}${gen}.yaml`;
 }
@@ -158,16 +163,39 @@ export class Lease implements StoreFence {
     );
   }
 
+  /**
+   * A job's first lease, created (generation 0) at the same time as its lease files are listed:
+   * one round trip, not two. It is the caller's only if that listing shows no lease but this one
+   * (`isThis`): the judgement acquire makes from a listing read just before. Otherwise the caller
+   * hands it back (`drop`) and acquires as usual. Not renewed until `start`.
+   */
+  static async tryFirst(store: Store, layout: JobLayout, env: LeaseClock, op: string): Promise<Lease | null> {
+    const record = newRecord(env, op);
+    const path = posix.join(layout.root, leaseName(0));
+    return (await store.createExclusive(path, encodeLease(record))) ? new Lease(store, path, record, env) : null;
+  }
+
+  /** Whether a listed lease is this one (its file, and the record this process wrote). */
+  isThis(c: CurrentLease | null): boolean {
+    const r = c?.record;
+    return c?.path === this.path && !!r && r.pid === this.record.pid && r.host === this.record.host && r.acquiredAtMs === this.record.acquiredAtMs;
+  }
+
+  start(): this {
+    this.startRenewal();
+    this.armTrip();
+    return this;
+  }
+
+  /** Removes a lease tryFirst made that the caller does not keep (never started). */
+  async drop(): Promise<void> {
+    this.released = true;
+    await this.store.delete(this.path, false).catch(() => false);
+  }
+
   /** `current`: the lease file as read just before (runStep reads it alongside the job: one round trip). */
   static async acquire(store: Store, layout: JobLayout, env: LeaseClock, op: string, current?: CurrentLease | null): Promise<Lease> {
-    const record: LeaseRecord = {
-      op,
-      owner: env.user,
-      host: env.host,
-      pid: env.pid,
-      acquiredAtMs: env.now(),
-      expiresAtMs: env.now() + env.leaseTtlMs,
-    };
+    const record = newRecord(env, op);
     if (current === undefined) current = await readCurrentLease(store, layout);
     let gen = 0;
     if (current) {
@@ -185,10 +213,7 @@ export class Lease implements StoreFence {
       if (!ours) throw new ConflictError(`job ${store.toUri(layout.root)} is locked: ${describeHolder(winner?.record ?? null)}; wait for it to finish`);
     }
     if (current) await store.delete(current.path, false);
-    const lease = new Lease(store, path, record, env);
-    lease.startRenewal();
-    lease.armTrip();
-    return lease;
+    return new Lease(store, path, record, env).start();
   }
 
   private startRenewal(): void {

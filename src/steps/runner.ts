@@ -32,9 +32,23 @@ export interface StepRule<T, A = never> {
 }
 
 export async function runStep<T, A = never>(env: StepEnv, stagingPath: string, rule: StepRule<T, A>, body: (open: OpenJob, lease?: Lease, ahead?: A) => Promise<T>): Promise<T> {
-  // A step that takes the lease reads the current lease file alongside the job: one round trip.
-  const [opened, current] = await Promise.allSettled([openJob(env, stagingPath), rule.lease ? readCurrentLease(env.store, new JobLayout(stagingPath)) : null]);
+  // A step that takes the lease reads the current lease file alongside the job. On an object store
+  // it tries the job's first lease at the same time: one round trip where no one held the job
+  // before. (A local or HDFS create would make the directories of a handle that names no job.)
+  const layout = new JobLayout(stagingPath);
+  const tryFirst = rule.lease && !env.store.caps.realDirectories;
+  const [opened, current, first] = await Promise.allSettled([
+    openJob(env, stagingPath),
+    rule.lease ? readCurrentLease(env.store, layout) : null,
+    tryFirst ? Lease.tryFirst(env.store, layout, env, rule.name) : null,
+  ]);
+  const tried = first.status === 'fulfilled' ? first.value : null;
+  // Kept only where the listing made with it shows no other lease (see Lease.tryFirst).
+  const held = tried && current.status === 'fulfilled' && (current.value === null || tried.isThis(current.value)) ? tried : null;
+  if (tried && !held) await tried.drop();
   if (opened.status === 'rejected') {
+    // On an object store the lease file alone would make a staging dir where no job is.
+    await held?.drop();
     if (rule.ifGone && opened.reason instanceof JobGoneError) return rule.ifGone(opened.reason);
     throw opened.reason;
   }
@@ -44,7 +58,11 @@ export async function runStep<T, A = never>(env: StepEnv, stagingPath: string, r
     return body(open);
   }
   if (current.status === 'rejected') throw current.reason;
-  return withJobLease(env, open, rule.name, current.value, rule.readAhead, async (locked, lease, ahead) => {
+  // Where a first lease was tried and not kept (taken meanwhile, or its create failed), the
+  // listing may predate what happened since: the lease is acquired from a fresh one.
+  const fresh = tryFirst && (tried !== null || first.status === 'rejected' || current.value === null);
+  const start = held ? held.start() : fresh ? undefined : current.value;
+  return withJobLease(env, open, rule.name, start, rule.readAhead, async (locked, lease, ahead) => {
     if (rule.states) requireState(locked, rule.states.allowed, rule.states.doing);
     return body(locked, lease, ahead);
   }).catch((e: unknown) => {
@@ -61,7 +79,7 @@ async function withJobLease<T, A>(
   env: StepEnv,
   open: OpenJob,
   op: string,
-  current: CurrentLease | null,
+  current: Lease | CurrentLease | null | undefined,
   readAhead: ((open: OpenJob) => A) | undefined,
   fn: (open: OpenJob, lease: Lease, ahead?: A) => Promise<T>,
 ): Promise<T> {
@@ -95,7 +113,8 @@ async function withJobLease<T, A>(
  * finishing the job removes the tree, our lease's temporary file with it. Then say what the job is
  * now (gone: exit 2), or take the lease afresh: the remover holds it (exit 4) or it is free.
  */
-async function takeLease(env: StepEnv, open: OpenJob, op: string, current: CurrentLease | null): Promise<Lease> {
+async function takeLease(env: StepEnv, open: OpenJob, op: string, current: Lease | CurrentLease | null | undefined): Promise<Lease> {
+  if (current instanceof Lease) return current;
   for (let attempt = 1; ; attempt++) {
     try {
       return await Lease.acquire(env.store, open.layout, env, op, attempt === 1 ? current : undefined);
