@@ -8,6 +8,7 @@ import { posix } from 'node:path';
 import { CorruptManifestError, InjectedFault, StoreError } from '../src/errors.js';
 import { crashAt, failAt, type MutationHook } from '../src/store/instrumented.js';
 import { JobLayout } from '../src/job/layout.js';
+import { TableLog } from '../src/job/table-log.js';
 import { loadJob } from '../src/job/job.js';
 import { recover } from '../src/steps/recover.js';
 import { cleanOrphans } from '../src/steps/clean-orphans.js';
@@ -364,6 +365,47 @@ for (const fx of storeFixtures({ inProcess: true })) {
       await sb.store.delete(new JobLayout(staging).commitFile, false);
       await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), (e: unknown) => e instanceof CorruptManifestError && /_commit\.yaml/.test(e.message));
       assert.deepEqual(data(await readTree(sb.store, target)), published, 'nothing planned or moved again');
+    });
+
+    test("a driver killed once its first file is published, whose table-log entry another job then marked finished: recover exits 1 naming the progress record and publishes nothing more", async () => {
+      const target = posix.join(dir(), 'f');
+      await writeTree(sb.store, target, { 'dt=9/keep': 'k' });
+      const staging = await readyJob(sb.store, target, jobScenario('F', 'append'), tasks);
+      const publishes = crashAt({ op: ['rename', 'copy', 'complete'], path: (p) => p.startsWith(staging) && !isTempName(posix.basename(p)) }, { after: true });
+      await assert.rejects(commitJob(testEnv(sb.store, publishes), { stagingPath: staging }), InjectedFault);
+      await driverDied(sb.store, staging);
+      const published = data(await readTree(sb.store, target));
+      // What a later job does to an entry whose job it finds gone (its _job.yaml lost for a while).
+      await new TableLog(sb.store, target).markDone({ number: 0, jobId: 'F' }, 'committed', Date.now());
+      await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), (e: unknown) => e instanceof CorruptManifestError && /_commit\.progress: counts 0 of the plan's \d+ phases done, yet the table log marks job F's entry 0 finished/.test(e.message));
+      assert.deepEqual(data(await readTree(sb.store, target)), published, 'nothing published after the entry was marked');
+    });
+
+    test("a driver killed with its table-log entry marked done but 'committed' not written: a later job commits, and recover finishes the first without publishing or writing _SUCCESS again", async () => {
+      const target = posix.join(dir(), 'd');
+      const staging = await readyJob(sb.store, target, jobScenario('D', 'append'), tasks);
+      const layout = new JobLayout(staging);
+      let jobWrites = 0;
+      // 'committing', then 'committed': the second fails, the done marker beside it lands.
+      const failCommitted = (n: number, op: string, p: string) => {
+        if (op === 'writeFile' && p === layout.jobFile && ++jobWrites === 2) throw new InjectedFault(n, 'writeFile', p);
+      };
+      await assert.rejects(commitJob(testEnv(sb.store, failCommitted), { stagingPath: staging }), InjectedFault);
+      assert.equal(jobWrites, 2);
+      assert.equal((await loadJob(sb.store, layout))?.state, 'committing');
+      await driverDied(sb.store, staging);
+      const later = await readyJob(sb.store, target, jobScenario('E', 'append'), [{ task: '0', partition: ['dt=3'], files: { e: 'e' } }]);
+      await commitJob(testEnv(sb.store), { stagingPath: later });
+      const success = posix.join(target, '_SUCCESS');
+      const before = data(await readTree(sb.store, target));
+      const marker = (await sb.store.readFile(success))!.toString();
+      assert.equal(JSON.parse(marker).jobId, 'E');
+      assert.deepEqual(Object.keys(before).sort(), ['dt=1/a', 'dt=2/b', 'dt=3/e']);
+      const r = await recover(testEnv(sb.store), { stagingPath: staging });
+      assert.equal(r.state, 'committed');
+      assert.deepEqual(data(await readTree(sb.store, target)), before, 'nothing published again');
+      assert.equal((await sb.store.readFile(success))!.toString(), marker, "the later job's _SUCCESS stays");
+      assert.equal(await sb.store.stat(staging), null, 'the staging dir is gone');
     });
 
     test('a job past its commit point that lost _job.yaml: every step exits 1 naming it, and clean-orphans --delete touches nothing under it', async () => {

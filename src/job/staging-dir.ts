@@ -33,6 +33,9 @@ export interface KnownBefore {
   readonly parentsKept?: boolean;
 }
 
+/** A listing this long or shorter is read beside the bulk delete of what it must find gone. */
+const SETTLE_BESIDE = 1000;
+
 /**
  * Removes the staging dir whole, `_job.yaml` last, so a half-done cleanup is still a job.
  * `known.listed`: on an object store, the paths of every key (stagingKeys), listed earlier by a caller
@@ -55,20 +58,28 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
   const last = (path: string) => path === layout.jobFile || path === lease?.path;
   const remove = (entries: readonly Entry[]) =>
     bulk ? store.deleteMany!(entries.map((e) => e.path)) : Promise.all(entries.map((e) => store.delete(e.path, e.kind === 'dir')));
+  let settled: Entry[] | undefined;
   if (keys) {
     // Object stores: one listing of every key, then bulk deletes (the plan goes with the rest).
     // The plan's progress record may postdate an early listing: named here, it goes now and the
     // settling listing below usually finds nothing left (a key that is not there is no error).
+    // Where the keys are few, that listing is read at the same time as they are deleted: what it
+    // shows beyond them appeared since the first listing.
     const paths = keys.filter((p) => !last(p));
     if (!paths.includes(layout.progressFile)) paths.push(layout.progressFile);
-    await store.deleteMany!(paths);
+    if (paths.length <= SETTLE_BESIDE) {
+      const gone = new Set(paths);
+      const [, now] = await Promise.all([store.deleteMany!(paths), store.listTree!(layout.root)]);
+      settled = now.filter((e) => !gone.has(e.path));
+    } else await store.deleteMany!(paths);
   } else {
     // The plan goes with the rest: a job whose `_job.yaml` says committed needs it no more, and
     // one only aborted never had one.
     await remove((await store.list(layout.root)).filter((e) => !last(e.path)));
   }
   for (let round = 1; ; round++) {
-    const left = (await (bulk ? store.listTree!(layout.root) : store.list(layout.root))).filter((e) => !last(e.path));
+    const left = (settled ?? (await (bulk ? store.listTree!(layout.root) : store.list(layout.root)))).filter((e) => !last(e.path));
+    settled = undefined;
     if (left.length === 0) break;
     if (round > SETTLE_ROUNDS) {
       throw new StoreError('io', 'delete', [store.toUri(left[0]!.path)], `something keeps writing into the staging dir of a finished job (${left.length} entries after ${SETTLE_ROUNDS} rounds): stop it, then run 'stagecommit recover' to finish the clean-up`);

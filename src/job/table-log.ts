@@ -136,12 +136,14 @@ export class TableLog {
    * Entry `n` as a plan naming it for `jobId` needs it: the entry (null when it is gone), and
    * whether it is that job's and was given up (its done marker says void).
    */
-  async readOwn(n: number, jobId: string): Promise<{ entry: LogEntry | null; givenUp: boolean }> {
+  /** `finished`: its done marker says the job committed (written once its plan was applied and `_SUCCESS` written). */
+  async readOwn(n: number, jobId: string): Promise<{ entry: LogEntry | null; givenUp: boolean; finished: boolean }> {
     const entry = await this.read(n).catch((e: unknown) => {
       if (e instanceof ConflictError) return null;
       throw e;
     });
-    return { entry, givenUp: entry?.jobId === jobId && (await this.readDone(n)) === 'void' };
+    const outcome = entry?.jobId === jobId ? await this.readDone(n) : null;
+    return { entry, givenUp: outcome === 'void', finished: outcome === 'committed' };
   }
 
   async readDone(n: number): Promise<DoneOutcome | null> {

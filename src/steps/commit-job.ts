@@ -59,75 +59,36 @@ interface JustPlanned {
   readonly uploads?: readonly TaskFile[];
 }
 
-/** After the commit point: apply the plan, write _SUCCESS, clean up. Safe to run again. */
-export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPlan, lease?: Lease, made?: JustPlanned): Promise<{ success: string }> {
+/**
+ * After the commit point: apply the plan, write _SUCCESS, clean up. Safe to run again.
+ * `finished`: the table log says the plan was applied and `_SUCCESS` written (checkHeldEntry).
+ */
+export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPlan, lease?: Lease, made?: JustPlanned, finished = false): Promise<{ success: string }> {
   const { store } = env;
   const { job, layout } = open;
   const success = posix.join(job.targetPath, SUCCESS_FILE);
   const log = new TableLog(store, job.targetPath);
+  const markDone = () => (plan.logEntry === null ? undefined : log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now()));
   // An object store's staging dir is listed while the plan publishes, off the critical path:
   // after the commit point nothing but this run's own bookkeeping is added to it.
   let listed: Promise<string[] | null> | undefined;
+  let cleanup: ReturnType<typeof cleanupReads>;
   if (job.state !== 'committed') {
     if (removesInBulk(store)) listed = stagingKeys(store, layout).catch(() => null);
     // Before anything is published: a job whose plan is lost later is still known to be past its
     // commit point, and never planned again (§5; helper-31 showed a parallel write losing that).
     if (job.state === 'staged') await saveJob(store, layout, { ...job, state: 'committing' });
-    env.emit({ type: 'phase', label: `publishing ${plan.files} file(s)` });
-    // A plan this run just wrote has no progress yet: nothing to read.
-    const phasesDone = made ? 0 : await readProgress(store, layout, plan);
-    // The last phase's record is written beside _SUCCESS, not before it: a run killed between the
-    // two replays that phase, which is safe while the table log still holds its partitions (it
-    // does until the job is 'committed', written after both).
-    let lastRecorded: Promise<void> | undefined;
-    await applyPhases(
-      {
-        store,
-        stagingPath: layout.root,
-        targetPath: job.targetPath,
-        concurrency: env.concurrency,
-        onProgress: (done, total) => env.emit({ type: 'progress', label: 'publishing', done, total }),
-        // Every phase is recorded, the last one too: a replay after the log entry is finished
-        // must not run a phase again over what later commits wrote.
-        onPhaseDone: (phase) => {
-          const recorded = store.writeFile(layout.progressFile, encodeProgress(plan, phase + 1));
-          if (phase < plan.phases.length - 1) return recorded;
-          lastRecorded = recorded;
-          return undefined;
-        },
-      },
-      plan.phases,
-      phasesDone,
-    );
-    const successWritten = store.writeFile(
-      success,
-      successJson({
-        job,
-        nowMs: env.now(),
-        hostname: env.host,
-        filenames: plan.filenames,
-        files: plan.files,
-        bytes: plan.bytes,
-        partitionsWritten: plan.partitionsWritten,
-        partitionsReplaced: plan.partitionsReplaced,
-        metrics: env.metrics(),
-        targetUri: job.target,
-      }),
-    );
-    await allDone([lastRecorded, successWritten]);
-    // A driver killed while writing _SUCCESS left its temp beside it: this re-run removes it (§5.12).
-    if (job.state === 'committing') await removeSuccessTemps(store, job.targetPath);
-    await saveJob(store, layout, { ...job, state: 'committed' });
+    await publish(env, open, plan, success, made, finished);
+    cleanup = cleanupReads(env, open, made);
+    // 'committed' and the log's done marker at once: a run killed with the marker alone written
+    // is finished by the next without publishing again (`finished`); one killed with 'committed'
+    // alone written marks it below. Either way the log no longer holds the job's partitions.
+    await allDone([saveJob(store, layout, { ...job, state: 'committed' }), markDone()]);
+  } else {
+    cleanup = cleanupReads(env, open, made);
+    await markDone();
   }
-  // Uploads of attempts that lost, were denied or aborted are never completed: abort them (S3).
-  // An append drops a claimed upload whose bytes the target already holds: abort it too.
-  // These reads, and the listing of uploads a killed `stage` left in the staging dir, go at once,
-  // beside the log's done marker: past the commit point no claim or upload record changes.
-  const strays = store.listUploads?.(layout.root);
-  const dropped = job.mode === 'append' && store.abortUpload ? (made?.uploads ?? claimedUploads(store, layout, job, env.concurrency).catch(() => [])) : [];
-  const recorded = store.abortUpload ? recordedUploads(store, layout, env.concurrency) : undefined;
-  for (const p of [strays, recorded]) p?.catch(() => {}); // awaited (and their failure reported) below
-  if (plan.logEntry !== null) await log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now());
+  const { strays, dropped, recorded } = cleanup;
   env.emit({ type: 'phase', label: 'removing the staging dir' });
   await abortRecordedUploads(store, layout, plannedUploads(plan.phases), env.concurrency, job.targetPath, { extra: dropped, recorded });
   // A job that wrote a table-log entry leaves the log beside a default staging dir: no parent to tidy.
@@ -137,6 +98,84 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   const pruned = made?.listing && log.prune(made.listing, env.now()).catch((e: unknown) => env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }));
   await allDone([removeStagingDir(store, layout, lease, { listed, strays, parentsKept }), pruned]);
   return { success: store.toUri(success) };
+}
+
+/**
+ * Applies the plan from where its progress record says, and writes `_SUCCESS`. `finished`: the
+ * log's done marker says both were done; the progress record must agree (another job marks an
+ * entry done when the job's `_job.yaml` is gone), and nothing is written again.
+ */
+async function publish(env: StepEnv, open: OpenJob, plan: PersistedPlan, success: string, made: JustPlanned | undefined, finished: boolean): Promise<void> {
+  const { store } = env;
+  const { job, layout } = open;
+  // A plan this run just wrote has no progress yet: nothing to read.
+  const phasesDone = made ? 0 : await readProgress(store, layout, plan);
+  if (finished && phasesDone === plan.phases.length) return;
+  if (finished) {
+    throw new CorruptManifestError(
+      store.toUri(layout.progressFile),
+      '',
+      `counts ${phasesDone} of the plan's ${plan.phases.length} phases done, yet the table log marks job ${job.jobId}'s entry ${plan.logEntry} finished (another job took it for over, its _job.yaml missing?): later commits may hold its partitions; check the target by hand (the unpublished files are in the staging dir), then delete the staging dir`,
+      true,
+    );
+  }
+  env.emit({ type: 'phase', label: `publishing ${plan.files} file(s)` });
+  // The last phase's record is written beside _SUCCESS, not before it: a run killed between the
+  // two replays that phase, which is safe while the table log still holds its partitions (it
+  // does until the job is 'committed', written after both).
+  let lastRecorded: Promise<void> | undefined;
+  await applyPhases(
+    {
+      store,
+      stagingPath: layout.root,
+      targetPath: job.targetPath,
+      concurrency: env.concurrency,
+      onProgress: (done, total) => env.emit({ type: 'progress', label: 'publishing', done, total }),
+      // Every phase is recorded, the last one too: a replay after the log entry is finished
+      // must not run a phase again over what later commits wrote.
+      onPhaseDone: (phase) => {
+        const recorded = store.writeFile(layout.progressFile, encodeProgress(plan, phase + 1));
+        if (phase < plan.phases.length - 1) return recorded;
+        lastRecorded = recorded;
+        return undefined;
+      },
+    },
+    plan.phases,
+    phasesDone,
+  );
+  const successWritten = store.writeFile(
+    success,
+    successJson({
+      job,
+      nowMs: env.now(),
+      hostname: env.host,
+      filenames: plan.filenames,
+      files: plan.files,
+      bytes: plan.bytes,
+      partitionsWritten: plan.partitionsWritten,
+      partitionsReplaced: plan.partitionsReplaced,
+      metrics: env.metrics(),
+      targetUri: job.target,
+    }),
+  );
+  await allDone([lastRecorded, successWritten]);
+  // A driver killed while writing _SUCCESS left its temp beside it: this re-run removes it (§5.12).
+  if (job.state === 'committing') await removeSuccessTemps(store, job.targetPath);
+}
+
+/**
+ * What the clean-up reads, started beside the save of 'committed' (past the commit point no claim
+ * or upload record changes): uploads of attempts that lost, were denied or aborted are never
+ * completed, and are aborted (S3); an append drops a claimed upload whose bytes the target already
+ * holds: aborted too; and uploads a killed `stage` left in the staging dir.
+ */
+function cleanupReads(env: StepEnv, { job, layout }: OpenJob, made?: JustPlanned) {
+  const { store } = env;
+  const strays = store.listUploads?.(layout.root);
+  const dropped = job.mode === 'append' && store.abortUpload ? (made?.uploads ?? claimedUploads(store, layout, job, env.concurrency).catch(() => [])) : [];
+  const recorded = store.abortUpload ? recordedUploads(store, layout, env.concurrency) : undefined;
+  for (const p of [strays, recorded]) p?.catch(() => {}); // awaited (and their failure reported) by the clean-up
+  return { strays, dropped, recorded };
 }
 
 /** The upload ids a commit plan completes (kept when the job's other uploads are aborted). */
@@ -218,7 +257,7 @@ export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lea
   if (!plan && open.state === 'committing') {
     throw new CorruptManifestError(store.toUri(layout.commitFile), '', 'is missing, but the job is past its commit point: its plan cannot be made again (that could undo newer commits); restore the file or repair the target by hand', true);
   }
-  if (plan) await checkHeldEntry(env, open, plan);
+  const finished = plan ? await checkHeldEntry(env, open, plan) : false;
   let made: JustPlanned | undefined;
   if (!plan) {
     const prepared = await preparePlan(env, open, false, known.ahead);
@@ -227,7 +266,7 @@ export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lea
     env.emit({ type: 'phase', label: 'writing the commit plan' });
     if (!(await writePlan(store, layout, plan))) await planAppeared(env, open, plan);
   }
-  const { success } = await rollForward(env, open, plan, lease, made).catch(pastCommitPoint(store, open));
+  const { success } = await rollForward(env, open, plan, lease, made, finished).catch(pastCommitPoint(store, open));
   return {
     jobId: job.jobId,
     target: job.target,

@@ -42,13 +42,15 @@ export async function readHeldPlan(env: StepEnv, open: OpenJob): Promise<HeldPla
 
 /**
  * A roll-forward applies its plan only while the table log still says the plan's entry is this
- * job's: an entry lost or reused means later commits may hold those partitions.
+ * job's: an entry lost or reused means later commits may hold those partitions. True when the
+ * entry is finished already (its done marker goes beside 'committed', after the plan was applied
+ * and `_SUCCESS` written): then nothing is applied or written again, over what later commits wrote.
  */
-export async function checkHeldEntry(env: StepEnv, open: OpenJob, plan: PersistedPlan): Promise<void> {
+export async function checkHeldEntry(env: StepEnv, open: OpenJob, plan: PersistedPlan): Promise<boolean> {
   const n = plan.logEntry;
-  if (n === null || open.job.state === 'committed') return;
-  const { entry, givenUp } = await new TableLog(env.store, open.job.targetPath).readOwn(n, open.job.jobId);
-  if (entry && entry.jobId === open.job.jobId && !givenUp) return;
+  if (n === null || open.job.state === 'committed') return false;
+  const { entry, givenUp, finished } = await new TableLog(env.store, open.job.targetPath).readOwn(n, open.job.jobId);
+  if (entry && entry.jobId === open.job.jobId && !givenUp) return finished;
   const which = !entry ? 'is gone' : givenUp ? 'was given up' : 'belongs to job ' + entry.jobId;
   throw new CorruptManifestError(
     env.store.toUri(open.layout.commitFile),
