@@ -126,6 +126,27 @@ describe('WebHDFS test server follows the specification', () => {
     assert.deepEqual(await (await op('DELETE', '/d', 'op=DELETE&recursive=true')).json(), { boolean: true });
   });
 
+  test('a recursive DELETE removes the tree in one step: a listing running meanwhile sees it whole or gone', async () => {
+    const n = 300;
+    assert.equal((await op('PUT', '/atomic', 'op=MKDIRS')).status, 200);
+    for (let i = 0; i < n; i += 50) {
+      const made = await Promise.all(Array.from({ length: 50 }, (_, j) => create(`/atomic/f${i + j}`, 'x')));
+      assert.deepEqual([...new Set(made.map((r) => r.status))], [201]);
+    }
+    const seen: number[] = [];
+    const listing = (async () => {
+      for (;;) {
+        const r = await op('GET', '/atomic', 'op=LISTSTATUS');
+        if (r.status === 404) return;
+        seen.push(((await r.json()) as { FileStatuses: { FileStatus: unknown[] } }).FileStatuses.FileStatus.length);
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 5));
+    assert.deepEqual(await (await op('DELETE', '/atomic', 'op=DELETE&recursive=true')).json(), { boolean: true });
+    await listing;
+    assert.deepEqual([...new Set(seen)], [n], 'every listing saw the whole tree');
+  });
+
   test('LISTSTATUS_BATCH pages with startAfter and remainingEntries', async () => {
     for (const n of ['a', 'b', 'c', 'd', 'e']) await create(`/l/${n}`, n);
     const names: string[] = [];

@@ -46,6 +46,12 @@ const SETTLE_BESIDE = 1000;
 export async function removeStagingDir(store: Store, layout: JobLayout, lease?: Lease, known: KnownBefore = {}): Promise<void> {
   const { listed, strays } = known;
   await lease?.stopRenewal();
+  if (store.caps.atomicTreeDelete) {
+    // One delete removes the whole tree at once: nothing is ever left half removed to order.
+    await store.delete(layout.root, true);
+    lease?.gone();
+    return tidyParents(store, layout, known);
+  }
   const bulk = removesInBulk(store);
   const listKeys = async () => (await listed) ?? stagingKeys(store, layout);
   // Uploads a killed `stage` left behind (S3 multipart) would be billed forever: abort them
@@ -103,7 +109,11 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
       }
     }
   }
-  // Tidy the default layout's empty parents; another job's files keep them in place.
+  await tidyParents(store, layout, known);
+}
+
+/** Tidies the default layout's empty parents; another job's files keep them in place. */
+async function tidyParents(store: Store, layout: JobLayout, known: KnownBefore): Promise<void> {
   if (!store.caps.realDirectories || known.parentsKept) return;
   for (const dir of defaultStagingParents(layout.root)) {
     if ((await store.list(dir)).length > 0) break;

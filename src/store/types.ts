@@ -17,6 +17,12 @@ export interface StoreCapabilities {
    * name node lists a file under construction). Readers of such files read again shortly.
    */
   readonly createsVisibleEarly?: boolean;
+  /**
+   * A recursive delete removes a directory tree in one step: no reader sees it half removed
+   * (HDFS: the Hadoop filesystem specification's atomic directory delete). Elsewhere it is a
+   * walk, and what must go last is deleted on its own.
+   */
+  readonly atomicTreeDelete?: boolean;
 }
 
 export type EntryKind = 'file' | 'dir' | 'symlink' | 'other';

@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createReadStream, createWriteStream, promises as fs } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { randomUUID } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 
 export interface WebHdfsServerOptions {
@@ -99,6 +100,17 @@ export class WebHdfsCluster {
     }
   }
 
+  /**
+   * The name node's namespace lock (FSNamesystem's): one namespace operation at a time, so a
+   * listing never sees a tree half deleted or half renamed.
+   */
+  private namespaceTail: Promise<unknown> = Promise.resolve();
+  private namespace<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.namespaceTail.then(fn, fn);
+    this.namespaceTail = run.catch(() => undefined);
+    return run;
+  }
+
   private async serveNameNode(i: number, req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
       const url = new URL(req.url!, 'http://x');
@@ -109,7 +121,7 @@ export class WebHdfsCluster {
       if (i !== this.active) {
         throw new Fail(err(403, 'StandbyException', 'org.apache.hadoop.ipc', `Operation category ${req.method === 'GET' ? 'READ' : 'WRITE'} is not supported in state standby`));
       }
-      await this.nameNodeOp(req, res, req.method ?? 'GET', op, p, url.searchParams);
+      await this.namespace(() => this.nameNodeOp(req, res, req.method ?? 'GET', op, p, url.searchParams));
     } catch (e) {
       fail(res, e);
     }
@@ -167,7 +179,10 @@ export class WebHdfsCluster {
         if (!st || p === '/') return json(res, 200, { boolean: false });
         if (st.isDirectory()) {
           if (!recursive && (await fs.readdir(local)).length > 0) throw new Fail(err(403, 'PathIsNotEmptyDirectoryException', 'org.apache.hadoop.fs', `${p} is non empty': Directory is not empty`));
-          await fs.rm(local, { recursive: true, force: true });
+          // The name node removes a tree from its namespace in one step: no listing sees it half gone.
+          const away = `${this.opts.root}.deleted-${randomUUID()}`;
+          await fs.rename(local, away);
+          await fs.rm(away, { recursive: true, force: true });
         } else await fs.unlink(local);
         return json(res, 200, { boolean: true });
       }
@@ -277,16 +292,19 @@ export class WebHdfsCluster {
       }
       if (op === 'CREATE' && req.method === 'PUT') {
         const overwrite = url.searchParams.get('overwrite') === 'true';
-        await this.throughDirs(p);
-        await fs.mkdir(path.dirname(local), { recursive: true });
-        const st = await fs.lstat(local).catch(() => null);
-        if (st?.isDirectory()) throw new Fail(err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `${p} already exists as a directory`));
-        // HDFS makes the file visible (empty) at create, before its bytes arrive.
-        const fh = await fs.open(local, overwrite ? 'w' : 'wx').catch((e: NodeJS.ErrnoException) => {
-          if (e.code === 'EEXIST') throw new Fail(exists(p));
-          throw e;
+        // The file enters the namespace under its lock; its bytes arrive afterwards.
+        await this.namespace(async () => {
+          await this.throughDirs(p);
+          await fs.mkdir(path.dirname(local), { recursive: true });
+          const st = await fs.lstat(local).catch(() => null);
+          if (st?.isDirectory()) throw new Fail(err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `${p} already exists as a directory`));
+          // HDFS makes the file visible (empty) at create, before its bytes arrive.
+          const fh = await fs.open(local, overwrite ? 'w' : 'wx').catch((e: NodeJS.ErrnoException) => {
+            if (e.code === 'EEXIST') throw new Fail(exists(p));
+            throw e;
+          });
+          await fh.close();
         });
-        await fh.close();
         if (this.opts.createDelayMs) await new Promise((r) => setTimeout(r, this.opts.createDelayMs));
         const sink = createWriteStream(local, { flags: 'r+', highWaterMark: 64 * 1024 });
         if (fault === 'slow') {

@@ -16,6 +16,7 @@ export { encodePath } from './namenodes.js';
 const CAPS: StoreCapabilities = {
   directoryRename: true,
   realDirectories: true,
+  atomicTreeDelete: true,
   createsVisibleEarly: true,
 };
 
