@@ -29,6 +29,7 @@ import { benchEnv, printTable, seconds } from './helpers.js';
 function countingRounds(store: Store, root: string): { store: Store; rounds: () => number } {
   let inFlight = 0;
   let rounds = 0;
+  const began = process.hrtime.bigint();
   const proxy = new Proxy(store, {
     get(target, key, receiver) {
       const v = Reflect.get(target, key, receiver) as unknown;
@@ -39,7 +40,8 @@ function countingRounds(store: Store, root: string): { store: Store; rounds: () 
         inFlight++;
         if (process.env.BENCH_TRACE === '1' && key !== 'toUri') {
           const first = typeof args[0] === 'string' ? args[0] : JSON.stringify(args[0])?.slice(0, 160) ?? '';
-          process.stderr.write(`  ${String(rounds).padStart(3)} ${String(key)} ${first.split(root).join('…')}\n`);
+          const ms = (Number(process.hrtime.bigint() - began) / 1e6).toFixed(1).padStart(6);
+          process.stderr.write(`  ${String(rounds).padStart(3)} ${ms} ms ${String(key)} ${first.split(root).join('…')}\n`);
         }
         const out = (v as (...a: unknown[]) => unknown).apply(target, args);
         if (out instanceof Promise) return out.finally(() => inFlight--);
