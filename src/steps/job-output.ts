@@ -100,6 +100,9 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
   const sources: SourceTree[] = claims.map((c) => ({ task: c.task, root: c.root ?? '', files: [] }));
   if (tree) {
     const checks = claims.map((c, si) => new OutputCheck(claimRootPath(layout, job.targetPath, c.root!), tree, si, inDir[si]!, isAdoptedRoot(c.root!), c.versionDigest ?? null));
+    // The pending uploads are listed at the same time as the output dirs.
+    const pending = checkUploadsPending(store, job.targetPath, uploads);
+    pending.catch(() => undefined); // awaited below
     await listOutputs(store, checks, env.concurrency);
     const problems = await mapLimit(checks, env.concurrency, (c) => c.problem(store));
     const i = problems.findIndex((p) => p !== null);
@@ -107,7 +110,7 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
       const c = claims[i]!;
       throw new ConflictError(`the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(claimRootPath(layout, job.targetPath, c.root!))} ${problems[i]}: nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`);
     }
-    const lost = await checkUploadsPending(store, job.targetPath, uploads);
+    const lost = await pending;
     if (lost !== null) throw new ConflictError(`the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`);
   }
   return { claims, sources, tree, stats, inDir, uploads };
