@@ -88,7 +88,8 @@ export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false, a
     for (const rel of identical ?? []) tree.remove(rel);
     const planned = planTree({ mode: job.mode, replaceUnits: units.replaces, strategy: publishStrategy(store), sources, target, identical }, tree, job.partitionBy.length);
     // A directory the commit cannot change is found now, not after the commit point (§5.13).
-    await store.checkWritable?.(targetDirsChanged(planned.phases).map((rel) => (rel === '' ? job.targetPath : posix.join(job.targetPath, rel))));
+    const changed = targetDirsChanged(planned.phases).map((rel) => (rel === '' ? job.targetPath : posix.join(job.targetPath, rel)));
+    if (changed.length > 0) await store.checkWritable?.(changed);
     return withLeftoversRemoved(planned, sources);
   }, { dryRun, firstListing });
   return { plan: { ...base, createdAtMs: env.now(), logEntry: entry.number, ...plan }, listing, uploads };
