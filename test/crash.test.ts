@@ -354,29 +354,29 @@ for (const fx of storeFixtures({ inProcess: true })) {
       { task: '1', partition: ['dt=2'], files: { b: 'b' } },
     ];
 
-    test('a driver killed once its first file is published, whose plan is then lost: recover exits 1 naming the plan and plans nothing again', async () => {
-      const target = posix.join(dir(), 'p');
+    /** An append of `tasks` into `name` whose driver died once its first file was published. */
+    const killedAfterFirstPublish = async (name: string, jobId: string) => {
+      const target = posix.join(dir(), name);
       await writeTree(sb.store, target, { 'dt=9/keep': 'k' });
-      const staging = await readyJob(sb.store, target, jobScenario('L', 'append'), tasks);
+      const staging = await readyJob(sb.store, target, jobScenario(jobId, 'append'), tasks);
       // The first move into the target is the one that lands (a rename, a copy or a completed upload), then the driver dies.
       const publishes = crashAt({ op: ['rename', 'copy', 'complete'], path: (p) => p.startsWith(staging) && !isTempName(posix.basename(p)) }, { after: true });
       await assert.rejects(commitJob(testEnv(sb.store, publishes), { stagingPath: staging }), InjectedFault);
       await driverDied(sb.store, staging);
       const published = data(await readTree(sb.store, target));
       assert.ok(Object.keys(published).length > 1, `something was published: ${JSON.stringify(published)}`);
+      return { target, staging, published };
+    };
+
+    test('a driver killed once its first file is published, whose plan is then lost: recover exits 1 naming the plan and plans nothing again', async () => {
+      const { target, staging, published } = await killedAfterFirstPublish('p', 'L');
       await sb.store.delete(new JobLayout(staging).commitFile, false);
       await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), (e: unknown) => e instanceof CorruptManifestError && /_commit\.yaml/.test(e.message));
       assert.deepEqual(data(await readTree(sb.store, target)), published, 'nothing planned or moved again');
     });
 
     test("a driver killed once its first file is published, whose table-log entry another job then marked finished: recover exits 1 naming the progress record and publishes nothing more", async () => {
-      const target = posix.join(dir(), 'f');
-      await writeTree(sb.store, target, { 'dt=9/keep': 'k' });
-      const staging = await readyJob(sb.store, target, jobScenario('F', 'append'), tasks);
-      const publishes = crashAt({ op: ['rename', 'copy', 'complete'], path: (p) => p.startsWith(staging) && !isTempName(posix.basename(p)) }, { after: true });
-      await assert.rejects(commitJob(testEnv(sb.store, publishes), { stagingPath: staging }), InjectedFault);
-      await driverDied(sb.store, staging);
-      const published = data(await readTree(sb.store, target));
+      const { target, staging, published } = await killedAfterFirstPublish('f', 'F');
       // What a later job does to an entry whose job it finds gone (its _job.yaml lost for a while).
       await new TableLog(sb.store, target).markDone({ number: 0, jobId: 'F' }, 'committed', Date.now());
       await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), (e: unknown) => e instanceof CorruptManifestError && /_commit\.progress: counts 0 of the plan's \d+ phases done, yet the table log marks job F's entry 0 finished/.test(e.message));
