@@ -542,6 +542,24 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), Object.fromEntries(tasks.map((t) => [`dt=${t.task}/f`, `file ${t.task}`])));
     });
 
+    test('a clean-up at the end of commit-job that outlasts the lease keeps renewing it: the job commits, nothing left', async () => {
+      const target = posix.join(dir(), 'slowclean');
+      const staging = await readyJob(sb.store, target, jobScenario('S', 'create'), [{ task: '0', partition: ['dt=0'], files: { f: 'f' } }]);
+      const data0 = posix.join(staging, '_temporary');
+      let slowed = false;
+      // The first delete of the staging dir's data takes twice the 1.2 s lease.
+      const slow = testEnv(sb.store, async (_n, op, path) => {
+        if (slowed || op !== 'delete' || !path.startsWith(data0)) return;
+        slowed = true;
+        await sleep(2400);
+      }, { leaseTtlMs: 1200 });
+      const r = await libCommitJobStep(slow, { stagingPath: staging });
+      assert.equal(r.outcome, 'committed');
+      assert.equal(slowed, !sb.store.caps.atomicTreeDelete, 'the clean-up was slowed (HDFS removes the tree in one delete)');
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/f': 'f' });
+      assert.equal(await sb.store.stat(staging), null, 'the staging dir is gone');
+    });
+
     /** A lease (1.2 s) whose renewals the store never answers, and the signal it cuts requests off with. */
     async function lapsingLease(name: string): Promise<{ layout: JobLayout; lease: Lease; signal: AbortSignal }> {
       const layout = new JobLayout(posix.join(dir(), name, '.stagecommit', 'job'));

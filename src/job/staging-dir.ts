@@ -45,9 +45,11 @@ const SETTLE_BESIDE = 1000;
  */
 export async function removeStagingDir(store: Store, layout: JobLayout, lease?: Lease, known: KnownBefore = {}): Promise<void> {
   const { listed, strays } = known;
-  await lease?.stopRenewal();
+  // The lease is renewed while the tree goes (a long clean-up must not let it lapse), and stops
+  // just before its own file goes: a renewal landing after that would make it again.
   if (store.caps.atomicTreeDelete) {
     // One delete removes the whole tree at once: nothing is ever left half removed to order.
+    await lease?.stopRenewal();
     await store.delete(layout.root, true);
     lease?.gone();
     return tidyParents(store, layout, known);
@@ -92,6 +94,7 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
     }
     await remove(left);
   }
+  await lease?.stopRenewal();
   if (bulk) {
     // `_job.yaml` and our lease are all that is left, and nothing else goes after them.
     await store.deleteMany!([layout.jobFile, ...(lease ? [lease.path] : [])]);
