@@ -10,6 +10,7 @@ import { okInProcess } from './helpers/main.js';
 import { commitJob, commitTask, prepare, runJob, stage, stageTask } from './helpers/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree } from './helpers/tree.js';
+import { encodeLease } from '../src/job/lease.js';
 
 for (const fx of storeFixtures()) {
   describe(`reruns on ${fx.name}`, () => {
@@ -61,6 +62,18 @@ for (const fx of storeFixtures()) {
         assert.match(never.stderr, /no job at/);
         assert.equal(await sb.store.stat(noSuch), null, `${step[0]} made nothing where the handle points (no lease file)`);
       }
+      // A lease file a killed step left where no job is goes with the next step there; a live one stays.
+      const stray = posix.join(noSuch, '_lease.0.yaml');
+      const lease = (expiresAtMs: number) => encodeLease({ op: 'commit-job', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: 0, expiresAtMs });
+      await sb.store.writeFile(stray, lease(Date.now() - 1000));
+      const swept = await cli(['commit-job', '--job', sb.uri(noSuch)], { env: sb.env });
+      assert.equal(swept.code, 2, swept.stderr);
+      assert.match(swept.stderr, /removed .*_lease\.0\.yaml, a lease file that a step ended before it left behind/);
+      assert.equal(await sb.store.stat(stray), null);
+      await sb.store.writeFile(stray, lease(Date.now() + 3_600_000));
+      assert.equal((await cli(['abort', '--job', sb.uri(noSuch)], { env: sb.env })).code, 0);
+      assert.ok(await sb.store.stat(stray), 'a live holder is left alone');
+      await sb.store.delete(stray, false);
       const staging = posix.join(dir(), 'my-staging');
       const job = await runJob(sb, { target, stagingDir: staging }, [{ task: '0', files: { a: 'a' } }]);
       const r = await commitJob(sb, job);

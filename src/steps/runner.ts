@@ -5,7 +5,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { ConflictError, StoreError } from '../errors.js';
 import { type JobState } from '../job/job.js';
-import { Lease, readCurrentLease, type CurrentLease } from '../job/lease.js';
+import { isLeaseLive, Lease, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import { JobLayout } from '../job/layout.js';
 import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.js';
 import { InstrumentedStore } from '../store/instrumented.js';
@@ -49,6 +49,7 @@ export async function runStep<T, A = never>(env: StepEnv, stagingPath: string, r
   if (opened.status === 'rejected') {
     // On an object store the lease file alone would make a staging dir where no job is.
     await held?.drop();
+    if (opened.reason instanceof JobGoneError && current.status === 'fulfilled') await removeStrayLease(env, current.value);
     if (rule.ifGone && opened.reason instanceof JobGoneError) return rule.ifGone(opened.reason);
     throw opened.reason;
   }
@@ -69,6 +70,18 @@ export async function runStep<T, A = never>(env: StepEnv, stagingPath: string, r
     if (rule.ifGone && e instanceof JobGoneError) return rule.ifGone(e);
     throw e;
   });
+}
+
+/**
+ * A lease file where no job is, its holder gone: left by a step killed between trying the first
+ * lease and finding no job, or by a renewal landing after its job's staging dir went. Nothing
+ * else would ever remove it.
+ */
+async function removeStrayLease(env: StepEnv, lease: CurrentLease | null): Promise<void> {
+  if (!lease || isLeaseLive(lease, env)) return;
+  if (await env.store.delete(lease.path, false).catch(() => false)) {
+    env.emit({ type: 'warn', message: `removed ${env.store.toUri(lease.path)}, a lease file that a step ended before it left behind (no job is there)` });
+  }
 }
 
 /**
