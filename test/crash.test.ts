@@ -379,8 +379,13 @@ for (const fx of storeFixtures({ inProcess: true })) {
       const { target, staging, published } = await killedAfterFirstPublish('f', 'F');
       // What a later job does to an entry whose job it finds gone (its _job.yaml lost for a while).
       await new TableLog(sb.store, target).markDone({ number: 0, jobId: 'F' }, 'committed', Date.now());
-      await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), (e: unknown) => e instanceof CorruptManifestError && /_commit\.progress: counts 0 of the plan's \d+ phases done, yet the table log marks job F's entry 0 finished/.test(e.message));
+      await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), (e: unknown) => e instanceof CorruptManifestError && /_commit\.progress: counts 0 of the plan's \d+ phases done, and the table log marks job F's entry 0 finished, so the plan is not replayed/.test(e.message));
       assert.deepEqual(data(await readTree(sb.store, target)), published, 'nothing published after the entry was marked');
+      // A damaged record is no way round it: deleting it (its advice elsewhere) leads to the same answer.
+      const progress = new JobLayout(staging).progressFile;
+      await sb.store.writeFile(progress, 'garbage\n');
+      await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), (e: unknown) => e instanceof CorruptManifestError && /_commit\.progress: cannot be read, and the table log marks .* so the plan is not replayed/.test(e.message));
+      assert.deepEqual(data(await readTree(sb.store, target)), published);
     });
 
     test("a driver killed with its table-log entry marked done but 'committed' not written: a later job commits, and recover finishes the first without publishing or writing _SUCCESS again", async () => {

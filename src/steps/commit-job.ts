@@ -109,13 +109,18 @@ async function publish(env: StepEnv, open: OpenJob, plan: PersistedPlan, success
   const { store } = env;
   const { job, layout } = open;
   // A plan this run just wrote has no progress yet: nothing to read.
-  const phasesDone = made ? 0 : await readProgress(store, layout, plan);
+  const phasesDone = made ? 0 : await readProgress(store, layout, plan).catch((e: unknown) => {
+    // Replaying the plan, the way out of a damaged record, is closed once the entry is finished.
+    if (!finished || !(e instanceof CorruptManifestError)) throw e;
+    return -1;
+  });
   if (finished && phasesDone === plan.phases.length) return;
   if (finished) {
+    const counts = phasesDone < 0 ? 'cannot be read' : `counts ${phasesDone} of the plan's ${plan.phases.length} phases done`;
     throw new CorruptManifestError(
       store.toUri(layout.progressFile),
       '',
-      `counts ${phasesDone} of the plan's ${plan.phases.length} phases done, yet the table log marks job ${job.jobId}'s entry ${plan.logEntry} finished (another job took it for over, its _job.yaml missing?): later commits may hold its partitions; check the target by hand (the unpublished files are in the staging dir), then delete the staging dir`,
+      `${counts}, and the table log marks job ${job.jobId}'s entry ${plan.logEntry} finished, so the plan is not replayed (later commits may hold its partitions): check the target by hand against the plan (files not published are still in the staging dir), then delete the staging dir`,
       true,
     );
   }
