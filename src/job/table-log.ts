@@ -134,9 +134,9 @@ export class TableLog {
 
   /**
    * Entry `n` as a plan naming it for `jobId` needs it: the entry (null when it is gone), and
-   * whether it is that job's and was given up (its done marker says void).
+   * whether it is that job's and was given up (its done marker says void) or finished (it says
+   * committed: written once its plan was applied and `_SUCCESS` written).
    */
-  /** `finished`: its done marker says the job committed (written once its plan was applied and `_SUCCESS` written). */
   async readOwn(n: number, jobId: string): Promise<{ entry: LogEntry | null; givenUp: boolean; finished: boolean }> {
     const entry = await this.read(n).catch((e: unknown) => {
       if (e instanceof ConflictError) return null;

@@ -127,7 +127,7 @@ async function publish(env: StepEnv, open: OpenJob, plan: PersistedPlan, success
   env.emit({ type: 'phase', label: `publishing ${plan.files} file(s)` });
   // The last phase's record is written beside _SUCCESS, not before it: a run killed between the
   // two replays that phase, which is safe while the table log still holds its partitions (it
-  // does until the job is 'committed', written after both).
+  // does until the job is 'committed' and its entry marked done, written after both).
   let lastRecorded: Promise<void> | undefined;
   await applyPhases(
     {
