@@ -20,6 +20,9 @@ export interface LeaseRecord {
   readonly expiresAtMs: number;
 }
 
+/** What Lease.firstLook found: the current lease file, the first lease if it is this step's, and what acquire starts from. */
+export type FirstLook = { readonly listed: CurrentLease | null; readonly held: Lease | null; readonly from: CurrentLease | null | undefined };
+
 /** Who is asking, and how they judge a holder: what the lease needs of a step's environment. */
 export interface LeaseClock {
   readonly user: string;
@@ -64,9 +67,13 @@ function newRecord(env: LeaseClock, op: string): LeaseRecord {
   return { op, owner: env.user, host: env.host, pid: env.pid, acquiredAtMs: now, expiresAtMs: now + env.leaseTtlMs };
 }
 
-function leaseName(gen: number): string {
-  return `${LEASE_PREFIX}${gen}.yaml`;
+/** Whether a listed lease is the file `path` with `record` as this process wrote it. */
+function isWrittenBy(c: CurrentLease | null, path: string, record: LeaseRecord): boolean {
+  const r = c?.record;
+  return c?.path === path && !!r && r.pid === record.pid && r.host === record.host && r.acquiredAtMs === record.acquiredAtMs;
 }
+
+const leaseName = (gen: number): string => `${LEASE_PREFIX}${gen}.yaml`;
 
 /** The newest lease generation in a staging dir, if any. */
 export async function readCurrentLease(store: Store, layout: JobLayout): Promise<CurrentLease | null> {
@@ -164,33 +171,32 @@ export class Lease implements StoreFence {
   }
 
   /**
-   * A job's first lease, created (generation 0) at the same time as its lease files are listed:
-   * one round trip, not two. It is the caller's only if that listing shows no lease but this one
-   * (`isThis`): the judgement acquire makes from a listing read just before. Otherwise the caller
-   * hands it back (`drop`) and acquires as usual. Not renewed until `start`.
+   * The job's lease files listed, and on an object store (`tryCreate`) its first lease created
+   * (generation 0) at the same time: one round trip, not two. That lease is `held` only if the
+   * listing shows no lease but it: the judgement acquire makes from a listing read just before.
+   * Otherwise it is released, and acquire starts `from` the listing (undefined: it may predate
+   * what happened since, so acquire lists afresh).
    */
-  static async tryFirst(store: Store, layout: JobLayout, env: LeaseClock, op: string): Promise<Lease | null> {
+  static async firstLook(store: Store, layout: JobLayout, env: LeaseClock, op: string, tryCreate: boolean): Promise<FirstLook> {
     const record = newRecord(env, op);
     const path = posix.join(layout.root, leaseName(0));
-    return (await store.createExclusive(path, encodeLease(record))) ? new Lease(store, path, record, env) : null;
+    const [listing, made] = await Promise.allSettled([readCurrentLease(store, layout), tryCreate && store.createExclusive(path, encodeLease(record))]);
+    const mine = made.status === 'fulfilled' && made.value ? new Lease(store, path, record, env) : null;
+    if (listing.status === 'rejected') {
+      await mine?.release();
+      throw listing.reason;
+    }
+    const listed = listing.value;
+    if (mine && (listed === null || isWrittenBy(listed, path, record))) return { listed, held: mine.start(), from: undefined };
+    await mine?.release();
+    const stale = tryCreate && (mine !== null || made.status === 'rejected' || listed === null);
+    return { listed, held: null, from: stale ? undefined : listed };
   }
 
-  /** Whether a listed lease is this one (its file, and the record this process wrote). */
-  isThis(c: CurrentLease | null): boolean {
-    const r = c?.record;
-    return c?.path === this.path && !!r && r.pid === this.record.pid && r.host === this.record.host && r.acquiredAtMs === this.record.acquiredAtMs;
-  }
-
-  start(): this {
+  private start(): this {
     this.startRenewal();
     this.armTrip();
     return this;
-  }
-
-  /** Removes a lease tryFirst made that the caller does not keep (never started). */
-  async drop(): Promise<void> {
-    this.released = true;
-    await this.store.delete(this.path, false).catch(() => false);
   }
 
   /** `current`: the lease file as read just before (runStep reads it alongside the job: one round trip). */
@@ -209,8 +215,7 @@ export class Lease implements StoreFence {
     if (!(await store.createExclusive(path, encodeLease(record)))) {
       const winner = await readCurrentLease(store, layout);
       // A create retried after a lost response finds its own first attempt: that is a win.
-      const ours = winner?.path === path && winner.record?.pid === record.pid && winner.record.host === record.host && winner.record.acquiredAtMs === record.acquiredAtMs;
-      if (!ours) throw new ConflictError(`job ${store.toUri(layout.root)} is locked: ${describeHolder(winner?.record ?? null)}; wait for it to finish`);
+      if (!isWrittenBy(winner, path, record)) throw new ConflictError(`job ${store.toUri(layout.root)} is locked: ${describeHolder(winner?.record ?? null)}; wait for it to finish`);
     }
     if (current) await store.delete(current.path, false);
     return new Lease(store, path, record, env).start();

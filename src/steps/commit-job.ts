@@ -68,27 +68,25 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   const { job, layout } = open;
   const success = posix.join(job.targetPath, SUCCESS_FILE);
   const log = new TableLog(store, job.targetPath);
-  const markDone = () => (plan.logEntry === null ? undefined : log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now()));
   // An object store's staging dir is listed while the plan publishes, off the critical path:
   // after the commit point nothing but this run's own bookkeeping is added to it.
   let listed: Promise<string[] | null> | undefined;
-  let cleanup: ReturnType<typeof cleanupReads>;
   if (job.state !== 'committed') {
     if (removesInBulk(store)) listed = stagingKeys(store, layout).catch(() => null);
     // Before anything is published: a job whose plan is lost later is still known to be past its
     // commit point, and never planned again (§5; helper-31 showed a parallel write losing that).
     if (job.state === 'staged') await saveJob(store, layout, { ...job, state: 'committing' });
-    await publish(env, open, plan, success, made, finished);
-    cleanup = cleanupReads(env, open, made);
-    // 'committed' and the log's done marker at once: a run killed with the marker alone written
-    // is finished by the next without publishing again (`finished`); one killed with 'committed'
-    // alone written marks it below. Either way the log no longer holds the job's partitions.
-    await allDone([saveJob(store, layout, { ...job, state: 'committed' }), markDone()]);
-  } else {
-    cleanup = cleanupReads(env, open, made);
-    await markDone();
+    if (finished) await confirmFinished(store, open, plan);
+    else await publish(env, open, plan, success, made);
   }
-  const { strays, dropped, recorded } = cleanup;
+  const { strays, dropped, recorded } = cleanupReads(env, open, made);
+  // 'committed' and the log's done marker at once: a run killed with the marker alone written is
+  // finished by the next without publishing again (`finished`); one killed with 'committed' alone
+  // written marks it on its next run. Either way the log no longer holds the job's partitions.
+  await allDone([
+    job.state === 'committed' ? undefined : saveJob(store, layout, { ...job, state: 'committed' }),
+    plan.logEntry === null ? undefined : log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now()),
+  ]);
   env.emit({ type: 'phase', label: 'removing the staging dir' });
   await abortRecordedUploads(store, layout, plannedUploads(plan.phases), env.concurrency, job.targetPath, { extra: dropped, recorded });
   // A job that wrote a table-log entry leaves the log beside a default staging dir: no parent to tidy.
@@ -101,29 +99,31 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
 }
 
 /**
- * Applies the plan from where its progress record says, and writes `_SUCCESS`. `finished`: the
- * log's done marker says both were done; the progress record must agree (another job marks an
- * entry done when the job's `_job.yaml` is gone), and nothing is written again.
+ * The log's done marker says the plan was applied and `_SUCCESS` written: nothing is written again.
+ * The progress record must agree (another job marks an entry done when the job's `_job.yaml` is gone).
  */
-async function publish(env: StepEnv, open: OpenJob, plan: PersistedPlan, success: string, made: JustPlanned | undefined, finished: boolean): Promise<void> {
+async function confirmFinished(store: Store, { job, layout }: OpenJob, plan: PersistedPlan): Promise<void> {
+  // Replaying the plan, the way out of a damaged record, is closed once the entry is finished.
+  const done = await readProgress(store, layout, plan).catch((e: unknown) => {
+    if (e instanceof CorruptManifestError) return null;
+    throw e;
+  });
+  if (done === plan.phases.length) return;
+  const counts = done === null ? 'cannot be read' : `counts ${done} of the plan's ${plan.phases.length} phases done`;
+  throw new CorruptManifestError(
+    store.toUri(layout.progressFile),
+    '',
+    `${counts}, and the table log marks job ${job.jobId}'s entry ${plan.logEntry} finished, so the plan is not replayed (later commits may hold its partitions): check the target by hand against the plan (files not published are still in the staging dir), then delete the staging dir`,
+    true,
+  );
+}
+
+/** Applies the plan from where its progress record says, and writes `_SUCCESS`. */
+async function publish(env: StepEnv, open: OpenJob, plan: PersistedPlan, success: string, made: JustPlanned | undefined): Promise<void> {
   const { store } = env;
   const { job, layout } = open;
   // A plan this run just wrote has no progress yet: nothing to read.
-  const phasesDone = made ? 0 : await readProgress(store, layout, plan).catch((e: unknown) => {
-    // Replaying the plan, the way out of a damaged record, is closed once the entry is finished.
-    if (!finished || !(e instanceof CorruptManifestError)) throw e;
-    return -1;
-  });
-  if (finished && phasesDone === plan.phases.length) return;
-  if (finished) {
-    const counts = phasesDone < 0 ? 'cannot be read' : `counts ${phasesDone} of the plan's ${plan.phases.length} phases done`;
-    throw new CorruptManifestError(
-      store.toUri(layout.progressFile),
-      '',
-      `${counts}, and the table log marks job ${job.jobId}'s entry ${plan.logEntry} finished, so the plan is not replayed (later commits may hold its partitions): check the target by hand against the plan (files not published are still in the staging dir), then delete the staging dir`,
-      true,
-    );
-  }
+  const phasesDone = made ? 0 : await readProgress(store, layout, plan);
   env.emit({ type: 'phase', label: `publishing ${plan.files} file(s)` });
   // The last phase's record is written beside _SUCCESS, not before it: a run killed between the
   // two replays that phase, which is safe while the table log still holds its partitions (it

@@ -32,24 +32,16 @@ export interface StepRule<T, A = never> {
 }
 
 export async function runStep<T, A = never>(env: StepEnv, stagingPath: string, rule: StepRule<T, A>, body: (open: OpenJob, lease?: Lease, ahead?: A) => Promise<T>): Promise<T> {
-  // A step that takes the lease reads the current lease file alongside the job. On an object store
-  // it tries the job's first lease at the same time: one round trip where no one held the job
-  // before. (A local or HDFS create would make the directories of a handle that names no job.)
+  // A step that takes the lease lists the lease files alongside the job: one round trip. On an
+  // object store it tries the job's first lease in the same round trip (a local or HDFS create
+  // would make the directories of a handle that names no job).
   const layout = new JobLayout(stagingPath);
-  const tryFirst = rule.lease && !env.store.caps.realDirectories;
-  const [opened, current, first] = await Promise.allSettled([
-    openJob(env, stagingPath),
-    rule.lease ? readCurrentLease(env.store, layout) : null,
-    tryFirst ? Lease.tryFirst(env.store, layout, env, rule.name) : null,
-  ]);
-  const tried = first.status === 'fulfilled' ? first.value : null;
-  // Kept only where the listing made with it shows no other lease (see Lease.tryFirst).
-  const held = tried && current.status === 'fulfilled' && (current.value === null || tried.isThis(current.value)) ? tried : null;
-  if (tried && !held) await tried.drop();
+  const [opened, look] = await Promise.allSettled([openJob(env, stagingPath), rule.lease ? Lease.firstLook(env.store, layout, env, rule.name, !env.store.caps.realDirectories) : null]);
+  const found = look.status === 'fulfilled' ? look.value : null;
   if (opened.status === 'rejected') {
     // On an object store the lease file alone would make a staging dir where no job is.
-    await held?.drop();
-    if (opened.reason instanceof JobGoneError && current.status === 'fulfilled') await removeStrayLease(env, current.value);
+    await found?.held?.release();
+    if (opened.reason instanceof JobGoneError && found) await removeStrayLease(env, found.listed);
     if (rule.ifGone && opened.reason instanceof JobGoneError) return rule.ifGone(opened.reason);
     throw opened.reason;
   }
@@ -58,11 +50,8 @@ export async function runStep<T, A = never>(env: StepEnv, stagingPath: string, r
     if (rule.states) requireState(open, rule.states.allowed, rule.states.doing);
     return body(open);
   }
-  if (current.status === 'rejected') throw current.reason;
-  // Where a first lease was tried and not kept (taken meanwhile, or its create failed), the
-  // listing may predate what happened since: the lease is acquired from a fresh one.
-  const fresh = tryFirst && (tried !== null || first.status === 'rejected' || current.value === null);
-  const start = held ? held.start() : fresh ? undefined : current.value;
+  if (look.status === 'rejected') throw look.reason;
+  const start = found!.held ?? found!.from;
   return withJobLease(env, open, rule.name, start, rule.readAhead, async (locked, lease, ahead) => {
     if (rule.states) requireState(locked, rule.states.allowed, rule.states.doing);
     return body(locked, lease, ahead);
