@@ -70,6 +70,7 @@ for (const fx of storeFixtures()) {
       assert.equal(swept.code, 2, swept.stderr);
       assert.match(swept.stderr, /removed .*_lease\.0\.yaml, a lease file that a step ended before it left behind/);
       assert.equal(await sb.store.stat(stray), null);
+      assert.equal(await sb.store.stat(noSuch), null, 'and the directory it alone kept');
       await sb.store.writeFile(stray, lease(Date.now() + 3_600_000));
       assert.equal((await cli(['abort', '--job', sb.uri(noSuch)], { env: sb.env })).code, 0);
       assert.ok(await sb.store.stat(stray), 'a live holder is left alone');

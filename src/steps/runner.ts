@@ -2,6 +2,7 @@
 // the step drives the job, check the state the step may run in, release the lease however the step
 // ends. Each step is then only its logic.
 
+import { posix } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { ConflictError, StoreError } from '../errors.js';
 import { type JobState } from '../job/job.js';
@@ -70,6 +71,8 @@ async function removeStrayLease(env: StepEnv, lease: CurrentLease | null): Promi
   if (!lease || isLeaseLive(lease, env)) return;
   if (await env.store.delete(lease.path, false).catch(() => false)) {
     env.emit({ type: 'warn', message: `removed ${env.store.toUri(lease.path)}, a lease file that a step ended before it left behind (no job is there)` });
+    // The directory it kept (local, HDFS) goes too if nothing else is in it.
+    if (env.store.caps.realDirectories) await env.store.delete(posix.dirname(lease.path), false).catch(() => false);
   }
 }
 
