@@ -73,16 +73,25 @@ export function usesPendingUploads(store: Store, job: JobManifest): boolean {
   return job.algorithm === 'v1' && store.beginUpload !== undefined && store.pendingUploadMinBytes !== undefined;
 }
 
+/** What stageAsUploads sent: the names, the uploads (store paths) and the record naming them. */
+export interface StagedUploads {
+  readonly names: ReadonlySet<string>;
+  readonly uploads: readonly { readonly path: string; readonly uploadId: string }[];
+  readonly record: string | null;
+}
+
 /**
  * Stages the large local files as pending uploads to their final keys; returns the names it
- * staged (the rest go into the attempt dir as before). The record is written before any byte is
- * sent, so a kill after it leaves uploads that the job's abort or recover knows to abort.
+ * staged (the rest go into the attempt dir as before), with the uploads and their record. The
+ * record is written before any byte is sent, so a kill after it leaves uploads that the job's
+ * abort or recover knows to abort.
  */
-export async function stageAsUploads(store: Store, layout: JobLayout, job: JobManifest, taskAttempt: string, part: string, files: readonly LocalSource[], concurrency: number, nowMs: number): Promise<Set<string>> {
-  if (!usesPendingUploads(store, job)) return new Set();
+export async function stageAsUploads(store: Store, layout: JobLayout, job: JobManifest, taskAttempt: string, part: string, files: readonly LocalSource[], concurrency: number, nowMs: number): Promise<StagedUploads> {
+  const none: StagedUploads = { names: new Set(), uploads: [], record: null };
+  if (!usesPendingUploads(store, job)) return none;
   const sizes = await mapLimit(files, concurrency, async (f) => (await stat(f.localPath)).size);
   const big = files.map((f, i) => ({ ...f, size: sizes[i]! })).filter((f) => f.size > 0 && f.size >= store.pendingUploadMinBytes!);
-  if (big.length === 0) return new Set();
+  if (big.length === 0) return none;
   const rel = (name: string) => (part ? `${part}/${name}` : name);
   const record = posix.join(uploadsDir(layout, job.appAttempt, taskAttempt), `${String(nowMs).padStart(15, '0')}-${randomUUID().slice(0, 8)}.yaml`);
   const ids: string[] = new Array(big.length);
@@ -100,7 +109,7 @@ export async function stageAsUploads(store: Store, layout: JobLayout, job: JobMa
     etags[i] = await store.uploadParts!(posix.join(job.targetPath, rel(f.name)), ids[i]!, f.localPath, f.size);
   });
   await store.writeFile(record, encodeRecord(taskAttempt, 'ready', big.map((f, i) => ({ path: rel(f.name), uploadId: ids[i]!, size: f.size, etags: etags[i]! }))));
-  return new Set(big.map((f) => f.name));
+  return { names: new Set(big.map((f) => f.name)), uploads: big.map((f, i) => ({ path: posix.join(job.targetPath, rel(f.name)), uploadId: ids[i]! })), record };
 }
 
 async function readRecords(store: Store, dir: string, taskAttempt: string, concurrency: number): Promise<UploadRecord[]> {

@@ -14,6 +14,7 @@ import type { OpenJob } from '../job/open.js';
 import { checkDeclared } from './commit-task.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
+import { checkStillStaged } from './stage-race.js';
 
 export type StagedSource = { readonly localPath: string; readonly name: string } | { readonly stream: Readable; readonly name: string };
 
@@ -87,19 +88,26 @@ async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, ta
   }
   const dir = layout.attemptDir(job.appAttempt, taskAttempt);
   const partDir = part ? posix.join(dir, part) : dir;
+  const paths = names.map((n) => (part ? `${part}/${n}` : n));
+  const written = { task, taskAttempt, paths, dir: partDir };
   if (input.printPath) {
     await store.mkdirs(partDir);
     // Where directories do not exist on their own, the attempt is marked as staged (an attempt
     // that writes nothing may commit; one never staged may not).
-    if (!store.caps.realDirectories) await store.writeFile(posix.join(dir, ATTEMPT_MARKER), '');
+    const marker = store.caps.realDirectories ? [] : [posix.join(dir, ATTEMPT_MARKER)];
+    for (const m of marker) await store.writeFile(m, '');
+    await checkStillStaged(env, layout, job, { ...written, files: marker, uploads: [], uploadRecord: null });
     return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(dir), writeDir: store.toUri(partDir), files: [] };
   }
   // Large local files on S3 go up as uploads to their final keys, left pending (no copy at commit).
   const local = input.files.filter((f): f is Extract<StagedSource, { localPath: string }> => 'localPath' in f);
   const uploaded = await stageAsUploads(store, layout, job, taskAttempt, part, local, env.concurrency, env.now());
-  await forEachLimit(input.files.filter((f) => !uploaded.has(f.name)), env.concurrency, async (f) => {
+  const small = input.files.filter((f) => !uploaded.names.has(f.name));
+  await forEachLimit(small, env.concurrency, async (f) => {
     const dst = posix.join(partDir, f.name);
     await store.put(dst, 'localPath' in f ? { localPath: f.localPath } : { stream: f.stream });
   });
-  return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(dir), writeDir: store.toUri(partDir), files: names.map((n) => (part ? `${part}/${n}` : n)) };
+  const files = small.map((f) => posix.join(partDir, f.name));
+  await checkStillStaged(env, layout, job, { ...written, files, uploads: uploaded.uploads, uploadRecord: uploaded.record });
+  return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(dir), writeDir: store.toUri(partDir), files: paths };
 }

@@ -1,0 +1,109 @@
+// A `stage` whose files land after the job or the attempt moved on: it says so (never exit 0) and
+// takes back what nothing can hold, so no file lingers where the job's staging dir was.
+
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { posix } from 'node:path';
+import { describe, test } from 'node:test';
+import { CommitDeniedError, ConflictError } from '../src/errors.js';
+import { JobLayout } from '../src/job/layout.js';
+import { abort } from '../src/steps/abort.js';
+import { stageFiles } from '../src/steps/stage-files.js';
+import { cli, spawnCli } from './helpers/cli.js';
+import { prepare, stageTask } from './helpers/jobs.js';
+import { libCommitJob, libCommitTask, testEnv } from './helpers/lib.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
+import { data, readTree } from './helpers/tree.js';
+
+const ROUNDS = Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? 3);
+
+for (const fx of storeFixtures()) {
+  describe(`stage racing the job's end on ${fx.name}`, () => {
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 'sr');
+
+    /** A job of table `name`: task 0 committed (dt=0/a), task 1 declared but not staged. */
+    const job = async (name: string) => {
+      const target = posix.join(dir(), name);
+      const handle = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
+      const stagingPath = sb.pathOf(handle);
+      return { target, handle, stagingPath, layout: new JobLayout(stagingPath) };
+    };
+
+    /** A local file to stage; `bytes` above the store's pending-upload size makes it an upload on S3. */
+    const localFile = async (name: string, bytes: number) => {
+      const p = posix.join(os.tmpdir(), `sr-${process.pid}-${name}`);
+      await writeFile(p, Buffer.alloc(bytes, 'x'));
+      return p;
+    };
+
+    /** stage of task 1 (files `names`) whose first write waits until `meanwhile` has run whole. */
+    const stageWith = async (stagingPath: string, files: { name: string; bytes: number }[], meanwhile: () => Promise<unknown>) => {
+      let ran = false;
+      const env = testEnv(sb.store, async () => {
+        if (ran) return;
+        ran = true;
+        await meanwhile();
+      });
+      const list = await Promise.all(files.map(async (f) => ({ localPath: await localFile(f.name, f.bytes), name: f.name })));
+      const error = await stageFiles(env, { stagingPath, task: '1', partition: [{ column: 'dt', value: '1' }], files: list }).then(() => null, (e: unknown) => e);
+      assert.ok(ran, 'the other step ran');
+      return error;
+    };
+
+    test('a stage whose files land after commit-job removed the staging dir exits 4, and nothing is left where it was', async () => {
+      const { target, stagingPath } = await job('after-commit');
+      // A large file goes up as a pending upload on S3: it is aborted, not left to the age rule.
+      const error = await stageWith(stagingPath, [{ name: 'b', bytes: 10 }, { name: 'big', bytes: 2 * 1024 ** 2 }], () => libCommitJob(testEnv(sb.store), stagingPath));
+      assert.ok(error instanceof ConflictError, String(error));
+      assert.match(error.message, /^job \S+ finished while this stage ran: its output does not have them, and the files were taken back; stage them into a new job$/);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
+      assert.equal(await sb.store.stat(stagingPath), null, 'nothing where the staging dir was');
+      if (sb.store.listUploads) assert.deepEqual(await sb.store.listUploads(target), [], 'no upload left pending');
+    });
+
+    test('a stage whose attempt is aborted meanwhile exits 3 and takes its files back; the job commits without them', async () => {
+      const { target, stagingPath, layout, handle } = await job('after-abort');
+      const error = await stageWith(stagingPath, [{ name: 'b', bytes: 10 }], () => abort(testEnv(sb.store), { stagingPath, task: '1', attempt: 0 }));
+      assert.ok(error instanceof CommitDeniedError, String(error));
+      assert.match(error.message, /was aborted while this stage ran: it can never commit, and the files were taken back; stage into a new --attempt$/);
+      const attemptDir = (await sb.store.list(layout.attemptsDir(0))).map((e) => e.name).filter((n) => n.includes('_1_'));
+      assert.deepEqual(attemptDir, [], 'the attempt dir went with the files');
+      assert.equal((await cli(['commit-job', '--job', handle], { env: sb.env })).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
+    });
+
+    test('a stage whose attempt a commit-task commits meanwhile exits 4 naming the file it lacks, and leaves the files alone', async () => {
+      const { target, stagingPath, handle } = await job('after-task');
+      await stageTask(sb, handle, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
+      const error = await stageWith(stagingPath, [{ name: 'c', bytes: 10 }], () => libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} }));
+      assert.ok(error instanceof ConflictError, String(error));
+      assert.match(error.message, /was committed while this stage ran, and its commit does not have 'dt=1\/c'; the files stay where they are/);
+      assert.equal((await cli(['commit-job', '--job', handle], { env: sb.env })).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
+    });
+
+    test(`stage racing commit-job as processes, ${ROUNDS} rounds: exit 0 or a reason, the target has only the committed task, nothing left of the staging dir`, async (t) => {
+      const seen: string[] = [];
+      const file = await localFile('b', 10);
+      for (let round = 0; round < ROUNDS; round++) {
+        const { target, handle, stagingPath } = await job(`race${round}`);
+        const offset = Math.random() * 600 - 300;
+        const pause = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+        const [cj, st] = await Promise.all([
+          pause(offset).then(() => spawnCli(['commit-job', '--job', handle], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '15' } }).result),
+          // The stage's write waits 50-400 ms after its look at the job: long enough to land at any point of the commit.
+          pause(-offset).then(() => cli(['stage', '--job', handle, '--task', '1', '--partition', 'dt=1', file], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: String(Math.round(50 + Math.random() * 350)) } })),
+        ]);
+        assert.equal(cj.code, 0, cj.stderr);
+        // Before the job ended, or once it has (2: finished, 4: committing), or while it ended (4).
+        assert.ok(st.code === 0 || ((st.code === 2 || st.code === 4) && /^stagecommit: error: .*(finished|while this stage ran|cannot stage files)/.test(st.stderr)), `round ${round}: stage exit ${st.code}: ${st.stderr}`);
+        assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
+        assert.equal(await sb.store.stat(stagingPath), null, `round ${round}: stage exit ${st.code}, and something is left of the staging dir`);
+        seen.push(`stage ${st.code}`);
+      }
+      t.diagnostic(seen.join('; '));
+    });
+  });
+}
