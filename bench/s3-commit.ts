@@ -172,12 +172,14 @@ async function caseMany(label: string, files: number, partitions: number, size: 
     if (hows.includes('writer')) floor.push(await copyFloor(fileNames, body));
   }
   for (const how of hows) row(`${label}, staged by ${how === 'writer' ? 'an outside writer (--print-path)' : 'stage FILE'}`, ours[how]!, files, peer, goals);
-  if (floor.length) floorRows(files, floor, ours.writer!, peer.aws);
+  if (floor.length) floorRows(files, floor, ours.writer!, peer.aws, peer.rclone);
 }
 
 interface Floor {
   readonly copies: number;
   readonly deletes: number;
+  /** The same copies and deletes, each source deleted once copied (rclone move's schedule). */
+  readonly overlapped: number;
   /** A CLI process that loads the S3 code, asks the store once and exits (`stagecommit jobs` of a path that is not there, exit 2). */
   readonly startup: number;
   /** `node -e 0`: what any Node process costs before a line of ours runs. */
@@ -190,9 +192,11 @@ interface Floor {
 /**
  * What the server alone needs for the work a commit of outside writers' files must do: the same
  * CopyObject requests, as many at a time as the commit sends (copiesInFlight: 16 of 8 MiB, 32 of
- * 1 KiB), then DeleteObjects of the sources, in-process, nothing else;
- * and what a process of ours needs to start and reach the store. If half of aws's time is below
- * their sum, "2× aws s3 mv" is out of reach on this machine.
+ * 1 KiB), then DeleteObjects of the sources, in-process, nothing else; the same with the deletes
+ * overlapping the copies, as rclone move schedules them; and what a process of ours needs to start
+ * and reach the store. If half of aws's time is below their sum, "2× aws s3 mv" is out of reach on
+ * this machine; if rclone's time is below bare Node's start plus the overlapped work, so is
+ * "faster than rclone move" for any Node process.
  */
 async function copyFloor(files: string[], body: Buffer): Promise<Floor> {
   const keys = files.map((n) => `/${bucket}/floor/${n}`);
@@ -201,20 +205,42 @@ async function copyFloor(files: string[], body: Buffer): Promise<Floor> {
   const atOnce = copiesInFlight(keys.map(() => ({ op: 'copy' as const, from: 's:x', to: 't:x', size: body.length })), 32);
   const copies = await timeAsync(() => forEachLimit(keys, atOnce, (k) => store.copy(k, `${k}.copy`)));
   const deletes = await timeAsync(() => store.deleteMany(keys));
+  // rclone's schedule: each source deleted once its copy is done (here in DeleteObjects batches
+  // sent while the other copies go on), so the deletes overlap the copies.
+  await putObjects(keys.map((k) => k.slice(bucket.length + 2)), body);
+  settle();
+  const overlapped = await timeAsync(async () => {
+    let pending: string[] = [];
+    let sending: Promise<void> = Promise.resolve();
+    const flush = () => {
+      const batch = pending;
+      pending = [];
+      sending = sending.then(() => store.deleteMany(batch));
+    };
+    await forEachLimit(keys, atOnce, async (k) => {
+      await store.copy(k, `${k}.moved`);
+      pending.push(k);
+      if (pending.length >= atOnce / 2) flush();
+    });
+    if (pending.length) flush();
+    await sending;
+  });
   await store.delete(`/${bucket}/floor`, true);
   const startup = time(() => spawnSync(process.execPath, [BIN, 'jobs', `s3://${bucket}/not-there`], { env, stdio: 'ignore' }));
   const bareNode = time(() => spawnSync(process.execPath, ['-e', '0'], { env, stdio: 'ignore' }));
   const version = time(() => spawnSync(process.execPath, [BIN, '--version'], { env, stdio: 'ignore' }));
-  return { copies, deletes, startup, bareNode, version, atOnce };
+  return { copies, deletes, overlapped, startup, bareNode, version, atOnce };
 }
 
-function floorRows(files: number, floor: readonly Floor[], ours: readonly Ours[], aws: readonly number[]): void {
+function floorRows(files: number, floor: readonly Floor[], ours: readonly Ours[], aws: readonly number[], rclone: readonly number[]): void {
   const m = (f: (x: Floor) => number) => median(floor.map(f));
   const sum = (x: Floor) => x.copies + x.deletes;
   rows.push(
     `  the server's floor, in-process: ${files} CopyObject ${floor[0]!.atOnce} at a time ${m((x) => x.copies).toFixed(2)} s + DeleteObjects of the sources ${m((x) => x.deletes).toFixed(2)} s = ${m(sum).toFixed(2)} s${runs(floor.map(sum))}\n` +
       `  a CLI process that starts, makes one request and exits: ${m((x) => x.startup).toFixed(2)} s (node -e 0: ${m((x) => x.bareNode).toFixed(2)} s, stagecommit --version: ${m((x) => x.version).toFixed(2)} s); floor + start-up ${m((x) => sum(x) + x.startup).toFixed(2)} s against half of aws's time ${(median(aws) / 2).toFixed(2)} s\n` +
-      `  (commit-job is ${median(ours.map((o, i) => o.wall - sum(floor[i]!))).toFixed(2)} s over the floor, run by run)`,
+      `  (commit-job is ${median(ours.map((o, i) => o.wall - sum(floor[i]!))).toFixed(2)} s over the floor, run by run)\n` +
+      `  the same work on rclone's schedule (each source deleted once copied, deletes overlapping copies): ${m((x) => x.overlapped).toFixed(2)} s${runs(floor.map((x) => x.overlapped))};\n` +
+      `  with node -e 0, the least any Node process doing it could take, no commit protocol at all: ${m((x) => x.overlapped + x.bareNode).toFixed(2)} s against rclone move ${median(rclone).toFixed(2)} s (${(median(rclone) / m((x) => x.overlapped + x.bareNode)).toFixed(2)}×)`,
   );
   console.log(rows.at(-1));
 }
