@@ -2,15 +2,15 @@
 // the step drives the job, check the state the step may run in, release the lease however the step
 // ends. Each step is then only its logic.
 
-import { posix } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { ConflictError, StoreError } from '../errors.js';
 import { type JobState } from '../job/job.js';
-import { isLeaseLive, Lease, readCurrentLease, type CurrentLease } from '../job/lease.js';
+import { Lease, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import { JobLayout } from '../job/layout.js';
 import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.js';
 import { InstrumentedStore } from '../store/instrumented.js';
 import type { StepEnv } from './env.js';
+import { removeStrayLease } from './stray-lease.js';
 
 export interface StepRule<T, A = never> {
   /** The step's name, recorded in the lease: 'commit-job'. */
@@ -42,7 +42,10 @@ export async function runStep<T, A = never>(env: StepEnv, stagingPath: string, r
   if (opened.status === 'rejected') {
     // On an object store the lease file alone would make a staging dir where no job is.
     await found?.held?.release();
-    if (opened.reason instanceof JobGoneError && found) await removeStrayLease(env, found.listed);
+    // The directory a stray lease alone kept (local, HDFS) goes with it if nothing else is in it.
+    if (opened.reason instanceof JobGoneError && found && (await removeStrayLease(env, found.listed)) && env.store.caps.realDirectories) {
+      await env.store.delete(layout.root, false).catch(() => false);
+    }
     if (rule.ifGone && opened.reason instanceof JobGoneError) return rule.ifGone(opened.reason);
     throw opened.reason;
   }
@@ -60,20 +63,6 @@ export async function runStep<T, A = never>(env: StepEnv, stagingPath: string, r
     if (rule.ifGone && e instanceof JobGoneError) return rule.ifGone(e);
     throw e;
   });
-}
-
-/**
- * A lease file where no job is, its holder gone: left by a step killed between trying the first
- * lease and finding no job, or by a renewal landing after its job's staging dir went. Nothing
- * else would ever remove it.
- */
-async function removeStrayLease(env: StepEnv, lease: CurrentLease | null): Promise<void> {
-  if (!lease || isLeaseLive(lease, env)) return;
-  if (await env.store.delete(lease.path, false).catch(() => false)) {
-    env.emit({ type: 'warn', message: `removed ${env.store.toUri(lease.path)}, a lease file that a step ended before it left behind (no job is there)` });
-    // The directory it kept (local, HDFS) goes too if nothing else is in it.
-    if (env.store.caps.realDirectories) await env.store.delete(posix.dirname(lease.path), false).catch(() => false);
-  }
 }
 
 /**

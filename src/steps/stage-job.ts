@@ -5,11 +5,13 @@ import { posix } from 'node:path';
 import { findCommitted } from '../job/finished.js';
 import { UsageError } from '../errors.js';
 import { encodeJob, type Adoption, type Algorithm, type JobManifest, type Mode } from '../job/job.js';
-import { canHoldTable, defaultStagingRoot, JobLayout } from '../job/layout.js';
+import { canHoldTable, defaultStagingRoot, JobLayout, LEASE_PREFIX } from '../job/layout.js';
+import { readCurrentLease } from '../job/lease.js';
 import { TableLog } from '../job/table-log.js';
 import { isDataName, normalizeColumn, type PartitionValue } from '../paths.js';
 import type { Store } from '../store/types.js';
 import type { StepEnv } from './env.js';
+import { removeStrayLease } from './stray-lease.js';
 
 export interface StageJobInput {
   readonly targetPath: string;
@@ -116,11 +118,17 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
       `the target ${store.toUri(targetPath)} already exists and --mode create never replaces anything: use --mode append or --mode overwrite, or choose a new target`,
     );
   }
-  const existing = await store.list(stagingPath);
+  const layout = new JobLayout(stagingPath);
+  let existing = await store.list(stagingPath);
+  // Only a lease file whose holder is gone: a step on a job that was here ended before removing it.
+  if (existing.length > 0 && existing.every((e) => e.kind === 'file' && e.name.startsWith(LEASE_PREFIX)) && (await removeStrayLease(env, await readCurrentLease(store, layout).catch(() => null)))) {
+    existing = await store.list(stagingPath);
+  }
   if (existing.length > 0) {
+    const names = existing.slice(0, 3).map((e) => `'${e.name}'`).join(', ') + (existing.length > 3 ? ` and ${existing.length - 3} more` : '');
     throw new UsageError(
       input.stagingPath
-        ? `the staging dir ${store.toUri(stagingPath)} is not empty: a job never adopts files it did not stage; choose an empty or new --staging-dir`
+        ? `the staging dir ${store.toUri(stagingPath)} is not empty (it holds ${names}): a job never adopts files it did not stage; choose an empty or new --staging-dir`
         : `job id '${jobId}' is already in use (${store.toUri(stagingPath)}): choose another --job-id, or leave it out for a fresh UUID`,
     );
   }
@@ -150,7 +158,6 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
     owner: { user: env.user, host: env.host, pid: env.pid },
     ...(input.adopted ? { adopted: input.adopted } : {}),
   };
-  const layout = new JobLayout(stagingPath);
   // A store proves what the protocol relies on (S3: that conditional writes are honoured).
   await store.verify?.(stagingPath);
   // One mutation: the exclusive create makes the staging dir and `_job.yaml` together.
