@@ -6,12 +6,12 @@ import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { posix } from 'node:path';
 import { describe, test } from 'node:test';
-import { CommitDeniedError, ConflictError } from '../src/errors.js';
+import { CommitDeniedError, ConflictError, StoreError } from '../src/errors.js';
 import { JobLayout } from '../src/job/layout.js';
 import { abort } from '../src/steps/abort.js';
 import { stageFiles } from '../src/steps/stage-files.js';
 import { cli, spawnCli } from './helpers/cli.js';
-import { prepare, stageTask } from './helpers/jobs.js';
+import { prepare, stage, stageTask } from './helpers/jobs.js';
 import { libCommitJob, libCommitTask, testEnv } from './helpers/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree } from './helpers/tree.js';
@@ -33,7 +33,7 @@ for (const fx of storeFixtures()) {
 
     /** A local file to stage; `bytes` above the store's pending-upload size makes it an upload on S3. */
     const localFile = async (name: string, bytes: number) => {
-      const p = posix.join(os.tmpdir(), `sr-${process.pid}-${name}`);
+      const p = posix.join(os.tmpdir(), `sr-${process.pid}-${name.replace(/\//g, '_')}`);
       await writeFile(p, Buffer.alloc(bytes, 'x'));
       return p;
     };
@@ -55,12 +55,43 @@ for (const fx of storeFixtures()) {
     test('a stage whose files land after commit-job removed the staging dir exits 4, and nothing is left where it was', async () => {
       const { target, stagingPath } = await job('after-commit');
       // A large file goes up as a pending upload on S3: it is aborted, not left to the age rule.
-      const error = await stageWith(stagingPath, [{ name: 'b', bytes: 10 }, { name: 'big', bytes: 2 * 1024 ** 2 }], () => libCommitJob(testEnv(sb.store), stagingPath));
+      // A name with dirs in it (--name a/b/c) makes dirs below the partition's: they go too.
+      const error = await stageWith(stagingPath, [{ name: 'b', bytes: 10 }, { name: 'sub/dir/c', bytes: 10 }, { name: 'big', bytes: 2 * 1024 ** 2 }], () => libCommitJob(testEnv(sb.store), stagingPath));
       assert.ok(error instanceof ConflictError, String(error));
-      assert.match(error.message, /^job \S+ finished while this stage ran: its output does not have them, and the files were taken back; stage them into a new job$/);
+      assert.match(error.message, /^job \S+ finished while this stage ran: its output cannot have these files, and the files were taken back; stage them into a new job$/);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
       assert.equal(await sb.store.stat(stagingPath), null, 'nothing where the staging dir was');
       if (sb.store.listUploads) assert.deepEqual(await sb.store.listUploads(target), [], 'no upload left pending');
+    });
+
+    test('a stage whose write fails because commit-job removed the staging dir under it says so (exit 4), not the store error, and nothing is left', async () => {
+      const { target, stagingPath } = await job('write-fails');
+      const error = await stageWith(stagingPath, [{ name: 'b', bytes: 10 }], async () => {
+        await libCommitJob(testEnv(sb.store), stagingPath);
+        throw new StoreError('not-found', 'put', [sb.store.toUri(stagingPath)], 'the dir is gone');
+      });
+      assert.ok(error instanceof ConflictError, String(error));
+      assert.match(error.message, /finished while this stage ran/);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
+      assert.equal(await sb.store.stat(stagingPath), null);
+    });
+
+    test('a stage whose job is aborted meanwhile and a new job of the same id staged in its place: exit 4, and the new job never takes in its files', async () => {
+      const target = posix.join(dir(), 'same-id');
+      const handle = await stage(sb, { target, partitionBy: 'dt', jobId: 'reused' });
+      const stagingPath = sb.pathOf(handle);
+      const error = await stageWith(stagingPath, [{ name: 'b', bytes: 10 }], async () => {
+        await abort(testEnv(sb.store), { stagingPath });
+        assert.equal(await stage(sb, { target, partitionBy: 'dt', jobId: 'reused' }), handle);
+      });
+      assert.ok(error instanceof ConflictError, String(error));
+      assert.match(error.message, /^job reused finished while this stage ran, and a new job of that id is now staged in \S+: its output cannot have these files/);
+      await stageTask(sb, handle, { task: '0', partition: ['dt=0'], files: { a: 'a' } });
+      assert.equal((await cli(['commit-task', '--job', handle, '--task', '0'], { env: sb.env })).code, 0);
+      const t1 = await cli(['commit-task', '--job', handle, '--task', '1'], { env: sb.env });
+      assert.equal(t1.code, 2, `task 1 was never staged in the new job: ${t1.stderr}`);
+      assert.equal((await cli(['commit-job', '--job', handle], { env: sb.env })).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
     });
 
     test('a stage whose attempt is aborted meanwhile exits 3 and takes its files back; the job commits without them', async () => {

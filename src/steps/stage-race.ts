@@ -36,15 +36,16 @@ export interface StagedWrites {
 export async function checkStillStaged(env: StepEnv, layout: JobLayout, job: JobManifest, w: StagedWrites): Promise<void> {
   const { store } = env;
   const [now, decision, plan] = await Promise.all([loadJob(store, layout), readDecision(store, layout, job.appAttempt, w.taskAttempt), store.stat(layout.commitFile)]);
-  const same = now !== null && now.jobId === job.jobId;
+  // A job id may be used again once its job ended (abort): the same job is the same id staged at the same time.
+  const same = now !== null && now.jobId === job.jobId && now.stagedAtMs === job.stagedAtMs;
   // A written plan is past the commit point though `_job.yaml` may still say staged (a killed commit-job).
   const state = now?.state === 'staged' && plan ? 'committing' : now?.state;
-  const taken = 'the files were taken back';
+  const taken = w.paths.length ? 'the files were taken back' : 'what it made was taken back';
   if (!same || state !== 'staged' || now.appAttempt !== job.appAttempt) {
     // A claim made after the job moved on is in no output either: nothing can hold the files.
     await takeBack(env, layout, job.appAttempt, w, !same);
-    if (!same) throw new ConflictError(`job ${job.jobId} finished while this stage ran${now ? `, and job ${now.jobId} is now staged in ${store.toUri(layout.root)}` : ''}: its output does not have them, and ${taken}; stage them into a new job`);
-    if (state !== 'staged') throw new ConflictError(`job ${job.jobId} was ${state} while this stage ran: its output does not have these files, and ${taken}; stage them into a new job`);
+    if (!same) throw new ConflictError(`job ${job.jobId} finished while this stage ran${now ? `, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${store.toUri(layout.root)}` : ''}: its output cannot have these files, and ${taken}; stage them into a new job`);
+    if (state !== 'staged') throw new ConflictError(`job ${job.jobId} was ${state} while this stage ran: its output cannot have these files, and ${taken}; stage them into a new job`);
     throw new ConflictError(`recover started app attempt ${now.appAttempt} of job ${job.jobId} while this stage ran in app attempt ${job.appAttempt}: ${taken}; run the task again`);
   }
   if (decision === null) return;
@@ -78,7 +79,11 @@ async function takeBack(env: StepEnv, layout: JobLayout, app: number, w: StagedW
   else await forEachLimit(files, env.concurrency, async (f) => void (await store.delete(f, false)));
   if (!store.caps.realDirectories) return;
   const top = gone ? layout.root : layout.attemptDir(app, w.taskAttempt);
-  for (let d = w.dir; d.startsWith(top) && d.length >= top.length; d = posix.dirname(d)) {
-    if (!(await store.delete(d, false).catch(() => false)) || d === top) break;
+  // From each dir written into (a name may hold '/'), deepest first, up to `top`: the first that is not empty stops a walk.
+  const starts = [...new Set([w.dir, ...w.files.map((f) => posix.dirname(f))])].sort((a, b) => b.length - a.length);
+  for (const start of starts) {
+    for (let d = start; d.startsWith(top) && d.length >= top.length; d = posix.dirname(d)) {
+      if (!(await store.delete(d, false).catch(() => false)) || d === top) break;
+    }
   }
 }
