@@ -4,6 +4,8 @@
 // and where the staging dir was already removed they would linger there as debris. So `stage`
 // looks again once its files are written (checkStillStaged), takes them back when nothing can
 // hold them, and says what happened (exit 3 or 4) instead of exit 0.
+// Not closed: a commit-task of the same attempt run beside the stage lists the attempt's files
+// before it decides, so it can list before the write and decide after this look (helper-56).
 
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError } from '../errors.js';
@@ -23,7 +25,7 @@ export interface StagedWrites {
   readonly files: readonly string[];
   readonly uploads: readonly { readonly path: string; readonly uploadId: string }[];
   readonly uploadRecord: string | null;
-  /** The deepest dir the run wrote into: emptied dirs from here up go when the files go. */
+  /** The dir the run wrote into (the partition's): emptied dirs from here and the files' own up go when the files go. */
   readonly dir: string;
 }
 

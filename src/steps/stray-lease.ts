@@ -2,7 +2,6 @@
 // no job, or by a renewal landing after its job's staging dir went. Nothing else would ever remove
 // it, so the next step that meets it there removes it once its holder is gone.
 
-import { posix } from 'node:path';
 import { isLeaseLive, type CurrentLease } from '../job/lease.js';
 import type { StepEnv } from './env.js';
 
