@@ -115,6 +115,33 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
     });
 
+    test('a stage of an attempt run whole before each store call of a commit-task of that attempt: when it exits 0, its file is published', async (t) => {
+      const outcomes: string[] = [];
+      for (let k = 1; ; k++) {
+        const { target, stagingPath, handle } = await job(`ct${k}`);
+        await stageTask(sb, handle, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
+        let calls = 0;
+        let staged: Promise<unknown> | undefined;
+        const before = async () => {
+          if (++calls !== k) return;
+          const file = await localFile('c', 1);
+          staged = stageFiles(testEnv(sb.store), { stagingPath, task: '1', partition: [{ column: 'dt', value: '1' }], files: [{ localPath: file, name: 'c' }] }).then(() => null, (e: unknown) => e);
+          await staged;
+        };
+        await libCommitTask(testEnv(sb.store, { beforeMutation: before, beforeRead: before }), stagingPath, { task: '1', files: {} });
+        if (!staged) break;
+        const error = await staged;
+        const cj = await cli(['commit-job', '--job', handle], { env: sb.env });
+        const tree = cj.code === 0 ? data(await readTree(sb.store, target)) : {};
+        outcomes.push(`${k}: stage ${error ? (error as Error).constructor.name : 'ok'}, commit-job ${cj.code}${'dt=1/c' in tree ? ', c published' : ''}`);
+        if (error === null) {
+          assert.equal(cj.code, 0, `${outcomes.at(-1)}: ${cj.stderr}`);
+          assert.equal(tree['dt=1/c'], 'x', `call ${k}: stage exited 0, so its file is published`);
+        } else assert.ok(error instanceof ConflictError || error instanceof CommitDeniedError, `call ${k}: ${String(error)}`);
+      }
+      t.diagnostic(outcomes.join('; '));
+    });
+
     test(`stage racing commit-job as processes, ${ROUNDS} rounds: exit 0 or a reason, the target has only the committed task, nothing left of the staging dir`, async (t) => {
       const seen: string[] = [];
       const file = await localFile('b', 10);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { symlink } from 'node:fs/promises';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
-import { isWriterMarker } from '../src/steps/commit-task.js';
+import { isWriterMarker } from '../src/steps/attempt-output.js';
 import { cli } from './helpers/cli.js';
 import { okInProcess } from './helpers/main.js';
 import { stage } from './helpers/jobs.js';

@@ -1,24 +1,23 @@
-// commit-task: decides the attempt (commit, unless an abort came first), claims the task for it
-// (first claim wins), promotes its files and records them.
+// commit-task: decides the attempt (commit, unless an abort came first), lists its files, claims
+// the task for it (first claim wins), promotes its files and records them.
 
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError, StoreError, UsageError } from '../errors.js';
-import { AttemptFileList, claimFilesOfRecord, taskFilesOf, VersionDigest, type ClaimFiles } from '../job/claim-files.js';
-import { decide, encodeClaimWith, readClaimRecord, readDecision, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
-import { staticPrefix, type JobManifest } from '../job/job.js';
-import { SUCCESS_FILE, taskAttemptName, taskOfAttempt, type JobLayout } from '../job/layout.js';
-import { checkStagedOnce, readAttemptUploads, settleAttemptUploads, type AttemptUploads } from '../job/pending-uploads.js';
-import { checkAttempt, checkRelativePath, checkTaskId, partitionOfFile } from '../paths.js';
-import { attemptFiles, eachAttemptFile } from '../job/tasks.js';
+import { claimFilesOfRecord, taskFilesOf, type ClaimFiles } from '../job/claim-files.js';
+import { decide, encodeClaimWith, readClaimRecord, readDecision, type ClaimHeader, type ClaimRecord, type Decision } from '../job/claims.js';
+import { loadJob, type JobManifest } from '../job/job.js';
+import { taskAttemptName, type JobLayout } from '../job/layout.js';
+import { settleAttemptUploads } from '../job/pending-uploads.js';
+import { checkAttempt, checkTaskId } from '../paths.js';
+import { eachAttemptFile } from '../job/tasks.js';
 import { planV2, publishClaimedV2 } from '../plan/publish-v2.js';
 import { promoteOutput } from '../store/operations.js';
 import { processGone } from '../job/lease.js';
 import { requireState, type OpenJob } from '../job/open.js';
+import { abortedError, attemptOutput } from './attempt-output.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
 import { checkKept, checkNotOverlooked } from './task-race.js';
-import type { Entry } from '../store/types.js';
-import { mapLimit } from '../util/pool.js';
 
 export interface CommitTaskInput {
   readonly stagingPath: string;
@@ -34,37 +33,6 @@ export interface CommitTaskResult {
   readonly outcome: 'committed' | 'already';
   readonly files: number;
   readonly bytes: number;
-}
-
-/**
- * A task file's path, as commit-task checks it before the decision; `prefix` is the job's
- * staticPrefix. `pathsChecked`: the path was read from a claim, which checked it already (§5.11).
- */
-export function checkTaskFile(job: JobManifest, path: string, prefix: string, pathsChecked = false): void {
-  if (!pathsChecked) checkRelativePath(path, 'task file');
-  if (path === SUCCESS_FILE || path.startsWith(`${SUCCESS_FILE}/`)) throw new UsageError(`task file '${path}' would collide with the job's own marker '${SUCCESS_FILE}': rename it`);
-  partitionOfFile(path, job.partitionBy, prefix);
-}
-
-/**
- * What an engine writing into the attempt dir leaves for itself, not data: Hadoop's and Spark's
- * `_SUCCESS`, Databricks' `_started_<id>` / `_committed_<id>`, and their checksum files
- * (`._SUCCESS.crc`), at any depth.
- */
-export function isWriterMarker(name: string): boolean {
-  return /^\.?(_SUCCESS|_started_[^/]+|_committed_[^/]+)(\.crc)?$/.test(name) && (name.startsWith('.') === name.endsWith('.crc'));
-}
-
-/** Removes the writer's markers from the attempt dir, so no rename carries them along. */
-async function dropWriterMarkers(env: StepEnv, markers: readonly Entry[]): Promise<void> {
-  if (markers.length === 0) return;
-  await Promise.all(markers.map((m) => env.store.delete(m.path, false)));
-  const names = markers.map((m) => m.name).sort();
-  env.emit({ type: 'phase', label: `left out ${names.length} marker file(s) the writer made, not data: ${names.slice(0, 10).join(', ')}${names.length > 10 ? ', …' : ''}` });
-}
-
-function abortedError(taskAttempt: string, decision: { atMs: number; by: string }): CommitDeniedError {
-  return new CommitDeniedError(`commit denied for ${taskAttempt}: the attempt was aborted (${new Date(decision.atMs).toISOString()} by ${decision.by}) and can never commit; run the task as a new --attempt`);
 }
 
 function denied(claim: ClaimHeader, mine: string): CommitDeniedError {
@@ -106,15 +74,30 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
     throw new ConflictError(`${taskAttempt} is being committed by pid ${before.pid} on ${before.host}: wait for it (if it was killed, run commit-task again)`);
   }
   const attemptDir = layout.attemptDir(app, taskAttempt);
-  // Checked before the decision: output refused here leaves the attempt free to abort or fix.
-  const output = before ? null : await attemptOutput(env, layout, job, task, taskAttempt);
-  // So is a v2 task whose files cannot go into the target (an append clash): planned again once claimed.
-  if (output && job.algorithm === 'v2') await planV2(env, layout, job, attemptDir, taskFilesOf(output.files)).catch((e: unknown) => refusedV2(env, layout, job, taskAttempt, ctx, e));
-
   let claim: ClaimHeader;
   let files: ClaimFiles;
+  let output: Awaited<ReturnType<typeof attemptOutput>> | null = null;
   try {
-    ({ claim, files } = await decideAndClaim(env, layout, job, { task, attempt, taskAttempt }, before, output));
+    // The attempt is decided before its files are listed: a `stage` that finds it undecided once
+    // its files are written (exit 0) wrote them before this listing.
+    const decided = before ? null : await decideCommit(env, layout, job, taskAttempt);
+    // Output refused here undoes the decision this run made: the attempt is free to abort or fix.
+    if (decided) {
+      output = await attemptOutput(env, layout, job, task, taskAttempt).catch(async (e: unknown) => {
+        await decided.undo();
+        // No files, or none left to list: the job's end may have removed them since the first look.
+        if (!(await stillStaged(env, layout, job))) await checkNotOverlooked(env, layout, job, task, taskAttempt);
+        throw e;
+      });
+    }
+    // So is a v2 task whose files cannot go into the target (an append clash): planned again once claimed.
+    if (output && job.algorithm === 'v2') {
+      await planV2(env, layout, job, attemptDir, taskFilesOf(output.files)).catch(async (e: unknown) => {
+        await decided!.undo();
+        return refusedV2(env, layout, job, taskAttempt, ctx, e);
+      });
+    }
+    ({ claim, files } = await claimTask(env, layout, job, { task, attempt, taskAttempt }, before, output));
   } catch (e) {
     // A recover or abort that ran meanwhile removes the app attempt's dirs, and a store reports that
     // as it may (not found; an IOException from WebHDFS): say what it did, if it did anything. A
@@ -142,11 +125,37 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
 }
 
 /**
- * The attempt's decision (commit, unless an abort of it came first: §5.9), then its claim: the
- * first attempt to create it wins, the same attempt again finds its own. A re-run after a killed
- * commit-task takes the claim it made (`before`).
+ * The attempt's decision: commit, unless an abort of it came first (§5.9). `undo` removes a
+ * decision this run made (one an earlier run made stands).
  */
-async function decideAndClaim(
+async function decideCommit(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string): Promise<{ undo: () => Promise<void> }> {
+  const { store } = env;
+  const app = job.appAttempt;
+  const mine: Decision = { taskAttempt, outcome: 'commit', atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` };
+  const decision = await decide(store, layout, app, mine);
+  if (decision.outcome === 'abort') throw abortedError(taskAttempt, decision);
+  return {
+    undo: async () => {
+      if (decision !== mine) return;
+      await store.delete(layout.decisionFile(app, taskAttempt), false).catch(() => false);
+      // Where the decision alone made its dir (local, HDFS), the dir goes too.
+      if (store.caps.realDirectories) await store.delete(layout.decisionsDir(app), false).catch(() => false);
+    },
+  };
+}
+
+/** Whether the job is still as the step first read it: staged, in the same app attempt. */
+async function stillStaged(env: StepEnv, layout: JobLayout, job: JobManifest): Promise<boolean> {
+  const now = await loadJob(env.store, layout).catch(() => null);
+  return now !== null && now.jobId === job.jobId && now.stagedAtMs === job.stagedAtMs && now.state === 'staged' && now.appAttempt === job.appAttempt;
+}
+
+/**
+ * The attempt's claim, once it is decided: the first attempt to create it wins, the same attempt
+ * again finds its own. A re-run after a killed commit-task takes the claim it made (`before`),
+ * once the decision still says commit.
+ */
+async function claimTask(
   env: StepEnv,
   layout: JobLayout,
   job: JobManifest,
@@ -157,9 +166,8 @@ async function decideAndClaim(
   const { store } = env;
   const app = job.appAttempt;
   const { task, taskAttempt } = a;
-  const decision = await decide(store, layout, app, { taskAttempt, outcome: 'commit', atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` });
-  if (decision.outcome === 'abort') throw abortedError(taskAttempt, decision);
   if (!output) {
+    await decideCommit(env, layout, job, taskAttempt);
     // A re-run after a killed commit: temps must not move into the committed dir with the rest.
     await eachAttemptFile(store, layout.attemptDir(app, taskAttempt), { removeTemps: true }, () => {});
     return { claim: headerOf(before!), files: claimFilesOfRecord(before!) };
@@ -175,67 +183,6 @@ async function decideAndClaim(
 function headerOf(record: ClaimRecord): ClaimHeader {
   const { fileCount, bytes, eachFile, ...header } = record;
   return header;
-}
-
-/**
- * The attempt's output as its claim lists it: the files of its dir and its pending uploads, every
- * path checked. The walk streams into an AttemptFileList, so no object per file is kept. A killed
- * `stage` left its temp files here: they are not listed, and go before the dir moves.
- */
-async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<{ files: ClaimFiles; pending: AttemptUploads; versionDigest: string | null }> {
-  const { store } = env;
-  const attemptDir = layout.attemptDir(job.appAttempt, taskAttempt);
-  const found = new AttemptFileList();
-  const versions = new VersionDigest();
-  const others: Entry[] = [];
-  const markers: Entry[] = [];
-  const replaced: string[] = [];
-  const walked = eachAttemptFile(store, attemptDir, { details: true, removeTemps: true, others }, (e) => {
-    if (isWriterMarker(posix.basename(e.name))) markers.push(e);
-    else {
-      if (e.name.includes('\uFFFD')) replaced.push(e.name);
-      found.add(e.name, e.size);
-      versions.add(e.name, e.version);
-    }
-  });
-  // The dir itself, read alongside: a writer that wrote its output at the path --print-path gave
-  // left a file there, which the walk does not see (S3: a key beside the attempt's prefix).
-  const [, uploads, dir] = await Promise.all([walked, readAttemptUploads(store, layout, job, taskAttempt, env.concurrency), store.stat(attemptDir)]);
-  if (dir !== null && dir.kind !== 'dir') {
-    throw new UsageError(`${taskAttempt}'s dir ${store.toUri(attemptDir)} is a file: the writer wrote its output at the path --print-path gave, not under it; move it under that path (e.g. ${store.toUri(attemptDir)}/part-00000) and run commit-task again (nothing was committed)`);
-  }
-  await checkNamesRoundTrip(store, attemptDir, replaced, taskAttempt);
-  if (others.length) {
-    const what = others[0]!.kind === 'symlink' ? 'a symbolic link' : "a pipe, socket or device; on S3, a key ending in '/' that holds bytes";
-    throw new UsageError(`${taskAttempt} holds '${others[0]!.name}', which is not a regular file (${what}): a task's output is files only; remove it and run commit-task again (nothing was committed)`);
-  }
-  await dropWriterMarkers(env, markers);
-  checkStagedOnce(uploads, (path) => found.has(path), taskAttempt);
-  if (found.length + uploads.files.length === 0 && dir === null) throw await notStaged(store, layout, job, task, taskAttempt);
-  const prefix = staticPrefix(job);
-  return { files: found.encode(uploads.files, (path) => checkTaskFile(job, path, prefix)), pending: uploads, versionDigest: versions.value() };
-}
-
-/**
- * A local name (a file's or a directory's) that is not valid UTF-8 reads back with U+FFFD in it:
- * a name no file has, or one a second file has too. Refused here, not at commit-job. (A name
- * that truly holds U+FFFD is found again, once.)
- */
-async function checkNamesRoundTrip(store: StepEnv['store'], attemptDir: string, names: readonly string[], taskAttempt: string): Promise<void> {
-  const seen = new Set<string>();
-  const twice = names.find((n) => (seen.has(n) ? true : (seen.add(n), false)));
-  const missing = twice ?? (await mapLimit(names, 8, async (n) => ((await store.stat(posix.join(attemptDir, n))) === null ? n : null))).find((n) => n !== null);
-  if (missing) throw new UsageError(`${taskAttempt} holds a name that is not valid UTF-8 (read as '${missing}'): rename it in UTF-8 and run commit-task again (nothing was committed)`);
-}
-
-/** Why an attempt has no dir: aborted (its decision says so), or never staged in this app attempt. */
-async function notStaged(store: StepEnv['store'], layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<Error> {
-  const app = job.appAttempt;
-  const aborted = await readDecision(store, layout, app, taskAttempt);
-  if (aborted?.outcome === 'abort') return abortedError(taskAttempt, aborted);
-  const older = await olderOutput(store, layout, job.jobId, task, app);
-  const where = older ? `; its files are in ${store.toUri(older)}, left from an earlier app attempt: stage them again` : '; stage its files, or --print-path for a writer, first';
-  return new UsageError(`${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it)' : ''}: nothing was committed${where}`);
 }
 
 /** A v2 task refused by a clash before its claim: the clash may be its own winning attempt's output, or it was aborted. */
@@ -267,13 +214,4 @@ async function promote(env: StepEnv, layout: JobLayout, job: JobManifest, attemp
     throw new ConflictError(`the output of ${posix.basename(attemptDir)} vanished from ${store.toUri(attemptDir)} before it was committed: run the task again as a new attempt`);
   }
   return layout.relative(root);
-}
-
-/** The newest attempt dir of the task, from an app attempt before `app`, that holds files (a writer recover left behind). */
-async function olderOutput(store: StepEnv['store'], layout: JobLayout, jobId: string, task: string, app: number): Promise<string | null> {
-  for (let a = app - 1; a >= 0; a--) {
-    const dirs = (await store.list(layout.attemptsDir(a))).filter((e) => taskOfAttempt(jobId, e.name) === task);
-    for (const d of dirs) if ((await attemptFiles(store, d.path)).length > 0) return d.path;
-  }
-  return null;
 }

@@ -15,7 +15,7 @@ import { compareTasks, isDataName } from '../paths.js';
 import type { Entry, Store } from '../store/types.js';
 import { forEachInTree } from '../store/walk.js';
 import { mapLimit } from '../util/pool.js';
-import { checkTaskFile } from './commit-task.js';
+import { checkTaskFile } from './attempt-output.js';
 import type { OpenJob } from '../job/open.js';
 import { againAdvice, halfMadeAdoption, halfMadeAdvice } from '../job/adoption.js';
 import { declaredNotCommitted } from '../job/tasks.js';

@@ -4,8 +4,8 @@
 // and where the staging dir was already removed they would linger there as debris. So `stage`
 // looks again once its files are written (checkStillStaged), takes them back when nothing can
 // hold them, and says what happened (exit 3 or 4) instead of exit 0.
-// Not closed: a commit-task of the same attempt run beside the stage lists the attempt's files
-// before it decides, so it can list before the write and decide after this look (helper-56).
+// A commit-task of the same attempt decides before it lists the attempt's files: undecided at this
+// look means listed later, so the files are in its claim (helper-56).
 
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError } from '../errors.js';
@@ -57,7 +57,7 @@ export async function checkStillStaged(env: StepEnv, layout: JobLayout, job: Job
   }
   // --print-path: what a writer puts there from now on would never appear.
   if (w.paths.length === 0) throw new ConflictError(`task attempt ${w.taskAttempt} was committed while this stage ran: files written there now would never appear; stage into a new --attempt`);
-  // A commit-task of this attempt ran meanwhile: it lists the attempt's files before it decides.
+  // A commit-task of this attempt decided meanwhile: it may have listed the files before they landed.
   const claim = await readClaimRecord(store, layout, { jobId: job.jobId, task: w.task, appAttempt: job.appAttempt });
   const listed = new Set<string>();
   if (claim?.taskAttempt === w.taskAttempt) claim.eachFile((f) => listed.add(f.path));

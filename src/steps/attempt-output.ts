@@ -1,0 +1,116 @@
+// The output of a task attempt as commit-task claims it: the files of its dir and its pending
+// uploads, every path and name checked, the writer's own markers left out.
+
+import { posix } from 'node:path';
+import { CommitDeniedError, UsageError } from '../errors.js';
+import { AttemptFileList, VersionDigest, type ClaimFiles } from '../job/claim-files.js';
+import { readDecision } from '../job/claims.js';
+import { staticPrefix, type JobManifest } from '../job/job.js';
+import { SUCCESS_FILE, taskOfAttempt, type JobLayout } from '../job/layout.js';
+import { checkStagedOnce, readAttemptUploads, type AttemptUploads } from '../job/pending-uploads.js';
+import { attemptFiles, eachAttemptFile } from '../job/tasks.js';
+import { checkRelativePath, partitionOfFile } from '../paths.js';
+import type { Entry } from '../store/types.js';
+import { mapLimit } from '../util/pool.js';
+import type { StepEnv } from './env.js';
+
+/**
+ * A task file's path, as commit-task checks it before the claim; `prefix` is the job's
+ * staticPrefix. `pathsChecked`: the path was read from a claim, which checked it already (§5.11).
+ */
+export function checkTaskFile(job: JobManifest, path: string, prefix: string, pathsChecked = false): void {
+  if (!pathsChecked) checkRelativePath(path, 'task file');
+  if (path === SUCCESS_FILE || path.startsWith(`${SUCCESS_FILE}/`)) throw new UsageError(`task file '${path}' would collide with the job's own marker '${SUCCESS_FILE}': rename it`);
+  partitionOfFile(path, job.partitionBy, prefix);
+}
+
+/**
+ * What an engine writing into the attempt dir leaves for itself, not data: Hadoop's and Spark's
+ * `_SUCCESS`, Databricks' `_started_<id>` / `_committed_<id>`, and their checksum files
+ * (`._SUCCESS.crc`), at any depth.
+ */
+export function isWriterMarker(name: string): boolean {
+  return /^\.?(_SUCCESS|_started_[^/]+|_committed_[^/]+)(\.crc)?$/.test(name) && (name.startsWith('.') === name.endsWith('.crc'));
+}
+
+/** Removes the writer's markers from the attempt dir, so no rename carries them along. */
+async function dropWriterMarkers(env: StepEnv, markers: readonly Entry[]): Promise<void> {
+  if (markers.length === 0) return;
+  await Promise.all(markers.map((m) => env.store.delete(m.path, false)));
+  const names = markers.map((m) => m.name).sort();
+  env.emit({ type: 'phase', label: `left out ${names.length} marker file(s) the writer made, not data: ${names.slice(0, 10).join(', ')}${names.length > 10 ? ', …' : ''}` });
+}
+
+export function abortedError(taskAttempt: string, decision: { atMs: number; by: string }): CommitDeniedError {
+  return new CommitDeniedError(`commit denied for ${taskAttempt}: the attempt was aborted (${new Date(decision.atMs).toISOString()} by ${decision.by}) and can never commit; run the task as a new --attempt`);
+}
+
+/**
+ * The attempt's output as its claim lists it: the files of its dir and its pending uploads, every
+ * path checked. The walk streams into an AttemptFileList, so no object per file is kept. A killed
+ * `stage` left its temp files here: they are not listed, and go before the dir moves.
+ */
+export async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<{ files: ClaimFiles; pending: AttemptUploads; versionDigest: string | null }> {
+  const { store } = env;
+  const attemptDir = layout.attemptDir(job.appAttempt, taskAttempt);
+  const found = new AttemptFileList();
+  const versions = new VersionDigest();
+  const others: Entry[] = [];
+  const markers: Entry[] = [];
+  const replaced: string[] = [];
+  const walked = eachAttemptFile(store, attemptDir, { details: true, removeTemps: true, others }, (e) => {
+    if (isWriterMarker(posix.basename(e.name))) markers.push(e);
+    else {
+      if (e.name.includes('\uFFFD')) replaced.push(e.name);
+      found.add(e.name, e.size);
+      versions.add(e.name, e.version);
+    }
+  });
+  // The dir itself, read alongside: a writer that wrote its output at the path --print-path gave
+  // left a file there, which the walk does not see (S3: a key beside the attempt's prefix).
+  const [, uploads, dir] = await Promise.all([walked, readAttemptUploads(store, layout, job, taskAttempt, env.concurrency), store.stat(attemptDir)]);
+  if (dir !== null && dir.kind !== 'dir') {
+    throw new UsageError(`${taskAttempt}'s dir ${store.toUri(attemptDir)} is a file: the writer wrote its output at the path --print-path gave, not under it; move it under that path (e.g. ${store.toUri(attemptDir)}/part-00000) and run commit-task again (nothing was committed)`);
+  }
+  await checkNamesRoundTrip(store, attemptDir, replaced, taskAttempt);
+  if (others.length) {
+    const what = others[0]!.kind === 'symlink' ? 'a symbolic link' : "a pipe, socket or device; on S3, a key ending in '/' that holds bytes";
+    throw new UsageError(`${taskAttempt} holds '${others[0]!.name}', which is not a regular file (${what}): a task's output is files only; remove it and run commit-task again (nothing was committed)`);
+  }
+  await dropWriterMarkers(env, markers);
+  checkStagedOnce(uploads, (path) => found.has(path), taskAttempt);
+  if (found.length + uploads.files.length === 0 && dir === null) throw await notStaged(store, layout, job, task, taskAttempt);
+  const prefix = staticPrefix(job);
+  return { files: found.encode(uploads.files, (path) => checkTaskFile(job, path, prefix)), pending: uploads, versionDigest: versions.value() };
+}
+
+/**
+ * A local name (a file's or a directory's) that is not valid UTF-8 reads back with U+FFFD in it:
+ * a name no file has, or one a second file has too. Refused here, not at commit-job. (A name
+ * that truly holds U+FFFD is found again, once.)
+ */
+async function checkNamesRoundTrip(store: StepEnv['store'], attemptDir: string, names: readonly string[], taskAttempt: string): Promise<void> {
+  const seen = new Set<string>();
+  const twice = names.find((n) => (seen.has(n) ? true : (seen.add(n), false)));
+  const missing = twice ?? (await mapLimit(names, 8, async (n) => ((await store.stat(posix.join(attemptDir, n))) === null ? n : null))).find((n) => n !== null);
+  if (missing) throw new UsageError(`${taskAttempt} holds a name that is not valid UTF-8 (read as '${missing}'): rename it in UTF-8 and run commit-task again (nothing was committed)`);
+}
+
+/** Why an attempt has no dir: aborted (its decision says so), or never staged in this app attempt. */
+async function notStaged(store: StepEnv['store'], layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<Error> {
+  const app = job.appAttempt;
+  const aborted = await readDecision(store, layout, app, taskAttempt);
+  if (aborted?.outcome === 'abort') return abortedError(taskAttempt, aborted);
+  const older = await olderOutput(store, layout, job.jobId, task, app);
+  const where = older ? `; its files are in ${store.toUri(older)}, left from an earlier app attempt: stage them again` : '; stage its files, or --print-path for a writer, first';
+  return new UsageError(`${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it)' : ''}: nothing was committed${where}`);
+}
+
+/** The newest attempt dir of the task, from an app attempt before `app`, that holds files (a writer recover left behind). */
+async function olderOutput(store: StepEnv['store'], layout: JobLayout, jobId: string, task: string, app: number): Promise<string | null> {
+  for (let a = app - 1; a >= 0; a--) {
+    const dirs = (await store.list(layout.attemptsDir(a))).filter((e) => taskOfAttempt(jobId, e.name) === task);
+    for (const d of dirs) if ((await attemptFiles(store, d.path)).length > 0) return d.path;
+  }
+  return null;
+}
