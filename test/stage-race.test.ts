@@ -105,14 +105,52 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
     });
 
-    test('a stage whose attempt a commit-task commits meanwhile exits 4 naming the file it lacks, and leaves the files alone', async () => {
+    test('a stage whose attempt a commit-task commits whole meanwhile exits 4 naming the file the commit lacks, and takes it back; the job commits without it', async () => {
       const { target, stagingPath, handle } = await job('after-task');
       await stageTask(sb, handle, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
       const error = await stageWith(stagingPath, [{ name: 'c', bytes: 10 }], () => libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} }));
       assert.ok(error instanceof ConflictError, String(error));
-      assert.match(error.message, /was committed while this stage ran, and its commit does not have 'dt=1\/c'; the files stay where they are/);
+      assert.match(error.message, /was committed while this stage ran, without 'dt=1\/c': those files were taken back; stage them as another task, or run the job again$/);
       assert.equal((await cli(['commit-job', '--job', handle], { env: sb.env })).code, 0);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
+    });
+
+    test("a stage whose file lands after a commit-task of its attempt listed the files, before that commit ends: exit 4, the file taken back from wherever the commit put it, and commit-job is not stopped by it", async () => {
+      const { target, stagingPath, handle, layout } = await job('mid-task');
+      await stageTask(sb, handle, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
+      let atPromote!: () => void;
+      const promoting = new Promise<void>((r) => (atPromote = r));
+      let written!: () => void;
+      const landed = new Promise<void>((r) => (written = r));
+      let claimed = false;
+      let task: Promise<unknown> | undefined;
+      // commit-task stops at its first change once its claim exists (the promotion) until the stage's file has landed.
+      const taskEnv = testEnv(sb.store, async (_n, op, p) => {
+        if (op === 'createExclusive' && p === layout.claimFile(0, '1')) return void (claimed = true);
+        if (!claimed) return;
+        claimed = false;
+        atPromote();
+        await landed;
+      });
+      let wrote = false;
+      const stageEnv = testEnv(sb.store, {
+        beforeMutation: async () => {
+          if (task) return;
+          task = libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+          await promoting;
+          wrote = true;
+        },
+        beforeRead: (_op, p) => void (wrote && p === layout.jobFile && written()),
+      });
+      const file = await localFile('c', 10);
+      const error = await stageFiles(stageEnv, { stagingPath, task: '1', partition: [{ column: 'dt', value: '1' }], files: [{ localPath: file, name: 'c' }] }).then(() => null, (e: unknown) => e);
+      assert.equal(await task, null, 'commit-task exits 0');
+      assert.ok(error instanceof ConflictError, String(error));
+      assert.match(error.message, /without 'dt=1\/c': those files were taken back/);
+      const cj = await cli(['commit-job', '--job', handle], { env: sb.env });
+      assert.equal(cj.code, 0, cj.stderr);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
+      assert.equal(await sb.store.stat(stagingPath), null);
     });
 
     test('a stage of an attempt run whole before each store call of a commit-task of that attempt: when it exits 0, its file is published', async (t) => {

@@ -8,8 +8,9 @@
 // look means listed later, so the files are in its claim (helper-56).
 
 import { posix } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CommitDeniedError, ConflictError } from '../errors.js';
-import { readClaimRecord, readDecision } from '../job/claims.js';
+import { readClaimRecord, readDecision, type ClaimRecord } from '../job/claims.js';
 import { loadJob, type JobManifest } from '../job/job.js';
 import type { JobLayout } from '../job/layout.js';
 import { forEachLimit } from '../util/pool.js';
@@ -57,15 +58,67 @@ export async function checkStillStaged(env: StepEnv, layout: JobLayout, job: Job
   }
   // --print-path: what a writer puts there from now on would never appear.
   if (w.paths.length === 0) throw new ConflictError(`task attempt ${w.taskAttempt} was committed while this stage ran: files written there now would never appear; stage into a new --attempt`);
-  // A commit-task of this attempt decided meanwhile: it may have listed the files before they landed.
-  const claim = await readClaimRecord(store, layout, { jobId: job.jobId, task: w.task, appAttempt: job.appAttempt });
+  // A commit-task of this attempt decided meanwhile: it may have listed the files before they
+  // landed. Its claim says which it has, once it is whole.
+  const claim = await finishedClaim(env, layout, job, w.task);
+  if (!claim) {
+    throw new ConflictError(`task attempt ${w.taskAttempt} was committed while this stage ran, and its commit is still being made (or its commit-task was killed): it may not have these files, which stay where they are; once it has ended, see 'stagecommit status'`);
+  }
   const listed = new Set<string>();
-  if (claim?.taskAttempt === w.taskAttempt) claim.eachFile((f) => listed.add(f.path));
-  const missing = w.paths.find((p) => !listed.has(p));
-  if (missing === undefined) return;
+  if (claim.taskAttempt === w.taskAttempt) claim.eachFile((f) => listed.add(f.path));
+  const unlisted = w.paths.filter((p) => !listed.has(p));
+  if (unlisted.length === 0) return;
+  // A whole claim holds what it lists and nothing else: the rest would stop commit-job (a file its
+  // claim does not list), so it goes from wherever the commit put it.
+  await takeBackUnlisted(env, layout, job.appAttempt, w, unlisted, claim.taskAttempt === w.taskAttempt ? claim.root : undefined);
+  const more = unlisted.length > 1 ? ` and ${unlisted.length - 1} more` : '';
   throw new ConflictError(
-    `task attempt ${w.taskAttempt} was committed while this stage ran, and its commit ${claim ? `does not have '${missing}'` : 'is still being made: it may not have these files'}; the files stay where they are (a commit may hold them); stage them into a new --attempt of another task, or run the job again`,
+    claim.taskAttempt === w.taskAttempt
+      ? `task attempt ${w.taskAttempt} was committed while this stage ran, without '${unlisted[0]}'${more}: those files were taken back; stage them as another task, or run the job again`
+      : `task ${w.task} was committed by ${claim.taskAttempt} while this stage ran: this attempt never commits, and ${taken}`,
   );
+}
+
+/** How long a stage waits for the claim of a commit-task that decided its attempt to be whole. */
+const CLAIM_WAIT_MS = 30_000;
+
+/** The task's claim once its commit-task finished it ('committed'), or another attempt's claim; null if that takes too long. */
+async function finishedClaim(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<ClaimRecord | null> {
+  const until = env.now() + Math.min(CLAIM_WAIT_MS, env.leaseTtlMs);
+  for (;;) {
+    const claim = await readClaimRecord(env.store, layout, { jobId: job.jobId, task, appAttempt: job.appAttempt });
+    if (claim && claim.state === 'committed') return claim;
+    if (env.now() >= until) return null;
+    await sleep(200);
+  }
+}
+
+/**
+ * Removes the files a whole claim does not list (and their uploads): from the attempt dir, and
+ * from where its commit moved the dir (`root`, staging-relative; '' for v2, whose files went to
+ * the target, where nothing unlisted went), with the dirs they alone kept there.
+ */
+async function takeBackUnlisted(env: StepEnv, layout: JobLayout, app: number, w: StagedWrites, unlisted: readonly string[], root: string | undefined): Promise<void> {
+  const { store } = env;
+  const roots = [layout.attemptDir(app, w.taskAttempt)];
+  if (root && !root.startsWith('t:') && posix.join(layout.root, root) !== roots[0]) roots.push(posix.join(layout.root, root));
+  const uploads = w.uploads.filter((u) => unlisted.some((p) => u.path.endsWith(`/${p}`)));
+  await forEachLimit(uploads, env.concurrency, (u) => store.abortUpload!(u));
+  for (const top of roots) {
+    const files = unlisted.map((p) => posix.join(top, p));
+    if (store.deleteMany && files.length > 1) await store.deleteMany(files);
+    else await forEachLimit(files, env.concurrency, async (f) => void (await store.delete(f, false)));
+    if (store.caps.realDirectories) await removeEmptied(store, files.map((f) => posix.dirname(f)), top, top === roots[0]);
+  }
+}
+
+/** Removes the dirs in `starts` and their parents while empty, deepest first, up to `top` (itself only if `andTop`). */
+async function removeEmptied(store: StepEnv['store'], starts: readonly string[], top: string, andTop: boolean): Promise<void> {
+  for (const start of [...new Set(starts)].sort((a, b) => b.length - a.length)) {
+    for (let d = start; d.startsWith(top) && (andTop ? d.length >= top.length : d.length > top.length); d = posix.dirname(d)) {
+      if (!(await store.delete(d, false).catch(() => false)) || d === top) break;
+    }
+  }
 }
 
 /**
@@ -80,12 +133,6 @@ async function takeBack(env: StepEnv, layout: JobLayout, app: number, w: StagedW
   if (store.deleteMany && files.length > 1) await store.deleteMany(files);
   else await forEachLimit(files, env.concurrency, async (f) => void (await store.delete(f, false)));
   if (!store.caps.realDirectories) return;
-  const top = gone ? layout.root : layout.attemptDir(app, w.taskAttempt);
-  // From each dir written into (a name may hold '/'), deepest first, up to `top`: the first that is not empty stops a walk.
-  const starts = [...new Set([w.dir, ...w.files.map((f) => posix.dirname(f))])].sort((a, b) => b.length - a.length);
-  for (const start of starts) {
-    for (let d = start; d.startsWith(top) && d.length >= top.length; d = posix.dirname(d)) {
-      if (!(await store.delete(d, false).catch(() => false)) || d === top) break;
-    }
-  }
+  // From each dir written into (a name may hold '/') up to `top`: the first that is not empty stops a walk.
+  await removeEmptied(store, [w.dir, ...w.files.map((f) => posix.dirname(f))], gone ? layout.root : layout.attemptDir(app, w.taskAttempt), true);
 }
