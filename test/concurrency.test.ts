@@ -372,6 +372,24 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(stagingPath), null, 'no decision, claim or directory left behind');
     });
 
+    test('a commit-task whose job an abort removes once the claim exists, before the claim is marked committed: exit 4, and nothing is left where the staging dir was', async () => {
+      const { target, stagingPath, layout } = await lateTaskJob('t');
+      let aborted: Promise<unknown> | undefined;
+      let claimed = false;
+      const taskEnv = testEnv(sb.store, async (_n, op, p) => {
+        if (op === 'createExclusive' && p === layout.claimFile(0, '1')) return void (claimed = true);
+        if (!claimed || aborted) return;
+        aborted = abort(testEnv(sb.store), { stagingPath });
+        await aborted;
+      });
+      const error = await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+      assert.ok(aborted, 'abort ran');
+      assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
+      assert.match((error as Error).message, /aborted/);
+      assert.equal(await sb.store.stat(target), null);
+      assert.equal(await sb.store.stat(stagingPath), null, 'no claim, decision or directory left behind');
+    });
+
     test('a recover that reads a claim while its commit-task runs: the task is kept exactly when commit-task exits 0', async () => {
       const { target, job, stagingPath, layout } = await lateTaskJob('t');
       const claim = layout.claimFile(0, '1');

@@ -4,7 +4,7 @@
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError, StoreError, UsageError } from '../errors.js';
 import { claimFilesOfRecord, taskFilesOf, type ClaimFiles } from '../job/claim-files.js';
-import { decide, encodeClaimWith, readClaimRecord, readDecision, type ClaimHeader, type ClaimRecord, type Decision } from '../job/claims.js';
+import { decide, encodeClaimWith, readClaimRecord, readDecision, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
 import { loadJob, type JobManifest } from '../job/job.js';
 import { taskAttemptName, type JobLayout } from '../job/layout.js';
 import { settleAttemptUploads } from '../job/pending-uploads.js';
@@ -14,7 +14,7 @@ import { planV2, publishClaimedV2 } from '../plan/publish-v2.js';
 import { promoteOutput } from '../store/operations.js';
 import { processGone } from '../job/lease.js';
 import { requireState, type OpenJob } from '../job/open.js';
-import { abortedError, attemptOutput } from './attempt-output.js';
+import { abortedError, attemptOutput, attemptStaged, notStaged } from './attempt-output.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
 import { checkKept, checkNotOverlooked } from './task-race.js';
@@ -61,7 +61,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   const ctx = { jobId: job.jobId, task, appAttempt: app };
   const result = (outcome: CommitTaskResult['outcome'], files: number, bytes: number): CommitTaskResult => ({ jobId: job.jobId, task, taskAttempt, outcome, files, bytes });
 
-  const before = await readClaimRecord(store, layout, ctx);
+  const [before, staged] = await Promise.all([readClaimRecord(store, layout, ctx), attemptStaged(store, layout, job, taskAttempt)]);
   if (before && before.taskAttempt !== taskAttempt) throw denied(before, taskAttempt);
   if (before?.state === 'committed') {
     // Read through all the same: its paths are checked as every claim's are (§5.11).
@@ -73,30 +73,27 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   if (before && job.algorithm === 'v2' && before.host === env.host && before.pid !== env.pid && !processGone(before, env)) {
     throw new ConflictError(`${taskAttempt} is being committed by pid ${before.pid} on ${before.host}: wait for it (if it was killed, run commit-task again)`);
   }
+  // An attempt never staged is told before anything is decided: it stays free.
+  if (!before && !staged) throw await notStaged(store, layout, job, task, taskAttempt);
   const attemptDir = layout.attemptDir(app, taskAttempt);
   let claim: ClaimHeader;
   let files: ClaimFiles;
   let output: Awaited<ReturnType<typeof attemptOutput>> | null = null;
   try {
     // The attempt is decided before its files are listed: a `stage` that finds it undecided once
-    // its files are written (exit 0) wrote them before this listing.
-    const decided = before ? null : await decideCommit(env, layout, job, taskAttempt);
-    // Output refused here undoes the decision this run made: the attempt is free to abort or fix.
-    if (decided) {
+    // its files are written (exit 0) wrote them before this listing. The decision stands whatever
+    // the listing finds (another run of this attempt may go on with it): output refused below
+    // leaves the attempt decided, to fix in place and commit again, or to leave for a new attempt.
+    if (!before) {
+      await decideCommit(env, layout, job, taskAttempt);
       output = await attemptOutput(env, layout, job, task, taskAttempt).catch(async (e: unknown) => {
-        await decided.undo();
-        // No files, or none left to list: the job's end may have removed them since the first look.
+        // None left to list: the job's end may have removed them since the first look.
         if (!(await stillStaged(env, layout, job))) await checkNotOverlooked(env, layout, job, task, taskAttempt);
         throw e;
       });
     }
-    // So is a v2 task whose files cannot go into the target (an append clash): planned again once claimed.
-    if (output && job.algorithm === 'v2') {
-      await planV2(env, layout, job, attemptDir, taskFilesOf(output.files)).catch(async (e: unknown) => {
-        await decided!.undo();
-        return refusedV2(env, layout, job, taskAttempt, ctx, e);
-      });
-    }
+    // A v2 task whose files cannot go into the target (an append clash): planned again once claimed.
+    if (output && job.algorithm === 'v2') await planV2(env, layout, job, attemptDir, taskFilesOf(output.files)).catch((e: unknown) => refusedV2(env, layout, job, taskAttempt, ctx, e));
     ({ claim, files } = await claimTask(env, layout, job, { task, attempt, taskAttempt }, before, output));
   } catch (e) {
     // A recover or abort that ran meanwhile removes the app attempt's dirs, and a store reports that
@@ -124,24 +121,10 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   return result('committed', files.list.length, files.bytes);
 }
 
-/**
- * The attempt's decision: commit, unless an abort of it came first (§5.9). `undo` removes a
- * decision this run made (one an earlier run made stands).
- */
-async function decideCommit(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string): Promise<{ undo: () => Promise<void> }> {
-  const { store } = env;
-  const app = job.appAttempt;
-  const mine: Decision = { taskAttempt, outcome: 'commit', atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` };
-  const decision = await decide(store, layout, app, mine);
+/** The attempt's decision: commit, unless an abort of it came first (§5.9). */
+async function decideCommit(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string): Promise<void> {
+  const decision = await decide(env.store, layout, job.appAttempt, { taskAttempt, outcome: 'commit', atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` });
   if (decision.outcome === 'abort') throw abortedError(taskAttempt, decision);
-  return {
-    undo: async () => {
-      if (decision !== mine) return;
-      await store.delete(layout.decisionFile(app, taskAttempt), false).catch(() => false);
-      // Where the decision alone made its dir (local, HDFS), the dir goes too.
-      if (store.caps.realDirectories) await store.delete(layout.decisionsDir(app), false).catch(() => false);
-    },
-  };
 }
 
 /** Whether the job is still as the step first read it: staged, in the same app attempt. */

@@ -65,6 +65,8 @@ export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: J
 export async function checkKept(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<boolean> {
   const now = await jobWithoutHolder(env, layout, job, task);
   if (now) checkSameJob(env, layout, job, now, task);
+  // The job's staging dir went meanwhile: what this step wrote since made it again, as debris.
+  else await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
   if (now && now.appAttempt !== job.appAttempt && !(await carried(env, layout, job, now, task, taskAttempt))) {
     throw new ConflictError(`recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${job.appAttempt}, without it: nothing of it is kept; run the task again`);
   }
