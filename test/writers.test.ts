@@ -56,7 +56,7 @@ for (const fx of storeFixtures()) {
       await writeTree(sb.store, attempt, { 'part-0': 'rows', '_SUCCESS/inner': 'x' });
       const r = await cli(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
       assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /'_SUCCESS\/inner' would collide with the job's own marker '_SUCCESS'/);
+      assert.match(r.stderr, /'_SUCCESS\/inner' would collide with the job's own marker '_SUCCESS'|holds a directory '_SUCCESS', which would collide with the job's own marker/);
       // commit-task decides before it lists the files: the decision stands (another run may go on with it).
       const ab = await cli(['abort', '--job', job, '--task', '0'], { env: sb.env });
       assert.equal(ab.code, 4, ab.stderr);
@@ -83,6 +83,22 @@ for (const fx of storeFixtures()) {
       await sb.store.delete(posix.join(attempt, '_SUCCESS'), true);
       assert.equal((await cli(['commit-task', '--job', job, '--task', '0'], { env: sb.env })).code, 0, 'fixed, the attempt commits');
       assert.equal((await cli(['commit-job', '--job', job], { env: sb.env })).code, 0);
+      assert.deepEqual(Object.keys(await readTree(sb.store, target)).sort(), ['_SUCCESS', 'part-0']);
+    });
+
+    test('an empty _SUCCESS directory (or one holding only markers) in the attempt dir is refused at commit-task (exit 2), never moved into the target to stop the job past its commit point', async () => {
+      const target = posix.join(dir(), 'empty-success');
+      const job = await stage(sb, { target, tasks: 1 });
+      const attempt = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }));
+      // Only a writer's marker in it: the marker is left out, and the directory would move on empty.
+      await writeTree(sb.store, attempt, { 'part-0': 'rows', '_SUCCESS/._SUCCESS.crc': 'c' });
+      const r = await cli(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /holds a directory '_SUCCESS', which would collide with the job's own marker '_SUCCESS': remove it and run commit-task again \(nothing was committed\)/);
+      await sb.store.delete(posix.join(attempt, '_SUCCESS'), true);
+      assert.equal((await cli(['commit-task', '--job', job, '--task', '0'], { env: sb.env })).code, 0);
+      const cj = await cli(['commit-job', '--job', job], { env: sb.env });
+      assert.equal(cj.code, 0, cj.stderr);
       assert.deepEqual(Object.keys(await readTree(sb.store, target)).sort(), ['_SUCCESS', 'part-0']);
     });
 

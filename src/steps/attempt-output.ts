@@ -69,7 +69,12 @@ export async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobMan
   });
   // The dir itself, read alongside: a writer that wrote its output at the path --print-path gave
   // left a file there, which the walk does not see (S3: a key beside the attempt's prefix).
-  const [, uploads, dir] = await Promise.all([walked, readAttemptUploads(store, layout, job, taskAttempt, env.concurrency), store.stat(attemptDir)]);
+  // And `_SUCCESS` at its top: a directory there, empty or holding only markers, no file check
+  // meets, and moved into the target it would stop the job's own marker past the commit point.
+  const [, uploads, dir, success] = await Promise.all([walked, readAttemptUploads(store, layout, job, taskAttempt, env.concurrency), store.stat(attemptDir), store.stat(posix.join(attemptDir, SUCCESS_FILE))]);
+  if (success?.kind === 'dir') {
+    throw new UsageError(`${taskAttempt} holds a directory '${SUCCESS_FILE}', which would collide with the job's own marker '${SUCCESS_FILE}': remove it and run commit-task again (nothing was committed)`);
+  }
   if (dir !== null && dir.kind !== 'dir') {
     throw new UsageError(`${taskAttempt}'s dir ${store.toUri(attemptDir)} is a file: the writer wrote its output at the path --print-path gave, not under it; move it under that path (e.g. ${store.toUri(attemptDir)}/part-00000) and run commit-task again (nothing was committed)`);
   }
