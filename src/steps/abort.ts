@@ -83,7 +83,7 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
   if (decision.outcome === 'commit') {
     const claim = await readClaim(store, layout, { jobId: job.jobId, task, appAttempt: app });
     if (claim?.taskAttempt === taskAttempt || !claim) {
-      const what = claim?.state === 'committed' ? 'already committed' : 'committing (its commit-task decided first; if that one refused the files, fix them and run it again)';
+      const what = claim?.state === 'committed' ? 'already committed' : 'committing (its commit-task decided first)';
       throw new ConflictError(`cannot abort ${taskAttempt}: it is ${what} and its files belong to the job; abort the whole job, or commit another attempt${claim?.state === 'committed' ? '' : " (run 'stagecommit recover' if its commit-task was killed)"}`);
     }
     wasDenied = true; // another attempt won the task: this one's files were never going to appear

@@ -7,8 +7,7 @@ import { AttemptFileList, VersionDigest, type ClaimFiles } from '../job/claim-fi
 import { readDecision } from '../job/claims.js';
 import { staticPrefix, type JobManifest } from '../job/job.js';
 import { SUCCESS_FILE, taskOfAttempt, type JobLayout } from '../job/layout.js';
-import { checkStagedOnce, readAttemptUploads, uploadsDir, usesPendingUploads, type AttemptUploads } from '../job/pending-uploads.js';
-import { manifestNames } from '../job/manifest-io.js';
+import { checkStagedOnce, readAttemptUploads, type AttemptUploads } from '../job/pending-uploads.js';
 import { attemptFiles, eachAttemptFile } from '../job/tasks.js';
 import { checkRelativePath, partitionOfFile } from '../paths.js';
 import type { Entry } from '../store/types.js';
@@ -102,14 +101,8 @@ async function checkNamesRoundTrip(store: StepEnv['store'], attemptDir: string, 
   if (missing) throw new UsageError(`${taskAttempt} holds a name that is not valid UTF-8 (read as '${missing}'): rename it in UTF-8 and run commit-task again (nothing was committed)`);
 }
 
-/** Whether anything was ever staged for the attempt: its dir (S3: a key under it), or a record of its pending uploads. */
-export async function attemptStaged(store: StepEnv['store'], layout: JobLayout, job: JobManifest, taskAttempt: string): Promise<boolean> {
-  const [dir, records] = await Promise.all([store.stat(layout.attemptDir(job.appAttempt, taskAttempt)), usesPendingUploads(store, job) ? manifestNames(store, uploadsDir(layout, job.appAttempt, taskAttempt)) : []]);
-  return dir !== null || records.length > 0;
-}
-
 /** Why an attempt has no dir: aborted (its decision says so), or never staged in this app attempt. */
-export async function notStaged(store: StepEnv['store'], layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<Error> {
+async function notStaged(store: StepEnv['store'], layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<Error> {
   const app = job.appAttempt;
   const aborted = await readDecision(store, layout, app, taskAttempt);
   if (aborted?.outcome === 'abort') return abortedError(taskAttempt, aborted);

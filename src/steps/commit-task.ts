@@ -14,7 +14,7 @@ import { planV2, publishClaimedV2 } from '../plan/publish-v2.js';
 import { promoteOutput } from '../store/operations.js';
 import { processGone } from '../job/lease.js';
 import { requireState, type OpenJob } from '../job/open.js';
-import { abortedError, attemptOutput, attemptStaged, notStaged } from './attempt-output.js';
+import { abortedError, attemptOutput } from './attempt-output.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
 import { checkKept, checkNotOverlooked } from './task-race.js';
@@ -61,7 +61,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   const ctx = { jobId: job.jobId, task, appAttempt: app };
   const result = (outcome: CommitTaskResult['outcome'], files: number, bytes: number): CommitTaskResult => ({ jobId: job.jobId, task, taskAttempt, outcome, files, bytes });
 
-  const [before, staged] = await Promise.all([readClaimRecord(store, layout, ctx), attemptStaged(store, layout, job, taskAttempt)]);
+  const before = await readClaimRecord(store, layout, ctx);
   if (before && before.taskAttempt !== taskAttempt) throw denied(before, taskAttempt);
   if (before?.state === 'committed') {
     // Read through all the same: its paths are checked as every claim's are (§5.11).
@@ -73,27 +73,28 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   if (before && job.algorithm === 'v2' && before.host === env.host && before.pid !== env.pid && !processGone(before, env)) {
     throw new ConflictError(`${taskAttempt} is being committed by pid ${before.pid} on ${before.host}: wait for it (if it was killed, run commit-task again)`);
   }
-  // An attempt never staged is told before anything is decided: it stays free.
-  if (!before && !staged) throw await notStaged(store, layout, job, task, taskAttempt);
   const attemptDir = layout.attemptDir(app, taskAttempt);
+  // Checked before the decision: output refused here leaves the attempt free to abort or fix.
+  const first = before ? null : await attemptOutput(env, layout, job, task, taskAttempt);
+  // So is a v2 task whose files cannot go into the target (an append clash): planned again once claimed.
+  const planned = (o: NonNullable<typeof first>) => planV2(env, layout, job, attemptDir, taskFilesOf(o.files)).catch((e: unknown) => refusedV2(env, layout, job, taskAttempt, ctx, e));
+  if (first && job.algorithm === 'v2') await planned(first);
   let claim: ClaimHeader;
   let files: ClaimFiles;
-  let output: Awaited<ReturnType<typeof attemptOutput>> | null = null;
+  let output: typeof first = null;
   try {
-    // The attempt is decided before its files are listed: a `stage` that finds it undecided once
-    // its files are written (exit 0) wrote them before this listing. The decision stands whatever
-    // the listing finds (another run of this attempt may go on with it): output refused below
-    // leaves the attempt decided, to fix in place and commit again, or to leave for a new attempt.
-    if (!before) {
+    if (first) {
       await decideCommit(env, layout, job, taskAttempt);
+      // A `stage` that found the attempt undecided once its files were written may have written
+      // them after the first listing: the claim lists what the attempt holds once decided. (Refused
+      // now, the attempt stays decided: another run of it may be going on with the decision.)
       output = await attemptOutput(env, layout, job, task, taskAttempt).catch(async (e: unknown) => {
         // None left to list: the job's end may have removed them since the first look.
         if (!(await stillStaged(env, layout, job))) await checkNotOverlooked(env, layout, job, task, taskAttempt);
         throw e;
       });
+      if (job.algorithm === 'v2' && (output.files.list.length !== first.files.list.length || output.files.bytes !== first.files.bytes)) await planned(output);
     }
-    // A v2 task whose files cannot go into the target (an append clash): planned again once claimed.
-    if (output && job.algorithm === 'v2') await planV2(env, layout, job, attemptDir, taskFilesOf(output.files)).catch((e: unknown) => refusedV2(env, layout, job, taskAttempt, ctx, e));
     ({ claim, files } = await claimTask(env, layout, job, { task, attempt, taskAttempt }, before, output));
   } catch (e) {
     // A recover or abort that ran meanwhile removes the app attempt's dirs, and a store reports that
