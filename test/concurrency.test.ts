@@ -372,6 +372,23 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(stagingPath), null, 'no decision, claim or directory left behind');
     });
 
+    test('two runs of one commit-task attempt, the second whole while the first promotes: both exit 0 and the task is published once', async () => {
+      const { target, stagingPath, layout, job } = await lateTaskJob('t');
+      let claimed = false;
+      let second: Promise<unknown> | undefined;
+      const firstEnv = testEnv(sb.store, async (_n, op, p) => {
+        if (op === 'createExclusive' && p === layout.claimFile(0, '1')) return void (claimed = true);
+        if (!claimed || second) return;
+        second = libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+        await second;
+      });
+      const first = await libCommitTask(firstEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+      assert.equal(await second, null, 'the second run exits 0');
+      assert.equal(first, null, `the first run exits 0 too, not: ${String(first)}`);
+      assert.equal((await commitJob(sb, job)).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
+    });
+
     test('a commit-task whose job an abort removes once the claim exists, before the claim is marked committed: exit 4, and nothing is left where the staging dir was', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('t');
       let aborted: Promise<unknown> | undefined;

@@ -98,6 +98,12 @@ for (const fx of storeFixtures()) {
       const refused = await cli(['stage', '--job', job, '--task', '0', reserved!], { env: sb.env });
       assert.equal(refused.code, 2, refused.stderr);
       assert.match(refused.stderr, /reserved for temp files/);
+      // So is a name commit-task would leave out as a writer's marker, at any depth, or put under the job's own _SUCCESS.
+      for (const name of ['_SUCCESS', 'sub/._SUCCESS.crc', 'sub/_committed_7', '_SUCCESS/x']) {
+        const m = await cli(['stage', '--job', job, '--task', '0', '--name', name, '-'], { env: sb.env, input: 'x' });
+        assert.equal(m.code, 2, m.stderr);
+        assert.match(m.stderr, new RegExp(`^stagecommit: error: file name '${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}': a writer's marker .* it would never be committed; rename it\n$`));
+      }
 
       await stageTask(sb, job, { task: '0', files: { 'good.csv': 'good\n' } });
       if (makesTemps) assert.equal((await debris(sb.store, attemptDir)).length, 1, 'the killed stage left its temp for commit-task');

@@ -117,8 +117,13 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
     removedMeanwhile = e;
   }
   const unchanged = await checkKept(env, layout, job, task, taskAttempt);
-  // Nothing moved the job on: the store failed this step, which a re-run finishes.
-  if (removedMeanwhile && unchanged) throw removedMeanwhile;
+  if (removedMeanwhile && unchanged) {
+    // Another run of this attempt promoted it first (its rename took the dir from under ours).
+    const now = await readClaimRecord(store, layout, ctx);
+    if (now?.taskAttempt === taskAttempt && now.state === 'committed') return result('committed', files.list.length, files.bytes);
+    // Nothing moved the job on: the store failed this step, which a re-run finishes.
+    throw removedMeanwhile;
+  }
   return result('committed', files.list.length, files.bytes);
 }
 

@@ -5,12 +5,13 @@ import type { Readable } from 'node:stream';
 import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
 import { readDecision } from '../job/claims.js';
 import type { JobManifest } from '../job/job.js';
-import { ATTEMPT_MARKER, taskAttemptName } from '../job/layout.js';
+import { ATTEMPT_MARKER, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
 import { stageAsUploads, type StagedUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionPath, type PartitionValue } from '../paths.js';
 import { isTempName, TEMP_PREFIX } from '../store/temp-names.js';
 import { forEachLimit } from '../util/pool.js';
 import type { OpenJob } from '../job/open.js';
+import { isWriterMarker } from './attempt-output.js';
 import { checkDeclared } from './commit-task.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
@@ -75,6 +76,10 @@ async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, ta
   const names = input.files.map((f) => checkRelativePath(f.name, 'file name'));
   const reserved = names.find((n) => n.split('/').some(isTempName));
   if (reserved !== undefined) throw new UsageError(`file name '${reserved}': names starting with '${TEMP_PREFIX}' are reserved for temp files and never committed; rename it`);
+  // What commit-task leaves out as a writer's marker, or refuses as the job's own (`_SUCCESS/…` at the top), would never appear.
+  const full = names.map((n) => (part ? `${part}/${n}` : n));
+  const marker = full.find((n) => isWriterMarker(posix.basename(n)) || n.startsWith(`${SUCCESS_FILE}/`));
+  if (marker !== undefined) throw new UsageError(`file name '${marker}': a writer's marker (_SUCCESS, _started_*, _committed_*, their .crc), or under the job's own '${SUCCESS_FILE}': it would never be committed; rename it`);
   if (new Set(names).size !== names.length) throw new UsageError('two staged files have the same name: give each file once');
   if (input.files.length === 0 && !input.printPath) throw new UsageError('nothing to stage: give FILE… (or - with --name for stdin), or --print-path');
 
@@ -88,7 +93,7 @@ async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, ta
   }
   const dir = layout.attemptDir(job.appAttempt, taskAttempt);
   const partDir = part ? posix.join(dir, part) : dir;
-  const paths = names.map((n) => (part ? `${part}/${n}` : n));
+  const paths = full;
   const written = { task, taskAttempt, paths, dir: partDir };
   if (input.printPath) {
     await store.mkdirs(partDir);
