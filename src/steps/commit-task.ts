@@ -1,5 +1,5 @@
-// commit-task: decides the attempt (commit, unless an abort came first), lists its files, claims
-// the task for it (first claim wins), promotes its files and records them.
+// commit-task: checks the attempt's files, decides the attempt (commit, unless an abort came
+// first), lists them again, claims the task for it (first claim wins), promotes and records them.
 
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError, StoreError, UsageError } from '../errors.js';

@@ -78,8 +78,8 @@ async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, ta
   if (reserved !== undefined) throw new UsageError(`file name '${reserved}': names starting with '${TEMP_PREFIX}' are reserved for temp files and never committed; rename it`);
   // What commit-task leaves out as a writer's marker, or refuses as the job's own (`_SUCCESS/…` at the top), would never appear.
   const full = names.map((n) => (part ? `${part}/${n}` : n));
-  const marker = full.find((n) => isWriterMarker(posix.basename(n)) || n.startsWith(`${SUCCESS_FILE}/`));
-  if (marker !== undefined) throw new UsageError(`file name '${marker}': a writer's marker (_SUCCESS, _started_*, _committed_*, their .crc), or under the job's own '${SUCCESS_FILE}': it would never be committed; rename it`);
+  const markerName = full.find((n) => isWriterMarker(posix.basename(n)) || n.startsWith(`${SUCCESS_FILE}/`));
+  if (markerName !== undefined) throw new UsageError(`file name '${markerName}': a writer's marker (_SUCCESS, _started_*, _committed_*, their .crc), or under the job's own '${SUCCESS_FILE}': it would never be committed; rename it`);
   if (new Set(names).size !== names.length) throw new UsageError('two staged files have the same name: give each file once');
   if (input.files.length === 0 && !input.printPath) throw new UsageError('nothing to stage: give FILE… (or - with --name for stdin), or --print-path');
 
@@ -93,8 +93,7 @@ async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, ta
   }
   const dir = layout.attemptDir(job.appAttempt, taskAttempt);
   const partDir = part ? posix.join(dir, part) : dir;
-  const paths = full;
-  const written = { task, taskAttempt, paths, dir: partDir };
+  const written = { task, taskAttempt, paths: full, dir: partDir };
   if (input.printPath) {
     await store.mkdirs(partDir);
     // Where directories do not exist on their own, the attempt is marked as staged (an attempt
@@ -121,5 +120,5 @@ async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, ta
   const files = input.files.filter((f) => !uploaded.names.has(f.name)).map((f) => posix.join(partDir, f.name));
   await checkStillStaged(env, layout, job, { ...written, files, uploads: uploaded.uploads, uploadRecord: uploaded.record });
   if (failed) throw failed.error;
-  return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(dir), writeDir: store.toUri(partDir), files: paths };
+  return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(dir), writeDir: store.toUri(partDir), files: full };
 }

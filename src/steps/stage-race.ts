@@ -4,8 +4,8 @@
 // and where the staging dir was already removed they would linger there as debris. So `stage`
 // looks again once its files are written (checkStillStaged), takes them back when nothing can
 // hold them, and says what happened (exit 3 or 4) instead of exit 0.
-// A commit-task of the same attempt decides before it lists the attempt's files: undecided at this
-// look means listed later, so the files are in its claim (helper-56).
+// A commit-task of the same attempt lists the attempt's files again once it has decided: undecided
+// at this look means listed after the files landed, so they are in its claim (helper-56).
 
 import { posix } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -82,7 +82,7 @@ export async function checkStillStaged(env: StepEnv, layout: JobLayout, job: Job
 /** How long a stage waits for the claim of a commit-task that decided its attempt to be whole. */
 const CLAIM_WAIT_MS = 30_000;
 
-/** The task's claim once its commit-task finished it ('committed'), or another attempt's claim; null if that takes too long. */
+/** The task's claim once a commit-task finished it ('committed', this attempt's or another's); null if that takes too long. */
 async function finishedClaim(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<ClaimRecord | null> {
   const until = env.now() + Math.min(CLAIM_WAIT_MS, env.leaseTtlMs);
   for (;;) {
