@@ -82,6 +82,19 @@ for (const fx of storeFixtures()) {
       assert.match(r.stderr, /no job at .*finished \(committed or aborted\) or never existed/);
     });
 
+    test("a step at a handle whose job is gone tidies the default layout's empty parents, which a step killed in its clean-up left", async () => {
+      const target = posix.join(dir(), 'tidy');
+      const handle = await stage(sb, { target, partitionBy: 'dt' });
+      const stagingPath = sb.pathOf(handle);
+      await ok(['abort', '--job', handle], { env: sb.env });
+      const table = posix.dirname(stagingPath);
+      // What an abort killed between removing the staging dir and tidying its parents leaves.
+      await sb.store.mkdirs(table);
+      const again = await cli(['abort', '--job', handle], { env: sb.env });
+      assert.equal(again.code, 0, again.stderr);
+      if (sb.store.caps.realDirectories) assert.equal(await sb.store.stat(posix.dirname(table)), null, 'no empty .stagecommit/<table>/ left');
+    });
+
     test('a --staging-dir of your own that holds only a dead lease file: stage removes it (warning) and the job is made there; anything else there is named', async () => {
       const target = posix.join(dir(), 'own');
       const staging = posix.join(dir(), 'own-staging');

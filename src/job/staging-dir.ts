@@ -117,7 +117,12 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
 
 /** Tidies the default layout's empty parents; another job's files keep them in place. */
 async function tidyParents(store: Store, layout: JobLayout, known: KnownBefore): Promise<void> {
-  if (!store.caps.realDirectories || known.parentsKept) return;
+  if (!known.parentsKept) await tidyStagingParents(store, layout);
+}
+
+/** The default layout's parents of a staging dir that is gone, while they are empty (a step killed before it tidied them leaves them so). */
+export async function tidyStagingParents(store: Store, layout: JobLayout): Promise<void> {
+  if (!store.caps.realDirectories) return;
   for (const dir of defaultStagingParents(layout.root)) {
     if ((await store.list(dir)).length > 0) break;
     await store.delete(dir, false).catch(() => false);
