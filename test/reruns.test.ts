@@ -11,6 +11,10 @@ import { commitJob, commitTask, prepare, runJob, stage, stageTask } from './help
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree } from './helpers/tree.js';
 import { encodeLease } from '../src/job/lease.js';
+import { InjectedFault } from '../src/errors.js';
+import { JobLayout } from '../src/job/layout.js';
+import { commitJob as libCommitJob } from '../src/steps/commit-job.js';
+import { driverDied, testEnv } from './helpers/lib.js';
 
 for (const fx of storeFixtures()) {
   describe(`reruns on ${fx.name}`, () => {
@@ -80,6 +84,28 @@ for (const fx of storeFixtures()) {
       const r = await commitJob(sb, job);
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, /no job at .*finished \(committed or aborted\) or never existed/);
+    });
+
+    test('a commit-job killed once it said committed, in its clean-up: the rerun finishes the clean-up and says only that, not "0 file(s)"', async () => {
+      const target = posix.join(dir(), 'cleanup');
+      const handle = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }]);
+      const layout = new JobLayout(sb.pathOf(handle));
+      // `_job.yaml` is written twice: committing (before publishing), then committed.
+      let writes = 0;
+      const env = testEnv(sb.store, (n, op, p) => {
+        if (op === 'writeFile' && p === layout.jobFile) writes++;
+        // Killed as the last of the staging dir goes: the plan is gone, `_job.yaml` says committed.
+        else if (writes === 2 && op === 'delete' && (p === layout.jobFile || p === layout.root)) throw new InjectedFault(n, op, p);
+      });
+      await assert.rejects(libCommitJob(env, { stagingPath: layout.root }), InjectedFault);
+      await driverDied(sb.store, layout.root);
+      const again = await cli(['commit-job', '--job', handle], { env: sb.env });
+      assert.equal(again.code, 0, again.stderr);
+      // (HDFS removes the tree in one delete: killed before it, the plan is there to roll forward.)
+      if (!sb.store.caps.atomicTreeDelete) assert.match(again.stderr + again.stdout, /finished the clean-up of job \S+: its files were already published into /);
+      assert.doesNotMatch(again.stderr + again.stdout, /0 file\(s\)/);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a' });
+      assert.equal(await sb.store.stat(layout.root), null);
     });
 
     test("a step at a handle whose job is gone tidies the default layout's empty parents, which a step killed in its clean-up left", async () => {

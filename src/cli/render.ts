@@ -32,6 +32,7 @@ export function formatOps(c: OpCounts): string {
 
 export function renderCommit(r: CommitJobDoc): string {
   if (r.outcome === 'already-committed') return `${chalk.green('✔')} job ${r.jobId} was already committed into ${r.target}: nothing to do`;
+  if (r.cleanupOnly) return `${chalk.green('✔')} finished the clean-up of job ${r.jobId}: its files were already published into ${r.target}`;
   const what = r.outcome === 'rolled-forward' ? 'finished the interrupted commit of' : 'committed';
   const lines = [`${chalk.green('✔')} ${what} job ${r.jobId}: ${r.files} file(s), ${formatBytes(r.bytes)} into ${r.target}`];
   if (r.partitionsWritten.length) lines.push(`  partitions written: ${summarize(r.partitionsWritten)}`);

@@ -44,6 +44,8 @@ export interface CommitJobResult {
   readonly partitionsReplaced: readonly string[];
   readonly success: string;
   readonly metrics: OpCounts;
+  /** Set when only the clean-up was left (`_job.yaml` said committed): nothing was published by this run. */
+  readonly cleanupOnly?: true;
 }
 
 function emptyPlan(job: JobManifest): PersistedPlan {
@@ -257,7 +259,7 @@ export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lea
   if (!plan && open.state === 'committed') {
     // Only the clean-up was left: the plan is removed just before `_job.yaml`.
     const { success } = await rollForward(env, open, emptyPlan(job), lease).catch(pastCommitPoint(store, open));
-    return { jobId: job.jobId, target: job.target, outcome: 'rolled-forward', files: 0, bytes: 0, partitionsWritten: [], partitionsReplaced: [], success, metrics: env.metrics() };
+    return { jobId: job.jobId, target: job.target, outcome: 'rolled-forward', files: 0, bytes: 0, partitionsWritten: [], partitionsReplaced: [], success, metrics: env.metrics(), cleanupOnly: true };
   }
   if (!plan && open.state === 'committing') {
     throw new CorruptManifestError(store.toUri(layout.commitFile), '', 'is missing, but the job is past its commit point: its plan cannot be made again (that could undo newer commits); restore the file or repair the target by hand', true);
