@@ -99,6 +99,10 @@ for (const fx of storeFixtures()) {
       });
       await assert.rejects(libCommitJob(env, { stagingPath: layout.root }), InjectedFault);
       await driverDied(sb.store, layout.root);
+      // Its claims went first: `jobs` says what is left, not "0 task(s) committed".
+      const listed = await cli(['jobs', sb.uri(target)], { env: sb.env });
+      assert.equal(listed.code, 0, listed.stderr);
+      assert.match(listed.stdout, /committed .*published, clean-up left/);
       const again = await cli(['commit-job', '--job', handle], { env: sb.env });
       assert.equal(again.code, 0, again.stderr);
       // (HDFS removes the tree in one delete: killed before it, the plan is there to roll forward.)

@@ -13,7 +13,8 @@ export function renderJobs(r: JobsDoc): string {
     .map((j) => {
       if (j.state === 'unreadable') return `${j.jobId}  ${chalk.red('unreadable')}  ${j.handle}  (${j.problem})`;
       const lease = j.lease ? `lease ${j.lease.alive ? chalk.yellow('held, holder alive') : 'stale, holder gone'}: ${j.lease.holder}` : 'no lease';
-      const tasks = `${j.tasksCommitted} task(s) committed${j.tasksDeclared !== null ? ` of ${j.tasksDeclared}` : ''}`;
+      // A committed job still listed is in its clean-up, which removes the claims first: its count says nothing.
+      const tasks = j.state === 'committed' ? 'published, clean-up left' : `${j.tasksCommitted} task(s) committed${j.tasksDeclared !== null ? ` of ${j.tasksDeclared}` : ''}`;
       const state = j.halfMade ? `${chalk.red('half-made adoption')} (${j.halfMade}: abort it, adopt the leftover again)` : j.state;
       return `${j.jobId}  ${state}  ${j.mode}  ${formatAge(j.ageSeconds ?? 0)}  ${j.owner}  ${lease}  ${tasks}  ${j.handle}`;
     })
