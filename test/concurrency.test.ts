@@ -389,6 +389,31 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
     });
 
+    test('two runs of one commit-task attempt, the second moving the files while the first promotes and marking them committed only later: both exit 0', async () => {
+      const { target, stagingPath, layout, job } = await lateTaskJob('t');
+      let claimed = false;
+      let second: Promise<unknown> | undefined;
+      let moved!: () => void;
+      const hasMoved = new Promise<void>((r) => (moved = r));
+      // The second run stops for a second before it marks the claim committed, its files moved.
+      const secondEnv = testEnv(sb.store, async (_n, op, p) => {
+        if (op !== 'writeFile' || p !== layout.claimFile(0, '1')) return;
+        moved();
+        await sleep(1000);
+      });
+      const firstEnv = testEnv(sb.store, async (_n, op, p) => {
+        if (op === 'createExclusive' && p === layout.claimFile(0, '1')) return void (claimed = true);
+        if (!claimed || second) return;
+        second = libCommitTask(secondEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+        await hasMoved;
+      });
+      const first = await libCommitTask(firstEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+      assert.equal(await second, null, 'the second run exits 0');
+      assert.equal(first, null, `the first run exits 0 too, not: ${String(first)}`);
+      assert.equal((await commitJob(sb, job)).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
+    });
+
     test('a commit-task whose job an abort removes once the claim exists, before the claim is marked committed: exit 4, and nothing is left where the staging dir was', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('t');
       let aborted: Promise<unknown> | undefined;

@@ -18,6 +18,7 @@ import { commitJob, commitTask, localFiles, prepare, stage, stageTask } from './
 import { localFixture, storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { readTree } from './helpers/tree.js';
 import { JobLayout } from '../src/job/layout.js';
+import { claimRootPath, readClaim } from '../src/job/claims.js';
 
 /** A temp name of ours, or the `.x.tmp-*` debris that earlier versions left. */
 function isDebris(name: string): boolean {
@@ -120,6 +121,31 @@ for (const fx of storeFixtures()) {
       const listed = JSON.parse(tree._SUCCESS!).filenames as string[];
       assert.ok(listed.length === 1 && listed[0]!.endsWith('/good.csv'), `_SUCCESS lists the good file only: ${listed.join(', ')}`);
       assert.equal(await sb.store.stat(sb.pathOf(job)), null, 'the staging dir is gone');
+    });
+
+    test("a stage's temp in flight: a commit-task that refuses the attempt leaves it alone; one carried into committed output is removed by commit-job, never published", async () => {
+      const target = posix.join(dir(), 'temps');
+      const job = await stage(sb, { target, partitionBy: 'dt' });
+      const layout = new JobLayout(sb.pathOf(job));
+      const attempt = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }));
+      const inFlight = posix.join(attempt, 'dt=1', `${TEMP_PREFIX}0123abcd-slow.csv`);
+      await sb.store.writeFile(inFlight, 'half');
+      await sb.store.writeFile(posix.join(attempt, 'dt=1', 'a.csv'), 'a');
+      await sb.store.writeFile(posix.join(attempt, '_SUCCESS', 'inner'), 'x');
+      const refused = await commitTask(sb, job, '0');
+      assert.equal(refused.code, 2, refused.stderr);
+      assert.ok(await sb.store.stat(inFlight), 'the refused commit-task changed nothing: the temp is still there');
+      await sb.store.delete(posix.join(attempt, '_SUCCESS'), true);
+      await sb.store.delete(inFlight, false);
+      assert.equal((await commitTask(sb, job, '0')).code, 0);
+      // A temp whose stage lost its race against the promotion, carried into the committed output.
+      const claim = await readClaim(sb.store, layout, { jobId: posix.basename(layout.root), task: '0', appAttempt: 0 });
+      const committedRoot = claimRootPath(layout, sb.pathOf(target), claim!.root!);
+      const carried = posix.join(committedRoot, 'dt=1', `${TEMP_PREFIX}4567cdef-late.csv`);
+      await sb.store.writeFile(carried, 'late');
+      const cj = await commitJob(sb, job);
+      assert.equal(cj.code, 0, cj.stderr);
+      assert.deepEqual(Object.keys(await readTree(sb.store, target)).sort(), ['_SUCCESS', 'dt=1/a.csv']);
     });
 
     test('an empty temp a killed recover left among the decisions is never read as one: recover, status and commit-job go on', async () => {

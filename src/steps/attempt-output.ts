@@ -50,7 +50,7 @@ export function abortedError(taskAttempt: string, decision: { atMs: number; by: 
  * path checked. The walk streams into an AttemptFileList, so no object per file is kept. A killed
  * `stage` left its temp files here: they are not listed, and go before the dir moves.
  */
-export async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<{ files: ClaimFiles; pending: AttemptUploads; versionDigest: string | null }> {
+export async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, removeTemps = true): Promise<{ files: ClaimFiles; pending: AttemptUploads; versionDigest: string | null }> {
   const { store } = env;
   const attemptDir = layout.attemptDir(job.appAttempt, taskAttempt);
   const found = new AttemptFileList();
@@ -58,7 +58,7 @@ export async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobMan
   const others: Entry[] = [];
   const markers: Entry[] = [];
   const replaced: string[] = [];
-  const walked = eachAttemptFile(store, attemptDir, { details: true, removeTemps: true, others }, (e) => {
+  const walked = eachAttemptFile(store, attemptDir, { details: true, removeTemps, others }, (e) => {
     if (isWriterMarker(posix.basename(e.name))) markers.push(e);
     else {
       if (e.name.includes('\uFFFD')) replaced.push(e.name);

@@ -2,6 +2,7 @@
 // first), lists them again, claims the task for it (first claim wins), promotes and records them.
 
 import { posix } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CommitDeniedError, ConflictError, StoreError, UsageError } from '../errors.js';
 import { claimFilesOfRecord, taskFilesOf, type ClaimFiles } from '../job/claim-files.js';
 import { decide, encodeClaimWith, readClaimRecord, readDecision, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
@@ -74,8 +75,9 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
     throw new ConflictError(`${taskAttempt} is being committed by pid ${before.pid} on ${before.host}: wait for it (if it was killed, run commit-task again)`);
   }
   const attemptDir = layout.attemptDir(app, taskAttempt);
-  // Checked before the decision: output refused here leaves the attempt free to abort or fix.
-  const first = before ? null : await attemptOutput(env, layout, job, task, taskAttempt);
+  // Checked before the decision: output refused here leaves the attempt free to abort or fix (a
+  // stage's temp, which may be in flight, is not touched).
+  const first = before ? null : await attemptOutput(env, layout, job, task, taskAttempt, false);
   // So is a v2 task whose files cannot go into the target (an append clash): planned again once claimed.
   const planned = (o: NonNullable<typeof first>) => planV2(env, layout, job, attemptDir, taskFilesOf(o.files)).catch((e: unknown) => refusedV2(env, layout, job, taskAttempt, ctx, e));
   if (first && job.algorithm === 'v2') await planned(first);
@@ -119,12 +121,29 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   const unchanged = await checkKept(env, layout, job, task, taskAttempt);
   if (removedMeanwhile && unchanged) {
     // Another run of this attempt promoted it first (its rename took the dir from under ours).
-    const now = await readClaimRecord(store, layout, ctx);
-    if (now?.taskAttempt === taskAttempt && now.state === 'committed') return result('committed', files.list.length, files.bytes);
+    const other = await otherRunCommitted(env, layout, ctx, taskAttempt);
+    if (other === 'committed') return result('committed', files.list.length, files.bytes);
+    if (other === 'committing') throw new ConflictError(`another run of ${taskAttempt} moved its files while this one committed, and has not finished: run commit-task again once it has ended`);
     // Nothing moved the job on: the store failed this step, which a re-run finishes.
     throw removedMeanwhile;
   }
   return result('committed', files.list.length, files.bytes);
+}
+
+/**
+ * Whether another run of this attempt committed it: its claim marked committed, waited for while
+ * it says claimed and the attempt dir is gone (that run's promotion took it), up to 30 s.
+ */
+async function otherRunCommitted(env: StepEnv, layout: JobLayout, ctx: { jobId: string; task: string; appAttempt: number }, taskAttempt: string): Promise<'committed' | 'committing' | null> {
+  const until = env.now() + Math.min(30_000, env.leaseTtlMs);
+  for (;;) {
+    const [claim, dir] = await Promise.all([readClaimRecord(env.store, layout, ctx), env.store.stat(layout.attemptDir(ctx.appAttempt, taskAttempt))]);
+    if (claim?.taskAttempt !== taskAttempt) return null;
+    if (claim.state === 'committed') return 'committed';
+    if (dir !== null) return null;
+    if (env.now() >= until) return 'committing';
+    await sleep(200);
+  }
 }
 
 /** The attempt's decision: commit, unless an abort of it came first (§5.9). */

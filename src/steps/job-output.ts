@@ -14,6 +14,7 @@ import type { FileInfo } from '../plan/tree.js';
 import { compareTasks, isDataName } from '../paths.js';
 import type { Entry, Store } from '../store/types.js';
 import { forEachInTree } from '../store/walk.js';
+import { isTempName } from '../store/temp-names.js';
 import { mapLimit } from '../util/pool.js';
 import { checkTaskFile } from './attempt-output.js';
 import type { OpenJob } from '../job/open.js';
@@ -56,6 +57,8 @@ export interface JobOutput {
   readonly inDir: readonly number[];
   /** The claims' pending uploads (S3). */
   readonly uploads: readonly TaskFile[];
+  /** Temp files in the committed output dirs: of a `stage` whose file landed as its attempt was committed. Never data. */
+  readonly temps: readonly string[];
 }
 
 /**
@@ -98,8 +101,9 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
     inDir.push(n);
   });
   const sources: SourceTree[] = claims.map((c) => ({ task: c.task, root: c.root ?? '', files: [] }));
+  let checks: OutputCheck[] | undefined;
   if (tree) {
-    const checks = claims.map((c, si) => new OutputCheck(claimRootPath(layout, job.targetPath, c.root!), tree, si, inDir[si]!, isAdoptedRoot(c.root!), c.versionDigest ?? null));
+    checks = claims.map((c, si) => new OutputCheck(claimRootPath(layout, job.targetPath, c.root!), tree, si, inDir[si]!, isAdoptedRoot(c.root!), c.versionDigest ?? null));
     // The pending uploads are listed at the same time as the output dirs.
     const pending = checkUploadsPending(store, job.targetPath, uploads);
     pending.catch(() => undefined); // awaited below
@@ -113,7 +117,7 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
     const lost = await pending;
     if (lost !== null) throw new ConflictError(`the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`);
   }
-  return { claims, sources, tree, stats, inDir, uploads };
+  return { claims, sources, tree, stats, inDir, uploads, temps: checks?.flatMap((c) => c.temps) ?? [] };
 }
 
 /** The output's tree, let go by `output` (see JobOutput.tree); once only. */
@@ -149,6 +153,8 @@ class OutputCheck {
   private extra: string | null = null;
   private resized: string | null = null;
   private readonly versions = new VersionDigest();
+  /** Temp files seen (store paths): a stage's, never data; removed before the commit point. */
+  readonly temps: string[] = [];
 
   constructor(
     readonly root: string,
@@ -171,6 +177,7 @@ class OutputCheck {
     if (this.adopted && !isDataName(top) && !this.listed(top)) return;
     if (e.kind === 'file') {
       if (e.name === ATTEMPT_MARKER) return;
+      if (isTempName(posix.basename(e.name))) return void this.temps.push(posix.join(this.root, e.name));
       const f = this.listed(e.name);
       if (!f) this.extra ??= `holds '${e.name}', which its claim does not list`;
       else {

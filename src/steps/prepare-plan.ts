@@ -66,6 +66,8 @@ export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false, a
   targetRoot?.catch(() => undefined);
   const read = await output;
   const { claims, sources, stats, uploads } = read;
+  // A stage's temp that its attempt's commit carried along would move into the target with the dir.
+  if (!dryRun && read.temps.length) await Promise.all(read.temps.map((t) => store.delete(t, false)));
   const tree = takeTree(read);
   const base = { jobId: job.jobId, appAttempt: job.appAttempt, tasks: claims.map((c) => c.task) };
   const partitions = stats.partitionsWritten();
