@@ -59,6 +59,11 @@ const KIND = 'stagecommit/job';
 /** Version 2 adds `adopted`; jobs that are not adopted are still written as version 1. */
 const VERSION = 2;
 
+/** Whether two reads of a staging dir found the same job: a job id may be staged again once its job ended (abort). */
+export function isSameJob(a: JobManifest, b: JobManifest): boolean {
+  return a.jobId === b.jobId && a.stagedAtMs === b.stagedAtMs;
+}
+
 export function staticPrefix(job: JobManifest): string {
   return partitionPath(job.staticPartition);
 }

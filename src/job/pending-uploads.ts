@@ -10,6 +10,7 @@ import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields, itemNumber, itemString } from '../manifest/codec.js';
 import { checkRelativePath } from '../paths.js';
+import { deleteFiles } from '../store/operations.js';
 import type { Store } from '../store/types.js';
 import { forEachLimit, mapLimit } from '../util/pool.js';
 import { claimedUploads, type TaskFile } from './claims.js';
@@ -161,9 +162,7 @@ export async function settleAttemptUploads(store: Store, layout: JobLayout, job:
   const keep = new Set(claimed.filter((f) => f.upload).map((f) => f.upload!.id));
   const all = [...mine.stale, ...mine.files.map((f) => ({ path: posix.join(job.targetPath, f.path), uploadId: f.upload!.id }))];
   await forEachLimit(all.filter((u) => !keep.has(u.uploadId)), concurrency, (u) => store.abortUpload!(u));
-  if (mine.recordFiles.length === 0) return;
-  if (store.deleteMany) await store.deleteMany(mine.recordFiles);
-  else await forEachLimit(mine.recordFiles, concurrency, async (f) => void (await store.delete(f, false)));
+  await deleteFiles(store, mine.recordFiles, concurrency);
 }
 
 interface RecordedUploads {

@@ -2,11 +2,10 @@
 // first), lists them again, claims the task for it (first claim wins), promotes and records them.
 
 import { posix } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { CommitDeniedError, ConflictError, StoreError, UsageError } from '../errors.js';
 import { claimFilesOfRecord, taskFilesOf, type ClaimFiles } from '../job/claim-files.js';
 import { decide, encodeClaimWith, readClaimRecord, readDecision, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
-import { loadJob, type JobManifest } from '../job/job.js';
+import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import { taskAttemptName, type JobLayout } from '../job/layout.js';
 import { settleAttemptUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
@@ -19,6 +18,7 @@ import { abortedError, attemptOutput } from './attempt-output.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
 import { checkKept, checkNotOverlooked } from './task-race.js';
+import { waitFor } from '../util/wait.js';
 
 export interface CommitTaskInput {
   readonly stagingPath: string;
@@ -135,15 +135,13 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
  * it says claimed and the attempt dir is gone (that run's promotion took it), up to 30 s.
  */
 async function otherRunCommitted(env: StepEnv, layout: JobLayout, ctx: { jobId: string; task: string; appAttempt: number }, taskAttempt: string): Promise<'committed' | 'committing' | null> {
-  const until = env.now() + Math.min(30_000, env.leaseTtlMs);
-  for (;;) {
+  const seen = await waitFor(env.now, Math.min(30_000, env.leaseTtlMs), async () => {
     const [claim, dir] = await Promise.all([readClaimRecord(env.store, layout, ctx), env.store.stat(layout.attemptDir(ctx.appAttempt, taskAttempt))]);
     if (claim?.taskAttempt !== taskAttempt) return null;
     if (claim.state === 'committed') return 'committed';
-    if (dir !== null) return null;
-    if (env.now() >= until) return 'committing';
-    await sleep(200);
-  }
+    return dir !== null ? null : undefined;
+  });
+  return seen === undefined ? 'committing' : seen;
 }
 
 /** The attempt's decision: commit, unless an abort of it came first (§5.9). */
@@ -155,7 +153,7 @@ async function decideCommit(env: StepEnv, layout: JobLayout, job: JobManifest, t
 /** Whether the job is still as the step first read it: staged, in the same app attempt. */
 async function stillStaged(env: StepEnv, layout: JobLayout, job: JobManifest): Promise<boolean> {
   const now = await loadJob(env.store, layout).catch(() => null);
-  return now !== null && now.jobId === job.jobId && now.stagedAtMs === job.stagedAtMs && now.state === 'staged' && now.appAttempt === job.appAttempt;
+  return now !== null && isSameJob(now, job) && now.state === 'staged' && now.appAttempt === job.appAttempt;
 }
 
 /**

@@ -8,10 +8,9 @@ import { type JobState } from '../job/job.js';
 import { Lease, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import { JobLayout } from '../job/layout.js';
 import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.js';
-import { tidyStagingParents } from '../job/staging-dir.js';
 import { InstrumentedStore } from '../store/instrumented.js';
 import type { StepEnv } from './env.js';
-import { removeStrayLease } from './stray-lease.js';
+import { tidyGoneHandle } from './stray-lease.js';
 
 export interface StepRule<T, A = never> {
   /** The step's name, recorded in the lease: 'commit-job'. */
@@ -43,12 +42,7 @@ export async function runStep<T, A = never>(env: StepEnv, stagingPath: string, r
   if (opened.status === 'rejected') {
     // On an object store the lease file alone would make a staging dir where no job is.
     await found?.held?.release();
-    // The directory a stray lease alone kept (local, HDFS) goes with it if nothing else is in it.
-    if (opened.reason instanceof JobGoneError && found && (await removeStrayLease(env, found.listed)) && env.store.caps.realDirectories) {
-      await env.store.delete(layout.root, false).catch(() => false);
-    }
-    // And the default layout's parents that a step killed in its clean-up left empty.
-    if (opened.reason instanceof JobGoneError && found) await tidyStagingParents(env.store, layout).catch(() => undefined);
+    if (opened.reason instanceof JobGoneError && found) await tidyGoneHandle(env, layout, found.listed);
     if (rule.ifGone && opened.reason instanceof JobGoneError) return rule.ifGone(opened.reason);
     throw opened.reason;
   }

@@ -106,18 +106,19 @@ async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, ta
   // Large local files on S3 go up as uploads to their final keys, left pending (no copy at commit).
   const local = input.files.filter((f): f is Extract<StagedSource, { localPath: string }> => 'localPath' in f);
   let uploaded: StagedUploads = { names: new Set(), uploads: [], record: null };
+  let small = input.files;
   // A write that fails (the job's end removed the dir under it, say) is told after the look at the job.
   let failed: { error: unknown } | null = null;
   try {
     uploaded = await stageAsUploads(store, layout, job, taskAttempt, part, local, env.concurrency, env.now());
-    await forEachLimit(input.files.filter((f) => !uploaded.names.has(f.name)), env.concurrency, async (f) => {
-      const dst = posix.join(partDir, f.name);
-      await store.put(dst, 'localPath' in f ? { localPath: f.localPath } : { stream: f.stream });
+    small = input.files.filter((f) => !uploaded.names.has(f.name));
+    await forEachLimit(small, env.concurrency, async (f) => {
+      await store.put(posix.join(partDir, f.name), 'localPath' in f ? { localPath: f.localPath } : { stream: f.stream });
     });
   } catch (error) {
     failed = { error };
   }
-  const files = input.files.filter((f) => !uploaded.names.has(f.name)).map((f) => posix.join(partDir, f.name));
+  const files = small.map((f) => posix.join(partDir, f.name));
   await checkStillStaged(env, layout, job, { ...written, files, uploads: uploaded.uploads, uploadRecord: uploaded.record });
   if (failed) throw failed.error;
   return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(dir), writeDir: store.toUri(partDir), files: full };

@@ -8,12 +8,13 @@
 // at this look means listed after the files landed, so they are in its claim (helper-56).
 
 import { posix } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { CommitDeniedError, ConflictError } from '../errors.js';
 import { readClaimRecord, readDecision, type ClaimRecord } from '../job/claims.js';
-import { loadJob, type JobManifest } from '../job/job.js';
+import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import type { JobLayout } from '../job/layout.js';
+import { deleteFiles, removeEmptyDirs } from '../store/operations.js';
 import { forEachLimit } from '../util/pool.js';
+import { waitFor } from '../util/wait.js';
 import type { StepEnv } from './env.js';
 
 /** What one `stage` run wrote: files (store paths), pending uploads and their record, dirs it may have made. */
@@ -40,7 +41,7 @@ export async function checkStillStaged(env: StepEnv, layout: JobLayout, job: Job
   const { store } = env;
   const [now, decision, plan] = await Promise.all([loadJob(store, layout), readDecision(store, layout, job.appAttempt, w.taskAttempt), store.stat(layout.commitFile)]);
   // A job id may be used again once its job ended (abort): the same job is the same id staged at the same time.
-  const same = now !== null && now.jobId === job.jobId && now.stagedAtMs === job.stagedAtMs;
+  const same = now !== null && isSameJob(now, job);
   // A written plan is past the commit point though `_job.yaml` may still say staged (a killed commit-job).
   const state = now?.state === 'staged' && plan ? 'committing' : now?.state;
   const taken = w.paths.length ? 'the files were taken back' : 'what it made was taken back';
@@ -84,13 +85,12 @@ const CLAIM_WAIT_MS = 30_000;
 
 /** The task's claim once a commit-task finished it ('committed', this attempt's or another's); null if that takes too long. */
 async function finishedClaim(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<ClaimRecord | null> {
-  const until = env.now() + Math.min(CLAIM_WAIT_MS, env.leaseTtlMs);
-  for (;;) {
-    const claim = await readClaimRecord(env.store, layout, { jobId: job.jobId, task, appAttempt: job.appAttempt });
-    if (claim && claim.state === 'committed') return claim;
-    if (env.now() >= until) return null;
-    await sleep(200);
-  }
+  const ctx = { jobId: job.jobId, task, appAttempt: job.appAttempt };
+  const claim = await waitFor(env.now, Math.min(CLAIM_WAIT_MS, env.leaseTtlMs), async () => {
+    const c = await readClaimRecord(env.store, layout, ctx);
+    return c?.state === 'committed' ? c : undefined;
+  });
+  return claim ?? null;
 }
 
 /**
@@ -102,22 +102,11 @@ async function takeBackUnlisted(env: StepEnv, layout: JobLayout, app: number, w:
   const { store } = env;
   const roots = [layout.attemptDir(app, w.taskAttempt)];
   if (root && !root.startsWith('t:') && posix.join(layout.root, root) !== roots[0]) roots.push(posix.join(layout.root, root));
-  const uploads = w.uploads.filter((u) => unlisted.some((p) => u.path.endsWith(`/${p}`)));
-  await forEachLimit(uploads, env.concurrency, (u) => store.abortUpload!(u));
+  await forEachLimit(w.uploads.filter((u) => unlisted.some((p) => u.path.endsWith(`/${p}`))), env.concurrency, (u) => store.abortUpload!(u));
   for (const top of roots) {
     const files = unlisted.map((p) => posix.join(top, p));
-    if (store.deleteMany && files.length > 1) await store.deleteMany(files);
-    else await forEachLimit(files, env.concurrency, async (f) => void (await store.delete(f, false)));
-    if (store.caps.realDirectories) await removeEmptied(store, files.map((f) => posix.dirname(f)), top, top === roots[0]);
-  }
-}
-
-/** Removes the dirs in `starts` and their parents while empty, deepest first, up to `top` (itself only if `andTop`). */
-async function removeEmptied(store: StepEnv['store'], starts: readonly string[], top: string, andTop: boolean): Promise<void> {
-  for (const start of [...new Set(starts)].sort((a, b) => b.length - a.length)) {
-    for (let d = start; d.startsWith(top) && (andTop ? d.length >= top.length : d.length > top.length); d = posix.dirname(d)) {
-      if (!(await store.delete(d, false).catch(() => false)) || d === top) break;
-    }
+    await deleteFiles(store, files, env.concurrency);
+    if (store.caps.realDirectories) await removeEmptyDirs(store, files.map((f) => posix.dirname(f)), top, top !== roots[0]);
   }
 }
 
@@ -128,11 +117,8 @@ async function removeEmptied(store: StepEnv['store'], starts: readonly string[],
  */
 async function takeBack(env: StepEnv, layout: JobLayout, app: number, w: StagedWrites, gone: boolean): Promise<void> {
   const { store } = env;
-  const files = w.uploadRecord ? [...w.files, w.uploadRecord] : [...w.files];
   await forEachLimit(w.uploads, env.concurrency, (u) => store.abortUpload!(u));
-  if (store.deleteMany && files.length > 1) await store.deleteMany(files);
-  else await forEachLimit(files, env.concurrency, async (f) => void (await store.delete(f, false)));
-  if (!store.caps.realDirectories) return;
+  await deleteFiles(store, w.uploadRecord ? [...w.files, w.uploadRecord] : w.files, env.concurrency);
   // From each dir written into (a name may hold '/') up to `top`: the first that is not empty stops a walk.
-  await removeEmptied(store, [w.dir, ...w.files.map((f) => posix.dirname(f))], gone ? layout.root : layout.attemptDir(app, w.taskAttempt), true);
+  if (store.caps.realDirectories) await removeEmptyDirs(store, [w.dir, ...w.files.map((f) => posix.dirname(f))], gone ? layout.root : layout.attemptDir(app, w.taskAttempt));
 }

@@ -3,19 +3,18 @@
 // app attempt, or aborted it. commit-task asks here once its claim exists (checkNotOverlooked)
 // and again after its commit (checkKept), and says which it was (exit 4), or goes on.
 
-import { posix } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ConflictError } from '../errors.js';
 import { readClaimRecord } from '../job/claims.js';
 import { findCommitted } from '../job/finished.js';
 import { loadJob, type JobManifest } from '../job/job.js';
-import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
+import { describeHolder, isLeaseLive, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import type { JobLayout } from '../job/layout.js';
+import { removeEmptyDirs } from '../store/operations.js';
+import { waitFor } from '../util/wait.js';
 import type { StepEnv } from './env.js';
 
 /** How long commit-task waits for a step that holds the job's lease before it gives up (exit 4). */
 const HOLDER_WAIT_MS = 30_000;
-const HOLDER_POLL_MS = 200;
 
 /**
  * The job once no live step holds its lease (commit-job, recover, abort): such a step may have
@@ -26,15 +25,15 @@ const HOLDER_POLL_MS = 200;
  */
 async function jobWithoutHolder(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<JobManifest | null> {
   const { store } = env;
-  const until = env.now() + Math.min(HOLDER_WAIT_MS, env.leaseTtlMs);
-  for (;;) {
+  let holder: CurrentLease | null = null;
+  const found = await waitFor(env.now, Math.min(HOLDER_WAIT_MS, env.leaseTtlMs), async () => {
     const [now, lease, plan] = await Promise.all([loadJob(store, layout), readCurrentLease(store, layout), store.stat(layout.commitFile)]);
-    if (!now || !lease || !isLeaseLive(lease, env)) return now?.state === 'staged' && plan ? { ...now, state: 'committing' } : now;
-    if (env.now() >= until) {
-      throw new ConflictError(`${describeHolder(lease.record)} works on job ${job.jobId} and may have read its committed tasks before task ${task}: task ${task} is not committed (nothing was published); once it has ended, run commit-task again if 'stagecommit status' shows the job still staged`);
-    }
-    await sleep(HOLDER_POLL_MS);
-  }
+    holder = lease;
+    if (!now || !lease || !isLeaseLive(lease, env)) return { now: now?.state === 'staged' && plan ? { ...now, state: 'committing' as const } : now };
+    return undefined;
+  });
+  if (found) return found.now;
+  throw new ConflictError(`${describeHolder(holder!.record)} works on job ${job.jobId} and may have read its committed tasks before task ${task}: task ${task} is not committed (nothing was published); once it has ended, run commit-task again if 'stagecommit status' shows the job still staged`);
 }
 
 /**
@@ -98,7 +97,5 @@ async function removeDebris(env: StepEnv, layout: JobLayout, app: number, task: 
   await Promise.all([layout.claimFile(app, task), layout.decisionFile(app, taskAttempt)].map((f) => store.delete(f, false).catch(() => false)));
   if (!store.caps.realDirectories) return;
   await Promise.all([layout.claimsDir(app), layout.decisionsDir(app)].map((d) => store.delete(d, false).catch(() => false)));
-  for (let d = layout.appAttemptDir(app); d.startsWith(layout.root); d = posix.dirname(d)) {
-    if (!(await store.delete(d, false).catch(() => false)) || d === layout.root) break;
-  }
+  await removeEmptyDirs(store, [layout.appAttemptDir(app)], layout.root);
 }

@@ -1,7 +1,9 @@
 // What the protocol does with a store, each decided once by the store's capabilities (rclone's
 // operations over Features): how a commit publishes (rename or copy), how a task's output is
-// promoted, and where an interrupted promotion left it.
+// promoted, where an interrupted promotion left it, and how files and emptied dirs go.
 
+import { posix } from 'node:path';
+import { forEachLimit } from '../util/pool.js';
 import { walkFiles } from './walk.js';
 import type { Store } from './types.js';
 
@@ -47,3 +49,23 @@ export async function promotedOutput(store: Store, attemptDir: string, committed
   if ((await store.stat(attemptDir)) === null && (files.length === 0 || (await store.stat(committedDir)) !== null)) return committedDir;
   return null;
 }
+
+/** Deletes files, in bulk where the store has a bulk delete (S3: 1,000 keys a request); a file already gone is no error. */
+export async function deleteFiles(store: Store, paths: readonly string[], concurrency: number): Promise<void> {
+  if (paths.length === 0) return;
+  if (store.deleteMany && paths.length > 1) await store.deleteMany(paths);
+  else await forEachLimit(paths, concurrency, async (p) => void (await store.delete(p, false)));
+}
+
+/**
+ * Removes the dirs in `starts` and their parents while they are empty, deepest first, up to `top`
+ * (`top` itself too, unless `keepTop`): the first dir of a walk that is not empty ends it.
+ */
+export async function removeEmptyDirs(store: Store, starts: readonly string[], top: string, keepTop = false): Promise<void> {
+  for (const start of [...new Set(starts)].sort((a, b) => b.length - a.length)) {
+    for (let d = start; d.startsWith(top) && (keepTop ? d.length > top.length : d.length >= top.length); d = posix.dirname(d)) {
+      if (!(await store.delete(d, false).catch(() => false)) || d === top) break;
+    }
+  }
+}
+
