@@ -6,7 +6,7 @@
 import { ConflictError } from '../errors.js';
 import { readClaimRecord } from '../job/claims.js';
 import { findCommitted } from '../job/finished.js';
-import { loadJob, type JobManifest } from '../job/job.js';
+import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import { describeHolder, isLeaseLive, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import type { JobLayout } from '../job/layout.js';
 import { removeEmptyDirs } from '../store/operations.js';
@@ -44,7 +44,7 @@ async function jobWithoutHolder(env: StepEnv, layout: JobLayout, job: JobManifes
  */
 export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<'go' | 'carried'> {
   const now = await jobWithoutHolder(env, layout, job, task);
-  if (now && now.jobId === job.jobId && now.state === 'staged' && now.appAttempt === job.appAttempt) return 'go';
+  if (now && isSameJob(now, job) && now.state === 'staged' && now.appAttempt === job.appAttempt) return 'go';
   if (!now) await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
   else checkSameJob(env, layout, job, now, task);
   if (now?.state === 'aborted') throw new ConflictError(`job ${job.jobId} was aborted while task ${task} committed: nothing of it was published`);
@@ -81,10 +81,10 @@ async function carried(env: StepEnv, layout: JobLayout, job: JobManifest, now: J
   return c?.taskAttempt === taskAttempt && c.state === 'committed';
 }
 
-/** A staging dir the user named may hold a new job once this one has finished: never commit into it. */
+/** A staging dir may hold a new job once this one has finished (a user-named dir, or a job id staged again after an abort): never commit into it. */
 function checkSameJob(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string): void {
-  if (now.jobId === job.jobId) return;
-  throw new ConflictError(`job ${job.jobId} finished while task ${task} committed, and job ${now.jobId} is now staged in ${env.store.toUri(layout.root)}: nothing of task ${task} was published; run the job again`);
+  if (isSameJob(now, job)) return;
+  throw new ConflictError(`job ${job.jobId} finished while task ${task} committed, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${env.store.toUri(layout.root)}: nothing of task ${task} was published; run the job again`);
 }
 
 /**
