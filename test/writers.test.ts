@@ -49,6 +49,19 @@ for (const fx of storeFixtures()) {
       assert.equal(JSON.parse(tree._SUCCESS!).committer, 'stagecommit');
     });
 
+    test("a partition dir that held only a writer's markers is not published as an empty dir", async () => {
+      const target = posix.join(dir(), 'sales');
+      const job = await stage(sb, { target, partitionBy: 'dt', tasks: 1 });
+      const attempt = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }));
+      await writeTree(sb.store, attempt, { 'dt=1/part-0': 'rows', 'dt=2/_SUCCESS': '', 'dt=3/_committed_1': '{}', 'dt=3/._committed_1.crc': 'crc' });
+      const r = await cli(['commit-task', '--job', job, '--task', '0', '--json'], { env: sb.env });
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(JSON.parse(r.stdout).files, 1);
+      const cj = await cli(['commit-job', '--job', job], { env: sb.env });
+      assert.equal(cj.code, 0, cj.stderr);
+      assert.deepEqual(Object.keys(await readTree(sb.store, target, { dirs: true })), ['_SUCCESS', 'dt=1/part-0']);
+    });
+
     test('a writer that makes _SUCCESS a directory, or leaves a link, is refused at commit-task (exit 2) and the attempt can still be aborted', async (t) => {
       const target = posix.join(dir(), 'links');
       const job = await stage(sb, { target, tasks: 1 });

@@ -10,6 +10,7 @@ import { SUCCESS_FILE, taskOfAttempt, type JobLayout } from '../job/layout.js';
 import { checkStagedOnce, readAttemptUploads, type AttemptUploads } from '../job/pending-uploads.js';
 import { attemptFiles, eachAttemptFile } from '../job/tasks.js';
 import { checkRelativePath, partitionOfFile } from '../paths.js';
+import { removeEmptyDirs } from '../store/operations.js';
 import type { Entry } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import type { StepEnv } from './env.js';
@@ -33,10 +34,16 @@ export function isWriterMarker(name: string): boolean {
   return /^\.?(_SUCCESS|_started_[^/]+|_committed_[^/]+)(\.crc)?$/.test(name) && (name.startsWith('.') === name.endsWith('.crc'));
 }
 
-/** Removes the writer's markers from the attempt dir, so no rename carries them along. */
-async function dropWriterMarkers(env: StepEnv, markers: readonly Entry[]): Promise<void> {
+/**
+ * Removes the writer's markers from the attempt dir, so no rename carries them along, and the
+ * dirs that held nothing else (a partition whose only file was a writer's `_SUCCESS` would
+ * otherwise appear in the target empty). A dir a file landed in meanwhile is not empty: it stays.
+ */
+async function dropWriterMarkers(env: StepEnv, attemptDir: string, markers: readonly Entry[]): Promise<void> {
   if (markers.length === 0) return;
-  await Promise.all(markers.map((m) => env.store.delete(m.path, false)));
+  const { store } = env;
+  await Promise.all(markers.map((m) => store.delete(m.path, false)));
+  if (store.caps.realDirectories) await removeEmptyDirs(store, markers.map((m) => posix.dirname(m.path)), attemptDir, true);
   const names = markers.map((m) => m.name).sort();
   env.emit({ type: 'phase', label: `left out ${names.length} marker file(s) the writer made, not data: ${names.slice(0, 10).join(', ')}${names.length > 10 ? ', …' : ''}` });
 }
@@ -82,7 +89,7 @@ export async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobMan
     const what = others[0]!.kind === 'symlink' ? 'a symbolic link' : "a pipe, socket or device; on S3, a key ending in '/' that holds bytes";
     throw new UsageError(`${taskAttempt} holds '${others[0]!.name}', which is not a regular file (${what}): a task's output is files only; remove it and run commit-task again (nothing was committed)`);
   }
-  await dropWriterMarkers(env, markers);
+  await dropWriterMarkers(env, attemptDir, markers);
   checkStagedOnce(uploads, (path) => found.has(path), taskAttempt);
   if (found.length + uploads.files.length === 0 && dir === null) throw await notStaged(store, layout, job, task, taskAttempt);
   const prefix = staticPrefix(job);
