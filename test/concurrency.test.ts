@@ -15,7 +15,7 @@ import { loadJob, saveJob } from '../src/job/job.js';
 import { commitJob, commitTask, prepare, stage, stageTask } from './helpers/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
-import { JobLayout } from '../src/job/layout.js';
+import { JobLayout, taskAttemptName } from '../src/job/layout.js';
 import { recover } from '../src/steps/recover.js';
 import { cleanOrphans } from '../src/steps/clean-orphans.js';
 import { abort } from '../src/steps/abort.js';
@@ -414,26 +414,35 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
     });
 
-    test('a commit-task whose job is aborted and a new job of the same id staged in its place while it decides: exit 4 naming the new job, never a claim in it', async () => {
-      const target = posix.join(dir(), 'reused');
-      const handle = await stage(sb, { target, partitionBy: 'dt', jobId: 'reused' });
-      await stageTask(sb, handle, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
-      const layout = new JobLayout(sb.pathOf(handle));
-      let replaced: Promise<unknown> | undefined;
-      const taskEnv = testEnv(sb.store, async (_n, op, p) => {
-        if (replaced || op !== 'createExclusive' || !p.startsWith(layout.decisionsDir(0))) return;
-        replaced = (async () => {
-          await abort(testEnv(sb.store), { stagingPath: layout.root });
-          await stage(sb, { target, partitionBy: 'dt', jobId: 'reused' });
-        })();
-        await replaced;
+    for (const point of ['decides', 'claims'] as const) {
+      test(`a commit-task whose job is aborted and a new job of the same id staged in its place while it ${point}: exit 4 naming the new job; neither its decision nor its claim is left in the new job`, async () => {
+        const target = posix.join(dir(), `reused-${point}`);
+        const handle = await stage(sb, { target, partitionBy: 'dt', jobId: 'reused' });
+        await stageTask(sb, handle, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
+        const layout = new JobLayout(sb.pathOf(handle));
+        const at = point === 'decides' ? layout.decisionsDir(0) : layout.claimsDir(0);
+        let replaced: Promise<unknown> | undefined;
+        const taskEnv = testEnv(sb.store, async (_n, op, p) => {
+          if (replaced || op !== 'createExclusive' || !p.startsWith(at)) return;
+          replaced = (async () => {
+            await abort(testEnv(sb.store), { stagingPath: layout.root });
+            await stage(sb, { target, partitionBy: 'dt', jobId: 'reused' });
+          })();
+          await replaced;
+        });
+        const error = await libCommitTask(taskEnv, layout.root, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+        assert.ok(replaced, 'the job was replaced');
+        assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
+        assert.match((error as Error).message, /^job reused finished while task 1 committed, and a new job of that id is now staged in /);
+        assert.equal(await sb.store.stat(layout.claimFile(0, '1')), null, 'no claim in the new job');
+        assert.equal(await sb.store.stat(layout.decisionFile(0, taskAttemptName('reused', '1', 0))), null, 'no decision in the new job');
+        // The new job's attempt of the same name is its own: staged, committed and published.
+        await stageTask(sb, handle, { task: '1', partition: ['dt=1'], files: { c: 'c' } });
+        await libCommitTask(testEnv(sb.store), layout.root, { task: '1', files: {} });
+        await libCommitJob(testEnv(sb.store), layout.root);
+        assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/c': 'c' });
       });
-      const error = await libCommitTask(taskEnv, layout.root, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
-      assert.ok(replaced, 'the job was replaced');
-      assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
-      assert.match((error as Error).message, /^job reused finished while task 1 committed, and a new job of that id is now staged in /);
-      assert.equal(await sb.store.stat(layout.claimFile(0, '1')), null, 'no claim in the new job');
-    });
+    }
 
     test('a commit-task whose job an abort removes once the claim exists, before the claim is marked committed: exit 4, and nothing is left where the staging dir was', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('t');

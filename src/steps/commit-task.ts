@@ -17,7 +17,7 @@ import { requireState, type OpenJob } from '../job/open.js';
 import { abortedError, attemptOutput } from './attempt-output.js';
 import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
-import { checkKept, checkNotOverlooked } from './task-race.js';
+import { checkKept, checkNotOverlooked, type RunRecords } from './task-race.js';
 import { waitFor } from '../util/wait.js';
 
 export interface CommitTaskInput {
@@ -61,6 +61,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   const taskAttempt = taskAttemptName(job.jobId, task, attempt);
   const ctx = { jobId: job.jobId, task, appAttempt: app };
   const result = (outcome: CommitTaskResult['outcome'], files: number, bytes: number): CommitTaskResult => ({ jobId: job.jobId, task, taskAttempt, outcome, files, bytes });
+  const mine: RunRecords = {};
 
   const before = await readClaimRecord(store, layout, ctx);
   if (before && before.taskAttempt !== taskAttempt) throw denied(before, taskAttempt);
@@ -86,28 +87,28 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   let output: typeof first = null;
   try {
     if (first) {
-      await decideCommit(env, layout, job, taskAttempt);
+      await decideCommit(env, layout, job, taskAttempt, mine);
       // A `stage` that found the attempt undecided once its files were written may have written
       // them after the first listing: the claim lists what the attempt holds once decided. (Refused
       // now, the attempt stays decided: another run of it may be going on with the decision.)
       output = await attemptOutput(env, layout, job, task, taskAttempt).catch(async (e: unknown) => {
         // None left to list: the job's end may have removed them since the first look.
-        if (!(await stillStaged(env, layout, job))) await checkNotOverlooked(env, layout, job, task, taskAttempt);
+        if (!(await stillStaged(env, layout, job))) await checkNotOverlooked(env, layout, job, task, taskAttempt, mine);
         throw e;
       });
       if (job.algorithm === 'v2' && (output.files.list.length !== first.files.list.length || output.files.bytes !== first.files.bytes)) await planned(output);
     }
-    ({ claim, files } = await claimTask(env, layout, job, { task, attempt, taskAttempt }, before, output));
+    ({ claim, files } = await claimTask(env, layout, job, { task, attempt, taskAttempt }, before, output, mine));
   } catch (e) {
     // A recover or abort that ran meanwhile removes the app attempt's dirs, and a store reports that
     // as it may (not found; an IOException from WebHDFS): say what it did, if it did anything. A
     // claim made whose answer was lost, which recover finished and carried, is this task's commit.
-    if (!(e instanceof StoreError) || (await checkNotOverlooked(env, layout, job, task, taskAttempt)) === 'go') throw e;
+    if (!(e instanceof StoreError) || (await checkNotOverlooked(env, layout, job, task, taskAttempt, mine)) === 'go') throw e;
     const made = output?.files ?? claimFilesOfRecord(before!);
     return result('committed', made.list.length, made.bytes);
   }
   // Recover finished this claim and carried it into its app attempt (S3: the files stay where they were staged).
-  if ((await checkNotOverlooked(env, layout, job, task, taskAttempt)) === 'carried') return result('committed', files.list.length, files.bytes);
+  if ((await checkNotOverlooked(env, layout, job, task, taskAttempt, mine)) === 'carried') return result('committed', files.list.length, files.bytes);
   let removedMeanwhile: StoreError | null = null;
   try {
     const root = await promote(env, layout, job, attemptDir, task, files, before === null);
@@ -118,7 +119,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
     if (!(e instanceof StoreError)) throw e;
     removedMeanwhile = e;
   }
-  const unchanged = await checkKept(env, layout, job, task, taskAttempt);
+  const unchanged = await checkKept(env, layout, job, task, taskAttempt, mine);
   if (removedMeanwhile && unchanged) {
     // Another run of this attempt promoted it first (its rename took the dir from under ours).
     const other = await otherRunCommitted(env, layout, ctx, taskAttempt);
@@ -145,8 +146,10 @@ async function otherRunCommitted(env: StepEnv, layout: JobLayout, ctx: { jobId: 
 }
 
 /** The attempt's decision: commit, unless an abort of it came first (§5.9). */
-async function decideCommit(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string): Promise<void> {
-  const decision = await decide(env.store, layout, job.appAttempt, { taskAttempt, outcome: 'commit', atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` });
+async function decideCommit(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string, mine: RunRecords): Promise<void> {
+  const ours = { atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` };
+  const decision = await decide(env.store, layout, job.appAttempt, { taskAttempt, outcome: 'commit', ...ours });
+  if (decision.atMs === ours.atMs && decision.by === ours.by) mine.decision = ours;
   if (decision.outcome === 'abort') throw abortedError(taskAttempt, decision);
 }
 
@@ -168,18 +171,22 @@ async function claimTask(
   a: { task: string; attempt: number; taskAttempt: string },
   before: ClaimRecord | null,
   output: { files: ClaimFiles; versionDigest: string | null } | null,
+  mine: RunRecords,
 ): Promise<{ claim: ClaimHeader; files: ClaimFiles }> {
   const { store } = env;
   const app = job.appAttempt;
   const { task, taskAttempt } = a;
   if (!output) {
-    await decideCommit(env, layout, job, taskAttempt);
+    await decideCommit(env, layout, job, taskAttempt, mine);
     // A re-run after a killed commit: temps must not move into the committed dir with the rest.
     await eachAttemptFile(store, layout.attemptDir(app, taskAttempt), { removeTemps: true }, () => {});
     return { claim: headerOf(before!), files: claimFilesOfRecord(before!) };
   }
   const fresh: ClaimHeader = { ...a, appAttempt: app, state: 'claimed', claimedAtMs: env.now(), host: env.host, pid: env.pid, versionDigest: output.versionDigest };
-  if (await store.createExclusive(layout.claimFile(app, task), encodeClaimWith(fresh, output.files))) return { claim: fresh, files: output.files };
+  if (await store.createExclusive(layout.claimFile(app, task), encodeClaimWith(fresh, output.files))) {
+    mine.claim = fresh;
+    return { claim: fresh, files: output.files };
+  }
   const standing = await readClaimRecord(store, layout, { jobId: job.jobId, task, appAttempt: app });
   if (!standing) throw new ConflictError(`the claim of task ${task} vanished while ${taskAttempt} claimed it (recover ran meanwhile?): run commit-task again`);
   if (standing.taskAttempt !== taskAttempt) throw denied(standing, taskAttempt);

@@ -4,7 +4,7 @@
 // and again after its commit (checkKept), and says which it was (exit 4), or goes on.
 
 import { ConflictError } from '../errors.js';
-import { readClaimRecord } from '../job/claims.js';
+import { readClaimRecord, readDecision } from '../job/claims.js';
 import { findCommitted } from '../job/finished.js';
 import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import { describeHolder, isLeaseLive, readCurrentLease, type CurrentLease } from '../job/lease.js';
@@ -12,6 +12,16 @@ import type { JobLayout } from '../job/layout.js';
 import { removeEmptyDirs } from '../store/operations.js';
 import { waitFor } from '../util/wait.js';
 import type { StepEnv } from './env.js';
+
+/**
+ * What this commit-task run wrote into the job's dir, once written: its decision and its claim.
+ * When the job turns out to be another one (its id staged again after an abort), these are the
+ * only files of this run that can be told apart from the new job's own, and they go.
+ */
+export interface RunRecords {
+  decision?: { readonly atMs: number; readonly by: string };
+  claim?: { readonly claimedAtMs: number; readonly host: string; readonly pid: number };
+}
 
 /** How long commit-task waits for a step that holds the job's lease before it gives up (exit 4). */
 const HOLDER_WAIT_MS = 30_000;
@@ -42,11 +52,11 @@ async function jobWithoutHolder(env: StepEnv, layout: JobLayout, job: JobManifes
  * app attempt, the commit goes on. A commit-job that ran meanwhile either met this claim and
  * stopped at it ("still committing") or read the claims before it and committed without it.
  */
-export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<'go' | 'carried'> {
+export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, mine: RunRecords): Promise<'go' | 'carried'> {
   const now = await jobWithoutHolder(env, layout, job, task);
   if (now && isSameJob(now, job) && now.state === 'staged' && now.appAttempt === job.appAttempt) return 'go';
   if (!now) await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
-  else checkSameJob(env, layout, job, now, task);
+  else await checkSameJob(env, layout, job, now, task, taskAttempt, mine);
   if (now?.state === 'aborted') throw new ConflictError(`job ${job.jobId} was aborted while task ${task} committed: nothing of it was published`);
   if (now && now.appAttempt !== job.appAttempt) {
     if (await carried(env, layout, job, now, task, taskAttempt)) return 'carried';
@@ -61,9 +71,9 @@ export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: J
  * recover may have started the next app attempt without it. Exit 4 when the task is not kept;
  * true when the job is still in this app attempt.
  */
-export async function checkKept(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<boolean> {
+export async function checkKept(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, mine: RunRecords): Promise<boolean> {
   const now = await jobWithoutHolder(env, layout, job, task);
-  if (now) checkSameJob(env, layout, job, now, task);
+  if (now) await checkSameJob(env, layout, job, now, task, taskAttempt, mine);
   // The job's staging dir went meanwhile: what this step wrote since made it again, as debris.
   else await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
   if (now && now.appAttempt !== job.appAttempt && !(await carried(env, layout, job, now, task, taskAttempt))) {
@@ -81,10 +91,30 @@ async function carried(env: StepEnv, layout: JobLayout, job: JobManifest, now: J
   return c?.taskAttempt === taskAttempt && c.state === 'committed';
 }
 
-/** A staging dir may hold a new job once this one has finished (a user-named dir, or a job id staged again after an abort): never commit into it. */
-function checkSameJob(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string): void {
+/**
+ * A staging dir may hold a new job once this one has finished (a user-named dir, or a job id
+ * staged again after an abort): never commit into it, and take back the decision and the claim
+ * this run made there (an attempt of the new job may have the same name).
+ */
+async function checkSameJob(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string, taskAttempt: string, mine: RunRecords): Promise<void> {
   if (isSameJob(now, job)) return;
+  await removeOwnRecords(env, layout, job, task, taskAttempt, mine);
   throw new ConflictError(`job ${job.jobId} finished while task ${task} committed, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${env.store.toUri(layout.root)}: nothing of task ${task} was published; run the job again`);
+}
+
+/** Deletes this run's decision and claim where they still stand as it wrote them (read back: host, pid and time match). */
+async function removeOwnRecords(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, mine: RunRecords): Promise<void> {
+  const { store } = env;
+  const app = job.appAttempt;
+  const [decision, claim] = await Promise.all([
+    mine.decision ? readDecision(store, layout, app, taskAttempt).catch(() => null) : null,
+    mine.claim ? readClaimRecord(store, layout, { jobId: job.jobId, task, appAttempt: app }).catch(() => null) : null,
+  ]);
+  const gone: string[] = [];
+  if (decision && decision.atMs === mine.decision!.atMs && decision.by === mine.decision!.by) gone.push(layout.decisionFile(app, taskAttempt));
+  const c = mine.claim;
+  if (claim && c && claim.taskAttempt === taskAttempt && claim.claimedAtMs === c.claimedAtMs && claim.host === c.host && claim.pid === c.pid) gone.push(layout.claimFile(app, task));
+  await Promise.all(gone.map((f) => store.delete(f, false).catch(() => false)));
 }
 
 /**
