@@ -127,7 +127,10 @@ for (const fx of storeFixtures()) {
 
       const text = await cli(['clean-orphans', sb.uri(root), '--older-than', olderThan()], { env: sb.env });
       assert.match(text.stdout, /^KIND\s+PATH\s+AGE\s+FILES\s+BYTES\s+JOB\s+ACTION/m);
-      assert.match(text.stdout, /\d+ leftover\(s\) to remove, .* reclaimable; dry run/);
+      assert.match(text.stdout, /\n\d+ leftover\(s\) to remove, .* reclaimable; 3 skipped \(see ACTION\); dry run: nothing was changed, add --delete to remove them\n$/);
+      // All of them too young: the summary says what was left, not "0 to remove" alone.
+      const young = await cli(['clean-orphans', sb.uri(root), '--older-than', '30d'], { env: sb.env });
+      assert.match(young.stdout, /\nnothing to remove; \d+ skipped \(see ACTION\); dry run: nothing was changed\n$/);
 
       // Roots that repeat or nest list each leftover once, its bytes counted once.
       const args = [sb.uri(root), `${sb.uri(root)}/`, sb.uri(posix.join(root, 'sales')), '--older-than', olderThan(), '--json'];

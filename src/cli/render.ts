@@ -78,9 +78,15 @@ export function renderOrphans(r: CleanOrphansDoc): string {
   const head = ['KIND', 'PATH', 'AGE', 'FILES', 'BYTES', 'JOB', 'ACTION'];
   const widths = head.map((h, i) => rows.reduce((w, row) => Math.max(w, row[i]!.length), h.length));
   const fmt = (row: string[]) => row.map((c, i) => (i === 2 || i === 3 || i === 4 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
-  const gone = r.leftovers.filter((l) => l.action === 'would-delete' || l.action === 'deleted').length;
-  const summary = r.dryRun
-    ? `${gone} leftover(s) to remove, ${formatBytes(r.reclaimableBytes)} reclaimable; dry run: nothing was changed, add --delete to remove them`
-    : `${gone} leftover(s) removed, ${formatBytes(r.reclaimableBytes)} reclaimed`;
+  const count = (...actions: string[]) => r.leftovers.filter((l) => actions.includes(l.action)).length;
+  const gone = count('would-delete', 'deleted');
+  const rolled = count('rolled-forward');
+  const skipped = count('skipped');
+  // What was not removed is said too: a run that only skipped must not read as "0 removed" and nothing else.
+  const others = [rolled ? `${rolled} job(s) rolled forward` : '', skipped ? `${skipped} skipped (see ACTION)` : ''].filter(Boolean).join(', ');
+  const removed = r.dryRun
+    ? gone ? `${gone} leftover(s) to remove, ${formatBytes(r.reclaimableBytes)} reclaimable` : 'nothing to remove'
+    : gone ? `${gone} leftover(s) removed, ${formatBytes(r.reclaimableBytes)} reclaimed` : 'nothing removed';
+  const summary = `${removed}${others ? `; ${others}` : ''}${r.dryRun ? `; dry run: nothing was changed${gone ? ', add --delete to remove them' : ''}` : ''}`;
   return [chalk.bold(fmt(head)), ...rows.map(fmt), '', summary].join('\n');
 }
