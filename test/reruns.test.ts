@@ -45,6 +45,20 @@ for (const fx of storeFixtures()) {
       const stText = await cli(['status', '--job', job], { env: sb.env });
       assert.equal(stText.code, 0, stText.stderr);
       assert.match(stText.stdout, /committed/);
+
+      // recover after the fact (a script that recovers whatever a crash left) finds nothing to do: exit 0, no task to run.
+      const rec = await cli(['recover', '--job', job], { env: sb.env });
+      assert.equal(rec.code, 0, rec.stderr);
+      assert.equal(rec.stdout, '');
+      assert.match(rec.stderr, /job .* was already committed \(.*_SUCCESS, .*\): nothing to do/);
+      const recJson = await cli(['recover', '--job', job, '--json'], { env: sb.env });
+      assert.equal(recJson.code, 0, recJson.stderr);
+      const rdoc = JSON.parse(recJson.stdout);
+      assert.equal(rdoc.state, 'committed');
+      assert.equal(rdoc.appAttempt, null);
+      assert.deepEqual(rdoc.tasksToRun, []);
+      assert.equal(rdoc.alreadyCommitted.success, sb.uri(posix.join(target, '_SUCCESS')));
+      assert.deepEqual(await readTree(sb.store, target), before, 'recover changes nothing');
     });
 
     test("once a later job rewrote _SUCCESS, the table log still proves the commit", async () => {

@@ -16,7 +16,7 @@ import { abortJobUploads } from './abort.js';
 import { releaseLogEntry } from './commit-point.js';
 import { publishClaimedV2 } from '../plan/publish-v2.js';
 import { promotedOutput } from '../store/operations.js';
-import type { OpenJob } from '../job/open.js';
+import type { JobGoneError, OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
 import { attemptsByTask, declaredNotCommitted } from '../job/tasks.js';
 import type { StepEnv } from './env.js';
@@ -32,7 +32,7 @@ export interface RecoverResult {
   readonly jobId: string;
   /** What the job is now: 'staged' (ready for the remaining tasks), 'committed' or 'aborted'. */
   readonly state: 'staged' | 'committed' | 'aborted';
-  readonly appAttempt: number;
+  readonly appAttempt: number | null;
   /** Tasks kept from earlier attempts. */
   readonly committedTasks: readonly string[];
   /** Tasks still to run, one a line on stdout. */
@@ -43,10 +43,21 @@ export interface RecoverResult {
   readonly rolledForward: boolean;
   /** An aborted v2 job whose removal this run finished: the tasks whose published files stay in the target. */
   readonly publishedTasks?: readonly string[];
+  /** The job had committed before this run (its staging dir is gone): nothing was done, and its app attempt is no longer known (null). */
+  readonly alreadyCommitted?: { readonly success: string; readonly committedAt: string };
 }
 
 export async function recover(env: StepEnv, input: RecoverInput): Promise<RecoverResult> {
-  return runStep(env, input.stagingPath, { name: 'recover', lease: true }, (open, lease) => recoverLocked(env, open, lease!));
+  // A job that committed is as far as recover would take it: exit 0 with nothing to run, as a
+  // rerun of commit-job is (a script that recovers after a crash must not read it as failure).
+  const ifGone = (gone: JobGoneError): RecoverResult => {
+    const done = gone.committed;
+    if (!done) throw gone;
+    if (gone.stray) env.emit({ type: 'warn', message: `a commit plan of job ${done.jobId} landed after it committed (a write its store held): ${gone.stray} is left over; delete it` });
+    const nothing = { committedTasks: [], tasksToRun: [], finished: [], undone: [] };
+    return { jobId: done.jobId, state: 'committed', appAttempt: null, ...nothing, rolledForward: false, alreadyCommitted: { success: done.success, committedAt: done.committedAt } };
+  };
+  return runStep(env, input.stagingPath, { name: 'recover', lease: true, ifGone }, (open, lease) => recoverLocked(env, open, lease!));
 }
 
 async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promise<RecoverResult> {

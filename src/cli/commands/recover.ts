@@ -7,6 +7,7 @@ import { renderRecoverDryRun, targetAfterAbort } from '../render-dry-run.js';
 import type { Run } from '../runtime.js';
 
 function renderRecover(r: RecoverDoc): string {
+  if (r.alreadyCommitted) return `job ${r.jobId} was already committed (${r.alreadyCommitted.success}, ${r.alreadyCommitted.committedAt}): nothing to do`;
   if (r.state === 'committed') return `job ${r.jobId} was past its commit point: rolled forward to committed`;
   if (r.state === 'aborted') return `job ${r.jobId} was aborted: finished removing its staging dir${r.publishedTasks ? `; ${targetAfterAbort(r.publishedTasks)}` : ''}`;
   const extra = [r.finished.length ? `finished ${r.finished.length} interrupted task commit(s)` : '', r.undone.length ? `undid ${r.undone.length}` : ''].filter(Boolean).join(', ');
