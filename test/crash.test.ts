@@ -280,6 +280,35 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.equal(await sb.store.stat(run.stagingPath), null, 'staging dir removed, late files too');
     });
 
+    test('a commit-job that dies once it deleted copied sources heals both ways; a source removed by hand is never taken as copied', async () => {
+      const sc = SCENARIOS[2]!; // outside writers: object stores copy their files at commit-job
+      const clean = await staged(sc);
+      await act(sb.store, clean, { kind: 'commit-job' }, sc);
+      const expected = data(await readTree(sb.store, clean.targetPath));
+      // Stores that copy large files out of the staging dir delete them as they go (S3 here: the
+      // test settings make every file of 4 bytes up large).
+      const early = sb.store.pendingUploadMinBytes !== undefined;
+      for (const heal of ['recover', 'rerun'] as const) {
+        const run = await staged(sc);
+        const hook = crashAt({ op: 'delete', path: (p) => p.includes('/_temporary/') }, { after: true });
+        await act(sb.store, run, { kind: 'commit-job' }, sc, hook).catch((e: unknown) => {
+          if (!(e instanceof InjectedFault)) throw e;
+        });
+        assert.equal(hook.tripped(), early, `${heal}: died right after deleting copied sources`);
+        if (heal === 'recover') await finishAfterRecover(sb.store, run, sc);
+        else await act(sb.store, run, { kind: 'commit-job' }, sc).catch(finished);
+        await expectFinished(sb.store, run, expected, `died after deleting copied sources, healed by ${heal}`);
+      }
+      if (!early) return;
+      // Past the commit point, a source someone else removed is lost, not copied: the replay says so.
+      const run = await staged(sc);
+      await assert.rejects(act(sb.store, run, { kind: 'commit-job' }, sc, crashAt({ op: 'copy' })), InjectedFault);
+      const big = (await walkFiles(sb.store, run.stagingPath)).find((e) => e.name.endsWith('/big'))!;
+      await sb.store.delete(posix.join(run.stagingPath, big.name), false);
+      await assert.rejects(act(sb.store, run, { kind: 'commit-job' }, sc), (e: unknown) => e instanceof StoreError && e.kind === 'not-found');
+      assert.equal((await readTree(sb.store, run.targetPath))['dt=1/big'], undefined, 'the removed file is not reported published');
+    });
+
     test('abort at every mutation, then abort again: staging gone, target as before', async (t) => {
       const sc = SCENARIOS[0]!;
       const c = counter();
