@@ -444,6 +444,43 @@ for (const fx of storeFixtures()) {
       });
     }
 
+    for (const algorithm of ['v1', 'v2'] as const) {
+      test(`a claim and a decision that a run of an earlier job of the same id left in the new job (${algorithm}): the new job's steps refuse them (exit 4), never take them for its own`, async () => {
+        const target = posix.join(dir(), `zombie-${algorithm}`);
+        const handle = await stage(sb, { target, partitionBy: 'dt', jobId: 'zombie', algorithm, mode: 'append' });
+        const layout = new JobLayout(sb.pathOf(handle));
+        await stageTask(sb, handle, { task: '0', partition: ['dt=1'], files: { 'old.txt': 'old' } });
+        // The earlier job's records as its run wrote them (a run that went on after its job ended
+        // and died before it could take them back leaves exactly these bytes).
+        const attempt0 = taskAttemptName('zombie', '0', 0);
+        await libCommitTask(testEnv(sb.store), layout.root, { task: '0', files: {} });
+        const [claim, decision] = await Promise.all([sb.store.readFile(layout.claimFile(0, '0')), sb.store.readFile(layout.decisionFile(0, attempt0))]);
+        await abort(testEnv(sb.store), { stagingPath: layout.root });
+        // v2 published at commit-task, and an abort leaves what was published.
+        const earlier = algorithm === 'v2' ? { 'dt=1/old.txt': 'old' } : {};
+        await stage(sb, { target, partitionBy: 'dt', jobId: 'zombie', algorithm, mode: 'append' });
+        await stageTask(sb, handle, { task: '0', partition: ['dt=1'], files: { 'new.txt': 'new' } });
+        await sb.store.writeFile(layout.claimFile(0, '0'), claim!);
+        const ct = await commitTask(sb, handle, '0');
+        assert.equal(ct.code, 4, `commit-task: ${ct.stderr}`);
+        assert.match(ct.stderr, /the claim of task 0, made by attempt_zombie_0_0 \(.*\) was made for an earlier job zombie, staged .*: nothing was changed; abort this job and stage it again/);
+        const cj = await commitJob(sb, handle);
+        assert.equal(cj.code, 4, `commit-job: ${cj.stderr}`);
+        assert.match(cj.stderr, /was made for an earlier job zombie/);
+        assert.deepEqual(await readTree(sb.store, target), earlier, 'nothing published, no _SUCCESS naming a file that is not there');
+        // The decision alone: the attempt is refused with advice; another attempt commits.
+        await sb.store.delete(layout.claimFile(0, '0'), false);
+        await sb.store.writeFile(layout.decisionFile(0, attempt0), decision!);
+        const again = await commitTask(sb, handle, '0');
+        assert.equal(again.code, 4, `commit-task: ${again.stderr}`);
+        assert.match(again.stderr, /the decision \(commit\) of attempt_zombie_0_0 \(.*\) was made for an earlier job zombie, .*stage the task as a new --attempt/);
+        await stageTask(sb, handle, { task: '0', attempt: 1, partition: ['dt=1'], files: { 'new.txt': 'new' } });
+        assert.equal((await commitTask(sb, handle, '0', 1)).code, 0);
+        assert.equal((await commitJob(sb, handle)).code, 0);
+        assert.deepEqual(data(await readTree(sb.store, target)), { ...earlier, 'dt=1/new.txt': 'new' });
+      });
+    }
+
     test('a commit-task whose job an abort removes once the claim exists, before the claim is marked committed: exit 4, and nothing is left where the staging dir was', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('t');
       let aborted: Promise<unknown> | undefined;

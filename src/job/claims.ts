@@ -1,6 +1,6 @@
 // Task coordination: per task, the commit claim (first attempt to create it wins; once committed,
-// the record of the task's files); per attempt, the decision (commit or abort, whichever creates
-// it first, DESIGN §5.9). Both are created exclusively and checked on every read.
+// the record of the task's files). Created exclusively and checked on every read. (The decision
+// per attempt is in decisions.ts.)
 
 import { CorruptManifestError, StoreError } from '../errors.js';
 import { encodeManifest, encodeManifestBytes, decodeManifest, decodeManifestLazy, Fields } from '../manifest/codec.js';
@@ -9,7 +9,8 @@ import { checkRelativePath, checkTaskId, isDataName } from '../paths.js';
 import type { Entry, Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import { ADOPTED_DIR, taskAttemptName, type JobLayout } from './layout.js';
-import { manifestNames, readManifestFile } from './manifest-io.js';
+import { checkOfInstance } from './instance.js';
+import { readManifestFile } from './manifest-io.js';
 import { claimFilesOf, fileOf, type ClaimFiles, type TaskFile } from './claim-files.js';
 
 export type { TaskFile } from './claim-files.js';
@@ -32,6 +33,8 @@ export interface ClaimHeader {
   readonly root?: string;
   /** The VersionDigest of the files commit-task found in the attempt dir; null where the store has no versions (claims before version 2 have none). */
   readonly versionDigest?: string | null;
+  /** The stagedAtMs of the job it was made for (absent in claims of earlier versions): a job id staged again is another job. */
+  readonly jobStagedAtMs?: number;
 }
 
 export interface Claim extends ClaimHeader {
@@ -44,10 +47,13 @@ export interface ClaimContext {
   readonly jobId: string;
   readonly task: string;
   readonly appAttempt: number;
+  /** The job's stagedAtMs, where a claim made for an earlier job of the same id must be refused (exit 4). */
+  readonly jobStagedAtMs?: number;
 }
 
 const KIND = 'stagecommit/claim';
-const VERSION = 2;
+/** 3: the job's stagedAtMs (jobStagedAtMs); 2: the version digest. */
+const VERSION = 3;
 
 export function encodeClaim(c: Claim): Buffer {
   const { files, ...header } = c;
@@ -56,7 +62,10 @@ export function encodeClaim(c: Claim): Buffer {
 
 /** A claim whose file list is written already (ClaimFiles): only its header is encoded here. */
 export function encodeClaimWith(c: ClaimHeader, files: ClaimFiles): Buffer {
-  return encodeManifestBytes({ kind: KIND, version: VERSION, ...c, root: c.root ?? null, versionDigest: c.versionDigest ?? null, bytes: files.bytes }, { files: files.list });
+  const { jobStagedAtMs, ...rest } = c;
+  // A claim read from an earlier version (recover carries it) is written again as that version was.
+  const version = jobStagedAtMs === undefined ? 2 : VERSION;
+  return encodeManifestBytes({ kind: KIND, version, ...rest, root: c.root ?? null, versionDigest: c.versionDigest ?? null, ...(jobStagedAtMs === undefined ? {} : { jobStagedAtMs }), bytes: files.bytes }, { files: files.list });
 }
 
 /**
@@ -136,7 +145,9 @@ export function decodeClaimRecord(text: string | Buffer, file: string, ctx: Clai
   // Version 1 claims (before the digest) have none; from version 2 it is there, null or a digest.
   const versionDigest = f.doc.version === 1 ? null : f.nullableText('versionDigest');
   if (versionDigest !== null && !/^[0-9a-f]{64}$/.test(versionDigest)) throw new CorruptManifestError(file, 'versionDigest', 'is not 64 hex digits');
-  const header = { task, attempt, taskAttempt, appAttempt, state, claimedAtMs: f.count('claimedAtMs'), host: f.string('host'), pid: f.count('pid'), root, versionDigest };
+  const jobStagedAtMs = (f.doc.version as number) >= 3 ? f.count('jobStagedAtMs') : undefined;
+  checkOfInstance(file, `the claim of task ${task}, made by ${taskAttempt}`, ctx.jobId, jobStagedAtMs, ctx.jobStagedAtMs, 'abort this job and stage it again (under a new --job-id runs of the earlier job cannot reach it)');
+  const header = { task, attempt, taskAttempt, appAttempt, state, claimedAtMs: f.count('claimedAtMs'), host: f.string('host'), pid: f.count('pid'), root, versionDigest, ...(jobStagedAtMs === undefined ? {} : { jobStagedAtMs }) };
   let files: Fields | null = f;
   const eachFile = (fn: (t: TaskFile) => void): void => {
     if (!files) throw new Error(`internal: the files of ${file} were read already`);
@@ -214,9 +225,9 @@ async function lenientUploads(store: Store, layout: JobLayout, job: { readonly j
 }
 
 /** Every claim of one app attempt, by task; a file there that is not a claim is reported. */
-export async function readClaims(store: Store, layout: JobLayout, jobId: string, app: number, concurrency = 16): Promise<Map<string, Claim>> {
+export async function readClaims(store: Store, layout: JobLayout, jobId: string, app: number, concurrency = 16, jobStagedAtMs?: number): Promise<Map<string, Claim>> {
   const tasks = await claimTasks(store, layout, app);
-  const claims = await mapLimit(tasks, concurrency, (task) => readClaim(store, layout, { jobId, task, appAttempt: app }));
+  const claims = await mapLimit(tasks, concurrency, (task) => readClaim(store, layout, { jobId, task, appAttempt: app, jobStagedAtMs }));
   const out = new Map<string, Claim>();
   for (const c of claims) if (c) out.set(c.task, c);
   return out;
@@ -250,51 +261,9 @@ export function claimTaskOf(e: Entry): string | null {
  * Every claim of one app attempt, by task, with file lists left unread (ClaimRecord): each claim
  * stays one string until its files are read, never a list of objects.
  */
-export async function readClaimRecords(store: Store, layout: JobLayout, jobId: string, app: number, concurrency = 16): Promise<Map<string, ClaimRecord>> {
-  const read = await mapLimit(await claimTasks(store, layout, app), concurrency, (task) => readClaimRecord(store, layout, { jobId, task, appAttempt: app }));
+export async function readClaimRecords(store: Store, layout: JobLayout, jobId: string, app: number, concurrency = 16, jobStagedAtMs?: number): Promise<Map<string, ClaimRecord>> {
+  const read = await mapLimit(await claimTasks(store, layout, app), concurrency, (task) => readClaimRecord(store, layout, { jobId, task, appAttempt: app, jobStagedAtMs }));
   const out = new Map<string, ClaimRecord>();
   for (const c of read) if (c) out.set(c.task, c);
   return out;
-}
-
-export type DecisionOutcome = 'commit' | 'abort';
-
-export interface Decision {
-  readonly taskAttempt: string;
-  readonly outcome: DecisionOutcome;
-  readonly atMs: number;
-  readonly by: string;
-}
-
-const DECISION = 'stagecommit/decision';
-
-function decodeDecision(text: string | Buffer, file: string, taskAttempt: string): Decision {
-  const f = new Fields(decodeManifest(text, file), file);
-  f.kind(DECISION, 1);
-  const d: Decision = { taskAttempt: f.string('taskAttempt'), outcome: f.oneOf('outcome', ['commit', 'abort'] as const), atMs: (f.string('at'), f.count('atMs')), by: f.string('by') };
-  if (d.taskAttempt !== taskAttempt) throw new CorruptManifestError(file, 'taskAttempt', `is '${d.taskAttempt}', but the file is the decision of ${taskAttempt}`);
-  return d;
-}
-
-export function readDecision(store: Store, layout: JobLayout, app: number, taskAttempt: string): Promise<Decision | null> {
-  return readManifestFile(store, layout.decisionFile(app, taskAttempt), (text, file) => decodeDecision(text, file, taskAttempt));
-}
-
-/**
- * Decides an attempt's fate with one exclusive create: the first of commit-task and
- * abort --task to get here wins. Returns the decision that stands (ours, or the earlier one).
- */
-export async function decide(store: Store, layout: JobLayout, app: number, d: Decision): Promise<Decision> {
-  const body = encodeManifest({ kind: DECISION, version: 1, taskAttempt: d.taskAttempt, outcome: d.outcome, atMs: d.atMs, at: new Date(d.atMs).toISOString(), by: d.by });
-  if (await store.createExclusive(layout.decisionFile(app, d.taskAttempt), body)) return d;
-  const standing = await readDecision(store, layout, app, d.taskAttempt);
-  // A create retried after a lost response may find its own first try: it stands either way.
-  return standing ?? d;
-}
-
-/** Every decision of one app attempt, by task attempt. */
-export async function readDecisions(store: Store, layout: JobLayout, app: number, concurrency = 16): Promise<Map<string, Decision>> {
-  const names = (await manifestNames(store, layout.decisionsDir(app))).map((n) => n.slice(0, -5));
-  const read = await mapLimit(names, concurrency, (n) => readDecision(store, layout, app, n));
-  return new Map(read.filter((d): d is Decision => d !== null).map((d) => [d.taskAttempt, d]));
 }

@@ -1,7 +1,8 @@
 // abort: throws away one task attempt, or the whole job's staged data (refused past the commit point).
 
 import { ConflictError } from '../errors.js';
-import { claimedUploads, decide, readClaim } from '../job/claims.js';
+import { claimedUploads, readClaim } from '../job/claims.js';
+import { decide } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
 import { saveJob } from '../job/job.js';
 import { taskAttemptName } from '../job/layout.js';
@@ -78,10 +79,10 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
   requireState(open, ['staged'], 'abort a task attempt');
   const app = job.appAttempt;
   const taskAttempt = taskAttemptName(job.jobId, task, attempt);
-  const decision = await decide(store, layout, app, { taskAttempt, outcome: 'abort', atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` });
+  const decision = await decide(store, layout, app, { taskAttempt, outcome: 'abort', atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}`, jobStagedAtMs: job.stagedAtMs }, job);
   let wasDenied = false;
   if (decision.outcome === 'commit') {
-    const claim = await readClaim(store, layout, { jobId: job.jobId, task, appAttempt: app });
+    const claim = await readClaim(store, layout, { jobId: job.jobId, task, appAttempt: app, jobStagedAtMs: job.stagedAtMs });
     if (claim?.taskAttempt === taskAttempt || !claim) {
       const what = claim?.state === 'committed' ? 'already committed' : 'committing (its commit-task decided first)';
       throw new ConflictError(`cannot abort ${taskAttempt}: it is ${what} and its files belong to the job; abort the whole job, or commit another attempt${claim?.state === 'committed' ? '' : " (run 'stagecommit recover' if its commit-task was killed)"}`);

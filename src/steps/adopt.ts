@@ -5,7 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { ConflictError, UsageError } from '../errors.js';
-import { decide, encodeClaim, type Claim } from '../job/claims.js';
+import { encodeClaim, type Claim } from '../job/claims.js';
+import { decide } from '../job/decisions.js';
 import { ADOPTED_DIR, defaultStagingRoot, JobLayout, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
 import { kindOfName, recogniseLeftover } from '../leftover/recognise.js';
 import type { Leftover, ListedEntry } from '../leftover/types.js';
@@ -197,12 +198,12 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   if (input.dryRun) return result;
 
   const adopted = { leftover: uri, leftoverPath, tasks: claims.length };
-  await stageJob(env, { targetPath, stagingPath, mode, algorithm: 'v1', partition: [], partitionBy: leftover.partitionBy, jobId, tasks, adopted });
+  const { job } = await stageJob(env, { targetPath, stagingPath, mode, algorithm: 'v1', partition: [], partitionBy: leftover.partitionBy, jobId, tasks, adopted });
   // Decided and claimed as commit-task would: a later `abort --task` of it is refused (§5.9).
   // Tasks go at once (one after another, 10,000 tasks took minutes on S3).
   await forEachLimit(claims, env.concurrency, async (c) => {
-    await decide(store, layout, 0, { taskAttempt: c.taskAttempt, outcome: 'commit', atMs: env.now(), by: `adopt by ${env.user}@${env.host} pid ${env.pid}` });
-    await store.createExclusive(layout.claimFile(0, c.task), encodeClaim(c));
+    await decide(store, layout, 0, { taskAttempt: c.taskAttempt, outcome: 'commit', atMs: env.now(), by: `adopt by ${env.user}@${env.host} pid ${env.pid}`, jobStagedAtMs: job.stagedAtMs });
+    await store.createExclusive(layout.claimFile(0, c.task), encodeClaim({ ...c, jobStagedAtMs: job.stagedAtMs }));
   });
   // The rename comes last: until it, the leftover is where it was and the new job publishes nothing.
   if (store.caps.directoryRename) await moveLeftover(env, leftoverPath, stagingPath);

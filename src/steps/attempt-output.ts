@@ -4,7 +4,7 @@
 import { posix } from 'node:path';
 import { CommitDeniedError, UsageError } from '../errors.js';
 import { AttemptFileList, VersionDigest, type ClaimFiles } from '../job/claim-files.js';
-import { readDecision } from '../job/claims.js';
+import { readDecision } from '../job/decisions.js';
 import { staticPrefix, type JobManifest } from '../job/job.js';
 import { SUCCESS_FILE, taskOfAttempt, type JobLayout } from '../job/layout.js';
 import { checkStagedOnce, readAttemptUploads, type AttemptUploads } from '../job/pending-uploads.js';
@@ -111,7 +111,7 @@ async function checkNamesRoundTrip(store: StepEnv['store'], attemptDir: string, 
 /** Why an attempt has no dir: aborted (its decision says so), or never staged in this app attempt. */
 async function notStaged(store: StepEnv['store'], layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<Error> {
   const app = job.appAttempt;
-  const aborted = await readDecision(store, layout, app, taskAttempt);
+  const aborted = await readDecision(store, layout, app, taskAttempt, job);
   if (aborted?.outcome === 'abort') return abortedError(taskAttempt, aborted);
   const older = await olderOutput(store, layout, job.jobId, task, app);
   const where = older ? `; its files are in ${store.toUri(older)}, left from an earlier app attempt: stage them again` : '; stage its files, or --print-path for a writer, first';

@@ -4,7 +4,8 @@
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError, StoreError, UsageError } from '../errors.js';
 import { claimFilesOfRecord, taskFilesOf, type ClaimFiles } from '../job/claim-files.js';
-import { decide, encodeClaimWith, readClaimRecord, readDecision, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
+import { encodeClaimWith, readClaimRecord, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
+import { decide, readDecision } from '../job/decisions.js';
 import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import { taskAttemptName, type JobLayout } from '../job/layout.js';
 import { settleAttemptUploads } from '../job/pending-uploads.js';
@@ -59,7 +60,8 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   checkDeclared(job, task);
   const app = job.appAttempt;
   const taskAttempt = taskAttemptName(job.jobId, task, attempt);
-  const ctx = { jobId: job.jobId, task, appAttempt: app };
+  // A claim or decision made for an earlier job of this id (staged again after an abort) is refused.
+  const ctx = { jobId: job.jobId, task, appAttempt: app, jobStagedAtMs: job.stagedAtMs };
   const result = (outcome: CommitTaskResult['outcome'], files: number, bytes: number): CommitTaskResult => ({ jobId: job.jobId, task, taskAttempt, outcome, files, bytes });
   const mine: RunRecords = {};
 
@@ -148,7 +150,7 @@ async function otherRunCommitted(env: StepEnv, layout: JobLayout, ctx: { jobId: 
 /** The attempt's decision: commit, unless an abort of it came first (§5.9). */
 async function decideCommit(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string, mine: RunRecords): Promise<void> {
   const ours = { atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` };
-  const decision = await decide(env.store, layout, job.appAttempt, { taskAttempt, outcome: 'commit', ...ours });
+  const decision = await decide(env.store, layout, job.appAttempt, { taskAttempt, outcome: 'commit', ...ours, jobStagedAtMs: job.stagedAtMs }, job);
   if (decision.atMs === ours.atMs && decision.by === ours.by) mine.decision = ours;
   if (decision.outcome === 'abort') throw abortedError(taskAttempt, decision);
 }
@@ -182,12 +184,12 @@ async function claimTask(
     await eachAttemptFile(store, layout.attemptDir(app, taskAttempt), { removeTemps: true }, () => {});
     return { claim: headerOf(before!), files: claimFilesOfRecord(before!) };
   }
-  const fresh: ClaimHeader = { ...a, appAttempt: app, state: 'claimed', claimedAtMs: env.now(), host: env.host, pid: env.pid, versionDigest: output.versionDigest };
+  const fresh: ClaimHeader = { ...a, appAttempt: app, state: 'claimed', claimedAtMs: env.now(), host: env.host, pid: env.pid, versionDigest: output.versionDigest, jobStagedAtMs: job.stagedAtMs };
   if (await store.createExclusive(layout.claimFile(app, task), encodeClaimWith(fresh, output.files))) {
     mine.claim = fresh;
     return { claim: fresh, files: output.files };
   }
-  const standing = await readClaimRecord(store, layout, { jobId: job.jobId, task, appAttempt: app });
+  const standing = await readClaimRecord(store, layout, { jobId: job.jobId, task, appAttempt: app, jobStagedAtMs: job.stagedAtMs });
   if (!standing) throw new ConflictError(`the claim of task ${task} vanished while ${taskAttempt} claimed it (recover ran meanwhile?): run commit-task again`);
   if (standing.taskAttempt !== taskAttempt) throw denied(standing, taskAttempt);
   return { claim: headerOf(standing), files: claimFilesOfRecord(standing) };
@@ -201,7 +203,7 @@ function headerOf(record: ClaimRecord): ClaimHeader {
 /** A v2 task refused by a clash before its claim: the clash may be its own winning attempt's output, or it was aborted. */
 async function refusedV2(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string, ctx: { jobId: string; task: string; appAttempt: number }, e: unknown): Promise<never> {
   if (!(e instanceof ConflictError)) throw e;
-  const [claim, decision] = await Promise.all([readClaimRecord(env.store, layout, ctx), readDecision(env.store, layout, job.appAttempt, taskAttempt)]);
+  const [claim, decision] = await Promise.all([readClaimRecord(env.store, layout, ctx), readDecision(env.store, layout, job.appAttempt, taskAttempt, job)]);
   if (claim && claim.taskAttempt !== taskAttempt) throw denied(claim, taskAttempt);
   if (decision?.outcome === 'abort') throw abortedError(taskAttempt, decision);
   throw e;

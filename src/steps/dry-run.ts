@@ -4,7 +4,8 @@
 
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError } from '../errors.js';
-import { readClaims, readDecision } from '../job/claims.js';
+import { readClaims } from '../job/claims.js';
+import { readDecision } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
 import { ADOPTED_DIR, taskAttemptName, SUCCESS_FILE, type JobLayout } from '../job/layout.js';
 import { giveBackProblem, leftoverToGiveBack } from '../job/adoption.js';

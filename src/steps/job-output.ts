@@ -69,7 +69,8 @@ export interface JobOutput {
 export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput> {
   const { store } = env;
   const { job, layout } = open;
-  const read = await readClaimRecords(store, layout, job.jobId, job.appAttempt, env.concurrency);
+  // A claim made for an earlier job of this id (staged again after an abort) stops the commit (exit 4).
+  const read = await readClaimRecords(store, layout, job.jobId, job.appAttempt, env.concurrency, job.stagedAtMs);
   // A half-made adoption would commit nothing (or part of the leftover) and write a _SUCCESS.
   const halfMade = await halfMadeAdoption(store, layout, job, read);
   if (halfMade !== null) throw new ConflictError(`job ${job.jobId} is a half-made adoption (${halfMade}): nothing was changed; ${halfMadeAdvice(job)}`);

@@ -2,7 +2,8 @@
 // task, starts the next app attempt and lists the tasks still to run; past the commit point it
 // rolls the job forward to done.
 
-import { decide, encodeClaim, readClaims, readDecisions, type Claim } from '../job/claims.js';
+import { encodeClaim, readClaims, type Claim } from '../job/claims.js';
+import { decide, readDecisions } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
 import { saveJob, type JobManifest } from '../job/job.js';
 import { COMMIT_FILE, taskOfAttempt, type JobLayout } from '../job/layout.js';
@@ -80,7 +81,7 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
 
   const app = job.appAttempt;
   const next = app + 1;
-  const [claims, decisions] = await Promise.all([readClaims(store, layout, job.jobId, app), readDecisions(store, layout, app)]);
+  const [claims, decisions] = await Promise.all([readClaims(store, layout, job.jobId, app, env.concurrency, job.stagedAtMs), readDecisions(store, layout, app, env.concurrency, job)]);
   const finished: string[] = [];
   const undone: string[] = [];
   for (const claim of [...claims.values()].filter((c) => c.state === 'claimed')) {

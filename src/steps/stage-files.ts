@@ -3,7 +3,7 @@
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
-import { readDecision } from '../job/claims.js';
+import { readDecision } from '../job/decisions.js';
 import type { JobManifest } from '../job/job.js';
 import { ATTEMPT_MARKER, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
 import { stageAsUploads, type StagedUploads } from '../job/pending-uploads.js';
@@ -84,7 +84,7 @@ async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, ta
   if (input.files.length === 0 && !input.printPath) throw new UsageError('nothing to stage: give FILE… (or - with --name for stdin), or --print-path');
 
   const taskAttempt = taskAttemptName(job.jobId, task, attempt);
-  const decision = await readDecision(store, layout, job.appAttempt, taskAttempt);
+  const decision = await readDecision(store, layout, job.appAttempt, taskAttempt, job);
   if (decision?.outcome === 'abort') {
     throw new CommitDeniedError(`task attempt ${taskAttempt} was aborted: it can never commit; stage into a new --attempt`);
   }

@@ -9,7 +9,8 @@
 
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError } from '../errors.js';
-import { readClaimRecord, readDecision, type ClaimRecord } from '../job/claims.js';
+import { readClaimRecord, type ClaimRecord } from '../job/claims.js';
+import { readDecision, type Decision } from '../job/decisions.js';
 import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import type { JobLayout } from '../job/layout.js';
 import { deleteFiles, removeEmptyDirs } from '../store/operations.js';
@@ -39,7 +40,8 @@ export interface StagedWrites {
  */
 export async function checkStillStaged(env: StepEnv, layout: JobLayout, job: JobManifest, w: StagedWrites): Promise<void> {
   const { store } = env;
-  const [now, decision, plan] = await Promise.all([loadJob(store, layout), readDecision(store, layout, job.appAttempt, w.taskAttempt), store.stat(layout.commitFile)]);
+  // A decision made for an earlier job of this id is refused (ConflictError): the files go back first.
+  const [now, decision, plan] = await Promise.all([loadJob(store, layout), readDecision(store, layout, job.appAttempt, w.taskAttempt, job).catch((e: unknown) => e), store.stat(layout.commitFile)]);
   // A job id may be used again once its job ended (abort): the same job is the same id staged at the same time.
   const same = now !== null && isSameJob(now, job);
   // A written plan is past the commit point though `_job.yaml` may still say staged (a killed commit-job).
@@ -52,8 +54,13 @@ export async function checkStillStaged(env: StepEnv, layout: JobLayout, job: Job
     if (state !== 'staged') throw new ConflictError(`job ${job.jobId} was ${state} while this stage ran: its output cannot have these files, and ${taken}; stage them into a new job`);
     throw new ConflictError(`recover started app attempt ${now.appAttempt} of job ${job.jobId} while this stage ran in app attempt ${job.appAttempt}: ${taken}; run the task again`);
   }
+  if (decision instanceof ConflictError) {
+    await takeBack(env, layout, job.appAttempt, w, false);
+    throw decision;
+  }
+  if (decision instanceof Error) throw decision;
   if (decision === null) return;
-  if (decision.outcome === 'abort') {
+  if ((decision as Decision).outcome === 'abort') {
     await takeBack(env, layout, job.appAttempt, w, false);
     throw new CommitDeniedError(`task attempt ${w.taskAttempt} was aborted while this stage ran: it can never commit, and ${taken}; stage into a new --attempt`);
   }
@@ -85,7 +92,7 @@ const CLAIM_WAIT_MS = 30_000;
 
 /** The task's claim once a commit-task finished it ('committed', this attempt's or another's); null if that takes too long. */
 async function finishedClaim(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<ClaimRecord | null> {
-  const ctx = { jobId: job.jobId, task, appAttempt: job.appAttempt };
+  const ctx = { jobId: job.jobId, task, appAttempt: job.appAttempt, jobStagedAtMs: job.stagedAtMs };
   const claim = await waitFor(env.now, Math.min(CLAIM_WAIT_MS, env.leaseTtlMs), async () => {
     const c = await readClaimRecord(env.store, layout, ctx);
     return c?.state === 'committed' ? c : undefined;

@@ -1,6 +1,7 @@
 // status: what a job is doing — state, tasks, files, bytes, age, owner, lease.
 
-import { readClaims, readDecisions } from '../job/claims.js';
+import { readClaims } from '../job/claims.js';
+import { readDecisions } from '../job/decisions.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import type { JobManifest } from '../job/job.js';
 import { taskOfAttempt } from '../job/layout.js';

@@ -4,7 +4,8 @@
 // and again after its commit (checkKept), and says which it was (exit 4), or goes on.
 
 import { ConflictError } from '../errors.js';
-import { readClaimRecord, readDecision } from '../job/claims.js';
+import { readClaimRecord } from '../job/claims.js';
+import { readDecision } from '../job/decisions.js';
 import { findCommitted } from '../job/finished.js';
 import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import { describeHolder, isLeaseLive, readCurrentLease, type CurrentLease } from '../job/lease.js';
