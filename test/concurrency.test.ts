@@ -389,6 +389,25 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
     });
 
+    test('two runs of one commit-task attempt, the second whole before the first lists the attempt: the first finds it committed (exit 0), not "never staged"', async () => {
+      const { target, stagingPath, layout, job } = await lateTaskJob('t');
+      let second: Promise<unknown> | undefined;
+      // The first run has read the (absent) claim; the second runs whole before its first listing.
+      const firstEnv = testEnv(sb.store, {
+        beforeRead: async (op, p) => {
+          if (second || !(op === 'list' && p.startsWith(layout.attemptsDir(0)))) return;
+          second = libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+          await second;
+        },
+      });
+      const first = await libCommitTask(firstEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+      assert.ok(second, 'the second run ran');
+      assert.equal(await second, null, 'the second run exits 0');
+      assert.equal(first, null, `the first run exits 0 too, not: ${String(first)}`);
+      assert.equal((await commitJob(sb, job)).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
+    });
+
     test('two runs of one commit-task attempt, the second moving the files while the first promotes and marking them committed only later: both exit 0', async () => {
       const { target, stagingPath, layout, job } = await lateTaskJob('t');
       let claimed = false;

@@ -4,7 +4,7 @@
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError, StoreError, UsageError } from '../errors.js';
 import { claimFilesOfRecord, taskFilesOf, type ClaimFiles } from '../job/claim-files.js';
-import { encodeClaimWith, readClaimRecord, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
+import { encodeClaimWith, readClaimRecord, type ClaimContext, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
 import { decide, readDecision } from '../job/decisions.js';
 import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import { taskAttemptName, type JobLayout } from '../job/layout.js';
@@ -63,15 +63,13 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   // A claim or decision made for an earlier job of this id (staged again after an abort) is refused.
   const ctx = { jobId: job.jobId, task, appAttempt: app, jobStagedAtMs: job.stagedAtMs };
   const result = (outcome: CommitTaskResult['outcome'], files: number, bytes: number): CommitTaskResult => ({ jobId: job.jobId, task, taskAttempt, outcome, files, bytes });
+  const already = (c: ClaimRecord) => (c.eachFile(() => {}), result('already', c.fileCount, c.bytes));
   const mine: RunRecords = {};
 
   const before = await readClaimRecord(store, layout, ctx);
   if (before && before.taskAttempt !== taskAttempt) throw denied(before, taskAttempt);
-  if (before?.state === 'committed') {
-    // Read through all the same: its paths are checked as every claim's are (§5.11).
-    before.eachFile(() => {});
-    return result('already', before.fileCount, before.bytes);
-  }
+  // Read through all the same: its paths are checked as every claim's are (§5.11).
+  if (before?.state === 'committed') return already(before);
   requireState(open, ['staged'], 'commit a task');
   // A v2 publication of this attempt still running here: a second run beside it could undo it.
   if (before && job.algorithm === 'v2' && before.host === env.host && before.pid !== env.pid && !processGone(before, env)) {
@@ -80,7 +78,9 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   const attemptDir = layout.attemptDir(app, taskAttempt);
   // Checked before the decision: output refused here leaves the attempt free to abort or fix (a
   // stage's temp, which may be in flight, is not touched).
-  const first = before ? null : await attemptOutput(env, layout, job, task, taskAttempt, false);
+  const looked = before ? null : await attemptOutput(env, layout, job, task, taskAttempt, false).catch((e: unknown) => committedMeanwhile(env, layout, ctx, taskAttempt, e));
+  if (looked instanceof Committed) return already(looked.claim);
+  const first = looked;
   // So is a v2 task whose files cannot go into the target (an append clash): planned again once claimed.
   const planned = (o: NonNullable<typeof first>) => planV2(env, layout, job, attemptDir, taskFilesOf(o.files)).catch((e: unknown) => refusedV2(env, layout, job, taskAttempt, ctx, e));
   if (first && job.algorithm === 'v2') await planned(first);
@@ -93,11 +93,14 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
       // A `stage` that found the attempt undecided once its files were written may have written
       // them after the first listing: the claim lists what the attempt holds once decided. (Refused
       // now, the attempt stays decided: another run of it may be going on with the decision.)
-      output = await attemptOutput(env, layout, job, task, taskAttempt).catch(async (e: unknown) => {
-        // None left to list: the job's end may have removed them since the first look.
+      const listed = await attemptOutput(env, layout, job, task, taskAttempt).catch(async (e: unknown) => {
+        // None left to list: the job's end may have removed them since the first look, or another
+        // run of this attempt committed it whole.
         if (!(await stillStaged(env, layout, job))) await checkNotOverlooked(env, layout, job, task, taskAttempt, mine);
-        throw e;
+        return committedMeanwhile(env, layout, ctx, taskAttempt, e);
       });
+      if (listed instanceof Committed) return already(listed.claim);
+      output = listed;
       if (job.algorithm === 'v2' && (output.files.list.length !== first.files.list.length || output.files.bytes !== first.files.bytes)) await planned(output);
     }
     ({ claim, files } = await claimTask(env, layout, job, { task, attempt, taskAttempt }, before, output, mine));
@@ -131,6 +134,22 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
     throw removedMeanwhile;
   }
   return result('committed', files.list.length, files.bytes);
+}
+
+/** Another run of this attempt committed it whole since this run first looked. */
+class Committed {
+  constructor(readonly claim: ClaimRecord) {}
+}
+
+/**
+ * The attempt's output could not be read (its dir gone: "never staged"): another run of this
+ * attempt may have committed it meanwhile, and promoted its dir. Then this run is done too.
+ */
+async function committedMeanwhile(env: StepEnv, layout: JobLayout, ctx: ClaimContext, taskAttempt: string, e: unknown): Promise<Committed> {
+  const now = e instanceof UsageError ? await readClaimRecord(env.store, layout, ctx) : null;
+  if (now && now.taskAttempt !== taskAttempt) throw denied(now, taskAttempt);
+  if (now?.state === 'committed') return new Committed(now);
+  throw e;
 }
 
 /**
