@@ -307,6 +307,15 @@ for (const fx of storeFixtures({ inProcess: true })) {
       await sb.store.delete(posix.join(run.stagingPath, big.name), false);
       await assert.rejects(act(sb.store, run, { kind: 'commit-job' }, sc), (e: unknown) => e instanceof StoreError && e.kind === 'not-found');
       assert.equal((await readTree(sb.store, run.targetPath))['dt=1/big'], undefined, 'the removed file is not reported published');
+      // An overwrite whose target held a file of that name and size before: it is not taken for the copy.
+      const over: Scenario = { ...sc, name: 'overwrite of same-size files', initial: { 'dt=1/big': 'OLD-BYTE' }, job: { ...sc.job, mode: 'overwrite' } };
+      const run2 = await staged(over);
+      await assert.rejects(act(sb.store, run2, { kind: 'commit-job' }, over, crashAt({ op: 'copy' })), InjectedFault);
+      const big2 = (await walkFiles(sb.store, run2.stagingPath)).find((e) => e.name.endsWith('/big'))!;
+      await sb.store.delete(posix.join(run2.stagingPath, big2.name), false);
+      await assert.rejects(act(sb.store, run2, { kind: 'commit-job' }, over), (e: unknown) => e instanceof StoreError && e.kind === 'not-found');
+      await assert.rejects(recover(testEnv(sb.store), { stagingPath: run2.stagingPath }));
+      assert.equal((await readTree(sb.store, run2.targetPath))['dt=1/big'], 'OLD-BYTE', 'the old file stays, and no step says the job is done');
     });
 
     test('abort at every mutation, then abort again: staging gone, target as before', async (t) => {
