@@ -518,6 +518,26 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(stagingPath), null, 'no claim, decision or directory left behind');
     });
 
+    test('a v2 commit-task whose job is aborted after it published: exit 4 saying its files were published and stay, never "nothing of it is kept"', async () => {
+      const target = posix.join(dir(), 'v2-aborted');
+      const handle = await stage(sb, { target, partitionBy: 'dt', algorithm: 'v2', mode: 'append' });
+      const stagingPath = sb.pathOf(handle);
+      const layout = new JobLayout(stagingPath);
+      await stageTask(sb, handle, { task: '0', partition: ['dt=1'], files: { f: 'f' } });
+      let aborted: Promise<unknown> | undefined;
+      // Once published, before the claim says committed: the job is aborted.
+      const taskEnv = testEnv(sb.store, async (_n, op, p) => {
+        if (aborted || op !== 'writeFile' || p !== layout.claimFile(0, '0')) return;
+        aborted = abort(testEnv(sb.store), { stagingPath });
+        await aborted;
+      });
+      const error = await libCommitTask(taskEnv, stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+      assert.ok(aborted, 'abort ran');
+      assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
+      assert.match((error as Error).message, /was aborted while .* committed: its files were published into the target already \(v2 publishes at commit-task\) and stay there/);
+      assert.deepEqual(await readTree(sb.store, target), { 'dt=1/f': 'f' }, 'what the message says is in the target');
+    });
+
     test('a recover that reads a claim while its commit-task runs: the task is kept exactly when commit-task exits 0', async () => {
       const { target, job, stagingPath, layout } = await lateTaskJob('t');
       const claim = layout.claimFile(0, '1');

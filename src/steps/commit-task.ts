@@ -115,8 +115,10 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   // Recover finished this claim and carried it into its app attempt (S3: the files stay where they were staged).
   if ((await checkNotOverlooked(env, layout, job, task, taskAttempt, mine)) === 'carried') return result('committed', files.list.length, files.bytes);
   let removedMeanwhile: StoreError | null = null;
+  let published = false;
   try {
     const root = await promote(env, layout, job, attemptDir, task, files, before === null);
+    published = job.algorithm === 'v2';
     await store.writeFile(layout.claimFile(app, task), encodeClaimWith({ ...claim, state: 'committed', root }, files));
     await settleAttemptUploads(store, layout, job, taskAttempt, files.uploads, env.concurrency, output?.pending);
   } catch (e) {
@@ -124,7 +126,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
     if (!(e instanceof StoreError)) throw e;
     removedMeanwhile = e;
   }
-  const unchanged = await checkKept(env, layout, job, task, taskAttempt, mine);
+  const unchanged = await checkKept(env, layout, job, task, taskAttempt, mine, published);
   if (removedMeanwhile && unchanged) {
     // Another run of this attempt promoted it first (its rename took the dir from under ours).
     const other = await otherRunCommitted(env, layout, ctx, taskAttempt);

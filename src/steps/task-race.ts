@@ -72,16 +72,18 @@ export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: J
  * recover may have started the next app attempt without it. Exit 4 when the task is not kept;
  * true when the job is still in this app attempt.
  */
-export async function checkKept(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, mine: RunRecords): Promise<boolean> {
+export async function checkKept(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, mine: RunRecords, published = false): Promise<boolean> {
   const now = await jobWithoutHolder(env, layout, job, task);
-  if (now) await checkSameJob(env, layout, job, now, task, taskAttempt, mine);
+  // A v2 task published its files into the target before this look: they stay there, whatever the job became.
+  const outcome = published ? 'its files were published into the target already (v2 publishes at commit-task) and stay there, outside any committed job; do not run the task again for this job' : 'nothing of it is kept';
+  if (now) await checkSameJob(env, layout, job, now, task, taskAttempt, mine, published ? outcome : undefined);
   // The job's staging dir went meanwhile: what this step wrote since made it again, as debris.
   else await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
   if (now && now.appAttempt !== job.appAttempt && !(await carried(env, layout, job, now, task, taskAttempt))) {
-    throw new ConflictError(`recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${job.appAttempt}, without it: nothing of it is kept; run the task again`);
+    throw new ConflictError(`recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${job.appAttempt}, without it: ${published ? outcome : `${outcome}; run the task again`}`);
   }
   if (now ? now.state === 'aborted' : !(await findCommitted(env.store, layout.root))) {
-    throw new ConflictError(`job ${job.jobId} was aborted while ${taskAttempt} committed: nothing of it is kept`);
+    throw new ConflictError(`job ${job.jobId} was aborted while ${taskAttempt} committed: ${outcome}`);
   }
   return now?.appAttempt === job.appAttempt;
 }
@@ -97,10 +99,10 @@ async function carried(env: StepEnv, layout: JobLayout, job: JobManifest, now: J
  * staged again after an abort): never commit into it, and take back the decision and the claim
  * this run made there (an attempt of the new job may have the same name).
  */
-async function checkSameJob(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string, taskAttempt: string, mine: RunRecords): Promise<void> {
+async function checkSameJob(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string, taskAttempt: string, mine: RunRecords, published?: string): Promise<void> {
   if (isSameJob(now, job)) return;
   await removeOwnRecords(env, layout, job, task, taskAttempt, mine);
-  throw new ConflictError(`job ${job.jobId} finished while task ${task} committed, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${env.store.toUri(layout.root)}: nothing of task ${task} was published; run the job again`);
+  throw new ConflictError(`job ${job.jobId} finished while task ${task} committed, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${env.store.toUri(layout.root)}: ${published ?? `nothing of task ${task} was published; run the job again`}`);
 }
 
 /** Deletes this run's decision and claim where they still stand as it wrote them (read back: host, pid and time match). */
