@@ -518,6 +518,24 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(stagingPath), null, 'no claim, decision or directory left behind');
     });
 
+    test('an abort --task whose job is aborted while it decides: nothing of it is left where the staging dir was', async () => {
+      const target = posix.join(dir(), 'task-abort-race');
+      const handle = await stage(sb, { target, partitionBy: 'dt' });
+      const stagingPath = sb.pathOf(handle);
+      const layout = new JobLayout(stagingPath);
+      await stageTask(sb, handle, { task: '0', partition: ['dt=1'], files: { f: 'f' } });
+      let aborted: Promise<unknown> | undefined;
+      const taskEnv = testEnv(sb.store, async (_n, op, p) => {
+        if (aborted || op !== 'createExclusive' || !p.startsWith(layout.decisionsDir(0))) return;
+        aborted = abort(testEnv(sb.store), { stagingPath });
+        await aborted;
+      });
+      await abort(taskEnv, { stagingPath, task: '0' }).catch(() => undefined);
+      assert.ok(aborted, 'the job abort ran');
+      assert.equal(await sb.store.stat(stagingPath), null, 'no decision or dir left where the staging dir was');
+      assert.deepEqual(await readTree(sb.store, target), {});
+    });
+
     test('a v2 commit-task whose job is aborted after it published: exit 4 saying its files were published and stay, never "nothing of it is kept"', async () => {
       const target = posix.join(dir(), 'v2-aborted');
       const handle = await stage(sb, { target, partitionBy: 'dt', algorithm: 'v2', mode: 'append' });

@@ -2,10 +2,11 @@
 
 import { ConflictError } from '../errors.js';
 import { claimedUploads, readClaim } from '../job/claims.js';
-import { decide } from '../job/decisions.js';
+import { decide, readDecision } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
-import { saveJob } from '../job/job.js';
-import { taskAttemptName } from '../job/layout.js';
+import { isSameJob, loadJob, saveJob, type JobManifest } from '../job/job.js';
+import { defaultStagingParents, taskAttemptName, type JobLayout } from '../job/layout.js';
+import { removeEmptyDirs } from '../store/operations.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
 import { abortRecordedUploads, settleAttemptUploads } from '../job/pending-uploads.js';
 import { releaseLogEntry } from './commit-point.js';
@@ -79,7 +80,8 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
   requireState(open, ['staged'], 'abort a task attempt');
   const app = job.appAttempt;
   const taskAttempt = taskAttemptName(job.jobId, task, attempt);
-  const decision = await decide(store, layout, app, { taskAttempt, outcome: 'abort', atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}`, jobStagedAtMs: job.stagedAtMs }, job);
+  const ours = { atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` };
+  const decision = await decide(store, layout, app, { taskAttempt, outcome: 'abort', ...ours, jobStagedAtMs: job.stagedAtMs }, job);
   let wasDenied = false;
   if (decision.outcome === 'commit') {
     const claim = await readClaim(store, layout, { jobId: job.jobId, task, appAttempt: app, jobStagedAtMs: job.stagedAtMs });
@@ -91,7 +93,25 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
   }
   await store.delete(layout.attemptDir(app, taskAttempt), true);
   await settleAttemptUploads(store, layout, job, taskAttempt, [], env.concurrency);
+  await takeBackIfEnded(env, layout, job, taskAttempt, ours);
   return { jobId: job.jobId, outcome: 'aborted', scope: 'task', taskAttempt, wasDenied };
+}
+
+/**
+ * The job ended (its abort or commit removed the staging dir) or a new job took its place while
+ * this abort of an attempt ran: the decision it wrote since is debris, and on a store with
+ * directories it made the dirs again (§5.12: a finished job leaves no staging dir). Its own
+ * decision goes (read back: its time and pid), with the dirs that only it made.
+ */
+async function takeBackIfEnded(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string, ours: { atMs: number; by: string }): Promise<void> {
+  const { store } = env;
+  const now = await loadJob(store, layout).catch(() => null);
+  if (now && isSameJob(now, job)) return;
+  const app = job.appAttempt;
+  const d = await readDecision(store, layout, app, taskAttempt).catch(() => null);
+  if (d && d.atMs === ours.atMs && d.by === ours.by) await store.delete(layout.decisionFile(app, taskAttempt), false).catch(() => false);
+  if (now || !store.caps.realDirectories) return;
+  await removeEmptyDirs(store, [layout.attemptsDir(app), layout.decisionsDir(app)], defaultStagingParents(layout.root).at(-1) ?? layout.root);
 }
 
 /** Every upload the job began, recorded or claimed, is aborted (S3): none will be completed. */
