@@ -23,11 +23,6 @@ export interface ApplyContext {
    * then takes "source gone, destination present at the planned size" as copied.
    */
   readonly dropCopiedSources?: boolean;
-  /**
-   * The plan's file: a destination older than it (the store's own clocks, to the second) holds what
-   * was there before the commit point, never a copy of this plan, whatever its size.
-   */
-  readonly planFile?: string;
 }
 
 export function resolveLoc(ctx: Pick<ApplyContext, 'stagingPath' | 'targetPath'>, loc: Loc): string {
@@ -123,10 +118,10 @@ async function applyOp(ctx: ApplyContext, op: SingleOp): Promise<void> {
 }
 
 /**
- * Copies; with dropCopiedSources, "source gone, destination present at the planned size and
- * written since the plan" is done (its source went after the copy). A file that was there before
- * the commit point (an overwrite of a file of the same size) is not taken for the copy: a source
- * someone removed stays an error.
+ * Copies; with dropCopiedSources, "source gone, destination present at the planned size" is done
+ * (its source went after the copy). Only where the destination was empty when the job planned: a
+ * copy over old data (`replace`) keeps its source to the clean-up, and a source gone there stays an
+ * error, since the old file of the same size would pass for the copy.
  */
 async function copyOnce(ctx: ApplyContext, op: Extract<SingleOp, { op: 'copy' }>): Promise<void> {
   const { store } = ctx;
@@ -134,9 +129,9 @@ async function copyOnce(ctx: ApplyContext, op: Extract<SingleOp, { op: 'copy' }>
   try {
     await store.copy(resolveLoc(ctx, op.from), to);
   } catch (e) {
-    if (!(e instanceof StoreError && e.kind === 'not-found' && ctx.dropCopiedSources && ctx.planFile && op.size !== undefined)) throw e;
-    const [there, plan] = await Promise.all([store.stat(to), store.stat(ctx.planFile)]);
-    if (there?.kind !== 'file' || there.size !== op.size || !plan || there.mtimeMs < Math.floor(plan.mtimeMs / 1000) * 1000) throw e;
+    if (!(e instanceof StoreError && e.kind === 'not-found' && ctx.dropCopiedSources && !op.replace && op.size !== undefined)) throw e;
+    const there = await store.stat(to);
+    if (there?.kind !== 'file' || there.size !== op.size) throw e;
   }
 }
 
@@ -161,7 +156,7 @@ class CopiedSources {
   }
 
   private isLarge(op: PlanOp | SingleOp): boolean {
-    return op.op === 'copy' && !op.upload && op.from.startsWith('s:') && op.size !== undefined && op.size > 0 && op.size >= this.min;
+    return op.op === 'copy' && !op.upload && !op.replace && op.from.startsWith('s:') && op.size !== undefined && op.size > 0 && op.size >= this.min;
   }
 
   /** `op` is done: its source joins the next delete, sent once a batch is full. */

@@ -114,7 +114,8 @@ function checkOp(o: Record<string, unknown>): SingleOp {
       notTargetRoot(op.to, false);
       if (o.size !== undefined && (typeof o.size !== 'number' || !Number.isSafeInteger(o.size) || o.size < 0)) throw new Error("'size' is not a whole number");
       if (o.upload !== undefined) return { ...op, upload: checkUpload(o.upload, op.to) };
-      return o.size === undefined ? op : { ...op, size: o.size };
+      const sized = o.size === undefined ? op : { ...op, size: o.size };
+      return flag('replace') ? { ...sized, replace: true } : sized;
     }
     case 'swap': {
       // The old data is parked in the staging dir, never elsewhere in the table.

@@ -141,7 +141,8 @@ export class Planner {
       if (!to.startsWith('t:')) throw new InternalError(`planner: the pending upload for '${to}' can only complete at its final path`);
       return { op: 'copy', from, to, upload: { id: file.upload.id, etags: file.upload.etags, size: file.size } };
     }
-    if (!this.renames) return { op: 'copy', from, to, size: file.size };
+    // `replace`: the destination holds old data, so its presence proves nothing about this copy.
+    if (!this.renames) return replace ? { op: 'copy', from, to, size: file.size, replace: true } : { op: 'copy', from, to, size: file.size };
     return replace ? { op: 'move', from, to, replace: true } : { op: 'move', from, to };
   }
 

@@ -138,7 +138,6 @@ async function publish(env: StepEnv, open: OpenJob, plan: PersistedPlan, success
       targetPath: job.targetPath,
       concurrency: env.concurrency,
       dropCopiedSources: true,
-      planFile: layout.commitFile,
       onProgress: (done, total) => env.emit({ type: 'progress', label: 'publishing', done, total }),
       // Every phase is recorded, the last one too: a replay after the log entry is finished
       // must not run a phase again over what later commits wrote.
