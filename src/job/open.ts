@@ -20,6 +20,11 @@ export class JobGoneError extends UsageError {
   constructor(message: string, readonly committed: FinishedJob | null = null, readonly stray?: string) {
     super(message);
   }
+
+  /** The warning a step that finds the job committed gives about its stray plan; null when there is none. */
+  strayWarning(): string | null {
+    return this.committed && this.stray ? `a commit plan of job ${this.committed.jobId} landed after it committed (a write its store held): ${this.stray} is left over; delete it` : null;
+  }
 }
 
 /** The state a job is in: a staged job whose plan is written is past its commit point. */

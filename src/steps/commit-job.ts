@@ -207,8 +207,8 @@ export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<Co
     // A retried commit-job of a job that did commit is a success, not bad input (DESIGN §8).
     const done = e instanceof JobGoneError ? e.committed : null;
     if (!done) throw e;
-    const stray = (e as JobGoneError).stray;
-    if (stray) env.emit({ type: 'warn', message: `a commit plan of job ${done.jobId} landed after it committed (a write its store held): ${stray} is left over; delete it` });
+    const stray = (e as JobGoneError).strayWarning();
+    if (stray) env.emit({ type: 'warn', message: stray });
     const { jobId, target, files, bytes, partitionsWritten, partitionsReplaced, success } = done;
     return { jobId, target, outcome: 'already-committed', files, bytes, partitionsWritten, partitionsReplaced, success, metrics: env.metrics() };
   }

@@ -54,7 +54,8 @@ export async function recover(env: StepEnv, input: RecoverInput): Promise<Recove
   const ifGone = (gone: JobGoneError): RecoverResult => {
     const done = gone.committed;
     if (!done) throw gone;
-    if (gone.stray) env.emit({ type: 'warn', message: `a commit plan of job ${done.jobId} landed after it committed (a write its store held): ${gone.stray} is left over; delete it` });
+    const stray = gone.strayWarning();
+    if (stray) env.emit({ type: 'warn', message: stray });
     const nothing = { committedTasks: [], tasksToRun: [], finished: [], undone: [] };
     return { jobId: done.jobId, state: 'committed', appAttempt: null, ...nothing, rolledForward: false, alreadyCommitted: { success: done.success, committedAt: done.committedAt } };
   };
