@@ -2,20 +2,20 @@
 
 import { ConflictError } from '../errors.js';
 import { claimedUploads, readClaim } from '../job/claims.js';
-import { decide, readDecision } from '../job/decisions.js';
+import { decide } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
 import { isSameJob, loadJob, saveJob, type JobManifest } from '../job/job.js';
-import { defaultStagingParents, taskAttemptName, type JobLayout } from '../job/layout.js';
-import { removeEmptyDirs } from '../store/operations.js';
+import { taskAttemptName, type JobLayout } from '../job/layout.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
 import { abortRecordedUploads, settleAttemptUploads } from '../job/pending-uploads.js';
 import { releaseLogEntry } from './commit-point.js';
 import { requireState, type JobGoneError, type OpenJob } from '../job/open.js';
-import { removeStagingDir } from '../job/staging-dir.js';
+import { removeStagingDir, tidyStagingParents } from '../job/staging-dir.js';
 import { giveBackLeftover, leftoverToGiveBack } from '../job/adoption.js';
 import type { StepEnv } from './env.js';
 import { readHeldPlan } from './held-plan.js';
 import { runStep } from './runner.js';
+import { removeDebris, removeOwnRecords } from './task-debris.js';
 
 export interface AbortInput {
   readonly stagingPath: string;
@@ -93,25 +93,8 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
   }
   await store.delete(layout.attemptDir(app, taskAttempt), true);
   await settleAttemptUploads(store, layout, job, taskAttempt, [], env.concurrency);
-  await takeBackIfEnded(env, layout, job, taskAttempt, ours);
+  await takeBackIfEnded(env, layout, job, task, taskAttempt, ours);
   return { jobId: job.jobId, outcome: 'aborted', scope: 'task', taskAttempt, wasDenied };
-}
-
-/**
- * The job ended (its abort or commit removed the staging dir) or a new job took its place while
- * this abort of an attempt ran: the decision it wrote since is debris, and on a store with
- * directories it made the dirs again (§5.12: a finished job leaves no staging dir). Its own
- * decision goes (read back: its time and pid), with the dirs that only it made.
- */
-async function takeBackIfEnded(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string, ours: { atMs: number; by: string }): Promise<void> {
-  const { store } = env;
-  const now = await loadJob(store, layout).catch(() => null);
-  if (now && isSameJob(now, job)) return;
-  const app = job.appAttempt;
-  const d = await readDecision(store, layout, app, taskAttempt).catch(() => null);
-  if (d && d.atMs === ours.atMs && d.by === ours.by) await store.delete(layout.decisionFile(app, taskAttempt), false).catch(() => false);
-  if (now || !store.caps.realDirectories) return;
-  await removeEmptyDirs(store, [layout.attemptsDir(app), layout.decisionsDir(app)], defaultStagingParents(layout.root).at(-1) ?? layout.root);
 }
 
 /** Every upload the job began, recorded or claimed, is aborted (S3): none will be completed. */
@@ -124,4 +107,17 @@ export async function abortJobUploads(env: StepEnv, open: OpenJob): Promise<void
     env.emit({ type: 'warn', message: `${file} could not be read (${e.message}): any pending upload it named is left for 'stagecommit clean-orphans'` }),
   );
   await abortRecordedUploads(store, layout, new Set(), env.concurrency, job.targetPath, { extra: claimed });
+}
+
+/**
+ * The job ended (its abort or commit removed the staging dir) or a new job took its place while
+ * this abort of an attempt ran: the decision it wrote since is debris (§5.12), taken back as a
+ * commit-task's is, with the default layout's parents it made again.
+ */
+async function takeBackIfEnded(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, ours: { atMs: number; by: string }): Promise<void> {
+  const now = await loadJob(env.store, layout).catch(() => null);
+  if (now && isSameJob(now, job)) return;
+  if (now) return removeOwnRecords(env, layout, job, task, taskAttempt, { decision: ours });
+  await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
+  await tidyStagingParents(env.store, layout);
 }

@@ -10,7 +10,7 @@
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError } from '../errors.js';
 import { readClaimRecord, type ClaimRecord } from '../job/claims.js';
-import { readDecision, type Decision } from '../job/decisions.js';
+import { readDecision } from '../job/decisions.js';
 import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import type { JobLayout } from '../job/layout.js';
 import { deleteFiles, removeEmptyDirs } from '../store/operations.js';
@@ -41,7 +41,7 @@ export interface StagedWrites {
 export async function checkStillStaged(env: StepEnv, layout: JobLayout, job: JobManifest, w: StagedWrites): Promise<void> {
   const { store } = env;
   // A decision made for an earlier job of this id is refused (ConflictError): the files go back first.
-  const [now, decision, plan] = await Promise.all([loadJob(store, layout), readDecision(store, layout, job.appAttempt, w.taskAttempt, job).catch((e: unknown) => e), store.stat(layout.commitFile)]);
+  const [now, decision, plan] = await Promise.all([loadJob(store, layout), readDecision(store, layout, job.appAttempt, w.taskAttempt, job).catch((e: unknown) => (e instanceof ConflictError ? e : Promise.reject(e))), store.stat(layout.commitFile)]);
   // A job id may be used again once its job ended (abort): the same job is the same id staged at the same time.
   const same = now !== null && isSameJob(now, job);
   // A written plan is past the commit point though `_job.yaml` may still say staged (a killed commit-job).
@@ -58,9 +58,8 @@ export async function checkStillStaged(env: StepEnv, layout: JobLayout, job: Job
     await takeBack(env, layout, job.appAttempt, w, false);
     throw decision;
   }
-  if (decision instanceof Error) throw decision;
   if (decision === null) return;
-  if ((decision as Decision).outcome === 'abort') {
+  if (decision.outcome === 'abort') {
     await takeBack(env, layout, job.appAttempt, w, false);
     throw new CommitDeniedError(`task attempt ${w.taskAttempt} was aborted while this stage ran: it can never commit, and ${taken}; stage into a new --attempt`);
   }

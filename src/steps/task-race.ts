@@ -5,24 +5,15 @@
 
 import { ConflictError } from '../errors.js';
 import { readClaimRecord } from '../job/claims.js';
-import { readDecision } from '../job/decisions.js';
 import { findCommitted } from '../job/finished.js';
 import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import { describeHolder, isLeaseLive, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import type { JobLayout } from '../job/layout.js';
-import { removeEmptyDirs } from '../store/operations.js';
 import { waitFor } from '../util/wait.js';
 import type { StepEnv } from './env.js';
+import { removeDebris, removeOwnRecords, type RunRecords } from './task-debris.js';
 
-/**
- * What this commit-task run wrote into the job's dir, once written: its decision and its claim.
- * When the job turns out to be another one (its id staged again after an abort), these are the
- * only files of this run that can be told apart from the new job's own, and they go.
- */
-export interface RunRecords {
-  decision?: { readonly atMs: number; readonly by: string };
-  claim?: { readonly claimedAtMs: number; readonly host: string; readonly pid: number };
-}
+export type { RunRecords } from './task-debris.js';
 
 /** How long commit-task waits for a step that holds the job's lease before it gives up (exit 4). */
 const HOLDER_WAIT_MS = 30_000;
@@ -103,32 +94,4 @@ async function checkSameJob(env: StepEnv, layout: JobLayout, job: JobManifest, n
   if (isSameJob(now, job)) return;
   await removeOwnRecords(env, layout, job, task, taskAttempt, mine);
   throw new ConflictError(`job ${job.jobId} finished while task ${task} committed, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${env.store.toUri(layout.root)}: ${published ?? `nothing of task ${task} was published; run the job again`}`);
-}
-
-/** Deletes this run's decision and claim where they still stand as it wrote them (read back: host, pid and time match). */
-async function removeOwnRecords(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, mine: RunRecords): Promise<void> {
-  const { store } = env;
-  const app = job.appAttempt;
-  const [decision, claim] = await Promise.all([
-    mine.decision ? readDecision(store, layout, app, taskAttempt).catch(() => null) : null,
-    mine.claim ? readClaimRecord(store, layout, { jobId: job.jobId, task, appAttempt: app }).catch(() => null) : null,
-  ]);
-  const gone: string[] = [];
-  if (decision && decision.atMs === mine.decision!.atMs && decision.by === mine.decision!.by) gone.push(layout.decisionFile(app, taskAttempt));
-  const c = mine.claim;
-  if (claim && c && claim.taskAttempt === taskAttempt && claim.claimedAtMs === c.claimedAtMs && claim.host === c.host && claim.pid === c.pid) gone.push(layout.claimFile(app, task));
-  await Promise.all(gone.map((f) => store.delete(f, false).catch(() => false)));
-}
-
-/**
- * A finished job's staging dir is gone, and this step's decision and claim, made after, would
- * linger as its debris, with the directories their creation made again (§5.12: a finished job
- * leaves no staging dir). Those go; a directory that is not empty stays.
- */
-async function removeDebris(env: StepEnv, layout: JobLayout, app: number, task: string, taskAttempt: string): Promise<void> {
-  const { store } = env;
-  await Promise.all([layout.claimFile(app, task), layout.decisionFile(app, taskAttempt)].map((f) => store.delete(f, false).catch(() => false)));
-  if (!store.caps.realDirectories) return;
-  await Promise.all([layout.claimsDir(app), layout.decisionsDir(app)].map((d) => store.delete(d, false).catch(() => false)));
-  await removeEmptyDirs(store, [layout.appAttemptDir(app)], layout.root);
 }
