@@ -433,6 +433,31 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
     });
 
+    test('two runs of one commit-task attempt, the second moving the files before the first lists them and marking them committed only later: the first waits for it and exits 0', async () => {
+      const { target, stagingPath, layout, job } = await lateTaskJob('t');
+      let second: Promise<unknown> | undefined;
+      let moved!: () => void;
+      const hasMoved = new Promise<void>((r) => (moved = r));
+      const secondEnv = testEnv(sb.store, async (_n, op, p) => {
+        if (op !== 'writeFile' || p !== layout.claimFile(0, '1')) return;
+        moved();
+        await sleep(1000);
+      });
+      const firstEnv = testEnv(sb.store, {
+        beforeRead: async (op, p) => {
+          if (second || !(op === 'list' && p.startsWith(layout.attemptsDir(0)))) return;
+          second = libCommitTask(secondEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+          await hasMoved;
+        },
+      });
+      const first = await libCommitTask(firstEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+      assert.ok(second, 'the second run ran');
+      assert.equal(await second, null, 'the second run exits 0');
+      assert.equal(first, null, `the first run exits 0 too, not: ${String(first)}`);
+      assert.equal((await commitJob(sb, job)).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
+    });
+
     for (const point of ['decides', 'claims'] as const) {
       test(`a commit-task whose job is aborted and a new job of the same id staged in its place while it ${point}: exit 4 naming the new job; neither its decision nor its claim is left in the new job`, async () => {
         const target = posix.join(dir(), `reused-${point}`);

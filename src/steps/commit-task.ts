@@ -129,9 +129,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   const unchanged = await checkKept(env, layout, job, task, taskAttempt, mine, published);
   if (removedMeanwhile && unchanged) {
     // Another run of this attempt promoted it first (its rename took the dir from under ours).
-    const other = await otherRunCommitted(env, layout, ctx, taskAttempt);
-    if (other === 'committed') return result('committed', files.list.length, files.bytes);
-    if (other === 'committing') throw new ConflictError(`another run of ${taskAttempt} moved its files while this one committed, and has not finished: run commit-task again once it has ended`);
+    if (await otherRunCommitted(env, layout, ctx, taskAttempt)) return result('committed', files.list.length, files.bytes);
     // Nothing moved the job on: the store failed this step, which a re-run finishes.
     throw removedMeanwhile;
   }
@@ -145,27 +143,32 @@ class Committed {
 
 /**
  * The attempt's output could not be read (its dir gone: "never staged"): another run of this
- * attempt may have committed it meanwhile, and promoted its dir. Then this run is done too.
+ * attempt may have committed it meanwhile, and promoted its dir (waited for as otherRunCommitted
+ * does). Then this run is done too.
  */
 async function committedMeanwhile(env: StepEnv, layout: JobLayout, ctx: ClaimContext, taskAttempt: string, e: unknown): Promise<Committed> {
-  const now = e instanceof UsageError ? await readClaimRecord(env.store, layout, ctx) : null;
-  if (now && now.taskAttempt !== taskAttempt) throw denied(now, taskAttempt);
-  if (now?.state === 'committed') return new Committed(now);
+  if (!(e instanceof UsageError)) throw e;
+  const other = await otherRunCommitted(env, layout, ctx, taskAttempt);
+  if (other) return other;
+  const claim = await readClaimRecord(env.store, layout, ctx);
+  if (claim && claim.taskAttempt !== taskAttempt) throw denied(claim, taskAttempt);
   throw e;
 }
 
 /**
  * Whether another run of this attempt committed it: its claim marked committed, waited for while
- * it says claimed and the attempt dir is gone (that run's promotion took it), up to 30 s.
+ * it says claimed and the attempt dir is gone (that run's promotion took it), up to 30 s; exit 4
+ * when that run has not finished by then; null when no other run of this attempt took the dir.
  */
-async function otherRunCommitted(env: StepEnv, layout: JobLayout, ctx: { jobId: string; task: string; appAttempt: number }, taskAttempt: string): Promise<'committed' | 'committing' | null> {
+async function otherRunCommitted(env: StepEnv, layout: JobLayout, ctx: ClaimContext, taskAttempt: string): Promise<Committed | null> {
   const seen = await waitFor(env.now, Math.min(30_000, env.leaseTtlMs), async () => {
     const [claim, dir] = await Promise.all([readClaimRecord(env.store, layout, ctx), env.store.stat(layout.attemptDir(ctx.appAttempt, taskAttempt))]);
     if (claim?.taskAttempt !== taskAttempt) return null;
-    if (claim.state === 'committed') return 'committed';
+    if (claim.state === 'committed') return new Committed(claim);
     return dir !== null ? null : undefined;
   });
-  return seen === undefined ? 'committing' : seen;
+  if (seen === undefined) throw new ConflictError(`another run of ${taskAttempt} moved its files while this one committed, and has not finished: run commit-task again once it has ended`);
+  return seen;
 }
 
 /** The attempt's decision: commit, unless an abort of it came first (§5.9). */
