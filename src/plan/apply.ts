@@ -139,8 +139,9 @@ async function copyOnce(ctx: ApplyContext, op: Extract<SingleOp, { op: 'copy' }>
  * Deletes, while the copies of a phase run, the staging files they copied from: the large ones
  * (store.pendingUploadMinBytes up: on RGW deleting a large object costs the server real work, and
  * overlapped with the copies, 100 × 8 MiB copy and delete 5-7 % sooner in-process and a whole
- * commit-job takes about 3 % less), a request per tenth of them (up to 1,000 keys). The small ones, and the last partial batch, stay for the
- * clean-up's bulk delete: a request saved is worth more there than the overlap.
+ * commit-job takes about 3 % less), a request per tenth of them (up to 1,000 keys). The small
+ * ones, and the last partial batch, stay for the clean-up's bulk delete: a request saved is worth
+ * more there than the overlap.
  */
 class CopiedSources {
   private batch: string[] = [];
@@ -151,18 +152,20 @@ class CopiedSources {
   constructor(private readonly ctx: ApplyContext, phase: readonly PlanOp[]) {
     const { store } = ctx;
     this.min = ctx.dropCopiedSources && store.deleteMany && store.pendingUploadMinBytes !== undefined ? store.pendingUploadMinBytes : Infinity;
-    const large = phase.filter((op) => this.isLarge(op)).length;
+    // Counted only where sources may go early: a phase of a million renames is not walked again.
+    let large = 0;
+    if (this.min !== Infinity) for (const op of phase) if (this.isLarge(op)) large++;
     this.size = Math.min(1000, Math.max(1, Math.ceil(large / 10)));
   }
 
-  private isLarge(op: PlanOp | SingleOp): boolean {
+  private isLarge(op: PlanOp | SingleOp): op is Extract<PlanOp, { op: 'copy' }> {
     return op.op === 'copy' && !op.upload && !op.replace && op.from.startsWith('s:') && op.size !== undefined && op.size > 0 && op.size >= this.min;
   }
 
   /** `op` is done: its source joins the next delete, sent once a batch is full. */
   copied(op: SingleOp): void {
     if (!this.isLarge(op)) return;
-    this.batch.push(resolveLoc(this.ctx, (op as Extract<SingleOp, { op: 'copy' }>).from));
+    this.batch.push(resolveLoc(this.ctx, op.from));
     if (this.batch.length < this.size) return;
     const paths = this.batch;
     this.batch = [];

@@ -11,7 +11,7 @@ import { TableLog, type LogListing } from '../job/table-log.js';
 import type { PersistedPlan } from '../plan/plan-file.js';
 import { planTree, targetDirsChanged, type CommitPlan, type SourceTree } from '../plan/plan.js';
 import { identicalClashes, readTargetRoot, snapshotTarget } from '../plan/target.js';
-import { publishStrategy } from '../store/operations.js';
+import { deleteFiles, publishStrategy } from '../store/operations.js';
 import { reachCommitPoint, type CommitUnits } from './commit-point.js';
 import type { StepEnv } from './env.js';
 import { readOutput, takeTree } from './job-output.js';
@@ -67,7 +67,7 @@ export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false, a
   const read = await output;
   const { claims, sources, stats, uploads } = read;
   // A stage's temp that its attempt's commit carried along would move into the target with the dir.
-  if (!dryRun && read.temps.length) await Promise.all(read.temps.map((t) => store.delete(t, false)));
+  if (!dryRun) await deleteFiles(store, read.temps, env.concurrency);
   const tree = takeTree(read);
   const base = { jobId: job.jobId, appAttempt: job.appAttempt, tasks: claims.map((c) => c.task) };
   const partitions = stats.partitionsWritten();
