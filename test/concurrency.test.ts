@@ -372,91 +372,46 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(stagingPath), null, 'no decision, claim or directory left behind');
     });
 
-    test('two runs of one commit-task attempt, the second whole while the first promotes: both exit 0 and the task is published once', async () => {
-      const { target, stagingPath, layout, job } = await lateTaskJob('t');
-      let claimed = false;
-      let second: Promise<unknown> | undefined;
-      const firstEnv = testEnv(sb.store, async (_n, op, p) => {
-        if (op === 'createExclusive' && p === layout.claimFile(0, '1')) return void (claimed = true);
-        if (!claimed || second) return;
-        second = libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
-        await second;
-      });
-      const first = await libCommitTask(firstEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
-      assert.equal(await second, null, 'the second run exits 0');
-      assert.equal(first, null, `the first run exits 0 too, not: ${String(first)}`);
-      assert.equal((await commitJob(sb, job)).code, 0);
-      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
-    });
-
-    test('two runs of one commit-task attempt, the second whole before the first lists the attempt: the first finds it committed (exit 0), not "never staged"', async () => {
-      const { target, stagingPath, layout, job } = await lateTaskJob('t');
-      let second: Promise<unknown> | undefined;
-      // The first run has read the (absent) claim; the second runs whole before its first listing.
-      const firstEnv = testEnv(sb.store, {
-        beforeRead: async (op, p) => {
-          if (second || !(op === 'list' && p.startsWith(layout.attemptsDir(0)))) return;
-          second = libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
-          await second;
-        },
-      });
-      const first = await libCommitTask(firstEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
-      assert.ok(second, 'the second run ran');
-      assert.equal(await second, null, 'the second run exits 0');
-      assert.equal(first, null, `the first run exits 0 too, not: ${String(first)}`);
-      assert.equal((await commitJob(sb, job)).code, 0);
-      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
-    });
-
-    test('two runs of one commit-task attempt, the second moving the files while the first promotes and marking them committed only later: both exit 0', async () => {
-      const { target, stagingPath, layout, job } = await lateTaskJob('t');
-      let claimed = false;
-      let second: Promise<unknown> | undefined;
-      let moved!: () => void;
-      const hasMoved = new Promise<void>((r) => (moved = r));
-      // The second run stops for a second before it marks the claim committed, its files moved.
-      const secondEnv = testEnv(sb.store, async (_n, op, p) => {
-        if (op !== 'writeFile' || p !== layout.claimFile(0, '1')) return;
-        moved();
-        await sleep(1000);
-      });
-      const firstEnv = testEnv(sb.store, async (_n, op, p) => {
-        if (op === 'createExclusive' && p === layout.claimFile(0, '1')) return void (claimed = true);
-        if (!claimed || second) return;
-        second = libCommitTask(secondEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
-        await hasMoved;
-      });
-      const first = await libCommitTask(firstEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
-      assert.equal(await second, null, 'the second run exits 0');
-      assert.equal(first, null, `the first run exits 0 too, not: ${String(first)}`);
-      assert.equal((await commitJob(sb, job)).code, 0);
-      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
-    });
-
-    test('two runs of one commit-task attempt, the second moving the files before the first lists them and marking them committed only later: the first waits for it and exits 0', async () => {
-      const { target, stagingPath, layout, job } = await lateTaskJob('t');
-      let second: Promise<unknown> | undefined;
-      let moved!: () => void;
-      const hasMoved = new Promise<void>((r) => (moved = r));
-      const secondEnv = testEnv(sb.store, async (_n, op, p) => {
-        if (op !== 'writeFile' || p !== layout.claimFile(0, '1')) return;
-        moved();
-        await sleep(1000);
-      });
-      const firstEnv = testEnv(sb.store, {
-        beforeRead: async (op, p) => {
-          if (second || !(op === 'list' && p.startsWith(layout.attemptsDir(0)))) return;
+    // Two runs of one commit-task attempt, the second started at a point of the first: once the
+    // first has its claim (as it promotes), or before its first listing (the claim still absent).
+    // The second runs whole, or stops for a second before it marks its claim committed, its files moved.
+    const twoRuns = [
+      { where: 'promotes', late: false, name: 'the second whole while the first promotes: both exit 0 and the task is published once' },
+      { where: 'lists', late: false, name: 'the second whole before the first lists the attempt: the first finds it committed (exit 0), not "never staged"' },
+      { where: 'promotes', late: true, name: 'the second moving the files while the first promotes and marking them committed only later: both exit 0' },
+      { where: 'lists', late: true, name: 'the second moving the files before the first lists them and marking them committed only later: the first waits for it and exits 0' },
+    ] as const;
+    for (const { where, late, name } of twoRuns) {
+      test(`two runs of one commit-task attempt, ${name}`, async () => {
+        const { target, stagingPath, layout, job } = await lateTaskJob('t');
+        let second: Promise<unknown> | undefined;
+        let moved!: () => void;
+        const hasMoved = new Promise<void>((r) => (moved = r));
+        const secondEnv = testEnv(sb.store, async (_n, op, p) => {
+          if (!late || op !== 'writeFile' || p !== layout.claimFile(0, '1')) return;
+          moved();
+          await sleep(1000);
+        });
+        const startSecond = async () => {
           second = libCommitTask(secondEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
-          await hasMoved;
-        },
+          await (late ? hasMoved : second);
+        };
+        let claimed = false;
+        const firstEnv =
+          where === 'promotes'
+            ? testEnv(sb.store, async (_n, op, p) => {
+                if (op === 'createExclusive' && p === layout.claimFile(0, '1')) return void (claimed = true);
+                if (claimed && !second) await startSecond();
+              })
+            : testEnv(sb.store, { beforeRead: async (op, p) => void (!second && op === 'list' && p.startsWith(layout.attemptsDir(0)) && (await startSecond())) });
+        const first = await libCommitTask(firstEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+        assert.ok(second, 'the second run ran');
+        assert.equal(await second, null, 'the second run exits 0');
+        assert.equal(first, null, `the first run exits 0 too, not: ${String(first)}`);
+        assert.equal((await commitJob(sb, job)).code, 0);
+        assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
       });
-      const first = await libCommitTask(firstEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
-      assert.ok(second, 'the second run ran');
-      assert.equal(await second, null, 'the second run exits 0');
-      assert.equal(first, null, `the first run exits 0 too, not: ${String(first)}`);
-      assert.equal((await commitJob(sb, job)).code, 0);
-      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
-    });
+    }
 
     for (const point of ['decides', 'claims'] as const) {
       test(`a commit-task whose job is aborted and a new job of the same id staged in its place while it ${point}: exit 4 naming the new job; neither its decision nor its claim is left in the new job`, async () => {
