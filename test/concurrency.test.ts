@@ -496,6 +496,7 @@ for (const fx of storeFixtures()) {
       assert.match((error as Error).message, /aborted/);
       assert.equal(await sb.store.stat(target), null);
       assert.equal(await sb.store.stat(stagingPath), null, 'no claim, decision or directory left behind');
+      assert.equal(await sb.store.stat(posix.dirname(stagingPath)), null, "nor the default layout's parents it made again");
     });
 
     test('an abort --task whose job is aborted while it decides: nothing of it is left where the staging dir was', async () => {

@@ -10,7 +10,7 @@ import { checkAttempt, checkTaskId } from '../paths.js';
 import { abortRecordedUploads, settleAttemptUploads } from '../job/pending-uploads.js';
 import { releaseLogEntry } from './commit-point.js';
 import { requireState, type JobGoneError, type OpenJob } from '../job/open.js';
-import { removeStagingDir, tidyStagingParents } from '../job/staging-dir.js';
+import { removeStagingDir } from '../job/staging-dir.js';
 import { giveBackLeftover, leftoverToGiveBack } from '../job/adoption.js';
 import type { StepEnv } from './env.js';
 import { readHeldPlan } from './held-plan.js';
@@ -112,12 +112,11 @@ export async function abortJobUploads(env: StepEnv, open: OpenJob): Promise<void
 /**
  * The job ended (its abort or commit removed the staging dir) or a new job took its place while
  * this abort of an attempt ran: the decision it wrote since is debris (§5.12), taken back as a
- * commit-task's is, with the default layout's parents it made again.
+ * commit-task's is.
  */
 async function takeBackIfEnded(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, ours: { atMs: number; by: string }): Promise<void> {
   const now = await loadJob(env.store, layout).catch(() => null);
   if (now && isSameJob(now, job)) return;
   if (now) return removeOwnRecords(env, layout, job, task, taskAttempt, { decision: ours });
   await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
-  await tidyStagingParents(env.store, layout);
 }

@@ -6,6 +6,7 @@ import { readClaimRecord } from '../job/claims.js';
 import { readDecision } from '../job/decisions.js';
 import type { JobManifest } from '../job/job.js';
 import type { JobLayout } from '../job/layout.js';
+import { tidyStagingParents } from '../job/staging-dir.js';
 import { removeEmptyDirs } from '../store/operations.js';
 import type { StepEnv } from './env.js';
 
@@ -46,4 +47,5 @@ export async function removeDebris(env: StepEnv, layout: JobLayout, app: number,
   if (!store.caps.realDirectories) return;
   await Promise.all([layout.claimsDir(app), layout.decisionsDir(app)].map((d) => store.delete(d, false).catch(() => false)));
   await removeEmptyDirs(store, [layout.appAttemptDir(app)], layout.root);
+  await tidyStagingParents(store, layout);
 }
