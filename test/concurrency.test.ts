@@ -537,6 +537,40 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(await readTree(sb.store, target), { 'dt=1/f': 'f' }, 'what the message says is in the target');
     });
 
+    for (const when of ['as it claims', 'as it lists the files it publishes'] as const) {
+      test(`a v2 commit-task whose job is aborted ${when}: exit 4 saying nothing of it was published, and no target made`, async () => {
+        const target = posix.join(dir(), `v2-aborted-early-${when.length}`);
+        const handle = await stage(sb, { target, partitionBy: 'dt', algorithm: 'v2', mode: 'append', jobId: 'v2early' });
+        const stagingPath = sb.pathOf(handle);
+        const layout = new JobLayout(stagingPath);
+        await stageTask(sb, handle, { task: '0', partition: ['dt=1'], files: { f: 'f' } });
+        let aborted: Promise<unknown> | undefined;
+        let claimed = false;
+        const abortNow = async () => {
+          aborted = abort(testEnv(sb.store), { stagingPath });
+          await aborted;
+        };
+        // The claim is made; the abort removes the attempt's files before the task publishes them.
+        const taskEnv = testEnv(sb.store, {
+          beforeMutation: async (_n, op, p) => {
+            if (aborted || op !== 'createExclusive' || p !== layout.claimFile(0, '0')) return;
+            if (when === 'as it claims') await abortNow();
+            else claimed = true;
+          },
+          beforeRead: async (_op, p) => {
+            if (claimed && !aborted && p.startsWith(layout.attemptDir(0, taskAttemptName('v2early', '0', 0)))) await abortNow();
+          },
+        });
+        const error = await libCommitTask(taskEnv, stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+        assert.ok(aborted, 'abort ran');
+        assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
+        assert.doesNotMatch((error as Error).message, /published into the target/);
+        assert.match((error as Error).message, /was aborted while .* committed: nothing of it/);
+        assert.equal(await sb.store.stat(target), null, 'no target made by a task that published nothing');
+        assert.equal(await sb.store.stat(stagingPath), null);
+      });
+    }
+
     test('a recover that reads a claim while its commit-task runs: the task is kept exactly when commit-task exits 0', async () => {
       const { target, job, stagingPath, layout } = await lateTaskJob('t');
       const claim = layout.claimFile(0, '1');

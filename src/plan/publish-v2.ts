@@ -7,6 +7,7 @@ import { taskOfAttempt, type JobLayout } from '../job/layout.js';
 import { posix } from 'node:path';
 import { attemptFiles } from '../job/tasks.js';
 import { publishStrategy } from '../store/operations.js';
+import { forEachLimit } from '../util/pool.js';
 import type { Store } from '../store/types.js';
 import { applyPhases } from './apply.js';
 import { ConflictError, StoreError } from '../errors.js';
@@ -35,6 +36,9 @@ export async function publishClaimedV2(ctx: Ctx, layout: JobLayout, job: JobMani
     if (await untouched(false)) return e;
     throw held(e.message.replace(`: ${V2_CLASH_ADVICE}`, ''));
   }
+  // Nothing left to publish (an earlier run published it all, or an abort took the files): no
+  // phase runs, so none makes the target's dirs for nothing.
+  if (plan.files === 0) return null;
   try {
     await applyPhases({ store: ctx.store, stagingPath: layout.root, targetPath: job.targetPath, concurrency: ctx.concurrency }, plan.phases);
   } catch (e) {
@@ -68,4 +72,17 @@ export async function planV2(ctx: Ctx, layout: JobLayout, job: JobManifest, atte
  */
 async function unpublishedV2(store: Store, attemptDir: string, claimed: number): Promise<boolean> {
   return publishStrategy(store) === 'rename' && (await attemptFiles(store, attemptDir)).length === claimed;
+}
+
+/**
+ * How many of a claimed v2 task's files stand in the target (published by this run or an earlier
+ * one): what a commit-task that the job's end overtook tells its user stays there.
+ */
+export async function publishedV2Count(ctx: Ctx, job: JobManifest, files: readonly TaskFile[]): Promise<number> {
+  let found = 0;
+  await forEachLimit(files, ctx.concurrency, async (f) => {
+    const st = await ctx.store.stat(posix.join(job.targetPath, f.path));
+    if (st?.kind === 'file') found++;
+  });
+  return found;
 }

@@ -11,7 +11,7 @@ import { taskAttemptName, type JobLayout } from '../job/layout.js';
 import { settleAttemptUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
 import { eachAttemptFile } from '../job/tasks.js';
-import { planV2, publishClaimedV2 } from '../plan/publish-v2.js';
+import { planV2, publishClaimedV2, publishedV2Count } from '../plan/publish-v2.js';
 import { promoteOutput } from '../store/operations.js';
 import { processGone } from '../job/lease.js';
 import { requireState, type OpenJob } from '../job/open.js';
@@ -115,10 +115,11 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   // Recover finished this claim and carried it into its app attempt (S3: the files stay where they were staged).
   if ((await checkNotOverlooked(env, layout, job, task, taskAttempt, mine)) === 'carried') return result('committed', files.list.length, files.bytes);
   let removedMeanwhile: StoreError | null = null;
-  let published = false;
+  // What a v2 task left in the target, counted only if the job's end overtook it (its message).
+  let published: (() => Promise<boolean>) | undefined;
   try {
+    if (job.algorithm === 'v2') published = async () => (await publishedV2Count(env, job, taskFilesOf(files))) > 0;
     const root = await promote(env, layout, job, attemptDir, task, files, before === null);
-    published = job.algorithm === 'v2';
     await store.writeFile(layout.claimFile(app, task), encodeClaimWith({ ...claim, state: 'committed', root }, files));
     await settleAttemptUploads(store, layout, job, taskAttempt, files.uploads, env.concurrency, output?.pending);
   } catch (e) {

@@ -49,7 +49,10 @@ export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: J
   if (now && isSameJob(now, job) && now.state === 'staged' && now.appAttempt === job.appAttempt) return 'go';
   if (!now) await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
   else await checkSameJob(env, layout, job, now, task, taskAttempt, mine);
-  if (now?.state === 'aborted') throw new ConflictError(`job ${job.jobId} was aborted while task ${task} committed: nothing of it was published`);
+  // A job that left no staging dir was aborted unless its commit left a record (as checkKept asks).
+  if (now ? now.state === 'aborted' : !(await findCommitted(env.store, layout.root))) {
+    throw new ConflictError(`job ${job.jobId} was aborted while task ${task} committed: nothing of it was published`);
+  }
   if (now && now.appAttempt !== job.appAttempt) {
     if (await carried(env, layout, job, now, task, taskAttempt)) return 'carried';
     throw new ConflictError(`recover started app attempt ${now.appAttempt} of job ${job.jobId} while task ${task} committed in app attempt ${job.appAttempt}: nothing of it was published; run the task again`);
@@ -63,18 +66,21 @@ export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: J
  * recover may have started the next app attempt without it. Exit 4 when the task is not kept;
  * true when the job is still in this app attempt.
  */
-export async function checkKept(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, mine: RunRecords, published = false): Promise<boolean> {
+export async function checkKept(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, mine: RunRecords, published?: () => Promise<boolean>): Promise<boolean> {
   const now = await jobWithoutHolder(env, layout, job, task);
-  // A v2 task published its files into the target before this look: they stay there, whatever the job became.
-  const outcome = published ? 'its files were published into the target already (v2 publishes at commit-task) and stay there, outside any committed job; do not run the task again for this job' : 'nothing of it is kept';
-  if (now) await checkSameJob(env, layout, job, now, task, taskAttempt, mine, published ? outcome : undefined);
+  // A v2 task whose files stand in the target (it published them before the job ended): they stay
+  // there, whatever the job became. Asked only when the step fails.
+  const outcome = async () =>
+    (await published?.()) ? 'its files were published into the target already (v2 publishes at commit-task) and stay there, outside any committed job; do not run the task again for this job' : undefined;
+  const nothingKept = 'nothing of it is kept';
+  if (now && !isSameJob(now, job)) await checkSameJob(env, layout, job, now, task, taskAttempt, mine, await outcome());
   // The job's staging dir went meanwhile: what this step wrote since made it again, as debris.
-  else await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
+  if (!now) await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
   if (now && now.appAttempt !== job.appAttempt && !(await carried(env, layout, job, now, task, taskAttempt))) {
-    throw new ConflictError(`recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${job.appAttempt}, without it: ${published ? outcome : `${outcome}; run the task again`}`);
+    throw new ConflictError(`recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${job.appAttempt}, without it: ${(await outcome()) ?? `${nothingKept}; run the task again`}`);
   }
   if (now ? now.state === 'aborted' : !(await findCommitted(env.store, layout.root))) {
-    throw new ConflictError(`job ${job.jobId} was aborted while ${taskAttempt} committed: ${outcome}`);
+    throw new ConflictError(`job ${job.jobId} was aborted while ${taskAttempt} committed: ${(await outcome()) ?? nothingKept}`);
   }
   return now?.appAttempt === job.appAttempt;
 }
