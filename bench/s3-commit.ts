@@ -206,7 +206,9 @@ async function copyFloor(files: string[], body: Buffer): Promise<Floor> {
   const copies = await timeAsync(() => forEachLimit(keys, atOnce, (k) => store.copy(k, `${k}.copy`)));
   const deletes = await timeAsync(() => store.deleteMany(keys));
   // rclone's schedule: each source deleted once its copy is done (here in DeleteObjects batches
-  // sent while the other copies go on), so the deletes overlap the copies.
+  // sent while the other copies go on), so the deletes overlap the copies. The copies above go
+  // first: the server holds one case's data at a time, as it does for every other command timed.
+  await store.delete(`/${bucket}/floor`, true);
   await putObjects(keys.map((k) => k.slice(bucket.length + 2)), body);
   settle();
   const overlapped = await timeAsync(async () => {
