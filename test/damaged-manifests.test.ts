@@ -18,6 +18,9 @@ import { damages, parseBody, sign, withField, withItem, type Variant } from './h
 import type { TaskSpec } from './helpers/jobs.js';
 import { driverDied, jobScenario as job, libStageTask, readyJob, testEnv, type Scenario } from './helpers/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
+
+/** A damaged table-log file stops every commit to its table: the message says how to get past it. */
+const LOG_ADVICE = /no commit to this table can pass .*: restore the file .*; if no job of the table is committing \('stagecommit jobs .*'\), abort every one, delete the log dir/;
 import { data, readTree, writeTree } from './helpers/tree.js';
 
 const real = storeFixtures().map((f) => f.name);
@@ -64,7 +67,7 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
     return { root, j, p, layout, log, entry: posix.join(log, '00000000000000000000.yaml'), done: posix.join(log, '00000000000000000000.done') };
   }
 
-  async function expectRefused(root: string, file: string, variants: readonly Variant[], step: () => Promise<unknown>): Promise<number> {
+  async function expectRefused(root: string, file: string, variants: readonly Variant[], step: () => Promise<unknown>, advice?: RegExp): Promise<number> {
     const good = (await sb.store.readFile(file))!;
     const before = await readTree(sb.store, root);
     let n = 0;
@@ -76,6 +79,7 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
       );
       assert.ok(err instanceof CorruptManifestError, `${file}: ${v.name}: expected exit 1, got ${err === null ? 'success' : String(err)}`);
       assert.ok(err.message.startsWith(sb.store.toUri(file)), `${v.name}: the message names the file: ${err.message}`);
+      if (advice) assert.match(err.message, advice, `${v.name}: the message says what to do`);
       await sb.store.writeFile(file, good);
       assert.deepEqual(await readTree(sb.store, root), before, `${file}: ${v.name}: something changed`);
       n++;
@@ -130,9 +134,9 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
     counts.logEntry = await expectRefused(w.root, w.entry, [
       ...sample(damages(entryText, 5)),
       ...forged(entryText, [['staging escapes', 'staging', '"/a/../b"'], ['touches escape', 'touches', '["../x"]'], ['number differs', 'number', '3']]),
-    ], () => commitJob(env(), { stagingPath: w.j }));
+    ], () => commitJob(env(), { stagingPath: w.j }), LOG_ADVICE);
 
-    counts.logDone = await expectRefused(w.root, w.done, sample(damages((await sb.store.readFile(w.done))!.toString(), 6)), () => commitJob(env(), { stagingPath: w.j }));
+    counts.logDone = await expectRefused(w.root, w.done, sample(damages((await sb.store.readFile(w.done))!.toString(), 6)), () => commitJob(env(), { stagingPath: w.j }), LOG_ADVICE);
 
     const opItems = parseBody(planText).find((l) => l.key === 'ops')!.items!;
     const ops = opItems.length;
@@ -168,6 +172,31 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
     await recover(env(), { stagingPath: w.p });
     assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 't'))), { 'dt=1/a': 'a', 'dt=2/b': 'b', 'dt=9/keep': 'k' });
     assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 'other'))), { 'dt=5/p': 'p' });
+  });
+
+  test("a table-log entry cut short: every commit to the table stops naming the way out, the entry's own job can still be aborted, and the way out works", async () => {
+    const root = dir();
+    const target = posix.join(root, 't');
+    await writeTree(sb.store, target, { 'dt=1/old': 'old' });
+    const k = await ready(target, job('K', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { k: 'k' } }]);
+    await assert.rejects(commitJob(testEnv(sb.store, killedAt.beforeCommitPoint()), { stagingPath: k }), InjectedFault); // holds log entry 0
+    await killed(k);
+    const entry = posix.join(root, '.stagecommit', 't', '_log', '00000000000000000000.yaml');
+    const text = (await sb.store.readFile(entry))!.toString();
+    await sb.store.writeFile(entry, text.slice(0, text.indexOf('\n', text.length / 2) + 1));
+    const l = await ready(target, job('L', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { l: 'l' } }]);
+    const refused = await commitJob(testEnv(sb.store), { stagingPath: l }).then(() => null, (e: unknown) => e);
+    assert.ok(refused instanceof CorruptManifestError, `exit 1, not ${String(refused)}`);
+    assert.match(refused.message, LOG_ADVICE);
+    // The way out the message gives: abort every job, delete the log dir, stage again.
+    const warnings: string[] = [];
+    await abort(testEnv(sb.store, undefined, { emit: (e) => void (e.type === 'warn' && warnings.push(e.message)) }), { stagingPath: k });
+    assert.match(warnings.join('\n'), /table-log entry.*: .*_log\/00000000000000000000.yaml: .*cut short/, 'the abort says it could not give up its entry');
+    await abort(testEnv(sb.store), { stagingPath: l });
+    await sb.store.delete(posix.dirname(entry), true);
+    const m = await ready(target, job('M', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { m: 'm' } }]);
+    await commitJob(testEnv(sb.store), { stagingPath: m });
+    assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/m': 'm' });
   });
 
   test('through the CLI: exit 1, one line naming the file, a JSON error; a lost plan past the commit point is never made again', async (t) => {

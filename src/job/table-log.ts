@@ -76,7 +76,7 @@ function checkUnits(field: string, f: Fields): string[] {
 
 export class TableLog {
   readonly dir: string;
-  constructor(private readonly store: Store, targetPath: string) {
+  constructor(private readonly store: Store, private readonly targetPath: string) {
     this.dir = commitLogDir(targetPath);
   }
 
@@ -121,9 +121,22 @@ export class TableLog {
     return { number, jobId: f.string('jobId'), staging, handle: f.string('handle'), touches: checkUnits('touches', f), replaces: checkUnits('replaces', f), atMs: (f.string('at'), f.count('atMs')) };
   }
 
+  /**
+   * A damaged entry or done marker stops every commit to the table (what it decided is unknown):
+   * its error says how to get past it.
+   */
+  private withAdvice = (e: unknown): never => {
+    if (e instanceof CorruptManifestError) {
+      // A number given up must never be taken again (a job staged after it compares from it): only
+      // a log that no job holds a position in may start over.
+      e.message += `; the table log decides which commits conflict, so no commit to this table can pass it while it is damaged: restore the file (a job past its commit point needs it to finish); if no job of the table is committing ('stagecommit jobs ${this.store.toUri(this.targetPath)}'), abort every one, delete the log dir ${this.store.toUri(this.dir)} and stage them again`;
+    }
+    throw e;
+  };
+
   async read(n: number): Promise<LogEntry> {
     const path = this.entryPath(n);
-    const e = await readManifestFile(this.store, path, (text, file) => this.decode(text, file, n));
+    const e = await readManifestFile(this.store, path, (text, file) => this.decode(text, file, n)).catch(this.withAdvice);
     if (!e) throw new ConflictError(`the table log entry ${this.store.toUri(path)} vanished while it was read: run the step again`);
     return e;
   }
@@ -154,7 +167,7 @@ export class TableLog {
       f.string('jobId');
       f.count('atMs');
       return f.oneOf('outcome', ['committed', 'void'] as const);
-    });
+    }).catch(this.withAdvice);
   }
 
   /** Creates entry N if nobody has; false when another job has it. */

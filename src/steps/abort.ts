@@ -1,6 +1,6 @@
 // abort: throws away one task attempt, or the whole job's staged data (refused past the commit point).
 
-import { ConflictError } from '../errors.js';
+import { ConflictError, CorruptManifestError } from '../errors.js';
 import { claimedUploads, readClaim } from '../job/claims.js';
 import { decide } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
@@ -58,7 +58,11 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
     // Read before the state changes, and kept in it: a re-run after a killed abort finds no claims.
     const published = await publishedV2Tasks(env.store, layout, job);
     if (job.state !== 'aborted') {
-      await releaseLogEntry(env, job);
+      // A damaged log stops every commit to the table, but never the abort that is the way out.
+      await releaseLogEntry(env, job).catch((e: unknown) => {
+        if (!(e instanceof CorruptManifestError)) throw e;
+        env.emit({ type: 'warn', message: `could not give up this job's table-log entry, if it holds one: ${e.message}` });
+      });
       await saveJob(env.store, layout, { ...job, state: 'aborted', ...(published.length ? { publishedTasks: published } : {}) });
     }
     await abortJobUploads(env, locked);
