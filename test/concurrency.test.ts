@@ -499,6 +499,29 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(posix.dirname(stagingPath)), null, "nor the default layout's parents it made again");
     });
 
+    test('a job abort whose delete of a dir meets a file a racing step just wrote there (ENOTEMPTY): it looks again and removes it, exit 0, nothing left', async () => {
+      const target = posix.join(dir(), 'abort-notempty');
+      const handle = await stage(sb, { target, partitionBy: 'dt' });
+      const stagingPath = sb.pathOf(handle);
+      const layout = new JobLayout(stagingPath);
+      await stageTask(sb, handle, { task: '0', partition: ['dt=1'], files: { f: 'f' } });
+      const late = posix.join(layout.attemptsDir(0), 'late-writer', 'x');
+      // The delete of `_temporary` finds a file written after it listed the dir, as a local rmdir
+      // then says; the file is real.
+      let failed = 0;
+      const taskEnv = testEnv(sb.store, async (_n, op, p) => {
+        if (failed || op !== 'delete' || p !== `${stagingPath}/_temporary`) return;
+        failed++;
+        await sb.store.writeFile(late, 'x');
+        throw new StoreError('exists', op, [p], `ENOTEMPTY: directory not empty, rmdir '${p}'`);
+      });
+      await abort(taskEnv, { stagingPath });
+      // Stores that remove a tree at once (HDFS) or key by key (S3) never delete the dir itself.
+      assert.equal(failed, sb.store.caps.atomicTreeDelete || sb.store.deleteMany ? 0 : 1);
+      assert.equal(await sb.store.stat(stagingPath), null, 'the staging dir is gone, the late file too');
+      assert.equal(await sb.store.stat(target), null);
+    });
+
     test('an abort --task whose job is aborted while it decides: nothing of it is left where the staging dir was', async () => {
       const target = posix.join(dir(), 'task-abort-race');
       const handle = await stage(sb, { target, partitionBy: 'dt' });

@@ -64,8 +64,13 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
   if (abort) await forEachLimit(uploads, ABORTS_AT_ONCE, (u) => abort(u));
   // `_job.yaml` and our lease go last.
   const last = (path: string) => path === layout.jobFile || path === lease?.path;
+  // A dir that a racing step wrote into after its removal listed it is "not empty" (local rmdir):
+  // what is left is listed and removed again below, as anything written meanwhile is.
+  const notEmpty = (e: unknown) => {
+    if (!(e instanceof StoreError && e.kind === 'exists')) throw e;
+  };
   const remove = (entries: readonly Entry[]) =>
-    bulk ? store.deleteMany!(entries.map((e) => e.path)) : Promise.all(entries.map((e) => store.delete(e.path, e.kind === 'dir')));
+    bulk ? store.deleteMany!(entries.map((e) => e.path)) : Promise.all(entries.map((e) => store.delete(e.path, e.kind === 'dir').catch(notEmpty)));
   let settled: Entry[] | undefined;
   if (keys) {
     // Object stores: one listing of every key, then bulk deletes (the plan goes with the rest).
