@@ -499,12 +499,17 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(posix.dirname(stagingPath)), null, "nor the default layout's parents it made again");
     });
 
-    test('a job abort whose delete of a dir meets a file a racing step just wrote there (ENOTEMPTY): it looks again and removes it, exit 0, nothing left', async () => {
-      const target = posix.join(dir(), 'abort-notempty');
-      const handle = await stage(sb, { target, partitionBy: 'dt' });
+    /** A job of one staged task attempt (task 0, file dt=1/f): what the abort races below start from. */
+    async function oneFileJob(name: string, opts: { algorithm?: 'v2'; mode?: 'append'; jobId?: string } = {}) {
+      const target = posix.join(dir(), name);
+      const handle = await stage(sb, { target, partitionBy: 'dt', ...opts });
       const stagingPath = sb.pathOf(handle);
-      const layout = new JobLayout(stagingPath);
       await stageTask(sb, handle, { task: '0', partition: ['dt=1'], files: { f: 'f' } });
+      return { target, handle, stagingPath, layout: new JobLayout(stagingPath) };
+    }
+
+    test('a job abort whose delete of a dir meets a file a racing step just wrote there (ENOTEMPTY): it looks again and removes it, exit 0, nothing left', async () => {
+      const { target, stagingPath, layout } = await oneFileJob('abort-notempty');
       const late = posix.join(layout.attemptsDir(0), 'late-writer', 'x');
       // The delete of `_temporary` finds a file written after it listed the dir, as a local rmdir
       // then says; the file is real.
@@ -523,11 +528,7 @@ for (const fx of storeFixtures()) {
     });
 
     test('an abort --task whose job is aborted while it decides: nothing of it is left where the staging dir was', async () => {
-      const target = posix.join(dir(), 'task-abort-race');
-      const handle = await stage(sb, { target, partitionBy: 'dt' });
-      const stagingPath = sb.pathOf(handle);
-      const layout = new JobLayout(stagingPath);
-      await stageTask(sb, handle, { task: '0', partition: ['dt=1'], files: { f: 'f' } });
+      const { target, stagingPath, layout } = await oneFileJob('task-abort-race');
       let aborted: Promise<unknown> | undefined;
       const taskEnv = testEnv(sb.store, async (_n, op, p) => {
         if (aborted || op !== 'createExclusive' || !p.startsWith(layout.decisionsDir(0))) return;
@@ -541,11 +542,7 @@ for (const fx of storeFixtures()) {
     });
 
     test('a v2 commit-task whose job is aborted after it published: exit 4 saying its files were published and stay, never "nothing of it is kept"', async () => {
-      const target = posix.join(dir(), 'v2-aborted');
-      const handle = await stage(sb, { target, partitionBy: 'dt', algorithm: 'v2', mode: 'append' });
-      const stagingPath = sb.pathOf(handle);
-      const layout = new JobLayout(stagingPath);
-      await stageTask(sb, handle, { task: '0', partition: ['dt=1'], files: { f: 'f' } });
+      const { target, stagingPath, layout } = await oneFileJob('v2-aborted', { algorithm: 'v2', mode: 'append' });
       let aborted: Promise<unknown> | undefined;
       // Once published, before the claim says committed: the job is aborted.
       const taskEnv = testEnv(sb.store, async (_n, op, p) => {
@@ -562,11 +559,7 @@ for (const fx of storeFixtures()) {
 
     for (const when of ['as it claims', 'as it lists the files it publishes'] as const) {
       test(`a v2 commit-task whose job is aborted ${when}: exit 4 saying nothing of it was published, and no target made`, async () => {
-        const target = posix.join(dir(), `v2-aborted-early-${when.length}`);
-        const handle = await stage(sb, { target, partitionBy: 'dt', algorithm: 'v2', mode: 'append', jobId: 'v2early' });
-        const stagingPath = sb.pathOf(handle);
-        const layout = new JobLayout(stagingPath);
-        await stageTask(sb, handle, { task: '0', partition: ['dt=1'], files: { f: 'f' } });
+        const { target, stagingPath, layout } = await oneFileJob(`v2-aborted-early-${when.length}`, { algorithm: 'v2', mode: 'append', jobId: 'v2early' });
         let aborted: Promise<unknown> | undefined;
         let claimed = false;
         const abortNow = async () => {
