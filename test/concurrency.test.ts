@@ -587,6 +587,69 @@ for (const fx of storeFixtures()) {
       });
     }
 
+    test('a v2 commit-task run again after a kill that left it published, whose job is aborted as it decides: exit 4 saying its files were published and stay', async () => {
+      const { target, stagingPath, layout } = await oneFileJob('v2-rerun-aborted', { algorithm: 'v2', mode: 'append' });
+      // Killed once published, before its claim says committed.
+      const killedEnv = testEnv(sb.store, (n, op, p) => {
+        if (op === 'writeFile' && p === layout.claimFile(0, '0')) throw new InjectedFault(n, op, p);
+      });
+      await assert.rejects(libCommitTask(killedEnv, stagingPath, { task: '0', files: {} }), InjectedFault);
+      let aborted: Promise<unknown> | undefined;
+      const rerunEnv = testEnv(sb.store, async (_n, op, p) => {
+        if (aborted || op !== 'createExclusive' || !p.startsWith(layout.decisionsDir(0))) return;
+        aborted = abort(testEnv(sb.store), { stagingPath });
+        await aborted;
+      });
+      const error = await libCommitTask(rerunEnv, stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+      assert.ok(aborted, 'abort ran');
+      assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
+      assert.match((error as Error).message, /was aborted while .* committed: its files were published into the target already/);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' }, 'what the message says is in the target');
+    });
+
+    test('two runs of one v2 attempt, the second claiming once the first has, and publishing after it: both exit 0, the claim stays and the job commits the task', async () => {
+      const { target, stagingPath, layout } = await oneFileJob('v2-two-runs', { algorithm: 'v2', mode: 'append' });
+      // The partition holds a file already: the task's files move one by one.
+      await writeTree(sb.store, target, { 'dt=1/old': 'o' });
+      const claimFile = layout.claimFile(0, '0');
+      let first: Promise<unknown> | undefined;
+      let claimed!: () => void;
+      const firstClaimed = new Promise<void>((r) => (claimed = r));
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let firstHasClaim = false;
+      // The first run claims, then waits before it publishes until the second run plans against the target.
+      const firstEnv = testEnv(sb.store, async (_n, op, p) => {
+        if (op === 'createExclusive' && p === claimFile) return void (firstHasClaim = true);
+        if (!firstHasClaim) return;
+        claimed();
+        await released;
+      });
+      let pastClaim = false;
+      // The second run looked before the first claimed; the first claims as the second is about to.
+      const secondEnv = testEnv(sb.store, {
+        beforeMutation: async (_n, op, p) => {
+          if (first || op !== 'createExclusive' || p !== claimFile) return;
+          first = libCommitTask(firstEnv, stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+          await firstClaimed;
+          pastClaim = true;
+        },
+        beforeRead: async (_op, p) => {
+          if (!pastClaim || !(p === target || p.startsWith(`${target}/`))) return;
+          pastClaim = false;
+          release();
+          await first;
+        },
+      });
+      const second = await libCommitTask(secondEnv, stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+      assert.ok(first, 'the first run ran');
+      assert.equal(await first, null, 'the first run exits 0');
+      assert.equal(second, null, `the second run exits 0 too, never a clash with its own files: ${String(second)}`);
+      const done = await libCommitJobStep(testEnv(sb.store), { stagingPath });
+      assert.equal(done.files, 1, "the job's commit counts the task");
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f', 'dt=1/old': 'o' });
+    });
+
     test('a recover that reads a claim while its commit-task runs: the task is kept exactly when commit-task exits 0', async () => {
       const { target, job, stagingPath, layout } = await lateTaskJob('t');
       const claim = layout.claimFile(0, '1');

@@ -85,8 +85,17 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   const planned = (o: NonNullable<typeof first>) => planV2(env, layout, job, attemptDir, taskFilesOf(o.files)).catch((e: unknown) => refusedV2(env, layout, job, taskAttempt, ctx, e));
   if (first && job.algorithm === 'v2') await planned(first);
   let claim: ClaimHeader;
-  let files: ClaimFiles;
+  let files: ClaimFiles | undefined;
   let output: typeof first = null;
+  // What a v2 task left in the target (this run, or an earlier one), counted only if the job's end
+  // overtakes it: its message says so.
+  if (job.algorithm === 'v2') {
+    const known = () => files ?? output?.files ?? first?.files ?? (before ? claimFilesOfRecord(before) : null);
+    mine.published = async () => {
+      const f = known();
+      return f !== null && (await publishedV2Count(env, job, taskFilesOf(f))) > 0;
+    };
+  }
   try {
     if (first) {
       await decideCommit(env, layout, job, taskAttempt, mine);
@@ -115,19 +124,24 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   // Recover finished this claim and carried it into its app attempt (S3: the files stay where they were staged).
   if ((await checkNotOverlooked(env, layout, job, task, taskAttempt, mine)) === 'carried') return result('committed', files.list.length, files.bytes);
   let removedMeanwhile: StoreError | null = null;
-  // What a v2 task left in the target, counted only if the job's end overtook it (its message).
-  let published: (() => Promise<boolean>) | undefined;
   try {
-    if (job.algorithm === 'v2') published = async () => (await publishedV2Count(env, job, taskFilesOf(files))) > 0;
-    const root = await promote(env, layout, job, attemptDir, task, files, before === null);
+    // Only the run that made the claim may let it go (another run of this attempt may be publishing under it).
+    const root = await promote(env, layout, job, attemptDir, task, files, mine.claim !== undefined);
     await store.writeFile(layout.claimFile(app, task), encodeClaimWith({ ...claim, state: 'committed', root }, files));
     await settleAttemptUploads(store, layout, job, taskAttempt, files.uploads, env.concurrency, output?.pending);
   } catch (e) {
+    // v2: another run of this attempt made the claim after this one began, and published the same
+    // files first: its commit is this one's (waited for while it runs), never a clash with the
+    // task's own files. (A claim there before this run began is an earlier run's, dead or elsewhere.)
+    if (e instanceof ConflictError && job.algorithm === 'v2' && !mine.claim && before === null) {
+      const other = await otherRunCommitted(env, layout, ctx, taskAttempt, false);
+      if (other) return already(other.claim);
+    }
     // A recover or abort that ran meanwhile removes the app attempt's dirs: what it did is told below.
     if (!(e instanceof StoreError)) throw e;
     removedMeanwhile = e;
   }
-  const unchanged = await checkKept(env, layout, job, task, taskAttempt, mine, published);
+  const unchanged = await checkKept(env, layout, job, task, taskAttempt, mine);
   if (removedMeanwhile && unchanged) {
     // Another run of this attempt promoted it first (its rename took the dir from under ours).
     if (await otherRunCommitted(env, layout, ctx, taskAttempt)) return result('committed', files.list.length, files.bytes);
@@ -158,12 +172,13 @@ async function committedMeanwhile(env: StepEnv, layout: JobLayout, ctx: ClaimCon
 
 /**
  * Whether another run of this attempt committed it: its claim marked committed, waited for while
- * it says claimed and the attempt dir is gone (that run's promotion took it), up to 30 s; exit 4
- * when that run has not finished by then; null when no other run of this attempt took the dir.
+ * it says claimed and the attempt dir is gone (that run's promotion took it; `dirMoves` false: a
+ * v2 run, which publishes file by file, is waited for while its claim says claimed), up to 30 s;
+ * exit 4 when that run has not finished by then; null when no other run of this attempt took it.
  */
-async function otherRunCommitted(env: StepEnv, layout: JobLayout, ctx: ClaimContext, taskAttempt: string): Promise<Committed | null> {
+async function otherRunCommitted(env: StepEnv, layout: JobLayout, ctx: ClaimContext, taskAttempt: string, dirMoves = true): Promise<Committed | null> {
   const seen = await waitFor(env.now, Math.min(30_000, env.leaseTtlMs), async () => {
-    const [claim, dir] = await Promise.all([readClaimRecord(env.store, layout, ctx), env.store.stat(layout.attemptDir(ctx.appAttempt, taskAttempt))]);
+    const [claim, dir] = await Promise.all([readClaimRecord(env.store, layout, ctx), dirMoves ? env.store.stat(layout.attemptDir(ctx.appAttempt, taskAttempt)) : null]);
     if (claim?.taskAttempt !== taskAttempt) return null;
     if (claim.state === 'committed') return new Committed(claim);
     return dir !== null ? null : undefined;

@@ -19,6 +19,8 @@ import type { StepEnv } from './env.js';
 export interface RunRecords {
   decision?: { readonly atMs: number; readonly by: string };
   claim?: { readonly claimedAtMs: number; readonly host: string; readonly pid: number };
+  /** v2: whether the task's files stand in the target (this run, or an earlier one, published them); asked only when the step fails. */
+  published?: () => Promise<boolean>;
 }
 
 /** In a new job: deletes this run's decision and claim where they still stand as it wrote them (read back: host, pid and time match). */

@@ -51,13 +51,23 @@ export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: J
   else await checkSameJob(env, layout, job, now, task, taskAttempt, mine);
   // A job that left no staging dir was aborted unless its commit left a record (as checkKept asks).
   if (now ? now.state === 'aborted' : !(await findCommitted(env.store, layout.root))) {
-    throw new ConflictError(`job ${job.jobId} was aborted while task ${task} committed: nothing of it was published`);
+    throw new ConflictError(`job ${job.jobId} was aborted while task ${task} committed: ${(await publishedStays(mine)) ?? 'nothing of it was published'}`);
   }
   if (now && now.appAttempt !== job.appAttempt) {
     if (await carried(env, layout, job, now, task, taskAttempt)) return 'carried';
-    throw new ConflictError(`recover started app attempt ${now.appAttempt} of job ${job.jobId} while task ${task} committed in app attempt ${job.appAttempt}: nothing of it was published; run the task again`);
+    throw new ConflictError(`recover started app attempt ${now.appAttempt} of job ${job.jobId} while task ${task} committed in app attempt ${job.appAttempt}: ${(await publishedStays(mine)) ?? 'nothing of it was published; run the task again'}`);
   }
-  throw new ConflictError(`job ${job.jobId} ${now ? `was ${now.state}` : 'finished'} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it (nothing of it was published); run the job again, or stage this task's output in a new job`);
+  const published = await publishedStays(mine);
+  throw new ConflictError(`job ${job.jobId} ${now ? `was ${now.state}` : 'finished'} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it (${published ?? 'nothing of it was published'}); ${published ? 'stage its output in a new job if it must be part of one' : "run the job again, or stage this task's output in a new job"}`);
+}
+
+/**
+ * A v2 task whose files stand in the target (this run, or an earlier run of it, published them
+ * before the job ended): they stay there, whatever the job became. Undefined when none do.
+ */
+async function publishedStays(mine: RunRecords): Promise<string | undefined> {
+  if (!(await mine.published?.())) return undefined;
+  return 'its files were published into the target already (v2 publishes at commit-task) and stay there, outside any committed job; do not run the task again for this job';
 }
 
 /**
@@ -66,12 +76,9 @@ export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: J
  * recover may have started the next app attempt without it. Exit 4 when the task is not kept;
  * true when the job is still in this app attempt.
  */
-export async function checkKept(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, mine: RunRecords, published?: () => Promise<boolean>): Promise<boolean> {
+export async function checkKept(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, mine: RunRecords): Promise<boolean> {
   const now = await jobWithoutHolder(env, layout, job, task);
-  // A v2 task whose files stand in the target (it published them before the job ended): they stay
-  // there, whatever the job became. Asked only when the step fails.
-  const outcome = async () =>
-    (await published?.()) ? 'its files were published into the target already (v2 publishes at commit-task) and stay there, outside any committed job; do not run the task again for this job' : undefined;
+  const outcome = () => publishedStays(mine);
   const nothingKept = 'nothing of it is kept';
   if (now && !isSameJob(now, job)) await checkSameJob(env, layout, job, now, task, taskAttempt, mine, await outcome());
   // The job's staging dir went meanwhile: what this step wrote since made it again, as debris.
