@@ -161,6 +161,26 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { a: 'a', b: 'b' });
     });
 
+    test('recover while a v2 commit-task on this host publishes: exit 4 naming it, nothing changed; run again once it has ended, it keeps the task', async () => {
+      const target = posix.join(dir(), 'v2-recover-live');
+      await writeTree(sb.store, target, { old: 'o' });
+      const job = await stage(sb, { target, mode: 'append', algorithm: 'v2' });
+      await stageTask(sb, job, { task: '0', files: { a: 'a', b: 'b', c: 'c' } });
+      const first = spawnCli(['commit-task', '--job', job, '--task', '0'], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '400' } });
+      const staging = (await sb.store.list(posix.join(posix.dirname(target), '.stagecommit', 'v2-recover-live')))[0]!.path;
+      const claim = new JobLayout(staging).claimFile(0, '0');
+      await until('the commit-task claims the task', async () => (await sb.store.stat(claim)) !== null);
+      const rec = await cli(['recover', '--job', job], { env: sb.env });
+      assert.equal(rec.code, 4, rec.stderr);
+      assert.match(rec.stderr, /is being committed by pid \d+ on .*: nothing was changed; run recover again once it has ended/);
+      assert.equal((await first.result).code, 0, 'the commit-task goes on and exits 0');
+      const again = await cli(['recover', '--job', job, '--json'], { env: sb.env });
+      assert.equal(again.code, 0, again.stderr);
+      assert.deepEqual(JSON.parse(again.stdout).committedTasks, ['0']);
+      assert.equal((await commitJob(sb, job)).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { old: 'o', a: 'a', b: 'b', c: 'c' });
+    });
+
     test('two jobs overwriting different static partitions of one table at once: both land, nothing else moves', async () => {
       const target = posix.join(dir(), 'sales');
       await writeTree(sb.store, target, { 'dt=1/old': 'o1', 'dt=2/old': 'o2', 'dt=3/old': 'o3' });

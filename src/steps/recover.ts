@@ -2,6 +2,7 @@
 // task, starts the next app attempt and lists the tasks still to run; past the commit point it
 // rolls the job forward to done.
 
+import { ConflictError } from '../errors.js';
 import { encodeClaim, readClaims, type Claim } from '../job/claims.js';
 import { decide, readDecisions } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
@@ -9,7 +10,7 @@ import { saveJob, type JobManifest } from '../job/job.js';
 import { COMMIT_FILE, taskOfAttempt, type JobLayout } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
 import { compareTasks, dirsHolding } from '../paths.js';
-import type { Lease } from '../job/lease.js';
+import { processGone, type Lease } from '../job/lease.js';
 import { commitJobLocked } from './commit-job.js';
 import { readHeldPlan } from './held-plan.js';
 import { abortRecordedUploads, uploadsDir } from '../job/pending-uploads.js';
@@ -85,6 +86,7 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
   const [claims, decisions] = await Promise.all([readClaims(store, layout, job.jobId, app, env.concurrency, job.stagedAtMs), readDecisions(store, layout, app, env.concurrency, job)]);
   const finished: string[] = [];
   const undone: string[] = [];
+  refuseLiveV2Claims(env, job, claims.values());
   for (const claim of [...claims.values()].filter((c) => c.state === 'claimed')) {
     const root = await finishableRoot(env, layout, job, claim);
     if (root === null) {
@@ -141,6 +143,19 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
   // Every claim left is committed now: the interrupted ones were finished or undone above.
   const tasksToRun = job.tasks !== undefined ? declaredNotCommitted(job, claims) : [...attempted].filter((t) => !claims.has(t)).sort(compareTasks);
   return { jobId: job.jobId, state: 'staged', appAttempt: next, committedTasks, tasksToRun, finished, undone, rolledForward: false };
+}
+
+/**
+ * A v2 task commit still running on this host is publishing its files: finishing it beside it
+ * would rename the same files twice (a false clash, and advice to move the task's own files
+ * aside). Refused before anything changes; recover run again once it has ended finishes the rest.
+ */
+function refuseLiveV2Claims(env: StepEnv, job: JobManifest, claims: Iterable<Claim>): void {
+  if (job.algorithm !== 'v2') return;
+  for (const c of claims) {
+    if (c.state !== 'claimed' || c.host !== env.host || c.pid === env.pid || processGone(c, env)) continue;
+    throw new ConflictError(`${c.taskAttempt} is being committed by pid ${c.pid} on ${c.host} (v2 publishes at commit-task): nothing was changed; run recover again once it has ended`);
+  }
 }
 
 /**
