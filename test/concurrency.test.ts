@@ -627,6 +627,26 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' }, 'what the message says is in the target');
     });
 
+    test('two runs of one v2 attempt, the second whole while the first plans against the target: both exit 0, never an append clash with its own files', async () => {
+      const { target, stagingPath } = await oneFileJob('v2-two-runs-plan', { algorithm: 'v2', mode: 'append' });
+      // The partition holds a file already: the task's files move one by one.
+      await writeTree(sb.store, target, { 'dt=1/old': 'o' });
+      let second: Promise<unknown> | undefined;
+      const firstEnv = testEnv(sb.store, {
+        beforeRead: async (_op, p) => {
+          if (second || !(p === target || p.startsWith(`${target}/`))) return;
+          second = libCommitTask(testEnv(sb.store), stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+          await second;
+        },
+      });
+      const first = await libCommitTask(firstEnv, stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+      assert.ok(second, 'the second run ran');
+      assert.equal(await second, null, 'the second run exits 0');
+      assert.equal(first, null, `the first run exits 0 too, not: ${String(first)}`);
+      assert.equal((await libCommitJobStep(testEnv(sb.store), { stagingPath })).files, 1);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f', 'dt=1/old': 'o' });
+    });
+
     test('two runs of one v2 attempt, the second claiming once the first has, and publishing after it: both exit 0, the claim stays and the job commits the task', async () => {
       const { target, stagingPath, layout } = await oneFileJob('v2-two-runs', { algorithm: 'v2', mode: 'append' });
       // The partition holds a file already: the task's files move one by one.

@@ -82,8 +82,9 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   if (looked instanceof Committed) return already(looked.claim);
   const first = looked;
   // So is a v2 task whose files cannot go into the target (an append clash): planned again once claimed.
-  const planned = (o: NonNullable<typeof first>) => planV2(env, layout, job, attemptDir, taskFilesOf(o.files)).catch((e: unknown) => refusedV2(env, layout, job, taskAttempt, ctx, e));
-  if (first && job.algorithm === 'v2') await planned(first);
+  const planned = (o: NonNullable<typeof first>) => planV2(env, layout, job, attemptDir, taskFilesOf(o.files)).then(() => null, (e: unknown) => refusedV2(env, layout, job, taskAttempt, ctx, e));
+  const byOtherRun = first && job.algorithm === 'v2' ? await planned(first) : null;
+  if (byOtherRun) return already(byOtherRun.claim);
   let claim: ClaimHeader;
   let files: ClaimFiles | undefined;
   let output: typeof first = null;
@@ -110,7 +111,10 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
       });
       if (listed instanceof Committed) return already(listed.claim);
       output = listed;
-      if (job.algorithm === 'v2' && (output.files.list.length !== first.files.list.length || output.files.bytes !== first.files.bytes)) await planned(output);
+      if (job.algorithm === 'v2' && (output.files.list.length !== first.files.list.length || output.files.bytes !== first.files.bytes)) {
+        const other = await planned(output);
+        if (other) return already(other.claim);
+      }
     }
     ({ claim, files } = await claimTask(env, layout, job, { task, attempt, taskAttempt }, before, output, mine));
   } catch (e) {
@@ -240,12 +244,17 @@ function headerOf(record: ClaimRecord): ClaimHeader {
   return header;
 }
 
-/** A v2 task refused by a clash before its claim: the clash may be its own winning attempt's output, or it was aborted. */
-async function refusedV2(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string, ctx: { jobId: string; task: string; appAttempt: number }, e: unknown): Promise<never> {
+/**
+ * A v2 task refused by a clash before its claim: the clash may be its own winning attempt's output,
+ * or another run of this attempt publishing it (its commit is this one's, waited for), or it was aborted.
+ */
+async function refusedV2(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string, ctx: ClaimContext, e: unknown): Promise<Committed> {
   if (!(e instanceof ConflictError)) throw e;
   const [claim, decision] = await Promise.all([readClaimRecord(env.store, layout, ctx), readDecision(env.store, layout, job.appAttempt, taskAttempt, job)]);
   if (claim && claim.taskAttempt !== taskAttempt) throw denied(claim, taskAttempt);
   if (decision?.outcome === 'abort') throw abortedError(taskAttempt, decision);
+  const other = claim && (await otherRunCommitted(env, layout, ctx, taskAttempt, false));
+  if (other) return other;
   throw e;
 }
 

@@ -48,7 +48,7 @@ export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: J
   const now = await jobWithoutHolder(env, layout, job, task);
   if (now && isSameJob(now, job) && now.state === 'staged' && now.appAttempt === job.appAttempt) return 'go';
   if (!now) await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
-  else await checkSameJob(env, layout, job, now, task, taskAttempt, mine);
+  else if (!isSameJob(now, job)) await checkSameJob(env, layout, job, now, task, taskAttempt, mine, await publishedStays(mine));
   // A job that left no staging dir was aborted unless its commit left a record (as checkKept asks).
   if (now ? now.state === 'aborted' : !(await findCommitted(env.store, layout.root))) {
     throw new ConflictError(`job ${job.jobId} was aborted while task ${task} committed: ${(await publishedStays(mine)) ?? 'nothing of it was published'}`);
@@ -58,7 +58,7 @@ export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: J
     throw new ConflictError(`recover started app attempt ${now.appAttempt} of job ${job.jobId} while task ${task} committed in app attempt ${job.appAttempt}: ${(await publishedStays(mine)) ?? 'nothing of it was published; run the task again'}`);
   }
   const published = await publishedStays(mine);
-  throw new ConflictError(`job ${job.jobId} ${now ? `was ${now.state}` : 'finished'} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it (${published ?? 'nothing of it was published'}); ${published ? 'stage its output in a new job if it must be part of one' : "run the job again, or stage this task's output in a new job"}`);
+  throw new ConflictError(`job ${job.jobId} ${now ? `was ${now.state}` : 'finished'} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it: ${published ?? "nothing of it was published; run the job again, or stage this task's output in a new job"}`);
 }
 
 /**
