@@ -20,7 +20,7 @@ import { driverDied, jobScenario as job, libStageTask, readyJob, testEnv, type S
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 
 /** A damaged table-log file stops every commit to its table: the message says how to get past it. */
-const LOG_ADVICE = /no commit to this table can pass .*: restore the file .*; if no job of the table is committing \('stagecommit jobs .*'\), abort every one, delete the log dir/;
+const LOG_ADVICE = /no commit to this table can pass .*: restore the file .*; if no job of the table is committing \('stagecommit jobs .*' lists those in the default place; jobs staged with --staging-dir elsewhere count too\), abort every one, delete the log dir/;
 import { data, readTree, writeTree } from './helpers/tree.js';
 
 const real = storeFixtures().map((f) => f.name);

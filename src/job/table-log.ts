@@ -129,7 +129,7 @@ export class TableLog {
     if (e instanceof CorruptManifestError) {
       // A number given up must never be taken again (a job staged after it compares from it): only
       // a log that no job holds a position in may start over.
-      e.message += `; the table log decides which commits conflict, so no commit to this table can pass it while it is damaged: restore the file (a job past its commit point needs it to finish); if no job of the table is committing ('stagecommit jobs ${this.store.toUri(this.targetPath)}'), abort every one, delete the log dir ${this.store.toUri(this.dir)} and stage them again`;
+      e.message += `; the table log decides which commits conflict, so no commit to this table can pass it while it is damaged: restore the file (a job past its commit point needs it to finish); if no job of the table is committing ('stagecommit jobs ${this.store.toUri(this.targetPath)}' lists those in the default place; jobs staged with --staging-dir elsewhere count too), abort every one, delete the log dir ${this.store.toUri(this.dir)} and stage them again`;
     }
     throw e;
   };
