@@ -4,8 +4,8 @@ import { ConflictError, CorruptManifestError } from '../errors.js';
 import { claimedUploads, readClaim } from '../job/claims.js';
 import { decide } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
-import { isSameJob, loadJob, saveJob, type JobManifest } from '../job/job.js';
-import { taskAttemptName, type JobLayout } from '../job/layout.js';
+import { loadJob, saveJob } from '../job/job.js';
+import { taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
 import { abortRecordedUploads, settleAttemptUploads } from '../job/pending-uploads.js';
 import { releaseLogEntry } from './commit-point.js';
@@ -15,7 +15,7 @@ import { giveBackLeftover, leftoverToGiveBack } from '../job/adoption.js';
 import type { StepEnv } from './env.js';
 import { readHeldPlan } from './held-plan.js';
 import { runStep } from './runner.js';
-import { removeDebris, removeOwnRecords } from './task-debris.js';
+import { takeBackIfEnded } from './task-debris.js';
 
 export interface AbortInput {
   readonly stagingPath: string;
@@ -97,7 +97,9 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
   }
   await store.delete(layout.attemptDir(app, taskAttempt), true);
   await settleAttemptUploads(store, layout, job, taskAttempt, [], env.concurrency);
-  await takeBackIfEnded(env, layout, job, task, taskAttempt, ours);
+  // The job ended (its abort or commit removed the staging dir) or a new job took its place while
+  // this ran: the decision written since is debris (§5.12), taken back as a commit-task's is.
+  await takeBackIfEnded(env, layout, job, await loadJob(store, layout).catch(() => null), task, taskAttempt, { decision: ours });
   return { jobId: job.jobId, outcome: 'aborted', scope: 'task', taskAttempt, wasDenied };
 }
 
@@ -111,16 +113,4 @@ export async function abortJobUploads(env: StepEnv, open: OpenJob): Promise<void
     env.emit({ type: 'warn', message: `${file} could not be read (${e.message}): any pending upload it named is left for 'stagecommit clean-orphans'` }),
   );
   await abortRecordedUploads(store, layout, new Set(), env.concurrency, job.targetPath, { extra: claimed });
-}
-
-/**
- * The job ended (its abort or commit removed the staging dir) or a new job took its place while
- * this abort of an attempt ran: the decision it wrote since is debris (§5.12), taken back as a
- * commit-task's is.
- */
-async function takeBackIfEnded(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, ours: { atMs: number; by: string }): Promise<void> {
-  const now = await loadJob(env.store, layout).catch(() => null);
-  if (now && isSameJob(now, job)) return;
-  if (now) return removeOwnRecords(env, layout, job, task, taskAttempt, { decision: ours });
-  await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
 }

@@ -13,10 +13,9 @@ import { checkAttempt, checkTaskId } from '../paths.js';
 import { eachAttemptFile } from '../job/tasks.js';
 import { planV2, publishClaimedV2, publishedV2Count } from '../plan/publish-v2.js';
 import { promoteOutput } from '../store/operations.js';
-import { processGone } from '../job/lease.js';
 import { requireState, type OpenJob } from '../job/open.js';
 import { abortedError, attemptOutput } from './attempt-output.js';
-import type { StepEnv } from './env.js';
+import { otherLiveProcessHere, type StepEnv } from './env.js';
 import { runStep } from './runner.js';
 import { checkKept, checkNotOverlooked, type RunRecords } from './task-race.js';
 import { waitFor } from '../util/wait.js';
@@ -72,7 +71,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   if (before?.state === 'committed') return already(before);
   requireState(open, ['staged'], 'commit a task');
   // A v2 publication of this attempt still running here: a second run beside it could undo it.
-  if (before && job.algorithm === 'v2' && before.host === env.host && before.pid !== env.pid && !processGone(before, env)) {
+  if (before && job.algorithm === 'v2' && otherLiveProcessHere(before, env)) {
     throw new ConflictError(`${taskAttempt} is being committed by pid ${before.pid} on ${before.host}: wait for it (if it was killed, run commit-task again)`);
   }
   const attemptDir = layout.attemptDir(app, taskAttempt);

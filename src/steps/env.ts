@@ -38,3 +38,8 @@ export function isPidAliveLocal(pid: number): boolean {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
+
+/** Another process on this host that is still running (not this one): its work must not be done beside it. */
+export function otherLiveProcessHere(who: { readonly host: string; readonly pid: number }, env: Pick<StepEnv, 'host' | 'pid' | 'isPidAlive'>): boolean {
+  return who.host === env.host && who.pid !== env.pid && env.isPidAlive(who.pid);
+}

@@ -10,7 +10,7 @@ import { saveJob, type JobManifest } from '../job/job.js';
 import { COMMIT_FILE, taskOfAttempt, type JobLayout } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
 import { compareTasks, dirsHolding } from '../paths.js';
-import { processGone, type Lease } from '../job/lease.js';
+import type { Lease } from '../job/lease.js';
 import { commitJobLocked } from './commit-job.js';
 import { readHeldPlan } from './held-plan.js';
 import { abortRecordedUploads, uploadsDir } from '../job/pending-uploads.js';
@@ -21,7 +21,7 @@ import { promotedOutput } from '../store/operations.js';
 import type { JobGoneError, OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
 import { attemptsByTask, declaredNotCommitted } from '../job/tasks.js';
-import type { StepEnv } from './env.js';
+import { otherLiveProcessHere, type StepEnv } from './env.js';
 import { runStep } from './runner.js';
 import { forEachLimit } from '../util/pool.js';
 import { isTempName } from '../store/temp-names.js';
@@ -153,7 +153,7 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
 function refuseLiveV2Claims(env: StepEnv, job: JobManifest, claims: Iterable<Claim>): void {
   if (job.algorithm !== 'v2') return;
   for (const c of claims) {
-    if (c.state !== 'claimed' || c.host !== env.host || c.pid === env.pid || processGone(c, env)) continue;
+    if (c.state !== 'claimed' || !otherLiveProcessHere(c, env)) continue;
     throw new ConflictError(`${c.taskAttempt} is being committed by pid ${c.pid} on ${c.host} (v2 publishes at commit-task): nothing was changed; run recover again once it has ended`);
   }
 }

@@ -4,7 +4,7 @@
 
 import { readClaimRecord } from '../job/claims.js';
 import { readDecision } from '../job/decisions.js';
-import type { JobManifest } from '../job/job.js';
+import { isSameJob, type JobManifest } from '../job/job.js';
 import type { JobLayout } from '../job/layout.js';
 import { tidyStagingParents } from '../job/staging-dir.js';
 import { removeEmptyDirs } from '../store/operations.js';
@@ -14,7 +14,7 @@ import type { StepEnv } from './env.js';
  * What this run of a task-level step (commit-task, abort --task) wrote into the job's dir, once
  * written: its decision and its claim. When the job turns out to be another one (its id staged
  * again after an abort), these are the only files of this run that can be told apart from the new
- * job's own, and they go.
+ * job's own, and they go. (commit-task keeps beside them how to tell what a v2 task published.)
  */
 export interface RunRecords {
   decision?: { readonly atMs: number; readonly by: string };
@@ -50,4 +50,16 @@ export async function removeDebris(env: StepEnv, layout: JobLayout, app: number,
   await Promise.all([layout.claimsDir(app), layout.decisionsDir(app)].map((d) => store.delete(d, false).catch(() => false)));
   await removeEmptyDirs(store, [layout.appAttemptDir(app)], layout.root);
   await tidyStagingParents(store, layout);
+}
+
+/**
+ * Takes back what this run wrote once its job ended while it ran: the debris where the staging dir
+ * was (`now` null), or this run's own records in a new job that took the dir. False while `now` is
+ * still the run's job.
+ */
+export async function takeBackIfEnded(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest | null, task: string, taskAttempt: string, mine: RunRecords): Promise<boolean> {
+  if (now && isSameJob(now, job)) return false;
+  if (now) await removeOwnRecords(env, layout, job, task, taskAttempt, mine);
+  else await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
+  return true;
 }

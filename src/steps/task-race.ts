@@ -11,7 +11,7 @@ import { describeHolder, isLeaseLive, readCurrentLease, type CurrentLease } from
 import type { JobLayout } from '../job/layout.js';
 import { waitFor } from '../util/wait.js';
 import type { StepEnv } from './env.js';
-import { removeDebris, removeOwnRecords, type RunRecords } from './task-debris.js';
+import { takeBackIfEnded, type RunRecords } from './task-debris.js';
 
 export type { RunRecords } from './task-debris.js';
 
@@ -47,8 +47,7 @@ async function jobWithoutHolder(env: StepEnv, layout: JobLayout, job: JobManifes
 export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, mine: RunRecords): Promise<'go' | 'carried'> {
   const now = await jobWithoutHolder(env, layout, job, task);
   if (now && isSameJob(now, job) && now.state === 'staged' && now.appAttempt === job.appAttempt) return 'go';
-  if (!now) await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
-  else if (!isSameJob(now, job)) await checkSameJob(env, layout, job, now, task, taskAttempt, mine, await publishedStays(mine));
+  if ((await takeBackIfEnded(env, layout, job, now, task, taskAttempt, mine)) && now) throw newJobStaged(env, layout, job, now, task, await publishedStays(mine));
   // A job that left no staging dir was aborted unless its commit left a record (as checkKept asks).
   if (now ? now.state === 'aborted' : !(await findCommitted(env.store, layout.root))) {
     throw new ConflictError(`job ${job.jobId} was aborted while task ${task} committed: ${(await publishedStays(mine)) ?? 'nothing of it was published'}`);
@@ -80,9 +79,9 @@ export async function checkKept(env: StepEnv, layout: JobLayout, job: JobManifes
   const now = await jobWithoutHolder(env, layout, job, task);
   const outcome = () => publishedStays(mine);
   const nothingKept = 'nothing of it is kept';
-  if (now && !isSameJob(now, job)) await checkSameJob(env, layout, job, now, task, taskAttempt, mine, await outcome());
-  // The job's staging dir went meanwhile: what this step wrote since made it again, as debris.
-  if (!now) await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
+  // The job's staging dir went meanwhile (what this step wrote since made it again, as debris), or
+  // a new job took it: what this run wrote goes.
+  if ((await takeBackIfEnded(env, layout, job, now, task, taskAttempt, mine)) && now) throw newJobStaged(env, layout, job, now, task, await outcome());
   if (now && now.appAttempt !== job.appAttempt && !(await carried(env, layout, job, now, task, taskAttempt))) {
     throw new ConflictError(`recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${job.appAttempt}, without it: ${(await outcome()) ?? `${nothingKept}; run the task again`}`);
   }
@@ -100,11 +99,9 @@ async function carried(env: StepEnv, layout: JobLayout, job: JobManifest, now: J
 
 /**
  * A staging dir may hold a new job once this one has finished (a user-named dir, or a job id
- * staged again after an abort): never commit into it, and take back the decision and the claim
- * this run made there (an attempt of the new job may have the same name).
+ * staged again after an abort): never commit into it (the decision and the claim this run made
+ * there are taken back: an attempt of the new job may have the same name).
  */
-async function checkSameJob(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string, taskAttempt: string, mine: RunRecords, published?: string): Promise<void> {
-  if (isSameJob(now, job)) return;
-  await removeOwnRecords(env, layout, job, task, taskAttempt, mine);
-  throw new ConflictError(`job ${job.jobId} finished while task ${task} committed, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${env.store.toUri(layout.root)}: ${published ?? `nothing of task ${task} was published; run the job again`}`);
+function newJobStaged(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string, published?: string): ConflictError {
+  return new ConflictError(`job ${job.jobId} finished while task ${task} committed, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${env.store.toUri(layout.root)}: ${published ?? `nothing of task ${task} was published; run the job again`}`);
 }
