@@ -119,6 +119,19 @@ describe('WebHDFS test server follows the specification', () => {
     assert.equal(await (await fetch(open.headers.get('location')!)).text(), 'a');
   });
 
+  test('OPEN reads one version of a file whole while RENAME OVERWRITE replaces it (the data node opens the path once and sends that length, as WebHdfsHandler does)', async () => {
+    const versions = ['short\n', `${'long '.repeat(4000)}\n`];
+    await create('/ov/f', versions[0]!);
+    for (let round = 0; round < 60; round++) {
+      const next = versions[(round + 1) % 2]!;
+      await create('/ov/next', next, true);
+      const at = (await op('GET', '/ov/f', 'op=OPEN')).headers.get('location')!;
+      const reads = Array.from({ length: 8 }, (_, i) => sleep(i % 4).then(() => fetch(at).then((r) => r.text(), (e: Error) => `failed: ${e.message}`)));
+      const [, ...got] = await Promise.all([op('PUT', '/ov/next', 'op=RENAME&destination=/ov/f&renameoptions=OVERWRITE'), ...reads]);
+      for (const read of got) assert.ok(versions.includes(read), `round ${round}: a read of ${read.length} bytes is neither version whole: ${read.slice(0, 40)}`);
+    }
+  });
+
   test('DELETE of a missing path answers false; a non-empty directory needs recursive=true', async () => {
     assert.deepEqual(await (await op('DELETE', '/gone', 'op=DELETE')).json(), { boolean: false });
     await create('/d/x', 'x');

@@ -4,7 +4,7 @@
 // It does not mirror our client: test/webhdfs-server.test.ts checks it against the spec.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createReadStream, createWriteStream, promises as fs } from 'node:fs';
+import { createWriteStream, promises as fs } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -277,17 +277,24 @@ export class WebHdfsCluster {
       if (fault === 'stall') return void req.pause();
       if (fault === 'error-500') throw new Error('DataStreamer Exception: injected');
       if (op === 'OPEN' && req.method === 'GET') {
-        const st = await fs.stat(local).catch(() => null);
-        if (!st?.isFile()) throw new Fail(notFound(p));
+        // The path is opened once and its length taken from what was opened (WebHdfsHandler's
+        // onOpen): a rename that replaces the file meanwhile is never read half old, half new.
+        const fh = await fs.open(local, 'r').catch(() => null);
+        const st = await fh?.stat();
+        if (!fh || !st?.isFile()) {
+          await fh?.close();
+          throw new Fail(notFound(p));
+        }
         res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': st.size });
         if (fault === 'cut-after' || fault === 'stall-after') {
-          const bytes = await fs.readFile(local);
+          const bytes = await fh.readFile();
+          await fh.close();
           res.write(bytes.subarray(0, Math.floor(bytes.length / 2)));
           // stall-after: half the file, then nothing more, the connection kept open.
           if (fault === 'cut-after') setTimeout(() => res.socket?.destroy(), 20);
           return;
         }
-        await pipeline(createReadStream(local), res);
+        await pipeline(fh.createReadStream(), res);
         return;
       }
       if (op === 'CREATE' && req.method === 'PUT') {
