@@ -627,6 +627,28 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' }, 'what the message says is in the target');
     });
 
+    test('a v2 commit-task run again after a kill that left it published, whose job is aborted before it reads the claim: exit 4 saying the job was aborted, never "never staged"', async () => {
+      const { target, stagingPath, layout } = await oneFileJob('v2-rerun-aborted-early', { algorithm: 'v2', mode: 'append' });
+      const claimFile = layout.claimFile(0, '0');
+      const killedEnv = testEnv(sb.store, (n, op, p) => {
+        if (op === 'writeFile' && p === claimFile) throw new InjectedFault(n, op, p);
+      });
+      await assert.rejects(libCommitTask(killedEnv, stagingPath, { task: '0', files: {} }), InjectedFault);
+      let aborted: Promise<unknown> | undefined;
+      const rerunEnv = testEnv(sb.store, {
+        beforeRead: async (_op, p) => {
+          if (aborted || p !== claimFile) return;
+          aborted = abort(testEnv(sb.store), { stagingPath });
+          await aborted;
+        },
+      });
+      const error = await libCommitTask(rerunEnv, stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+      assert.ok(aborted, 'abort ran');
+      assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
+      assert.match((error as Error).message, /was aborted while task 0 committed: this run published nothing; any file an earlier run of it published .* stays in the target/);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' }, 'the earlier run published the file');
+    });
+
     test('two runs of one v2 attempt, the second whole while the first plans against the target: both exit 0, never an append clash with its own files', async () => {
       const { target, stagingPath } = await oneFileJob('v2-two-runs-plan', { algorithm: 'v2', mode: 'append' });
       // The partition holds a file already: the task's files move one by one.

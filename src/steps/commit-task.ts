@@ -20,6 +20,9 @@ import { runStep } from './runner.js';
 import { checkKept, checkNotOverlooked, type RunRecords } from './task-race.js';
 import { waitFor } from '../util/wait.js';
 
+/** The attempt's files, as one listing of its dir found them. */
+type Output = Awaited<ReturnType<typeof attemptOutput>>;
+
 export interface CommitTaskInput {
   readonly stagingPath: string;
   readonly task: string;
@@ -75,39 +78,37 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
     throw new ConflictError(`${taskAttempt} is being committed by pid ${before.pid} on ${before.host}: wait for it (if it was killed, run commit-task again)`);
   }
   const attemptDir = layout.attemptDir(app, taskAttempt);
-  // Checked before the decision: output refused here leaves the attempt free to abort or fix (a
-  // stage's temp, which may be in flight, is not touched).
-  const looked = before ? null : await attemptOutput(env, layout, job, task, taskAttempt, false).catch((e: unknown) => committedMeanwhile(env, layout, ctx, taskAttempt, e));
-  if (looked instanceof Committed) return already(looked.claim);
-  const first = looked;
-  // So is a v2 task whose files cannot go into the target (an append clash): planned again once claimed.
-  const planned = (o: NonNullable<typeof first>) => planV2(env, layout, job, attemptDir, taskFilesOf(o.files)).then(() => null, (e: unknown) => refusedV2(env, layout, job, taskAttempt, ctx, e));
-  const byOtherRun = first && job.algorithm === 'v2' ? await planned(first) : null;
-  if (byOtherRun) return already(byOtherRun.claim);
   let claim: ClaimHeader;
   let files: ClaimFiles | undefined;
-  let output: typeof first = null;
+  let first: Output | null = null;
+  let output: Output | null = null;
   // What a v2 task left in the target (this run, or an earlier one), counted only if the job's end
-  // overtakes it: its message says so.
+  // overtakes it: its message says so. Null: this run never learnt the task's files.
   if (job.algorithm === 'v2') {
     const known = () => files ?? output?.files ?? first?.files ?? (before ? claimFilesOfRecord(before) : null);
     mine.published = async () => {
       const f = known();
-      return f !== null && (await publishedV2Count(env, job, taskFilesOf(f))) > 0;
+      return f === null ? null : (await publishedV2Count(env, job, taskFilesOf(f))) > 0;
     };
   }
+  // Checked before the decision: output refused here leaves the attempt free to abort or fix (a
+  // stage's temp, which may be in flight, is not touched).
+  const looked = before ? null : await attemptOutput(env, layout, job, task, taskAttempt, false).catch((e: unknown) => committedMeanwhile(env, layout, ctx, taskAttempt, e, { job, mine }));
+  if (looked instanceof Committed) return already(looked.claim);
+  first = looked;
+  // So is a v2 task whose files cannot go into the target (an append clash): planned again once claimed.
+  const planned = (o: Output) => planV2(env, layout, job, attemptDir, taskFilesOf(o.files)).then(() => null, (e: unknown) => refusedV2(env, layout, job, taskAttempt, ctx, e));
+  const byOtherRun = first && job.algorithm === 'v2' ? await planned(first) : null;
+  if (byOtherRun) return already(byOtherRun.claim);
   try {
     if (first) {
       await decideCommit(env, layout, job, taskAttempt, mine);
       // A `stage` that found the attempt undecided once its files were written may have written
       // them after the first listing: the claim lists what the attempt holds once decided. (Refused
       // now, the attempt stays decided: another run of it may be going on with the decision.)
-      const listed = await attemptOutput(env, layout, job, task, taskAttempt).catch(async (e: unknown) => {
-        // None left to list: the job's end may have removed them since the first look, or another
-        // run of this attempt committed it whole.
-        if (!(await stillStaged(env, layout, job))) await checkNotOverlooked(env, layout, job, task, taskAttempt, mine);
-        return committedMeanwhile(env, layout, ctx, taskAttempt, e);
-      });
+      // None left to list: the job's end may have removed them since the first look, or another
+      // run of this attempt committed it whole.
+      const listed = await attemptOutput(env, layout, job, task, taskAttempt).catch((e: unknown) => committedMeanwhile(env, layout, ctx, taskAttempt, e, { job, mine, endFirst: true }));
       if (listed instanceof Committed) return already(listed.claim);
       output = listed;
       if (job.algorithm === 'v2' && (output.files.list.length !== first.files.list.length || output.files.bytes !== first.files.bytes)) {
@@ -162,14 +163,20 @@ class Committed {
 /**
  * The attempt's output could not be read (its dir gone: "never staged"): another run of this
  * attempt may have committed it meanwhile, and promoted its dir (waited for as otherRunCommitted
- * does). Then this run is done too.
+ * does). Then this run is done too. Or the job ended meanwhile (an abort took the dir): that is
+ * said (exit 4), not "never staged"; `endFirst`: asked before the other run is.
  */
-async function committedMeanwhile(env: StepEnv, layout: JobLayout, ctx: ClaimContext, taskAttempt: string, e: unknown): Promise<Committed> {
+async function committedMeanwhile(env: StepEnv, layout: JobLayout, ctx: ClaimContext, taskAttempt: string, e: unknown, run: { job: JobManifest; mine: RunRecords; endFirst?: boolean }): Promise<Committed> {
   if (!(e instanceof UsageError)) throw e;
+  const ended = async () => {
+    if (!(await stillStaged(env, layout, run.job))) await checkNotOverlooked(env, layout, run.job, ctx.task, taskAttempt, run.mine);
+  };
+  if (run.endFirst) await ended();
   const other = await otherRunCommitted(env, layout, ctx, taskAttempt);
   if (other) return other;
   const claim = await readClaimRecord(env.store, layout, ctx);
   if (claim && claim.taskAttempt !== taskAttempt) throw denied(claim, taskAttempt);
+  if (!run.endFirst) await ended();
   throw e;
 }
 

@@ -19,8 +19,11 @@ import type { StepEnv } from './env.js';
 export interface RunRecords {
   decision?: { readonly atMs: number; readonly by: string };
   claim?: { readonly claimedAtMs: number; readonly host: string; readonly pid: number };
-  /** v2: whether the task's files stand in the target (this run, or an earlier one, published them); asked only when the step fails. */
-  published?: () => Promise<boolean>;
+  /**
+   * v2: whether the task's files stand in the target (this run, or an earlier one, published them);
+   * asked only when the step fails. Null: this run never learnt which files the task has.
+   */
+  published?: () => Promise<boolean | null>;
 }
 
 /** In a new job: deletes this run's decision and claim where they still stand as it wrote them (read back: host, pid and time match). */

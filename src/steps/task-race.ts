@@ -65,7 +65,9 @@ export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: J
  * before the job ended): they stay there, whatever the job became. Undefined when none do.
  */
 async function publishedStays(mine: RunRecords): Promise<string | undefined> {
-  if (!(await mine.published?.())) return undefined;
+  const published = await mine.published?.();
+  if (published === null) return 'this run published nothing; any file an earlier run of it published at commit-task (v2 publishes per task) stays in the target, outside any committed job';
+  if (!published) return undefined;
   return 'its files were published into the target already (v2 publishes at commit-task) and stay there, outside any committed job; do not run the task again for this job';
 }
 
