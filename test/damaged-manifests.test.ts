@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { posix } from 'node:path';
 import { describe, test } from 'node:test';
-import { CorruptManifestError, InjectedFault } from '../src/errors.js';
+import { ConflictError, CorruptManifestError, InjectedFault } from '../src/errors.js';
 import { encodeLease } from '../src/job/lease.js';
 import { encodeProgress } from '../src/plan/plan-file.js';
 import { JobLayout } from '../src/job/layout.js';
@@ -197,6 +197,43 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
     const m = await ready(target, job('M', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { m: 'm' } }]);
     await commitJob(testEnv(sb.store), { stagingPath: m });
     assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/m': 'm' });
+  });
+
+  test('a job the way out missed (staged before the log dir was deleted) is refused with exit 4 once the log made again has passed its position, never committed over that log\'s commits', async () => {
+    const root = dir();
+    const target = posix.join(root, 't');
+    await writeTree(sb.store, target, { 'dt=1/old': 'old' });
+    await commitJob(testEnv(sb.store), { stagingPath: await ready(target, job('A', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }]) });
+    // Staged at log position 0 (say with --staging-dir elsewhere, so 'stagecommit jobs' did not list it).
+    const missed = await ready(target, job('J', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { j: 'j' } }]);
+    await sb.store.delete(posix.join(root, '.stagecommit', 't', '_log'), true);
+    // The new log passes J's position: B replaces dt=1 (entry 0), C writes dt=2 (entry 1).
+    await commitJob(testEnv(sb.store), { stagingPath: await ready(target, job('B', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { b: 'b' } }]) });
+    await commitJob(testEnv(sb.store), { stagingPath: await ready(target, job('C', 'append'), [{ task: '0', partition: ['dt=2'], files: { c: 'c' } }]) });
+    const refused = await commitJob(testEnv(sb.store), { stagingPath: missed }).then(() => null, (e: unknown) => e);
+    assert.ok(refused instanceof ConflictError, `exit 4, not ${String(refused)}`);
+    assert.match(refused.message, /job J cannot check its commit against the table log .*: it is not the log the job was staged against \(the log dir was deleted and made again since\).*nothing was changed; .*stage the job again/);
+    assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/b': 'b', 'dt=2/c': 'c' }, "B's commit stands");
+  });
+
+  test("the table log's id damaged: every commit to the table stops naming the way out, nothing changed", async () => {
+    const root = dir();
+    const target = posix.join(root, 't');
+    await commitJob(testEnv(sb.store), { stagingPath: await ready(target, job('A', 'append'), [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }]) });
+    const idFile = posix.join(root, '.stagecommit', 't', '_log', 'log-id.yaml');
+    const text = (await sb.store.readFile(idFile))!.toString();
+    const l = await ready(target, job('L', 'append'), [{ task: '0', partition: ['dt=2'], files: { l: 'l' } }]);
+    const before = await readTree(sb.store, root);
+    for (const v of damages(text, 3).filter((_, i) => sampled(fx.name, i))) {
+      await sb.store.writeFile(idFile, v.text);
+      const refused = await commitJob(testEnv(sb.store), { stagingPath: l }).then(() => null, (e: unknown) => e);
+      assert.ok(refused instanceof CorruptManifestError, `${v.name}: exit 1, not ${String(refused)}`);
+      assert.match(refused.message, LOG_ADVICE, v.name);
+      await sb.store.writeFile(idFile, text);
+      assert.deepEqual(data(await readTree(sb.store, root)), data(before), `${v.name}: nothing changed`);
+    }
+    await commitJob(testEnv(sb.store), { stagingPath: l });
+    assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a', 'dt=2/l': 'l' });
   });
 
   test('through the CLI: exit 1, one line naming the file, a JSON error; a lost plan past the commit point is never made again', async (t) => {

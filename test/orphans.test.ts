@@ -166,6 +166,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(keys.sort(), [
         '.stagecommit/events/_log/00000000000000000000.done',
         '.stagecommit/events/_log/00000000000000000000.yaml',
+        '.stagecommit/events/_log/log-id.yaml',
         'events/dt=1/e',
         'sales/.spark-staging-notes/readme.txt',
         `sales/.spark-staging-${U2}/dt=2026-11-30/part-00000.parquet`,

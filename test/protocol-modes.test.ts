@@ -41,7 +41,7 @@ for (const fx of storeFixtures()) {
       assert.ok(success.metrics.op_rename > 0 || success.metrics.op_copy > 0);
       const beside = Object.keys(await readTree(sb.store, root, { dirs: true }));
       assert.deepEqual(beside.filter((k) => !k.startsWith('.stagecommit/sales/_log/')), Object.keys(tree).map((k) => `sales/${k}`), 'nothing but the table (and its log) is left beside it');
-      assert.deepEqual(beside.filter((k) => k.startsWith('.stagecommit/')), ['.stagecommit/sales/_log/00000000000000000000.done', '.stagecommit/sales/_log/00000000000000000000.yaml'], 'the table log holds one finished entry');
+      assert.deepEqual(beside.filter((k) => k.startsWith('.stagecommit/')), ['.stagecommit/sales/_log/00000000000000000000.done', '.stagecommit/sales/_log/00000000000000000000.yaml', '.stagecommit/sales/_log/log-id.yaml'], 'the table log holds one finished entry and its id');
       const again = await cli(['status', '--job', job], { env: sb.env });
       assert.equal(again.code, 0, again.stderr);
       assert.match(again.stdout, /committed \(finished: no staging dir left\)/);

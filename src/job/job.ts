@@ -36,6 +36,8 @@ export interface JobManifest {
   readonly tasks?: number;
   /** The newest table-log entry when the job was staged (null: the log was empty), DESIGN §5.5. */
   readonly logPosition: number | null;
+  /** The table log's id when the job was staged, if it had one: a log made again has another. */
+  readonly logId?: string;
   readonly appAttempt: number;
   readonly state: JobState;
   readonly stagedAtMs: number;
@@ -88,6 +90,7 @@ export function encodeJob(job: JobManifest): string {
     staticPartition: job.staticPartition.map((p) => ({ column: p.column, value: p.value })),
     tasks: job.tasks ?? null,
     logPosition: job.logPosition,
+    ...(job.logId === undefined ? {} : { logId: job.logId }),
     appAttempt: job.appAttempt,
     stagedAt: new Date(job.stagedAtMs).toISOString(),
     stagedAtMs: job.stagedAtMs,
@@ -116,6 +119,7 @@ export function decodeJob(text: string | Buffer, file: string, opts: DecodeOptio
     staticPartition: f.array('staticPartition', (p) => ({ column: column(itemString(p, 'column')), value: itemString(p, 'value') })),
     tasks: f.nullableCount('tasks') ?? undefined,
     logPosition: f.nullableCount('logPosition'),
+    ...(Object.hasOwn(f.doc, 'logId') ? { logId: f.string('logId') } : {}),
     appAttempt: f.count('appAttempt'),
     stagedAtMs: (f.string('stagedAt'), f.count('stagedAtMs')),
     owner: ownerOf(),

@@ -15,6 +15,9 @@ import { readManifestFile } from './manifest-io.js';
 
 const ENTRY = 'stagecommit/log-entry';
 const DONE = 'stagecommit/log-done';
+const ID = 'stagecommit/log-id';
+/** The log's identity, made with its first entry: a log deleted and made again has another. */
+const ID_FILE = 'log-id.yaml';
 const DIGITS = 20;
 /** Entries kept at least; older finished ones go once they are a week old. */
 const KEEP_ENTRIES = 1000;
@@ -39,6 +42,8 @@ export interface LogListing {
   /** Entry numbers present, ascending. */
   readonly numbers: readonly number[];
   readonly done: ReadonlySet<number>;
+  /** The log's id (null: none yet, or a log made before logs had one). */
+  readonly id: string | null;
 }
 
 /**
@@ -88,23 +93,44 @@ export class TableLog {
     return posix.join(this.dir, `${String(n).padStart(DIGITS, '0')}.done`);
   }
 
+  /** The entries and done markers, and the log's id, read at once. */
   async list(): Promise<LogListing> {
     const numbers: number[] = [];
     const done = new Set<number>();
-    for (const e of await this.store.list(this.dir)) {
+    const [entries, id] = await Promise.all([this.store.list(this.dir), this.readId()]);
+    for (const e of entries) {
       const m = /^(\d{20})\.(yaml|done)$/.exec(e.name);
       if (!m) continue;
       if (m[2] === 'yaml') numbers.push(Number(m[1]));
       else done.add(Number(m[1]));
     }
     numbers.sort((a, b) => a - b);
-    return { numbers, done };
+    return { numbers, done, id };
   }
 
-  /** The newest entry number, recorded by `stage` (null: no entry yet). */
-  async position(): Promise<number | null> {
-    const { numbers } = await this.list();
-    return numbers.length ? numbers[numbers.length - 1]! : null;
+  /** The newest entry number (null: no entry yet) and the log's id, recorded by `stage`. */
+  async position(): Promise<{ position: number | null; id: string | null }> {
+    const { numbers, id } = await this.list();
+    return { position: numbers.length ? numbers[numbers.length - 1]! : null, id };
+  }
+
+  private get idPath(): string {
+    return posix.join(this.dir, ID_FILE);
+  }
+
+  async readId(): Promise<string | null> {
+    return readManifestFile(this.store, this.idPath, (text, file) => {
+      const f = new Fields(decodeManifest(text, file), file);
+      f.kind(ID, 1);
+      const id = f.string('id');
+      if (!/^[0-9a-f-]{36}$/.test(id)) throw new CorruptManifestError(file, 'id', 'is not a UUID');
+      return id;
+    }).catch(this.withAdvice);
+  }
+
+  /** Gives the log an id if it has none (the first of two racing creates wins). */
+  async makeId(id: string): Promise<void> {
+    await this.store.createExclusive(this.idPath, encodeManifest({ kind: ID, version: 1, id }));
   }
 
   private decode(text: string | Buffer, file: string, n: number): LogEntry {

@@ -2,6 +2,7 @@
 // made since the job was staged, waiting for (or naming) unfinished commits of the same
 // partitions, then creating the next log entry — the one decision two racing jobs cannot both win.
 
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { againAdvice } from '../job/adoption.js';
 import { ConflictError } from '../errors.js';
@@ -78,6 +79,12 @@ export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: Co
     // A listing taken before this call is as good as a new one: creating the entry decides races.
     const listing = await (round === 0 && opts.firstListing ? opts.firstListing : log.list());
     const { numbers, done } = listing;
+    // A log deleted and made again numbers its entries afresh: this job's position means nothing in it.
+    if (job.logId !== undefined && listing.id !== job.logId) {
+      throw new ConflictError(
+        `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: it is not the log the job was staged against (${listing.id === null ? 'that log is gone' : 'the log dir was deleted and made again since'}), so commits made meanwhile are unknown: nothing was changed; ${againAdvice(job, 'stage the job again')}`,
+      );
+    }
     const max = numbers.length ? numbers[numbers.length - 1]! : null;
     const since = numbers.filter((n) => pos === null || n > pos);
     if (since.length !== (max ?? -1) - (pos ?? -1)) {
@@ -137,7 +144,9 @@ export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: Co
     if (opts.dryRun) return { plan: planned, entry, listing };
     // An interrupted run held an entry for other partitions (tasks committed since): give it up.
     if (own) await log.markDone(own, 'void', env.now());
-    if (await log.tryAppend(entry)) return { plan: planned, entry, listing: { numbers: [...numbers, entry.number], done } };
+    // The log's first entry (or the first since logs have ids) gives it its id, beside the entry.
+    const [appended] = await Promise.all([log.tryAppend(entry), listing.id === null ? log.makeId(randomUUID()) : undefined]);
+    if (appended) return { plan: planned, entry, listing: { ...listing, numbers: [...numbers, entry.number] } };
     // Another job took that number first: read what it did, then try the next one.
   }
 }

@@ -150,8 +150,9 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
     partitionBy,
     staticPartition: input.partition,
     tasks: input.tasks,
-    // Where the table log stands now: commits after this one are checked at commit-job (§5.5).
-    logPosition: await new TableLog(store, targetPath).position(),
+    // Where the table log stands now: commits after this one are checked at commit-job (§5.5),
+    // in this log (its id), not in one made again after it was deleted.
+    ...(await logState(store, targetPath)),
     appAttempt: 0,
     state: 'staged',
     stagedAtMs: env.now(),
@@ -170,4 +171,9 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
     }
   }
   return { jobId, handle: store.toUri(stagingPath), stagingPath, job };
+}
+
+async function logState(store: Store, targetPath: string): Promise<{ logPosition: number | null; logId?: string }> {
+  const { position, id } = await new TableLog(store, targetPath).position();
+  return { logPosition: position, ...(id === null ? {} : { logId: id }) };
 }

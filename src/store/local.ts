@@ -118,7 +118,8 @@ export class LocalStore implements Store {
     try {
       return await fs.readFile(p);
     } catch (e) {
-      if (code(e) === 'ENOENT') return null;
+      // A file in the way of the path: no file there, as stat and list say too.
+      if (code(e) === 'ENOENT' || code(e) === 'ENOTDIR') return null;
       throw wrap(e, 'readFile', [p]);
     }
   }
