@@ -180,6 +180,27 @@ for (const fx of storeFixtures()) {
       if (sb.store.listUploads) assert.deepEqual(await sb.store.listUploads(root), []);
     });
 
+    test('a handle holding nothing but a lease file a killed step left: listed as a stagecommit leftover with no job, removed by --delete once its holder is gone', async () => {
+      const strayRoot = posix.join(sb.base, 'stray');
+      const lease = (expiresAtMs: number) => encodeLease({ op: 'commit-job', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: 0, expiresAtMs });
+      const dead = posix.join(strayRoot, '.stagecommit', 'sales', 'gone-job');
+      const held = posix.join(strayRoot, '.stagecommit', 'sales', 'held-job');
+      await sb.store.writeFile(posix.join(dead, '_lease.0.yaml'), lease(Date.now() - 1000));
+      await sb.store.writeFile(posix.join(held, '_lease.0.yaml'), lease(Date.now() + 3_600_000));
+      await writeTree(sb.store, strayRoot, { 'sales/dt=1/part-0': 'data' });
+      const listed = (r: { stdout: string }) => JSON.parse(r.stdout).leftovers.map((l: { path: string; kind: string; jobState?: string; action: string; reason?: string }) => [l.path.slice(sb.uri(strayRoot).length + 1), l.kind, l.jobState, l.action, l.reason]);
+      const dry = await cli(['clean-orphans', sb.uri(strayRoot), '--older-than', '0s', '--json'], { env: sb.env });
+      assert.equal(dry.code, 0, dry.stderr);
+      assert.deepEqual(listed(dry), [
+        ['.stagecommit/sales/gone-job', 'stagecommit', 'no job: a lease file left behind', 'would-delete', undefined],
+        ['.stagecommit/sales/held-job', 'stagecommit', 'no job: a lease file left behind', 'skipped', 'a live process holds its lease'],
+      ]);
+      const del = await cli(['clean-orphans', sb.uri(strayRoot), '--older-than', '0s', '--delete', '--json'], { env: sb.env });
+      assert.equal(del.code, 0, del.stderr);
+      assert.deepEqual(listed(del).map((l: unknown[]) => l[3]), ['deleted', 'skipped']);
+      assert.deepEqual(Object.keys(await readTree(sb.store, strayRoot)).sort(), ['.stagecommit/sales/held-job/_lease.0.yaml', 'sales/dt=1/part-0']);
+    });
+
     test('uploads never completed: listed as multipart-upload, aborted with --delete, and by a job abort', async (t) => {
       if (!sb.startUpload || !sb.store.listUploads) return t.skip('the store has no multipart uploads');
       const upRoot = posix.join(sb.base, 'uploads');

@@ -74,7 +74,7 @@ export function renderStatus(s: StatusDoc): string {
 
 export function renderOrphans(r: CleanOrphansDoc): string {
   if (r.leftovers.length === 0) return `no leftovers under ${r.roots.join(', ')} (${r.directoriesScanned} directories scanned)`;
-  const rows = r.leftovers.map((l) => [l.kind, l.path, formatAge(l.ageSeconds), String(l.files), formatBytes(l.bytes), l.jobId ?? '', l.action + (l.reason ? ` (${l.reason})` : '')]);
+  const rows = r.leftovers.map((l) => [l.kind, l.path, formatAge(l.ageSeconds), String(l.files), formatBytes(l.bytes), l.jobId ?? (l.jobState ? `(${l.jobState})` : ''), l.action + (l.reason ? ` (${l.reason})` : '')]);
   const head = ['KIND', 'PATH', 'AGE', 'FILES', 'BYTES', 'JOB', 'ACTION'];
   const widths = head.map((h, i) => rows.reduce((w, row) => Math.max(w, row[i]!.length), h.length));
   const fmt = (row: string[]) => row.map((c, i) => (i === 2 || i === 3 || i === 4 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();

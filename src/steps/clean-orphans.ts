@@ -15,7 +15,7 @@ import { abort } from './abort.js';
 import type { StepEnv } from './env.js';
 import { recover } from './recover.js';
 import { compareStrings } from '../util/compare.js';
-import { checkRoots, scan, type LeftoverKind, type ScanProblem } from './orphan-scan.js';
+import { checkRoots, isLeaseFile, scan, type LeftoverKind, type ScanProblem } from './orphan-scan.js';
 
 export { kindByName, LEFTOVER_KINDS, type LeftoverKind, type ScanProblem } from './orphan-scan.js';
 
@@ -182,7 +182,7 @@ async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: num
   } catch (e) {
     return { ...base, action: 'skipped', reason: `unreadable ${JOB_FILE}: ${(e as Error).message}` };
   }
-  if (!job) return { ...base, action: 'skipped', reason: `${JOB_FILE} vanished during the scan` };
+  if (!job) return strayLeases(env, path, base, protectedBy);
   if (owned && store.listUploads) {
     for (const id of await ownedUploadIds(store, layout, job, env.concurrency)) owned.add(id);
   }
@@ -194,6 +194,20 @@ async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: num
   if (past) return { ...withJob, pastCommit: true, action: 'skipped', reason: 'past its commit point: --delete rolls it forward, never deletes it' };
   if (protectedBy) return { ...withJob, action: 'skipped', reason: protectedBy };
   return { ...withJob, action: 'would-delete' };
+}
+
+/**
+ * A handle with no job: only lease files left there (a step killed between trying the lease and
+ * finding no job). Deleted as the next step at the handle would (a job abort there removes a dead
+ * holder's file and the directory it alone kept); a live holder's is left alone.
+ */
+async function strayLeases(env: StepEnv, path: string, base: Omit<Leftover, 'action'>, protectedBy: string | undefined): Promise<Leftover> {
+  const entries = await env.store.list(path);
+  if (entries.length === 0 || !entries.every(isLeaseFile)) return { ...base, action: 'skipped', reason: `${JOB_FILE} vanished during the scan` };
+  const stray = { ...base, jobState: 'no job: a lease file left behind' };
+  const lease = await readCurrentLease(env.store, new JobLayout(path));
+  if (lease && isLeaseLive(lease, env)) return { ...stray, action: 'skipped', reason: 'a live process holds its lease' };
+  return protectedBy ? { ...stray, action: 'skipped', reason: protectedBy } : { ...stray, action: 'would-delete' };
 }
 
 async function act(env: StepEnv, l: Leftover, olderThanMs: number): Promise<void> {
@@ -217,6 +231,12 @@ async function act(env: StepEnv, l: Leftover, olderThanMs: number): Promise<void
       l.reason = undefined;
     } else {
       await abort(env, { stagingPath: l.path });
+      // A handle with no job: the abort removed its dead lease file (and the dir it alone kept), or left it.
+      if (l.jobId === undefined && (await store.list(l.path)).length > 0) {
+        l.action = 'skipped';
+        l.reason = 'its lease file could not be removed';
+        return;
+      }
       l.action = 'deleted';
     }
     return;

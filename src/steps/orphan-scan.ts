@@ -4,7 +4,7 @@
 import { UsageError } from '../errors.js';
 import { posix } from 'node:path';
 import { findCommitted, planGivenUp } from '../job/finished.js';
-import { COMMIT_FILE, JOB_FILE } from '../job/layout.js';
+import { COMMIT_FILE, JOB_FILE, LEASE_PREFIX } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import type { StepEnv } from './env.js';
@@ -19,6 +19,11 @@ export interface ScanProblem {
 const SPARK_STAGING = /^\.spark-staging-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const HIVE_STAGING = /^\.hive-staging/;
 const MAGIC = /^__magic(_job-.+)?$/;
+
+/** A job's lease file (`_lease.N.yaml`). */
+export function isLeaseFile(e: Entry): boolean {
+  return e.kind === 'file' && e.name.startsWith(LEASE_PREFIX) && e.name.endsWith('.yaml');
+}
 
 /** The kind a directory is by its name alone (stagecommit staging dirs are known by `_job.yaml`). */
 export function kindByName(name: string): LeftoverKind | null {
@@ -68,7 +73,9 @@ export async function scan(env: StepEnv, roots: readonly string[], maxDepth: num
         }
         scanned++;
         if (scanned % 1000 === 0) env.emit({ type: 'progress', label: 'scanning directories', done: scanned, total: scanned });
-        if (entries.some((e) => e.name === JOB_FILE && e.kind === 'file')) {
+        // A job's dir, or a handle that holds nothing but lease files: a step killed between trying
+        // the lease and finding no job there (S3), or a renewal that landed after its job went.
+        if (entries.some((e) => e.name === JOB_FILE && e.kind === 'file') || (entries.length > 0 && entries.every(isLeaseFile))) {
           found.push({ path, kind: 'stagecommit' });
           return [];
         }
