@@ -10,10 +10,12 @@ import { Readable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { StoreError } from '../src/errors.js';
 import { walkFiles } from '../src/store/walk.js';
+import { InstrumentedStore } from '../src/store/instrumented.js';
+import { promoteOutput } from '../src/store/operations.js';
 import { TEMP_PREFIX } from '../src/store/temp-names.js';
 import { mapLimit } from '../src/util/pool.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { readTree, writeTree } from './helpers/tree.js';
+import { data, readTree, writeTree } from './helpers/tree.js';
 
 /** Names a partition value or a file may carry, each of which some layer has to escape. */
 const ODD_NAMES = ['a b', 'k=v', '100%', '%20', 'what?', 'x#y', 'a+b', 'ünï©ødé', '日本', "it's", 'a&b;c', 'dt=2026-01-01 10:00', 'ctl\u0001char', 'tab\tcr\rlf\n'];
@@ -38,6 +40,32 @@ for (const fx of storeFixtures({ inProcess: true })) {
         assert.equal(await sb.store.readFile(p), null, p);
         assert.deepEqual(await sb.store.list(p), [], p);
       }
+      // Under a file: no file there either (a local ENOTDIR is not an error).
+      await sb.store.writeFile(posix.join(d, 'afile'), 'a');
+      const under = posix.join(d, 'afile', 'x.yaml');
+      assert.equal(await sb.store.stat(under), null);
+      assert.equal(await sb.store.readFile(under), null);
+      assert.deepEqual(await sb.store.list(posix.join(d, 'afile', 'sub')), []);
+    });
+
+    test('promoteOutput: one rename where directories rename (the output stays put elsewhere); run again, it finds the output promoted; vanished output is null; a missing parent is made', async () => {
+      const d = dir();
+      const attempt = posix.join(d, '_temporary', '0', '_temporary', 'attempt_0');
+      const committed = posix.join(d, '_temporary', '0', '0');
+      await writeTree(sb.store, attempt, { 'dt=1/f': 'f' });
+      const calls: string[] = [];
+      const counted = new InstrumentedStore(sb.store, { beforeMutation: (_n, op) => void calls.push(op), beforeRead: (op) => void calls.push(op) });
+      const renames = sb.store.caps.directoryRename;
+      assert.equal(await promoteOutput(counted, attempt, committed, true), renames ? committed : attempt);
+      assert.deepEqual(calls, renames ? ['rename'] : [], 'one store call');
+      assert.deepEqual(data(await readTree(sb.store, renames ? committed : attempt)), { 'dt=1/f': 'f' });
+      if (!renames) return;
+      assert.equal(await promoteOutput(sb.store, attempt, committed, true), committed, 'a re-run finds it promoted');
+      assert.equal(await promoteOutput(sb.store, attempt, posix.join(d, 'elsewhere', '0'), true), null, 'nothing to promote, nothing promoted');
+      const other = posix.join(d, 'b', '_temporary', 'attempt_1');
+      await writeTree(sb.store, other, { g: 'g' });
+      assert.equal(await promoteOutput(sb.store, other, posix.join(d, 'c', 'd', '1'), true), posix.join(d, 'c', 'd', '1'));
+      assert.deepEqual(data(await readTree(sb.store, posix.join(d, 'c'))), { 'd/1/g': 'g' });
     });
 
     test('writeFile creates parents and replaces a whole file; stat and list tell kind, size and mtime', async () => {

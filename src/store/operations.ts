@@ -3,6 +3,7 @@
 // promoted, where an interrupted promotion left it, and how files and emptied dirs go.
 
 import { posix } from 'node:path';
+import { StoreError } from '../errors.js';
 import { forEachLimit } from '../util/pool.js';
 import { walkFiles } from './walk.js';
 import type { Store } from './types.js';
@@ -25,6 +26,14 @@ export function publishStrategy(store: Store): PublishStrategy {
  */
 export async function promoteOutput(store: Store, attemptDir: string, committedDir: string, expectsFiles: boolean): Promise<string | null> {
   if (publishStrategy(store) === 'copy') return attemptDir;
+  // The rename first (its parent is there: the attempt dir is under it): one round trip, not three.
+  // Only when it finds no source or no parent is the store asked which, as below.
+  try {
+    await store.rename(attemptDir, committedDir);
+    return committedDir;
+  } catch (e) {
+    if (!(e instanceof StoreError && (e.kind === 'not-found' || e.kind === 'no-location'))) throw e;
+  }
   if (await store.stat(attemptDir)) {
     const parent = committedDir.slice(0, committedDir.lastIndexOf('/')) || '/';
     await store.mkdirs(parent);
