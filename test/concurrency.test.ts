@@ -17,6 +17,7 @@ import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.j
 import { data, readTree, writeTree } from './helpers/tree.js';
 import { JobLayout, taskAttemptName } from '../src/job/layout.js';
 import { recover } from '../src/steps/recover.js';
+import { commitTask as commitTaskStep } from '../src/steps/commit-task.js';
 import { cleanOrphans } from '../src/steps/clean-orphans.js';
 import { abort } from '../src/steps/abort.js';
 import { JobGoneError } from '../src/job/open.js';
@@ -647,6 +648,25 @@ for (const fx of storeFixtures()) {
       assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
       assert.match((error as Error).message, /was aborted while task 0 committed: this run published nothing; any file an earlier run of it published .* stays in the target/);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' }, 'the earlier run published the file');
+    });
+
+    test('a commit-task run again once its task committed, while recover carries the task into app attempt 1 before it reads the claim: exit 0, never "never staged"', async () => {
+      const { target, stagingPath, layout } = await oneFileJob('rerun-carried', { mode: 'append' });
+      await libCommitTask(testEnv(sb.store), stagingPath, { task: '0', files: {} });
+      let recovered: Promise<unknown> | undefined;
+      const rerunEnv = testEnv(sb.store, {
+        beforeRead: async (_op, p) => {
+          if (recovered || p !== layout.claimFile(0, '0')) return;
+          recovered = recover(testEnv(sb.store), { stagingPath });
+          await recovered;
+        },
+      });
+      const r = await commitTaskStep(rerunEnv, { stagingPath, task: '0' }).then((x) => x, (e: unknown) => e);
+      assert.ok(recovered, 'recover ran');
+      // (S3 keeps a carried task's files where they were staged: that run finds them and goes on to 'carried'.)
+      assert.ok(['already', 'committed'].includes((r as { outcome?: string }).outcome ?? ''), `exit 0, not: ${r instanceof Error ? r.message : JSON.stringify(r)}`);
+      assert.equal((await libCommitJobStep(testEnv(sb.store), { stagingPath })).files, 1, 'the job commits the task');
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' });
     });
 
     test('two runs of one v2 attempt, the second whole while the first plans against the target: both exit 0, never an append clash with its own files', async () => {

@@ -127,7 +127,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   }
   // Recover finished this claim and carried it into its app attempt (S3: the files stay where they were staged).
   if ((await checkNotOverlooked(env, layout, job, task, taskAttempt, mine)) === 'carried') return result('committed', files.list.length, files.bytes);
-  let removedMeanwhile: StoreError | null = null;
+  let removedMeanwhile: StoreError | OutputVanished | null = null;
   try {
     // Only the run that made the claim may let it go (another run of this attempt may be publishing under it).
     const root = await promote(env, layout, job, attemptDir, task, files, mine.claim !== undefined);
@@ -142,7 +142,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
       if (other) return already(other.claim);
     }
     // A recover or abort that ran meanwhile removes the app attempt's dirs: what it did is told below.
-    if (!(e instanceof StoreError)) throw e;
+    if (!(e instanceof StoreError || e instanceof OutputVanished)) throw e;
     removedMeanwhile = e;
   }
   const unchanged = await checkKept(env, layout, job, task, taskAttempt, mine);
@@ -168,15 +168,22 @@ class Committed {
  */
 async function committedMeanwhile(env: StepEnv, layout: JobLayout, ctx: ClaimContext, taskAttempt: string, e: unknown, run: { job: JobManifest; mine: RunRecords; endFirst?: boolean }): Promise<Committed> {
   if (!(e instanceof UsageError)) throw e;
-  const ended = async () => {
-    if (!(await stillStaged(env, layout, run.job))) await checkNotOverlooked(env, layout, run.job, ctx.task, taskAttempt, run.mine);
+  // Recover may have carried the attempt's committed claim into its next app attempt: committed.
+  const ended = async (): Promise<Committed | null> => {
+    if (await stillStaged(env, layout, run.job)) return null;
+    if ((await checkNotOverlooked(env, layout, run.job, ctx.task, taskAttempt, run.mine)) !== 'carried') return null;
+    const now = await loadJob(env.store, layout);
+    const claim = now && (await readClaimRecord(env.store, layout, { ...ctx, appAttempt: now.appAttempt }));
+    return claim ? new Committed(claim) : null;
   };
-  if (run.endFirst) await ended();
+  const carried = run.endFirst ? await ended() : null;
+  if (carried) return carried;
   const other = await otherRunCommitted(env, layout, ctx, taskAttempt);
   if (other) return other;
   const claim = await readClaimRecord(env.store, layout, ctx);
   if (claim && claim.taskAttempt !== taskAttempt) throw denied(claim, taskAttempt);
-  if (!run.endFirst) await ended();
+  const later = run.endFirst ? null : await ended();
+  if (later) return later;
   throw e;
 }
 
@@ -281,7 +288,10 @@ async function promote(env: StepEnv, layout: JobLayout, job: JobManifest, attemp
   }
   const root = await promoteOutput(store, attemptDir, layout.committedTaskDir(job.appAttempt, task), files.list.length > 0);
   if (root === null) {
-    throw new ConflictError(`the output of ${posix.basename(attemptDir)} vanished from ${store.toUri(attemptDir)} before it was committed: run the task again as a new attempt`);
+    throw new OutputVanished(`the output of ${posix.basename(attemptDir)} vanished from ${store.toUri(attemptDir)} before it was committed: run the task again as a new attempt`);
   }
   return layout.relative(root);
 }
+
+/** The attempt's output gone when it was to be promoted: said as is only when the job did not move on meanwhile (an abort, a recover). */
+class OutputVanished extends ConflictError {}
