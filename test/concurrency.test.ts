@@ -669,6 +669,35 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' });
     });
 
+    test('a v2 commit-task run again while its job is being aborted (the abort killed in its clean-up): exit 4 saying its files stand in the target', async () => {
+      const { target, stagingPath, layout } = await oneFileJob('v2-rerun-aborting', { algorithm: 'v2', mode: 'append' });
+      const killedEnv = testEnv(sb.store, (n, op, p) => {
+        if (op === 'writeFile' && p === layout.claimFile(0, '0')) throw new InjectedFault(n, op, p);
+      });
+      await assert.rejects(libCommitTask(killedEnv, stagingPath, { task: '0', files: {} }), InjectedFault);
+      // The abort marks the job aborted, then is killed as it starts removing the staging dir.
+      const abortEnv = testEnv(sb.store, (n, op, p) => {
+        if (op === 'delete') throw new InjectedFault(n, op, p);
+      });
+      await assert.rejects(abort(abortEnv, { stagingPath }), InjectedFault);
+      await driverDied(sb.store, stagingPath);
+      const error = await libCommitTask(testEnv(sb.store), stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+      assert.ok(error instanceof ConflictError, `exit 4, not: ${String(error)}`);
+      assert.match((error as Error).message, /cannot commit task 0: job .* was aborted .*: its files were published into the target already .* and stay there/);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' });
+    });
+
+    test('commit-task at a job that committed meanwhile (exit 2) says the task can no longer be committed into it, not "nothing more to do"', async () => {
+      const target = posix.join(dir(), 'late-task');
+      const stagingPath = await readyJob(sb.store, target, jobScenario('L', 'append'), [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }]);
+      await libStageTask(testEnv(sb.store), stagingPath, { task: '1', partition: ['dt=2'], files: { b: 'b' } });
+      await libCommitJob(testEnv(sb.store), stagingPath);
+      const error = await libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+      assert.ok(error instanceof JobGoneError, `exit 2, not: ${String(error)}`);
+      assert.match((error as Error).message, /job L is finished: it was committed .*; task 1 can no longer be committed into it: its commit holds task 1's output only if the task was committed before the job was \(if that output is missing, run the job again\)$/);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a' });
+    });
+
     test('two runs of one v2 attempt, the second whole while the first plans against the target: both exit 0, never an append clash with its own files', async () => {
       const { target, stagingPath } = await oneFileJob('v2-two-runs-plan', { algorithm: 'v2', mode: 'append' });
       // The partition holds a file already: the task's files move one by one.

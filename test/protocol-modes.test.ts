@@ -238,11 +238,11 @@ for (const fx of storeFixtures()) {
       const job = await v2TaskZeroPublished(target);
       const dry = await cli(['abort', '--job', job, '--dry-run'], { env: sb.env });
       assert.equal(dry.code, 0, dry.stderr);
-      assert.match(dry.stdout, /abort would throw away job .*; v2 task\(s\) 0 had claimed their output: what they published at commit-task stays in the target/);
+      assert.match(dry.stdout, /abort would throw away job .*; v2 task\(s\) 0 had claimed their output: any file they published at commit-task stays in the target/);
       assert.deepEqual(JSON.parse((await cli(['abort', '--job', job, '--dry-run', '--json'], { env: sb.env })).stdout).publishedTasks, ['0']);
       const r = await cli(['abort', '--job', job], { env: sb.env });
       assert.equal(r.code, 0, r.stderr);
-      assert.match(r.stderr, /aborted job .*; v2 task\(s\) 0 had claimed their output: what they published at commit-task stayed in the target/);
+      assert.match(r.stderr, /aborted job .*; v2 task\(s\) 0 had claimed their output: any file they published at commit-task stayed in the target/);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a.csv': 'a' }, 'what task 0 published stays; task 1 never appears');
 
       const v1 = await stage(sb, { target: posix.join(dir(), 'v1abort'), partitionBy: 'dt' });
@@ -253,7 +253,7 @@ for (const fx of storeFixtures()) {
       assert.match(a.stderr, /its staged data is gone; the target was not touched/);
     });
     test('an abort of a v2 job killed at any point: the abort or recover that finishes it still names the tasks whose files stay', async () => {
-      const named = /v2 task\(s\) 0 had claimed their output: what they published at commit-task stayed in the target/;
+      const named = /v2 task\(s\) 0 had claimed their output: any file they published at commit-task stayed in the target/;
       for (let k = 1; k <= 12; k++) {
         const target = posix.join(dir(), `v2kill-${k}`);
         const job = await stage(sb, { target, algorithm: 'v2' });

@@ -30,7 +30,7 @@ export function renderCommitDryRun(r: Omit<CommitJobDryRunDoc, 'handle'>): strin
 /** What a job abort leaves in the target: nothing, or (v2) what its claimed tasks published. */
 export function targetAfterAbort(published: readonly string[] | undefined, would = false): string {
   if (!published?.length) return `the target ${would ? 'is' : 'was'} not touched`;
-  return `v2 task(s) ${shortList(published, 20)} had claimed their output: what they published at commit-task ${would ? 'stays' : 'stayed'} in the target (v2 publishes per task; remove it by hand if the table must not keep it)`;
+  return `v2 task(s) ${shortList(published, 20)} had claimed their output: any file they published at commit-task ${would ? 'stays' : 'stayed'} in the target (v2 publishes per task; one killed before it published left nothing there; check the target, and remove by hand what the table must not keep)`;
 }
 
 export function renderAbortDryRun(r: AbortDryRunDoc): string {

@@ -17,7 +17,7 @@ import { requireState, type OpenJob } from '../job/open.js';
 import { abortedError, attemptOutput } from './attempt-output.js';
 import { otherLiveProcessHere, type StepEnv } from './env.js';
 import { runStep } from './runner.js';
-import { checkKept, checkNotOverlooked, type RunRecords } from './task-race.js';
+import { abortedJob, checkKept, checkNotOverlooked, taskOfGoneJob, type RunRecords } from './task-race.js';
 import { waitFor } from '../util/wait.js';
 
 /** The attempt's files, as one listing of its dir found them. */
@@ -53,7 +53,7 @@ export function checkDeclared(job: JobManifest, task: string, what = 'committed'
 export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<CommitTaskResult> {
   const task = checkTaskId(input.task);
   const attempt = checkAttempt(input.attempt);
-  return runStep(env, input.stagingPath, { name: 'commit-task' }, (open) => commitAttempt(env, open, task, attempt));
+  return runStep(env, input.stagingPath, { name: 'commit-task', ifGone: (gone) => taskOfGoneJob(gone, task) }, (open) => commitAttempt(env, open, task, attempt));
 }
 
 async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt: number): Promise<CommitTaskResult> {
@@ -70,6 +70,8 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
 
   const before = await readClaimRecord(store, layout, ctx);
   if (before && before.taskAttempt !== taskAttempt) throw denied(before, taskAttempt);
+  // A job being aborted commits nothing, whatever its claims say.
+  if (open.state === 'aborted') await abortedJob(env, job, task, before);
   // Read through all the same: its paths are checked as every claim's are (§5.11).
   if (before?.state === 'committed') return already(before);
   requireState(open, ['staged'], 'commit a task');

@@ -4,7 +4,10 @@
 // and again after its commit (checkKept), and says which it was (exit 4), or goes on.
 
 import { ConflictError } from '../errors.js';
-import { readClaimRecord } from '../job/claims.js';
+import { readClaimRecord, type ClaimRecord } from '../job/claims.js';
+import { claimFilesOfRecord, taskFilesOf } from '../job/claim-files.js';
+import { publishedV2Count } from '../plan/publish-v2.js';
+import { JobGoneError } from '../job/open.js';
 import { findCommitted } from '../job/finished.js';
 import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import { describeHolder, isLeaseLive, readCurrentLease, type CurrentLease } from '../job/lease.js';
@@ -106,4 +109,28 @@ async function carried(env: StepEnv, layout: JobLayout, job: JobManifest, now: J
  */
 function newJobStaged(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string, published?: string): ConflictError {
   return new ConflictError(`job ${job.jobId} finished while task ${task} committed, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${env.store.toUri(layout.root)}: ${published ?? `nothing of task ${task} was published; run the job again`}`);
+}
+
+/**
+ * commit-task at a handle whose job is finished: committed, it says the commit holds the task only
+ * if the task was committed before it ("nothing more to do" would read as done); else as every step.
+ */
+export function taskOfGoneJob(gone: JobGoneError, task: string): never {
+  const done = gone.committed;
+  if (!done || gone.stray) throw gone;
+  throw new JobGoneError(
+    `job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); task ${task} can no longer be committed into it: its commit holds task ${task}'s output only if the task was committed before the job was (if that output is missing, run the job again)`,
+    done,
+  );
+}
+
+/** commit-task of a job being aborted: exit 4, saying (v2) what of the task stays in the target. */
+export async function abortedJob(env: StepEnv, job: JobManifest, task: string, claim: ClaimRecord | null): Promise<never> {
+  let stays = 'nothing of it was published';
+  if (job.algorithm === 'v2') {
+    const published = claim ? (await publishedV2Count(env, job, taskFilesOf(claimFilesOfRecord(claim)))) > 0 : job.publishedTasks?.includes(task) ? null : false;
+    if (published === null) stays = 'it had claimed its output: any file it published at commit-task (v2 publishes per task) stays in the target';
+    else if (published) stays = 'its files were published into the target already (v2 publishes at commit-task) and stay there, outside any committed job';
+  }
+  throw new ConflictError(`cannot commit task ${task}: job ${job.jobId} was aborted (only its clean-up is left: the abort finishes it, or, if that was killed, 'stagecommit recover' does): ${stays}`);
 }
