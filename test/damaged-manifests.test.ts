@@ -216,6 +216,21 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
     assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/b': 'b', 'dt=2/c': 'c' }, "B's commit stands");
   });
 
+  test('a job staged in a log whose id was removed gives it a new one: once that log is deleted and made again, its commit exits 4, never replacing the new log\'s commits', async () => {
+    const root = dir();
+    const target = posix.join(root, 't');
+    await commitJob(testEnv(sb.store), { stagingPath: await ready(target, job('A', 'append'), [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]) });
+    const logDir = posix.join(root, '.stagecommit', 't', '_log');
+    await sb.store.delete(posix.join(logDir, 'log-id.yaml'), false);
+    const missed = await ready(target, job('J', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { j: 'j' } }]);
+    await sb.store.delete(logDir, true);
+    await commitJob(testEnv(sb.store), { stagingPath: await ready(target, job('K', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { k: 'k' } }]) });
+    await commitJob(testEnv(sb.store), { stagingPath: await ready(target, job('L', 'append'), [{ task: '0', partition: ['dt=2'], files: { l: 'l' } }]) });
+    const refused = await commitJob(testEnv(sb.store), { stagingPath: missed }).then(() => null, (e: unknown) => e);
+    assert.ok(refused instanceof ConflictError, `exit 4, not ${String(refused)}`);
+    assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/k': 'k', 'dt=2/l': 'l' }, "K's commit stands");
+  });
+
   test("the table log's id damaged: every commit to the table stops naming the way out, nothing changed", async () => {
     const root = dir();
     const target = posix.join(root, 't');

@@ -187,7 +187,9 @@ for (const fx of storeFixtures()) {
       const held = posix.join(strayRoot, '.stagecommit', 'sales', 'held-job');
       await sb.store.writeFile(posix.join(dead, '_lease.0.yaml'), lease(Date.now() - 1000));
       await sb.store.writeFile(posix.join(held, '_lease.0.yaml'), lease(Date.now() + 3_600_000));
+      // Look-alikes that are anyone's data: a partition holding only a file of a lease's name.
       await writeTree(sb.store, strayRoot, { 'sales/dt=1/part-0': 'data' });
+      await sb.store.writeFile(posix.join(strayRoot, 'sales', 'dt=2', '_lease.1.yaml'), lease(Date.now() - 1000));
       const listed = (r: { stdout: string }) => JSON.parse(r.stdout).leftovers.map((l: { path: string; kind: string; jobState?: string; action: string; reason?: string }) => [l.path.slice(sb.uri(strayRoot).length + 1), l.kind, l.jobState, l.action, l.reason]);
       const dry = await cli(['clean-orphans', sb.uri(strayRoot), '--older-than', '0s', '--json'], { env: sb.env });
       assert.equal(dry.code, 0, dry.stderr);
@@ -198,7 +200,7 @@ for (const fx of storeFixtures()) {
       const del = await cli(['clean-orphans', sb.uri(strayRoot), '--older-than', '0s', '--delete', '--json'], { env: sb.env });
       assert.equal(del.code, 0, del.stderr);
       assert.deepEqual(listed(del).map((l: unknown[]) => l[3]), ['deleted', 'skipped']);
-      assert.deepEqual(Object.keys(await readTree(sb.store, strayRoot)).sort(), ['.stagecommit/sales/held-job/_lease.0.yaml', 'sales/dt=1/part-0']);
+      assert.deepEqual(Object.keys(await readTree(sb.store, strayRoot)).sort(), ['.stagecommit/sales/held-job/_lease.0.yaml', 'sales/dt=1/part-0', 'sales/dt=2/_lease.1.yaml']);
     });
 
     test('uploads never completed: listed as multipart-upload, aborted with --delete, and by a job abort', async (t) => {

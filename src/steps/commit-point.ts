@@ -82,7 +82,7 @@ export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: Co
     // A log deleted and made again numbers its entries afresh: this job's position means nothing in it.
     if (job.logId !== undefined && listing.id !== job.logId) {
       throw new ConflictError(
-        `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: it is not the log the job was staged against (${listing.id === null ? 'that log is gone' : 'the log dir was deleted and made again since'}), so commits made meanwhile are unknown: nothing was changed; ${againAdvice(job, 'stage the job again')}`,
+        `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: it is not the log the job was staged against (${listing.id === null ? 'the log has no id now: its log-id.yaml, or the whole log dir, was deleted' : 'the log dir was deleted and made again since'}), so commits made meanwhile are unknown: nothing was changed; ${againAdvice(job, 'stage the job again')}`,
       );
     }
     const max = numbers.length ? numbers[numbers.length - 1]! : null;

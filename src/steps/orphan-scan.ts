@@ -4,7 +4,7 @@
 import { UsageError } from '../errors.js';
 import { posix } from 'node:path';
 import { findCommitted, planGivenUp } from '../job/finished.js';
-import { COMMIT_FILE, JOB_FILE, LEASE_PREFIX } from '../job/layout.js';
+import { COMMIT_FILE, JOB_FILE, LEASE_PREFIX, STAGING_PARENT } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import type { StepEnv } from './env.js';
@@ -22,7 +22,16 @@ const MAGIC = /^__magic(_job-.+)?$/;
 
 /** A job's lease file (`_lease.N.yaml`). */
 export function isLeaseFile(e: Entry): boolean {
-  return e.kind === 'file' && e.name.startsWith(LEASE_PREFIX) && e.name.endsWith('.yaml');
+  return e.kind === 'file' && e.name.startsWith(LEASE_PREFIX) && /^\d+\.yaml$/.test(e.name.slice(LEASE_PREFIX.length));
+}
+
+/**
+ * A dir that holds nothing but lease files, where the default layout puts a job's staging dir
+ * (`<parent>/.stagecommit/<table>/<id>`): a handle whose job is gone. Anywhere else such a dir may
+ * be anyone's (a partition holding a file of that name): never taken for a leftover.
+ */
+function isStrayHandle(path: string, entries: readonly Entry[]): boolean {
+  return entries.length > 0 && entries.every(isLeaseFile) && posix.basename(posix.dirname(posix.dirname(path))) === STAGING_PARENT;
 }
 
 /** The kind a directory is by its name alone (stagecommit staging dirs are known by `_job.yaml`). */
@@ -75,7 +84,7 @@ export async function scan(env: StepEnv, roots: readonly string[], maxDepth: num
         if (scanned % 1000 === 0) env.emit({ type: 'progress', label: 'scanning directories', done: scanned, total: scanned });
         // A job's dir, or a handle that holds nothing but lease files: a step killed between trying
         // the lease and finding no job there (S3), or a renewal that landed after its job went.
-        if (entries.some((e) => e.name === JOB_FILE && e.kind === 'file') || (entries.length > 0 && entries.every(isLeaseFile))) {
+        if (entries.some((e) => e.name === JOB_FILE && e.kind === 'file') || isStrayHandle(path, entries)) {
           found.push({ path, kind: 'stagecommit' });
           return [];
         }

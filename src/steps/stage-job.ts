@@ -174,6 +174,12 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
 }
 
 async function logState(store: Store, targetPath: string): Promise<{ logPosition: number | null; logId?: string }> {
-  const { position, id } = await new TableLog(store, targetPath).position();
-  return { logPosition: position, ...(id === null ? {} : { logId: id }) };
+  const log = new TableLog(store, targetPath);
+  const { position, id } = await log.position();
+  if (id !== null || position === null) return { logPosition: position, ...(id === null ? {} : { logId: id }) };
+  // A log with entries but no id (made before logs had one, or its id removed): given one now, so a
+  // position in it cannot be taken for one in a log made again after it is deleted.
+  await log.makeId(randomUUID());
+  const made = await log.readId();
+  return { logPosition: position, ...(made === null ? {} : { logId: made }) };
 }
