@@ -4,6 +4,7 @@
 // first has it: the loser reads what it lost to and either conflicts or tries N+1. An entry is
 // finished once its job has applied its plan (`N.done`); until then it holds what it touches.
 
+import { randomUUID } from 'node:crypto';
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
@@ -128,9 +129,9 @@ export class TableLog {
     }).catch(this.withAdvice);
   }
 
-  /** Gives the log an id if it has none (the first of two racing creates wins). */
-  async makeId(id: string): Promise<void> {
-    await this.store.createExclusive(this.idPath, encodeManifest({ kind: ID, version: 1, id }));
+  /** Gives the log a new id if it has none (the first of two racing creates wins). */
+  async makeId(): Promise<void> {
+    await this.store.createExclusive(this.idPath, encodeManifest({ kind: ID, version: 1, id: randomUUID() }));
   }
 
   private decode(text: string | Buffer, file: string, n: number): LogEntry {

@@ -2,7 +2,6 @@
 // made since the job was staged, waiting for (or naming) unfinished commits of the same
 // partitions, then creating the next log entry — the one decision two racing jobs cannot both win.
 
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { againAdvice } from '../job/adoption.js';
 import { ConflictError } from '../errors.js';
@@ -145,7 +144,7 @@ export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: Co
     // An interrupted run held an entry for other partitions (tasks committed since): give it up.
     if (own) await log.markDone(own, 'void', env.now());
     // The log's first entry (or the first since logs have ids) gives it its id, beside the entry.
-    const [appended] = await Promise.all([log.tryAppend(entry), listing.id === null ? log.makeId(randomUUID()) : undefined]);
+    const [appended] = await Promise.all([log.tryAppend(entry), listing.id === null ? log.makeId() : undefined]);
     if (appended) return { plan: planned, entry, listing: { ...listing, numbers: [...numbers, entry.number] } };
     // Another job took that number first: read what it did, then try the next one.
   }

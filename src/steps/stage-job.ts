@@ -179,7 +179,7 @@ async function logState(store: Store, targetPath: string): Promise<{ logPosition
   if (id !== null || position === null) return { logPosition: position, ...(id === null ? {} : { logId: id }) };
   // A log with entries but no id (made before logs had one, or its id removed): given one now, so a
   // position in it cannot be taken for one in a log made again after it is deleted.
-  await log.makeId(randomUUID());
+  await log.makeId();
   const made = await log.readId();
   return { logPosition: position, ...(made === null ? {} : { logId: made }) };
 }

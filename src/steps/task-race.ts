@@ -63,6 +63,9 @@ export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: J
   throw new ConflictError(`job ${job.jobId} ${now ? `was ${now.state}` : 'finished'} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it: ${published ?? "nothing of it was published; run the job again, or stage this task's output in a new job"}`);
 }
 
+/** What a v2 task whose files stand in the target is told: they stay whatever its job became. */
+const FILES_STAY = 'its files were published into the target already (v2 publishes at commit-task) and stay there, outside any committed job';
+
 /**
  * A v2 task whose files stand in the target (this run, or an earlier run of it, published them
  * before the job ended): they stay there, whatever the job became. Undefined when none do.
@@ -71,7 +74,7 @@ async function publishedStays(mine: RunRecords): Promise<string | undefined> {
   const published = await mine.published?.();
   if (published === null) return 'this run published nothing; any file an earlier run of it published at commit-task (v2 publishes per task) stays in the target, outside any committed job';
   if (!published) return undefined;
-  return 'its files were published into the target already (v2 publishes at commit-task) and stay there, outside any committed job; do not run the task again for this job';
+  return `${FILES_STAY}; do not run the task again for this job`;
 }
 
 /**
@@ -130,7 +133,7 @@ export async function abortedJob(env: StepEnv, job: JobManifest, task: string, c
   if (job.algorithm === 'v2') {
     const published = claim ? (await publishedV2Count(env, job, taskFilesOf(claimFilesOfRecord(claim)))) > 0 : job.publishedTasks?.includes(task) ? null : false;
     if (published === null) stays = 'it had claimed its output: any file it published at commit-task (v2 publishes per task) stays in the target';
-    else if (published) stays = 'its files were published into the target already (v2 publishes at commit-task) and stay there, outside any committed job';
+    else if (published) stays = FILES_STAY;
   }
   throw new ConflictError(`cannot commit task ${task}: job ${job.jobId} was aborted (only its clean-up is left: the abort finishes it, or, if that was killed, 'stagecommit recover' does): ${stays}`);
 }
