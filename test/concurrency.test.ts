@@ -9,7 +9,7 @@ import { cli, ok, spawnCli, until } from './helpers/cli.js';
 import { driverDied, jobScenario, libCommitJob, libCommitTask, libStage, libStageTask, readyJob, testEnv } from './helpers/lib.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commitJob as libCommitJobStep } from '../src/steps/commit-job.js';
-import { killed as killedAt } from './helpers/crash-points.js';
+import { killed as killedAt, planCreated } from './helpers/crash-points.js';
 import { ConflictError, CorruptManifestError, InjectedFault, StoreError } from '../src/errors.js';
 import { loadJob, saveJob } from '../src/job/job.js';
 import { commitJob, commitTask, prepare, stage, stageTask } from './helpers/jobs.js';
@@ -24,7 +24,7 @@ import { JobGoneError } from '../src/job/open.js';
 import { encodeLease, Lease, readCurrentLease } from '../src/job/lease.js';
 import { isTempName, tempPathFor } from '../src/store/temp-names.js';
 import { loadPlan, writePlan } from '../src/plan/plan-file.js';
-import { InstrumentedStore } from '../src/store/instrumented.js';
+import { InstrumentedStore, matches } from '../src/store/instrumented.js';
 import { once } from 'node:events';
 
 // 8 rounds locally, each of 8 processes claiming at once (28 pairs of claimants a round); on
@@ -329,6 +329,31 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(stagingPath), null);
     });
 
+    test("a commit-job killed with its plan created but not the table-log entry it names (the two are made at once): the plan never counts: a late commit-task exits 0, recover removes the plan with a warning, the job commits with the late task", async () => {
+      const { target, stagingPath, layout } = await lateTaskJob('p');
+      let dead = false;
+      const killed = libCommitJob(
+        testEnv(sb.store, (n, op, p) => {
+          if (dead) throw new InjectedFault(n, op, p);
+          // The entry's request is lost with the driver; the plan's lands, and the driver dies.
+          if (op === 'createExclusive' && /\/_log\/\d{20}\.yaml$/.test(p)) throw new InjectedFault(n, op, p);
+          if (matches(planCreated, op, p)) dead = true;
+        }),
+        stagingPath,
+      );
+      await assert.rejects(killed, InjectedFault);
+      assert.notEqual(await sb.store.stat(layout.commitFile), null, 'the plan was created');
+      await driverDied(sb.store, stagingPath);
+      await libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} });
+      const warnings: string[] = [];
+      const r = await recover(testEnv(sb.store, undefined, { emit: (e: { type: string; message?: string }) => void (e.type === 'warn' && warnings.push(e.message!)) }), { stagingPath });
+      assert.equal(r.state, 'staged');
+      assert.ok(warnings.some((w) => /names table-log entry 0, which is not this job's .*: it was never applied; removed it, the job is staged/.test(w)), warnings.join('\n'));
+      assert.equal(await sb.store.stat(layout.commitFile), null);
+      await libCommitJob(testEnv(sb.store), stagingPath);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
+      assert.equal(await sb.store.stat(stagingPath), null);
+    });
     test('a commit-job whose staging dir an abort removes while it takes the lease: the job is gone (exit 2), never a raw not-found', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('g');
       const racing = racingForLease(() => abort(testEnv(sb.store), { stagingPath }));

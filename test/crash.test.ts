@@ -482,7 +482,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a', 'dt=2/b': 'b', 'dt=9/keep': 'k' });
       assert.notEqual(await sb.store.stat(posix.join(target, '_SUCCESS')), null);
 
-      // The table log is written before the plan: an error there changed nothing, and says only what failed.
+      // An error creating the table-log entry (read back: not there) changed nothing, and says only what failed.
       const other = posix.join(dir(), 'u');
       const early = await readyJob(sb.store, other, jobScenario('F', 'create'), tasks);
       const log = posix.join(posix.dirname(other), '.stagecommit', 'u', '_log');
@@ -490,6 +490,10 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.ok(before instanceof StoreError, String(before));
       assert.doesNotMatch(before.message, /commit point/);
       assert.equal(await sb.store.stat(other), null, 'the target is untouched');
+      // The plan, created beside the entry, is withdrawn: the job is staged, and commits.
+      assert.equal(await sb.store.stat(posix.join(early, '_commit.yaml')), null);
+      await commitJob(testEnv(sb.store), { stagingPath: early });
+      assert.notEqual(await sb.store.stat(posix.join(other, '_SUCCESS')), null);
     });
 
     test('a partition dir removed after the commit point is made again by recover, which finishes the job', async () => {

@@ -1,17 +1,22 @@
 // Opening a job by its staging dir: its manifest, and the state it is really in — the one home
-// of the commit-point rule (an existing `_commit.yaml` means past the commit point).
+// of the commit-point rule: an existing `_commit.yaml` means past the commit point once the
+// table-log entry it names (if any) is the job's. commit-job creates the two at once.
 
 import { ConflictError, CorruptManifestError, UsageError } from '../errors.js';
+import { decodeManifestLazy } from '../manifest/codec.js';
 import type { Store } from '../store/types.js';
 import { loadJob, type JobManifest, type JobState } from './job.js';
 import { findCommitted, planGivenUp, type FinishedJob } from './finished.js';
 import { JobLayout } from './layout.js';
+import { TableLog } from './table-log.js';
 
 export interface OpenJob {
   readonly layout: JobLayout;
   readonly job: JobManifest;
-  /** The job's state, counting an existing `_commit.yaml` as 'committing' (the commit point). */
+  /** The job's state, counting a decided `_commit.yaml` as 'committing' (the commit point). */
   readonly state: JobState;
+  /** A staged job's `_commit.yaml` that never became its commit point (stagedPlanVerdict): the step that holds the lease removes it. */
+  readonly stalePlan?: StalePlan;
 }
 
 /** A handle that names no job: finished (cleaned up) or never existed; `committed` when it can tell the job committed. */
@@ -27,10 +32,42 @@ export class JobGoneError extends UsageError {
   }
 }
 
-/** The state a job is in: a staged job whose plan is written is past its commit point. */
-export async function stateOnStore(store: Store, layout: JobLayout, job: JobManifest): Promise<JobState> {
-  const past = job.state === 'staged' && (await store.stat(layout.commitFile)) !== null;
-  return past ? 'committing' : job.state;
+/** A staged job's plan that never became its commit point, and the table-log entry it names. */
+export interface StalePlan {
+  readonly kind: 'proposal' | 'given-up';
+  readonly entry: number;
+}
+
+/**
+ * What a staged job's `_commit.yaml` is (DESIGN §5): 'decided' past the commit point; a
+ * 'proposal' whose table-log entry did not land (another job took the number first, or the run
+ * was stopped between the two creates); 'given-up' when its entry was given up (by recover or
+ * abort) before the plan landed. Neither of the last two was ever applied: publishing starts
+ * only once `_job.yaml` says 'committing', after both creates. A plan or entry that cannot be read
+ * is 'decided' here: the step that holds the lease reads it and reports the damage. 'absent':
+ * the plan went meanwhile.
+ */
+export async function stagedPlanVerdict(store: Store, layout: JobLayout, job: JobManifest): Promise<'decided' | 'absent' | StalePlan> {
+  try {
+    const data = await store.readFile(layout.commitFile);
+    if (data === null) return 'absent';
+    const plan = decodeManifestLazy(data, store.toUri(layout.commitFile)); // header fields only: its ops are not read
+    const n = plan.logEntry;
+    if (plan.jobId !== job.jobId || typeof n !== 'number') return 'decided';
+    const own = await new TableLog(store, job.targetPath).readOwn(n, job.jobId);
+    if (own.entry?.jobId !== job.jobId) return { kind: 'proposal', entry: n };
+    // An entry made before this job's stage is an earlier job's of this id (aborted, its id staged again).
+    return own.givenUp || (job.logPosition !== null && n <= job.logPosition) ? { kind: 'given-up', entry: n } : 'decided';
+  } catch {
+    return 'decided';
+  }
+}
+
+/** The state a job is in: a staged job whose plan is written (and decided) is past its commit point. `planFound`: a stat of `_commit.yaml` made already. */
+export async function stateOnStore(store: Store, layout: JobLayout, job: JobManifest, planFound?: boolean): Promise<JobState> {
+  if (job.state !== 'staged') return job.state;
+  if (!(planFound ?? (await store.stat(layout.commitFile)) !== null)) return 'staged';
+  return (await stagedPlanVerdict(store, layout, job)) === 'decided' ? 'committing' : 'staged';
 }
 
 /** Past the commit point, a job only rolls forward. */
@@ -44,7 +81,12 @@ export async function openJob(env: { readonly store: Store; readonly allowUnsign
   const layout = new JobLayout(stagingPath);
   // Both reads at once: one round trip, not two.
   const [job, plan] = await Promise.all([loadJob(store, layout, { allowUnsigned: env.allowUnsignedJob }), store.stat(layout.commitFile)]);
-  if (job) return { layout, job, state: job.state === 'staged' && plan !== null ? 'committing' : job.state };
+  if (job) {
+    if (job.state !== 'staged' || plan === null) return { layout, job, state: job.state };
+    const verdict = await stagedPlanVerdict(store, layout, job);
+    if (verdict === 'decided') return { layout, job, state: 'committing' };
+    return verdict === 'absent' ? { layout, job, state: 'staged' } : { layout, job, state: 'staged', stalePlan: verdict };
+  }
   // A plan outlives `_job.yaml` in no clean-up: this job is past its commit point and lost its manifest.
   if (plan) {
     // A plan that landed after its job committed (a write its store held, DESIGN §5.6) made the

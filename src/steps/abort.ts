@@ -51,8 +51,8 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
   };
   if (task !== undefined) return runStep(env, input.stagingPath, { name: 'abort', ifGone }, (open) => abortTask(env, open, task, attempt));
   return runStep(env, input.stagingPath, { name: 'abort', lease: true, ifGone }, async (opened, lease) => {
-    // A plan given up before it landed was never applied: removed, the job may be aborted.
-    const locked = opened.state === 'committing' ? (await readHeldPlan(env, opened)).open : opened;
+    // A plan that never became the commit point was never applied: removed, the job may be aborted.
+    const locked = opened.state === 'committing' || opened.stalePlan ? (await readHeldPlan(env, opened)).open : opened;
     requireState(locked, ['staged', 'aborted'], 'abort');
     const { job, layout } = locked;
     // Read before the state changes, and kept in it: a re-run after a killed abort finds no claims.

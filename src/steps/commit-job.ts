@@ -21,7 +21,7 @@ import type { Store } from '../store/types.js';
 import { preparePlan, startPlanReads, type PlanReads } from './prepare-plan.js';
 import type { OpenJob } from '../job/open.js';
 import { removesInBulk, removeStagingDir, stagingKeys } from '../job/staging-dir.js';
-import { JobGoneError } from '../job/open.js';
+import { JobGoneError, stagedPlanVerdict } from '../job/open.js';
 import type { StepEnv } from './env.js';
 import { checkHeldEntry, readHeldPlan, type HeldPlan } from './held-plan.js';
 import { runStep } from './runner.js';
@@ -233,15 +233,24 @@ function pastCommitPoint(store: Store, open: OpenJob): (e: unknown) => never {
 
 /**
  * Another plan was there when ours was created: a late write of an earlier attempt's plan (a request
- * its store held, DESIGN §5.6). One that recover had given up is removed and ours created; one still
- * live is not ours to replace or to apply here: recover finishes it.
+ * its store held, DESIGN §5.6). One that never became a commit point is removed and ours created;
+ * one that did is not ours to replace or to apply here: recover finishes it.
  */
 async function planAppeared(env: StepEnv, open: OpenJob, plan: PersistedPlan): Promise<void> {
-  const held = await readHeldPlan(env, { ...open, state: 'committing' });
-  if (held.plan === null && (await writePlan(env.store, open.layout, plan))) return;
+  const verdict = await stagedPlanVerdict(env.store, open.layout, open.job);
+  if (verdict !== 'decided') {
+    if (verdict !== 'absent') await readHeldPlan(env, { ...open, stalePlan: verdict });
+    if (await writePlan(env.store, open.layout, plan)) return;
+  }
   throw new ConflictError(
     `a commit plan of an earlier attempt of job ${open.job.jobId} appeared while this one was made (a write its store held): nothing was changed; run 'stagecommit recover --job ${env.store.toUri(open.layout.root)}', which finishes it`,
   );
+}
+
+/** Creates the plan (beside its table-log entry, when it names one: open.ts's commit-point rule). */
+async function persistPlan(env: StepEnv, open: OpenJob, plan: PersistedPlan): Promise<void> {
+  env.emit({ type: 'phase', label: 'writing the commit plan' });
+  if (!(await writePlan(env.store, open.layout, plan))) await planAppeared(env, open, plan);
 }
 
 /**
@@ -268,11 +277,11 @@ export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lea
   const finished = plan ? await checkHeldEntry(env, open, plan) : false;
   let made: JustPlanned | undefined;
   if (!plan) {
-    const prepared = await preparePlan(env, open, false, known.ahead);
+    // A plan naming a table-log entry is created at once with the entry (reachCommitPoint).
+    const prepared = await preparePlan(env, open, false, known.ahead, { persist: (p) => persistPlan(env, open, p), withdraw: () => store.delete(layout.commitFile, false) });
     ({ plan } = prepared);
     made = prepared;
-    env.emit({ type: 'phase', label: 'writing the commit plan' });
-    if (!(await writePlan(store, layout, plan))) await planAppeared(env, open, plan);
+    if (plan.logEntry === null) await persistPlan(env, open, plan);
   }
   const { success } = await rollForward(env, open, plan, lease, made, finished).catch(pastCommitPoint(store, open));
   return {

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { againAdvice } from '../job/adoption.js';
 import { ConflictError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
-import type { OpenJob } from '../job/open.js';
+import { stateOnStore, type OpenJob } from '../job/open.js';
 import { JobLayout } from '../job/layout.js';
 import { isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { describeUnit, overlap, TableLog, type DoneOutcome, type LogEntry, type LogListing } from '../job/table-log.js';
@@ -34,7 +34,7 @@ async function holderState(env: StepEnv, e: LogEntry): Promise<HolderState> {
   if (job.state === 'aborted') return 'void';
   const lease = await readCurrentLease(env.store, layout);
   if (lease && isLeaseLive(lease, env)) return 'live';
-  return (await env.store.stat(layout.commitFile)) ? 'stopped' : 'undecided';
+  return (await stateOnStore(env.store, layout, job)) === 'committing' ? 'stopped' : 'undecided';
 }
 
 /** Why this job cannot commit while `e` holds `where`: its holder is running, or stopped. */
@@ -60,7 +60,13 @@ function sameSet(a: readonly string[], b: readonly string[]): boolean {
  * first listing was taken (no unfinished entry touched it): then what the caller read of the
  * target after that listing is current.
  */
-export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: CommitUnits, plan: (firstListingSettled: boolean) => Promise<P>, opts: { dryRun?: boolean; firstListing?: Promise<LogListing> } = {}): Promise<{ plan: P; entry: LogEntry; listing: LogListing }> {
+export async function reachCommitPoint<P>(
+  env: StepEnv,
+  open: OpenJob,
+  units: CommitUnits,
+  plan: (firstListingSettled: boolean) => Promise<P>,
+  opts: { dryRun?: boolean; firstListing?: Promise<LogListing>; persist?: (planned: P, entry: number) => Promise<void>; withdraw?: () => Promise<unknown> } = {},
+): Promise<{ plan: P; entry: LogEntry; listing: LogListing }> {
   const { job } = open;
   const log = new TableLog(env.store, job.targetPath);
   const pos = job.logPosition;
@@ -137,17 +143,44 @@ export async function reachCommitPoint<P>(env: StepEnv, open: OpenJob, units: Co
     }
 
     const planned = await plan(settled);
-    if (own && sameSet(own.touches, units.touches) && sameSet(own.replaces, units.replaces)) return { plan: planned, entry: own, listing };
+    if (own && sameSet(own.touches, units.touches) && sameSet(own.replaces, units.replaces)) {
+      // An interrupted run made the entry but not the plan: the plan alone is the commit point now.
+      await opts.persist?.(planned, own.number);
+      return { plan: planned, entry: own, listing };
+    }
     const entry: LogEntry = { number: (max ?? -1) + 1, jobId: job.jobId, staging: open.layout.root, handle: job.staging, touches: units.touches, replaces: units.replaces, atMs: env.now() };
     // A dry run stops here: the entry it would create, created by nobody.
     if (opts.dryRun) return { plan: planned, entry, listing };
     // An interrupted run held an entry for other partitions (tasks committed since): give it up.
     if (own) await log.markDone(own, 'void', env.now());
-    // The log's first entry (or the first since logs have ids) gives it its id, beside the entry.
-    const [appended] = await Promise.all([log.tryAppend(entry), listing.id === null ? log.makeId() : undefined]);
+    // The commit point in one round trip: the entry and the plan naming it, created at once (the
+    // plan counts once its entry is this job's: open.ts). The log's first entry (or the first
+    // since logs have ids) gives it its id, beside them.
+    const [tried, id, persisted] = await Promise.allSettled([log.tryAppend(entry), listing.id === null ? log.makeId() : undefined, opts.persist?.(planned, entry.number)]);
+    if (persisted.status === 'rejected') throw persisted.reason;
+    const appended = tried.status === 'fulfilled' ? tried.value : await landed(env, open, log, entry, tried.reason, opts.withdraw);
+    // Past the commit point now: a log left without its id gets one from the next commit.
+    if (id.status === 'rejected') env.emit({ type: 'warn', message: `could not give the table log its id: ${(id.reason as Error).message}` });
     if (appended) return { plan: planned, entry, listing: { ...listing, numbers: [...numbers, entry.number] } };
-    // Another job took that number first: read what it did, then try the next one.
+    // Another job took that number first: the plan naming it goes; read what that job did, then try the next one.
+    await opts.withdraw?.();
   }
+}
+
+/**
+ * The entry's create failed (with the plan naming it written, when `withdraw` is given): it may
+ * have landed, its answer lost. Read back: ours, the commit point is passed; not there, the plan
+ * is withdrawn and the error stands (nothing changed); unknown, the error says so.
+ */
+async function landed(env: StepEnv, open: OpenJob, log: TableLog, entry: LogEntry, e: unknown, withdraw?: () => Promise<unknown>): Promise<true> {
+  if (!withdraw) throw e;
+  const now = await log.readOwn(entry.number, open.job.jobId).catch(() => undefined);
+  if (now?.entry?.jobId === open.job.jobId) return true;
+  if (now && (await withdraw().then(() => true, () => false))) throw e;
+  if (e instanceof Error && !(e instanceof ConflictError)) {
+    e.message += `; the target is unchanged, but whether job ${open.job.jobId} passed its commit point is not known: run 'stagecommit recover --job ${env.store.toUri(open.layout.root)}' once the store answers (it finishes the job if its table-log entry was made, else leaves it staged)`;
+  }
+  throw e;
 }
 
 /** Gives up this job's log entry if it holds one (abort, or recover before the commit point). */

@@ -87,7 +87,8 @@ export async function commitJobDryRun(env: StepEnv, input: { stagingPath: string
   const { job, layout } = open;
   await checkUnlocked(env, layout);
   if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`);
-  let plan: PersistedPlan | null = await loadPlan(store, layout, job.jobId);
+  // A plan that never became the commit point is removed by the real run, which then plans afresh.
+  let plan: PersistedPlan | null = open.stalePlan ? null : await loadPlan(store, layout, job.jobId);
   const outcome = plan || open.state === 'committed' ? 'rolled-forward' : 'committed';
   if (!plan && open.state === 'committing') {
     throw new CorruptManifestError(store.toUri(layout.commitFile), '', 'is missing, but the job is past its commit point: its plan cannot be made again (that could undo newer commits); restore the file or repair the target by hand', true);

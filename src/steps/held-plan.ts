@@ -3,7 +3,7 @@
 // recover reset the job: a write the store held while the driver's lease lapsed (DESIGN §5.6).
 
 import { CorruptManifestError } from '../errors.js';
-import type { OpenJob } from '../job/open.js';
+import type { OpenJob, StalePlan } from '../job/open.js';
 import { TableLog } from '../job/table-log.js';
 import { loadPlan, type PersistedPlan } from '../plan/plan-file.js';
 import type { StepEnv } from './env.js';
@@ -16,28 +16,30 @@ export interface HeldPlan {
 }
 
 /**
- * Reads the plan of a job past its commit point. One whose table-log entry is this job's and was
- * given up (recover decided the job had not reached its commit point, then the plan landed) was
- * never applied, and never may be: later commits may hold its partitions. It is removed, with a
- * warning, and the job is staged again, so commit-job commits it afresh and abort may discard it.
+ * Reads the plan of a job past its commit point. A staged job's plan that never became its
+ * commit point (open.ts: its table-log entry did not land, or was given up before the plan
+ * landed: recover decided the job had not reached its commit point, then a write its store held
+ * arrived) was never applied, and never may be: later commits may hold its partitions. It is
+ * removed, with a warning, and the job is staged, so commit-job commits it afresh and abort may
+ * discard it. A plan whose entry is the job's is rolled forward (checkHeldEntry looks again).
  */
 export async function readHeldPlan(env: StepEnv, open: OpenJob): Promise<HeldPlan> {
+  if (open.stalePlan) return dropStalePlan(env, open, open.stalePlan);
   if (open.state !== 'committing' && open.state !== 'committed') return { open, plan: null };
   const plan = await loadPlan(env.store, open.layout, open.job.jobId);
-  if (!plan || plan.logEntry === null || open.state === 'committed') return { open, plan };
-  // Given up before any driver began applying it: by a recover (which started a later app
-  // attempt), or before this job was staged at all (an aborted job whose id a new one reuses: the
-  // entry predates this job's log position). A plan of this job's own attempt and log position is
-  // rolled forward without a look at the log here.
-  const { state, appAttempt, logPosition } = open.job;
-  const droppable = state === 'staged' && (plan.appAttempt < appAttempt || (logPosition !== null && plan.logEntry <= logPosition));
-  if (!droppable) return { open, plan };
-  const { givenUp } = await new TableLog(env.store, open.job.targetPath).readOwn(plan.logEntry, open.job.jobId);
-  if (!givenUp) return { open, plan };
+  return { open, plan };
+}
+
+async function dropStalePlan(env: StepEnv, open: OpenJob, stale: StalePlan): Promise<HeldPlan> {
   const file = env.store.toUri(open.layout.commitFile);
-  env.emit({ type: 'warn', message: `${file} names table-log entry ${plan.logEntry}, which was given up (by recover or abort) before the plan landed: it was never applied; removed it, the job is staged again` });
+  const why =
+    stale.kind === 'given-up'
+      ? 'which was given up (by recover or abort) before the plan landed'
+      : "which is not this job's (the run that wrote the plan lost that number to another job, or was stopped before it made the entry)";
+  env.emit({ type: 'warn', message: `${file} names table-log entry ${stale.entry}, ${why}: it was never applied; removed it, the job is staged` });
   await env.store.delete(open.layout.commitFile, false);
-  return { open: { ...open, state: 'staged' }, plan: null };
+  const { stalePlan: _, ...rest } = open;
+  return { open: rest, plan: null };
 }
 
 /**

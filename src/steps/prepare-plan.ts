@@ -57,7 +57,13 @@ export function startPlanReads(env: StepEnv, open: OpenJob): PlanReads {
  * makes the same checks and plan, reading only: no log entry, no wait. `ahead`: the first reads,
  * already started for this job.
  */
-export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false, ahead?: PlanReads): Promise<{ plan: PersistedPlan; listing?: LogListing; uploads?: readonly TaskFile[] }> {
+/** How commit-job makes its plan durable: created with the table-log entry it names; withdrawn when another job took that number first. */
+export interface PlanWriter {
+  readonly persist: (plan: PersistedPlan) => Promise<void>;
+  readonly withdraw: () => Promise<unknown>;
+}
+
+export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false, ahead?: PlanReads, writer?: PlanWriter): Promise<{ plan: PersistedPlan; listing?: LogListing; uploads?: readonly TaskFile[] }> {
   const { store } = env;
   const { job, layout } = open;
   const { output, firstListing } = ahead ?? startPlanReads(env, open);
@@ -78,6 +84,9 @@ export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false, a
     return { plan: { ...base, createdAtMs: env.now(), logEntry: null, phases: [], files: stats.files, bytes: stats.bytes, filenames: stats.filenames(), partitionsWritten: partitions, partitionsReplaced: [] } };
   }
   const units = commitUnitsOf(job, partitions);
+  const persisted = (planned: CommitPlan, entry: number): PersistedPlan => ({ ...base, createdAtMs: env.now(), logEntry: entry, ...planned });
+  let written: PersistedPlan | undefined;
+  const persist = writer && ((planned: CommitPlan, entry: number) => writer.persist((written = persisted(planned, entry))));
   const { plan, entry, listing } = await reachCommitPoint(env, open, units, async (settled) => {
     env.emit({ type: 'phase', label: 'reading the target' });
     const target = await snapshotTarget(store, job.targetPath, tree, units.replaces, env.concurrency, settled ? targetRoot : undefined);
@@ -93,8 +102,8 @@ export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false, a
     const changed = targetDirsChanged(planned.phases).map((rel) => (rel === '' ? job.targetPath : posix.join(job.targetPath, rel)));
     if (changed.length > 0) await store.checkWritable?.(changed);
     return withLeftoversRemoved(planned, sources);
-  }, { dryRun, firstListing });
-  return { plan: { ...base, createdAtMs: env.now(), logEntry: entry.number, ...plan }, listing, uploads };
+  }, { dryRun, firstListing, ...(persist && writer ? { persist, withdraw: writer.withdraw } : {}) });
+  return { plan: written ?? persisted(plan, entry.number), listing, uploads };
 }
 
 /** An adopted leftover left in the target (stores without rename) goes once its files are published. */

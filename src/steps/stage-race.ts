@@ -13,6 +13,7 @@ import { readClaimRecord, type ClaimRecord } from '../job/claims.js';
 import { readDecision } from '../job/decisions.js';
 import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import type { JobLayout } from '../job/layout.js';
+import { stateOnStore } from '../job/open.js';
 import { deleteFiles, removeEmptyDirs } from '../store/operations.js';
 import { forEachLimit } from '../util/pool.js';
 import { waitFor } from '../util/wait.js';
@@ -45,7 +46,7 @@ export async function checkStillStaged(env: StepEnv, layout: JobLayout, job: Job
   // A job id may be used again once its job ended (abort): the same job is the same id staged at the same time.
   const same = now !== null && isSameJob(now, job);
   // A written plan is past the commit point though `_job.yaml` may still say staged (a killed commit-job).
-  const state = now?.state === 'staged' && plan ? 'committing' : now?.state;
+  const state = now && (await stateOnStore(store, layout, now, plan !== null));
   const taken = w.paths.length ? 'the files were taken back' : 'what it made was taken back';
   if (!same || state !== 'staged' || now.appAttempt !== job.appAttempt) {
     // A claim made after the job moved on is in no output either: nothing can hold the files.

@@ -7,7 +7,7 @@ import { ConflictError } from '../errors.js';
 import { readClaimRecord, type ClaimRecord } from '../job/claims.js';
 import { claimFilesOfRecord, taskFilesOf } from '../job/claim-files.js';
 import { publishedV2Count } from '../plan/publish-v2.js';
-import { JobGoneError } from '../job/open.js';
+import { JobGoneError, stateOnStore } from '../job/open.js';
 import { findCommitted } from '../job/finished.js';
 import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import { describeHolder, isLeaseLive, readCurrentLease, type CurrentLease } from '../job/lease.js';
@@ -34,7 +34,7 @@ async function jobWithoutHolder(env: StepEnv, layout: JobLayout, job: JobManifes
   const found = await waitFor(env.now, Math.min(HOLDER_WAIT_MS, env.leaseTtlMs), async () => {
     const [now, lease, plan] = await Promise.all([loadJob(store, layout), readCurrentLease(store, layout), store.stat(layout.commitFile)]);
     holder = lease;
-    if (!now || !lease || !isLeaseLive(lease, env)) return { now: now?.state === 'staged' && plan ? { ...now, state: 'committing' as const } : now };
+    if (!now || !lease || !isLeaseLive(lease, env)) return { now: now && { ...now, state: await stateOnStore(store, layout, now, plan !== null) } };
     return undefined;
   });
   if (found) return found.now;

@@ -1,7 +1,8 @@
 // Mutation points named by what happens there (never by their number in the order of
 // operations), for tests that kill a step in-process at one place.
 
-import { crashAt, type CallMatch, type MutationHook } from '../../src/store/instrumented.js';
+import { InjectedFault } from '../../src/errors.js';
+import { crashAt, matches, type CallMatch, type MutationHook } from '../../src/store/instrumented.js';
 
 const file = (name: string) => new RegExp(`/${name.replace(/\./g, '\\.')}$`);
 
@@ -17,8 +18,15 @@ export const planCreated: CallMatch = {
 export const killed = {
   /** commit-job: the table-log entry is held, the plan (the commit point) never written. */
   beforeCommitPoint: (): MutationHook => crashAt(planCreated),
-  /** commit-job: the plan is written (the commit point), nothing else done. */
-  atCommitPoint: (): MutationHook => crashAt(planCreated, { after: true }),
+  /** commit-job: the plan and the table-log entry it names are both created (at once: the commit point), nothing else done. */
+  atCommitPoint: (): MutationHook => {
+    const seen = new Set<string>();
+    return (n, op, path) => {
+      if (seen.size === 2) throw new InjectedFault(n, op, path);
+      if (matches(planCreated, op, path)) seen.add('plan');
+      else if (op === 'createExclusive' && /\/_log\/\d{20}\.yaml$/.test(path)) seen.add('entry');
+    };
+  },
   /** commit-job: the job is marked committing; killed before its first change to the target. */
   applying: (): MutationHook => crashAt({ op: 'writeFile', path: file('_job.yaml') }, { after: true }),
   /** commit-task: the claim is made (and the output moved, where directories rename), not marked committed. */
