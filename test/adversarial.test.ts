@@ -9,6 +9,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test } from 'node:test';
 import { InjectedFault, StageCommitError } from '../src/errors.js';
 import { JobLayout } from '../src/job/layout.js';
+import { loadJob } from '../src/job/job.js';
+import { crashAt } from '../src/store/instrumented.js';
+import { isTempName } from '../src/store/temp-names.js';
 import { abort } from '../src/steps/abort.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import { recover } from '../src/steps/recover.js';
@@ -123,7 +126,7 @@ for (const fx of storeFixtures()) {
       const y = await ready(target, job('Y', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { y: 'Y' } }]);
       await assert.rejects(commitJob(testEnv(sb.store, killedAt.atCommitPoint()), { stagingPath: x }), InjectedFault);
       await killed(x);
-      assert.ok(await sb.store.stat(new JobLayout(x).commitFile), 'X is past its commit point');
+      assert.equal((await loadJob(sb.store, new JobLayout(x)))?.state, 'committing', 'X is past its commit point');
       const z = await ready(target, job('Z', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { z: 'Z' } }]);
       const env = { ...sb.env };
       const rz = await cli(['commit-job', '--job', sb.uri(z)], { env });
@@ -246,7 +249,8 @@ for (const fx of storeFixtures()) {
       const target = posix.join(root, 't');
       await writeTree(sb.store, target, { 'dt=1/old': 'old' });
       const a = await ready(target, job('A', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { fa: 'A' } }]);
-      await assert.rejects(commitJob(testEnv(sb.store, killedAt.applying()), { stagingPath: a }), InjectedFault);
+      // Its plan a `_commit.yaml`: `_job.yaml` says committing only once both creates are done.
+      await assert.rejects(commitJob(testEnv(sb.store, killedAt.applying(), { inlinePlanMaxBytes: 0 }), { stagingPath: a }), InjectedFault);
       await killed(a);
       await sb.store.delete(posix.join(root, '.stagecommit', 't', '_log', '00000000000000000000.yaml'), false); // the entry is lost
       const b = await ready(target, job('B', 'append'), [{ task: '0', partition: ['dt=1'], files: { fb: 'B' } }]);
@@ -255,6 +259,38 @@ for (const fx of storeFixtures()) {
       assert.equal(r.code, 1, r.stderr);
       assert.match(r.stderr, /_commit\.yaml: field 'logEntry' names table-log entry 0, which belongs to job B/);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/fb': 'B', 'dt=1/old': 'old' });
+    });
+
+    test('a plan carried in _job.yaml whose table-log entry is lost (the log damaged): once partly applied, every step exits 1 naming _job.yaml and changes nothing; before, it is removed and the job is planned again against the newer commit', async () => {
+      for (const applied of [true, false]) {
+        const root = dir();
+        const target = posix.join(root, 't');
+        await writeTree(sb.store, target, { 'dt=1/old': 'old' });
+        const a = await ready(target, job('A', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { fa: 'A', fa2: 'A2' } }]);
+        // Killed once the first change to the target landed, or just before it.
+        const dies = applied ? crashAt({ op: ['rename', 'copy', 'complete'], path: (p) => !isTempName(posix.basename(p)) && !p.includes('/.stagecommit/t/_log/') }, { after: true }) : killedAt.applying();
+        await assert.rejects(commitJob(testEnv(sb.store, dies), { stagingPath: a }), InjectedFault);
+        await killed(a);
+        assert.equal((await loadJob(sb.store, new JobLayout(a)))?.inlinePlan !== undefined, true, 'the plan rides in _job.yaml');
+        await sb.store.delete(posix.join(root, '.stagecommit', 't', '_log', '00000000000000000000.yaml'), false); // the entry is lost
+        const b = await ready(target, job('B', 'append'), [{ task: '0', partition: ['dt=2'], files: { fb: 'B' } }]);
+        await commitJob(testEnv(sb.store), { stagingPath: b }); // takes number 0 again
+        const before = await readTree(sb.store, root);
+        if (applied) {
+          for (const args of [['recover', '--job', sb.uri(a)], ['commit-job', '--job', sb.uri(a)], ['abort', '--job', sb.uri(a)]]) {
+            const r = await cli(args, { env: sb.env });
+            assert.equal(r.code, 1, r.stderr);
+            assert.match(r.stderr, /_job\.yaml: field 'plan' names table-log entry 0, which is not this job's .*, but the plan was partly applied/);
+          }
+          assert.deepEqual(await readTree(sb.store, root), before, 'nothing changed');
+        } else {
+          // Nothing of it was applied: planned again, it is checked against B's commit (another partition) and lands.
+          const r = await cli(['commit-job', '--job', sb.uri(a)], { env: sb.env });
+          assert.equal(r.code, 0, r.stderr);
+          assert.match(r.stderr, /carries a commit plan that names table-log entry 0, which is not this job's/);
+          assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/fa': 'A', 'dt=1/fa2': 'A2', 'dt=2/fb': 'B' });
+        }
+      }
     });
 
     test('a read-only partition directory is found before the commit point (local: an immutable directory)', async (t) => {

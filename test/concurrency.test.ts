@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { commitJob as libCommitJobStep } from '../src/steps/commit-job.js';
 import { killed as killedAt, planCreated } from './helpers/crash-points.js';
 import { ConflictError, CorruptManifestError, InjectedFault, StoreError } from '../src/errors.js';
-import { loadJob, saveJob } from '../src/job/job.js';
+import { loadJob, saveJob, withoutPlan } from '../src/job/job.js';
 import { commitJob, commitTask, prepare, stage, stageTask } from './helpers/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { data, readTree, writeTree } from './helpers/tree.js';
@@ -217,6 +217,20 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/c': 'third' });
     });
 
+    test('one --job-id given to two jobs in two staging dirs, both overwriting one partition, staged together: the second to commit fails with exit 4 (helper-67: it took the first one\'s log entry for its own and replaced its data)', async () => {
+      const root = dir();
+      const target = posix.join(root, 'sales');
+      await writeTree(sb.store, target, { 'dt=1/old': 'o1' });
+      const spec = (d: string) => ({ target, mode: 'overwrite' as const, partitionBy: 'dt', jobId: 'daily', stagingDir: posix.join(root, d) });
+      const first = await prepare(sb, spec('s1'), [{ task: '0', partition: ['dt=1'], files: { a: 'first' } }]);
+      const second = await prepare(sb, spec('s2'), [{ task: '0', partition: ['dt=1'], files: { b: 'second' } }]);
+      assert.equal((await commitJob(sb, first)).code, 0);
+      const r = await commitJob(sb, second);
+      assert.equal(r.code, 4, r.stderr);
+      assert.match(r.stderr, /job daily conflicts with job daily, which replaced 'dt=1'/);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'first' });
+    });
+
     test('two commit-job on one job at once: one proceeds, the other exits 4 naming the holder', async () => {
       const target = posix.join(dir(), 't');
       const tasks = Array.from({ length: 4 }, (_, i) => ({ task: String(i), partition: [`dt=${i}`], files: { f: String(i) } }));
@@ -329,30 +343,70 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(stagingPath), null);
     });
 
-    test("a commit-job killed with its plan created but not the table-log entry it names (the two are made at once): the plan never counts: a late commit-task exits 0, recover removes the plan with a warning, the job commits with the late task", async () => {
-      const { target, stagingPath, layout } = await lateTaskJob('p');
+    for (const form of ['inline', 'file'] as const) {
+      test(`a commit-job killed with its plan created (${form === 'inline' ? "in _job.yaml" : 'as _commit.yaml'}) but not the table-log entry it names (the two are made at once): the plan never counts: a late commit-task exits 0, recover removes the plan with a warning, the job commits with the late task`, async () => {
+        const { target, stagingPath, layout } = await lateTaskJob(`p-${form}`);
+        let dead = false;
+        const killed = libCommitJob(
+          testEnv(
+            sb.store,
+            (n, op, p) => {
+              if (dead) throw new InjectedFault(n, op, p);
+              // The entry's request is lost with the driver; the plan's lands, and the driver dies.
+              if (op === 'createExclusive' && /\/_log\/\d{20}\.yaml$/.test(p)) throw new InjectedFault(n, op, p);
+              if (matches(planCreated, op, p)) dead = true;
+            },
+            form === 'file' ? { inlinePlanMaxBytes: 0 } : {},
+          ),
+          stagingPath,
+        );
+        await assert.rejects(killed, InjectedFault);
+        if (form === 'file') assert.notEqual(await sb.store.stat(layout.commitFile), null, 'the plan was created');
+        else assert.match((await sb.store.readFile(layout.jobFile))!.toString(), /^state: "committing"$[^]*^plan: /m, 'the plan was written with committing');
+        await driverDied(sb.store, stagingPath);
+        await libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} });
+        const warnings: string[] = [];
+        const r = await recover(testEnv(sb.store, undefined, { emit: (e: { type: string; message?: string }) => void (e.type === 'warn' && warnings.push(e.message!)) }), { stagingPath });
+        assert.equal(r.state, 'staged');
+        assert.ok(warnings.some((w) => /names table-log entry 0, which is not this job's .*: it was never applied; removed it, the job is staged/.test(w)), warnings.join('\n'));
+        assert.equal(await sb.store.stat(layout.commitFile), null);
+        assert.equal((await loadJob(sb.store, layout))!.inlinePlan, undefined);
+        await libCommitJob(testEnv(sb.store), stagingPath);
+        assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
+        assert.equal(await sb.store.stat(stagingPath), null);
+      });
+    }
+    test("a plan in _job.yaml that lands late (a write its store held), after recover moved the job to its next app attempt: commit-job and recover exit 1 naming _job.yaml and change nothing; abort ends the job", async () => {
+      const { target, stagingPath, layout } = await lateTaskJob('late-carried');
       let dead = false;
       const killed = libCommitJob(
         testEnv(sb.store, (n, op, p) => {
           if (dead) throw new InjectedFault(n, op, p);
-          // The entry's request is lost with the driver; the plan's lands, and the driver dies.
           if (op === 'createExclusive' && /\/_log\/\d{20}\.yaml$/.test(p)) throw new InjectedFault(n, op, p);
           if (matches(planCreated, op, p)) dead = true;
         }),
         stagingPath,
       );
       await assert.rejects(killed, InjectedFault);
-      assert.notEqual(await sb.store.stat(layout.commitFile), null, 'the plan was created');
+      // The held write, as it will land: the job as it was, committing with its plan; until then `_job.yaml` says staged.
+      const carried = await sb.store.readFile(layout.jobFile);
+      assert.match(carried!.toString(), /^plan: /m);
+      const job = (await loadJob(sb.store, layout))!;
+      await saveJob(sb.store, layout, { ...withoutPlan(job) });
       await driverDied(sb.store, stagingPath);
-      await libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} });
-      const warnings: string[] = [];
-      const r = await recover(testEnv(sb.store, undefined, { emit: (e: { type: string; message?: string }) => void (e.type === 'warn' && warnings.push(e.message!)) }), { stagingPath });
-      assert.equal(r.state, 'staged');
-      assert.ok(warnings.some((w) => /names table-log entry 0, which is not this job's .*: it was never applied; removed it, the job is staged/.test(w)), warnings.join('\n'));
-      assert.equal(await sb.store.stat(layout.commitFile), null);
-      await libCommitJob(testEnv(sb.store), stagingPath);
-      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
+      const r = await recover(testEnv(sb.store), { stagingPath });
+      assert.equal(r.appAttempt, 1);
+      await sb.store.writeFile(layout.jobFile, carried!); // lands now
+      const before = await readTree(sb.store, posix.dirname(stagingPath));
+      for (const step of [() => libCommitJob(testEnv(sb.store), stagingPath), () => recover(testEnv(sb.store), { stagingPath })]) {
+        const err = await step().then(() => null, (e: unknown) => e);
+        assert.ok(err instanceof CorruptManifestError && /_job\.yaml: field 'appAttempt' is 0 with a commit plan naming table-log entry 0, which never counted, but app attempt 1 exists/.test(err.message), String(err));
+      }
+      assert.deepEqual(await readTree(sb.store, posix.dirname(stagingPath)), before, 'nothing changed');
+      assert.equal(await sb.store.stat(target), null);
+      await abort(testEnv(sb.store), { stagingPath });
       assert.equal(await sb.store.stat(stagingPath), null);
+      assert.equal(await sb.store.stat(target), null);
     });
     test('a commit-job whose staging dir an abort removes while it takes the lease: the job is gone (exit 2), never a raw not-found', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('g');
@@ -1024,7 +1078,7 @@ for (const fx of storeFixtures()) {
       const late = testEnv(sb.store, async (_n, op, path) => {
         if (op === 'createExclusive' && posix.basename(path).startsWith('_lease.')) t0 = Date.now();
         if (op === 'writeFile' && posix.basename(path).startsWith('_lease.') && renewals++ === 0) await sleep(t0 + 4800 - Date.now());
-        if (op === 'createExclusive' && path.endsWith('_commit.yaml')) await sleep(t0 + 5000 - Date.now());
+        if ((op === 'createExclusive' && path.endsWith('_commit.yaml')) || (op === 'writeFile' && path.endsWith('/_job.yaml'))) await sleep(t0 + 5000 - Date.now());
       }, { leaseTtlMs: 6000 });
       const err = await libCommitJobStep(late, { stagingPath: staging }).then(() => null, (e: unknown) => e);
       assert.ok(err instanceof StoreError && /renew lease .*this step stops changing the job/.test(err.message), String(err));
@@ -1037,18 +1091,22 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' });
     });
 
-    /** A job whose commit-job wrote its plan and died; the plan's bytes, and the plan removed as if not landed yet. */
+    /** A job whose commit-job wrote its plan (as `_commit.yaml`) and died; the plan's bytes, and the plan removed as if not landed yet. */
     async function diedAfterPlan(name: string): Promise<{ target: string; staging: string; layout: JobLayout; plan: Buffer }> {
       const target = posix.join(dir(), name);
       await writeTree(sb.store, target, { 'dt=1/old': 'old' });
       const staging = await readyJob(sb.store, target, jobScenario(name, 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { f: 'new' } }]);
       const layout = new JobLayout(staging);
       let plan: Buffer | null = null;
-      const dying = testEnv(sb.store, async (n, op, path) => {
-        if (plan !== null || (await sb.store.stat(layout.commitFile)) === null) return;
-        plan = await sb.store.readFile(layout.commitFile);
-        throw new InjectedFault(n, op, path);
-      });
+      const dying = testEnv(
+        sb.store,
+        async (n, op, path) => {
+          if (plan !== null || (await sb.store.stat(layout.commitFile)) === null) return;
+          plan = await sb.store.readFile(layout.commitFile);
+          throw new InjectedFault(n, op, path);
+        },
+        { inlinePlanMaxBytes: 0 },
+      );
       await assert.rejects(libCommitJobStep(dying, { stagingPath: staging }), InjectedFault);
       assert.ok(plan, 'the plan was written');
       await sb.store.delete(layout.commitFile, false);
@@ -1137,7 +1195,8 @@ for (const fx of storeFixtures()) {
         // The held write lands just before this commit-job creates its plan.
         let landed = false;
         const { warnings, env } = warned();
-        const racing = { ...env, store: new InstrumentedStore(sb.store, async (_n, op, path) => {
+        // A plan of its own as `_commit.yaml` (a small one goes into `_job.yaml`, where a late file plan is never read).
+        const racing = { ...env, inlinePlanMaxBytes: 0, store: new InstrumentedStore(sb.store, async (_n, op, path) => {
           if (landed || op !== 'createExclusive' || !path.includes('_commit.yaml')) return;
           landed = true;
           await sb.store.writeFile(layout.commitFile, plan);

@@ -87,8 +87,16 @@ function labelOf(a: Action): string {
   return a.kind === 'stage-task' || a.kind === 'commit-task' ? `${a.kind} ${a.t.task}` : a.kind;
 }
 
+/**
+ * The create and the outside-writers append commit with their plan as `_commit.yaml` (the form of
+ * plans over 16 KiB); the others carry it in `_job.yaml`. Remote stores, which skip the create,
+ * still sweep both forms.
+ */
+const planForm = (sc: Scenario): { inlinePlanMaxBytes?: number } => ([1, 2].includes(SCENARIOS.indexOf(sc)) ? { inlinePlanMaxBytes: 0 } : {});
+const formName = (sc: Scenario) => (planForm(sc).inlinePlanMaxBytes === 0 ? 'plan as _commit.yaml' : 'plan in _job.yaml');
+
 async function act(store: Store, run: Run, a: Action, sc: Scenario, hook?: MutationHook): Promise<void> {
-  const env = testEnv(store, hook);
+  const env = testEnv(store, hook, planForm(sc));
   switch (a.kind) {
     case 'stage':
       await libStage(env, run.targetPath, { ...sc, job: { ...sc.job, stagingPath: run.stagingPath } });
@@ -112,7 +120,7 @@ async function finishAfterRecover(store: Store, run: Run, sc: Scenario): Promise
     await libStageTask(testEnv(store), run.stagingPath, t);
     await libCommitTask(testEnv(store), run.stagingPath, t);
   }
-  await libCommitJob(testEnv(store), run.stagingPath);
+  await libCommitJob(testEnv(store, undefined, planForm(sc)), run.stagingPath);
 }
 
 /** A hook that only counts: how many mutation points a clean run of a step has. */
@@ -184,7 +192,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
     const heals = (k: number) => (memory ? (['recover', 'rerun'] as const) : ([k % 2 ? 'recover' : 'rerun'] as const));
 
     for (const sc of scenarios) {
-      test(`every mutation of every step heals: ${sc.name}`, async (t) => {
+      test(`every mutation of every step heals: ${sc.name} (${formName(sc)})`, async (t) => {
         const actions = flow(sc);
         const base = await fresh(sc);
         const points: Record<string, number> = {};
@@ -392,22 +400,22 @@ for (const fx of storeFixtures({ inProcess: true })) {
       { task: '1', partition: ['dt=2'], files: { b: 'b' } },
     ];
 
-    /** An append of `tasks` into `name` whose driver died once its first file was published. */
-    const killedAfterFirstPublish = async (name: string, jobId: string) => {
+    /** An append of `tasks` into `name` whose driver died once its first file was published (`file`: its plan as `_commit.yaml`, not in `_job.yaml`). */
+    const killedAfterFirstPublish = async (name: string, jobId: string, file = false) => {
       const target = posix.join(dir(), name);
       await writeTree(sb.store, target, { 'dt=9/keep': 'k' });
       const staging = await readyJob(sb.store, target, jobScenario(jobId, 'append'), tasks);
       // The first move into the target is the one that lands (a rename, a copy or a completed upload), then the driver dies.
       const publishes = crashAt({ op: ['rename', 'copy', 'complete'], path: (p) => p.startsWith(staging) && !isTempName(posix.basename(p)) }, { after: true });
-      await assert.rejects(commitJob(testEnv(sb.store, publishes), { stagingPath: staging }), InjectedFault);
+      await assert.rejects(commitJob(testEnv(sb.store, publishes, file ? { inlinePlanMaxBytes: 0 } : {}), { stagingPath: staging }), InjectedFault);
       await driverDied(sb.store, staging);
       const published = data(await readTree(sb.store, target));
       assert.ok(Object.keys(published).length > 1, `something was published: ${JSON.stringify(published)}`);
       return { target, staging, published };
     };
 
-    test('a driver killed once its first file is published, whose plan is then lost: recover exits 1 naming the plan and plans nothing again', async () => {
-      const { target, staging, published } = await killedAfterFirstPublish('p', 'L');
+    test('a driver killed once its first file is published, whose plan (a _commit.yaml) is then lost: recover exits 1 naming the plan and plans nothing again', async () => {
+      const { target, staging, published } = await killedAfterFirstPublish('p', 'L', true);
       await sb.store.delete(new JobLayout(staging).commitFile, false);
       await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), (e: unknown) => e instanceof CorruptManifestError && /_commit\.yaml/.test(e.message));
       assert.deepEqual(data(await readTree(sb.store, target)), published, 'nothing planned or moved again');
@@ -453,11 +461,11 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.equal(await sb.store.stat(staging), null, 'the staging dir is gone');
     });
 
-    test('a job past its commit point that lost _job.yaml: every step exits 1 naming it, and clean-orphans --delete touches nothing under it', async () => {
+    test('a job past its commit point that lost _job.yaml (its plan a _commit.yaml): every step exits 1 naming it, and clean-orphans --delete touches nothing under it', async () => {
       const root = dir();
       const target = posix.join(root, 'j');
       const staging = await readyJob(sb.store, target, jobScenario('M', 'append'), tasks);
-      await assert.rejects(commitJob(testEnv(sb.store, killed.atCommitPoint()), { stagingPath: staging }), InjectedFault);
+      await assert.rejects(commitJob(testEnv(sb.store, killed.atCommitPoint(), { inlinePlanMaxBytes: 0 }), { stagingPath: staging }), InjectedFault);
       await driverDied(sb.store, staging);
       await sb.store.delete(new JobLayout(staging).jobFile, false);
       const before = await readTree(sb.store, root);

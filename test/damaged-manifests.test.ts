@@ -7,6 +7,7 @@ import { posix } from 'node:path';
 import { describe, test } from 'node:test';
 import { ConflictError, CorruptManifestError, InjectedFault } from '../src/errors.js';
 import { encodeLease } from '../src/job/lease.js';
+import { encodeJob, loadJob } from '../src/job/job.js';
 import { encodeProgress } from '../src/plan/plan-file.js';
 import { JobLayout } from '../src/job/layout.js';
 import { abort } from '../src/steps/abort.js';
@@ -43,7 +44,8 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
   /**
    * One table with every manifest kind in place: job J (staged, two tasks committed, an
    * aborted attempt) holding `_job.yaml`, claims, decisions and a lease; job K's log entry
-   * after J's stage (voided: K gave up), and job P past its commit point (its `_commit.yaml`).
+   * after J's stage (voided: K gave up), job P past its commit point (its plan a `_commit.yaml`),
+   * and job Q past it (its small plan carried in its `_job.yaml`).
    */
   async function world() {
     const root = dir();
@@ -60,11 +62,14 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
     await killed(k);
     await abort(testEnv(sb.store), { stagingPath: k }); // gives it up: entry 0 is void
     const p = await ready(posix.join(root, 'other'), job('P', 'append'), [{ task: '0', partition: ['dt=5'], files: { p: 'p' } }]);
-    await assert.rejects(commitJob(testEnv(sb.store, killedAt.applying()), { stagingPath: p }), InjectedFault);
+    await assert.rejects(commitJob(testEnv(sb.store, killedAt.applying(), { inlinePlanMaxBytes: 0 }), { stagingPath: p }), InjectedFault);
     await killed(p);
+    const q = await ready(posix.join(root, 'third'), job('Q', 'append'), [{ task: '0', partition: ['dt=6'], files: { q: 'q' } }]);
+    await assert.rejects(commitJob(testEnv(sb.store, killedAt.applying()), { stagingPath: q }), InjectedFault);
+    await killed(q);
     const layout = new JobLayout(j);
     const log = posix.join(root, '.stagecommit', 't', '_log');
-    return { root, j, p, layout, log, entry: posix.join(log, '00000000000000000000.yaml'), done: posix.join(log, '00000000000000000000.done') };
+    return { root, j, p, q, layout, log, entry: posix.join(log, '00000000000000000000.yaml'), done: posix.join(log, '00000000000000000000.done') };
   }
 
   async function expectRefused(root: string, file: string, variants: readonly Variant[], step: () => Promise<unknown>, advice?: RegExp): Promise<number> {
@@ -166,10 +171,24 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
       ...forged(progressText, [['past the plan', 'phasesDone', '9'], ['another job', 'jobId', '"Q"']]),
     ], () => recover(env(), { stagingPath: w.p }));
 
+    // A small plan rides in `_job.yaml`: that file damaged, or the plan in it (the file signed
+    // again around the damaged plan), is exit 1 naming `_job.yaml`; nothing is planned again.
+    const qLayout = new JobLayout(w.q);
+    const qJob = (await loadJob(sb.store, qLayout))!;
+    assert.equal(qJob.state, 'committing');
+    assert.ok(qJob.inlinePlan, 'Q carries its plan');
+    assert.equal(await sb.store.stat(qLayout.commitFile), null, 'no _commit.yaml beside it');
+    counts.carriedPlan = await expectRefused(w.root, qLayout.jobFile, [
+      ...sample(damages(encodeJob(qJob), 9)),
+      ...sample(damages(qJob.inlinePlan, 10)).map((v) => ({ name: `the plan in it: ${v.name}`, text: encodeJob({ ...qJob, inlinePlan: v.text }) })),
+    ], () => recover(env(), { stagingPath: w.q }));
+
     t.diagnostic(`damaged variants refused: ${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')}`);
-    // Undamaged, everything still works: J commits (K's entry is void), P rolls forward.
+    // Undamaged, everything still works: J commits (K's entry is void), P and Q roll forward.
     await commitJob(env(), { stagingPath: w.j });
     await recover(env(), { stagingPath: w.p });
+    await recover(env(), { stagingPath: w.q });
+    assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 'third'))), { 'dt=6/q': 'q' });
     assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 't'))), { 'dt=1/a': 'a', 'dt=2/b': 'b', 'dt=9/keep': 'k' });
     assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 'other'))), { 'dt=5/p': 'p' });
   });
@@ -271,7 +290,7 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
     for (const args of [['recover', '--job', sb.uri(w.p)], ['commit-job', '--job', sb.uri(w.p)]]) {
       const rr = await cli(args, { env: sb.env });
       assert.equal(rr.code, 1, rr.stderr);
-      assert.match(rr.stderr, /_commit\.yaml: is missing, but the job is past its commit point/);
+      assert.match(rr.stderr, /_job\.yaml: says the job is past its commit point, but its plan is missing \(neither in it nor .*_commit\.yaml\)/);
     }
     await sb.store.writeFile(pLayout.commitFile, planText);
     assert.deepEqual(await readTree(sb.store, w.root), before);

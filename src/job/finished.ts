@@ -107,7 +107,7 @@ export async function planGivenUp(store: Store, stagingPath: string, commitFile:
   const n = plan?.logEntry;
   if (plan?.jobId !== where.jobId || typeof n !== 'number') return false;
   return new TableLog(store, where.targetPath)
-    .readOwn(n, where.jobId)
+    .readOwn(n, { jobId: where.jobId, staging: stagingPath })
     .then((own) => own.givenUp)
     .catch(() => false);
 }

@@ -46,6 +46,11 @@ export interface JobManifest {
   readonly adopted?: Adoption;
   /** An aborted v2 job: the tasks that had claimed their output, whose published files stay in the target (kept for a re-run of the abort, once the claims are gone). */
   readonly publishedTasks?: readonly string[];
+  /**
+   * A small commit plan (the bytes `_commit.yaml` would hold), written with 'committing' at once
+   * with the table-log entry it names: it counts once that entry is the job's (open.ts).
+   */
+  readonly inlinePlan?: string;
 }
 
 /** What `adopt` records: where the leftover was, so that `abort` can give it back. */
@@ -97,6 +102,7 @@ export function encodeJob(job: JobManifest): string {
     owner: { ...job.owner },
     ...(job.adopted ? { adopted: { ...job.adopted } } : {}),
     ...(job.publishedTasks ? { publishedTasks: [...job.publishedTasks] } : {}),
+    ...(job.inlinePlan === undefined ? {} : { plan: job.inlinePlan }),
   });
 }
 
@@ -125,7 +131,9 @@ export function decodeJob(text: string | Buffer, file: string, opts: DecodeOptio
     owner: ownerOf(),
     ...(f.doc.version === 1 ? {} : { adopted: adoptionOf(f, file) }),
     ...(Object.hasOwn(f.doc, 'publishedTasks') ? { publishedTasks: f.array('publishedTasks', (t) => taskId(t)) } : {}),
+    ...(Object.hasOwn(f.doc, 'plan') ? { inlinePlan: f.string('plan') } : {}),
   };
+  if (job.inlinePlan !== undefined && job.state !== 'committing') throw new CorruptManifestError(file, 'plan', `is there, but the job is ${job.state}: a job carries its plan only while committing`);
   if (job.staticPartition.some((p, i) => p.column !== job.partitionBy[i])) {
     throw new CorruptManifestError(file, 'staticPartition', 'does not name the leading columns of partitionBy, in order');
   }
@@ -182,6 +190,12 @@ export async function loadJob(store: Store, layout: JobLayout, opts: DecodeOptio
     throw new CorruptManifestError(file, 'staging', `is ${job.staging}, but the file is in ${store.toUri(layout.root)}: a staging dir is never moved or copied; stage a new job`);
   }
   return job;
+}
+
+/** The job without the plan it carried while committing, in `state` (staged: as before a plan that never counted). */
+export function withoutPlan(job: JobManifest, state: JobState = 'staged'): JobManifest {
+  const { inlinePlan: _, ...rest } = job;
+  return { ...rest, state };
 }
 
 export async function saveJob(store: Store, layout: JobLayout, job: JobManifest): Promise<void> {

@@ -5,7 +5,7 @@
 import { ConflictError, CorruptManifestError, UsageError } from '../errors.js';
 import { decodeManifestLazy } from '../manifest/codec.js';
 import type { Store } from '../store/types.js';
-import { loadJob, type JobManifest, type JobState } from './job.js';
+import { loadJob, withoutPlan, type JobManifest, type JobState } from './job.js';
 import { findCommitted, planGivenUp, type FinishedJob } from './finished.js';
 import { JobLayout } from './layout.js';
 import { TableLog } from './table-log.js';
@@ -15,7 +15,7 @@ export interface OpenJob {
   readonly job: JobManifest;
   /** The job's state, counting a decided `_commit.yaml` as 'committing' (the commit point). */
   readonly state: JobState;
-  /** A staged job's `_commit.yaml` that never became its commit point (stagedPlanVerdict): the step that holds the lease removes it. */
+  /** A plan that never became the job's commit point (planVerdict; `job` is then as before it): the step that holds the lease removes it. */
   readonly stalePlan?: StalePlan;
 }
 
@@ -32,42 +32,53 @@ export class JobGoneError extends UsageError {
   }
 }
 
-/** A staged job's plan that never became its commit point, and the table-log entry it names. */
+/** A plan that never became its job's commit point, and the table-log entry it names. */
 export interface StalePlan {
   readonly kind: 'proposal' | 'given-up';
   readonly entry: number;
+  /** The plan as `_job.yaml` carried it (undefined: a `_commit.yaml`). */
+  readonly carried?: string;
+}
+
+/** Whether `job` carries its plan in `_job.yaml`, written with 'committing' beside the entry it names. */
+function carriesPlan(job: JobManifest): job is JobManifest & { inlinePlan: string } {
+  return job.state === 'committing' && job.inlinePlan !== undefined;
 }
 
 /**
- * What a staged job's `_commit.yaml` is (DESIGN §5): 'decided' past the commit point; a
- * 'proposal' whose table-log entry did not land (another job took the number first, or the run
- * was stopped between the two creates); 'given-up' when its entry was given up (by recover or
- * abort) before the plan landed. Neither of the last two was ever applied: publishing starts
- * only once `_job.yaml` says 'committing', after both creates. A plan or entry that cannot be read
- * is 'decided' here: the step that holds the lease reads it and reports the damage. 'absent':
- * the plan went meanwhile.
+ * What a plan not yet proven past the commit point by `_job.yaml` is (DESIGN §5): a staged job's
+ * `_commit.yaml`, or the plan `_job.yaml` carries with 'committing'. Either is created at once
+ * with the table-log entry it names. 'decided': past the commit point; a 'proposal' whose entry
+ * did not land (another job took the number first, or the run was stopped between the two
+ * creates); 'given-up' when its entry was given up (by recover or abort) before the plan landed.
+ * Neither of the last two was ever applied: publishing starts only once both creates are done. A
+ * plan or entry that cannot be read is 'decided' here: the step that holds the lease reads it and
+ * reports the damage. 'absent': the plan went meanwhile.
  */
-export async function stagedPlanVerdict(store: Store, layout: JobLayout, job: JobManifest): Promise<'decided' | 'absent' | StalePlan> {
+export async function planVerdict(store: Store, layout: JobLayout, job: JobManifest): Promise<'decided' | 'absent' | StalePlan> {
+  const inline = carriesPlan(job);
   try {
-    const data = await store.readFile(layout.commitFile);
+    const data = inline ? job.inlinePlan : await store.readFile(layout.commitFile);
     if (data === null) return 'absent';
-    const plan = decodeManifestLazy(data, store.toUri(layout.commitFile)); // header fields only: its ops are not read
+    const plan = decodeManifestLazy(data, store.toUri(inline ? layout.jobFile : layout.commitFile)); // header fields only: its ops are not read
     const n = plan.logEntry;
     if (plan.jobId !== job.jobId || typeof n !== 'number') return 'decided';
-    const own = await new TableLog(store, job.targetPath).readOwn(n, job.jobId);
-    if (own.entry?.jobId !== job.jobId) return { kind: 'proposal', entry: n };
+    const own = await new TableLog(store, job.targetPath).readOwn(n, { jobId: job.jobId, staging: layout.root });
+    const carried = inline ? { carried: job.inlinePlan } : {};
+    if (!own.own) return { kind: 'proposal', entry: n, ...carried };
     // An entry made before this job's stage is an earlier job's of this id (aborted, its id staged again).
-    return own.givenUp || (job.logPosition !== null && n <= job.logPosition) ? { kind: 'given-up', entry: n } : 'decided';
+    return own.givenUp || (job.logPosition !== null && n <= job.logPosition) ? { kind: 'given-up', entry: n, ...carried } : 'decided';
   } catch {
     return 'decided';
   }
 }
 
-/** The state a job is in: a staged job whose plan is written (and decided) is past its commit point. `planFound`: a stat of `_commit.yaml` made already. */
+/** The state a job is in: one whose plan is written (and decided) is past its commit point. `planFound`: a stat of `_commit.yaml` made already. */
 export async function stateOnStore(store: Store, layout: JobLayout, job: JobManifest, planFound?: boolean): Promise<JobState> {
+  if (carriesPlan(job)) return (await planVerdict(store, layout, job)) === 'decided' ? 'committing' : 'staged';
   if (job.state !== 'staged') return job.state;
   if (!(planFound ?? (await store.stat(layout.commitFile)) !== null)) return 'staged';
-  return (await stagedPlanVerdict(store, layout, job)) === 'decided' ? 'committing' : 'staged';
+  return (await planVerdict(store, layout, job)) === 'decided' ? 'committing' : 'staged';
 }
 
 /** Past the commit point, a job only rolls forward. */
@@ -82,10 +93,12 @@ export async function openJob(env: { readonly store: Store; readonly allowUnsign
   // Both reads at once: one round trip, not two.
   const [job, plan] = await Promise.all([loadJob(store, layout, { allowUnsigned: env.allowUnsignedJob }), store.stat(layout.commitFile)]);
   if (job) {
-    if (job.state !== 'staged' || plan === null) return { layout, job, state: job.state };
-    const verdict = await stagedPlanVerdict(store, layout, job);
+    if (!carriesPlan(job) && (job.state !== 'staged' || plan === null)) return { layout, job, state: job.state };
+    const verdict = await planVerdict(store, layout, job);
     if (verdict === 'decided') return { layout, job, state: 'committing' };
-    return verdict === 'absent' ? { layout, job, state: 'staged' } : { layout, job, state: 'staged', stalePlan: verdict };
+    // A plan that never counted: the job is as it was before it (the lease holder removes the plan).
+    const before = carriesPlan(job) ? withoutPlan(job) : job;
+    return verdict === 'absent' ? { layout, job: before, state: 'staged' } : { layout, job: before, state: 'staged', stalePlan: verdict };
   }
   // A plan outlives `_job.yaml` in no clean-up: this job is past its commit point and lost its manifest.
   if (plan) {

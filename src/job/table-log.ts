@@ -39,6 +39,17 @@ export interface LogEntry {
 
 export type DoneOutcome = 'committed' | 'void';
 
+/** Whose an entry is: a job id and the staging dir (store path) of that job. */
+export interface EntryOwner {
+  readonly jobId: string;
+  readonly staging: string;
+}
+
+/** An entry is a job's when both its id and its staging dir are: two staging dirs may hold jobs of one id. */
+export function isOwnEntry(e: Pick<LogEntry, 'jobId' | 'staging'>, owner: EntryOwner): boolean {
+  return e.jobId === owner.jobId && e.staging === owner.staging;
+}
+
 export interface LogListing {
   /** Entry numbers present, ascending. */
   readonly numbers: readonly number[];
@@ -173,17 +184,19 @@ export class TableLog {
   }
 
   /**
-   * Entry `n` as a plan naming it for `jobId` needs it: the entry (null when it is gone), and
-   * whether it is that job's and was given up (its done marker says void) or finished (it says
+   * Entry `n` as a plan naming it for `owner` needs it: the entry (null when it is gone), whether
+   * it is that job's (its id and its staging dir: one id may be given to jobs in two staging
+   * dirs), and then whether it was given up (its done marker says void) or finished (it says
    * committed: written once its plan was applied and `_SUCCESS` written).
    */
-  async readOwn(n: number, jobId: string): Promise<{ entry: LogEntry | null; givenUp: boolean; finished: boolean }> {
+  async readOwn(n: number, owner: EntryOwner): Promise<{ entry: LogEntry | null; own: boolean; givenUp: boolean; finished: boolean }> {
     const entry = await this.read(n).catch((e: unknown) => {
       if (e instanceof ConflictError) return null;
       throw e;
     });
-    const outcome = entry?.jobId === jobId ? await this.readDone(n) : null;
-    return { entry, givenUp: outcome === 'void', finished: outcome === 'committed' };
+    const own = entry !== null && isOwnEntry(entry, owner);
+    const outcome = own ? await this.readDone(n) : null;
+    return { entry, own, givenUp: outcome === 'void', finished: outcome === 'committed' };
   }
 
   async readDone(n: number): Promise<DoneOutcome | null> {
@@ -226,9 +239,9 @@ export class TableLog {
   }
 
   /** This job's unfinished entry made after its `stage`, if an interrupted run created one. */
-  async findOwn(jobId: string, position: number | null, listing: LogListing, concurrency: number): Promise<LogEntry | null> {
+  async findOwn(owner: EntryOwner, position: number | null, listing: LogListing, concurrency: number): Promise<LogEntry | null> {
     const since = listing.numbers.filter((n) => (position === null || n > position) && !listing.done.has(n));
     const entries = await this.readMany(since, concurrency);
-    return entries.find((e) => e.jobId === jobId) ?? null;
+    return entries.find((e) => isOwnEntry(e, owner)) ?? null;
   }
 }

@@ -7,6 +7,7 @@ import { tempPathFor } from '../store/temp-names.js';
 import type { Store } from '../store/types.js';
 import { ADOPTED_DIR, OUTPUT_DIR, TRASH_DIR, type JobLayout } from '../job/layout.js';
 import { readManifestFile } from '../job/manifest-io.js';
+import type { JobManifest } from '../job/job.js';
 import { opCount, PhaseOps, singleOps } from './ops.js';
 import type { CommitPlan, Loc, PlanOp, PlannedUpload, SingleOp } from './plan.js';
 
@@ -170,6 +171,15 @@ export function decodePlan(text: string | Buffer, file: string): PersistedPlan {
 export async function loadPlan(store: Store, layout: JobLayout, jobId: string): Promise<PersistedPlan | null> {
   const plan = await readManifestFile(store, layout.commitFile, decodePlan);
   if (plan && plan.jobId !== jobId) throw new CorruptManifestError(store.toUri(layout.commitFile), 'jobId', `is '${plan.jobId}', but the job is '${jobId}'`);
+  return plan;
+}
+
+/** The plan of a job past its commit point: the one its `_job.yaml` carries, else `_commit.yaml`. */
+export async function loadJobPlan(store: Store, layout: JobLayout, job: JobManifest): Promise<PersistedPlan | null> {
+  if (job.inlinePlan === undefined) return loadPlan(store, layout, job.jobId);
+  const file = store.toUri(layout.jobFile);
+  const plan = decodePlan(Buffer.from(job.inlinePlan), file);
+  if (plan.jobId !== job.jobId) throw new CorruptManifestError(file, 'plan', `is job '${plan.jobId}''s, but the job is '${job.jobId}'`);
   return plan;
 }
 

@@ -52,14 +52,14 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
   if (task !== undefined) return runStep(env, input.stagingPath, { name: 'abort', ifGone }, (open) => abortTask(env, open, task, attempt));
   return runStep(env, input.stagingPath, { name: 'abort', lease: true, ifGone }, async (opened, lease) => {
     // A plan that never became the commit point was never applied: removed, the job may be aborted.
-    const locked = opened.state === 'committing' || opened.stalePlan ? (await readHeldPlan(env, opened)).open : opened;
+    const locked = opened.state === 'committing' || opened.stalePlan ? (await readHeldPlan(env, opened, { aborting: true })).open : opened;
     requireState(locked, ['staged', 'aborted'], 'abort');
     const { job, layout } = locked;
     // Read before the state changes, and kept in it: a re-run after a killed abort finds no claims.
     const published = await publishedV2Tasks(env.store, layout, job);
     if (job.state !== 'aborted') {
       // A damaged log stops every commit to the table, but never the abort that is the way out.
-      await releaseLogEntry(env, job).catch((e: unknown) => {
+      await releaseLogEntry(env, locked).catch((e: unknown) => {
         if (!(e instanceof CorruptManifestError)) throw e;
         env.emit({ type: 'warn', message: `could not give up this job's table-log entry, if it holds one: ${e.message}` });
       });

@@ -5,7 +5,7 @@
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, ExitCode, StageCommitError, StoreError } from '../errors.js';
 import { claimedUploads, type TaskFile } from '../job/claims.js';
-import { saveJob, type JobManifest } from '../job/job.js';
+import { saveJob, withoutPlan, type JobManifest } from '../job/job.js';
 import { defaultStagingRoot, SUCCESS_FILE } from '../job/layout.js';
 import { abortRecordedUploads, recordedUploads } from '../job/pending-uploads.js';
 import type { Lease } from '../job/lease.js';
@@ -13,7 +13,7 @@ import { successJson } from '../job/success.js';
 import { TableLog, type LogListing } from '../job/table-log.js';
 import { applyPhases } from '../plan/apply.js';
 import { allDone } from '../util/pool.js';
-import { encodeProgress, readProgress, writePlan, type PersistedPlan } from '../plan/plan-file.js';
+import { encodeProgress, readProgress, type PersistedPlan } from '../plan/plan-file.js';
 import type { PlanPhase } from '../plan/plan.js';
 import type { OpCounts } from '../store/instrumented.js';
 import { isTempName } from '../store/temp-names.js';
@@ -21,9 +21,10 @@ import type { Store } from '../store/types.js';
 import { preparePlan, startPlanReads, type PlanReads } from './prepare-plan.js';
 import type { OpenJob } from '../job/open.js';
 import { removesInBulk, removeStagingDir, stagingKeys } from '../job/staging-dir.js';
-import { JobGoneError, stagedPlanVerdict } from '../job/open.js';
+import { JobGoneError } from '../job/open.js';
 import type { StepEnv } from './env.js';
-import { checkHeldEntry, readHeldPlan, type HeldPlan } from './held-plan.js';
+import { checkHeldEntry, planMissing, readHeldPlan, type HeldPlan } from './held-plan.js';
+import { planWriter } from './plan-writer.js';
 import { runStep } from './runner.js';
 
 export interface CommitJobInput {
@@ -86,7 +87,7 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   // finished by the next without publishing again (`finished`); one killed with 'committed' alone
   // written marks it on its next run. Either way the log no longer holds the job's partitions.
   await allDone([
-    job.state === 'committed' ? undefined : saveJob(store, layout, { ...job, state: 'committed' }),
+    job.state === 'committed' ? undefined : saveJob(store, layout, withoutPlan(job, 'committed')),
     plan.logEntry === null ? undefined : log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now()),
   ]);
   env.emit({ type: 'phase', label: 'removing the staging dir' });
@@ -168,7 +169,7 @@ async function publish(env: StepEnv, open: OpenJob, plan: PersistedPlan, success
   );
   await allDone([lastRecorded, successWritten]);
   // A driver killed while writing _SUCCESS left its temp beside it: this re-run removes it (§5.12).
-  if (job.state === 'committing') await removeSuccessTemps(store, job.targetPath);
+  if (job.state === 'committing' && !made) await removeSuccessTemps(store, job.targetPath);
 }
 
 /**
@@ -232,39 +233,18 @@ function pastCommitPoint(store: Store, open: OpenJob): (e: unknown) => never {
 }
 
 /**
- * Another plan was there when ours was created: a late write of an earlier attempt's plan (a request
- * its store held, DESIGN §5.6). One that never became a commit point is removed and ours created;
- * one that did is not ours to replace or to apply here: recover finishes it.
- */
-async function planAppeared(env: StepEnv, open: OpenJob, plan: PersistedPlan): Promise<void> {
-  const verdict = await stagedPlanVerdict(env.store, open.layout, open.job);
-  if (verdict !== 'decided') {
-    if (verdict !== 'absent') await readHeldPlan(env, { ...open, stalePlan: verdict });
-    if (await writePlan(env.store, open.layout, plan)) return;
-  }
-  throw new ConflictError(
-    `a commit plan of an earlier attempt of job ${open.job.jobId} appeared while this one was made (a write its store held): nothing was changed; run 'stagecommit recover --job ${env.store.toUri(open.layout.root)}', which finishes it`,
-  );
-}
-
-/** Creates the plan (beside its table-log entry, when it names one: open.ts's commit-point rule). */
-async function persistPlan(env: StepEnv, open: OpenJob, plan: PersistedPlan): Promise<void> {
-  env.emit({ type: 'phase', label: 'writing the commit plan' });
-  if (!(await writePlan(env.store, open.layout, plan))) await planAppeared(env, open, plan);
-}
-
-/**
  * commit-job's work, for a caller that holds the job lease (commit-job itself, recover).
  * `known.held`: the plan the caller read under the lease (recover); `known.ahead`: the planning
  * reads the runner started for this job, given only while it is still staged (commit-job).
  */
 export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lease, known: { held?: HeldPlan; ahead?: PlanReads } = {}): Promise<CommitJobResult> {
   const { store } = env;
-  const { job, layout } = opened;
+  const { job } = opened;
   if (opened.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`);
   // Under the lease, a job that openJob found before its commit point has no plan to read.
-  const { open, plan: found } = known.held ?? (await readHeldPlan(env, opened));
-  let plan = found;
+  const held = known.held ?? (await readHeldPlan(env, opened));
+  let { open } = held;
+  let plan = held.plan;
   const outcome = plan ? 'rolled-forward' : 'committed';
   if (!plan && open.state === 'committed') {
     // Only the clean-up was left: the plan is removed just before `_job.yaml`.
@@ -272,16 +252,19 @@ export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lea
     return { jobId: job.jobId, target: job.target, outcome: 'rolled-forward', files: 0, bytes: 0, partitionsWritten: [], partitionsReplaced: [], success, metrics: env.metrics(), cleanupOnly: true };
   }
   if (!plan && open.state === 'committing') {
-    throw new CorruptManifestError(store.toUri(layout.commitFile), '', 'is missing, but the job is past its commit point: its plan cannot be made again (that could undo newer commits); restore the file or repair the target by hand', true);
+    throw planMissing(env, open);
   }
   const finished = plan ? await checkHeldEntry(env, open, plan) : false;
   let made: JustPlanned | undefined;
   if (!plan) {
     // A plan naming a table-log entry is created at once with the entry (reachCommitPoint).
-    const prepared = await preparePlan(env, open, false, known.ahead, { persist: (p) => persistPlan(env, open, p), withdraw: () => store.delete(layout.commitFile, false) });
+    const writer = planWriter(env, open);
+    const prepared = await preparePlan(env, open, false, known.ahead, writer);
     ({ plan } = prepared);
     made = prepared;
-    if (plan.logEntry === null) await persistPlan(env, open, plan);
+    if (plan.logEntry === null) await writer.persist(plan);
+    const carried = writer.carried();
+    if (carried) open = { ...open, job: carried, state: 'committing' };
   }
   const { success } = await rollForward(env, open, plan, lease, made, finished).catch(pastCommitPoint(store, open));
   return {

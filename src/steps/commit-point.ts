@@ -9,7 +9,7 @@ import { loadJob, type JobManifest } from '../job/job.js';
 import { stateOnStore, type OpenJob } from '../job/open.js';
 import { JobLayout } from '../job/layout.js';
 import { isLeaseLive, readCurrentLease } from '../job/lease.js';
-import { describeUnit, overlap, TableLog, type DoneOutcome, type LogEntry, type LogListing } from '../job/table-log.js';
+import { describeUnit, isOwnEntry, overlap, TableLog, type DoneOutcome, type LogEntry, type LogListing } from '../job/table-log.js';
 import type { StepEnv } from './env.js';
 
 export interface CommitUnits {
@@ -99,7 +99,7 @@ export async function reachCommitPoint<P>(
     }
     const unfinished = numbers.filter((n) => !done.has(n));
     await read([...new Set([...since, ...unfinished])]);
-    const mine = new Set(since.filter((n) => cache.get(n)!.jobId === job.jobId));
+    const mine = new Set(since.filter((n) => isOwnEntry(cache.get(n)!, { jobId: job.jobId, staging: open.layout.root })));
     const ownNumber = [...mine].find((n) => !done.has(n));
     const own = ownNumber === undefined ? null : cache.get(ownNumber)!;
 
@@ -174,9 +174,13 @@ export async function reachCommitPoint<P>(
  */
 async function landed(env: StepEnv, open: OpenJob, log: TableLog, entry: LogEntry, e: unknown, withdraw?: () => Promise<unknown>): Promise<true> {
   if (!withdraw) throw e;
-  const now = await log.readOwn(entry.number, open.job.jobId).catch(() => undefined);
-  if (now?.entry?.jobId === open.job.jobId) return true;
-  if (now && (await withdraw().then(() => true, () => false))) throw e;
+  const now = await log.readOwn(entry.number, { jobId: open.job.jobId, staging: open.layout.root }).catch(() => undefined);
+  if (now?.own) return true;
+  if (now) {
+    // Not there: nothing changed. A plan that cannot be withdrawn now counts for nothing (open.ts).
+    if (!(await withdraw().then(() => true, () => false)) && e instanceof Error) e.message += '; the commit plan written beside it is left, and counts for nothing: the next commit-job, recover or abort removes it';
+    throw e;
+  }
   if (e instanceof Error && !(e instanceof ConflictError)) {
     e.message += `; the target is unchanged, but whether job ${open.job.jobId} passed its commit point is not known: run 'stagecommit recover --job ${env.store.toUri(open.layout.root)}' once the store answers (it finishes the job if its table-log entry was made, else leaves it staged)`;
   }
@@ -184,10 +188,10 @@ async function landed(env: StepEnv, open: OpenJob, log: TableLog, entry: LogEntr
 }
 
 /** Gives up this job's log entry if it holds one (abort, or recover before the commit point). */
-export async function releaseLogEntry(env: StepEnv, job: JobManifest): Promise<void> {
+export async function releaseLogEntry(env: StepEnv, { job, layout }: Pick<OpenJob, 'job' | 'layout'>): Promise<void> {
   if (job.algorithm === 'v2') return;
   const log = new TableLog(env.store, job.targetPath);
   const listing = await log.list();
-  const own = await log.findOwn(job.jobId, job.logPosition, listing, env.concurrency);
+  const own = await log.findOwn({ jobId: job.jobId, staging: layout.root }, job.logPosition, listing, env.concurrency);
   if (own && !listing.done.has(own.number)) await log.markDone(own, 'void', env.now());
 }

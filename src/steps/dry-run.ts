@@ -3,7 +3,7 @@
 // the error (and exit code) the real step would.
 
 import { posix } from 'node:path';
-import { ConflictError, CorruptManifestError } from '../errors.js';
+import { ConflictError } from '../errors.js';
 import { readClaims } from '../job/claims.js';
 import { readDecision } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
@@ -11,10 +11,11 @@ import { ADOPTED_DIR, taskAttemptName, SUCCESS_FILE, type JobLayout } from '../j
 import { giveBackProblem, leftoverToGiveBack } from '../job/adoption.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { resolveLoc } from '../plan/apply.js';
-import { loadPlan, readProgress, type PersistedPlan } from '../plan/plan-file.js';
+import { loadJobPlan, readProgress, type PersistedPlan } from '../plan/plan-file.js';
 import { singleOps, type PlanPhase } from '../plan/plan.js';
 import { checkAttempt, checkTaskId, compareTasks } from '../paths.js';
 import type { CommitJobResult } from './commit-job.js';
+import { planMissing } from './held-plan.js';
 import { preparePlan } from './prepare-plan.js';
 import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.js';
 import { attemptFiles, attemptsByTask, declaredNotCommitted } from '../job/tasks.js';
@@ -88,10 +89,10 @@ export async function commitJobDryRun(env: StepEnv, input: { stagingPath: string
   await checkUnlocked(env, layout);
   if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`);
   // A plan that never became the commit point is removed by the real run, which then plans afresh.
-  let plan: PersistedPlan | null = open.stalePlan ? null : await loadPlan(store, layout, job.jobId);
+  let plan: PersistedPlan | null = open.stalePlan ? null : await loadJobPlan(store, layout, job);
   const outcome = plan || open.state === 'committed' ? 'rolled-forward' : 'committed';
   if (!plan && open.state === 'committing') {
-    throw new CorruptManifestError(store.toUri(layout.commitFile), '', 'is missing, but the job is past its commit point: its plan cannot be made again (that could undo newer commits); restore the file or repair the target by hand', true);
+    throw planMissing(env, open);
   }
   let done = 0;
   if (plan) {

@@ -28,6 +28,8 @@ export interface StepEnv {
   readonly allowUnsignedJob?: boolean;
   /** How long commit-job waits for an unfinished commit of the same partitions by a live job. */
   readonly commitWaitMs?: number;
+  /** The largest plan `_job.yaml` carries itself (bytes; default 16 KiB); a larger one is `_commit.yaml`. 0: always the file. */
+  readonly inlinePlanMaxBytes?: number;
 }
 
 export function isPidAliveLocal(pid: number): boolean {

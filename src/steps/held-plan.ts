@@ -1,11 +1,16 @@
-// The plan of a job found past its commit point, read once under the lease, and whether the table
-// log still lets it roll forward (DESIGN §5.8). A plan whose log entry was given up landed after
-// recover reset the job: a write the store held while the driver's lease lapsed (DESIGN §5.6).
+// The plan of a job found past its commit point (in `_job.yaml`, or `_commit.yaml`), read once under
+// the lease, and whether the table log still lets it roll forward (DESIGN §5.8). A plan that never
+// became the commit point (open.ts) is removed, unless it shows it was partly applied or landed
+// over a job that recover had moved on: writes a store held while the driver's lease lapsed (§5.6).
 
+import { posix } from 'node:path';
 import { CorruptManifestError } from '../errors.js';
 import type { OpenJob, StalePlan } from '../job/open.js';
 import { TableLog } from '../job/table-log.js';
-import { loadPlan, type PersistedPlan } from '../plan/plan-file.js';
+import { decodePlan, loadJobPlan, type PersistedPlan } from '../plan/plan-file.js';
+import { resolveLoc } from '../plan/apply.js';
+import { mapLimit } from '../util/pool.js';
+import { saveJob } from '../job/job.js';
 import type { StepEnv } from './env.js';
 
 export interface HeldPlan {
@@ -23,23 +28,87 @@ export interface HeldPlan {
  * removed, with a warning, and the job is staged, so commit-job commits it afresh and abort may
  * discard it. A plan whose entry is the job's is rolled forward (checkHeldEntry looks again).
  */
-export async function readHeldPlan(env: StepEnv, open: OpenJob): Promise<HeldPlan> {
-  if (open.stalePlan) return dropStalePlan(env, open, open.stalePlan);
+export async function readHeldPlan(env: StepEnv, open: OpenJob, opts: { aborting?: boolean } = {}): Promise<HeldPlan> {
+  const stale = open.stalePlan;
+  if (stale?.carried !== undefined) {
+    if (!opts.aborting) await refuseOverwritten(env, open, stale);
+    await refuseApplied(env, open, stale, stale.carried);
+  }
+  if (stale) return dropStalePlan(env, open, stale);
   if (open.state !== 'committing' && open.state !== 'committed') return { open, plan: null };
-  const plan = await loadPlan(env.store, open.layout, open.job.jobId);
+  const plan = await loadJobPlan(env.store, open.layout, open.job);
   return { open, plan };
 }
 
+/**
+ * A plan in `_job.yaml` that never counted can be a write of an earlier driver that its store
+ * held and let land after recover had moved the job on: it then carries the job as it was before
+ * (an earlier app attempt). Committing that would leave out what the later app attempt holds.
+ */
+async function refuseOverwritten(env: StepEnv, { job, layout }: OpenJob, stale: StalePlan): Promise<void> {
+  const later = (await env.store.list(layout.temporary)).map((e) => Number(e.name)).filter((n) => Number.isInteger(n) && n > job.appAttempt);
+  if (later.length === 0) return;
+  throw new CorruptManifestError(
+    env.store.toUri(layout.jobFile),
+    'appAttempt',
+    `is ${job.appAttempt} with a commit plan naming table-log entry ${stale.entry}, which never counted, but app attempt ${Math.max(...later)} exists: a write of an earlier driver that its store held landed over the job's manifest; nothing was changed: abort the job and run it again`,
+  );
+}
+
+/**
+ * `_job.yaml` is written with its plan at once with the entry, so an entry lost or reused later
+ * (the log damaged) reads as one that never landed. A plan that was partly applied shows it:
+ * then neither rolling it forward (later commits may hold its partitions) nor planning again
+ * (what it published would be taken for old data) is safe.
+ */
+async function refuseApplied(env: StepEnv, { job, layout }: OpenJob, stale: StalePlan, carried: string): Promise<void> {
+  const plan = decodePlan(Buffer.from(carried), env.store.toUri(layout.jobFile));
+  const at = (loc: string) => resolveLoc({ stagingPath: layout.root, targetPath: job.targetPath }, loc);
+  const gone: string[] = [];
+  const there: string[] = [layout.progressFile, layout.trash];
+  for (const phase of plan.phases) {
+    for (const op of phase) {
+      if (op.op === 'move') gone.push(at(op.from));
+      else if (op.op === 'moves') gone.push(...op.names.map((n) => posix.join(at(op.from), n)));
+      else if (op.op === 'swap') (gone.push(at(op.from)), there.push(at(op.trash)));
+      else if (op.op === 'copy' && !op.replace) there.push(at(op.to));
+    }
+  }
+  const [missing, present] = await Promise.all([
+    mapLimit(gone, env.concurrency, async (p) => (await env.store.stat(p)) === null),
+    mapLimit(there, env.concurrency, async (p) => (await env.store.stat(p)) !== null),
+  ]);
+  if (!missing.includes(true) && !present.includes(true)) return;
+  throw new CorruptManifestError(
+    env.store.toUri(layout.jobFile),
+    'plan',
+    `names table-log entry ${stale.entry}, which ${stale.kind === 'given-up' ? 'was given up' : "is not this job's (lost, or taken by another job)"}, but the plan was partly applied: rolling it forward could undo newer commits, and planning again would take what it published for old data; nothing was changed: restore the log, or check the target by hand against the plan and then abort the job`,
+  );
+}
+
 async function dropStalePlan(env: StepEnv, open: OpenJob, stale: StalePlan): Promise<HeldPlan> {
-  const file = env.store.toUri(open.layout.commitFile);
+  const { layout } = open;
   const why =
     stale.kind === 'given-up'
       ? 'which was given up (by recover or abort) before the plan landed'
       : "which is not this job's (the run that wrote the plan lost that number to another job, or was stopped before it made the entry)";
-  env.emit({ type: 'warn', message: `${file} names table-log entry ${stale.entry}, ${why}: it was never applied; removed it, the job is staged` });
-  await env.store.delete(open.layout.commitFile, false);
+  const where = stale.carried !== undefined ? `${env.store.toUri(layout.jobFile)} carries a commit plan that` : env.store.toUri(layout.commitFile);
+  env.emit({ type: 'warn', message: `${where} names table-log entry ${stale.entry}, ${why}: it was never applied; removed it, the job is staged` });
+  // openJob gave the job as it was before the plan: written back, the plan goes with 'committing'.
+  await (stale.carried !== undefined ? saveJob(env.store, layout, open.job) : env.store.delete(layout.commitFile, false));
   const { stalePlan: _, ...rest } = open;
   return { open: rest, plan: null };
+}
+
+/** A job past its commit point whose plan is gone: exit 1, never planned again (DESIGN §5.10). */
+export function planMissing(env: StepEnv, { layout }: OpenJob): CorruptManifestError {
+  const { store } = env;
+  return new CorruptManifestError(
+    store.toUri(layout.jobFile),
+    '',
+    `says the job is past its commit point, but its plan is missing (neither in it nor ${store.toUri(layout.commitFile)}): the plan cannot be made again (that could undo newer commits); restore it or repair the target by hand`,
+    true,
+  );
 }
 
 /**
@@ -51,9 +120,9 @@ async function dropStalePlan(env: StepEnv, open: OpenJob, stale: StalePlan): Pro
 export async function checkHeldEntry(env: StepEnv, open: OpenJob, plan: PersistedPlan): Promise<boolean> {
   const n = plan.logEntry;
   if (n === null || open.job.state === 'committed') return false;
-  const { entry, givenUp, finished } = await new TableLog(env.store, open.job.targetPath).readOwn(n, open.job.jobId);
-  if (entry && entry.jobId === open.job.jobId && !givenUp) return finished;
-  const which = !entry ? 'is gone' : givenUp ? 'was given up' : 'belongs to job ' + entry.jobId;
+  const { entry, own, givenUp, finished } = await new TableLog(env.store, open.job.targetPath).readOwn(n, { jobId: open.job.jobId, staging: open.layout.root });
+  if (own && !givenUp) return finished;
+  const which = !entry ? 'is gone' : givenUp ? 'was given up' : `belongs to job ${entry.jobId}${entry.jobId === open.job.jobId ? ` staged in ${entry.handle}` : ''}`;
   throw new CorruptManifestError(
     env.store.toUri(open.layout.commitFile),
     'logEntry',

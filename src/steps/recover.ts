@@ -123,7 +123,7 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
   // Not past the commit point: a table-log entry an interrupted commit-job made is given up, and
   // the temp of its plan goes (HDFS: a rename of it held by the store then has nothing to
   // publish). Only the plan's: a lease's temp at the top may be another process's write.
-  await releaseLogEntry(env, job);
+  await releaseLogEntry(env, opened);
   for (const e of await store.list(layout.root)) if (e.kind === 'file' && isTempName(e.name) && e.name.endsWith(`-${COMMIT_FILE}`)) await store.delete(e.path, false);
   await saveJob(store, layout, { ...job, appAttempt: next });
 

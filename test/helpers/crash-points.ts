@@ -7,11 +7,16 @@ import { crashAt, matches, type CallMatch, type MutationHook } from '../../src/s
 const file = (name: string) => new RegExp(`/${name.replace(/\./g, '\\.')}$`);
 
 /**
- * The plan's creation, the commit point: in place (local, S3), or the rename of its temp into place
- * where a created file shows before its bytes (HDFS; a rename is named by its source, the temp).
+ * The plan's creation, made at once with its table-log entry: a small plan in `_job.yaml`, written
+ * with 'committing' (commit-job's first write of it); a larger one as `_commit.yaml`, in place
+ * (local, S3), or the rename of its temp into place where a created file shows before its bytes
+ * (HDFS; a rename is named by its source, the temp).
  */
 export const planCreated: CallMatch = {
-  call: (op, path) => (op === 'createExclusive' && /\/_commit\.yaml$/.test(path)) || (op === 'rename' && /\/\.stagecommit-tmp-[0-9a-f]+-_commit\.yaml$/.test(path)),
+  call: (op, path) =>
+    (op === 'writeFile' && /\/_job\.yaml$/.test(path)) ||
+    (op === 'createExclusive' && /\/_commit\.yaml$/.test(path)) ||
+    (op === 'rename' && /\/\.stagecommit-tmp-[0-9a-f]+-_commit\.yaml$/.test(path)),
 };
 
 /** Points of commit-job and commit-task (paths as DESIGN §4 lays out a staging dir). */
@@ -27,7 +32,7 @@ export const killed = {
       else if (op === 'createExclusive' && /\/_log\/\d{20}\.yaml$/.test(path)) seen.add('entry');
     };
   },
-  /** commit-job: the job is marked committing; killed before its first change to the target. */
+  /** commit-job: the job is marked committing (with its plan, when small: the commit point); killed before its first change to the target. */
   applying: (): MutationHook => crashAt({ op: 'writeFile', path: file('_job.yaml') }, { after: true }),
   /** commit-task: the claim is made (and the output moved, where directories rename), not marked committed. */
   claimed: (task: string): MutationHook => crashAt({ op: 'writeFile', path: new RegExp(`/_claims/${task}\\.yaml$`) }),
