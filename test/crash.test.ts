@@ -478,6 +478,25 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.deepEqual(await readTree(sb.store, root), before, 'nothing changed');
     });
 
+    test('a job past its commit point that lost _job.yaml, and the plan it carried: every step exits 1 naming it (the table log holds its entry), and clean-orphans --delete touches nothing under it', async () => {
+      const root = dir();
+      const target = posix.join(root, 'j');
+      // The default staging layout: the handle leads to the table log.
+      const staging = await readyJob(sb.store, target, jobScenario('N', 'append'), tasks);
+      await assert.rejects(commitJob(testEnv(sb.store, killed.atCommitPoint()), { stagingPath: staging }), InjectedFault);
+      await driverDied(sb.store, staging);
+      assert.ok((await loadJob(sb.store, new JobLayout(staging)))?.inlinePlan, 'the plan rode in _job.yaml');
+      await sb.store.delete(new JobLayout(staging).jobFile, false);
+      const before = await readTree(sb.store, root);
+      const lost = (e: unknown) => e instanceof CorruptManifestError && /_job\.yaml: is missing, but the table log holds job N's unfinished entry 0 for this staging dir: the job may be past its commit point/.test(e.message);
+      await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), lost);
+      await assert.rejects(abort(testEnv(sb.store), { stagingPath: staging }), lost);
+      await assert.rejects(commitJob(testEnv(sb.store), { stagingPath: staging }), lost);
+      const swept = await cleanOrphans(testEnv(sb.store), { roots: [root], olderThanMs: 0, delete: true });
+      assert.ok(swept.problems.some((p) => /_job\.yaml is missing, but the table log holds job N's unfinished entry 0 .*nothing under it was touched/.test(p.message)), JSON.stringify(swept.problems));
+      assert.deepEqual(await readTree(sb.store, root), before, 'nothing changed');
+    });
+
     test("after the commit point, exit 1 says the job is committing and that recover finishes it; before it, it does not", async () => {
       const target = posix.join(dir(), 't');
       await writeTree(sb.store, target, { 'dt=9/keep': 'k' });

@@ -6,7 +6,7 @@
 import { posix } from 'node:path';
 import { decodeManifestLazy } from '../manifest/codec.js';
 import { SUCCESS_FILE, targetOfDefaultStaging } from './layout.js';
-import { TableLog } from './table-log.js';
+import { isOwnEntry, TableLog, type LogEntry } from './table-log.js';
 import type { Store } from '../store/types.js';
 
 export interface FinishedJob {
@@ -89,6 +89,22 @@ export async function findCommitted(store: Store, stagingPath: string, concurren
   const at = await fromLog(store, targetPath, stagingPath, jobId, concurrency);
   if (at === null) return null;
   return { ...base, committedAtMs: at, committedAt: new Date(at).toISOString(), files: 0, bytes: 0, partitionsWritten: [], partitionsReplaced: [], evidence: 'table-log' };
+}
+
+/**
+ * The unfinished table-log entry of the job a handle without `_job.yaml` names (default staging
+ * layout only, where the table is): a job that lost its manifest (a plan in it too) while it held
+ * the log, or null. Read only where nothing else names the job.
+ */
+export async function unfinishedEntryOf(store: Store, stagingPath: string, concurrency = 16): Promise<LogEntry | null> {
+  const where = targetOfDefaultStaging(stagingPath);
+  if (!where) return null;
+  const log = new TableLog(store, where.targetPath);
+  const listing = await log.list().catch(() => null);
+  if (!listing) return null;
+  const open = listing.numbers.filter((n) => !listing.done.has(n)).slice(-LOG_LOOKBACK);
+  const entries = await log.readMany(open, concurrency).catch(() => []);
+  return entries.find((e) => isOwnEntry(e, { jobId: where.jobId, staging: stagingPath })) ?? null;
 }
 
 /**

@@ -6,7 +6,7 @@ import { ConflictError, CorruptManifestError, UsageError } from '../errors.js';
 import { decodeManifestLazy } from '../manifest/codec.js';
 import type { Store } from '../store/types.js';
 import { loadJob, withoutPlan, type JobManifest, type JobState } from './job.js';
-import { findCommitted, planGivenUp, type FinishedJob } from './finished.js';
+import { findCommitted, planGivenUp, unfinishedEntryOf, type FinishedJob } from './finished.js';
 import { JobLayout } from './layout.js';
 import { TableLog } from './table-log.js';
 
@@ -116,6 +116,14 @@ export async function openJob(env: { readonly store: Store; readonly allowUnsign
   }
   const done = await findCommitted(store, stagingPath);
   if (done) throw new JobGoneError(`job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); there is nothing more to do`, done);
+  // A job holding the table log lost its manifest (and a plan it carried): never "never existed".
+  const held = await unfinishedEntryOf(store, stagingPath);
+  if (held) {
+    throw CorruptManifestError.document(
+      store.toUri(layout.jobFile),
+      `is missing, but the table log holds job ${held.jobId}'s unfinished entry ${held.number} for this staging dir: the job may be past its commit point (its plan went with the file); nothing was changed: restore the file, then run 'stagecommit recover'; if you removed it on purpose, check the target by hand against what the job wrote`,
+    );
+  }
   throw new JobGoneError(`no job at ${store.toUri(stagingPath)}: it is finished (committed or aborted) or never existed; check the handle that 'stagecommit stage' printed`);
 }
 

@@ -3,7 +3,7 @@
 
 import { UsageError } from '../errors.js';
 import { posix } from 'node:path';
-import { findCommitted, planGivenUp } from '../job/finished.js';
+import { findCommitted, planGivenUp, unfinishedEntryOf } from '../job/finished.js';
 import { COMMIT_FILE, JOB_FILE, LEASE_PREFIX, STAGING_PARENT } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
@@ -100,6 +100,16 @@ export async function scan(env: StepEnv, roots: readonly string[], maxDepth: num
             message: late
               ? `${COMMIT_FILE} without ${JOB_FILE}: ${late} and this plan of it landed later; nothing was touched: delete the directory`
               : `${COMMIT_FILE} without ${JOB_FILE}: a stagecommit job past its commit point lost its manifest; nothing under it was touched: restore ${JOB_FILE}, then run 'stagecommit recover'`,
+          });
+          return [];
+        }
+        // A default staging dir whose job lost `_job.yaml` (and the plan it carried) while holding the
+        // table log: its `_temporary` is a job's output, not a Hadoop leftover.
+        const held = entries.some((e) => e.name === '_temporary') ? await unfinishedEntryOf(store, path) : null;
+        if (held) {
+          problems.push({
+            path: store.toUri(path),
+            message: `${JOB_FILE} is missing, but the table log holds job ${held.jobId}'s unfinished entry ${held.number} for this staging dir (it may be past its commit point); nothing under it was touched: restore ${JOB_FILE}, then run 'stagecommit recover'`,
           });
           return [];
         }
