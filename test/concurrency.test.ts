@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import os from 'node:os';
 import { cli, ok, spawnCli, until } from './helpers/cli.js';
-import { driverDied, jobScenario, libCommitJob, libCommitTask, libStage, libStageTask, readyJob, testEnv } from './helpers/lib.js';
+import { driverDied, INLINE_PLAN, jobScenario, libCommitJob, libCommitTask, libStage, libStageTask, readyJob, testEnv } from './helpers/lib.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commitJob as libCommitJobStep } from '../src/steps/commit-job.js';
 import { killed as killedAt, planCreated } from './helpers/crash-points.js';
@@ -356,7 +356,7 @@ for (const fx of storeFixtures()) {
               if (op === 'createExclusive' && /\/_log\/\d{20}\.yaml$/.test(p)) throw new InjectedFault(n, op, p);
               if (matches(planCreated, op, p)) dead = true;
             },
-            form === 'file' ? { inlinePlanMaxBytes: 0 } : {},
+            form === 'file' ? {} : INLINE_PLAN,
           ),
           stagingPath,
         );
@@ -384,7 +384,7 @@ for (const fx of storeFixtures()) {
           if (dead) throw new InjectedFault(n, op, p);
           if (op === 'createExclusive' && /\/_log\/\d{20}\.yaml$/.test(p)) throw new InjectedFault(n, op, p);
           if (matches(planCreated, op, p)) dead = true;
-        }),
+        }, INLINE_PLAN),
         stagingPath,
       );
       await assert.rejects(killed, InjectedFault);

@@ -20,7 +20,7 @@ import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.j
 import { data, readTree, writeTree, type Tree } from './helpers/tree.js';
 import { killed, planCreated } from './helpers/crash-points.js';
 import { isTempName } from '../src/store/temp-names.js';
-import { driverDied, jobScenario, libCommitJob, libCommitTask, libStage, libStageTask, readyJob, testEnv, type Scenario } from './helpers/lib.js';
+import { driverDied, INLINE_PLAN, jobScenario, libCommitJob, libCommitTask, libStage, libStageTask, readyJob, testEnv, type Scenario } from './helpers/lib.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import type { TaskSpec } from './helpers/jobs.js';
 
@@ -92,8 +92,8 @@ function labelOf(a: Action): string {
  * plans over 16 KiB); the others carry it in `_job.yaml`. Remote stores, which skip the create,
  * still sweep both forms.
  */
-const planForm = (sc: Scenario): { inlinePlanMaxBytes?: number } => ([1, 2].includes(SCENARIOS.indexOf(sc)) ? { inlinePlanMaxBytes: 0 } : {});
-const formName = (sc: Scenario) => (planForm(sc).inlinePlanMaxBytes === 0 ? 'plan as _commit.yaml' : 'plan in _job.yaml');
+const planForm = (sc: Scenario): { inlinePlanMaxBytes?: number } => ([1, 2].includes(SCENARIOS.indexOf(sc)) ? {} : INLINE_PLAN);
+const formName = (sc: Scenario) => (planForm(sc) === INLINE_PLAN ? 'plan in _job.yaml' : 'plan as _commit.yaml');
 
 async function act(store: Store, run: Run, a: Action, sc: Scenario, hook?: MutationHook): Promise<void> {
   const env = testEnv(store, hook, planForm(sc));
@@ -483,7 +483,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       const target = posix.join(root, 'j');
       // The default staging layout: the handle leads to the table log.
       const staging = await readyJob(sb.store, target, jobScenario('N', 'append'), tasks);
-      await assert.rejects(commitJob(testEnv(sb.store, killed.atCommitPoint()), { stagingPath: staging }), InjectedFault);
+      await assert.rejects(commitJob(testEnv(sb.store, killed.atCommitPoint(), INLINE_PLAN), { stagingPath: staging }), InjectedFault);
       await driverDied(sb.store, staging);
       assert.ok((await loadJob(sb.store, new JobLayout(staging)))?.inlinePlan, 'the plan rode in _job.yaml');
       await sb.store.delete(new JobLayout(staging).jobFile, false);

@@ -17,7 +17,7 @@ import { cli } from './helpers/cli.js';
 import { killed as killedAt } from './helpers/crash-points.js';
 import { damages, parseBody, sign, withField, withItem, type Variant } from './helpers/damage.js';
 import type { TaskSpec } from './helpers/jobs.js';
-import { driverDied, jobScenario as job, libStageTask, readyJob, testEnv, type Scenario } from './helpers/lib.js';
+import { driverDied, INLINE_PLAN, jobScenario as job, libStageTask, readyJob, testEnv, type Scenario } from './helpers/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 
 /** A damaged table-log file stops every commit to its table: the message says how to get past it. */
@@ -65,7 +65,7 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
     await assert.rejects(commitJob(testEnv(sb.store, killedAt.applying(), { inlinePlanMaxBytes: 0 }), { stagingPath: p }), InjectedFault);
     await killed(p);
     const q = await ready(posix.join(root, 'third'), job('Q', 'append'), [{ task: '0', partition: ['dt=6'], files: { q: 'q' } }]);
-    await assert.rejects(commitJob(testEnv(sb.store, killedAt.applying()), { stagingPath: q }), InjectedFault);
+    await assert.rejects(commitJob(testEnv(sb.store, killedAt.applying(), INLINE_PLAN), { stagingPath: q }), InjectedFault);
     await killed(q);
     const layout = new JobLayout(j);
     const log = posix.join(root, '.stagecommit', 't', '_log');

@@ -28,7 +28,7 @@ export interface StepEnv {
   readonly allowUnsignedJob?: boolean;
   /** How long commit-job waits for an unfinished commit of the same partitions by a live job. */
   readonly commitWaitMs?: number;
-  /** The largest plan `_job.yaml` carries itself (bytes; default 16 KiB); a larger one is `_commit.yaml`. 0: always the file. */
+  /** The largest plan `_job.yaml` carries itself (bytes; default 0: always `_commit.yaml`, see plan-writer.ts). */
   readonly inlinePlanMaxBytes?: number;
 }
 

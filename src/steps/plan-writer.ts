@@ -26,7 +26,12 @@ async function planAppeared(env: StepEnv, open: OpenJob, plan: PersistedPlan): P
   );
 }
 
-const INLINE_PLAN_MAX_BYTES = 16 * 1024;
+/**
+ * Off (helper-68): `_job.yaml` is written over, not created, so a plan in it that a store held past
+ * its driver's lease can land over the next attempt's plan and destroy it; `_commit.yaml` is
+ * created and never written over. Kept for a conditional write (If-Match) that would close that.
+ */
+const INLINE_PLAN_MAX_BYTES = 0;
 
 /**
  * Makes the plan durable (beside the table-log entry it names, when it names one: open.ts's

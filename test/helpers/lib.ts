@@ -14,6 +14,9 @@ import { loadJob } from '../../src/job/job.js';
 import { JobLayout, taskAttemptName } from '../../src/job/layout.js';
 import { localFiles, type TaskSpec } from './jobs.js';
 
+/** A commit-job that carries a small plan in `_job.yaml` (off by default: plan-writer.ts). */
+export const INLINE_PLAN = { inlinePlanMaxBytes: 16 * 1024 } as const;
+
 export function testEnv(store: Store, hook?: MutationHook | StoreHooks, extra: Partial<StepEnv> = {}): StepEnv & { store: InstrumentedStore } {
   const inst = new InstrumentedStore(store, hook);
   return {
