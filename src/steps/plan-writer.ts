@@ -1,6 +1,6 @@
 // Making a commit plan durable at the commit point (open.ts's rule): created at once with the
-// table-log entry it names; a small plan inside `_job.yaml`, written with 'committing', a larger
-// one as `_commit.yaml`, created and never written over.
+// table-log entry it names: `_commit.yaml`, created and never written over. (A small plan inside
+// `_job.yaml`, written with 'committing', is built but off: INLINE_PLAN_MAX_BYTES.)
 
 import { ConflictError, ExitCode, StageCommitError } from '../errors.js';
 import { planVerdict, type OpenJob } from '../job/open.js';
