@@ -75,10 +75,13 @@ export async function planVerdict(store: Store, layout: JobLayout, job: JobManif
 
 /** The state a job is in: one whose plan is written (and decided) is past its commit point. `planFound`: a stat of `_commit.yaml` made already. */
 export async function stateOnStore(store: Store, layout: JobLayout, job: JobManifest, planFound?: boolean): Promise<JobState> {
-  if (carriesPlan(job)) return (await planVerdict(store, layout, job)) === 'decided' ? 'committing' : 'staged';
-  if (job.state !== 'staged') return job.state;
-  if (!(planFound ?? (await store.stat(layout.commitFile)) !== null)) return 'staged';
+  if (!awaitsVerdict(job, planFound ?? (await store.stat(layout.commitFile)) !== null)) return job.state;
   return (await planVerdict(store, layout, job)) === 'decided' ? 'committing' : 'staged';
+}
+
+/** Whether the job's state hangs on its plan's entry: a plan it carries, or a staged job's `_commit.yaml`. */
+function awaitsVerdict(job: JobManifest, planFound: boolean): boolean {
+  return carriesPlan(job) || (job.state === 'staged' && planFound);
 }
 
 /** Past the commit point, a job only rolls forward. */
@@ -93,7 +96,7 @@ export async function openJob(env: { readonly store: Store; readonly allowUnsign
   // Both reads at once: one round trip, not two.
   const [job, plan] = await Promise.all([loadJob(store, layout, { allowUnsigned: env.allowUnsignedJob }), store.stat(layout.commitFile)]);
   if (job) {
-    if (!carriesPlan(job) && (job.state !== 'staged' || plan === null)) return { layout, job, state: job.state };
+    if (!awaitsVerdict(job, plan !== null)) return { layout, job, state: job.state };
     const verdict = await planVerdict(store, layout, job);
     if (verdict === 'decided') return { layout, job, state: 'committing' };
     // A plan that never counted: the job is as it was before it (the lease holder removes the plan).
