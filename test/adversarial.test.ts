@@ -92,6 +92,28 @@ for (const fx of storeFixtures()) {
       t.diagnostic(`commit won ${tally.committed}, abort won ${tally.aborted}`);
     });
 
+    test(`abort --task races recover and commit-task of the same attempt, ${rounds(fx.name, 8)} rounds: never exit 1, the attempt published exactly when commit-task exits 0, nothing left behind`, async () => {
+      for (let round = 0; round < rounds(fx.name, 8); round++) {
+        const target = posix.join(dir(), 't');
+        await writeTree(sb.store, target, { 'dt=1/old': 'old' });
+        const staging = await ready(target, job(`R${round}`, 'append'), [{ task: '1', partition: ['dt=1'], files: { kept: 'kept' } }]);
+        await libStageTask(testEnv(sb.store), staging, { task: '0', partition: ['dt=1'], files: { late: 'late' } });
+        const h = sb.uri(staging);
+        const [a, r, c] = await Promise.all([
+          racer(sb, ['abort', '--job', h, '--task', '0']),
+          racer(sb, ['recover', '--job', h]),
+          racer(sb, ['commit-task', '--job', h, '--task', '0']),
+        ]);
+        const where = `round ${round}: abort --task ${a.code}, recover ${r.code}, commit-task ${c.code}: ${a.stderr}${r.stderr}${c.stderr}`;
+        assert.ok([a, r, c].every((x) => x.code !== 1), where);
+        if (a.code === 4) assert.match(a.stderr, /already committed|committing|carried/, where);
+        await commitJob(testEnv(sb.store), { stagingPath: staging });
+        const want = c.code === 0 ? { 'dt=1/old': 'old', 'dt=1/kept': 'kept', 'dt=1/late': 'late' } : { 'dt=1/old': 'old', 'dt=1/kept': 'kept' };
+        assert.deepEqual(data(await readTree(sb.store, target)), want, where);
+        assert.equal(await sb.store.stat(staging), null, `${where}: staging dir left: ${JSON.stringify(Object.keys(await readTree(sb.store, staging)))}`);
+      }
+    });
+
     test(`jobs writing sibling partitions under one new parent race commit-job, ${rounds(fx.name, 4)} rounds: both land`, async () => {
       for (let round = 0; round < rounds(fx.name, 4); round++) {
         const target = posix.join(dir(), 't');

@@ -965,6 +965,47 @@ for (const fx of storeFixtures()) {
       assert.match((error as Error).message, /recover started app attempt 1 .* nothing of it was published; run the task again/);
     });
 
+    for (const failed of [true, false]) {
+      test(`a recover that removes the app attempt while abort --task decides (${failed ? 'the create then fails' : 'the create then lands in the dir it made again'}): exit 0 saying recover dropped the attempt, never a raw not-found, nothing left of it`, async () => {
+        const { target, stagingPath, layout } = await lateTaskJob(`abort-task-recover-${failed}`);
+        let rec: Promise<unknown> | undefined;
+        const warnings: string[] = [];
+        const emit = (e: { type: string; message?: string }) => void (e.type === 'warn' && warnings.push(e.message!));
+        const taskEnv = testEnv(
+          sb.store,
+          async (_n, op, p) => {
+            if (rec || op !== 'createExclusive' || !p.startsWith(layout.decisionsDir(0))) return;
+            rec = recover(testEnv(sb.store), { stagingPath });
+            await rec;
+            if (failed) throw new StoreError('not-found', 'createExclusive', [sb.store.toUri(p)], 'ENOENT: no such file or directory');
+          },
+          { emit },
+        );
+        const result = await abort(taskEnv, { stagingPath, task: '1' });
+        assert.ok(rec, 'recover ran');
+        assert.equal(result.scope, 'task');
+        assert.ok(warnings.some((w) => /recover started app attempt 1 of job \S+ while this abort ran, without attempt_\S+_1_0: nothing of it will be published/.test(w)), warnings.join('\n'));
+        assert.equal(await sb.store.stat(layout.decisionsDir(0)), null, 'no decision left in app attempt 0 (recover removed its decisions)');
+        await libCommitJobStep(testEnv(sb.store), { stagingPath });
+        assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
+      });
+    }
+
+    test('a recover that carries a committed attempt into app attempt 1 while abort --task of it decides: exit 4 saying recover carried it, and the job commits it', async () => {
+      const { target, job, stagingPath, layout } = await lateTaskJob('abort-task-carried');
+      await commitTask(sb, job, '1');
+      let rec: Promise<unknown> | undefined;
+      const taskEnv = testEnv(sb.store, async (_n, op, p) => {
+        if (rec || op !== 'createExclusive' || !p.startsWith(layout.decisionsDir(0))) return;
+        rec = recover(testEnv(sb.store), { stagingPath });
+        await rec;
+      });
+      await assert.rejects(abort(taskEnv, { stagingPath, task: '1' }), (e: unknown) => e instanceof ConflictError && /cannot abort attempt_\S+_1_0: recover carried it, committed, into app attempt 1 .* its files belong to the job/.test(e.message));
+      assert.ok(rec, 'recover ran');
+      await libCommitJobStep(testEnv(sb.store), { stagingPath });
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
+    });
+
     const LATE_ROUNDS = Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? (fx.name === 'local' ? 6 : 2));
     test(`commit-task racing commit-job as processes, ${LATE_ROUNDS} rounds: its files are published exactly when it exits 0`, async (t) => {
       const seen: string[] = [];

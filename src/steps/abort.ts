@@ -1,10 +1,10 @@
 // abort: throws away one task attempt, or the whole job's staged data (refused past the commit point).
 
-import { ConflictError, CorruptManifestError } from '../errors.js';
+import { ConflictError, CorruptManifestError, StoreError } from '../errors.js';
 import { claimedUploads, readClaim } from '../job/claims.js';
 import { decide } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
-import { loadJob, saveJob } from '../job/job.js';
+import { loadJob, saveJob, type JobManifest } from '../job/job.js';
 import { taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
 import { abortRecordedUploads, settleAttemptUploads } from '../job/pending-uploads.js';
@@ -15,7 +15,9 @@ import { giveBackLeftover, leftoverToGiveBack } from '../job/adoption.js';
 import type { StepEnv } from './env.js';
 import { readHeldPlan } from './held-plan.js';
 import { runStep } from './runner.js';
-import { takeBackIfEnded } from './task-debris.js';
+import { removeEmptyDirs } from '../store/operations.js';
+import { removeOwnRecords, takeBackIfEnded, type RunRecords } from './task-debris.js';
+import { carried } from './task-race.js';
 
 export interface AbortInput {
   readonly stagingPath: string;
@@ -85,22 +87,56 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
   const app = job.appAttempt;
   const taskAttempt = taskAttemptName(job.jobId, task, attempt);
   const ours = { atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` };
-  const decision = await decide(store, layout, app, { taskAttempt, outcome: 'abort', ...ours, jobStagedAtMs: job.stagedAtMs }, job);
   let wasDenied = false;
-  if (decision.outcome === 'commit') {
-    const claim = await readClaim(store, layout, { jobId: job.jobId, task, appAttempt: app, jobStagedAtMs: job.stagedAtMs });
-    if (claim?.taskAttempt === taskAttempt || !claim) {
-      const what = claim?.state === 'committed' ? 'already committed' : 'committing (its commit-task decided first)';
-      throw new ConflictError(`cannot abort ${taskAttempt}: it is ${what} and its files belong to the job; abort the whole job, or commit another attempt${claim?.state === 'committed' ? '' : " (run 'stagecommit recover' if its commit-task was killed)"}`);
+  let failed: StoreError | null = null;
+  try {
+    const decision = await decide(store, layout, app, { taskAttempt, outcome: 'abort', ...ours, jobStagedAtMs: job.stagedAtMs }, job);
+    if (decision.outcome === 'commit') {
+      const claim = await readClaim(store, layout, { jobId: job.jobId, task, appAttempt: app, jobStagedAtMs: job.stagedAtMs });
+      if (claim?.taskAttempt === taskAttempt || !claim) {
+        const what = claim?.state === 'committed' ? 'already committed' : 'committing (its commit-task decided first)';
+        throw new ConflictError(`cannot abort ${taskAttempt}: it is ${what} and its files belong to the job; abort the whole job, or commit another attempt${claim?.state === 'committed' ? '' : " (run 'stagecommit recover' if its commit-task was killed)"}`);
+      }
+      wasDenied = true; // another attempt won the task: this one's files were never going to appear
     }
-    wasDenied = true; // another attempt won the task: this one's files were never going to appear
+  } catch (e) {
+    // A recover or an abort that ran meanwhile removes the app attempt's dirs, and a store reports
+    // that as it may (not found, a directory that went as it was made): said below, if so.
+    if (!(e instanceof StoreError)) throw e;
+    failed = e;
   }
+  // The job ended (its abort or commit removed the staging dir) or a new job took its place while
+  // this decided: the decision written since is debris (§5.12), taken back as a commit-task's is.
+  // recover writes the next app attempt into _job.yaml before it prunes this one's decisions, so a
+  // decision created here with the job still in this app attempt is one that recover sees.
+  const now = await loadJob(store, layout).catch(() => null);
+  if (await takeBackIfEnded(env, layout, job, now, task, taskAttempt, { decision: ours })) return aborted(job, taskAttempt, wasDenied);
+  if (now && now.appAttempt !== app) {
+    // What recover carried (a committed attempt, its files and uploads where they were staged) is not touched.
+    await droppedByRecover(env, open, now, task, taskAttempt, ours);
+    return aborted(job, taskAttempt, wasDenied);
+  }
+  if (failed) throw failed;
   await store.delete(layout.attemptDir(app, taskAttempt), true);
   await settleAttemptUploads(store, layout, job, taskAttempt, [], env.concurrency);
-  // The job ended (its abort or commit removed the staging dir) or a new job took its place while
-  // this ran: the decision written since is debris (§5.12), taken back as a commit-task's is.
-  await takeBackIfEnded(env, layout, job, await loadJob(store, layout).catch(() => null), task, taskAttempt, { decision: ours });
-  return { jobId: job.jobId, outcome: 'aborted', scope: 'task', taskAttempt, wasDenied };
+  return aborted(job, taskAttempt, wasDenied);
+}
+
+const aborted = (job: JobManifest, taskAttempt: string, wasDenied: boolean): AbortResult => ({ jobId: job.jobId, outcome: 'aborted', scope: 'task', taskAttempt, wasDenied });
+
+/**
+ * recover started the job's next app attempt while this abort ran. It carried the task attempt
+ * only if it was committed (exit 4: its files belong to the job); else it dropped it, which is
+ * what the abort wanted, and the decision this run made in the app attempt recover removed (in a
+ * directory its creation made again) goes.
+ */
+async function droppedByRecover(env: StepEnv, { job, layout }: OpenJob, now: JobManifest, task: string, taskAttempt: string, ours: Required<RunRecords>['decision']): Promise<void> {
+  if (await carried(env, layout, job, now, task, taskAttempt)) {
+    throw new ConflictError(`cannot abort ${taskAttempt}: recover carried it, committed, into app attempt ${now.appAttempt} of job ${job.jobId} while this abort ran, and its files belong to the job; abort the whole job, or commit another attempt`);
+  }
+  await removeOwnRecords(env, layout, job, task, taskAttempt, { decision: ours });
+  if (env.store.caps.realDirectories) await removeEmptyDirs(env.store, [layout.decisionsDir(job.appAttempt)], layout.root, true);
+  env.emit({ type: 'warn', message: `recover started app attempt ${now.appAttempt} of job ${job.jobId} while this abort ran, without ${taskAttempt}: nothing of it will be published` });
 }
 
 /** Every upload the job began, recorded or claimed, is aborted (S3): none will be completed. */

@@ -100,7 +100,7 @@ export async function checkKept(env: StepEnv, layout: JobLayout, job: JobManifes
 }
 
 /** Whether recover finished this attempt's claim and carried it, committed, into the job's current app attempt. */
-async function carried(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string, taskAttempt: string): Promise<boolean> {
+export async function carried(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string, taskAttempt: string): Promise<boolean> {
   const c = await readClaimRecord(env.store, layout, { jobId: job.jobId, task, appAttempt: now.appAttempt });
   return c?.taskAttempt === taskAttempt && c.state === 'committed';
 }

@@ -142,8 +142,9 @@ export async function removeTreeLocal(root: string): Promise<void> {
     for (let i = levels.length - 1; i > 0; i--) await forEachLimit(byParentInTurns(levels[i] ?? []), TREE_REMOVAL_PARALLELISM, (d) => fs.rmdir(d).catch(gone));
     await fs.rmdir(root);
   } catch (first) {
-    // What fs.rm says when it fails too is about its own walk; the first failure is the cause.
-    await fs.rm(root, { recursive: true, force: true }).catch(() => {
+    // What fs.rm says when it fails too is about its own walk; the first failure is the cause. A
+    // file another process wrote meanwhile (rmdir: ENOTEMPTY) is found on its walk again.
+    await fs.rm(root, { recursive: true, force: true, maxRetries: 3, retryDelay: 20 }).catch(() => {
       throw first;
     });
   }
