@@ -180,12 +180,14 @@ for (const fx of storeFixtures()) {
       if (sb.store.listUploads) assert.deepEqual(await sb.store.listUploads(root), []);
     });
 
-    test('a handle holding nothing but a lease file a killed step left: listed as a stagecommit leftover with no job, removed by --delete once its holder is gone', async () => {
+    test('a handle holding nothing but lease files killed steps left: listed as a stagecommit leftover with no job, removed by one --delete once their holders are gone', async () => {
       const strayRoot = posix.join(sb.base, 'stray');
       const lease = (expiresAtMs: number) => encodeLease({ op: 'commit-job', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: 0, expiresAtMs });
       const dead = posix.join(strayRoot, '.stagecommit', 'sales', 'gone-job');
       const held = posix.join(strayRoot, '.stagecommit', 'sales', 'held-job');
       await sb.store.writeFile(posix.join(dead, '_lease.0.yaml'), lease(Date.now() - 1000));
+      // An older generation beside it (one run was refused two removals apart).
+      await sb.store.writeFile(posix.join(dead, '_lease.1.yaml'), lease(Date.now() - 500));
       await sb.store.writeFile(posix.join(held, '_lease.0.yaml'), lease(Date.now() + 3_600_000));
       // Look-alikes that are anyone's data: a partition holding only a file of a lease's name.
       await writeTree(sb.store, strayRoot, { 'sales/dt=1/part-0': 'data' });

@@ -139,7 +139,7 @@ for (const fx of storeFixtures()) {
       if (sb.store.caps.realDirectories) assert.equal(await sb.store.stat(posix.dirname(table)), null, 'no empty .stagecommit/<table>/ left');
     });
 
-    test('a --staging-dir of your own that holds only a dead lease file: stage removes it (warning) and the job is made there; anything else there is named', async () => {
+    test('a --staging-dir of your own that holds only dead lease files: stage removes them (warning) and the job is made there; anything else there is named', async () => {
       const target = posix.join(dir(), 'own');
       const staging = posix.join(dir(), 'own-staging');
       const lease = (expiresAtMs: number) => encodeLease({ op: 'commit-job', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: 0, expiresAtMs });
@@ -148,9 +148,11 @@ for (const fx of storeFixtures()) {
       assert.equal(live.code, 2, live.stderr);
       assert.match(live.stderr, /^stagecommit: error: the staging dir \S+ is not empty \(it holds '_lease\.3\.yaml'\): a job never adopts files it did not stage; choose an empty or new --staging-dir\n$/);
       await sb.store.writeFile(posix.join(staging, '_lease.3.yaml'), lease(Date.now() - 1000));
+      await sb.store.writeFile(posix.join(staging, '_lease.2.yaml'), lease(Date.now() - 2000));
       const made = await cli(['stage', '--target', sb.uri(target), '--staging-dir', sb.uri(staging)], { env: sb.env });
       assert.equal(made.code, 0, made.stderr);
       assert.match(made.stderr, /removed .*_lease\.3\.yaml, a lease file that a step ended before it left behind/);
+      assert.match(made.stderr, /removed .*_lease\.2\.yaml, a lease file that a step ended before it left behind/);
       assert.equal(await sb.store.stat(posix.join(staging, '_lease.3.yaml')), null);
       await ok(['abort', '--job', made.stdout.trim()], { env: sb.env });
       for (const n of ['a', 'b', 'c', 'd']) await sb.store.writeFile(posix.join(staging, n), n);

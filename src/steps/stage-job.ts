@@ -11,7 +11,7 @@ import { TableLog } from '../job/table-log.js';
 import { isDataName, normalizeColumn, type PartitionValue } from '../paths.js';
 import type { Store } from '../store/types.js';
 import type { StepEnv } from './env.js';
-import { removeStrayLease } from './stray-lease.js';
+import { removeStrayLeases } from './stray-lease.js';
 
 export interface StageJobInput {
   readonly targetPath: string;
@@ -120,8 +120,8 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
   }
   const layout = new JobLayout(stagingPath);
   let existing = await store.list(stagingPath);
-  // Only a lease file whose holder is gone: a step on a job that was here ended before removing it.
-  if (existing.length > 0 && existing.every((e) => e.kind === 'file' && e.name.startsWith(LEASE_PREFIX)) && (await removeStrayLease(env, await readCurrentLease(store, layout).catch(() => null)))) {
+  // Only lease files whose holders are gone: steps on a job that was here ended before removing them.
+  if (existing.length > 0 && existing.every((e) => e.kind === 'file' && e.name.startsWith(LEASE_PREFIX)) && (await removeStrayLeases(env, layout, await readCurrentLease(store, layout).catch(() => null)))) {
     existing = await store.list(stagingPath);
   }
   if (existing.length > 0) {

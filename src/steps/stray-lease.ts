@@ -3,21 +3,35 @@
 // went; and, in the default layout, the empty parents of a clean-up killed before it tidied them.
 // Nothing else would ever remove them, so the next step that meets them there does.
 
-import { isLeaseLive, type CurrentLease } from '../job/lease.js';
+import { isLeaseLive, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import type { JobLayout } from '../job/layout.js';
 import { tidyStagingParents } from '../job/staging-dir.js';
 import type { StepEnv } from './env.js';
 
 /** Removes `lease` unless its holder may be alive; whether it went. */
-export async function removeStrayLease(env: StepEnv, lease: CurrentLease | null): Promise<boolean> {
+async function removeStrayLease(env: StepEnv, lease: CurrentLease | null): Promise<boolean> {
   if (!lease || isLeaseLive(lease, env)) return false;
   if (!(await env.store.delete(lease.path, false).catch(() => false))) return false;
   env.emit({ type: 'warn', message: `removed ${env.store.toUri(lease.path)}, a lease file that a step ended before it left behind (no job is there)` });
   return true;
 }
 
-/** At a handle whose job is gone: the stray lease `listed` there and the directory it alone kept (local, HDFS), then the default layout's empty parents. */
+/**
+ * Removes the lease `listed` at a handle whose job is gone and, as each older generation left
+ * beside it becomes the current one once the newer went, that one too, while their holders are
+ * gone (a bounded number: a store that keeps answering with one is no loop). Whether any went.
+ */
+export async function removeStrayLeases(env: StepEnv, layout: JobLayout, listed: CurrentLease | null): Promise<boolean> {
+  let removed = false;
+  for (let lease = listed, n = 0; n < 16 && (await removeStrayLease(env, lease)); n++) {
+    removed = true;
+    lease = await readCurrentLease(env.store, layout).catch(() => null);
+  }
+  return removed;
+}
+
+/** At a handle whose job is gone: the stray leases `listed` there and the directory they alone kept (local, HDFS), then the default layout's empty parents. */
 export async function tidyGoneHandle(env: StepEnv, layout: JobLayout, listed: CurrentLease | null): Promise<void> {
-  if ((await removeStrayLease(env, listed)) && env.store.caps.realDirectories) await env.store.delete(layout.root, false).catch(() => false);
+  if ((await removeStrayLeases(env, layout, listed)) && env.store.caps.realDirectories) await env.store.delete(layout.root, false).catch(() => false);
   await tidyStagingParents(env.store, layout).catch(() => undefined);
 }
