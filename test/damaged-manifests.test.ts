@@ -89,6 +89,19 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
       assert.deepEqual(await readTree(sb.store, root), before, `${file}: ${v.name}: something changed`);
       n++;
     }
+    // A directory in its place (made by hand or by another tool), where a store has directories.
+    if (sb.store.caps.realDirectories) {
+      await sb.store.delete(file, false);
+      await sb.store.writeFile(posix.join(file, 'x'), 'x');
+      const err = await step().then(() => null, (e: unknown) => e);
+      assert.ok(err instanceof CorruptManifestError && /: (is a directory, where stagecommit keeps a file it writes|is not a \w+ file)/.test(err.message), `${file}: a directory in its place: expected exit 1 saying so, got ${err === null ? 'success' : String(err)}`);
+      assert.ok(err.message.startsWith(sb.store.toUri(file)), `a directory: the message names the file: ${err.message}`);
+      if (advice) assert.match(err.message, advice, 'a directory: the message says what to do');
+      await sb.store.delete(file, true);
+      await sb.store.writeFile(file, good);
+      assert.deepEqual(await readTree(sb.store, root), before, `${file}: a directory in its place: something changed`);
+      n++;
+    }
     return n;
   }
 
@@ -265,6 +278,16 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
       assert.match(refused.message, LOG_ADVICE, v.name);
       await sb.store.writeFile(idFile, text);
       assert.deepEqual(data(await readTree(sb.store, root)), data(before), `${v.name}: nothing changed`);
+    }
+    if (sb.store.caps.realDirectories) {
+      // A directory in its place: was the raw EISDIR, with no way out named.
+      await sb.store.delete(idFile, false);
+      await sb.store.writeFile(posix.join(idFile, 'x'), 'x');
+      const refused = await commitJob(testEnv(sb.store), { stagingPath: l }).then(() => null, (e: unknown) => e);
+      assert.ok(refused instanceof CorruptManifestError && /log-id\.yaml: is a directory, where stagecommit keeps a file it writes/.test(refused.message), `a directory: exit 1, not ${String(refused)}`);
+      assert.match(refused.message, LOG_ADVICE);
+      await sb.store.delete(idFile, true);
+      await sb.store.writeFile(idFile, text);
     }
     await commitJob(testEnv(sb.store), { stagingPath: l });
     assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a', 'dt=2/l': 'l' });

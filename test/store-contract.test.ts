@@ -48,6 +48,13 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.deepEqual(await sb.store.list(posix.join(d, 'afile', 'sub')), []);
     });
 
+    test('readFile of a directory is an error, never null (a manifest replaced by a directory is damage, not absence)', async (t) => {
+      if (!sb.store.caps.realDirectories) return t.skip('the store has no directories: a key and a prefix are apart');
+      const d = posix.join(dir(), 'd.yaml');
+      await sb.store.writeFile(posix.join(d, 'x'), 'x');
+      await assert.rejects(sb.store.readFile(d), (e: unknown) => e instanceof StoreError);
+    });
+
     test('promoteOutput: one rename where directories rename (the output stays put elsewhere); run again, it finds the output promoted; vanished output is null; a missing parent is made', async () => {
       const d = dir();
       const attempt = posix.join(d, '_temporary', '0', '_temporary', 'attempt_0');

@@ -88,6 +88,15 @@ describe('WebHDFS test server follows the specification', () => {
     assert.equal(await (await fetch(open.headers.get('location')!)).text(), 'hello');
   });
 
+  test("OPEN of a directory: 404 FileNotFoundException 'Path is not a file' (the name node's getBlockLocations)", async () => {
+    await op('PUT', '/opendir/d', 'op=MKDIRS');
+    const r = await op('GET', '/opendir/d', 'op=OPEN');
+    assert.equal(r.status, 404);
+    const j = (await r.json()) as { RemoteException: { exception: string; message: string } };
+    assert.equal(j.RemoteException.exception, 'FileNotFoundException');
+    assert.match(j.RemoteException.message, /^Path is not a file: /);
+  });
+
   test('GETFILESTATUS of a missing path: 404 with a RemoteException body', async () => {
     const r = await op('GET', '/nope', 'op=GETFILESTATUS');
     assert.equal(r.status, 404);

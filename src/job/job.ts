@@ -7,6 +7,7 @@ import { kindOfName } from '../leftover/recognise.js';
 import { checkStorePath, checkTaskId, normalizeColumn, partitionPath, type PartitionValue } from '../paths.js';
 import type { Store } from '../store/types.js';
 import type { JobLayout } from './layout.js';
+import { readManifestBytes } from './manifest-io.js';
 
 export const MODES = ['create', 'append', 'overwrite'] as const;
 export const ALGORITHMS = ['v1', 'v2'] as const;
@@ -175,7 +176,7 @@ function column(c: unknown): string {
 }
 
 export async function loadJob(store: Store, layout: JobLayout, opts: DecodeOptions = {}): Promise<JobManifest | null> {
-  const data = await store.readFile(layout.jobFile);
+  const data = await readManifestBytes(store, layout.jobFile);
   if (data === null) return null;
   const file = store.toUri(layout.jobFile);
   const job = decodeJob(data, file, opts);

@@ -16,7 +16,7 @@ export async function readManifestFile<T>(store: Store, path: string, decode: (c
   const file = store.toUri(path);
   for (let i = 0; ; i++) {
     // Decoded from its bytes: a million-op plan (100 MB) never stands as a string beside them.
-    const data = await store.readFile(path);
+    const data = await readManifestBytes(store, path);
     if (data === null) return null;
     if (data.length === 0 && opts.onEmpty) return opts.onEmpty();
     const empty = data.length === 0;
@@ -30,13 +30,26 @@ export async function readManifestFile<T>(store: Store, path: string, decode: (c
   }
 }
 
+/** A manifest's bytes, null when it does not exist; a directory in its place is damage like any other, not the store's raw error. */
+export async function readManifestBytes(store: Store, path: string): Promise<Buffer | null> {
+  return store.readFile(path).catch(async (e: unknown) => {
+    if ((await store.stat(path).catch(() => null))?.kind === 'dir') throw notAFile(store, path);
+    throw e;
+  });
+}
+
 /**
  * The manifests in a directory, by file name (`*.yaml`): a file with a temp name is a write in
  * progress, or a killed one's debris (an empty file, locally), never a manifest (§5.12).
  */
 export async function manifestNames(store: Store, dir: string): Promise<string[]> {
-  return (await store.list(dir)).filter((e) => e.kind === 'file' && e.name.endsWith('.yaml') && !isTempName(e.name)).map((e) => e.name);
+  const named = (await store.list(dir)).filter((e) => e.name.endsWith('.yaml') && !isTempName(e.name));
+  const odd = named.find((e) => e.kind !== 'file');
+  if (odd) throw notAFile(store, odd.path);
+  return named.map((e) => e.name);
 }
+
+const notAFile = (store: Store, path: string) => CorruptManifestError.document(store.toUri(path), 'is a directory, where stagecommit keeps a file it writes: it was made by hand or by another tool');
 
 /** Still empty after the re-reads: a create whose process was stopped before its bytes went out. */
 function emptyCreate(file: string): CorruptManifestError {

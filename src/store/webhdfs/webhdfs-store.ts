@@ -72,7 +72,9 @@ export class WebHdfsStore implements Store {
     return this.nn.retryDataNode(async () => {
       const res = await this.nn.call('GET', 'OPEN', p);
       if (res.status === 404) {
-        await res.body?.cancel();
+        // Hadoop answers a directory with FileNotFoundException too: "Path is not a file".
+        const said = await res.text().catch(() => '');
+        if (/Path is not a file/.test(said)) throw new StoreError('io', 'readFile', [this.toUri(p)], 'is a directory (Path is not a file)');
         return null;
       }
       if (res.status !== 307) throw await this.nn.failure(res, 'readFile', [p]);
