@@ -497,6 +497,30 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.deepEqual(await readTree(sb.store, root), before, 'nothing changed');
     });
 
+    for (const point of ['atCommitPoint', 'applying'] as const) {
+      test(`a --staging-dir of one's own whose _job.yaml and plan are both gone, its commit-job killed ${point === 'applying' ? 'as it publishes' : 'at its commit point'}: every step exits 1 naming _job.yaml and the job's files left, and clean-orphans --delete touches nothing under it (helper-69: it deleted the job's output as a Hadoop _temporary)`, async () => {
+        const root = dir();
+        const target = posix.join(root, 'j');
+        await writeTree(sb.store, target, { 'dt=1/old': 'old' });
+        const sc = jobScenario('O', 'overwrite');
+        const staging = await readyJob(sb.store, target, { ...sc, job: { ...sc.job, stagingPath: posix.join(root, 'mystage') } }, tasks);
+        assert.equal(staging, posix.join(root, 'mystage'));
+        await assert.rejects(commitJob(testEnv(sb.store, killed[point](), { inlinePlanMaxBytes: 0 }), { stagingPath: staging }), InjectedFault);
+        await driverDied(sb.store, staging);
+        const layout = new JobLayout(staging);
+        await sb.store.delete(layout.jobFile, false);
+        await sb.store.delete(layout.commitFile, false);
+        const before = await readTree(sb.store, root);
+        const lost = (e: unknown) => e instanceof CorruptManifestError && /_job\.yaml: is missing, but the staging dir still holds a job's files \(.*_temporary\/0\/_claims.*\): the job may be past its commit point; nothing was changed/.test(e.message);
+        await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), lost);
+        await assert.rejects(abort(testEnv(sb.store), { stagingPath: staging }), lost);
+        await assert.rejects(commitJob(testEnv(sb.store), { stagingPath: staging }), lost);
+        const swept = await cleanOrphans(testEnv(sb.store), { roots: [root], olderThanMs: 0, delete: true });
+        assert.ok(swept.problems.some((p) => /_job\.yaml is missing, but the dir holds a stagecommit job's files \(.*_temporary\/0\/_claims.*\): .*nothing under it was touched/.test(p.message)), JSON.stringify(swept.problems));
+        assert.deepEqual(await readTree(sb.store, root), before, 'nothing changed');
+      });
+    }
+
     test("after the commit point, exit 1 says the job is committing and that recover finishes it; before it, it does not", async () => {
       const target = posix.join(dir(), 't');
       await writeTree(sb.store, target, { 'dt=9/keep': 'k' });

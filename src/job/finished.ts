@@ -5,9 +5,10 @@
 
 import { posix } from 'node:path';
 import { decodeManifestLazy } from '../manifest/codec.js';
-import { SUCCESS_FILE, targetOfDefaultStaging } from './layout.js';
+import { ADOPTED_DIR, OUTPUT_DIR, PROGRESS_FILE, SUCCESS_FILE, targetOfDefaultStaging, TRASH_DIR } from './layout.js';
+import { UPLOADS_DIR } from './pending-uploads.js';
 import { isOwnEntry, TableLog, type LogEntry } from './table-log.js';
-import type { Store } from '../store/types.js';
+import type { Entry, Store } from '../store/types.js';
 
 export interface FinishedJob {
   readonly jobId: string;
@@ -127,3 +128,26 @@ export async function planGivenUp(store: Store, stagingPath: string, commitFile:
     .then((own) => own.givenUp)
     .catch(() => false);
 }
+
+/**
+ * What of a stagecommit job a dir without `_job.yaml` still holds: its claims or decisions (under
+ * `_temporary/<app>/`, where Hadoop never writes those names), what only a commit past its commit
+ * point makes (`_commit.progress`, `_trash`, `_output`), its upload records or an adopted leftover.
+ * A job that ended leaves none of these (its clean-up removes `_job.yaml` last), so they mean the
+ * manifest was lost, or a step killed after its job ended left them. Empty: nothing of a job.
+ * `entries`: the dir's listing, when made already.
+ */
+export async function jobFilesLeft(store: Store, dir: string, entries?: readonly Entry[]): Promise<string[]> {
+  const top = entries ?? (await store.list(dir).catch(() => []));
+  const marks = top.filter((e) => JOB_MARKS.has(e.name)).map((e) => e.name);
+  if (top.some((e) => e.name === '_temporary' && e.kind === 'dir')) {
+    const apps = (await store.list(posix.join(dir, '_temporary')).catch(() => [])).filter((e) => e.kind === 'dir' && /^\d+$/.test(e.name)).slice(0, 4);
+    for (const app of apps) {
+      const inside = await store.list(app.path).catch(() => []);
+      marks.push(...inside.filter((e) => e.name === '_claims' || e.name === '_decisions').map((e) => `_temporary/${app.name}/${e.name}`));
+    }
+  }
+  return marks.sort();
+}
+
+const JOB_MARKS = new Set([PROGRESS_FILE, TRASH_DIR, OUTPUT_DIR, UPLOADS_DIR, ADOPTED_DIR]);

@@ -8,6 +8,8 @@ export const LEASE_PREFIX = '_lease.';
 export const SUCCESS_FILE = '_SUCCESS';
 export const OUTPUT_DIR = '_output';
 export const TRASH_DIR = '_trash';
+/** How many phases of the commit plan are done (so a replay never re-runs a finished phase). */
+export const PROGRESS_FILE = '_commit.progress';
 /** Where `adopt` renames an engine's leftover: its committed output stays put inside (DESIGN §3). */
 export const ADOPTED_DIR = '_adopted';
 /** On stores without directories, marks an attempt dir that `stage --print-path` made (never output). */
@@ -31,8 +33,7 @@ export class JobLayout {
 
   get jobFile(): string { return posix.join(this.root, JOB_FILE); }
   get commitFile(): string { return posix.join(this.root, COMMIT_FILE); }
-  /** How many phases of the commit plan are done (so a replay never re-runs a finished phase). */
-  get progressFile(): string { return posix.join(this.root, '_commit.progress'); }
+  get progressFile(): string { return posix.join(this.root, PROGRESS_FILE); }
   get temporary(): string { return posix.join(this.root, '_temporary'); }
   /** The merge area in which a multi-task output becomes one tree before it reaches an absent target. */
   get output(): string { return posix.join(this.root, OUTPUT_DIR); }

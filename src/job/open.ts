@@ -6,8 +6,8 @@ import { ConflictError, CorruptManifestError, UsageError } from '../errors.js';
 import { decodeManifestLazy } from '../manifest/codec.js';
 import type { Store } from '../store/types.js';
 import { loadJob, withoutPlan, type JobManifest, type JobState } from './job.js';
-import { findCommitted, planGivenUp, unfinishedEntryOf, type FinishedJob } from './finished.js';
-import { JobLayout } from './layout.js';
+import { findCommitted, jobFilesLeft, planGivenUp, unfinishedEntryOf, type FinishedJob } from './finished.js';
+import { JobLayout, TRASH_DIR } from './layout.js';
 import { TableLog } from './table-log.js';
 
 export interface OpenJob {
@@ -125,6 +125,16 @@ export async function openJob(env: { readonly store: Store; readonly allowUnsign
     throw CorruptManifestError.document(
       store.toUri(layout.jobFile),
       `is missing, but the table log holds job ${held.jobId}'s unfinished entry ${held.number} for this staging dir: the job may be past its commit point (its plan went with the file); nothing was changed: restore the file, then run 'stagecommit recover'; if you removed it on purpose, check the target by hand against what the job wrote`,
+    );
+  }
+  // A job that ended leaves none of its files: these are a job whose manifest went (helper-69:
+  // a --staging-dir of one's own, where no log is found from the handle).
+  const left = await jobFilesLeft(store, stagingPath);
+  if (left.length) {
+    const trash = left.includes(TRASH_DIR) ? ` (${TRASH_DIR} holds what an overwrite replaced)` : '';
+    throw CorruptManifestError.document(
+      store.toUri(layout.jobFile),
+      `is missing, but the staging dir still holds a job's files (${left.join(', ')}): the job may be past its commit point; nothing was changed: restore the file, then run 'stagecommit recover'; if its job has ended, check the target by hand and delete the directory${trash}`,
     );
   }
   throw new JobGoneError(`no job at ${store.toUri(stagingPath)}: it is finished (committed or aborted) or never existed; check the handle that 'stagecommit stage' printed`);

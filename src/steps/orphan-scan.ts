@@ -3,8 +3,8 @@
 
 import { UsageError } from '../errors.js';
 import { posix } from 'node:path';
-import { findCommitted, planGivenUp, unfinishedEntryOf } from '../job/finished.js';
-import { COMMIT_FILE, JOB_FILE, LEASE_PREFIX, STAGING_PARENT } from '../job/layout.js';
+import { findCommitted, jobFilesLeft, planGivenUp, unfinishedEntryOf } from '../job/finished.js';
+import { COMMIT_FILE, JOB_FILE, LEASE_PREFIX, PROGRESS_FILE, STAGING_PARENT } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import type { StepEnv } from './env.js';
@@ -110,6 +110,17 @@ export async function scan(env: StepEnv, roots: readonly string[], maxDepth: num
           problems.push({
             path: store.toUri(path),
             message: `${JOB_FILE} is missing, but the table log holds job ${held.jobId}'s unfinished entry ${held.number} for this staging dir (it may be past its commit point); nothing under it was touched: restore ${JOB_FILE}, then run 'stagecommit recover'`,
+          });
+          return [];
+        }
+        // Any dir holding a stagecommit job's claims, decisions or commit progress without its
+        // `_job.yaml` (a --staging-dir of one's own, which the log does not lead to): the job may
+        // be past its commit point, and its `_temporary` is its output (helper-69: deleted it).
+        const left = entries.some((e) => e.name === '_temporary' || e.name === PROGRESS_FILE) ? (await jobFilesLeft(store, path, entries)).filter((m) => m === PROGRESS_FILE || m.startsWith('_temporary/')) : [];
+        if (left.length) {
+          problems.push({
+            path: store.toUri(path),
+            message: `${JOB_FILE} is missing, but the dir holds a stagecommit job's files (${left.join(', ')}): its job may be past its commit point; nothing under it was touched: restore ${JOB_FILE}, then run 'stagecommit recover'; if its job has ended, check the target by hand and delete the directory`,
           });
           return [];
         }
