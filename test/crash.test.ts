@@ -22,6 +22,7 @@ import { killed, planCreated } from './helpers/crash-points.js';
 import { isTempName } from '../src/store/temp-names.js';
 import { driverDied, INLINE_PLAN, jobScenario, libCommitJob, libCommitTask, libStage, libStageTask, readyJob, testEnv, type Scenario } from './helpers/lib.js';
 import { commitJob } from '../src/steps/commit-job.js';
+import { listJobs } from '../src/steps/jobs.js';
 import type { TaskSpec } from './helpers/jobs.js';
 
 const SCENARIOS: Scenario[] = [
@@ -489,6 +490,10 @@ for (const fx of storeFixtures({ inProcess: true })) {
       await sb.store.delete(new JobLayout(staging).jobFile, false);
       const before = await readTree(sb.store, root);
       const lost = (e: unknown) => e instanceof CorruptManifestError && /_job\.yaml: is missing, but the table log holds job N's unfinished entry 0 for this staging dir: the job may be past its commit point/.test(e.message);
+      // `jobs` of the table lists it, unreadable, saying why (helper-69: it was left out).
+      const rows = (await listJobs(testEnv(sb.store), { paths: [target] })).jobs;
+      assert.deepEqual(rows.map((r) => [r.jobId, r.state]), [['N', 'unreadable']]);
+      assert.match(rows[0]!.problem!, /_job\.yaml: is missing, but the table log holds job N's unfinished entry 0/);
       await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), lost);
       await assert.rejects(abort(testEnv(sb.store), { stagingPath: staging }), lost);
       await assert.rejects(commitJob(testEnv(sb.store), { stagingPath: staging }), lost);

@@ -2,12 +2,12 @@
 // the tables in a directory (a warehouse, a bucket): what is stuck, and who owns it. Reads only.
 
 import { posix } from 'node:path';
-import { UsageError } from '../errors.js';
+import { CorruptManifestError, UsageError } from '../errors.js';
 import { readClaims } from '../job/claims.js';
 import { canHoldTable, defaultStagingRoot, JOB_FILE, STAGING_PARENT } from '../job/layout.js';
 import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { mapLimit } from '../util/pool.js';
-import { openJob } from '../job/open.js';
+import { JobGoneError, openJob } from '../job/open.js';
 import { halfMadeAdoption } from '../job/adoption.js';
 import type { StepEnv } from './env.js';
 
@@ -100,7 +100,9 @@ async function rowOf(env: StepEnv, stagingPath: string): Promise<JobRow | null> 
       ...(halfMade !== null ? { halfMade } : {}),
     };
   } catch (e) {
-    if ((await store.stat(posix.join(stagingPath, JOB_FILE))) === null) return null; // not a job (or gone meanwhile)
+    // Not a job (gone meanwhile, a lease file left behind). A job that lost `_job.yaml` while it
+    // may be past its commit point is one, unreadable: every step at it is exit 1 (helper-69: hidden).
+    if (e instanceof JobGoneError || (!(e instanceof CorruptManifestError) && (await store.stat(posix.join(stagingPath, JOB_FILE))) === null)) return null;
     return { jobId: posix.basename(stagingPath), state: 'unreadable', mode: null, target: null, ageSeconds: null, owner: null, lease: null, tasksCommitted: null, tasksDeclared: null, handle, problem: (e as Error).message };
   }
 }
