@@ -1044,7 +1044,7 @@ for (const fx of storeFixtures()) {
         await sleep(250);
       }, { leaseTtlMs: 2000 });
       const err = await libCommitJobStep(hung, { stagingPath: staging }).then(() => null, (e: unknown) => e);
-      assert.ok(err instanceof StoreError && /renew lease .*_lease\.0\.yaml: the store has not answered its renewal: this step stops changing the job \d+ s before its lease runs out, when another process may take the job over/.test(err.message), String(err));
+      assert.ok(err instanceof StoreError && /renew lease .*_lease\.0\.yaml: no renewal of it has landed in time \(the store has not answered, or this process was stopped\): this step stops changing the job [\d.]+ s before its lease runs out, when another process may take the job over/.test(err.message), String(err));
       assert.equal(hung.store.fence, undefined, 'the fence goes with the lease');
       await driverDied(sb.store, staging);
       await recover(testEnv(sb.store), { stagingPath: staging });
@@ -1107,6 +1107,15 @@ for (const fx of storeFixtures()) {
       await sb.store.writeFile(a.path, encodeLease({ ...left!.record!, expiresAtMs: Date.now() + 60_000 }));
       await assert.rejects(Lease.acquire(sb.store, layout, other('c-host'), 'commit-job'), (e: unknown) => e instanceof ConflictError && /locked: recover by tester on b-host/.test(e.message));
       await b.release();
+    });
+
+    test('a driver that wakes up after its lease ran out (the process was stopped) stops, saying its lease ran out how long ago, not "0 s before" (helper-69)', async () => {
+      const layout = new JobLayout(posix.join(dir(), 'woke'));
+      let clock = Date.now();
+      const lease = await Lease.acquire(sb.store, layout, testEnv(sb.store, undefined, { now: () => clock, leaseTtlMs: 2000 }), 'commit-job');
+      clock += 5000;
+      assert.throws(() => lease.admit(layout.jobFile), /renew lease .*no renewal of it has landed in time \(the store has not answered, or this process was stopped\): this step stops changing the job now: its lease ran out 3\.0 s ago, and another process may have taken the job over/);
+      await lease.release();
     });
 
     test('a lease renewal that lands after the fence tripped does not bring the driver back: it stays stopped', async () => {

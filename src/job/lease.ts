@@ -162,12 +162,10 @@ export class Lease implements StoreFence {
 
   private lapse(): StoreError {
     const left = this.confirmedUntilMs - this.env.now();
-    return new StoreError(
-      'io',
-      'renew lease',
-      [this.store.toUri(this.path)],
-      `${this.lastFailure ?? 'the store has not answered its renewal'}: this step stops changing the job ${Math.max(0, Math.round(left / 1000))} s before its lease runs out, when another process may take the job over`,
-    );
+    const seconds = (ms: number) => (ms >= 10_000 ? String(Math.round(ms / 1000)) : (ms / 1000).toFixed(1));
+    // A process stopped (SIGSTOP, a paused VM) wakes up past the point: it says so, not "0 s before".
+    const when = left > 0 ? `${seconds(left)} s before its lease runs out, when another process may take the job over` : `now: its lease ran out ${seconds(-left)} s ago, and another process may have taken the job over`;
+    return new StoreError('io', 'renew lease', [this.store.toUri(this.path)], `${this.lastFailure ?? 'no renewal of it has landed in time (the store has not answered, or this process was stopped)'}: this step stops changing the job ${when}`);
   }
 
   /**
