@@ -227,7 +227,7 @@ for (const fx of storeFixtures()) {
       assert.equal((await commitJob(sb, first)).code, 0);
       const r = await commitJob(sb, second);
       assert.equal(r.code, 4, r.stderr);
-      assert.match(r.stderr, /job daily conflicts with job daily, which replaced 'dt=1'/);
+      assert.match(r.stderr, /job daily conflicts with job daily \(another job given the same --job-id, staged at \S+\/s1\), which replaced 'dt=1'/);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'first' });
     });
 

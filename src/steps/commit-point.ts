@@ -111,7 +111,7 @@ export async function reachCommitPoint<P>(
       if (where === null || (done.has(n) && (await outcome(n)) === 'void')) continue;
       const did = overlap(units.replaces, e.replaces) !== null ? 'replaced' : 'wrote into';
       throw new ConflictError(
-        `job ${job.jobId} conflicts with job ${e.jobId}, which ${did} ${describeUnit(where)} at ${new Date(e.atMs).toISOString()} after this job was staged: nothing was changed; ${againAdvice(job, 'stage the job again on the new data')}`,
+        `job ${job.jobId} conflicts with job ${e.jobId}${e.jobId === job.jobId ? ` (another job given the same --job-id, staged at ${e.handle})` : ''}, which ${did} ${describeUnit(where)} at ${new Date(e.atMs).toISOString()} after this job was staged: nothing was changed; ${againAdvice(job, 'stage the job again on the new data')}`,
       );
     }
 
