@@ -4,12 +4,14 @@ import { ConflictError, CorruptManifestError, StoreError } from '../errors.js';
 import { claimedUploads, readClaim } from '../job/claims.js';
 import { decide } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
-import { loadJob, saveJob, type JobManifest } from '../job/job.js';
+import { isSameJob, loadJob, saveJob, type JobManifest } from '../job/job.js';
+import { waitFor } from '../util/wait.js';
 import { taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
 import { abortRecordedUploads, settleAttemptUploads } from '../job/pending-uploads.js';
 import { releaseLogEntry } from './commit-point.js';
 import { requireState, type JobGoneError, type OpenJob } from '../job/open.js';
+import { processGone } from '../job/lease.js';
 import { removeStagingDir } from '../job/staging-dir.js';
 import { giveBackLeftover, leftoverToGiveBack } from '../job/adoption.js';
 import type { StepEnv } from './env.js';
@@ -94,10 +96,14 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
     if (decision.outcome === 'commit') {
       const claim = await readClaim(store, layout, { jobId: job.jobId, task, appAttempt: app, jobStagedAtMs: job.stagedAtMs });
       if (claim?.taskAttempt === taskAttempt || !claim) {
-        const what = claim?.state === 'committed' ? 'already committed' : 'committing (its commit-task decided first)';
-        throw new ConflictError(`cannot abort ${taskAttempt}: it is ${what} and its files belong to the job; abort the whole job, or commit another attempt${claim?.state === 'committed' ? '' : " (run 'stagecommit recover' if its commit-task was killed)"}`);
-      }
-      wasDenied = true; // another attempt won the task: this one's files were never going to appear
+        // Its commit-task still committing: what it comes to decides (helper-70: a recover that undid
+        // it meanwhile dropped the attempt, and exit 4 said its files belonged to the job).
+        const settled = claim?.state === 'committed' ? 'committed' : await settledCommit(env, open, task, taskAttempt);
+        if (settled !== 'moved') {
+          const what = settled === 'committed' ? 'already committed' : 'committing (its commit-task decided first)';
+          throw new ConflictError(`cannot abort ${taskAttempt}: it is ${what} and its files belong to the job; abort the whole job, or commit another attempt${settled === 'committed' ? '' : " (run 'stagecommit recover' if its commit-task was killed)"}`);
+        }
+      } else wasDenied = true; // another attempt won the task: this one's files were never going to appear
     }
   } catch (e) {
     // A recover or an abort that ran meanwhile removes the app attempt's dirs, and a store reports
@@ -120,6 +126,24 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
   await store.delete(layout.attemptDir(app, taskAttempt), true);
   await settleAttemptUploads(store, layout, job, taskAttempt, [], env.concurrency);
   return aborted(job, taskAttempt, wasDenied);
+}
+
+/**
+ * What an attempt whose commit-task decided first comes to, waited for (up to 30 s, or the lease
+ * time): 'committed', 'moved' when its job ended or recover started the next app attempt (said
+ * after), undefined while it is still committing.
+ */
+async function settledCommit(env: StepEnv, { job, layout }: OpenJob, task: string, taskAttempt: string): Promise<'committed' | 'moved' | 'stuck' | undefined> {
+  return waitFor(env.now, Math.min(30_000, env.leaseTtlMs), async () => {
+    const [claim, now] = await Promise.all([
+      readClaim(env.store, layout, { jobId: job.jobId, task, appAttempt: job.appAttempt, jobStagedAtMs: job.stagedAtMs }).catch(() => null),
+      loadJob(env.store, layout).catch(() => null),
+    ]);
+    if (claim?.taskAttempt === taskAttempt && claim.state === 'committed') return 'committed';
+    // A commit-task known to be dead is not waited for: recover finishes or undoes it.
+    if (claim?.taskAttempt === taskAttempt && processGone(claim, env)) return 'stuck';
+    return !now || !isSameJob(now, job) || now.appAttempt !== job.appAttempt ? 'moved' : undefined;
+  });
 }
 
 const aborted = (job: JobManifest, taskAttempt: string, wasDenied: boolean): AbortResult => ({ jobId: job.jobId, outcome: 'aborted', scope: 'task', taskAttempt, wasDenied });
