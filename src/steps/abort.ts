@@ -131,7 +131,7 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
 /**
  * What an attempt whose commit-task decided first comes to, waited for (up to 30 s, or the lease
  * time): 'committed', 'moved' when its job ended or recover started the next app attempt (said
- * after), undefined while it is still committing.
+ * after), 'stuck' when its commit-task is known dead, undefined while it is still committing.
  */
 async function settledCommit(env: StepEnv, { job, layout }: OpenJob, task: string, taskAttempt: string): Promise<'committed' | 'moved' | 'stuck' | undefined> {
   return waitFor(env.now, Math.min(30_000, env.leaseTtlMs), async () => {
