@@ -276,6 +276,9 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
       const refused = await commitJob(testEnv(sb.store), { stagingPath: l }).then(() => null, (e: unknown) => e);
       assert.ok(refused instanceof CorruptManifestError, `${v.name}: exit 1, not ${String(refused)}`);
       assert.match(refused.message, LOG_ADVICE, v.name);
+      // recover too, before it changes anything (helper-70: it made the next app attempt's claims first).
+      const stopped = await recover(testEnv(sb.store), { stagingPath: l }).then(() => null, (e: unknown) => e);
+      assert.ok(stopped instanceof CorruptManifestError, `${v.name}: recover exit 1, not ${String(stopped)}`);
       await sb.store.writeFile(idFile, text);
       assert.deepEqual(data(await readTree(sb.store, root)), data(before), `${v.name}: nothing changed`);
     }

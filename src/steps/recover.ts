@@ -81,6 +81,11 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
     return { ...base, state: 'committed', rolledForward: true };
   }
 
+  // Not past the commit point: a table-log entry an interrupted commit-job made is given up
+  // first, so a damaged log stops recover before it changes anything (helper-70: it left a
+  // half-made next app attempt). v1 only: a v2 job holds no entry before its commit.
+  await releaseLogEntry(env, opened);
+
   const app = job.appAttempt;
   const next = app + 1;
   const [claims, decisions] = await Promise.all([readClaims(store, layout, job.jobId, app, env.concurrency, job.stagedAtMs), readDecisions(store, layout, app, env.concurrency, job)]);
@@ -120,10 +125,8 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
     const task = taskOfAttempt(job.jobId, d.taskAttempt);
     if (task) attempted.add(task);
   }
-  // Not past the commit point: a table-log entry an interrupted commit-job made is given up, and
-  // the temp of its plan goes (HDFS: a rename of it held by the store then has nothing to
-  // publish). Only the plan's: a lease's temp at the top may be another process's write.
-  await releaseLogEntry(env, opened);
+  // The temp of an interrupted commit-job's plan goes (HDFS: a rename of it held by the store
+  // then has nothing to publish). Only the plan's: a lease's temp at the top may be another process's write.
   for (const e of await store.list(layout.root)) if (e.kind === 'file' && isTempName(e.name) && e.name.endsWith(`-${COMMIT_FILE}`)) await store.delete(e.path, false);
   await saveJob(store, layout, { ...job, appAttempt: next });
 
