@@ -142,10 +142,9 @@ export async function jobFilesLeft(store: Store, dir: string, entries?: readonly
   const marks = top.filter((e) => JOB_MARKS.has(e.name)).map((e) => e.name);
   if (top.some((e) => e.name === '_temporary' && e.kind === 'dir')) {
     const apps = (await store.list(posix.join(dir, '_temporary')).catch(() => [])).filter((e) => e.kind === 'dir' && /^\d+$/.test(e.name)).slice(0, 4);
-    for (const app of apps) {
-      const inside = await store.list(app.path).catch(() => []);
-      marks.push(...inside.filter((e) => e.name === '_claims' || e.name === '_decisions').map((e) => `_temporary/${app.name}/${e.name}`));
-    }
+    // The app attempts are listed at once, not one after another.
+    const insides = await Promise.all(apps.map((app) => store.list(app.path).catch(() => [])));
+    apps.forEach((app, i) => marks.push(...insides[i]!.filter((e) => e.name === '_claims' || e.name === '_decisions').map((e) => `_temporary/${app.name}/${e.name}`)));
   }
   return marks.sort();
 }
