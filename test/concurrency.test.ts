@@ -24,7 +24,7 @@ import { JobGoneError } from '../src/job/open.js';
 import { encodeLease, Lease, readCurrentLease } from '../src/job/lease.js';
 import { isTempName, tempPathFor } from '../src/store/temp-names.js';
 import { loadPlan, writePlan } from '../src/plan/plan-file.js';
-import { InstrumentedStore, matches } from '../src/store/instrumented.js';
+import { crashAt, InstrumentedStore, matches } from '../src/store/instrumented.js';
 import { once } from 'node:events';
 
 // 8 rounds locally, each of 8 processes claiming at once (28 pairs of claimants a round); on
@@ -988,6 +988,16 @@ for (const fx of storeFixtures()) {
         assert.equal(await sb.store.stat(layout.decisionsDir(0)), null, 'no decision left in app attempt 0 (recover removed its decisions)');
         await libCommitJobStep(testEnv(sb.store), { stagingPath });
         assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
+      });
+    }
+
+    for (const point of ['before its claim', 'once its claim exists'] as const) {
+      test(`an abort --task of an attempt whose commit-task decided to commit it and died ${point}: exit 4 at once, saying to run recover (it finishes or undoes the commit), never "its files belong to the job" (helper-71: it waited 30 s, then said so)`, async () => {
+        const { stagingPath } = await lateTaskJob(`abort-dead-${point.length}`);
+        const dead = testEnv(sb.store, crashAt({ op: point === 'before its claim' ? 'createExclusive' : 'writeFile', path: /\/_claims\/1\.yaml$/ }), { pid: 4_000_000, isPidAlive: () => false });
+        await assert.rejects(libCommitTask(dead, stagingPath, { task: '1', files: {} }), InjectedFault);
+        const err = await abort(testEnv(sb.store, undefined, { isPidAlive: (pid) => pid !== 4_000_000 }), { stagingPath, task: '1' }).then(() => null, (e: unknown) => e);
+        assert.ok(err instanceof ConflictError && /cannot abort attempt_\S+_1_0 yet: its commit-task \(tester@\S+ pid 4000000\) decided to commit it and died before it finished: run 'stagecommit recover'/.test(err.message), String(err));
       });
     }
 

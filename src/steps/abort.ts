@@ -98,7 +98,11 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
       if (claim?.taskAttempt === taskAttempt || !claim) {
         // Its commit-task still committing: what it comes to decides (helper-70: a recover that undid
         // it meanwhile dropped the attempt, and exit 4 said its files belonged to the job).
-        const settled = claim?.state === 'committed' ? 'committed' : await settledCommit(env, open, task, taskAttempt);
+        const settled = claim?.state === 'committed' ? 'committed' : await settledCommit(env, open, task, taskAttempt, decision.by);
+        if (settled === 'stuck') {
+          // Its outcome is recover's to decide: abort cannot say the files belong to the job.
+          throw new ConflictError(`cannot abort ${taskAttempt} yet: its commit-task (${decision.by}) decided to commit it and died before it finished: run 'stagecommit recover' (it finishes or undoes that commit), then abort again if the attempt is still there`);
+        }
         if (settled !== 'moved') {
           const what = settled === 'committed' ? 'already committed' : 'committing (its commit-task decided first)';
           throw new ConflictError(`cannot abort ${taskAttempt}: it is ${what} and its files belong to the job; abort the whole job, or commit another attempt${settled === 'committed' ? '' : " (run 'stagecommit recover' if its commit-task was killed)"}`);
@@ -133,7 +137,10 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
  * time): 'committed', 'moved' when its job ended or recover started the next app attempt (said
  * after), 'stuck' when its commit-task is known dead, undefined while it is still committing.
  */
-async function settledCommit(env: StepEnv, { job, layout }: OpenJob, task: string, taskAttempt: string): Promise<'committed' | 'moved' | 'stuck' | undefined> {
+async function settledCommit(env: StepEnv, { job, layout }: OpenJob, task: string, taskAttempt: string, decidedBy: string): Promise<'committed' | 'moved' | 'stuck' | undefined> {
+  // The decision names its commit-task ("user@host pid N"): one known dead before its claim is not waited for either (helper-71).
+  const m = /@(.+) pid (\d+)$/.exec(decidedBy);
+  const decider = m ? { host: m[1]!, pid: Number(m[2]) } : null;
   return waitFor(env.now, Math.min(30_000, env.leaseTtlMs), async () => {
     const [claim, now] = await Promise.all([
       readClaim(env.store, layout, { jobId: job.jobId, task, appAttempt: job.appAttempt, jobStagedAtMs: job.stagedAtMs }).catch(() => null),
@@ -141,7 +148,7 @@ async function settledCommit(env: StepEnv, { job, layout }: OpenJob, task: strin
     ]);
     if (claim?.taskAttempt === taskAttempt && claim.state === 'committed') return 'committed';
     // A commit-task known to be dead is not waited for: recover finishes or undoes it.
-    if (claim?.taskAttempt === taskAttempt && processGone(claim, env)) return 'stuck';
+    if (claim?.taskAttempt === taskAttempt ? processGone(claim, env) : !claim && decider !== null && processGone(decider, env)) return 'stuck';
     return !now || !isSameJob(now, job) || now.appAttempt !== job.appAttempt ? 'moved' : undefined;
   });
 }
