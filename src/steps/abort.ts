@@ -148,8 +148,10 @@ async function settledCommit(env: StepEnv, { job, layout }: OpenJob, task: strin
     ]);
     if (claim?.taskAttempt === taskAttempt && claim.state === 'committed') return 'committed';
     // A commit-task known to be dead is not waited for: recover finishes or undoes it.
+    // The job moved on first: a commit-task that recover finished or undid has ended, and is gone.
+    if (!now || !isSameJob(now, job) || now.appAttempt !== job.appAttempt) return 'moved';
     if (claim?.taskAttempt === taskAttempt ? processGone(claim, env) : !claim && decider !== null && processGone(decider, env)) return 'stuck';
-    return !now || !isSameJob(now, job) || now.appAttempt !== job.appAttempt ? 'moved' : undefined;
+    return undefined;
   });
 }
 
