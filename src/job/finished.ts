@@ -7,7 +7,7 @@ import { posix } from 'node:path';
 import { decodeManifestLazy } from '../manifest/codec.js';
 import { ADOPTED_DIR, OUTPUT_DIR, PROGRESS_FILE, SUCCESS_FILE, targetOfDefaultStaging, TRASH_DIR } from './layout.js';
 import { UPLOADS_DIR } from './pending-uploads.js';
-import { isOwnEntry, TableLog, type LogEntry } from './table-log.js';
+import { isOwnEntry, TableLog, type LogEntry, type LogListing } from './table-log.js';
 import type { Entry, Store } from '../store/types.js';
 
 export interface FinishedJob {
@@ -49,12 +49,12 @@ async function fromSuccess(store: Store, successPath: string, jobId: string): Pr
   }
 }
 
-/** The time the table log says the job at this staging dir committed, or null. */
-async function fromLog(store: Store, targetPath: string, stagingPath: string, jobId: string, concurrency: number): Promise<number | null> {
+/** The time the table log says the job at this staging dir committed, or null. `listing`: the log's, when listed already. */
+async function fromLog(store: Store, targetPath: string, stagingPath: string, jobId: string, concurrency: number, listing?: Promise<LogListing | null>): Promise<number | null> {
   const log = new TableLog(store, targetPath);
-  const listing = await log.list().catch(() => null);
-  if (!listing) return null;
-  const recent = listing.numbers.filter((n) => listing.done.has(n)).slice(-LOG_LOOKBACK).reverse();
+  const listed = await (listing ?? log.list().catch(() => null));
+  if (!listed) return null;
+  const recent = listed.numbers.filter((n) => listed.done.has(n)).slice(-LOG_LOOKBACK).reverse();
   for (let i = 0; i < recent.length; i += concurrency) {
     const entries = await log.readMany(recent.slice(i, i + concurrency), concurrency).catch(() => []);
     const own = entries.find((e) => e.jobId === jobId && e.staging === stagingPath);
@@ -67,7 +67,7 @@ const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is
 const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 
 /** The committed job a finished handle names, or null when nothing the handle leads to says so. */
-export async function findCommitted(store: Store, stagingPath: string, concurrency = 16): Promise<FinishedJob | null> {
+export async function findCommitted(store: Store, stagingPath: string, concurrency = 16, listing?: () => Promise<LogListing | null>): Promise<FinishedJob | null> {
   const where = targetOfDefaultStaging(stagingPath);
   if (where === null) return null;
   const { targetPath, jobId } = where;
@@ -87,9 +87,30 @@ export async function findCommitted(store: Store, stagingPath: string, concurren
       evidence: '_SUCCESS',
     };
   }
-  const at = await fromLog(store, targetPath, stagingPath, jobId, concurrency);
+  const at = await fromLog(store, targetPath, stagingPath, jobId, concurrency, listing?.());
   if (at === null) return null;
   return { ...base, committedAtMs: at, committedAt: new Date(at).toISOString(), files: 0, bytes: 0, partitionsWritten: [], partitionsReplaced: [], evidence: 'table-log' };
+}
+
+/** What a handle without `_job.yaml` or a plan still tells (openJob weighs it in this order). */
+export interface NoJobEvidence {
+  readonly done: FinishedJob | null;
+  readonly held: LogEntry | null;
+  readonly left: string[];
+}
+
+/**
+ * findCommitted, unfinishedEntryOf and jobFilesLeft at once, the table log listed once for both
+ * that read it: the answer for a handle whose job ended (a rerun of a step, `status` of an aborted
+ * job) takes the longest of them, not their sum. A failed read counts as "nothing found" in each,
+ * as it does alone.
+ */
+export async function noJobEvidence(store: Store, stagingPath: string, concurrency = 16): Promise<NoJobEvidence> {
+  const where = targetOfDefaultStaging(stagingPath);
+  let listed: Promise<LogListing | null> | undefined;
+  const listing = () => (listed ??= where ? new TableLog(store, where.targetPath).list().catch(() => null) : Promise.resolve(null));
+  const [done, held, left] = await Promise.all([findCommitted(store, stagingPath, concurrency, listing), unfinishedEntryOf(store, stagingPath, concurrency, listing()), jobFilesLeft(store, stagingPath)]);
+  return { done, held, left };
 }
 
 /**
@@ -97,11 +118,11 @@ export async function findCommitted(store: Store, stagingPath: string, concurren
  * layout only, where the table is): a job that lost its manifest (a plan in it too) while it held
  * the log, or null. Read only where nothing else names the job.
  */
-export async function unfinishedEntryOf(store: Store, stagingPath: string, concurrency = 16): Promise<LogEntry | null> {
+export async function unfinishedEntryOf(store: Store, stagingPath: string, concurrency = 16, listed?: Promise<LogListing | null>): Promise<LogEntry | null> {
   const where = targetOfDefaultStaging(stagingPath);
   if (!where) return null;
   const log = new TableLog(store, where.targetPath);
-  const listing = await log.list().catch(() => null);
+  const listing = await (listed ?? log.list().catch(() => null));
   if (!listing) return null;
   const open = listing.numbers.filter((n) => !listing.done.has(n)).slice(-LOG_LOOKBACK);
   const entries = await log.readMany(open, concurrency).catch(() => []);

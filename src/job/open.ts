@@ -6,7 +6,7 @@ import { ConflictError, CorruptManifestError, UsageError } from '../errors.js';
 import { decodeManifestLazy } from '../manifest/codec.js';
 import type { Store } from '../store/types.js';
 import { loadJob, withoutPlan, type JobManifest, type JobState } from './job.js';
-import { findCommitted, jobFilesLeft, planGivenUp, unfinishedEntryOf, type FinishedJob } from './finished.js';
+import { findCommitted, noJobEvidence, planGivenUp, type FinishedJob } from './finished.js';
 import { JobLayout, TRASH_DIR } from './layout.js';
 import { TableLog } from './table-log.js';
 
@@ -117,10 +117,10 @@ export async function openJob(env: { readonly store: Store; readonly allowUnsign
     }
     throw CorruptManifestError.document(store.toUri(layout.jobFile), `is missing, but the commit plan beside it shows the job is past its commit point: restore it, then run 'stagecommit recover' (nothing was changed)`);
   }
-  const done = await findCommitted(store, stagingPath);
+  // The three things a handle without a job can still tell, read at once.
+  const { done, held, left } = await noJobEvidence(store, stagingPath);
   if (done) throw new JobGoneError(`job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); there is nothing more to do`, done);
   // A job holding the table log lost its manifest (and a plan it carried): never "never existed".
-  const held = await unfinishedEntryOf(store, stagingPath);
   if (held) {
     throw CorruptManifestError.document(
       store.toUri(layout.jobFile),
@@ -129,7 +129,6 @@ export async function openJob(env: { readonly store: Store; readonly allowUnsign
   }
   // A job that ended leaves none of its files: these are a job whose manifest went (helper-69:
   // a --staging-dir of one's own, where no log is found from the handle).
-  const left = await jobFilesLeft(store, stagingPath);
   if (left.length) {
     const trash = left.includes(TRASH_DIR) ? ` (${TRASH_DIR} holds what an overwrite replaced)` : '';
     throw CorruptManifestError.document(
