@@ -15,7 +15,7 @@
 //   start, no more. STAGECOMMIT_CODE_CACHE=off (or 0, false, no) turns it off.
 import { isAscii } from 'node:buffer';
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -77,7 +77,7 @@ function header(data) {
   return `${MAGIC} ${createHash('sha256').update(data).digest('hex')}`;
 }
 
-/** The cached code in `file` if it is whole: a header line with its checksum, then the code. */
+/** The cached code in `file` if it is whole (a header line with its checksum, then the code), and when it was last used. */
 function readCache(file) {
   if (!file) return undefined;
   let fd;
@@ -90,7 +90,7 @@ function readCache(file) {
     const nl = buf.indexOf(10);
     if (nl < 0 || !buf.subarray(0, nl).toString('latin1').startsWith(`${MAGIC} `)) return undefined;
     const data = buf.subarray(nl + 1);
-    return buf.subarray(0, nl).toString('latin1') === header(data) ? data : undefined;
+    return buf.subarray(0, nl).toString('latin1') === header(data) ? { data, usedAtMs: s.mtimeMs } : undefined;
   } catch {
     return undefined;
   } finally {
@@ -99,14 +99,17 @@ function readCache(file) {
 }
 
 /**
- * The cache dir and its missing parents, one plain mkdir each from the nearest that exists (at
- * most 16): Node's recursive mkdir never returns where mkdir says "no such file" of a parent that
- * exists (under /proc/self, say).
+ * The cache dir, and the cache base above it ($XDG_CACHE_HOME, ~/.cache) when that is missing:
+ * each made only inside a dir of this user's, nothing higher. root running with another user's
+ * HOME (sudo -E) must not leave them a ~/.cache they cannot write, nor make a HOME that is not
+ * there. One plain mkdir each: Node's recursive mkdir never returns where mkdir says "no such
+ * file" of a parent that exists (under /proc/self, say).
  */
 function makeDir(dir) {
-  const missing = [];
-  for (let d = dir; missing.length < 16 && !existsSync(d); d = path.dirname(d)) missing.unshift(d);
-  for (const d of missing) {
+  const uid = process.getuid?.();
+  for (const d of [path.dirname(dir), dir]) {
+    if (existsSync(d)) continue;
+    if (uid !== undefined && statSync(path.dirname(d)).uid !== uid) throw new Error(`${path.dirname(d)} is another user's`);
     try {
       mkdirSync(d, { mode: 0o700 });
     } catch (e) {
@@ -115,11 +118,13 @@ function makeDir(dir) {
   }
 }
 
-function writeCache(file, data) {
+/** Writes the code `produce` gives, made only once the dir is known to take it (making it costs a few ms). */
+function writeCache(file, produce) {
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   try {
     makeDir(path.dirname(file));
     if (!ownedByUs(statSync(path.dirname(file)))) return;
+    const data = produce();
     writeFileSync(tmp, Buffer.concat([Buffer.from(`${header(data)}\n`, 'latin1'), data]), { mode: 0o600 });
     renameSync(tmp, file);
     forgetOldBuilds(file);
@@ -132,20 +137,38 @@ function writeCache(file, data) {
   }
 }
 
-/** Caches of other builds (an earlier version, say) go once untouched for 30 days; this build's stay; leftover temporary files go. */
+const DAY_MS = 24 * 3600 * 1000;
+/** Other builds' caches kept at most (about one earlier build's worth: a file per command and store). */
+const OTHER_BUILDS_KEPT = 32;
+
+/**
+ * Caches of other builds (an earlier version, another Node) go once unused for 30 days, and the
+ * oldest beyond the 32 used last; this build's stay; leftover temporary files go. A cache in use
+ * has its time renewed (touch), so "unused" is the time since a run last used it.
+ */
 function forgetOldBuilds(kept) {
   const key = kept.slice(kept.lastIndexOf('-') + 1);
   const dir = path.dirname(kept);
-  const old = Date.now() - 30 * 24 * 3600 * 1000;
-  const dayOld = Date.now() - 24 * 3600 * 1000;
+  const now = Date.now();
+  const others = [];
   for (const name of readdirSync(dir)) {
     // A temporary file that a killed run left goes after a day (one being written is younger).
     const tmp = /^cli-[a-z0-9-]+-[0-9a-f]{24}\.cache\.\d+\.[0-9a-f]{8}\.tmp$/.test(name);
     if (!tmp && (!/^cli-[a-z0-9-]+-[0-9a-f]{24}\.cache$/.test(name) || name.endsWith(`-${key}`))) continue;
     try {
-      if (statSync(path.join(dir, name)).mtimeMs < (tmp ? dayOld : old)) unlinkSync(path.join(dir, name));
+      const at = statSync(path.join(dir, name)).mtimeMs;
+      if (at < now - (tmp ? 1 : 30) * DAY_MS) unlinkSync(path.join(dir, name));
+      else if (!tmp) others.push({ name, at });
     } catch {
       // gone already, or not ours to remove
+    }
+  }
+  others.sort((a, b) => b.at - a.at);
+  for (const { name } of others.slice(OTHER_BUILDS_KEPT)) {
+    try {
+      unlinkSync(path.join(dir, name));
+    } catch {
+      // gone already
     }
   }
 }
@@ -159,10 +182,26 @@ export function loadCli(bundle, argv, env) {
   const bytes = readFileSync(bundle);
   const source = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
   const file = cacheFileFor(bytes, argv, env);
-  const cachedData = readCache(file);
-  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname, __scMetaUrl) {${source}\n})`, { filename: bundle, cachedData });
+  const cached = readCache(file);
+  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname, __scMetaUrl) {${source}\n})`, { filename: bundle, cachedData: cached?.data });
   const module = { exports: {} };
   script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, path.dirname(bundle), pathToFileURL(bundle).href);
-  const fresh = file !== null && (cachedData === undefined || script.cachedDataRejected === true);
-  return { cli: module.exports, save: () => fresh && writeCache(file, script.createCachedData()) };
+  const fresh = file !== null && (cached === undefined || script.cachedDataRejected === true);
+  const save = () => {
+    // A run that changed a V8 flag (a large commit's heap) compiled for those flags: a normal start would reject its cache.
+    if (module.exports.v8FlagsChanged?.()) return;
+    if (fresh) writeCache(file, () => script.createCachedData());
+    else if (cached && cached.usedAtMs < Date.now() - DAY_MS) touch(file);
+  };
+  return { cli: module.exports, save };
+}
+
+/** Renews a cache's time: it is in use (at most once a day, a write the runs between skip). */
+function touch(file) {
+  try {
+    const now = new Date();
+    utimesSync(file, now, now);
+  } catch {
+    // not ours to touch: it goes by its age
+  }
 }

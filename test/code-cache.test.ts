@@ -4,8 +4,9 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, chown, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import path from 'node:path';
@@ -120,6 +121,47 @@ describe('the code cache of the CLI bundle', () => {
     assert.ok(left.includes(mine), `this build's cache stays, however old: ${left.join(', ')}`);
     const temps = (await readdir(dir)).filter((n) => n.endsWith('.tmp'));
     assert.deepEqual(temps, [tmpNew], 'a temporary file a day old goes, a younger one (being written) stays');
+  });
+
+  test('a cache in use keeps its place: a run that uses it renews its time; of other builds, the 32 used last stay', async () => {
+    const home = path.join(work, 'in-use');
+    const dir = path.join(home, 'stagecommit');
+    await status(home);
+    const [current] = await cacheFiles(home);
+    const file = path.join(dir, current!);
+    // Used 20 days ago: this run uses it and renews its time (helper-74: it went 30 days after it was written, however often used).
+    const old = new Date(Date.now() - 20 * 24 * 3600 * 1000);
+    await utimes(file, old, old);
+    assert.deepEqual(seen(await status(home)), seen(expected));
+    assert.ok((await stat(file)).mtimeMs > Date.now() - 3600 * 1000, 'a cache a run used has a fresh time');
+    // 40 files of other builds, used a minute apart: the next write keeps the 32 used last.
+    const others = Array.from({ length: 40 }, (_, i) => `cli-stage-s3-${String(i).padStart(24, '0')}.cache`);
+    for (const [i, name] of others.entries()) {
+      await writeFile(path.join(dir, name), 'x');
+      const t = new Date(Date.now() - (i + 1) * 60_000);
+      await utimes(path.join(dir, name), t, t);
+    }
+    await writeFile(file, 'x'); // not whole: written anew, and the other builds' are looked at
+    assert.deepEqual(seen(await status(home)), seen(expected));
+    const left = await cacheFiles(home);
+    assert.deepEqual(left.filter((n) => others.includes(n)), others.slice(0, 32).sort());
+    assert.ok(left.includes(current!));
+  });
+
+  test("root running with another user's HOME (sudo -E) makes nothing in it, and no HOME that is not there", { skip: process.getuid?.() !== 0 && 'needs root (chown)' }, async () => {
+    const home = path.join(work, 'someone');
+    await mkdir(home, { mode: 0o755 });
+    await chown(home, 65534, 65534);
+    const asRoot = { XDG_CACHE_HOME: undefined, HOME: home };
+    assert.deepEqual(seen(await status(home, asRoot)), seen(expected));
+    assert.deepEqual(await readdir(home), [], "no ~/.cache of root's in their home");
+    await mkdir(path.join(home, '.cache'));
+    await chown(path.join(home, '.cache'), 65534, 65534);
+    assert.deepEqual(seen(await status(home, asRoot)), seen(expected));
+    assert.deepEqual(await readdir(path.join(home, '.cache')), [], "nothing of root's in their ~/.cache");
+    const missing = path.join(work, 'no-such-home', 'deep');
+    assert.deepEqual(seen(await status(home, { XDG_CACHE_HOME: undefined, HOME: missing })), seen(expected));
+    assert.equal(existsSync(path.join(work, 'no-such-home')), false, 'a HOME that is not there is not made');
   });
 
   test('a cache dir that cannot be written, or is not a dir, changes nothing a user sees', async () => {

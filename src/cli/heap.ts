@@ -14,8 +14,8 @@ let tightened = false;
  * more time. Set only once a job is known to be large, before its tree is built: once a V8 flag
  * changes, Node compiles each of its own modules loaded afterwards from source, which at start-up
  * cost every command 19 ms. Not over a growth the user gave node, nor when node was told to
- * freeze its flags (V8 would abort the process). A code cache first written by such a run
- * carries the changed flags: the next run finds it unusable and writes it again, once.
+ * freeze its flags (V8 would abort the process). Such a run writes no code cache (v8FlagsChanged):
+ * what it compiled carries the changed flags, and a normal start would reject it.
  * Returns whether it set the flag.
  */
 export function tightenHeapFor(files: number, execArgv: readonly string[] = process.execArgv): boolean {
@@ -24,4 +24,9 @@ export function tightenHeapFor(files: number, execArgv: readonly string[] = proc
   tightened = true;
   (createRequire(import.meta.url)('node:v8') as typeof import('node:v8')).setFlagsFromString('--heap-growing-percent=50');
   return true;
+}
+
+/** Whether this process changed a V8 flag (bin/load-cli.js then keeps no code cache of it). */
+export function v8FlagsChanged(): boolean {
+  return tightened;
 }

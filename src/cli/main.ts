@@ -6,6 +6,7 @@ import { reportError, Runtime, uiFor, wantsJson, type CliContext, type GlobalOpt
 import type { Ui } from './ui.js';
 
 export type { CliContext, GlobalOptions } from './runtime.js';
+export { v8FlagsChanged } from './heap.js';
 
 /** Runs one command line; prints on ctx.stdout/ctx.stderr (default: the process's) and returns the exit code. */
 export async function main(argv: string[], ctx: CliContext): Promise<number> {
