@@ -5,7 +5,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import os from 'node:os';
-import { cli, ok, spawnCli, until } from './helpers/cli.js';
+import { BIN, cli, cliEnv, ok, spawnCli, until } from './helpers/cli.js';
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { driverDied, INLINE_PLAN, jobScenario, libCommitJob, libCommitTask, libStage, libStageTask, readyJob, testEnv } from './helpers/lib.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commitJob as libCommitJobStep } from '../src/steps/commit-job.js';
@@ -255,6 +257,33 @@ for (const fx of storeFixtures()) {
       assert.equal(second.code, 4, second.stderr);
       assert.match(second.stderr, /is locked: commit-job by .* on .* \(pid \d+/);
       assert.equal(Object.keys(data(await readTree(sb.store, target))).length, 4);
+    });
+
+    test('a commit-job killed and not yet reaped by its parent (a zombie) does not lock its job: recover takes over at once', { skip: process.platform !== 'linux' && 'zombies are read from /proc' }, async () => {
+      const target = posix.join(dir(), 'z');
+      const tasks = Array.from({ length: 4 }, (_, i) => ({ task: String(i), partition: [`dt=${i}`], files: { f: String(i) } }));
+      const job = await prepare(sb, { target, partitionBy: 'dt' }, tasks);
+      // Its parent is a `sleep` that never waits for it (helper-73: a slow reaper kept a killed step's pid for minutes).
+      const parent = spawn('sh', ['-c', `"$0" "$@" & echo $!; exec sleep 60`, process.execPath, BIN, 'commit-job', '--job', job], { env: cliEnv({ env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '150' } }), stdio: ['ignore', 'pipe', 'ignore'] });
+      try {
+        const [line] = (await once(parent.stdout!, 'data')) as [Buffer];
+        const pid = Number(line.toString().trim());
+        const staging = sb.pathOf(job);
+        await until('the commit-job holds the lease', async () => {
+          for (const e of await sb.store.list(staging)) if (e.name.startsWith('_lease.') && (await sb.store.readFile(e.path))?.length) return true;
+          return false;
+        });
+        process.kill(pid, 'SIGKILL');
+        await until('it is a zombie', async () => /^Z/.test((await readFile(`/proc/${pid}/stat`, 'latin1')).replace(/^.*\) /s, '')));
+        const r = await cli(['recover', '--job', job], { env: sb.env });
+        assert.equal(r.code, 0, r.stderr);
+        // Killed before or after its commit point: a commit-job now finishes what recover left.
+        const again = await commitJob(sb, job);
+        assert.equal(again.code, 0, again.stderr);
+        assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/f': '0', 'dt=1/f': '1', 'dt=2/f': '2', 'dt=3/f': '3' });
+      } finally {
+        parent.kill('SIGKILL');
+      }
     });
 
     /** A job of table `name` with task 0 committed (dt=0/a) and task 1 staged (dt=1/b), for a late commit-task of task 1. */

@@ -1,5 +1,6 @@
 // What every protocol step is given: the store, who is running, a clock, limits and an event sink.
 
+import { readFileSync } from 'node:fs';
 import type { OpCounts } from '../store/instrumented.js';
 import type { Store } from '../store/types.js';
 
@@ -35,9 +36,24 @@ export interface StepEnv {
 export function isPidAliveLocal(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  return !isZombie(pid);
+}
+
+/**
+ * A process killed and not yet reaped by its parent (state Z in /proc/<pid>/stat, the field after
+ * the command's closing parenthesis) has ended: nothing of it runs (helper-72/73: a container
+ * whose init reaps late kept a killed step's lease "held" for its whole term). Where /proc is not,
+ * not known: not a zombie.
+ */
+function isZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return /^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  } catch {
+    return false;
   }
 }
 
