@@ -77,7 +77,7 @@ export function planTree(input: PlanInput, tree: OutputTree, partitionDepth: num
   if (input.mode === 'append' && input.target.exists) {
     const clashes = findClashes(tree, input.target);
     if (clashes.length) {
-      throw new ConflictError(`append would overwrite ${clashes.length} existing file(s) with different content, first '${clashes[0]}': ${input.v2 ? V2_CLASH_ADVICE : 'use --mode overwrite or rename the files'}`);
+      throw new ConflictError(`append would overwrite ${clashes.length} existing file(s) not shown to hold the same bytes (other bytes, or a staged S3 upload of more than one part, which cannot be compared), first '${clashes[0]}': ${input.v2 ? V2_CLASH_ADVICE : 'use --mode overwrite or rename the files'}`);
     }
   }
   const planner = new Planner(input, tree);
