@@ -40,6 +40,8 @@ for (const fx of storeFixtures()) {
       const r = await commitJob(sb, job);
       assert.equal(r.code, 4);
       assert.match(r.stderr, /tasks 0 and 1 both wrote 'dt=2\/x.csv'/);
+      // helper-73: a committed task cannot commit again; the advice is the job's.
+      assert.match(r.stderr, /the tasks are committed, and a commit is final: nothing was changed; abort the job and run it again with distinct file names$/m);
       assert.deepEqual(await readTree(sb.store, target), { 'dt=1/keep': 'k' });
     });
 

@@ -92,7 +92,7 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
         if (published) addPublished(published, si, f.path);
       } catch (e) {
         // Two tasks with one path are a conflict; anything else is the claim's own damage.
-        if (e instanceof ConflictError) throw e;
+        if (e instanceof ConflictError) throw finalClash(e, job);
         throw new CorruptManifestError(store.toUri(layout.claimFile(job.appAttempt, c.task)), 'files', (e as Error).message);
       }
       stats.add(f.path, f.size);
@@ -127,6 +127,17 @@ export function takeTree(output: JobOutput): OutputTree | null {
   if (tree === undefined) throw new InternalError('the output tree was taken already');
   output.tree = undefined;
   return tree;
+}
+
+/**
+ * Committed tasks whose paths clash: a commit is final (no attempt of a committed task commits
+ * again), so the way out is the whole job's, not a task's (helper-73: the advice "rename one and
+ * commit that task again" led to exit 3 and exit 4).
+ */
+function finalClash(e: ConflictError, job: JobManifest): ConflictError {
+  const what = e.message.replace(/; rename one and commit that task again$/, '');
+  if (what === e.message) return e;
+  return new ConflictError(`${what}; the tasks are committed, and a commit is final: nothing was changed; ${againAdvice(job, 'abort the job and run it again with distinct file names')}`);
 }
 
 /** A v2 task's file, checked against the other tasks' (they were published at commit-task). */
