@@ -2,7 +2,7 @@
 // takes back what nothing can hold, so no file lingers where the job's staging dir was.
 
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { appendFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { posix } from 'node:path';
 import { describe, test } from 'node:test';
@@ -10,6 +10,7 @@ import { CommitDeniedError, ConflictError, StoreError } from '../src/errors.js';
 import { JobLayout } from '../src/job/layout.js';
 import { abort } from '../src/steps/abort.js';
 import { stageFiles } from '../src/steps/stage-files.js';
+import { commitTask } from '../src/steps/commit-task.js';
 import { cli, spawnCli } from './helpers/cli.js';
 import { prepare, stage, stageTask } from './helpers/jobs.js';
 import { libCommitJob, libCommitTask, testEnv } from './helpers/lib.js';
@@ -92,6 +93,24 @@ for (const fx of storeFixtures()) {
       assert.equal(t1.code, 2, `task 1 was never staged in the new job: ${t1.stderr}`);
       assert.equal((await cli(['commit-job', '--job', handle], { env: sb.env })).code, 0);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
+    });
+
+    test('a local file written to while stage copies it: exit 4 naming it; staged again, its new bytes are what commit-job publishes', async () => {
+      const { target, stagingPath, handle } = await job('changed');
+      // 2 MiB goes up as a pending upload on S3; 10 bytes as a plain copy.
+      for (const [name, bytes] of [['small', 10], ['big', 2 * 1024 ** 2]] as const) {
+        const local = posix.join(os.tmpdir(), `sr-${process.pid}-${name}`);
+        const error = await stageWith(stagingPath, [{ name, bytes }], () => appendFile(local, 'y'));
+        assert.ok(error instanceof ConflictError, String(error));
+        assert.equal(error.message, `${local} changed while it was staged: the staged copy may hold old and new bytes mixed; stage it again into the same attempt once it is written whole (the last staging of a name wins)`);
+        await stageFiles(testEnv(sb.store), { stagingPath, task: '1', partition: [{ column: 'dt', value: '1' }], files: [{ localPath: local, name }] });
+      }
+      await commitTask(testEnv(sb.store), { stagingPath, task: '1' });
+      assert.equal((await cli(['commit-job', '--job', handle], { env: sb.env })).code, 0);
+      const tree = data(await readTree(sb.store, target));
+      assert.deepEqual(Object.keys(tree).sort(), ['dt=0/a', 'dt=1/big', 'dt=1/small']);
+      assert.equal(tree['dt=1/small'], 'x'.repeat(10) + 'y');
+      assert.equal(tree['dt=1/big'], 'x'.repeat(2 * 1024 ** 2) + 'y');
     });
 
     test('a stage whose attempt is aborted meanwhile exits 3 and takes its files back; the job commits without them', async () => {

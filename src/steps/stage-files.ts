@@ -1,5 +1,6 @@
 // stage (task files): puts files into a task attempt's dir, or tells a writer where that dir is.
 
+import { stat } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
@@ -109,6 +110,7 @@ async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, ta
   let small = input.files;
   // A write that fails (the job's end removed the dir under it, say) is told after the look at the job.
   let failed: { error: unknown } | null = null;
+  const before = await Promise.all(local.map((f) => fingerprint(f.localPath)));
   try {
     uploaded = await stageAsUploads(store, layout, job, taskAttempt, part, local, env.concurrency, env.now());
     small = input.files.filter((f) => !uploaded.names.has(f.name));
@@ -121,5 +123,25 @@ async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, ta
   const files = small.map((f) => posix.join(partDir, f.name));
   await checkStillStaged(env, layout, job, { ...written, files, uploads: uploaded.uploads, uploadRecord: uploaded.record });
   if (failed) throw failed.error;
+  await checkUnchanged(local, before);
   return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(dir), writeDir: store.toUri(partDir), files: full };
+}
+
+/** What tells a local file's bytes apart without reading them again: size, times and inode. */
+async function fingerprint(localPath: string): Promise<string | null> {
+  const s = await stat(localPath, { bigint: true }).catch(() => null);
+  return s && `${s.size}/${s.mtimeNs}/${s.ctimeNs}/${s.ino}`;
+}
+
+/**
+ * A local file written to while it was copied (helper-72: a 20 MB file rewritten in place
+ * mid-upload was published half old, half new, exit 0) is a copy of neither version: exit 4,
+ * and staging it again replaces that copy (the last staging of a name wins).
+ */
+async function checkUnchanged(local: readonly { readonly localPath: string }[], before: readonly (string | null)[]): Promise<void> {
+  const after = await Promise.all(local.map((f) => fingerprint(f.localPath)));
+  const changed = local.filter((_, i) => after[i] !== before[i]);
+  if (changed.length === 0) return;
+  const more = changed.length > 1 ? ` (and ${changed.length - 1} more)` : '';
+  throw new ConflictError(`${changed[0]!.localPath}${more} changed while it was staged: the staged copy may hold old and new bytes mixed; stage it again into the same attempt once it is written whole (the last staging of a name wins)`);
 }
