@@ -2,7 +2,7 @@
 // takes back what nothing can hold, so no file lingers where the job's staging dir was.
 
 import assert from 'node:assert/strict';
-import { appendFile, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, link, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { posix } from 'node:path';
 import { describe, test } from 'node:test';
@@ -95,7 +95,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
     });
 
-    test('a local file written to while stage copies it: exit 4 naming it; staged again, its new bytes are what commit-job publishes', async () => {
+    test('a local file written to while stage copies it: exit 4 naming it; staged again, its new bytes are what commit-job publishes; a chmod or a hard link meanwhile is no change', async () => {
       const { target, stagingPath, handle } = await job('changed');
       // 2 MiB goes up as a pending upload on S3; 10 bytes as a plain copy.
       for (const [name, bytes] of [['small', 10], ['big', 2 * 1024 ** 2]] as const) {
@@ -105,10 +105,14 @@ for (const fx of storeFixtures()) {
         assert.equal(error.message, `${local} changed while it was staged: the staged copy may hold old and new bytes mixed; stage it again into the same attempt once it is written whole (the last staging of a name wins)`);
         await stageFiles(testEnv(sb.store), { stagingPath, task: '1', partition: [{ column: 'dt', value: '1' }], files: [{ localPath: local, name }] });
       }
+      // A chmod or a new hard link meanwhile changes no byte: staged as usual.
+      const linked = posix.join(os.tmpdir(), `sr-${process.pid}-linked`);
+      await rm(`${linked}.link`, { force: true });
+      assert.equal(await stageWith(stagingPath, [{ name: 'linked', bytes: 10 }], async () => Promise.all([chmod(linked, 0o600), link(linked, `${linked}.link`)])), null);
       await commitTask(testEnv(sb.store), { stagingPath, task: '1' });
       assert.equal((await cli(['commit-job', '--job', handle], { env: sb.env })).code, 0);
       const tree = data(await readTree(sb.store, target));
-      assert.deepEqual(Object.keys(tree).sort(), ['dt=0/a', 'dt=1/big', 'dt=1/small']);
+      assert.deepEqual(Object.keys(tree).sort(), ['dt=0/a', 'dt=1/big', 'dt=1/linked', 'dt=1/small']);
       assert.equal(tree['dt=1/small'], 'x'.repeat(10) + 'y');
       assert.equal(tree['dt=1/big'], 'x'.repeat(2 * 1024 ** 2) + 'y');
     });

@@ -127,10 +127,14 @@ async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, ta
   return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(dir), writeDir: store.toUri(partDir), files: full };
 }
 
-/** What tells a local file's bytes apart without reading them again: size, times and inode. */
+/**
+ * What tells a local file's bytes apart without reading them again, as rsync does: size and
+ * modification time, and the inode (a file replaced by rename). Not the change time, which a
+ * chmod or a new hard link moves without touching a byte.
+ */
 async function fingerprint(localPath: string): Promise<string | null> {
   const s = await stat(localPath, { bigint: true }).catch(() => null);
-  return s && `${s.size}/${s.mtimeNs}/${s.ctimeNs}/${s.ino}`;
+  return s && `${s.size}/${s.mtimeNs}/${s.ino}`;
 }
 
 /**
