@@ -13,6 +13,7 @@ import { LocalStore } from '../src/store/local.js';
 import { byParentInTurns } from '../src/store/local-tree.js';
 import { BIN, cli } from './helpers/cli.js';
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 
 test('paths come in turns by parent: the first child of each parent, then the second, …', () => {
   const paths = ['/s/a/1', '/s/a/2', '/s/a/3', '/s/b/1', '/s/c/1', '/s/c/2'];
@@ -51,7 +52,7 @@ test('mkdirs makes every missing level, accepts one that exists, and fails (neve
   }
 });
 
-test('commit-task refuses a file or directory whose name is not valid UTF-8 (exit 2, nothing committed), lists a name that holds U+FFFD, and commits once the name is fixed', async () => {
+test('commit-task refuses a file or directory whose name is not valid UTF-8 (exit 2, nothing committed), lists a name that holds U+FFFD, and commits once the name is fixed; stage refuses a file of /proc or /sys (exit 2)', async () => {
   const root = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-names-'));
   try {
     const target = path.join(root, 't');
@@ -85,6 +86,13 @@ test('commit-task refuses a file or directory whose name is not valid UTF-8 (exi
     const given = spawnSync('sh', ['-c', `exec "$0" "$1" stage --job "$2" --task 1 "$3$(printf '\\351')"`, process.execPath, BIN, job, path.join(root, 'f')], { encoding: 'utf8' });
     assert.equal(given.status, 2, given.stderr);
     assert.match(given.stderr, /cannot read .*f\uFFFD: no such file \(is its name valid UTF-8\? a name that is not cannot be given on the command line; rename it\); nothing was staged/);
+    // Files the kernel makes up as they are read: /proc's copied as nothing, /sys's for ever (helper-75).
+    for (const [made, fsName] of [['/proc/self/status', 'procfs'], ['/sys/kernel/mm/transparent_hugepage/enabled', 'sysfs']] as const) {
+      if (!existsSync(made)) continue;
+      const refused = await cli(['stage', '--job', job, '--task', '1', made]);
+      assert.equal(refused.code, 2, refused.stderr);
+      assert.match(refused.stderr, new RegExp(`${made}.* is on ${fsName}, a kernel filesystem whose files do not hold the size they report .*: copy it to a regular file first .*; nothing was staged`));
+    }
     await ok(['commit-task', '--job', job, '--task', '0']);
     await ok(['commit-job', '--job', job]);
     assert.equal(await readFile(path.join(target, 'sub', 'bad-\u00e9.csv'), 'utf8'), 'x');

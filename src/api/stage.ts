@@ -1,6 +1,6 @@
 // stage in its three forms: a new job, task files into an attempt, the attempt dir for a writer.
 
-import { stat } from 'node:fs/promises';
+import { stat, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { UsageError } from '../errors.js';
@@ -155,8 +155,27 @@ async function sourceOf(s: Session, f: FileSource): Promise<StagedSource> {
   const why = localPath.includes('\uFFFD') ? 'no such file (is its name valid UTF-8? a name that is not cannot be given on the command line; rename it)' : 'no such file';
   if (!st) throw new UsageError(`cannot read ${localPath}: ${why}; nothing was staged`);
   if (!st.isFile()) throw new UsageError(`${localPath} is not a regular file: stage files, or use --print-path and write into the dir`);
+  const pseudo = PSEUDO_FILESYSTEMS.get((await statfs(localPath).catch(() => null))?.type ?? 0);
+  if (pseudo) throw new UsageError(`${localPath} is on ${pseudo}, a kernel filesystem whose files do not hold the size they report (a copy comes out empty, or never ends): copy it to a regular file first (cat ${localPath} > FILE); nothing was staged`);
   return { localPath, name: path.basename(f) };
 }
+
+/**
+ * Linux filesystems whose files the kernel makes up as they are read (statfs f_type): /proc's say
+ * size 0 and copy as nothing; /sys's say 4096 and a copy of one spun for ever (helper-75).
+ */
+const PSEUDO_FILESYSTEMS = new Map<number, string>([
+  [0x9fa0, 'procfs'],
+  [0x62656572, 'sysfs'],
+  [0x64626720, 'debugfs'],
+  [0x74726163, 'tracefs'],
+  [0x27e0eb, 'cgroupfs'],
+  [0x63677270, 'cgroup2fs'],
+  [0x73636673, 'securityfs'],
+  [0x62656570, 'configfs'],
+  [0xde5e81e4, 'efivarfs'],
+  [0xcafe4a11, 'bpffs'],
+]);
 
 async function stageInto(s: Session, o: AttemptOptions, files: readonly StagedSource[], printPath: boolean): Promise<StageFilesDoc> {
   const job = await s.job(o.job);
