@@ -213,6 +213,8 @@ for (const fx of storeFixtures()) {
       const r = await commitJob(sb, second);
       assert.equal(r.code, 4);
       assert.match(r.stderr, /job job-second conflicts with job job-first, which replaced 'dt=1'/);
+      // helper-76: the loser's staging dir (and on S3 its pending uploads in the table's prefix) stay until it is aborted: the advice says so.
+      assert.ok(r.stderr.trimEnd().endsWith(`nothing was changed; abort it ('stagecommit abort --job ${second}' removes its staging dir and uploads) and stage the job again on the new data`), r.stderr);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'first' });
       // A job staged after that commit does not conflict.
       await prepare(sb, { target, mode: 'overwrite', partitionBy: 'dt', jobId: 'job-third' }, [{ task: '0', partition: ['dt=1'], files: { c: 'third' } }]).then((j) => commitJob(sb, j)).then((c) => assert.equal(c.code, 0, c.stderr));

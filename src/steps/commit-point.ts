@@ -72,6 +72,8 @@ export async function reachCommitPoint<P>(
   const pos = job.logPosition;
   const deadline = env.now() + (env.commitWaitMs ?? DEFAULT_WAIT_MS);
   const cache = new Map<number, LogEntry>();
+  // A job that cannot commit is the user's to end: its staging dir, and on S3 its pending uploads in the table's prefix, stay until abort (helper-76).
+  const restage = (what: string) => againAdvice(job, `abort it ('stagecommit abort --job ${env.store.toUri(open.layout.root)}' removes its staging dir and uploads) and ${what}`);
   const read = async (ns: readonly number[]) => {
     const missing = ns.filter((n) => !cache.has(n));
     for (const e of await log.readMany(missing, env.concurrency)) cache.set(e.number, e);
@@ -87,14 +89,14 @@ export async function reachCommitPoint<P>(
     // A log deleted and made again numbers its entries afresh: this job's position means nothing in it.
     if (job.logId !== undefined && listing.id !== job.logId) {
       throw new ConflictError(
-        `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: it is not the log the job was staged against (${listing.id === null ? 'the log has no id now: its log-id.yaml, or the whole log dir, was deleted' : 'the log dir was deleted and made again since'}), so commits made meanwhile are unknown: nothing was changed; ${againAdvice(job, 'stage the job again')}`,
+        `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: it is not the log the job was staged against (${listing.id === null ? 'the log has no id now: its log-id.yaml, or the whole log dir, was deleted' : 'the log dir was deleted and made again since'}), so commits made meanwhile are unknown: nothing was changed; ${restage('stage the job again')}`,
       );
     }
     const max = numbers.length ? numbers[numbers.length - 1]! : null;
     const since = numbers.filter((n) => pos === null || n > pos);
     if (since.length !== (max ?? -1) - (pos ?? -1)) {
       throw new ConflictError(
-        `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: entries made since it was staged are missing (pruned after a week, or removed): nothing was changed; ${againAdvice(job, 'stage the job again')}`,
+        `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: entries made since it was staged are missing (pruned after a week, or removed): nothing was changed; ${restage('stage the job again')}`,
       );
     }
     const unfinished = numbers.filter((n) => !done.has(n));
@@ -111,7 +113,7 @@ export async function reachCommitPoint<P>(
       if (where === null || (done.has(n) && (await outcome(n)) === 'void')) continue;
       const did = overlap(units.replaces, e.replaces) !== null ? 'replaced' : 'wrote into';
       throw new ConflictError(
-        `job ${job.jobId} conflicts with job ${e.jobId}${e.jobId === job.jobId ? ` (another job given the same --job-id, staged at ${e.handle})` : ''}, which ${did} ${describeUnit(where)} at ${new Date(e.atMs).toISOString()} after this job was staged: nothing was changed; ${againAdvice(job, 'stage the job again on the new data')}`,
+        `job ${job.jobId} conflicts with job ${e.jobId}${e.jobId === job.jobId ? ` (another job given the same --job-id, staged at ${e.handle})` : ''}, which ${did} ${describeUnit(where)} at ${new Date(e.atMs).toISOString()} after this job was staged: nothing was changed; ${restage('stage the job again on the new data')}`,
       );
     }
 
