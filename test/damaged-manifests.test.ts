@@ -13,6 +13,7 @@ import { JobLayout } from '../src/job/layout.js';
 import { abort } from '../src/steps/abort.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import { recover } from '../src/steps/recover.js';
+import { status } from '../src/steps/status.js';
 import { cli } from './helpers/cli.js';
 import { killed as killedAt } from './helpers/crash-points.js';
 import { damages, parseBody, sign, withField, withItem, type Variant } from './helpers/damage.js';
@@ -229,6 +230,23 @@ describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing chang
     const m = await ready(target, job('M', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { m: 'm' } }]);
     await commitJob(testEnv(sb.store), { stagingPath: m });
     assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/m': 'm' });
+  });
+
+  test("a finished job's handle whose proofs went (_SUCCESS, the entry's done marker) and whose table-log entry cannot be read: steps say the entry may be the job's (exit 1), never 'no job' (helper-75)", async () => {
+    const root = dir();
+    const target = posix.join(root, 't');
+    const k = await ready(target, job('K', 'append'), [{ task: '0', partition: ['dt=1'], files: { k: 'k' } }]);
+    await commitJob(testEnv(sb.store), { stagingPath: k });
+    const log = posix.join(root, '.stagecommit', 't', '_log');
+    await sb.store.delete(posix.join(target, '_SUCCESS'), false);
+    await sb.store.delete(posix.join(log, '00000000000000000000.done'), false);
+    const entry = posix.join(log, '00000000000000000000.yaml');
+    await sb.store.writeFile(entry, (await sb.store.readFile(entry))!.subarray(0, 5));
+    for (const [name, step] of [['status', status], ['abort', abort], ['recover', recover]] as const) {
+      const e = await step(testEnv(sb.store), { stagingPath: k }).then(() => null, (x: unknown) => x);
+      assert.ok(e instanceof CorruptManifestError, `${name}: ${String(e)}`);
+      assert.match(e.message, /_job\.yaml: is missing, and an unfinished entry of the table log cannot be read \(.*_log\/00000000000000000000\.yaml: .*\): it may be this job's, past its commit point; nothing was changed: repair or remove that entry, then run the step again$/, name);
+    }
   });
 
   test('a job the way out missed (staged before the log dir was deleted) is refused with exit 4 once the log made again has passed its position, never committed over that log\'s commits', async () => {

@@ -4,7 +4,9 @@
 // one naming the job, as committed, is the proof that makes a rerun of `commit-job` a success.
 
 import { posix } from 'node:path';
+import { CorruptManifestError } from '../errors.js';
 import { decodeManifestLazy } from '../manifest/codec.js';
+import { mapLimit } from '../util/pool.js';
 import { ADOPTED_DIR, OUTPUT_DIR, PROGRESS_FILE, SUCCESS_FILE, targetOfDefaultStaging, TRASH_DIR } from './layout.js';
 import { UPLOADS_DIR } from './pending-uploads.js';
 import { isOwnEntry, TableLog, type LogEntry, type LogListing } from './table-log.js';
@@ -96,6 +98,8 @@ export async function findCommitted(store: Store, stagingPath: string, concurren
 export interface NoJobEvidence {
   readonly done: FinishedJob | null;
   readonly held: LogEntry | null;
+  /** An unfinished table-log entry that cannot be read: it may be the job's. */
+  readonly unreadable: Error | null;
   readonly left: string[];
 }
 
@@ -109,24 +113,26 @@ export async function noJobEvidence(store: Store, stagingPath: string, concurren
   const where = targetOfDefaultStaging(stagingPath);
   let listed: Promise<LogListing | null> | undefined;
   const listing = () => (listed ??= where ? new TableLog(store, where.targetPath).list().catch(() => null) : Promise.resolve(null));
-  const [done, held, left] = await Promise.all([findCommitted(store, stagingPath, concurrency, listing), unfinishedEntryOf(store, stagingPath, concurrency, listing()), jobFilesLeft(store, stagingPath)]);
-  return { done, held, left };
+  const [done, open, left] = await Promise.all([findCommitted(store, stagingPath, concurrency, listing), unfinishedEntryOf(store, stagingPath, concurrency, listing()), jobFilesLeft(store, stagingPath)]);
+  return { done, held: open.entry, unreadable: open.unreadable, left };
 }
 
 /**
  * The unfinished table-log entry of the job a handle without `_job.yaml` names (default staging
  * layout only, where the table is): a job that lost its manifest (a plan in it too) while it held
- * the log, or null. Read only where nothing else names the job.
+ * the log, or null. Read only where nothing else names the job. Each entry is read on its own: one
+ * that cannot be read hides no other (helper-75), and is `unreadable` (it may be this job's).
  */
-export async function unfinishedEntryOf(store: Store, stagingPath: string, concurrency = 16, listed?: Promise<LogListing | null>): Promise<LogEntry | null> {
+export async function unfinishedEntryOf(store: Store, stagingPath: string, concurrency = 16, listed?: Promise<LogListing | null>): Promise<{ entry: LogEntry | null; unreadable: Error | null }> {
   const where = targetOfDefaultStaging(stagingPath);
-  if (!where) return null;
+  if (!where) return { entry: null, unreadable: null };
   const log = new TableLog(store, where.targetPath);
   const listing = await (listed ?? log.list().catch(() => null));
-  if (!listing) return null;
+  if (!listing) return { entry: null, unreadable: null };
   const open = listing.numbers.filter((n) => !listing.done.has(n)).slice(-LOG_LOOKBACK);
-  const entries = await log.readMany(open, concurrency).catch(() => []);
-  return entries.find((e) => isOwnEntry(e, { jobId: where.jobId, staging: stagingPath })) ?? null;
+  const read = await mapLimit(open, concurrency, (n) => log.read(n).catch((e: unknown) => (e instanceof CorruptManifestError ? e : null)));
+  const entry = read.find((e): e is LogEntry => e !== null && !(e instanceof Error) && isOwnEntry(e, { jobId: where.jobId, staging: stagingPath })) ?? null;
+  return { entry, unreadable: read.find((e): e is CorruptManifestError => e instanceof CorruptManifestError) ?? null };
 }
 
 /**

@@ -118,13 +118,19 @@ export async function openJob(env: { readonly store: Store; readonly allowUnsign
     throw CorruptManifestError.document(store.toUri(layout.jobFile), `is missing, but the commit plan beside it shows the job is past its commit point: restore it, then run 'stagecommit recover' (nothing was changed)`);
   }
   // The three things a handle without a job can still tell, read at once.
-  const { done, held, left } = await noJobEvidence(store, stagingPath);
+  const { done, held, unreadable, left } = await noJobEvidence(store, stagingPath);
   if (done) throw new JobGoneError(`job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); there is nothing more to do`, done);
   // A job holding the table log lost its manifest (and a plan it carried): never "never existed".
   if (held) {
     throw CorruptManifestError.document(
       store.toUri(layout.jobFile),
       `is missing, but the table log holds job ${held.jobId}'s unfinished entry ${held.number} for this staging dir: the job may be past its commit point (its plan went with the file); nothing was changed: restore the file, then run 'stagecommit recover'; if you removed it on purpose, check the target by hand against what the job wrote`,
+    );
+  }
+  if (unreadable) {
+    throw CorruptManifestError.document(
+      store.toUri(layout.jobFile),
+      `is missing, and an unfinished entry of the table log cannot be read (${unreadable.message}): it may be this job's, past its commit point; nothing was changed: repair or remove that entry, then run the step again`,
     );
   }
   // A job that ended leaves none of its files: these are a job whose manifest went (helper-69:

@@ -105,7 +105,7 @@ export async function scan(env: StepEnv, roots: readonly string[], maxDepth: num
         }
         // A default staging dir whose job lost `_job.yaml` (and the plan it carried) while holding the
         // table log: its `_temporary` is a job's output, not a Hadoop leftover.
-        const held = entries.some((e) => e.name === '_temporary') ? await unfinishedEntryOf(store, path) : null;
+        const held = entries.some((e) => e.name === '_temporary') ? (await unfinishedEntryOf(store, path)).entry : null;
         if (held) {
           problems.push({
             path: store.toUri(path),
