@@ -107,7 +107,7 @@ export interface NoJobEvidence {
  * findCommitted, unfinishedEntryOf and jobFilesLeft at once, the table log listed once for both
  * that read it: the answer for a handle whose job ended (a rerun of a step, `status` of an aborted
  * job) takes the longest of them, not their sum. A failed read counts as "nothing found" in each,
- * as it does alone.
+ * as it does alone, but for an unfinished entry that cannot be read (`unreadable`).
  */
 export async function noJobEvidence(store: Store, stagingPath: string, concurrency = 16): Promise<NoJobEvidence> {
   const where = targetOfDefaultStaging(stagingPath);
