@@ -69,7 +69,7 @@ const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is
 const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 
 /** The committed job a finished handle names, or null when nothing the handle leads to says so. */
-export async function findCommitted(store: Store, stagingPath: string, concurrency = 16, listing?: () => Promise<LogListing | null>): Promise<FinishedJob | null> {
+export async function findCommitted(store: Store, stagingPath: string, concurrency = 16, listing?: Promise<LogListing | null>): Promise<FinishedJob | null> {
   const where = targetOfDefaultStaging(stagingPath);
   if (where === null) return null;
   const { targetPath, jobId } = where;
@@ -89,7 +89,7 @@ export async function findCommitted(store: Store, stagingPath: string, concurren
       evidence: '_SUCCESS',
     };
   }
-  const at = await fromLog(store, targetPath, stagingPath, jobId, concurrency, listing?.());
+  const at = await fromLog(store, targetPath, stagingPath, jobId, concurrency, listing);
   if (at === null) return null;
   return { ...base, committedAtMs: at, committedAt: new Date(at).toISOString(), files: 0, bytes: 0, partitionsWritten: [], partitionsReplaced: [], evidence: 'table-log' };
 }
@@ -111,9 +111,8 @@ export interface NoJobEvidence {
  */
 export async function noJobEvidence(store: Store, stagingPath: string, concurrency = 16): Promise<NoJobEvidence> {
   const where = targetOfDefaultStaging(stagingPath);
-  let listed: Promise<LogListing | null> | undefined;
-  const listing = () => (listed ??= where ? new TableLog(store, where.targetPath).list().catch(() => null) : Promise.resolve(null));
-  const [done, open, left] = await Promise.all([findCommitted(store, stagingPath, concurrency, listing), unfinishedEntryOf(store, stagingPath, concurrency, listing()), jobFilesLeft(store, stagingPath)]);
+  const listing = where ? new TableLog(store, where.targetPath).list().catch(() => null) : Promise.resolve(null);
+  const [done, open, left] = await Promise.all([findCommitted(store, stagingPath, concurrency, listing), unfinishedEntryOf(store, stagingPath, concurrency, listing), jobFilesLeft(store, stagingPath)]);
   return { done, held: open.entry, unreadable: open.unreadable, left };
 }
 
