@@ -7,7 +7,7 @@ import { buildTree, childLoc, findClashes, type OutputTree } from './tree.js';
 import type { CommitPlan, Loc, PlanInput, PlanPhase } from './types.js';
 
 export type { CommitPlan, Loc, PlanInput, PlannedUpload, PlanOp, PlanPhase, SingleOp, SourceFile, SourceTree, TargetKind, TargetSnapshot } from './types.js';
-export { buildTree, findClashes, OutputTree } from './tree.js';
+export { buildTree, findClashes, OutputTree, PathClash } from './tree.js';
 export { opCount, PhaseOps, singleOps } from './ops.js';
 
 /** The partition path ('' for an unpartitioned table) of a table-relative file path. */

@@ -19,6 +19,21 @@ export interface Node {
   readonly file?: FileInfo;
 }
 
+/**
+ * Two files that cannot both be published: one path written twice ('same-path'), or a file and a
+ * path inside it ('file-and-dir'). The message gives a task's way out (it can commit again); a
+ * caller for which that is no way out gives its own, from `what` and `rule`.
+ */
+export class PathClash extends ConflictError {
+  constructor(
+    readonly kind: 'same-path' | 'file-and-dir',
+    readonly what: string,
+    readonly rule: string,
+  ) {
+    super(`${what}: ${rule}; rename one and commit that task again`);
+  }
+}
+
 /** One task's files name one path twice: its claim is damaged (a listing never repeats a name). */
 export class ListedTwice extends Error {
   constructor(readonly task: string, readonly path: string) {
@@ -75,7 +90,7 @@ export class OutputTree {
     const other = node.children.get(leaf);
     if (typeof other === 'number' && this.sourceOf[other] === si) throw new ListedTwice(this.tasks[si]!, path);
     if (typeof other === 'number') {
-      throw new ConflictError(`tasks ${this.tasks[this.sourceOf[other]!]} and ${this.tasks[si]} both wrote '${path}': every file must have one destination; rename one and commit that task again`);
+      throw new PathClash('same-path', `tasks ${this.tasks[this.sourceOf[other]!]} and ${this.tasks[si]} both wrote '${path}'`, 'every file must have one destination');
     }
     if (other) throw this.fileAndDir(si, other.sources.keys().next().value!, path, `${path}/…`);
     if (this.rows === this.sizeOf.length) this.grow();
@@ -89,9 +104,9 @@ export class OutputTree {
   }
 
   /** A file at `file` (written by source `a`) where source `b` wrote `below` inside it. */
-  private fileAndDir(a: number, b: number, file: string, below: string): ConflictError {
+  private fileAndDir(a: number, b: number, file: string, below: string): PathClash {
     const who = a === b ? `task ${this.tasks[a]} wrote both` : `tasks ${this.tasks[a]} and ${this.tasks[b]} wrote`;
-    return new ConflictError(`${who} a file '${file}' and '${below}' inside it: a path is a file or a directory, not both; rename one and commit that task again`);
+    return new PathClash('file-and-dir', `${who} a file '${file}' and '${below}' inside it`, 'a path is a file or a directory, not both');
   }
 
   private grow(): void {

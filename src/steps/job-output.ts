@@ -9,7 +9,7 @@ import { VersionDigest } from '../job/claim-files.js';
 import { staticPrefix, type JobManifest } from '../job/job.js';
 import { ATTEMPT_MARKER } from '../job/layout.js';
 import { checkUploadsPending } from '../job/pending-uploads.js';
-import { OutputStats, OutputTree, type SourceTree } from '../plan/plan.js';
+import { OutputStats, OutputTree, PathClash, type SourceTree } from '../plan/plan.js';
 import type { FileInfo } from '../plan/tree.js';
 import { compareTasks, isDataName } from '../paths.js';
 import type { Entry, Store } from '../store/types.js';
@@ -135,9 +135,8 @@ export function takeTree(output: JobOutput): OutputTree | null {
  * commit that task again" led to exit 3 and exit 4).
  */
 function finalClash(e: ConflictError, job: JobManifest): ConflictError {
-  const what = e.message.replace(/; rename one and commit that task again$/, '');
-  if (what === e.message) return e;
-  return new ConflictError(`${what}; the tasks are committed, and a commit is final: nothing was changed; ${againAdvice(job, 'abort the job and run it again with distinct file names')}`);
+  if (!(e instanceof PathClash)) return e;
+  return new ConflictError(`${e.what}: ${e.rule}; the tasks are committed, and a commit is final: nothing was changed; ${againAdvice(job, 'abort the job and run it again with distinct file names')}`);
 }
 
 /** A v2 task's file, checked against the other tasks' (they were published at commit-task). */
@@ -145,8 +144,9 @@ function addPublished(published: OutputTree, si: number, path: string): void {
   try {
     published.add(si, path, 0);
   } catch (e) {
-    if (!(e instanceof ConflictError)) throw e;
-    const what = e.message.replace(/(: every file must have one destination)?; rename one and commit that task again$/, '');
+    if (!(e instanceof PathClash)) throw e;
+    // Of one path written twice, the target holds one: what follows says so.
+    const what = e.kind === 'same-path' ? e.what : `${e.what}: ${e.rule}`;
     throw new ConflictError(
       `${what}; v2 published both at commit-task, and one path holds one of them (the last to land; on S3 a key and keys below it can stand side by side): the job is not committed; abort it (what its tasks published stays in the target) and run it again with distinct file names`,
     );
