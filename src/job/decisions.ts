@@ -28,6 +28,17 @@ export interface DecisionJob {
 
 const DECISION = 'stagecommit/decision';
 
+/** Who makes a decision, as it records it (`by`): "user@host pid N". */
+export function decidedBy(who: { readonly user: string; readonly host: string; readonly pid: number }): string {
+  return `${who.user}@${who.host} pid ${who.pid}`;
+}
+
+/** The process a decision's `by` names (decidedBy's form, `adopt by …` too), or null where it names none. */
+export function decider(by: string): { readonly host: string; readonly pid: number } | null {
+  const m = /@(.+) pid (\d+)$/.exec(by);
+  return m ? { host: m[1]!, pid: Number(m[2]) } : null;
+}
+
 function decodeDecision(text: string | Buffer, file: string, taskAttempt: string, job?: DecisionJob): Decision {
   const f = new Fields(decodeManifest(text, file), file);
   // 2: the job's stagedAtMs (jobStagedAtMs).

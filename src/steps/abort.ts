@@ -2,7 +2,7 @@
 
 import { ConflictError, CorruptManifestError, StoreError } from '../errors.js';
 import { claimedUploads, readClaim } from '../job/claims.js';
-import { decide } from '../job/decisions.js';
+import { decide, decidedBy, decider } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
 import { isSameJob, loadJob, saveJob, type JobManifest } from '../job/job.js';
 import { waitFor } from '../util/wait.js';
@@ -88,7 +88,7 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
   requireState(open, ['staged'], 'abort a task attempt');
   const app = job.appAttempt;
   const taskAttempt = taskAttemptName(job.jobId, task, attempt);
-  const ours = { atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` };
+  const ours = { atMs: env.now(), by: decidedBy(env) };
   let wasDenied = false;
   let failed: StoreError | null = null;
   try {
@@ -137,20 +137,19 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
  * time): 'committed', 'moved' when its job ended or recover started the next app attempt (said
  * after), 'stuck' when its commit-task is known dead, undefined while it is still committing.
  */
-async function settledCommit(env: StepEnv, { job, layout }: OpenJob, task: string, taskAttempt: string, decidedBy: string): Promise<'committed' | 'moved' | 'stuck' | undefined> {
-  // The decision names its commit-task ("user@host pid N"): one known dead before its claim is not waited for either (helper-71).
-  const m = /@(.+) pid (\d+)$/.exec(decidedBy);
-  const decider = m ? { host: m[1]!, pid: Number(m[2]) } : null;
+async function settledCommit(env: StepEnv, { job, layout }: OpenJob, task: string, taskAttempt: string, by: string): Promise<'committed' | 'moved' | 'stuck' | undefined> {
+  // The decision names its commit-task: one known dead before its claim is not waited for either (helper-71).
+  const who = decider(by);
   return waitFor(env.now, Math.min(30_000, env.leaseTtlMs), async () => {
     const [claim, now] = await Promise.all([
       readClaim(env.store, layout, { jobId: job.jobId, task, appAttempt: job.appAttempt, jobStagedAtMs: job.stagedAtMs }).catch(() => null),
       loadJob(env.store, layout).catch(() => null),
     ]);
     if (claim?.taskAttempt === taskAttempt && claim.state === 'committed') return 'committed';
-    // A commit-task known to be dead is not waited for: recover finishes or undoes it.
     // The job moved on first: a commit-task that recover finished or undid has ended, and is gone.
     if (!now || !isSameJob(now, job) || now.appAttempt !== job.appAttempt) return 'moved';
-    if (claim?.taskAttempt === taskAttempt ? processGone(claim, env) : !claim && decider !== null && processGone(decider, env)) return 'stuck';
+    // A commit-task known to be dead is not waited for: recover finishes or undoes it.
+    if (claim?.taskAttempt === taskAttempt ? processGone(claim, env) : !claim && who !== null && processGone(who, env)) return 'stuck';
     return undefined;
   });
 }

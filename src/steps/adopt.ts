@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { ConflictError, UsageError } from '../errors.js';
 import { encodeClaim, type Claim } from '../job/claims.js';
-import { decide } from '../job/decisions.js';
+import { decide, decidedBy } from '../job/decisions.js';
 import { ADOPTED_DIR, defaultStagingRoot, JobLayout, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
 import { kindOfName, recogniseLeftover } from '../leftover/recognise.js';
 import type { Leftover, ListedEntry } from '../leftover/types.js';
@@ -202,7 +202,7 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   // Decided and claimed as commit-task would: a later `abort --task` of it is refused (§5.9).
   // Tasks go at once (one after another, 10,000 tasks took minutes on S3).
   await forEachLimit(claims, env.concurrency, async (c) => {
-    await decide(store, layout, 0, { taskAttempt: c.taskAttempt, outcome: 'commit', atMs: env.now(), by: `adopt by ${env.user}@${env.host} pid ${env.pid}`, jobStagedAtMs: job.stagedAtMs });
+    await decide(store, layout, 0, { taskAttempt: c.taskAttempt, outcome: 'commit', atMs: env.now(), by: `adopt by ${decidedBy(env)}`, jobStagedAtMs: job.stagedAtMs });
     await store.createExclusive(layout.claimFile(0, c.task), encodeClaim({ ...c, jobStagedAtMs: job.stagedAtMs }));
   });
   // The rename comes last: until it, the leftover is where it was and the new job publishes nothing.

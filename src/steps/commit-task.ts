@@ -5,7 +5,7 @@ import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError, StoreError, UsageError } from '../errors.js';
 import { claimFilesOfRecord, taskFilesOf, type ClaimFiles } from '../job/claim-files.js';
 import { encodeClaimWith, readClaimRecord, type ClaimContext, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
-import { decide, readDecision } from '../job/decisions.js';
+import { decide, decidedBy, readDecision } from '../job/decisions.js';
 import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import { taskAttemptName, type JobLayout } from '../job/layout.js';
 import { settleAttemptUploads } from '../job/pending-uploads.js';
@@ -208,7 +208,7 @@ async function otherRunCommitted(env: StepEnv, layout: JobLayout, ctx: ClaimCont
 
 /** The attempt's decision: commit, unless an abort of it came first (§5.9). */
 async function decideCommit(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string, mine: RunRecords): Promise<void> {
-  const ours = { atMs: env.now(), by: `${env.user}@${env.host} pid ${env.pid}` };
+  const ours = { atMs: env.now(), by: decidedBy(env) };
   const decision = await decide(env.store, layout, job.appAttempt, { taskAttempt, outcome: 'commit', ...ours, jobStagedAtMs: job.stagedAtMs }, job);
   if (decision.atMs === ours.atMs && decision.by === ours.by) mine.decision = ours;
   if (decision.outcome === 'abort') throw abortedError(taskAttempt, decision);
