@@ -109,7 +109,11 @@ for (const fx of storeFixtures()) {
         'sales/dt=2026-11-27/.hive-staging_hive_2026-11-29_10-00-00_123_4567890123-1',
       ]);
       assert.equal(by.get(`sales/.spark-staging-${U1}`)!.kind, 'spark-staging');
-      assert.equal(by.get(`sales/.spark-staging-${U1}`)!.action, 'would-delete');
+      // Spark killed in its job commit, a committed Hadoop task, a finished Hive query: only copies.
+      assert.equal(by.get(`sales/.spark-staging-${U1}`)!.action, 'adopt');
+      assert.match(by.get(`sales/.spark-staging-${U1}`)!.reason!, /killed in its job commit, while replacing partitions/);
+      assert.equal(by.get('sales/_temporary')!.action, 'adopt');
+      assert.equal(by.get('sales/dt=2026-11-27/.hive-staging_hive_2026-11-29_10-00-00_123_4567890123-1')!.action, 'adopt');
       assert.equal(by.get(`sales/.spark-staging-${U1}`)!.files, 1);
       assert.equal(by.get(`sales/.spark-staging-${U1}`)!.bytes, 5);
       assert.ok(by.get(`sales/.spark-staging-${U1}`)!.ageSeconds >= 4);
@@ -127,7 +131,7 @@ for (const fx of storeFixtures()) {
 
       const text = await cli(['clean-orphans', sb.uri(root), '--older-than', olderThan()], { env: sb.env });
       assert.match(text.stdout, /^KIND\s+PATH\s+AGE\s+FILES\s+BYTES\s+JOB\s+ACTION/m);
-      assert.match(text.stdout, /\n\d+ leftover\(s\) to remove, .* reclaimable; 3 skipped \(see ACTION\); dry run: nothing was changed, add --delete to remove them\n$/);
+      assert.match(text.stdout, /\n\d+ leftover\(s\) to remove, .* reclaimable; 3 kept: output to adopt \(see ACTION\), 3 skipped \(see ACTION\); dry run: nothing was changed, add --delete to remove them\n$/);
       // All of them too young: the summary says what was left, not "0 to remove" alone.
       const young = await cli(['clean-orphans', sb.uri(root), '--older-than', '30d'], { env: sb.env });
       assert.match(young.stdout, /\nnothing to remove; \d+ skipped \(see ACTION\); dry run: nothing was changed\n$/);
@@ -161,6 +165,7 @@ for (const fx of storeFixtures()) {
       assert.equal(actions['.stagecommit/events/committing-job'], 'rolled-forward');
       assert.equal(actions['.stagecommit/sales/dead-job'], 'deleted');
       assert.equal(actions[`sales/.spark-staging-${U2}`], 'skipped');
+      assert.equal(actions[`sales/.spark-staging-${U1}`], 'adopt');
       const tree = await readTree(sb.store, root);
       const keys = Object.keys(tree).filter((k) => !k.startsWith('.stagecommit/live/') && !k.endsWith('_SUCCESS'));
       assert.deepEqual(keys.sort(), [
@@ -169,7 +174,11 @@ for (const fx of storeFixtures()) {
         '.stagecommit/events/_log/log-id.yaml',
         'events/dt=1/e',
         'sales/.spark-staging-notes/readme.txt',
+        `sales/.spark-staging-${U1}/dt=2026-11-29/part-00000-${U1}.c000.snappy.parquet`,
         `sales/.spark-staging-${U2}/dt=2026-11-30/part-00000.parquet`,
+        'sales/_temporary/0/_temporary/attempt_202611291000_0001_m_000000_0/dt=2026-11-28/part-00000',
+        'sales/_temporary/0/task_202611291000_0001_m_000001/dt=2026-11-28/part-00001',
+        'sales/dt=2026-11-27/.hive-staging_hive_2026-11-29_10-00-00_123_4567890123-1/-ext-10000/000000_0',
         'sales/dt=2026-11-27/_temporary.csv',
         'sales/dt=2026-11-27/part-0.parquet',
         'sales/note=.spark-staging/part-0',

@@ -12,13 +12,18 @@ export interface CleanOrphansOptions {
   readonly olderThan?: string;
   /** Remove them (default: a dry run that only lists them). */
   readonly delete?: boolean;
+  /**
+   * With delete: also remove leftovers that hold output the table may not have (action 'adopt',
+   * or 'skipped' where adopt cannot place it). That output is lost.
+   */
+  readonly deleteUnpublished?: boolean;
   readonly maxDepth?: number;
 }
 
-const CLEAN_ORPHANS_OPTIONS: OptionTable<CleanOrphansOptions> = { roots: required(texts), olderThan: text, delete: flag, maxDepth: wholeNumber };
+const CLEAN_ORPHANS_OPTIONS: OptionTable<CleanOrphansOptions> = { roots: required(texts), olderThan: text, delete: flag, deleteUnpublished: flag, maxDepth: wholeNumber };
 
 /** One leftover as `--json` shows it: `path` is its URI. */
-export type LeftoverDoc = Omit<Leftover, 'path' | 'uri' | 'upload' | 'pastCommit'> & { readonly path: string };
+export type LeftoverDoc = Omit<Leftover, 'path' | 'uri' | 'upload' | 'pastCommit' | 'unpublished'> & { readonly path: string };
 
 export interface CleanOrphansDoc extends Omit<CleanOrphansResult, 'leftovers'> {
   readonly leftovers: readonly LeftoverDoc[];
@@ -35,8 +40,9 @@ export function parseDuration(raw: string): number {
 export const cleanOrphans = operation('cleanOrphans', CLEAN_ORPHANS_OPTIONS, async (s: Session, o: CleanOrphansOptions): Promise<CleanOrphansDoc> => {
   const olderThanMs = parseDuration(o.olderThan ?? '24h');
   if (o.roots.length === 0) throw new UsageError('clean-orphans needs at least one root directory to scan');
+  if (o.deleteUnpublished && !o.delete) throw new UsageError('--delete-unpublished removes leftovers only together with --delete: add --delete, or leave it out for a dry run');
   const locs = await Promise.all(o.roots.map((r) => s.location(r)));
   if (new Set(locs.map((l) => storeKey(l.uri))).size > 1) throw new UsageError('the roots are on different stores: run clean-orphans once per store');
-  const r = await cleanOrphansStep(s.stepEnv(locs[0]!.store), { roots: locs.map((l) => l.path), olderThanMs, delete: o.delete === true, maxDepth: o.maxDepth });
-  return { ...r, leftovers: r.leftovers.map(({ path: _p, uri, upload: _u, pastCommit: _c, ...l }) => ({ ...l, path: uri })) };
+  const r = await cleanOrphansStep(s.stepEnv(locs[0]!.store), { roots: locs.map((l) => l.path), olderThanMs, delete: o.delete === true, deleteUnpublished: o.deleteUnpublished === true, maxDepth: o.maxDepth });
+  return { ...r, leftovers: r.leftovers.map(({ path: _p, uri, upload: _u, pastCommit: _c, unpublished: _n, ...l }) => ({ ...l, path: uri })) };
 });

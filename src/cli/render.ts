@@ -82,8 +82,9 @@ export function renderOrphans(r: CleanOrphansDoc): string {
   const gone = count('would-delete', 'deleted');
   const rolled = count('rolled-forward');
   const skipped = count('skipped');
+  const adopt = count('adopt');
   // What was not removed is said too: a run that only skipped must not read as "0 removed" and nothing else.
-  const others = [rolled ? `${rolled} job(s) rolled forward` : '', skipped ? `${skipped} skipped (see ACTION)` : ''].filter(Boolean).join(', ');
+  const others = [rolled ? `${rolled} job(s) rolled forward` : '', adopt ? `${adopt} kept: output to adopt (see ACTION)` : '', skipped ? `${skipped} skipped (see ACTION)` : ''].filter(Boolean).join(', ');
   const removed = r.dryRun
     ? gone ? `${gone} leftover(s) to remove, ${formatBytes(r.reclaimableBytes)} reclaimable` : 'nothing to remove'
     : gone ? `${gone} leftover(s) removed, ${formatBytes(r.reclaimableBytes)} reclaimed` : 'nothing removed';

@@ -38,14 +38,7 @@ export function recogniseLeftover(label: string, name: string, entries: readonly
     throw new UsageError(`${label} is not an engine's leftover: adopt takes a Hadoop '_temporary', a Spark '.spark-staging-<id>' or a Hive '.hive-staging…' directory`);
   }
   if (entries.length === 0) throw new UsageError(`${label} is empty: there is nothing to adopt; remove it with 'stagecommit clean-orphans --delete'`);
-  let parts: Parts;
-  try {
-    parts = kind === 'hadoop-temporary' ? hadoopParts(entries) : kind === 'spark-staging' ? sparkParts(label, name, entries) : hiveParts(label, name, entries);
-  } catch (e) {
-    if (e instanceof NotLayoutError) throw new UsageError(`${label} does not look like what ${ENGINE[kind]} writes: ${e.message}; nothing was changed`);
-    throw e;
-  }
-  const { sources, discarded } = splitNonOutput(parts.sources, parts.discarded);
+  const { parts, sources, discarded } = committedParts(label, kind, name, entries);
   if (sources.every((s) => s.files.length === 0)) {
     throw new UsageError(`${label} holds no output to publish (${parts.stage}): there is nothing to adopt; remove it with 'stagecommit clean-orphans --delete'`);
   }
@@ -78,6 +71,30 @@ export function recogniseLeftover(label: string, name: string, entries: readonly
     bytes: all.reduce((a, f) => a + f.size, 0),
     newestMtimeMs,
   };
+}
+
+/** The engine's committed output in a leftover, before any check of how it could be published. */
+function committedParts(label: string, kind: LeftoverKind, name: string, entries: readonly ListedEntry[]): { parts: Parts; sources: LeftoverSource[]; discarded: Discarded[] } {
+  let parts: Parts;
+  try {
+    parts = kind === 'hadoop-temporary' ? hadoopParts(entries) : kind === 'spark-staging' ? sparkParts(label, name, entries) : hiveParts(label, name, entries);
+  } catch (e) {
+    if (e instanceof NotLayoutError) throw new UsageError(`${label} does not look like what ${ENGINE[kind]} writes: ${e.message}; nothing was changed`);
+    throw e;
+  }
+  return { parts, ...splitNonOutput(parts.sources, parts.discarded) };
+}
+
+/**
+ * What a leftover holds that its engine committed, whether or not adopt can publish it: its stage,
+ * whether the engine's job commit had begun, and how many output files. Null when it holds none.
+ */
+export function committedOutput(label: string, name: string, entries: readonly ListedEntry[]): { stage: string; jobCommitBegun: boolean; files: number } | null {
+  const kind = kindOfName(name);
+  if (!kind) return null;
+  const { parts, sources } = committedParts(label, kind, name, entries);
+  const files = sources.reduce((a, s) => a + s.files.length, 0);
+  return files ? { stage: parts.stage, jobCommitBegun: parts.jobCommitBegun, files } : null;
 }
 
 const ENGINE: Record<LeftoverKind, string> = {

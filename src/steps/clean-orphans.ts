@@ -16,10 +16,12 @@ import type { StepEnv } from './env.js';
 import { recover } from './recover.js';
 import { compareStrings } from '../util/compare.js';
 import { checkRoots, isLeaseFile, scan, type LeftoverKind, type ScanProblem } from './orphan-scan.js';
+import { unpublishedOutput } from './unpublished.js';
 
 export { kindByName, LEFTOVER_KINDS, type LeftoverKind, type ScanProblem } from './orphan-scan.js';
 
-export type LeftoverAction = 'would-delete' | 'deleted' | 'rolled-forward' | 'skipped';
+/** `adopt`: the leftover holds output the table may not have; --delete keeps it. */
+export type LeftoverAction = 'would-delete' | 'deleted' | 'rolled-forward' | 'adopt' | 'skipped';
 
 export interface Leftover {
   readonly kind: LeftoverKind;
@@ -34,6 +36,8 @@ export interface Leftover {
   readonly upload?: PendingUpload;
   /** A stagecommit job past its commit point: --delete rolls it forward, never deletes it. */
   readonly pastCommit?: boolean;
+  /** An engine's leftover that may hold the only copy of output: removed only with deleteUnpublished. */
+  readonly unpublished?: boolean;
   action: LeftoverAction;
   reason?: string;
 }
@@ -42,6 +46,8 @@ export interface CleanOrphansInput {
   readonly roots: readonly string[];
   readonly olderThanMs: number;
   readonly delete: boolean;
+  /** With delete: also remove leftovers that hold output the table may not have (action 'adopt'). */
+  readonly deleteUnpublished?: boolean;
   readonly maxDepth?: number;
 }
 
@@ -113,9 +119,9 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
 
   if (input.delete) {
     for (const l of leftovers) {
-      if (l.action === 'skipped' && !l.pastCommit) continue;
+      if (!isActedOn(l, input)) continue;
       try {
-        await act(env, l, input.olderThanMs);
+        await act(env, l, input);
       } catch (e) {
         l.action = 'skipped';
         l.reason = e instanceof StageCommitError || e instanceof StoreError ? e.message : String(e);
@@ -174,7 +180,13 @@ async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: num
       : now - newestMs < olderThanMs
         ? `changed ${ageSeconds}s ago: newer than --older-than`
         : undefined;
-  if (kind !== 'stagecommit') return protectedBy ? { ...base, action: 'skipped', reason: protectedBy } : { ...base, action: 'would-delete' };
+  if (kind !== 'stagecommit') {
+    if (protectedBy) return { ...base, action: 'skipped', reason: protectedBy };
+    // Invariant: clean-orphans never deletes the only copy of output (protocol.md, "Orphans").
+    const kept = await unpublishedOutput(store, path, kind);
+    if (!kept) return { ...base, action: 'would-delete' };
+    return { ...base, unpublished: true, action: kept.adoptable ? 'adopt' : 'skipped', reason: kept.reason };
+  }
   const layout = new JobLayout(path);
   let job: JobManifest | null;
   try {
@@ -210,7 +222,13 @@ async function strayLeases(env: StepEnv, path: string, base: Omit<Leftover, 'act
   return protectedBy ? { ...stray, action: 'skipped', reason: protectedBy } : { ...stray, action: 'would-delete' };
 }
 
-async function act(env: StepEnv, l: Leftover, olderThanMs: number): Promise<void> {
+/** What --delete removes (or rolls forward); output the table may not have only when told so. */
+function isActedOn(l: Leftover, input: CleanOrphansInput): boolean {
+  if (l.unpublished) return input.deleteUnpublished === true;
+  return l.action === 'would-delete' || l.pastCommit === true;
+}
+
+async function act(env: StepEnv, l: Leftover, input: CleanOrphansInput): Promise<void> {
   const { store } = env;
   if (l.kind === 'multipart-upload') {
     await store.abortUpload!(l.upload!);
@@ -218,8 +236,8 @@ async function act(env: StepEnv, l: Leftover, olderThanMs: number): Promise<void
     return;
   }
   // Re-check just before acting: a leftover that changed since it was listed is left alone.
-  const again = await describe(env, l.path, l.kind, env.now(), olderThanMs);
-  if ((again.action === 'skipped' && !again.pastCommit) || again.files !== l.files || again.bytes !== l.bytes || again.ageSeconds + 5 < l.ageSeconds) {
+  const again = await describe(env, l.path, l.kind, env.now(), input.olderThanMs);
+  if (!isActedOn(again, input) || again.files !== l.files || again.bytes !== l.bytes || again.ageSeconds + 5 < l.ageSeconds) {
     l.action = 'skipped';
     l.reason = again.reason ?? 'changed since it was listed';
     return;

@@ -13,9 +13,10 @@ export function cleanOrphansCommand(run: Run): Command {
     .description('find (and with --delete remove) what killed Spark, Hive, Hadoop and stagecommit jobs left behind')
     .argument('<roots...>', 'directories to scan; each must exist (else exit 2, and nothing is scanned)')
     .option('--older-than <duration>', "only leftovers last changed longer ago than this: the newest change inside, an empty one's own time (s, m, h, d)", '24h')
-    .option('--delete', 'remove the leftovers (default: a dry run that only lists them)')
+    .option('--delete', "remove the leftovers (default: a dry run that only lists them); never those listed as 'adopt'")
+    .option('--delete-unpublished', "with --delete, also remove leftovers holding output the table may not have (action 'adopt'): that output is lost")
     .option('--max-depth <n>', 'how deep below each root to look (default 16)', wholeNumber('--max-depth'))
-    .action((roots: string[], o: { olderThan: string; delete?: boolean; maxDepth?: number }, c: Command) =>
+    .action((roots: string[], o: { olderThan: string; delete?: boolean; deleteUnpublished?: boolean; maxDepth?: number }, c: Command) =>
       run(async (rt) => {
         const r = await cleanOrphans(rt.session, { ...o, roots });
         await rt.ui.stopSpinner();
