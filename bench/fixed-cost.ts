@@ -39,9 +39,11 @@ function countingRounds(store: Store, root: string): { store: Store; rounds: () 
         if (starts) rounds++;
         inFlight++;
         if (process.env.BENCH_TRACE === '1' && key !== 'toUri') {
-          const first = typeof args[0] === 'string' ? args[0] : JSON.stringify(args[0])?.slice(0, 160) ?? '';
+          const first = typeof args[0] === 'string' ? args[0] : (JSON.stringify(args[0])?.slice(0, 160) ?? '');
           const ms = (Number(process.hrtime.bigint() - began) / 1e6).toFixed(1).padStart(6);
-          process.stderr.write(`  ${String(rounds).padStart(3)} ${ms} ms ${String(key)} ${first.split(root).join('…')}\n`);
+          process.stderr.write(
+            `  ${String(rounds).padStart(3)} ${ms} ms ${String(key)} ${first.split(root).join('…')}\n`,
+          );
         }
         const out = (v as (...a: unknown[]) => unknown).apply(target, args);
         if (out instanceof Promise) return out.finally(() => inFlight--);
@@ -64,13 +66,26 @@ async function oneFileJob(label: string, store: Store, root: string, file: strin
     const wall = seconds(t);
     const { requests, ...ops } = env.store.metrics();
     const calls = Object.values(ops).reduce((a, n) => a + (n ?? 0), 0);
-    const detail = Object.entries(ops).map(([k, n]) => `${k} ${n}`).join(', ');
-    rows.push([`${label} ${name}`, String(calls), requests === undefined ? '-' : String(requests), String(counted.rounds()), `${(wall * 1000).toFixed(1)} ms`, detail]);
+    const detail = Object.entries(ops)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ');
+    rows.push([
+      `${label} ${name}`,
+      String(calls),
+      requests === undefined ? '-' : String(requests),
+      String(counted.rounds()),
+      `${(wall * 1000).toFixed(1)} ms`,
+      detail,
+    ]);
     return out;
   };
   const target = `${root}/table`;
-  const { stagingPath } = await step('stage', (env) => stageJob(env, { targetPath: target, mode: 'append', algorithm: 'v1', partition: [], partitionBy: [] }));
-  await step('stage FILE', (env) => stageFiles(env, { stagingPath, task: '0', partition: [], files: [{ localPath: file, name: 'part-0.csv' }] }));
+  const { stagingPath } = await step('stage', (env) =>
+    stageJob(env, { targetPath: target, mode: 'append', algorithm: 'v1', partition: [], partitionBy: [] }),
+  );
+  await step('stage FILE', (env) =>
+    stageFiles(env, { stagingPath, task: '0', partition: [], files: [{ localPath: file, name: 'part-0.csv' }] }),
+  );
   await step('commit-task', (env) => commitTask(env, { stagingPath, task: '0' }));
   await step('commit-job', (env) => commitJob(env, { stagingPath }));
   return rows;
@@ -81,8 +96,17 @@ const cluster = await new WebHdfsCluster({ root: path.join(dir, 'hdfs') }).start
 try {
   const file = path.join(dir, 'part-0.csv');
   writeFileSync(file, 'a,b\n1,2\n');
-  const hdfs = new WebHdfsStore({ nameNodes: cluster.nameNodeUrls, uriPrefix: 'hdfs://bench', user: 'bench', retries: 2, retryBaseMs: 50 });
-  const rows = [...(await oneFileJob('local', new LocalStore(), path.join(dir, 'local'), file)), ...(await oneFileJob('hdfs', hdfs, '/wh', file))];
+  const hdfs = new WebHdfsStore({
+    nameNodes: cluster.nameNodeUrls,
+    uriPrefix: 'hdfs://bench',
+    user: 'bench',
+    retries: 2,
+    retryBaseMs: 50,
+  });
+  const rows = [
+    ...(await oneFileJob('local', new LocalStore(), path.join(dir, 'local'), file)),
+    ...(await oneFileJob('hdfs', hdfs, '/wh', file)),
+  ];
   // S3 when a server is given (the RGW of scripts/rgw.sh: `set -a; . <(bash scripts/rgw.sh env)`).
   if (process.env.AWS_ENDPOINT_URL) {
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';

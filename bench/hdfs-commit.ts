@@ -10,7 +10,18 @@ import path from 'node:path';
 import { WebHdfsCluster } from '../test/webhdfs/server.js';
 import { WebHdfsStore } from '../src/store/webhdfs/webhdfs-store.js';
 import { forEachLimit } from '../src/util/pool.js';
-import { benchEnv, existingPartitions, fileName, fmt, plainTree, printTable, runStep, seconds, stagedJob, type Shape } from './helpers.js';
+import {
+  benchEnv,
+  existingPartitions,
+  fileName,
+  fmt,
+  plainTree,
+  printTable,
+  runStep,
+  seconds,
+  stagedJob,
+  type Shape,
+} from './helpers.js';
 
 const PARTITIONS = 100;
 const PER = 100;
@@ -19,7 +30,13 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'stagecommit-hdfs-bench-'));
 const cluster = await new WebHdfsCluster({ root: path.join(dir, 'hdfs') }).start(1);
 const config = path.join(dir, 'config.yaml');
 writeFileSync(config, `webhdfs:\n  user: bench\n  nameservices:\n    bench: [${cluster.nameNodeUrls[0]}]\n`);
-const store = new WebHdfsStore({ nameNodes: cluster.nameNodeUrls, uriPrefix: 'hdfs://bench', user: 'bench', retries: 2, retryBaseMs: 50 });
+const store = new WebHdfsStore({
+  nameNodes: cluster.nameNodeUrls,
+  uriPrefix: 'hdfs://bench',
+  user: 'bench',
+  retries: 2,
+  retryBaseMs: 50,
+});
 const local = (p: string) => path.join(dir, 'hdfs', p);
 
 function renames(since: number): number {
@@ -37,7 +54,9 @@ async function scenario(name: string, existing: boolean, tasksPerPartition: numb
   // The server answers from this very process: the step runs as a child, asynchronously.
   // BENCH_PARALLELISM: store operations in flight for our commit (default: the config's, 32).
   const parallelism = process.env.BENCH_PARALLELISM ? ['--parallelism', process.env.BENCH_PARALLELISM] : [];
-  const r = await runStep(['commit-job', '--job', `hdfs://bench${stagingPath}`, ...parallelism], { env: { ...process.env, STAGECOMMIT_CONFIG: config } });
+  const r = await runStep(['commit-job', '--job', `hdfs://bench${stagingPath}`, ...parallelism], {
+    env: { ...process.env, STAGECOMMIT_CONFIG: config },
+  });
   return { seconds: r.seconds, renames: renames(since), requests: r.metrics.requests ?? 0 };
 }
 
@@ -77,7 +96,15 @@ try {
     if (only && !(existing && only.includes(tpp))) continue;
     const ours = await scenario(name, existing, tpp);
     const base = await perFile(existing);
-    rows.push([name, fmt.s(ours.seconds), String(ours.renames), String(ours.requests), fmt.s(base.seconds), String(base.requests), fmt.ratio(base.seconds / ours.seconds)]);
+    rows.push([
+      name,
+      fmt.s(ours.seconds),
+      String(ours.renames),
+      String(ours.requests),
+      fmt.s(base.seconds),
+      String(base.requests),
+      fmt.ratio(base.seconds / ours.seconds),
+    ]);
   }
   printTable(['scenario', 'stagecommit', 'RENAMEs', 'requests', 'RENAME per file', 'requests', 'vs per file'], rows);
   console.log('\nstagecommit time is the whole `stagecommit commit-job` process (start-up included); the baseline');

@@ -61,7 +61,11 @@ export interface RunResult {
  * Runs a command as its own process, asynchronously (a test server may answer from this very
  * process). With `peak`, it runs under /usr/bin/time to learn its peak resident memory.
  */
-export function run(cmd: string, args: readonly string[], opts: { env?: NodeJS.ProcessEnv; peak?: boolean } = {}): Promise<RunResult> {
+export function run(
+  cmd: string,
+  args: readonly string[],
+  opts: { env?: NodeJS.ProcessEnv; peak?: boolean } = {},
+): Promise<RunResult> {
   const marker = '@@peak-kb ';
   const [file, argv] = opts.peak ? ['/usr/bin/time', ['-f', `${marker}%M`, cmd, ...args]] : [cmd, [...args]];
   return new Promise((resolve, reject) => {
@@ -87,7 +91,10 @@ export interface StepRun extends RunResult {
 }
 
 /** Runs one stagecommit step with --json; a failed step stops the benchmark with its message. */
-export async function runStep(args: readonly string[], opts: { env?: NodeJS.ProcessEnv; peak?: boolean } = {}): Promise<StepRun> {
+export async function runStep(
+  args: readonly string[],
+  opts: { env?: NodeJS.ProcessEnv; peak?: boolean } = {},
+): Promise<StepRun> {
   const r = await run(process.execPath, [BIN, ...args, '--json'], opts);
   if (r.code !== 0) throw new Error(`stagecommit ${args[0]} failed (exit ${r.code}): ${r.stderr.trim()}`);
   const doc = JSON.parse(r.stdout) as Record<string, unknown>;
@@ -137,9 +144,24 @@ export function taskFiles(shape: Shape): { task: string; files: { partition: num
  */
 export async function stagedJob(
   env: StepEnv,
-  opts: { target: string; staging?: string; mode: 'create' | 'append'; shape: Shape; localPathOf?: (p: string) => string; taskConcurrency?: number; commit?: boolean },
+  opts: {
+    target: string;
+    staging?: string;
+    mode: 'create' | 'append';
+    shape: Shape;
+    localPathOf?: (p: string) => string;
+    taskConcurrency?: number;
+    commit?: boolean;
+  },
 ): Promise<string> {
-  const { stagingPath, job } = await stageJob(env, { targetPath: opts.target, stagingPath: opts.staging, mode: opts.mode, algorithm: 'v1', partition: [], partitionBy: ['dt'] });
+  const { stagingPath, job } = await stageJob(env, {
+    targetPath: opts.target,
+    stagingPath: opts.staging,
+    mode: opts.mode,
+    algorithm: 'v1',
+    partition: [],
+    partitionBy: ['dt'],
+  });
   const layout = new JobLayout(stagingPath);
   const local = opts.localPathOf ?? ((p: string) => p);
   const tasks = taskFiles(opts.shape);
@@ -148,12 +170,14 @@ export async function stagedJob(
     const made = new Set<number>();
     for (const { partition, file } of t.files) {
       const d = path.join(dir, `dt=${partition}`);
-      if (!made.has(partition)) mkdirSync(d, { recursive: true }), made.add(partition);
+      if (!made.has(partition)) (mkdirSync(d, { recursive: true }), made.add(partition));
       writeFileSync(path.join(d, fileName(partition, file)), content(partition, file));
     }
   }
   if (opts.commit === false) return stagingPath;
-  await forEachLimit(tasks, opts.taskConcurrency ?? 4, (t) => commitTask(env, { stagingPath, task: t.task }).then(() => undefined));
+  await forEachLimit(tasks, opts.taskConcurrency ?? 4, (t) =>
+    commitTask(env, { stagingPath, task: t.task }).then(() => undefined),
+  );
   return stagingPath;
 }
 
@@ -177,7 +201,8 @@ export function existingPartitions(target: string, partitions: number): void {
 /** Prints rows as a table with a header, columns padded to their widest cell. */
 export function printTable(header: readonly string[], rows: readonly (readonly string[])[]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const line = (cells: readonly string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   console.log(line(header));
   for (const r of rows) console.log(line(r));
 }

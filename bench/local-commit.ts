@@ -14,7 +14,19 @@ import os from 'node:os';
 import path from 'node:path';
 import { LocalStore } from '../src/store/local.js';
 import { listTreeLocal } from '../src/store/local-tree.js';
-import { benchEnv, existingPartitions, median, ROOT, fmt, plainTree, printTable, runStep, stagedJob, timed, type Shape } from './helpers.js';
+import {
+  benchEnv,
+  existingPartitions,
+  median,
+  ROOT,
+  fmt,
+  plainTree,
+  printTable,
+  runStep,
+  stagedJob,
+  timed,
+  type Shape,
+} from './helpers.js';
 
 const PARTITIONS = Number(process.env.BENCH_PARTITIONS ?? 100);
 const FILES = Number(process.env.BENCH_FILES ?? 10_000);
@@ -25,7 +37,10 @@ interface Round {
   readonly ours: number;
   readonly rsync: number;
   readonly loop?: number;
-  /** Removing only the staging dir's directories, emptied as the commit leaves them: this filesystem's floor for that part. */
+  /**
+   * Removing only the staging dir's directories, emptied as the commit leaves them: this filesystem's floor for that
+   * part.
+   */
   readonly rmdirFloor: number;
   readonly discards: { readonly ours: number; readonly rsync: number };
 }
@@ -48,7 +63,8 @@ function deviceOf(dir: string): string | undefined {
   for (const line of readFileSync('/proc/mounts', 'utf8').split('\n')) {
     const [dev, at] = line.split(' ');
     if (!dev?.startsWith('/dev/') || !at) continue;
-    if ((dir === at || dir.startsWith(at.endsWith('/') ? at : `${at}/`)) && (!best || at.length > best[1].length)) best = [path.basename(dev), at];
+    if ((dir === at || dir.startsWith(at.endsWith('/') ? at : `${at}/`)) && (!best || at.length > best[1].length))
+      best = [path.basename(dev), at];
   }
   return best?.[0];
 }
@@ -99,7 +115,10 @@ function rmdirFloor(skeleton: string, dirs: readonly string[]): number {
   dirs.forEach((d, i) => renameSync(path.join(d, 'f'), path.join(out, String(i))));
   const tree = new URL('../src/store/local-tree.js', import.meta.url).href;
   const script = `const { removeTreeLocal } = await import(${JSON.stringify(tree)}); const t = process.hrtime.bigint(); await removeTreeLocal(process.argv[1]); console.log(Number(process.hrtime.bigint() - t) / 1e9);`;
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, skeleton], { encoding: 'utf8', env: { ...process.env, UV_THREADPOOL_SIZE: '128' } });
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, skeleton], {
+    encoding: 'utf8',
+    env: { ...process.env, UV_THREADPOOL_SIZE: '128' },
+  });
   if (r.status !== 0) throw new Error(r.stderr);
   return Number(r.stdout.trim());
 }
@@ -107,7 +126,11 @@ function rmdirFloor(skeleton: string, dirs: readonly string[]): number {
 type Target = 'absent' | 'new partitions' | 'existing partitions';
 
 /** One round: our commit and rsync of the same files, in the order `oursFirst` says, then the floor. */
-async function round(target: Target, tasksPerPartition: number, oursFirst: boolean): Promise<Round & { dirs: number; metrics: Record<string, number> }> {
+async function round(
+  target: Target,
+  tasksPerPartition: number,
+  oursFirst: boolean,
+): Promise<Round & { dirs: number; metrics: Record<string, number> }> {
   const root = mkdtempSync(path.join(os.tmpdir(), 'stagecommit-bench-'));
   const shape: Shape = { partitions: PARTITIONS, filesPerPartition: FILES / PARTITIONS, tasksPerPartition };
   const existing = target === 'existing partitions';
@@ -119,7 +142,12 @@ async function round(target: Target, tasksPerPartition: number, oursFirst: boole
       else writeFileSync(path.join(table, 'README'), 'a table\n');
     }
     const mode = target === 'absent' ? 'create' : 'append';
-    const staging = await stagedJob(benchEnv(new LocalStore()), { target: table, staging: path.join(root, 'staging'), mode, shape });
+    const staging = await stagedJob(benchEnv(new LocalStore()), {
+      target: table,
+      staging: path.join(root, 'staging'),
+      mode,
+      shape,
+    });
     const skeleton = path.join(root, 'skeleton');
     const dirs = (await listTreeLocal(staging)).filter((e) => e.kind === 'dir').map((e) => path.join(skeleton, e.name));
     const [src, dst] = [path.join(root, 'rs-src'), path.join(root, 'rs-dst')];
@@ -141,7 +169,15 @@ async function round(target: Target, tasksPerPartition: number, oursFirst: boole
       settle();
       loop = await mvLoop(lsrc, ldst);
     }
-    return { ours: ours.seconds, rsync: rs.seconds, loop, rmdirFloor: floor, discards: { ours: ours.discards, rsync: rs.discards }, dirs: dirs.length, metrics };
+    return {
+      ours: ours.seconds,
+      rsync: rs.seconds,
+      loop,
+      rmdirFloor: floor,
+      discards: { ours: ours.discards, rsync: rs.discards },
+      dirs: dirs.length,
+      metrics,
+    };
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
@@ -150,16 +186,25 @@ async function round(target: Target, tasksPerPartition: number, oursFirst: boole
 async function scenario(target: Target, tasksPerPartition: number): Promise<Row> {
   const rounds: (Round & { dirs: number; metrics: Record<string, number> })[] = [];
   for (let r = 0; r < ROUNDS; r++) rounds.push(await round(target, tasksPerPartition, r % 2 === 0));
-  return { name: `${target}, ${tasksPerPartition} task(s)/partition`, rounds, dirs: rounds[0]!.dirs, metrics: rounds[0]!.metrics };
+  return {
+    name: `${target}, ${tasksPerPartition} task(s)/partition`,
+    rounds,
+    dirs: rounds[0]!.dirs,
+    metrics: rounds[0]!.metrics,
+  };
 }
 
 async function main(): Promise<void> {
-  const peers = spawnSync('bash', [path.join(ROOT, 'scripts', 'bench-peers.sh'), 'rsync'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const peers = spawnSync('bash', [path.join(ROOT, 'scripts', 'bench-peers.sh'), 'rsync'], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   if (peers.status !== 0) {
     console.error('could not install rsync: run scripts/bench-peers.sh rsync as root');
     process.exit(2);
   }
-  console.log(`commit-job of ${FILES} files in ${PARTITIONS} partitions (local filesystem, ${os.cpus().length} cores)\n`);
+  console.log(
+    `commit-job of ${FILES} files in ${PARTITIONS} partitions (local filesystem, ${os.cpus().length} cores)\n`,
+  );
   const cases: [Target, number][] = [
     ['existing partitions', 100],
     ['existing partitions', 10],
@@ -173,7 +218,20 @@ async function main(): Promise<void> {
   const m = (r: Row, f: (x: Round) => number) => median(r.rounds.map(f));
   const count = (x: number) => (Number.isNaN(x) ? '-' : String(Math.round(x)));
   printTable(
-    ['scenario', 'stagecommit', 'rsync', 'vs rsync', 'ratio by round', ...(ALL ? ['mv loop', 'vs loop'] : []), 'dirs', 'rmdir floor', 'discards ours/rsync', 'renames', 'lists', 'deletes'],
+    [
+      'scenario',
+      'stagecommit',
+      'rsync',
+      'vs rsync',
+      'ratio by round',
+      ...(ALL ? ['mv loop', 'vs loop'] : []),
+      'dirs',
+      'rmdir floor',
+      'discards ours/rsync',
+      'renames',
+      'lists',
+      'deletes',
+    ],
     rows.map((r) => [
       r.name,
       fmt.s(m(r, (x) => x.ours)),
@@ -193,9 +251,11 @@ async function main(): Promise<void> {
   console.log("the rounds' ratios (rsync's time over ours: above 1, we are faster). stagecommit time is the whole");
   console.log('`stagecommit commit-job` process, start-up and removal of the staging dir included; rsync');
   console.log('--remove-source-files leaves its emptied source directories in place. "rmdir floor" removes the');
-  console.log("staging dir's directories (\"dirs\") alone, each emptied as the commit empties it, in a process with");
-  console.log("the CLI's thread pool: what this filesystem charges for that part of the commit. \"discards\" are the");
-  console.log(`trim requests disk ${DEVICE ?? '(unknown)'} completed during each command: with a \`discard\` mount every freed block`);
+  console.log('staging dir\'s directories ("dirs") alone, each emptied as the commit empties it, in a process with');
+  console.log('the CLI\'s thread pool: what this filesystem charges for that part of the commit. "discards" are the');
+  console.log(
+    `trim requests disk ${DEVICE ?? '(unknown)'} completed during each command: with a \`discard\` mount every freed block`,
+  );
   console.log("is one, and a removed directory frees one block as rsync's removed source file does.");
 }
 

@@ -25,10 +25,17 @@ function generate(root: string): number {
           dirs++;
         }
       }
-      if (d % 7 === 0) mkdirSync(path.join(root, `table${t}`, `dt=2026-01-${d}`, '.hive-staging_hive_2026-01-01_00-00-00_1_1-1', '-ext-10000'), { recursive: true });
+      if (d % 7 === 0)
+        mkdirSync(
+          path.join(root, `table${t}`, `dt=2026-01-${d}`, '.hive-staging_hive_2026-01-01_00-00-00_1_1-1', '-ext-10000'),
+          { recursive: true },
+        );
     }
     mkdirSync(path.join(root, `table${t}`, '_temporary', '0', '_temporary', 'attempt_1'), { recursive: true });
-    mkdirSync(path.join(root, `table${t}`, `.spark-staging-${String(t).padStart(8, '0')}-0000-4000-8000-000000000000`, 'dt=1'), { recursive: true });
+    mkdirSync(
+      path.join(root, `table${t}`, `.spark-staging-${String(t).padStart(8, '0')}-0000-4000-8000-000000000000`, 'dt=1'),
+      { recursive: true },
+    );
   }
   return dirs;
 }
@@ -36,7 +43,27 @@ function generate(root: string): number {
 const root = mkdtempSync(path.join(os.tmpdir(), 'stagecommit-orphans-bench-'));
 try {
   const n = generate(root);
-  const findArgs = [root, '(', '-name', '.spark-staging-*', '-o', '-name', '_temporary', '-o', '-name', '.hive-staging*', '-o', '-name', '__magic*', '-o', '-name', '_job.yaml', ')', '-prune', '-print'];
+  const findArgs = [
+    root,
+    '(',
+    '-name',
+    '.spark-staging-*',
+    '-o',
+    '-name',
+    '_temporary',
+    '-o',
+    '-name',
+    '.hive-staging*',
+    '-o',
+    '-name',
+    '__magic*',
+    '-o',
+    '-name',
+    '_job.yaml',
+    ')',
+    '-prune',
+    '-print',
+  ];
   execFileSync('find', [root], { stdio: 'ignore' }); // warm the dentry cache for both
   const runs = 3;
   let findBest = Infinity;
@@ -44,14 +71,19 @@ try {
   let found = 0;
   let findCount = 0;
   for (let i = 0; i < runs; i++) {
-    findBest = Math.min(findBest, await timed(() => (findCount = execFileSync('find', findArgs, { encoding: 'utf8' }).trim().split('\n').length)));
+    findBest = Math.min(
+      findBest,
+      await timed(() => (findCount = execFileSync('find', findArgs, { encoding: 'utf8' }).trim().split('\n').length)),
+    );
     const ours = await runStep(['clean-orphans', root, '--older-than', '0s']);
     oursBest = Math.min(oursBest, ours.seconds);
     found = (ours.doc.leftovers as unknown[]).length;
   }
   console.log(`tree: ${n} partition directories (plus leftovers) under ${root}`);
   console.log(`find -name … -prune:          ${findBest.toFixed(3)} s  (${findCount} paths)`);
-  console.log(`stagecommit clean-orphans:    ${oursBest.toFixed(3)} s  (${found} leftovers, measured with files, bytes and age)`);
+  console.log(
+    `stagecommit clean-orphans:    ${oursBest.toFixed(3)} s  (${found} leftovers, measured with files, bytes and age)`,
+  );
   console.log(`ratio stagecommit / find:     ${(oursBest / findBest).toFixed(2)}x  (best of ${runs}; goal: within 3x)`);
 } finally {
   rmSync(root, { recursive: true, force: true });

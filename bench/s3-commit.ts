@@ -26,10 +26,18 @@ const KiB = 1024;
 const MiB = 1024 * KiB;
 
 function rgwEnv(): Record<string, string> {
-  const start = spawnSync('bash', [path.join(ROOT, 'scripts', 'rgw.sh'), 'start'], { stdio: ['ignore', 'inherit', 'inherit'] });
-  if (start.status !== 0) throw new Error('RGW is not running and could not be started: scripts/rgw.sh install && scripts/rgw.sh start');
+  const start = spawnSync('bash', [path.join(ROOT, 'scripts', 'rgw.sh'), 'start'], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  if (start.status !== 0)
+    throw new Error('RGW is not running and could not be started: scripts/rgw.sh install && scripts/rgw.sh start');
   const out = execFileSync('bash', [path.join(ROOT, 'scripts', 'rgw.sh'), 'env'], { encoding: 'utf8' });
-  return Object.fromEntries(out.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  return Object.fromEntries(
+    out
+      .trim()
+      .split('\n')
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
 }
 
 /**
@@ -53,7 +61,9 @@ async function timeAsync(fn: () => Promise<unknown>): Promise<number> {
   return Number(process.hrtime.bigint() - t) / 1e9;
 }
 
-const peers = spawnSync('bash', [path.join(ROOT, 'scripts', 'bench-peers.sh'), 'awscli', 'rclone'], { stdio: ['ignore', 'inherit', 'inherit'] });
+const peers = spawnSync('bash', [path.join(ROOT, 'scripts', 'bench-peers.sh'), 'awscli', 'rclone'], {
+  stdio: ['ignore', 'inherit', 'inherit'],
+});
 if (peers.status !== 0) throw new Error('could not install the peer tools: run scripts/bench-peers.sh as root');
 // The SDK in this process reads credentials from the environment, so the server's go there too.
 Object.assign(process.env, rgwEnv(), { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
@@ -71,28 +81,63 @@ async function putObjects(keys: readonly string[], body: Buffer): Promise<void> 
 }
 
 function names(files: number, partitions: number): string[] {
-  return Array.from({ length: files }, (_, i) => `dt=2026-11-${String(i % partitions).padStart(2, '0')}/part-${String(i).padStart(5, '0')}.bin`);
+  return Array.from(
+    { length: files },
+    (_, i) => `dt=2026-11-${String(i % partitions).padStart(2, '0')}/part-${String(i).padStart(5, '0')}.bin`,
+  );
 }
 
 /** A job whose tasks (one per partition) are staged by `how` and committed; returns its handle. */
-async function stagedJob(table: string, files: string[], partitions: number, body: Buffer, how: 'writer' | 'stage-file'): Promise<{ handle: string; stagingPath: string; taskCommits: number }> {
+async function stagedJob(
+  table: string,
+  files: string[],
+  partitions: number,
+  body: Buffer,
+  how: 'writer' | 'stage-file',
+): Promise<{ handle: string; stagingPath: string; taskCommits: number }> {
   const e = stepEnv();
-  const { stagingPath, job } = await stageJob(e, { targetPath: `/${bucket}/wh/${table}`, mode: 'create', algorithm: 'v1', partition: [], partitionBy: ['dt'] });
+  const { stagingPath, job } = await stageJob(e, {
+    targetPath: `/${bucket}/wh/${table}`,
+    mode: 'create',
+    algorithm: 'v1',
+    partition: [],
+    partitionBy: ['dt'],
+  });
   const layout = new JobLayout(stagingPath);
   const taskOf = (i: number) => String(i % partitions);
   if (how === 'writer') {
-    await putObjects(files.map((n, i) => `${layout.attemptDir(0, taskAttemptName(job.jobId, taskOf(i), 0)).slice(bucket.length + 2)}/${n}`), body);
+    await putObjects(
+      files.map(
+        (n, i) => `${layout.attemptDir(0, taskAttemptName(job.jobId, taskOf(i), 0)).slice(bucket.length + 2)}/${n}`,
+      ),
+      body,
+    );
   } else {
     const local = path.join(work, `body-${body.length}`);
     writeFileSync(local, body);
-    await forEachLimit(Array.from({ length: partitions }, (_, t) => t), 4, async (t) => {
-      const mine = files.filter((_, i) => i % partitions === t);
-      const [dt] = mine[0]!.split('/');
-      await stageFiles(stepEnv(), { stagingPath, task: String(t), partition: [{ column: 'dt', value: dt!.slice(3) }], files: mine.map((n) => ({ localPath: local, name: path.posix.basename(n) })) });
-    });
+    await forEachLimit(
+      Array.from({ length: partitions }, (_, t) => t),
+      4,
+      async (t) => {
+        const mine = files.filter((_, i) => i % partitions === t);
+        const [dt] = mine[0]!.split('/');
+        await stageFiles(stepEnv(), {
+          stagingPath,
+          task: String(t),
+          partition: [{ column: 'dt', value: dt!.slice(3) }],
+          files: mine.map((n) => ({ localPath: local, name: path.posix.basename(n) })),
+        });
+      },
+    );
   }
   // Timed too: on S3 an outside writer's large files are copied here (into pending uploads).
-  const taskCommits = await timeAsync(() => forEachLimit(Array.from({ length: partitions }, (_, t) => t), 8, async (t) => void (await commitTask(stepEnv(), { stagingPath, task: String(t) }))));
+  const taskCommits = await timeAsync(() =>
+    forEachLimit(
+      Array.from({ length: partitions }, (_, t) => t),
+      8,
+      async (t) => void (await commitTask(stepEnv(), { stagingPath, task: String(t) })),
+    ),
+  );
   return { handle: store.toUri(stagingPath), stagingPath, taskCommits };
 }
 
@@ -104,7 +149,10 @@ function cliCommitJob(handle: string): { wall: number; metrics: Record<string, n
     const parallelism = process.env.BENCH_PARALLELISM ? ['--parallelism', process.env.BENCH_PARALLELISM] : [];
     // BENCH_VERBOSE=1: our commit's phases and store operation counts on stderr.
     const verbose = process.env.BENCH_VERBOSE === '1' ? ['--verbose'] : [];
-    const r = spawnSync(process.execPath, [BIN, 'commit-job', '--job', handle, '--json', ...parallelism, ...verbose], { encoding: 'utf8', env });
+    const r = spawnSync(process.execPath, [BIN, 'commit-job', '--job', handle, '--json', ...parallelism, ...verbose], {
+      encoding: 'utf8',
+      env,
+    });
     if (r.status !== 0) throw new Error(r.stderr);
     if (verbose.length) process.stderr.write(r.stderr);
     metrics = JSON.parse(r.stdout).metrics;
@@ -116,28 +164,75 @@ const awsDir = path.join(work, 'aws');
 execFileSync('mkdir', ['-p', awsDir]);
 writeFileSync(path.join(awsDir, 'config'), '[default]\nregion = us-east-1\ns3 =\n  addressing_style = path\n');
 const rcloneConf = path.join(awsDir, 'rclone.conf');
-writeFileSync(rcloneConf, `[rgw]\ntype = s3\nprovider = Ceph\nendpoint = ${env.AWS_ENDPOINT_URL}\naccess_key_id = ${env.AWS_ACCESS_KEY_ID}\nsecret_access_key = ${env.AWS_SECRET_ACCESS_KEY}\nforce_path_style = true\n`);
+writeFileSync(
+  rcloneConf,
+  `[rgw]\ntype = s3\nprovider = Ceph\nendpoint = ${env.AWS_ENDPOINT_URL}\naccess_key_id = ${env.AWS_ACCESS_KEY_ID}\nsecret_access_key = ${env.AWS_SECRET_ACCESS_KEY}\nforce_path_style = true\n`,
+);
 
 /** `aws s3 mv --recursive` and `rclone move` of the same objects (uploaded first, not timed). */
 async function peerTimes(files: string[], body: Buffer): Promise<{ aws: number; rclone: number }> {
-  await putObjects(files.map((n) => `src-aws/${n}`), body);
+  await putObjects(
+    files.map((n) => `src-aws/${n}`),
+    body,
+  );
   const awsEnv = { ...env, AWS_CONFIG_FILE: path.join(awsDir, 'config'), AWS_CA_BUNDLE: '' };
   settle();
-  const aws = time(() => execFileSync('/usr/bin/aws', ['--endpoint-url', env.AWS_ENDPOINT_URL!, 's3', 'mv', '--recursive', '--only-show-errors', `s3://${bucket}/src-aws/`, `s3://${bucket}/dst-aws/`], { env: awsEnv }));
+  const aws = time(() =>
+    execFileSync(
+      '/usr/bin/aws',
+      [
+        '--endpoint-url',
+        env.AWS_ENDPOINT_URL!,
+        's3',
+        'mv',
+        '--recursive',
+        '--only-show-errors',
+        `s3://${bucket}/src-aws/`,
+        `s3://${bucket}/dst-aws/`,
+      ],
+      { env: awsEnv },
+    ),
+  );
   await store.delete(`/${bucket}/dst-aws`, true);
-  await putObjects(files.map((n) => `src-rclone/${n}`), body);
+  await putObjects(
+    files.map((n) => `src-rclone/${n}`),
+    body,
+  );
   const { AWS_CA_BUNDLE: _ca, ...rcloneEnv } = env;
   settle();
-  const rclone = time(() => execFileSync('rclone', ['--config', rcloneConf, 'move', `rgw:${bucket}/src-rclone`, `rgw:${bucket}/dst-rclone`, '--transfers', '16', '--checkers', '16'], { env: rcloneEnv }));
+  const rclone = time(() =>
+    execFileSync(
+      'rclone',
+      [
+        '--config',
+        rcloneConf,
+        'move',
+        `rgw:${bucket}/src-rclone`,
+        `rgw:${bucket}/dst-rclone`,
+        '--transfers',
+        '16',
+        '--checkers',
+        '16',
+      ],
+      { env: rcloneEnv },
+    ),
+  );
   await store.delete(`/${bucket}/dst-rclone`, true);
   return { aws, rclone };
 }
 
 const rows: string[] = [];
 type Ours = { wall: number; metrics: Record<string, number>; taskCommits: number };
-const runs = (xs: readonly number[]): string => (xs.length > 1 ? ` (runs: ${xs.map((x) => x.toFixed(2)).join(', ')})` : '');
+const runs = (xs: readonly number[]): string =>
+  xs.length > 1 ? ` (runs: ${xs.map((x) => x.toFixed(2)).join(', ')})` : '';
 
-function row(label: string, ours: readonly Ours[], files: number, peer: { aws: number[]; rclone: number[] }, goals: string): void {
+function row(
+  label: string,
+  ours: readonly Ours[],
+  files: number,
+  peer: { aws: number[]; rclone: number[] },
+  goals: string,
+): void {
   const m = ours[0]!.metrics;
   const wall = median(ours.map((o) => o.wall));
   // Ratios are taken run by run (a run's peers against the same run's commit), then the median.
@@ -151,7 +246,15 @@ function row(label: string, ours: readonly Ours[], files: number, peer: { aws: n
   console.log(rows.at(-1));
 }
 
-async function caseMany(label: string, files: number, partitions: number, size: number, hows: readonly ('writer' | 'stage-file')[], goals: string, rounds = 1): Promise<void> {
+async function caseMany(
+  label: string,
+  files: number,
+  partitions: number,
+  size: number,
+  hows: readonly ('writer' | 'stage-file')[],
+  goals: string,
+  rounds = 1,
+): Promise<void> {
   const fileNames = names(files, partitions);
   const body = Buffer.alloc(size, 'x');
   const ours: Record<string, Ours[]> = {};
@@ -171,7 +274,14 @@ async function caseMany(label: string, files: number, partitions: number, size: 
     peer.rclone.push(p.rclone);
     if (hows.includes('writer')) floor.push(await copyFloor(fileNames, body));
   }
-  for (const how of hows) row(`${label}, staged by ${how === 'writer' ? 'an outside writer (--print-path)' : 'stage FILE'}`, ours[how]!, files, peer, goals);
+  for (const how of hows)
+    row(
+      `${label}, staged by ${how === 'writer' ? 'an outside writer (--print-path)' : 'stage FILE'}`,
+      ours[how]!,
+      files,
+      peer,
+      goals,
+    );
   if (floor.length) floorRows(files, floor, ours.writer!, peer.aws, peer.rclone);
 }
 
@@ -180,13 +290,19 @@ interface Floor {
   readonly deletes: number;
   /** The same copies and deletes, each source deleted once copied (rclone move's schedule). */
   readonly overlapped: number;
-  /** A CLI process that loads the S3 code, asks the store once and exits (`stagecommit jobs` of a path that is not there, exit 2). */
+  /**
+   * A CLI process that loads the S3 code, asks the store once and exits (`stagecommit jobs` of a path that is not
+   * there, exit 2).
+   */
   readonly startup: number;
   /** `node -e 0`: what any Node process costs before a line of ours runs. */
   readonly bareNode: number;
   /** `stagecommit --version`: Node and our bundle, no store. */
   readonly version: number;
-  /** The commit protocol alone: an in-process commit-job of one 1 KiB file an outside writer staged (its reads, commit point, one copy, `_SUCCESS`, clean-up). */
+  /**
+   * The commit protocol alone: an in-process commit-job of one 1 KiB file an outside writer staged (its reads, commit
+   * point, one copy, `_SUCCESS`, clean-up).
+   */
   readonly protocol: number;
   readonly atOnce: number;
 }
@@ -202,16 +318,25 @@ interface Floor {
  */
 async function copyFloor(files: string[], body: Buffer): Promise<Floor> {
   const keys = files.map((n) => `/${bucket}/floor/${n}`);
-  await putObjects(keys.map((k) => k.slice(bucket.length + 2)), body);
+  await putObjects(
+    keys.map((k) => k.slice(bucket.length + 2)),
+    body,
+  );
   settle();
-  const atOnce = copiesInFlight(keys.map(() => ({ op: 'copy' as const, from: 's:x', to: 't:x', size: body.length })), 32);
+  const atOnce = copiesInFlight(
+    keys.map(() => ({ op: 'copy' as const, from: 's:x', to: 't:x', size: body.length })),
+    32,
+  );
   const copies = await timeAsync(() => forEachLimit(keys, atOnce, (k) => store.copy(k, `${k}.copy`)));
   const deletes = await timeAsync(() => store.deleteMany(keys));
   // rclone's schedule: each source deleted once its copy is done (here in DeleteObjects batches
   // sent while the other copies go on), so the deletes overlap the copies. The copies above go
   // first: the server holds one case's data at a time, as it does for every other command timed.
   await store.delete(`/${bucket}/floor`, true);
-  await putObjects(keys.map((k) => k.slice(bucket.length + 2)), body);
+  await putObjects(
+    keys.map((k) => k.slice(bucket.length + 2)),
+    body,
+  );
   settle();
   const overlapped = await timeAsync(async () => {
     let pending: string[] = [];
@@ -230,7 +355,9 @@ async function copyFloor(files: string[], body: Buffer): Promise<Floor> {
     await sending;
   });
   await store.delete(`/${bucket}/floor`, true);
-  const startup = time(() => spawnSync(process.execPath, [BIN, 'jobs', `s3://${bucket}/not-there`], { env, stdio: 'ignore' }));
+  const startup = time(() =>
+    spawnSync(process.execPath, [BIN, 'jobs', `s3://${bucket}/not-there`], { env, stdio: 'ignore' }),
+  );
   const bareNode = time(() => spawnSync(process.execPath, ['-e', '0'], { env, stdio: 'ignore' }));
   const version = time(() => spawnSync(process.execPath, [BIN, '--version'], { env, stdio: 'ignore' }));
   const one = await stagedJob('floor-one', ['dt=1/part-0.bin'], 1, Buffer.alloc(1024, 'x'), 'writer');
@@ -239,7 +366,13 @@ async function copyFloor(files: string[], body: Buffer): Promise<Floor> {
   return { copies, deletes, overlapped, startup, bareNode, version, protocol, atOnce };
 }
 
-function floorRows(files: number, floor: readonly Floor[], ours: readonly Ours[], aws: readonly number[], rclone: readonly number[]): void {
+function floorRows(
+  files: number,
+  floor: readonly Floor[],
+  ours: readonly Ours[],
+  aws: readonly number[],
+  rclone: readonly number[],
+): void {
   const m = (f: (x: Floor) => number) => median(floor.map(f));
   const sum = (x: Floor) => x.copies + x.deletes;
   const least = (x: Floor) => Math.min(sum(x), x.overlapped);
@@ -282,12 +415,30 @@ async function caseOneFile(): Promise<void> {
     inProc.push(await timeAsync(() => fn(e)));
     counts.push(e.store.metrics().requests ?? 0);
   };
-  await count(async (e) => ({ stagingPath } = await stageJob(e, { targetPath: `/${bucket}/wh/one-lib`, mode: 'create', algorithm: 'v1', partition: [], partitionBy: ['dt'] })));
-  await count((e) => stageFiles(e, { stagingPath, task: '0', partition: [{ column: 'dt', value: '1' }], files: [{ localPath: local, name: 'one.csv' }] }));
+  await count(
+    async (e) =>
+      ({ stagingPath } = await stageJob(e, {
+        targetPath: `/${bucket}/wh/one-lib`,
+        mode: 'create',
+        algorithm: 'v1',
+        partition: [],
+        partitionBy: ['dt'],
+      })),
+  );
+  await count((e) =>
+    stageFiles(e, {
+      stagingPath,
+      task: '0',
+      partition: [{ column: 'dt', value: '1' }],
+      files: [{ localPath: local, name: 'one.csv' }],
+    }),
+  );
   await count((e) => commitTask(e, { stagingPath, task: '0' }));
   await count((e) => commitJob(e, { stagingPath }));
   rows.push('one 1 KiB file, step by step (process wall time incl. start-up; in-process time; requests)');
-  steps.forEach(([name], i) => rows.push(`  ${name.padEnd(12)} ${walls[i]!.toFixed(2)} s   ${inProc[i]!.toFixed(2)} s   ${counts[i]} requests`));
+  steps.forEach(([name], i) =>
+    rows.push(`  ${name.padEnd(12)} ${walls[i]!.toFixed(2)} s   ${inProc[i]!.toFixed(2)} s   ${counts[i]} requests`),
+  );
   console.log(rows.slice(-5).join('\n'));
 }
 
@@ -299,14 +450,21 @@ async function caseCrossover(): Promise<void> {
     const local = path.join(work, `x-${size}`);
     writeFileSync(local, Buffer.alloc(size, 'y'));
     const keys = Array.from({ length: n }, (_, i) => `/${bucket}/x/${size}/f${i}`);
-    const ready = await Promise.all(keys.map(async (k) => {
-      const uploadId = await store.beginUpload(`${k}.up`);
-      return { path: `${k}.up`, uploadId, size, etags: await store.uploadParts(`${k}.up`, uploadId, local, size) };
-    }));
-    await putObjects(keys.map((k) => k.slice(bucket.length + 2)), Buffer.alloc(size, 'y'));
+    const ready = await Promise.all(
+      keys.map(async (k) => {
+        const uploadId = await store.beginUpload(`${k}.up`);
+        return { path: `${k}.up`, uploadId, size, etags: await store.uploadParts(`${k}.up`, uploadId, local, size) };
+      }),
+    );
+    await putObjects(
+      keys.map((k) => k.slice(bucket.length + 2)),
+      Buffer.alloc(size, 'y'),
+    );
     const complete = await timeAsync(() => forEachLimit(ready, 16, (u) => store.completeUpload(u)));
     const copy = await timeAsync(() => forEachLimit(keys, 16, (k) => store.copy(k, `${k}.copy`)));
-    rows.push(`  ${String(size / KiB).padStart(5)} KiB: complete ${(n / complete).toFixed(0)}/s, copy ${(n / copy).toFixed(0)}/s → ${complete < copy ? 'complete' : 'copy'} is cheaper`);
+    rows.push(
+      `  ${String(size / KiB).padStart(5)} KiB: complete ${(n / complete).toFixed(0)}/s, copy ${(n / copy).toFixed(0)}/s → ${complete < copy ? 'complete' : 'copy'} is cheaper`,
+    );
     console.log(rows.at(-1));
     await store.delete(`/${bucket}/x`, true);
   }
@@ -321,14 +479,34 @@ try {
   const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
   // BENCH_FILES scales it (default 2,000).
   const small = Number(process.env.BENCH_FILES ?? 2000);
-  if (only.includes('small')) await caseMany(`${small.toLocaleString('en')} × 1 KiB in 20 partitions`, small, 20, KiB, ['writer'], '≥2× aws, faster than rclone', rounds);
+  if (only.includes('small'))
+    await caseMany(
+      `${small.toLocaleString('en')} × 1 KiB in 20 partitions`,
+      small,
+      20,
+      KiB,
+      ['writer'],
+      '≥2× aws, faster than rclone',
+      rounds,
+    );
   // BENCH_LARGE_FILES scales the 8 MiB case (the test RGW's in-memory OSD holds 4 GiB and its
   // garbage collector, set by scripts/rgw.sh to run every 15 s, frees what the cases delete).
   const large = Number(process.env.BENCH_LARGE_FILES ?? 100);
   // BENCH_LARGE_ROUNDS: runs of the 8 MiB case (default 1: the test RGW holds little).
   const largeRounds = Number(process.env.BENCH_LARGE_ROUNDS ?? 1);
-  if (only.includes('large')) await caseMany(`${large} × 8 MiB in 10 partitions`, large, 10, 8 * MiB, ['stage-file', 'writer'], 'stage FILE: ≥3× aws, ≥1× rclone; every row faster than both', largeRounds);
-  console.log(`\n=== S3 (Ceph RGW) commit-job, ${new Date().toISOString()}\n${rows.join('\n')}\nstagecommit times are whole processes (start-up included), as rclone's and aws's are.`);
+  if (only.includes('large'))
+    await caseMany(
+      `${large} × 8 MiB in 10 partitions`,
+      large,
+      10,
+      8 * MiB,
+      ['stage-file', 'writer'],
+      'stage FILE: ≥3× aws, ≥1× rclone; every row faster than both',
+      largeRounds,
+    );
+  console.log(
+    `\n=== S3 (Ceph RGW) commit-job, ${new Date().toISOString()}\n${rows.join('\n')}\nstagecommit times are whole processes (start-up included), as rclone's and aws's are.`,
+  );
 } finally {
   await store.delete(`/${bucket}`, true);
   rmSync(work, { recursive: true, force: true });

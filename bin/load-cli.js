@@ -15,7 +15,21 @@
 //   start, no more. STAGECOMMIT_CODE_CACHE=off (or 0, false, no) turns it off.
 import { isAscii } from 'node:buffer';
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,7 +40,18 @@ const MAGIC = 'stagecommit-code-cache 1';
 /** Far above any cache of this bundle (about 1 MB). */
 const MAX_BYTES = 64 * 1024 * 1024;
 
-const COMMANDS = new Set(['stage', 'commit-task', 'commit-job', 'abort', 'recover', 'status', 'jobs', 'clean-orphans', 'adopt', 'completion']);
+const COMMANDS = new Set([
+  'stage',
+  'commit-task',
+  'commit-job',
+  'abort',
+  'recover',
+  'status',
+  'jobs',
+  'clean-orphans',
+  'adopt',
+  'completion',
+]);
 
 /**
  * What a command line runs, as far as the code it compiles goes: the command and the kind of
@@ -42,7 +67,12 @@ function codePath(argv) {
 /** Where caches go: an absolute $XDG_CACHE_HOME, else an absolute home's .cache; null when neither is. */
 function cacheDir(env) {
   const home = os.homedir();
-  const base = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : path.isAbsolute(home) ? path.join(home, '.cache') : null;
+  const base =
+    env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME)
+      ? env.XDG_CACHE_HOME
+      : path.isAbsolute(home)
+        ? path.join(home, '.cache')
+        : null;
   return base && path.join(base, 'stagecommit');
 }
 
@@ -77,7 +107,9 @@ function header(data) {
   return `${MAGIC} ${createHash('sha256').update(data).digest('hex')}`;
 }
 
-/** The cached code in `file` if it is whole (a header line with its checksum, then the code), and when it was last used. */
+/**
+ * The cached code in `file` if it is whole (a header line with its checksum, then the code), and when it was last used.
+ */
 function readCache(file) {
   if (!file) return undefined;
   let fd;
@@ -85,7 +117,8 @@ function readCache(file) {
     // Only a regular file of a sane size: a FIFO there would block a plain read forever.
     fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
     const s = fstatSync(fd);
-    if (!s.isFile() || s.size > MAX_BYTES || !ownedByUs(s) || !ownedByUs(statSync(path.dirname(file)))) return undefined;
+    if (!s.isFile() || s.size > MAX_BYTES || !ownedByUs(s) || !ownedByUs(statSync(path.dirname(file))))
+      return undefined;
     const buf = readFileSync(fd);
     const nl = buf.indexOf(10);
     if (nl < 0 || !buf.subarray(0, nl).toString('latin1').startsWith(`${MAGIC} `)) return undefined;
@@ -109,7 +142,8 @@ function makeDir(dir) {
   const uid = process.getuid?.();
   for (const d of [path.dirname(dir), dir]) {
     if (existsSync(d)) continue;
-    if (uid !== undefined && statSync(path.dirname(d)).uid !== uid) throw new Error(`${path.dirname(d)} is another user's`);
+    if (uid !== undefined && statSync(path.dirname(d)).uid !== uid)
+      throw new Error(`${path.dirname(d)} is another user's`);
     try {
       mkdirSync(d, { mode: 0o700 });
     } catch (e) {
@@ -183,12 +217,23 @@ export function loadCli(bundle, argv, env) {
   const source = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
   const file = cacheFileFor(bytes, argv, env);
   const cached = readCache(file);
-  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname, __scMetaUrl) {${source}\n})`, { filename: bundle, cachedData: cached?.data });
+  const script = new vm.Script(
+    `(function (exports, require, module, __filename, __dirname, __scMetaUrl) {${source}\n})`,
+    { filename: bundle, cachedData: cached?.data },
+  );
   const module = { exports: {} };
-  script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, path.dirname(bundle), pathToFileURL(bundle).href);
+  script.runInThisContext()(
+    module.exports,
+    createRequire(bundle),
+    module,
+    bundle,
+    path.dirname(bundle),
+    pathToFileURL(bundle).href,
+  );
   const fresh = file !== null && (cached === undefined || script.cachedDataRejected === true);
   const save = () => {
-    // A run that changed a V8 flag (a large commit's heap) compiled for those flags: a normal start would reject its cache.
+    // A run that changed a V8 flag (a large commit's heap) compiled for those flags: a normal start would reject its
+    // cache.
     if (module.exports.v8FlagsChanged?.()) return;
     if (fresh) writeCache(file, () => script.createCachedData());
     else if (cached && cached.usedAtMs < Date.now() - DAY_MS) touch(file);

@@ -33,7 +33,9 @@ await build({
   splitting: true,
   format: 'esm',
   // CommonJS inside an ES module bundle still calls require() for Node's built-ins.
-  banner: { js: "import { createRequire as __scRequire } from 'node:module'; const require = __scRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __scRequire } from 'node:module'; const require = __scRequire(import.meta.url);",
+  },
   chunkNames: 'chunks/[name]-[hash]',
 });
 
@@ -44,8 +46,13 @@ await build({
 const builtinsRequired = {
   name: 'builtins-required',
   setup(b) {
-    b.onResolve({ filter: /^node:/ }, (args) => (args.kind === 'dynamic-import' ? { path: args.path, namespace: 'builtin' } : undefined));
-    b.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)});`, loader: 'js' }));
+    b.onResolve({ filter: /^node:/ }, (args) =>
+      args.kind === 'dynamic-import' ? { path: args.path, namespace: 'builtin' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
   },
 };
 await build({
@@ -65,4 +72,7 @@ await build({
 });
 const cli = readFileSync(path.join(root, 'dist', 'bundle', 'cli.cjs'), 'utf8');
 const left = /\bimport\(\s*["'`]/.exec(cli.replace(/\/\*[\s\S]*?\*\/|\/\/[^\n]*/g, ''));
-if (left) throw new Error(`dist/bundle/cli.cjs still makes a dynamic import (${cli.slice(left.index, left.index + 60)}): vm.Script cannot run it`);
+if (left)
+  throw new Error(
+    `dist/bundle/cli.cjs still makes a dynamic import (${cli.slice(left.index, left.index + 60)}): vm.Script cannot run it`,
+  );

@@ -19,7 +19,11 @@ const env = { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 
 const stops = [];
 
 function sh(script, args, opts = {}) {
-  return spawnSync('bash', [path.join(root, 'scripts', script), ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], ...opts });
+  return spawnSync('bash', [path.join(root, 'scripts', script), ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    ...opts,
+  });
 }
 
 function startS3() {
@@ -63,11 +67,30 @@ function buildBundle() {
  * follow in name order. Only files with a source in test/ run: a compiled test whose source was
  * removed is stale.
  */
-const LONGEST_FIRST = ['adversarial', 'adopt-engines', 'concurrency', 'crash', 'protocol-steps', 'damaged-manifests', 'adopt-safety', 'protocol-modes', 'kill', 'reruns', 'tempfiles', 'orphans', 'writers', 'uris', 'examples'];
+const LONGEST_FIRST = [
+  'adversarial',
+  'adopt-engines',
+  'concurrency',
+  'crash',
+  'protocol-steps',
+  'damaged-manifests',
+  'adopt-safety',
+  'protocol-modes',
+  'kill',
+  'reruns',
+  'tempfiles',
+  'orphans',
+  'writers',
+  'uris',
+  'examples',
+];
 
 function testFiles() {
   const dir = path.join(root, 'dist', 'test');
-  const names = readdirSync(path.join(root, 'test')).filter((f) => f.endsWith('.test.ts')).map((f) => f.slice(0, -'.test.ts'.length)).sort();
+  const names = readdirSync(path.join(root, 'test'))
+    .filter((f) => f.endsWith('.test.ts'))
+    .map((f) => f.slice(0, -'.test.ts'.length))
+    .sort();
   const rank = (n) => (LONGEST_FIRST.includes(n) ? LONGEST_FIRST.indexOf(n) : LONGEST_FIRST.length);
   return names.sort((a, b) => rank(a) - rank(b)).map((n) => path.join(dir, `${n}.test.js`));
 }

@@ -21,27 +21,40 @@ export class StageCommitError extends Error {
 
 /** Bad usage or bad input: nothing was changed (exit 2). */
 export class UsageError extends StageCommitError {
-  constructor(message: string) { super(ExitCode.usage, message); }
+  constructor(message: string) {
+    super(ExitCode.usage, message);
+  }
 }
 
 /** Another attempt of the task won its commit claim, or this attempt was aborted (exit 3). */
 export class CommitDeniedError extends StageCommitError {
-  constructor(message: string) { super(ExitCode.denied, message); }
+  constructor(message: string) {
+    super(ExitCode.denied, message);
+  }
 }
 
 /** Job locked, wrong state, target changed under the job, overlapping overwrite (exit 4). */
 export class ConflictError extends StageCommitError {
-  constructor(message: string) { super(ExitCode.conflict, message); }
+  constructor(message: string) {
+    super(ExitCode.conflict, message);
+  }
 }
 
 /** Declared tasks are missing at commit-job (exit 5). */
 export class IncompleteError extends StageCommitError {
-  constructor(message: string) { super(ExitCode.incomplete, message); }
+  constructor(message: string) {
+    super(ExitCode.incomplete, message);
+  }
 }
 
 /** An unreadable or invalid manifest; the message names the file and the field (exit 1). */
 export class CorruptManifestError extends StageCommitError {
-  constructor(readonly file: string, readonly field: string, readonly problem: string, whole = false) {
+  constructor(
+    readonly file: string,
+    readonly field: string,
+    readonly problem: string,
+    whole = false,
+  ) {
     super(ExitCode.failed, `${file}: ${whole ? '' : `field '${field}' `}${problem}`);
   }
 
@@ -64,7 +77,10 @@ export class StoreError extends StageCommitError {
   readonly op: string;
   readonly paths: string[];
   constructor(kind: StoreErrorKind, op: string, paths: string[], detail: string) {
-    super(kind === 'no-location' ? ExitCode.usage : ExitCode.failed, paths.length ? `${op} ${paths.join(' -> ')}: ${detail}` : detail);
+    super(
+      kind === 'no-location' ? ExitCode.usage : ExitCode.failed,
+      paths.length ? `${op} ${paths.join(' -> ')}: ${detail}` : detail,
+    );
     this.kind = kind;
     this.op = op;
     this.paths = paths;
@@ -73,7 +89,9 @@ export class StoreError extends StageCommitError {
 
 /** A rule the code itself keeps was broken (a planner invariant): a bug, not bad input (exit 1). */
 export class InternalError extends StageCommitError {
-  constructor(message: string) { super(ExitCode.failed, message); }
+  constructor(message: string) {
+    super(ExitCode.failed, message);
+  }
 }
 
 /**
@@ -81,7 +99,11 @@ export class InternalError extends StageCommitError {
  * records it as that leftover's reason and goes on, as it does with every error.
  */
 export class InjectedFault extends Error {
-  constructor(readonly point: number, readonly op: string, readonly path: string) {
+  constructor(
+    readonly point: number,
+    readonly op: string,
+    readonly path: string,
+  ) {
     super(`injected fault at mutation ${point} (${op} ${path})`);
   }
 }

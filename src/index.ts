@@ -37,7 +37,13 @@ function call<O extends object, D>(fn: Operation<O, D>): (opts: O & LibraryOptio
       checkOptions(fn.op, { ...fn.options, ...LIBRARY_OPTIONS }, opts);
       const { config, env: envOpt, cwd, onProgress, allowUnsignedJob, ...own } = opts;
       const env = envOpt ?? process.env;
-      const session = new Session({ config: loadConfig(config ?? env.STAGECOMMIT_CONFIG, env), env, cwd: cwd ?? process.cwd(), onProgress, allowUnsignedJob });
+      const session = new Session({
+        config: loadConfig(config ?? env.STAGECOMMIT_CONFIG, env),
+        env,
+        cwd: cwd ?? process.cwd(),
+        onProgress,
+        allowUnsignedJob,
+      });
       return await fn(session, own as unknown as O);
     } catch (e) {
       throw e instanceof StagecommitError ? e : new StagecommitError(e);

@@ -43,7 +43,8 @@ export interface PartitionValue {
 /** Parses one `--partition K=V` (V raw, escaped later; the first '=' splits). */
 export function parsePartitionArg(arg: string): PartitionValue {
   const eq = arg.indexOf('=');
-  if (eq <= 0) throw new UsageError(`invalid --partition '${arg}': expected COLUMN=VALUE, e.g. --partition dt=2026-11-30`);
+  if (eq <= 0)
+    throw new UsageError(`invalid --partition '${arg}': expected COLUMN=VALUE, e.g. --partition dt=2026-11-30`);
   return { column: normalizeColumn(arg.slice(0, eq)), value: arg.slice(eq + 1) };
 }
 
@@ -61,7 +62,8 @@ export function checkTaskId(task: string): string {
     throw new UsageError(`invalid task id '${task}': use a number or letters, digits, '_' and '-' (not first)`);
   }
   // '01' and '1' would be two claims for one declared task: numbers are written one way only.
-  if (/^0\d+$/.test(task)) throw new UsageError(`invalid task id '${task}': write numbers without leading zeros ('${String(Number(task))}')`);
+  if (/^0\d+$/.test(task))
+    throw new UsageError(`invalid task id '${task}': write numbers without leading zeros ('${String(Number(task))}')`);
   return task;
 }
 
@@ -119,7 +121,9 @@ export function partitionOfFile(rel: string, columns: readonly string[], staticP
     const s = segs[i]!;
     const col = columns[i]!;
     if (!s.startsWith(col + '=') || s.length === col.length + 1) {
-      throw new UsageError(`file '${rel}': segment '${s}' should be ${col}=VALUE (partition columns: ${columns.join(', ')})`);
+      throw new UsageError(
+        `file '${rel}': segment '${s}' should be ${col}=VALUE (partition columns: ${columns.join(', ')})`,
+      );
     }
   }
   const part = segs.slice(0, columns.length).join('/');
@@ -141,7 +145,9 @@ export function* ancestorsOf(p: string): Generator<string> {
   for (let i = p.indexOf('/'); i >= 0; i = p.indexOf('/', i + 1)) yield p.slice(0, i);
 }
 
-/** The directories some of these relative paths are inside: asked once per directory, not a scan of the paths each time. */
+/**
+ * The directories some of these relative paths are inside: asked once per directory, not a scan of the paths each time.
+ */
 export function dirsHolding(paths: Iterable<string>): Set<string> {
   const out = new Set<string>();
   for (const p of paths) for (const a of ancestorsOf(p)) out.add(a);

@@ -21,7 +21,10 @@ for (const fx of storeFixtures()) {
     const { run, here, inproc, realOrDry } = adoptRunners(() => sb);
 
     const cases: [string, () => EngineCase][] = [
-      ...SPARK_STAGES.filter((s) => s !== 'tasks-running').map((s): [string, () => EngineCase] => [`spark overwrite killed at ${s}`, () => sparkOverwrite(s)]),
+      ...SPARK_STAGES.filter((s) => s !== 'tasks-running').map((s): [string, () => EngineCase] => [
+        `spark overwrite killed at ${s}`,
+        () => sparkOverwrite(s),
+      ]),
       ['hadoop v1 across app attempts 0 and 1', hadoopV1],
       ['hive insert with a finished -ext-10000', hiveInsert],
     ];
@@ -40,7 +43,11 @@ for (const fx of storeFixtures()) {
         const commit = await run(['commit-job', '--job', handle, '--json']);
         assert.equal(commit.code, 0, commit.stderr);
         const done = JSON.parse(commit.stdout);
-        assert.deepEqual([done.files, done.partitionsWritten], [plan.files, plan.partitionsWritten], 'the dry run planned what the commit did');
+        assert.deepEqual(
+          [done.files, done.partitionsWritten],
+          [plan.files, plan.partitionsWritten],
+          'the dry run planned what the commit did',
+        );
         await assertFinished(sb, c, root, target);
       });
     }
@@ -51,7 +58,10 @@ for (const fx of storeFixtures()) {
       const r = await run(['adopt', '--older-than', '0s', '--tasks', '3', '--json', sb.uri(leftover)]);
       assert.equal(r.code, 0, r.stderr);
       const adopted = JSON.parse(r.stdout);
-      assert.deepEqual([adopted.tasks, adopted.gaps, adopted.missingTasks, adopted.discarded.length, adopted.mode], [['0', '1'], [], ['2'], 1, 'overwrite']);
+      assert.deepEqual(
+        [adopted.tasks, adopted.gaps, adopted.missingTasks, adopted.discarded.length, adopted.mode],
+        [['0', '1'], [], ['2'], 1, 'overwrite'],
+      );
       const before = await snapshot(sb.store, root);
       const dry = await inproc(['commit-job', '--job', adopted.handle, '--dry-run']);
       assert.equal(dry.code, 5);
@@ -62,7 +72,10 @@ for (const fx of storeFixtures()) {
       const jobs = await inproc(['jobs', sb.uri(posix.join(root, 'sales')), '--json']);
       assert.equal(jobs.code, 0, jobs.stderr);
       const [row] = JSON.parse(jobs.stdout).jobs;
-      assert.deepEqual([row.handle, row.state, row.tasksCommitted, row.tasksDeclared, row.lease], [adopted.handle, 'staged', 2, 3, null]);
+      assert.deepEqual(
+        [row.handle, row.state, row.tasksCommitted, row.tasksDeclared, row.lease],
+        [adopted.handle, 'staged', 2, 3, null],
+      );
       assert.equal((await inproc(['abort', '--job', adopted.handle])).code, 0);
     });
 
@@ -75,7 +88,12 @@ for (const fx of storeFixtures()) {
       for (const extra of [[], ['--mode', 'append'], ['--mode', 'overwrite'], ['--dry-run']]) {
         const r = await (extra.length ? inproc : run)(['adopt', '--older-than', '0s', ...extra, sb.uri(leftover)]);
         assert.equal(r.code, 2, `${extra.join(' ')}: ${r.stderr}`);
-        assert.match(r.stderr, new RegExp(`1 file\\(s\\) at its top \\('${flat.replace(/\./g, '\\.')}'\\).*cannot be adopted: its destinations are recorded only in the dead driver's memory`));
+        assert.match(
+          r.stderr,
+          new RegExp(
+            `1 file\\(s\\) at its top \\('${flat.replace(/\./g, '\\.')}'\\).*cannot be adopted: its destinations are recorded only in the dead driver's memory`,
+          ),
+        );
         assert.equal(r.stderr.trim().split('\n').length, 1, 'one line');
       }
       assert.deepEqual(await snapshot(sb.store, root), before, 'nothing changed');
@@ -86,13 +104,20 @@ for (const fx of storeFixtures()) {
       const c = hadoopV1();
       const { root, target, leftover } = await table(sb, dir(), c);
       // Task 1 never committed in either app attempt.
-      for (const p of [`_temporary/0/${taskDir(1)}`, `_temporary/1/${taskDir(1)}`]) await sb.store.delete(posix.join(target, p), true);
+      for (const p of [`_temporary/0/${taskDir(1)}`, `_temporary/1/${taskDir(1)}`])
+        await sb.store.delete(posix.join(target, p), true);
       const text = await here(['adopt', '--older-than', '0s', '--dry-run', sb.uri(leftover)]);
       const r = await run(['adopt', '--older-than', '0s', '--json', sb.uri(leftover)]);
       assert.equal(r.code, 0, r.stderr);
       const adopted = JSON.parse(r.stdout);
-      assert.deepEqual([adopted.tasks, adopted.gaps, adopted.tasksDeclared, adopted.tasksDeclaredBy, adopted.missingTasks], [['0', '2'], [1], 3, 'gaps', ['1']]);
-      assert.match(text, /2 committed task dir\(s\) \(0, 2\) of 3 declared \(the highest task \+ 1, for the gaps\); gaps: 1/);
+      assert.deepEqual(
+        [adopted.tasks, adopted.gaps, adopted.tasksDeclared, adopted.tasksDeclaredBy, adopted.missingTasks],
+        [['0', '2'], [1], 3, 'gaps', ['1']],
+      );
+      assert.match(
+        text,
+        /2 committed task dir\(s\) \(0, 2\) of 3 declared \(the highest task \+ 1, for the gaps\); gaps: 1/,
+      );
       assert.match(text, /missing {4}1 of the 3 declared: commit-job will refuse \(exit 5\)/);
       const before = await readTree(sb.store, root);
       for (const dry of [['--dry-run'], []]) {
@@ -108,7 +133,12 @@ for (const fx of storeFixtures()) {
       await here(['commit-task', '--job', adopted.handle, '--task', '1']);
       await here(['commit-job', '--job', adopted.handle]);
       const tree = await readTree(sb.store, target);
-      assert.deepEqual(Object.keys(dataOf(tree)).sort(), ['part-m-00000', 'part-m-00000-earlier', 'part-m-00001', 'part-m-00002']);
+      assert.deepEqual(Object.keys(dataOf(tree)).sort(), [
+        'part-m-00000',
+        'part-m-00000-earlier',
+        'part-m-00001',
+        'part-m-00002',
+      ]);
       assert.equal(tree['part-m-00001'], 'rerun-1');
     });
 
@@ -135,7 +165,14 @@ for (const fx of storeFixtures()) {
       // Where directories rename, the leftover is in the staging dir and abort gives it back; on S3
       // it stayed where the engine left it, and aborting the job leaves it there.
       const moved = sb.store.caps.directoryRename;
-      assert.match(text, moved ? new RegExp(`abort would throw away job .*: 0 file\\(s\\), 0 B; it gives the adopted leftover back \\(10 file\\(s\\), .*\\) to ${sb.uri(leftover)}; the target is not touched`) : /abort would throw away job .*: 0 file\(s\), 0 B; the target is not touched/);
+      assert.match(
+        text,
+        moved
+          ? new RegExp(
+              `abort would throw away job .*: 0 file\\(s\\), 0 B; it gives the adopted leftover back \\(10 file\\(s\\), .*\\) to ${sb.uri(leftover)}; the target is not touched`,
+            )
+          : /abort would throw away job .*: 0 file\(s\), 0 B; the target is not touched/,
+      );
       const aborted = await run(['abort', '--job', handle]);
       assert.equal(aborted.code, 0, aborted.stderr);
       if (moved) assert.match(aborted.stderr, new RegExp(`the adopted leftover is back at ${sb.uri(leftover)}`));
@@ -147,27 +184,51 @@ for (const fx of storeFixtures()) {
       const c = sparkOverwrite('replacing');
       const { root, target, leftover } = await table(sb, dir(), c);
       const original = await readTree(sb.store, leftover);
-      assert.equal(original['dt=2026-11-29/part-00000-c0ffee00-1234-4abc-8def-001122334455.c000.snappy.parquet'], 'new-0-2026-11-29');
+      assert.equal(
+        original['dt=2026-11-29/part-00000-c0ffee00-1234-4abc-8def-001122334455.c000.snappy.parquet'],
+        'new-0-2026-11-29',
+      );
       const aborts: ((handle: string) => string[])[] = [(h) => ['abort', '--job', h]];
       // clean-orphans --delete aborts a stale job; on S3 it would remove the leftover itself, which it lists too.
-      if (sb.store.caps.directoryRename) aborts.push(() => ['clean-orphans', sb.uri(posix.join(root, '.stagecommit')), '--older-than', '0s', '--delete']);
+      if (sb.store.caps.directoryRename)
+        aborts.push(() => [
+          'clean-orphans',
+          sb.uri(posix.join(root, '.stagecommit')),
+          '--older-than',
+          '0s',
+          '--delete',
+        ]);
       for (const abort of aborts) {
         const handle = await here(['adopt', '--older-than', '0s', sb.uri(leftover)]);
         const r = await run(abort(handle));
         assert.equal(r.code, 0, r.stderr);
-        assert.deepEqual(await readTree(sb.store, leftover), original, `${abort(handle)[0]}: the leftover is back, byte for byte`);
+        assert.deepEqual(
+          await readTree(sb.store, leftover),
+          original,
+          `${abort(handle)[0]}: the leftover is back, byte for byte`,
+        );
         assert.equal(await sb.store.stat(posix.join(sb.pathOf(handle), '_job.yaml')), null, 'the job is gone');
       }
       if (!sb.store.caps.directoryRename) return;
-      // The place is taken (the engine ran again and made a new staging dir of the same name): the leftover stays in the staging dir.
+      // The place is taken (the engine ran again and made a new staging dir of the same name): the leftover stays in
+      // the staging dir.
       const handle = await here(['adopt', '--older-than', '0s', sb.uri(leftover)]);
       await writeTree(sb.store, leftover, { 'dt=2026-11-30/other': 'rerun' });
       for (const dry of [['--dry-run'], []]) {
         const r = await realOrDry(dry)(['abort', '--job', handle, ...dry]);
         assert.equal(r.code, 4, r.stderr);
-        assert.match(r.stderr, new RegExp(`the adopted leftover cannot go back: ${sb.uri(leftover)} exists again, so it stays in ${handle}/_adopted and nothing is deleted; move one of them aside and run abort again`));
+        assert.match(
+          r.stderr,
+          new RegExp(
+            `the adopted leftover cannot go back: ${sb.uri(leftover)} exists again, so it stays in ${handle}/_adopted and nothing is deleted; move one of them aside and run abort again`,
+          ),
+        );
       }
-      assert.deepEqual(await readTree(sb.store, posix.join(sb.pathOf(handle), '_adopted')), original, 'the leftover is kept in the staging dir');
+      assert.deepEqual(
+        await readTree(sb.store, posix.join(sb.pathOf(handle), '_adopted')),
+        original,
+        'the leftover is kept in the staging dir',
+      );
       assert.equal((await inproc(['commit-job', '--job', handle])).code, 4, 'the job is aborted');
       await sb.store.delete(leftover, true);
       const again = await run(['abort', '--job', handle]);

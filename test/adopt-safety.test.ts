@@ -27,9 +27,23 @@ for (const fx of storeFixtures()) {
       const hourAgo = Date.now() - 3600_000;
       const changes: [string, (c: { target: string; leftover: string }) => Promise<unknown>][] = [
         // The driver moves dt=29 from the staging dir into the table: only the staging dir's own time changes.
-        ['a partition dir moved out', (c) => sb.store.rename(posix.join(c.leftover, 'dt=2026-11-29'), posix.join(c.target, 'dt=2026-11-29'))],
+        [
+          'a partition dir moved out',
+          (c) => sb.store.rename(posix.join(c.leftover, 'dt=2026-11-29'), posix.join(c.target, 'dt=2026-11-29')),
+        ],
         // A file goes from a partition dir inside: only that directory's time changes.
-        ['a file deleted inside', (c) => sb.store.delete(posix.join(c.leftover, 'dt=2026-11-30', '.part-00001-c0ffee00-1234-4abc-8def-001122334455.c000.snappy.parquet.crc'), false)],
+        [
+          'a file deleted inside',
+          (c) =>
+            sb.store.delete(
+              posix.join(
+                c.leftover,
+                'dt=2026-11-30',
+                '.part-00001-c0ffee00-1234-4abc-8def-001122334455.c000.snappy.parquet.crc',
+              ),
+              false,
+            ),
+        ],
       ];
       for (const [what, change] of changes) {
         const c = await table(sb, dir(), sparkOverwrite('replacing'));
@@ -42,7 +56,10 @@ for (const fx of storeFixtures()) {
         for (const dry of [[], ['--dry-run']]) {
           const r = await realOrDry(dry)(['adopt', ...dry, sb.uri(c.leftover)]);
           assert.equal(r.code, 4, `${what}: ${r.stderr}`);
-          assert.match(r.stderr, /was changed \d+s ago, more recently than --older-than allows: its engine may still be writing it; nothing was changed/);
+          assert.match(
+            r.stderr,
+            /was changed \d+s ago, more recently than --older-than allows: its engine may still be writing it; nothing was changed/,
+          );
         }
         assert.deepEqual(await snapshot(sb.store, c.root), before, 'nothing changed');
       }
@@ -51,12 +68,19 @@ for (const fx of storeFixtures()) {
     test('adopt of a live-looking leftover, of garbage and of a non-leftover dir exits non-zero and changes nothing', async () => {
       const c = hadoopV1();
       const { root, target, leftover } = await table(sb, dir(), c);
-      await writeTree(sb.store, target, { '_temporary/1/junk.txt': 'not Hadoop', 'dt=x/.hive-staging_hive_q/_tmp.-ext-10000/000000_0': 'half' });
+      await writeTree(sb.store, target, {
+        '_temporary/1/junk.txt': 'not Hadoop',
+        'dt=x/.hive-staging_hive_q/_tmp.-ext-10000/000000_0': 'half',
+      });
       const spark = sparkOverwrite('merging');
       await writeTree(sb.store, posix.join(root, 'other'), spark.before);
       const before = await snapshot(sb.store, root);
       const attempts: [string[], number, RegExp][] = [
-        [[sb.uri(posix.join(target, 'dt=x/.hive-staging_hive_q')), '--older-than', '0s'], 2, /no finished Hive output.*still writing/],
+        [
+          [sb.uri(posix.join(target, 'dt=x/.hive-staging_hive_q')), '--older-than', '0s'],
+          2,
+          /no finished Hive output.*still writing/,
+        ],
         [[sb.uri(posix.join(root, 'other', spark.leftover))], 4, /more recently than --older-than/],
         [[sb.uri(leftover), '--older-than', '0s'], 2, /'1\/junk.txt' is neither a committed task dir/],
         [[sb.uri(target), '--older-than', '0s'], 2, /not an engine's leftover/],
@@ -79,7 +103,9 @@ for (const fx of storeFixtures()) {
       for (let k = 1; ; k++) {
         const c = sparkOverwrite('replacing');
         const { root, target, leftover } = await table(sb, dir(), c);
-        const r = await cli(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: String(k) } });
+        const r = await cli(['adopt', '--older-than', '0s', sb.uri(leftover)], {
+          env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: String(k) },
+        });
         if (r.code === 0) {
           assert.ok(k > 3, 'adopt makes several mutations');
           await here(['commit-job', '--job', r.stdout.trim()]);
@@ -89,13 +115,20 @@ for (const fx of storeFixtures()) {
         }
         assert.equal(r.signal, 'SIGKILL', r.stderr);
         const moved = (await readTree(sb.store, leftover)).hasOwnProperty('_SUCCESS') === false;
-        const jobs = JSON.parse(await here(['jobs', '--json', sb.uri(target)])).jobs as { handle: string; halfMade?: string }[];
+        const jobs = JSON.parse(await here(['jobs', '--json', sb.uri(target)])).jobs as {
+          handle: string;
+          halfMade?: string;
+        }[];
         if (moved) {
           // Killed after its last step, the rename: the job is whole.
           assert.equal(jobs.length, 1);
           await here(['commit-job', '--job', jobs[0]!.handle]);
         } else {
-          assert.deepEqual(await readTree(sb.store, leftover), leftoverFiles(c), `killed at ${k}: the leftover is untouched`);
+          assert.deepEqual(
+            await readTree(sb.store, leftover),
+            leftoverFiles(c),
+            `killed at ${k}: the leftover is untouched`,
+          );
           // A half-made job is shown as one, and commit-job refuses it (it would publish nothing and write a _SUCCESS).
           const tree = await readTree(sb.store, root);
           for (const j of jobs) {
@@ -104,12 +137,25 @@ for (const fx of storeFixtures()) {
             for (const dry of [['--dry-run'], []]) {
               const r = await inproc(['commit-job', '--job', j.handle, ...dry]);
               assert.equal(r.code, 4, `killed at ${k}: commit-job ${dry.join('')} ${r.stderr}`);
-              assert.match(r.stderr, new RegExp(`is a half-made adoption \\(.*\\): nothing was changed; abort it \\('stagecommit abort --job ${j.handle}', which leaves the leftover where it is\\) and adopt ${sb.uri(leftover)} again`));
+              assert.match(
+                r.stderr,
+                new RegExp(
+                  `is a half-made adoption \\(.*\\): nothing was changed; abort it \\('stagecommit abort --job ${j.handle}', which leaves the leftover where it is\\) and adopt ${sb.uri(leftover)} again`,
+                ),
+              );
             }
           }
-          assert.deepEqual(await readTree(sb.store, root), tree, `killed at ${k}: commit-job changed nothing (its lease came and went)`);
+          assert.deepEqual(
+            await readTree(sb.store, root),
+            tree,
+            `killed at ${k}: commit-job changed nothing (its lease came and went)`,
+          );
           for (const j of jobs) await here(['abort', '--job', j.handle]);
-          assert.deepEqual(await readTree(sb.store, leftover), leftoverFiles(c), `killed at ${k}: aborting the half-made job left the leftover`);
+          assert.deepEqual(
+            await readTree(sb.store, leftover),
+            leftoverFiles(c),
+            `killed at ${k}: aborting the half-made job left the leftover`,
+          );
           await here(['commit-job', '--job', await here(['adopt', '--older-than', '0s', sb.uri(leftover)])]);
         }
         await assertFinished(sb, c, root, target);
@@ -121,11 +167,22 @@ for (const fx of storeFixtures()) {
       const { root, leftover } = await table(sb, dir(), c);
       const before = await snapshot(sb.store, root);
       for (const [target, re] of [
-        [leftover, /the target .* is the leftover itself: give the table the leftover belongs to with --target; nothing was changed/],
+        [
+          leftover,
+          /the target .* is the leftover itself: give the table the leftover belongs to with --target; nothing was changed/,
+        ],
         [posix.join(leftover, 'dt=2026-11-30'), /the target .* is inside the leftover/],
       ] as const) {
         for (const dry of [[], ['--dry-run']]) {
-          const r = await realOrDry(dry)(['adopt', '--older-than', '0s', '--target', sb.uri(target), ...dry, sb.uri(leftover)]);
+          const r = await realOrDry(dry)([
+            'adopt',
+            '--older-than',
+            '0s',
+            '--target',
+            sb.uri(target),
+            ...dry,
+            sb.uri(leftover),
+          ]);
           assert.equal(r.code, 2, r.stderr);
           assert.match(r.stderr, re);
         }
@@ -136,7 +193,10 @@ for (const fx of storeFixtures()) {
       try {
         const r = await run(['adopt', '--older-than', '0s', '--target', other, sb.uri(leftover)]);
         assert.equal(r.code, 2, r.stderr);
-        assert.match(r.stderr, /is on another filesystem than .*adopting moves the leftover with one rename.*nothing was changed/);
+        assert.match(
+          r.stderr,
+          /is on another filesystem than .*adopting moves the leftover with one rename.*nothing was changed/,
+        );
         assert.deepEqual(await readdir(other), [], 'nothing left behind on the other filesystem');
         assert.deepEqual(await snapshot(sb.store, root), before, 'nothing changed');
       } finally {
@@ -147,7 +207,10 @@ for (const fx of storeFixtures()) {
     test('small messages: adopt of / or of a link, jobs of a file, a conflict of an adopted job says to adopt again', async () => {
       const c = sparkOverwrite('replacing');
       const { root, target, leftover } = await table(sb, dir(), c);
-      const jobsOfFile = await run(['jobs', sb.uri(posix.join(target, 'dt=2026-11-27/part-00000-old.c000.snappy.parquet'))]);
+      const jobsOfFile = await run([
+        'jobs',
+        sb.uri(posix.join(target, 'dt=2026-11-27/part-00000-old.c000.snappy.parquet')),
+      ]);
       assert.equal(jobsOfFile.code, 2, jobsOfFile.stderr);
       assert.match(jobsOfFile.stderr, /is not a directory: give a table or a staging root/);
       if (fx.name === 'local') {
@@ -172,12 +235,17 @@ for (const fx of storeFixtures()) {
       for (const dry of [['--dry-run'], []]) {
         const r = await realOrDry(dry)(['commit-job', '--job', handle, ...dry]);
         assert.equal(r.code, 4, r.stderr);
-        assert.match(r.stderr, new RegExp(`conflicts with job .*: nothing was changed; abort it \\('stagecommit abort --job ${handle}' gives the leftover back to ${sb.uri(leftover)}\\) and adopt the leftover again once the conflicting job is done`));
+        assert.match(
+          r.stderr,
+          new RegExp(
+            `conflicts with job .*: nothing was changed; abort it \\('stagecommit abort --job ${handle}' gives the leftover back to ${sb.uri(leftover)}\\) and adopt the leftover again once the conflicting job is done`,
+          ),
+        );
         assert.doesNotMatch(r.stderr, /stage the job again/);
       }
     });
 
-    test('a leftover moved away between adopt\'s look at it and its listing (the other of two adopts took it) is said to be taken (exit 4)', async (t) => {
+    test("a leftover moved away between adopt's look at it and its listing (the other of two adopts took it) is said to be taken (exit 4)", async (t) => {
       if (!sb.store.caps.directoryRename) return t.skip('on S3 adopt moves nothing');
       const { leftover } = await table(sb, dir(), sparkOverwrite('replacing'));
       // The interleaving the race below hits now and then, made certain: the rename lands just before the listing.
@@ -188,14 +256,23 @@ for (const fx of storeFixtures()) {
           await sb.store.rename(leftover, `${leftover}-taken`);
         }
       };
-      const err = await adopt(testEnv(sb.store, { beforeRead: takeIt }), { leftoverPath: leftover, olderThanMs: 0 }).then(() => null, (e: unknown) => e);
+      const err = await adopt(testEnv(sb.store, { beforeRead: takeIt }), {
+        leftoverPath: leftover,
+        olderThanMs: 0,
+      }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(taken, 'adopt listed the leftover');
       assert.ok(err instanceof ConflictError, `expected exit 4, got ${String(err)}`);
       assert.match(err.message, /was taken while adopting it .*made no job and changed nothing/);
     });
 
     test('two adopts of one leftover at once: one job, and the loser says the leftover was taken and leaves no job', async (t) => {
-      if (!sb.store.caps.directoryRename) return t.skip('on S3 adopt moves nothing: the second adopt makes a second job, which the table log refuses at its commit');
+      if (!sb.store.caps.directoryRename)
+        return t.skip(
+          'on S3 adopt moves nothing: the second adopt makes a second job, which the table log refuses at its commit',
+        );
       const c = sparkOverwrite('replacing');
       const { root, target, leftover } = await table(sb, dir(), c);
       const rs = await Promise.all([0, 1].map(() => run(['adopt', '--older-than', '0s', sb.uri(leftover)])));
@@ -205,8 +282,14 @@ for (const fx of storeFixtures()) {
       assert.ok([2, 4].includes(lost.code!), lost.stderr);
       assert.match(lost.stderr, /was taken while adopting it .*made no job and changed nothing|does not exist/);
       assert.doesNotMatch(lost.stderr, /ENOENT|at .*\.js:/);
-      const jobs = JSON.parse(await here(['jobs', '--json', sb.uri(target)])).jobs as { handle: string; halfMade?: string }[];
-      assert.deepEqual(jobs.map((j) => [j.handle, j.halfMade]), [[won[0]!.stdout.trim(), undefined]]);
+      const jobs = JSON.parse(await here(['jobs', '--json', sb.uri(target)])).jobs as {
+        handle: string;
+        halfMade?: string;
+      }[];
+      assert.deepEqual(
+        jobs.map((j) => [j.handle, j.halfMade]),
+        [[won[0]!.stdout.trim(), undefined]],
+      );
       await here(['commit-job', '--job', jobs[0]!.handle]);
       await assertFinished(sb, c, root, target);
     });

@@ -30,7 +30,8 @@ const remote = (store: string) => store !== 'local';
  * processes, so more rounds find rarer interleavings: `npm run stress` runs 300 of each, and
  * STAGECOMMIT_RACE_ROUNDS sets any number.
  */
-const rounds = (store: string, local = 12) => Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? (remote(store) ? (local > 4 ? 3 : 2) : local));
+const rounds = (store: string, local = 12) =>
+  Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? (remote(store) ? (local > 4 ? 3 : 2) : local));
 
 const job = jobScenario;
 
@@ -54,18 +55,37 @@ for (const fx of storeFixtures()) {
         const target = posix.join(dir(), 't');
         await writeTree(sb.store, target, { 'dt=1/old': 'old', 'dt=2/keep': 'keep' });
         const [a, b] = await Promise.all(
-          ['A', 'B'].map((n) => ready(target, job(`${n}${round}`, 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { [`from-${n}`]: n } }])),
+          ['A', 'B'].map((n) =>
+            ready(target, job(`${n}${round}`, 'overwrite'), [
+              { task: '0', partition: ['dt=1'], files: { [`from-${n}`]: n } },
+            ]),
+          ),
         );
-        const [ra, rb] = await Promise.all([racer(sb, ['commit-job', '--job', sb.uri(a!)]), racer(sb, ['commit-job', '--job', sb.uri(b!)])]);
+        const [ra, rb] = await Promise.all([
+          racer(sb, ['commit-job', '--job', sb.uri(a!)]),
+          racer(sb, ['commit-job', '--job', sb.uri(b!)]),
+        ]);
         const where = `round ${round}: exits ${ra.code}/${rb.code}: ${ra.stderr}${rb.stderr}`;
         assert.deepEqual([ra.code, rb.code].sort(), [0, 4], where);
         const [winner, loser, lr] = ra.code === 0 ? ['A', 'B', rb] : ['B', 'A', ra];
         wins[winner as 'A' | 'B']++;
-        assert.match(lr.stderr, new RegExp(`job ${loser}${round} conflicts with job ${winner}${round}, which replaced 'dt=1'`), where);
-        assert.deepEqual(data(await readTree(sb.store, target)), { [`dt=1/from-${winner}`]: winner, 'dt=2/keep': 'keep' }, where);
+        assert.match(
+          lr.stderr,
+          new RegExp(`job ${loser}${round} conflicts with job ${winner}${round}, which replaced 'dt=1'`),
+          where,
+        );
+        assert.deepEqual(
+          data(await readTree(sb.store, target)),
+          { [`dt=1/from-${winner}`]: winner, 'dt=2/keep': 'keep' },
+          where,
+        );
         const loserStaging = winner === 'A' ? b! : a!;
         assert.equal(await sb.store.stat(winner === 'A' ? a! : b!), null, `${where}: winner's staging removed`);
-        assert.equal(await sb.store.stat(new JobLayout(loserStaging).commitFile), null, `${where}: loser never passed its commit point`);
+        assert.equal(
+          await sb.store.stat(new JobLayout(loserStaging).commitFile),
+          null,
+          `${where}: loser never passed its commit point`,
+        );
         await abort(testEnv(sb.store), { stagingPath: loserStaging });
       }
       t.diagnostic(`wins: A ${wins.A}, B ${wins.B}`);
@@ -79,7 +99,10 @@ for (const fx of storeFixtures()) {
         const staging = await ready(target, job(`J${round}`, 'append'), []);
         await libStageTask(testEnv(sb.store), staging, { task: '0', partition: ['dt=1'], files: { new: 'new' } });
         const h = sb.uri(staging);
-        const [c, a] = await Promise.all([racer(sb, ['commit-task', '--job', h, '--task', '0']), racer(sb, ['abort', '--job', h, '--task', '0'])]);
+        const [c, a] = await Promise.all([
+          racer(sb, ['commit-task', '--job', h, '--task', '0']),
+          racer(sb, ['abort', '--job', h, '--task', '0']),
+        ]);
         const where = `round ${round}: commit-task ${c.code}, abort ${a.code}: ${c.stderr}${a.stderr}`;
         assert.ok((c.code === 0 && a.code === 4) || (c.code === 3 && a.code === 0), where);
         if (a.code === 4) assert.match(a.stderr, /already committed|committing/, where);
@@ -96,7 +119,9 @@ for (const fx of storeFixtures()) {
       for (let round = 0; round < rounds(fx.name, 8); round++) {
         const target = posix.join(dir(), 't');
         await writeTree(sb.store, target, { 'dt=1/old': 'old' });
-        const staging = await ready(target, job(`R${round}`, 'append'), [{ task: '1', partition: ['dt=1'], files: { kept: 'kept' } }]);
+        const staging = await ready(target, job(`R${round}`, 'append'), [
+          { task: '1', partition: ['dt=1'], files: { kept: 'kept' } },
+        ]);
         await libStageTask(testEnv(sb.store), staging, { task: '0', partition: ['dt=1'], files: { late: 'late' } });
         const h = sb.uri(staging);
         const [a, r, c] = await Promise.all([
@@ -105,14 +130,25 @@ for (const fx of storeFixtures()) {
           racer(sb, ['commit-task', '--job', h, '--task', '0']),
         ]);
         const where = `round ${round}: abort --task ${a.code}, recover ${r.code}, commit-task ${c.code}: ${a.stderr}${r.stderr}${c.stderr}`;
-        assert.ok([a, r, c].every((x) => x.code !== 1), where);
-        // Exit 4 from abort says the attempt's files belong to the job: then they are in it (helper-70: a recover undid the commit after).
+        assert.ok(
+          [a, r, c].every((x) => x.code !== 1),
+          where,
+        );
+        // Exit 4 from abort says the attempt's files belong to the job: then they are in it (helper-70: a recover undid
+        // the commit after).
         if (a.code === 4) assert.match(a.stderr, /already committed|carried/, where);
         if (a.code === 4) assert.equal(c.code, 0, where);
         await commitJob(testEnv(sb.store), { stagingPath: staging });
-        const want = c.code === 0 ? { 'dt=1/old': 'old', 'dt=1/kept': 'kept', 'dt=1/late': 'late' } : { 'dt=1/old': 'old', 'dt=1/kept': 'kept' };
+        const want =
+          c.code === 0
+            ? { 'dt=1/old': 'old', 'dt=1/kept': 'kept', 'dt=1/late': 'late' }
+            : { 'dt=1/old': 'old', 'dt=1/kept': 'kept' };
         assert.deepEqual(data(await readTree(sb.store, target)), want, where);
-        assert.equal(await sb.store.stat(staging), null, `${where}: staging dir left: ${JSON.stringify(Object.keys(await readTree(sb.store, staging)))}`);
+        assert.equal(
+          await sb.store.stat(staging),
+          null,
+          `${where}: staging dir left: ${JSON.stringify(Object.keys(await readTree(sb.store, staging)))}`,
+        );
       }
     });
 
@@ -121,22 +157,48 @@ for (const fx of storeFixtures()) {
         const target = posix.join(dir(), 't');
         await writeTree(sb.store, target, { 'dt=0/r=x/old': 'old' });
         const [a, b] = await Promise.all(
-          ['a', 'b'].map((r) => ready(target, job(`${r}${round}`, 'append', ['dt', 'r']), [{ task: '0', partition: ['dt=1', `r=${r}`], files: { f: r } }])),
+          ['a', 'b'].map((r) =>
+            ready(target, job(`${r}${round}`, 'append', ['dt', 'r']), [
+              { task: '0', partition: ['dt=1', `r=${r}`], files: { f: r } },
+            ]),
+          ),
         );
-        const rs = await Promise.all([racer(sb, ['commit-job', '--job', sb.uri(a!)]), racer(sb, ['commit-job', '--job', sb.uri(b!)])]);
-        assert.deepEqual(rs.map((r) => r.code), [0, 0], `round ${round}: ${rs.map((r) => r.stderr).join('')}`);
-        assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/r=x/old': 'old', 'dt=1/r=a/f': 'a', 'dt=1/r=b/f': 'b' });
+        const rs = await Promise.all([
+          racer(sb, ['commit-job', '--job', sb.uri(a!)]),
+          racer(sb, ['commit-job', '--job', sb.uri(b!)]),
+        ]);
+        assert.deepEqual(
+          rs.map((r) => r.code),
+          [0, 0],
+          `round ${round}: ${rs.map((r) => r.stderr).join('')}`,
+        );
+        assert.deepEqual(data(await readTree(sb.store, target)), {
+          'dt=0/r=x/old': 'old',
+          'dt=1/r=a/f': 'a',
+          'dt=1/r=b/f': 'b',
+        });
       }
     });
 
     test(`two commit-job of one job race, ${rounds(fx.name, 4)} rounds: the data is complete, no exit 1, no staging dir left`, async () => {
       for (let round = 0; round < rounds(fx.name, 4); round++) {
         const target = posix.join(dir(), 't');
-        const staging = await ready(target, job(`D${round}`, 'create'), [0, 1, 2].map((i) => ({ task: String(i), partition: [`dt=${i}`], files: { f: String(i) } })));
-        const rs = await Promise.all([racer(sb, ['commit-job', '--job', sb.uri(staging)], 80), racer(sb, ['commit-job', '--job', sb.uri(staging)], 80)]);
+        const staging = await ready(
+          target,
+          job(`D${round}`, 'create'),
+          [0, 1, 2].map((i) => ({ task: String(i), partition: [`dt=${i}`], files: { f: String(i) } })),
+        );
+        const rs = await Promise.all([
+          racer(sb, ['commit-job', '--job', sb.uri(staging)], 80),
+          racer(sb, ['commit-job', '--job', sb.uri(staging)], 80),
+        ]);
         const where = `round ${round}: ${rs.map((r) => `${r.code} ${r.stderr}`).join(' | ')}`;
         assert.ok(rs.some((r) => r.code === 0) && rs.every((r) => r.code === 0 || r.code === 4 || r.code === 2), where);
-        assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/f': '0', 'dt=1/f': '1', 'dt=2/f': '2' }, where);
+        assert.deepEqual(
+          data(await readTree(sb.store, target)),
+          { 'dt=0/f': '0', 'dt=1/f': '1', 'dt=2/f': '2' },
+          where,
+        );
         assert.equal(await sb.store.stat(staging), null, `${where}: staging dir left behind`);
       }
     });
@@ -155,7 +217,12 @@ for (const fx of storeFixtures()) {
       const env = { ...sb.env };
       const rz = await cli(['commit-job', '--job', sb.uri(z)], { env });
       assert.equal(rz.code, 4, rz.stderr);
-      assert.match(rz.stderr, new RegExp(`job X passed its commit point for 'dt=1' but did not finish.*stagecommit recover --job ${sb.uri(x).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+      assert.match(
+        rz.stderr,
+        new RegExp(
+          `job X passed its commit point for 'dt=1' but did not finish.*stagecommit recover --job ${sb.uri(x).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`,
+        ),
+      );
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' }, 'Z changed nothing');
       // The operator's cleaner rolls X forward; Y (staged before X's commit) conflicts; Z lands.
       const co = await cli(['clean-orphans', sb.uri(x), '--older-than', '0s', '--delete', '--json'], { env });
@@ -168,14 +235,18 @@ for (const fx of storeFixtures()) {
       const rz2 = await inProcess(['commit-job', '--job', sb.uri(z)], { env });
       assert.equal(rz2.code, 0, rz2.stderr);
       // Whatever is run on the stale job now, Z's data stays.
-      for (const args of [['recover', '--job', sb.uri(x)], ['commit-job', '--job', sb.uri(x)], ['clean-orphans', sb.uri(x), '--older-than', '0s', '--delete']]) {
+      for (const args of [
+        ['recover', '--job', sb.uri(x)],
+        ['commit-job', '--job', sb.uri(x)],
+        ['clean-orphans', sb.uri(x), '--older-than', '0s', '--delete'],
+      ]) {
         const r = await inProcess(args, { env });
         assert.ok(r.code === 0 || r.code === 2, `${args[0]}: ${r.code} ${r.stderr}`);
         assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/z': 'Z' }, args[0]);
       }
     });
 
-    test("a driver killed while writing _SUCCESS leaves its temp; the step run again removes it", async () => {
+    test('a driver killed while writing _SUCCESS leaves its temp; the step run again removes it', async () => {
       const target = posix.join(dir(), 't');
       await writeTree(sb.store, target, { 'dt=1/old': 'old' });
       const staging = await ready(target, job('S', 'append'), [{ task: '0', partition: ['dt=2'], files: { f: 'f' } }]);
@@ -189,7 +260,11 @@ for (const fx of storeFixtures()) {
 
     test('a lease renewed during a long commit leaves no staging dir behind', async () => {
       const target = posix.join(dir(), 't');
-      const staging = await ready(target, job('L', 'create'), [0, 1, 2, 3].map((i) => ({ task: String(i), partition: [`dt=${i}`], files: { f: String(i) } })));
+      const staging = await ready(
+        target,
+        job('L', 'create'),
+        [0, 1, 2, 3].map((i) => ({ task: String(i), partition: [`dt=${i}`], files: { f: String(i) } })),
+      );
       // Renewed every 2 s (a third of the TTL); each mutation waits 160 ms, so renewals fall
       // during the commit and around the removal of the staging dir. (A 3 s TTL left a renewal
       // 1.25 s to land: under a loaded CI run on S3 one did not, and the fence rightly tripped.)
@@ -197,7 +272,11 @@ for (const fx of storeFixtures()) {
       await commitJob(testEnv(sb.store, slow, { leaseTtlMs: 6000 }), { stagingPath: staging });
       await sleep(2200);
       assert.equal(await sb.store.stat(staging), null);
-      assert.deepEqual((await sb.store.list(posix.dirname(staging))).map((e) => e.name), ['_log'], 'nothing but the table log in the staging root');
+      assert.deepEqual(
+        (await sb.store.list(posix.dirname(staging))).map((e) => e.name),
+        ['_log'],
+        'nothing but the table log in the staging root',
+      );
     });
 
     test('an empty lease file blocks only until the lease TTL, then is taken over', async () => {
@@ -206,9 +285,14 @@ for (const fx of storeFixtures()) {
       await sb.store.writeFile(posix.join(staging, '_lease.0.yaml'), '');
       // A TTL long enough that the commit's own renewals land in time on a loaded machine.
       const ttl = { leaseTtlMs: 10_000 };
-      await assert.rejects(commitJob(testEnv(sb.store, undefined, ttl), { stagingPath: staging }), (e: StageCommitError) => e.exitCode === 4 && /being written/.test(e.message));
+      await assert.rejects(
+        commitJob(testEnv(sb.store, undefined, ttl), { stagingPath: staging }),
+        (e: StageCommitError) => e.exitCode === 4 && /being written/.test(e.message),
+      );
       // A driver whose clock reads past the TTL (an empty lease is dated by its file's time; S3 keeps whole seconds).
-      await commitJob(testEnv(sb.store, undefined, { ...ttl, now: () => Date.now() + 11_600 }), { stagingPath: staging });
+      await commitJob(testEnv(sb.store, undefined, { ...ttl, now: () => Date.now() + 11_600 }), {
+        stagingPath: staging,
+      });
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' });
     });
 
@@ -219,8 +303,16 @@ for (const fx of storeFixtures()) {
       for (const change of changes) {
         const target = posix.join(dir(), 't');
         await writeTree(sb.store, target, { 'dt=1/old': 'old', 'dt=2/old': 'old' });
-        const staging = await ready(target, job(`C-${change}`, 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }, { task: '1', partition: ['dt=2'], files: { b: 'b' } }]);
-        const root = posix.join(staging, (await sb.store.stat(posix.join(staging, '_temporary/0/1'))) ? '_temporary/0/1' : `_temporary/0/_temporary/attempt_C-${change}_1_0`);
+        const staging = await ready(target, job(`C-${change}`, 'overwrite'), [
+          { task: '0', partition: ['dt=1'], files: { a: 'a' } },
+          { task: '1', partition: ['dt=2'], files: { b: 'b' } },
+        ]);
+        const root = posix.join(
+          staging,
+          (await sb.store.stat(posix.join(staging, '_temporary/0/1')))
+            ? '_temporary/0/1'
+            : `_temporary/0/_temporary/attempt_C-${change}_1_0`,
+        );
         if (change === 'removed') await sb.store.delete(posix.join(root, 'dt=2/b'), false);
         if (change === 'added') await sb.store.writeFile(posix.join(root, 'dt=2/extra'), 'x');
         if (change === 'symlink') execFileSync('ln', ['-s', '/etc/passwd', posix.join(root, 'dt=2/link')]);
@@ -228,7 +320,10 @@ for (const fx of storeFixtures()) {
         const before = await readTree(sb.store, target);
         const r = await cli(['commit-job', '--job', sb.uri(staging)], { env: sb.env });
         assert.equal(r.code, 4, `${change}: ${r.stderr}`);
-        assert.match(r.stderr, /committed output of task 1 .* (has lost 'dt=2\/b'|holds 'dt=2\/extra'|holds 'dt=2\/link'|has a file written again since its commit-task)/);
+        assert.match(
+          r.stderr,
+          /committed output of task 1 .* (has lost 'dt=2\/b'|holds 'dt=2\/extra'|holds 'dt=2\/link'|has a file written again since its commit-task)/,
+        );
         assert.deepEqual(await readTree(sb.store, target), before, `${change}: target unchanged`);
       }
       t.diagnostic(`${changes.join(', ')}: refused`);
@@ -236,9 +331,17 @@ for (const fx of storeFixtures()) {
 
     test('task ids whose attempt dirs share a prefix (1, 10): a file added to task 10 is blamed on 10, and an untouched pair commits', async () => {
       const target = posix.join(dir(), 't');
-      const tasks: TaskSpec[] = [{ task: '1', partition: ['dt=1'], files: { a: 'a' } }, { task: '10', partition: ['dt=2'], files: { b: 'b' } }];
+      const tasks: TaskSpec[] = [
+        { task: '1', partition: ['dt=1'], files: { a: 'a' } },
+        { task: '10', partition: ['dt=2'], files: { b: 'b' } },
+      ];
       const staging = await ready(target, job('P', 'create'), tasks);
-      const root = posix.join(staging, (await sb.store.stat(posix.join(staging, '_temporary/0/10'))) ? '_temporary/0/10' : '_temporary/0/_temporary/attempt_P_10_0');
+      const root = posix.join(
+        staging,
+        (await sb.store.stat(posix.join(staging, '_temporary/0/10')))
+          ? '_temporary/0/10'
+          : '_temporary/0/_temporary/attempt_P_10_0',
+      );
       await sb.store.writeFile(posix.join(root, 'dt=2/extra'), 'x');
       const r = await cli(['commit-job', '--job', sb.uri(staging)], { env: sb.env });
       assert.equal(r.code, 4, r.stderr);
@@ -253,7 +356,11 @@ for (const fx of storeFixtures()) {
 
     test('scripts that would silently do nothing: never-staged attempt after recover, task id 01, create with the staging dir inside the target', async () => {
       const target = posix.join(dir(), 't');
-      const staging = await ready(target, { ...job('N', 'overwrite'), job: { ...job('N', 'overwrite').job, tasks: 2 } }, [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }]);
+      const staging = await ready(
+        target,
+        { ...job('N', 'overwrite'), job: { ...job('N', 'overwrite').job, tasks: 2 } },
+        [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }],
+      );
       await libStageTask(testEnv(sb.store), staging, { task: '1', partition: ['dt=2'], files: { b: 'b' } });
       assert.deepEqual((await recover(testEnv(sb.store), { stagingPath: staging })).tasksToRun, ['1']);
       const r = await cli(['commit-task', '--job', sb.uri(staging), '--task', '1'], { env: sb.env });
@@ -263,20 +370,26 @@ for (const fx of storeFixtures()) {
       assert.equal(z.code, 2, z.stderr);
       assert.match(z.stderr, /write numbers without leading zeros \('1'\)/);
       const fresh = posix.join(dir(), 'new');
-      const c = await cli(['stage', '--target', sb.uri(fresh), '--staging-dir', sb.uri(posix.join(fresh, '.stg'))], { env: sb.env });
+      const c = await cli(['stage', '--target', sb.uri(fresh), '--staging-dir', sb.uri(posix.join(fresh, '.stg'))], {
+        env: sb.env,
+      });
       assert.equal(c.code, 2, c.stderr);
       assert.match(c.stderr, /inside the target/);
     });
 
-    test("a plan whose table-log entry was lost or reused is never rolled forward", async () => {
+    test('a plan whose table-log entry was lost or reused is never rolled forward', async () => {
       const root = dir();
       const target = posix.join(root, 't');
       await writeTree(sb.store, target, { 'dt=1/old': 'old' });
       const a = await ready(target, job('A', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { fa: 'A' } }]);
       // Its plan a `_commit.yaml`: `_job.yaml` says committing only once both creates are done.
-      await assert.rejects(commitJob(testEnv(sb.store, killedAt.applying(), { inlinePlanMaxBytes: 0 }), { stagingPath: a }), InjectedFault);
+      await assert.rejects(
+        commitJob(testEnv(sb.store, killedAt.applying(), { inlinePlanMaxBytes: 0 }), { stagingPath: a }),
+        InjectedFault,
+      );
       await killed(a);
-      await sb.store.delete(posix.join(root, '.stagecommit', 't', '_log', '00000000000000000000.yaml'), false); // the entry is lost
+      // the entry is lost
+      await sb.store.delete(posix.join(root, '.stagecommit', 't', '_log', '00000000000000000000.yaml'), false);
       const b = await ready(target, job('B', 'append'), [{ task: '0', partition: ['dt=1'], files: { fb: 'B' } }]);
       await commitJob(testEnv(sb.store), { stagingPath: b }); // takes number 0 again
       const r = await cli(['recover', '--job', sb.uri(a)], { env: sb.env });
@@ -290,21 +403,43 @@ for (const fx of storeFixtures()) {
         const root = dir();
         const target = posix.join(root, 't');
         await writeTree(sb.store, target, { 'dt=1/old': 'old' });
-        const a = await ready(target, job('A', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { fa: 'A', fa2: 'A2' } }]);
+        const a = await ready(target, job('A', 'overwrite'), [
+          { task: '0', partition: ['dt=1'], files: { fa: 'A', fa2: 'A2' } },
+        ]);
         // Killed once the first change to the target landed, or just before it.
-        const dies = applied ? crashAt({ op: ['rename', 'copy', 'complete'], path: (p) => !isTempName(posix.basename(p)) && !p.includes('/.stagecommit/t/_log/') }, { after: true }) : killedAt.applying();
+        const dies = applied
+          ? crashAt(
+              {
+                op: ['rename', 'copy', 'complete'],
+                path: (p) => !isTempName(posix.basename(p)) && !p.includes('/.stagecommit/t/_log/'),
+              },
+              { after: true },
+            )
+          : killedAt.applying();
         await assert.rejects(commitJob(testEnv(sb.store, dies, INLINE_PLAN), { stagingPath: a }), InjectedFault);
         await killed(a);
-        assert.equal((await loadJob(sb.store, new JobLayout(a)))?.inlinePlan !== undefined, true, 'the plan rides in _job.yaml');
-        await sb.store.delete(posix.join(root, '.stagecommit', 't', '_log', '00000000000000000000.yaml'), false); // the entry is lost
+        assert.equal(
+          (await loadJob(sb.store, new JobLayout(a)))?.inlinePlan !== undefined,
+          true,
+          'the plan rides in _job.yaml',
+        );
+        // the entry is lost
+        await sb.store.delete(posix.join(root, '.stagecommit', 't', '_log', '00000000000000000000.yaml'), false);
         const b = await ready(target, job('B', 'append'), [{ task: '0', partition: ['dt=2'], files: { fb: 'B' } }]);
         await commitJob(testEnv(sb.store), { stagingPath: b }); // takes number 0 again
         const before = await readTree(sb.store, root);
         if (applied) {
-          for (const args of [['recover', '--job', sb.uri(a)], ['commit-job', '--job', sb.uri(a)], ['abort', '--job', sb.uri(a)]]) {
+          for (const args of [
+            ['recover', '--job', sb.uri(a)],
+            ['commit-job', '--job', sb.uri(a)],
+            ['abort', '--job', sb.uri(a)],
+          ]) {
             const r = await cli(args, { env: sb.env });
             assert.equal(r.code, 1, r.stderr);
-            assert.match(r.stderr, /_job\.yaml: field 'plan' names table-log entry 0, which is not this job's .*, but the plan was partly applied/);
+            assert.match(
+              r.stderr,
+              /_job\.yaml: field 'plan' names table-log entry 0, which is not this job's .*, but the plan was partly applied/,
+            );
           }
           assert.deepEqual(await readTree(sb.store, root), before, 'nothing changed');
         } else {
@@ -312,7 +447,11 @@ for (const fx of storeFixtures()) {
           const r = await cli(['commit-job', '--job', sb.uri(a)], { env: sb.env });
           assert.equal(r.code, 0, r.stderr);
           assert.match(r.stderr, /carries a commit plan that names table-log entry 0, which is not this job's/);
-          assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/fa': 'A', 'dt=1/fa2': 'A2', 'dt=2/fb': 'B' });
+          assert.deepEqual(data(await readTree(sb.store, target)), {
+            'dt=1/fa': 'A',
+            'dt=1/fa2': 'A2',
+            'dt=2/fb': 'B',
+          });
         }
       }
     });
@@ -321,7 +460,10 @@ for (const fx of storeFixtures()) {
       if (fx.name !== 'local') return t.skip('write access is checked on the local filesystem');
       const target = posix.join(dir(), 't');
       await writeTree(sb.store, target, { 'dt=1/old': 'old', 'dt=2/keep': 'k' });
-      const staging = await ready(target, job('R', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { new: 'n' } }, { task: '1', partition: ['dt=3'], files: { c: 'c' } }]);
+      const staging = await ready(target, job('R', 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { new: 'n' } },
+        { task: '1', partition: ['dt=3'], files: { c: 'c' } },
+      ]);
       try {
         execFileSync('chattr', ['+i', posix.join(target, 'dt=1')]);
       } catch {

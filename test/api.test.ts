@@ -22,7 +22,11 @@ function readmeExample(): string {
   const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
   const section = readme.slice(readme.indexOf('## Library'));
   const code = /```js\n([\s\S]*?)```/.exec(section)![1]!;
-  assert.equal(code, readFileSync(path.join(ROOT, 'examples/etl-step.mjs'), 'utf8'), 'the README shows examples/etl-step.mjs as it is');
+  assert.equal(
+    code,
+    readFileSync(path.join(ROOT, 'examples/etl-step.mjs'), 'utf8'),
+    'the README shows examples/etl-step.mjs as it is',
+  );
   return code;
 }
 
@@ -38,7 +42,10 @@ for (const fx of storeFixtures()) {
       await writeTree(sb.store, target, { 'dt=2026-11-29/old.csv': 'old\n', 'dt=2026-11-30/stale.csv': 'stale\n' });
       for (let run = 0; run < 2; run++) {
         // Async: the HDFS test server answers from this process.
-        const r = await promisify(execFile)(process.execPath, [file], { encoding: 'utf8', env: { ...process.env, ...sb.env, TARGET: sb.uri(target), DAY: '2026-11-30' } });
+        const r = await promisify(execFile)(process.execPath, [file], {
+          encoding: 'utf8',
+          env: { ...process.env, ...sb.env, TARGET: sb.uri(target), DAY: '2026-11-30' },
+        });
         assert.match(r.stdout, /published 2 file\(s\) into /);
       }
       assert.deepEqual(data(await readTree(sb.store, target)), {
@@ -66,7 +73,11 @@ for (const fx of storeFixtures()) {
       const done = await sc.commitJob({ job: staged.handle, env, onProgress: (e) => events.push(e) });
       assert.equal(done.files, 1);
       assert.ok(events.some((e) => e.type === 'phase' && /publishing/.test(e.label)));
-      assert.deepEqual(events.filter((e) => e.type === 'output'), [{ type: 'output', files: 1 }], 'the count of the files, once, before they are read');
+      assert.deepEqual(
+        events.filter((e) => e.type === 'output'),
+        [{ type: 'output', files: 1 }],
+        'the count of the files, once, before they are read',
+      );
       assert.deepEqual(data(await readTree(sb.store, target)), { 'a.csv': 'a' });
       const bad = await sc.stage({ target: sb.uri(target), mode: 'bogus' as never, env }).catch((e: unknown) => e);
       assert.ok(bad instanceof sc.StagecommitError);
@@ -79,37 +90,86 @@ for (const fx of storeFixtures()) {
       await writeTree(sb.store, target, { 'dt=1/keep.csv': 'keep\n', 'dt=2/keep.csv': 'keep\n' });
       const U = '6f1c2a3b-0000-4000-8000-000000000001';
       await writeTree(sb.store, posix.join(dir(), 'old'), { [`t/.spark-staging-${U}/dt=1/part-0`]: 'leftover' });
-      const { handle: job } = await sc.stage({ target: sb.uri(target), mode: 'overwrite', partitionBy: 'dt', tasks: 1, env });
+      const { handle: job } = await sc.stage({
+        target: sb.uri(target),
+        mode: 'overwrite',
+        partitionBy: 'dt',
+        tasks: 1,
+        env,
+      });
       await sc.stageFiles({ job, task: 0, partition: ['dt=3'], files: [{ name: 'new.csv', data: 'new\n' }], env });
       await sc.commitTask({ job, task: 0, env });
       const before = await readTree(sb.store, dir(), { dirs: true });
       const roots = [sb.uri(posix.join(dir(), 'old'))];
       const files = [{ name: 'x.csv', data: 'x' }];
       const bad: [string, () => Promise<unknown>, RegExp][] = [
-        ['typo partitions', () => sc.stage({ target: sb.uri(target), mode: 'overwrite', partitions: ['dt=3'], env } as never), /^stage: 'partitions' is not an option \(did you mean 'partition'\?\)$/],
-        ['partition_by', () => sc.stage({ target: sb.uri(target), partition_by: 'dt', env } as never), /'partition_by' is not an option \(did you mean 'partitionBy'\?\)/],
-        ['partition-by', () => sc.stage({ target: sb.uri(target), 'partition-by': 'dt', env } as never), /'partition-by' is not an option \(did you mean 'partitionBy'\?\)/],
+        [
+          'typo partitions',
+          () => sc.stage({ target: sb.uri(target), mode: 'overwrite', partitions: ['dt=3'], env } as never),
+          /^stage: 'partitions' is not an option \(did you mean 'partition'\?\)$/,
+        ],
+        [
+          'partition_by',
+          () => sc.stage({ target: sb.uri(target), partition_by: 'dt', env } as never),
+          /'partition_by' is not an option \(did you mean 'partitionBy'\?\)/,
+        ],
+        [
+          'partition-by',
+          () => sc.stage({ target: sb.uri(target), 'partition-by': 'dt', env } as never),
+          /'partition-by' is not an option \(did you mean 'partitionBy'\?\)/,
+        ],
         ['onprogress', () => sc.commitJob({ job, onprogress: () => {}, env } as never), /did you mean 'onProgress'/],
-        ["delete: 'false'", () => sc.cleanOrphans({ roots, olderThan: '0s', delete: 'false', env } as never), /^cleanOrphans: 'delete' must be true or false, got 'false'$/],
-        ['stageFiles without task', () => sc.stageFiles({ job, files, env } as never), /^stageFiles: 'task' is required/],
+        [
+          "delete: 'false'",
+          () => sc.cleanOrphans({ roots, olderThan: '0s', delete: 'false', env } as never),
+          /^cleanOrphans: 'delete' must be true or false, got 'false'$/,
+        ],
+        [
+          'stageFiles without task',
+          () => sc.stageFiles({ job, files, env } as never),
+          /^stageFiles: 'task' is required/,
+        ],
         ['commitTask without task', () => sc.commitTask({ job, env } as never), /^commitTask: 'task' is required/],
         ['task: null', () => sc.commitTask({ job, task: null, env } as never), /'task' must be .*, got null/],
         ['attemptPath without task', () => sc.attemptPath({ job, env } as never), /^attemptPath: 'task' is required/],
-        ['parallelism: 0', () => sc.commitJob({ job, parallelism: 0, env }), /'parallelism' must be a whole number ≥ 1, got 0/],
+        [
+          'parallelism: 0',
+          () => sc.commitJob({ job, parallelism: 0, env }),
+          /'parallelism' must be a whole number ≥ 1, got 0/,
+        ],
         ["parallelism: 'x'", () => sc.commitJob({ job, parallelism: 'x', env } as never), /'parallelism' must be/],
         ['stage({})', () => sc.stage({ env } as never), /^stage: 'target' is required/],
         ['stage()', () => (sc.stage as (o?: unknown) => Promise<unknown>)(), /^stage: takes an options object/],
         ['target: 42', () => sc.stage({ target: 42, env } as never), /'target' must be a non-empty string, got 42/],
-        ["partition: 'dt=1'", () => sc.stage({ target: sb.uri(target), mode: 'overwrite', partition: 'dt=1', env } as never), /'partition' must be a list of strings/],
+        [
+          "partition: 'dt=1'",
+          () => sc.stage({ target: sb.uri(target), mode: 'overwrite', partition: 'dt=1', env } as never),
+          /'partition' must be a list of strings/,
+        ],
         ['jobId: 12345', () => sc.stage({ target: sb.uri(target), jobId: 12345, env } as never), /'jobId' must be/],
-        ['stageFiles without files', () => sc.stageFiles({ job, task: 0, env } as never), /^stageFiles: 'files' is required/],
-        ["roots: 'str'", () => sc.cleanOrphans({ roots: roots[0], delete: true, env } as never), /'roots' must be a list of strings/],
-        ['olderThan: 5', () => sc.cleanOrphans({ roots, olderThan: 5, delete: true, env } as never), /'olderThan' must be/],
+        [
+          'stageFiles without files',
+          () => sc.stageFiles({ job, task: 0, env } as never),
+          /^stageFiles: 'files' is required/,
+        ],
+        [
+          "roots: 'str'",
+          () => sc.cleanOrphans({ roots: roots[0], delete: true, env } as never),
+          /'roots' must be a list of strings/,
+        ],
+        [
+          'olderThan: 5',
+          () => sc.cleanOrphans({ roots, olderThan: 5, delete: true, env } as never),
+          /'olderThan' must be/,
+        ],
         ['onProgress: 5', () => sc.commitJob({ job, onProgress: 5, env } as never), /'onProgress' must be a function/],
         ['commitJob without job', () => sc.commitJob({ env } as never), /^commitJob: 'job' is required/],
       ];
       for (const [what, fn, message] of bad) {
-        const e = await fn().then(() => assert.fail(`${what}: accepted`), (err: unknown) => err);
+        const e = await fn().then(
+          () => assert.fail(`${what}: accepted`),
+          (err: unknown) => err,
+        );
         assert.ok(e instanceof sc.StagecommitError, what);
         assert.equal(e.kind, 'UsageError', `${what}: ${e.message}`);
         assert.equal(e.exitCode, 2, what);
@@ -121,10 +181,27 @@ for (const fx of storeFixtures()) {
 
     test('an onProgress that throws (or rejects) does not interrupt a commit', async () => {
       const env = { ...process.env, ...sb.env };
-      for (const [name, onProgress] of [['throws', () => { throw new Error('callback bug'); }], ['rejects', async () => { throw new Error('callback bug'); }]] as const) {
+      for (const [name, onProgress] of [
+        [
+          'throws',
+          () => {
+            throw new Error('callback bug');
+          },
+        ],
+        [
+          'rejects',
+          async () => {
+            throw new Error('callback bug');
+          },
+        ],
+      ] as const) {
         const target = posix.join(dir(), name);
         let calls = 0;
-        const cb = (e: sc.ProgressEvent) => { calls++; void e; return onProgress(); };
+        const cb = (e: sc.ProgressEvent) => {
+          calls++;
+          void e;
+          return onProgress();
+        };
         const { handle: job } = await sc.stage({ target: sb.uri(target), tasks: 1, env, onProgress: cb });
         await sc.stageFiles({ job, task: 0, files: [{ name: 'a.csv', data: 'a' }], env, onProgress: cb });
         await sc.commitTask({ job, task: 0, env, onProgress: cb });

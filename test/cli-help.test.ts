@@ -23,7 +23,10 @@ describe('help', () => {
 
   test("stage's three forms are shown apart", async () => {
     const r = await runMain(['stage', '--help']);
-    assert.match(r.stdout, /Forms:\n {2}stage --target URI[\s\S]*\n {2}stage --job JOB --task T .*FILE…[\s\S]*\n {2}stage --job JOB --task T .*--print-path/);
+    assert.match(
+      r.stdout,
+      /Forms:\n {2}stage --target URI[\s\S]*\n {2}stage --job JOB --task T .*FILE…[\s\S]*\n {2}stage --job JOB --task T .*--print-path/,
+    );
   });
 });
 
@@ -33,14 +36,18 @@ describe('completion', () => {
     assert.equal(r.code, 0, r.stderr);
     return r.stdout;
   };
-  const bash = (file: string, body: string) => spawnSync('bash', ['-c', `source ${file}; ${body}`], { encoding: 'utf8' });
+  const bash = (file: string, body: string) =>
+    spawnSync('bash', ['-c', `source ${file}; ${body}`], { encoding: 'utf8' });
 
   test('bash: sources cleanly and completes subcommands, options and choices', async () => {
     const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'sc-comp-')), 'c.bash');
     writeFileSync(file, await script('bash'));
     assert.equal(spawnSync('bash', ['-n', file]).status, 0);
     const complete = (words: string[]) => {
-      const r = bash(file, `COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _stagecommit; printf '%s\\n' "\${COMPREPLY[@]}"`);
+      const r = bash(
+        file,
+        `COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _stagecommit; printf '%s\\n' "\${COMPREPLY[@]}"`,
+      );
       assert.equal(r.status, 0, r.stderr);
       return r.stdout.trim().split('\n').filter(Boolean);
     };

@@ -16,10 +16,12 @@ const README = readFileSync(fileURLToPath(new URL('../../README.md', import.meta
 function documentedFields(): Map<string, string[]> {
   const section = README.slice(README.indexOf('### JSON'), README.indexOf('## Library'));
   const rows = section.split('\n').filter((l) => /^\| `/.test(l));
-  return new Map(rows.map((r) => {
-    const [, cmd, fields] = r.split('|').map((c) => c.trim());
-    return [cmd!.replace(/`/g, ''), [...fields!.split('(')[0]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!)];
-  }));
+  return new Map(
+    rows.map((r) => {
+      const [, cmd, fields] = r.split('|').map((c) => c.trim());
+      return [cmd!.replace(/`/g, ''), [...fields!.split('(')[0]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!)];
+    }),
+  );
 }
 
 function assertFields(doc: Record<string, unknown>, command: string): void {
@@ -27,7 +29,8 @@ function assertFields(doc: Record<string, unknown>, command: string): void {
   assert.ok(fields?.length, `the README's JSON table has a row for ${command}`);
   for (const f of fields!) assert.ok(f in doc, `${command} --json has '${f}' (got ${Object.keys(doc).join(', ')})`);
   for (const [k, v] of Object.entries(doc)) {
-    if (k.endsWith('AtMs')) assert.equal(doc[k.slice(0, -2)], new Date(v as number).toISOString(), `${k} has its ISO-8601 twin`);
+    if (k.endsWith('AtMs'))
+      assert.equal(doc[k.slice(0, -2)], new Date(v as number).toISOString(), `${k} has its ISO-8601 twin`);
   }
 }
 
@@ -77,15 +80,26 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(rec.tasksToRun, ['1']);
       const incomplete = await json(['commit-job', '--job', job], sb.env, 5);
       assert.deepEqual(Object.keys(incomplete), ['ok', 'error']);
-      assert.deepEqual(incomplete.error, { kind: 'IncompleteError', message: (incomplete.error as { message: string }).message, exitCode: 5 });
+      assert.deepEqual(incomplete.error, {
+        kind: 'IncompleteError',
+        message: (incomplete.error as { message: string }).message,
+        exitCode: 5,
+      });
       const abPlan = await json(['abort', '--job', job, '--task', '1', '--dry-run'], sb.env);
       assertFields(abPlan, 'abort --dry-run');
       const listed = await json(['jobs', sb.uri(target)], sb.env);
       assertFields(listed, 'jobs');
-      assert.deepEqual((listed.jobs as { handle: string }[]).map((j) => j.handle), [job]);
+      assert.deepEqual(
+        (listed.jobs as { handle: string }[]).map((j) => j.handle),
+        [job],
+      );
       // The directory the table is in, and its .stagecommit, list the jobs of the tables in it.
       for (const dir of [posix.dirname(target), posix.join(posix.dirname(target), '.stagecommit')]) {
-        assert.deepEqual(((await json(['jobs', sb.uri(dir)], sb.env)).jobs as { handle: string }[]).map((j) => j.handle), [job], dir);
+        assert.deepEqual(
+          ((await json(['jobs', sb.uri(dir)], sb.env)).jobs as { handle: string }[]).map((j) => j.handle),
+          [job],
+          dir,
+        );
       }
       const ab = await json(['abort', '--job', job, '--task', '1'], sb.env);
       assertFields(ab, 'abort');
@@ -114,7 +128,13 @@ for (const fx of storeFixtures()) {
 }
 
 describe('--json usage errors', () => {
-  for (const args of [['stage', '--mode', 'bogus'], ['stage', '--target', '/tmp/x', '--tasks', '0'], ['bogus'], ['clean-orphans'], ['commit-task', '--job', 'x']]) {
+  for (const args of [
+    ['stage', '--mode', 'bogus'],
+    ['stage', '--target', '/tmp/x', '--tasks', '0'],
+    ['bogus'],
+    ['clean-orphans'],
+    ['commit-task', '--job', 'x'],
+  ]) {
     test(`${args.join(' ')}: exit 2, one error document`, async () => {
       const doc = await json(args, {}, 2);
       assert.equal(doc.ok, false);

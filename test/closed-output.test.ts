@@ -17,7 +17,10 @@ const STACK = /EPIPE|Error|\n\s+at /;
 /** Runs the CLI with stdout or stderr closed by its reader before the CLI writes anything. */
 function cliClosed(stream: 'stdout' | 'stderr', args: readonly string[]): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child[stream].destroy();
@@ -31,10 +34,14 @@ function cliClosed(stream: 'stdout' | 'stderr', args: readonly string[]): Promis
 /** Runs `stagecommit ARGS | head -1` in bash; the exit code is the CLI's, not head's. */
 function cliHead(args: readonly string[]): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', '"$@" | head -1; exit "${PIPESTATUS[0]}"', 'bash', process.execPath, BIN, ...args], {
-      env: { ...process.env, NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      'bash',
+      ['-c', '"$@" | head -1; exit "${PIPESTATUS[0]}"', 'bash', process.execPath, BIN, ...args],
+      {
+        env: { ...process.env, NO_COLOR: '1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
@@ -54,7 +61,10 @@ describe('output closed early', () => {
    */
   async function warehouse(tables: number): Promise<string> {
     const root = newDir();
-    const names = Array.from({ length: tables }, (_, i) => `table_${String(i).padStart(5, '0')}_${'long_name_'.repeat(19)}`);
+    const names = Array.from(
+      { length: tables },
+      (_, i) => `table_${String(i).padStart(5, '0')}_${'long_name_'.repeat(19)}`,
+    );
     for (let i = 0; i < names.length; i += 200) {
       await Promise.all(
         names.slice(i, i + 200).map(async (t) => {
@@ -90,7 +100,10 @@ describe('output closed early', () => {
     assert.doesNotMatch(r.stderr, STACK);
     const left = await readTree(sb.store, root);
     assert.equal(Object.keys(left).length, 600);
-    assert.ok(Object.keys(left).every((k) => k.endsWith('/part-00000.parquet')), 'only data is left');
+    assert.ok(
+      Object.keys(left).every((k) => k.endsWith('/part-00000.parquet')),
+      'only data is left',
+    );
   });
 
   test('stderr closed early: clean-orphans --verbose still prints its result and exits 0', async () => {
@@ -108,7 +121,10 @@ describe('output closed early', () => {
 
   test('a reader that reads only after 3 s gets the whole result: recover --json listing 200,000 tasks to run (more than the pipe holds), exit 0', async () => {
     const job = await stage(sb, { target: posix.join(newDir(), 'sales'), tasks: 200_000 });
-    const child = spawn(process.execPath, [BIN, '--json', 'recover', '--job', job], { env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, '--json', 'recover', '--job', job], {
+      env: { ...process.env, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const exited = new Promise<number | null>((resolve, reject) => {
       child.on('error', reject);
       child.on('exit', (code) => resolve(code));
@@ -119,7 +135,10 @@ describe('output closed early', () => {
     await new Promise((r) => setTimeout(r, 3000));
     let stdout = '';
     const ended = new Promise((r) => child.stdout.once('close', r));
-    child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d)).resume();
+    child.stdout
+      .setEncoding('utf8')
+      .on('data', (d) => (stdout += d))
+      .resume();
     await ended;
     assert.equal(await exited, 0, stderr);
     assert.equal(JSON.parse(stdout).tasksToRun.length, 200_000);

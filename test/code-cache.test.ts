@@ -6,7 +6,20 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { chmod, chown, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  chown,
+  cp,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rm,
+  stat,
+  symlink,
+  utimes,
+  writeFile,
+} from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,7 +32,13 @@ const BUNDLE = fileURLToPath(new URL('../../dist/bundle/cli.cjs', import.meta.ur
 function isWholeCache(bytes: Buffer): boolean {
   const nl = bytes.indexOf(10);
   const m = /^stagecommit-code-cache 1 ([0-9a-f]{64})$/.exec(bytes.subarray(0, Math.max(nl, 0)).toString('latin1'));
-  return m !== null && createHash('sha256').update(bytes.subarray(nl + 1)).digest('hex') === m[1] && bytes.length > nl + 1000;
+  return (
+    m !== null &&
+    createHash('sha256')
+      .update(bytes.subarray(nl + 1))
+      .digest('hex') === m[1] &&
+    bytes.length > nl + 1000
+  );
 }
 
 describe('the code cache of the CLI bundle', () => {
@@ -29,14 +48,25 @@ describe('the code cache of the CLI bundle', () => {
 
   /** `stagecommit status` of one local job, its code cache kept under `home` (XDG_CACHE_HOME). */
   const status = (home: string, env: Record<string, string | undefined> = {}) =>
-    cli(['status', '--job', handle, '--json'], { cwd: work, env: { STAGECOMMIT_BUNDLE: '1', XDG_CACHE_HOME: home, ...env } });
-  const cacheFiles = async (home: string) => (await readdir(path.join(home, 'stagecommit')).catch(() => [] as string[])).sort();
+    cli(['status', '--job', handle, '--json'], {
+      cwd: work,
+      env: { STAGECOMMIT_BUNDLE: '1', XDG_CACHE_HOME: home, ...env },
+    });
+  const cacheFiles = async (home: string) =>
+    (await readdir(path.join(home, 'stagecommit')).catch(() => [] as string[])).sort();
   /** What a user sees, less the job's age, which moves between runs. */
-  const seen = (r: CliResult) => ({ code: r.code, stderr: r.stderr, stdout: r.stdout.replace(/"ageSeconds": \d+/g, '') });
+  const seen = (r: CliResult) => ({
+    code: r.code,
+    stderr: r.stderr,
+    stdout: r.stdout.replace(/"ageSeconds": \d+/g, ''),
+  });
 
   before(async () => {
     work = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-code-cache-'));
-    const staged = await cli(['stage', '--target', path.join(work, 'table'), '--mode', 'append', '--quiet'], { cwd: work, env: { STAGECOMMIT_BUNDLE: '1', STAGECOMMIT_CODE_CACHE: 'off' } });
+    const staged = await cli(['stage', '--target', path.join(work, 'table'), '--mode', 'append', '--quiet'], {
+      cwd: work,
+      env: { STAGECOMMIT_BUNDLE: '1', STAGECOMMIT_CODE_CACHE: 'off' },
+    });
     assert.equal(staged.code, 0, staged.stderr);
     handle = staged.stdout.trim();
     expected = await status(path.join(work, 'none'), { STAGECOMMIT_CODE_CACHE: 'off' });
@@ -83,7 +113,10 @@ describe('the code cache of the CLI bundle', () => {
       ['a byte of the code flipped', flipped(header + Math.floor((whole.length - header) / 2))],
       ['the last byte flipped', flipped(whole.length - 1)],
       ['a digit of the checksum changed', flipped(header - 2)],
-      ['another version', Buffer.concat([Buffer.from('stagecommit-code-cache 2'), whole.subarray('stagecommit-code-cache 1'.length)])],
+      [
+        'another version',
+        Buffer.concat([Buffer.from('stagecommit-code-cache 2'), whole.subarray('stagecommit-code-cache 1'.length)]),
+      ],
       ['a byte added', Buffer.concat([whole, Buffer.from([0])])],
     ];
     // A FIFO in its place: read plainly, it would block the command forever.
@@ -108,7 +141,13 @@ describe('the code cache of the CLI bundle', () => {
     const mine = current!.replace(/^cli-status-/, 'cli-jobs-');
     const tmpOld = `${mine}.1234.0badc0de.tmp`;
     const tmpNew = `${mine}.1235.0badc0de.tmp`;
-    for (const [name, daysAgo] of [[stale, 31], [recent, 29], [mine, 31], [tmpOld, 2], [tmpNew, 0]] as const) {
+    for (const [name, daysAgo] of [
+      [stale, 31],
+      [recent, 29],
+      [mine, 31],
+      [tmpOld, 2],
+      [tmpNew, 0],
+    ] as const) {
       await writeFile(path.join(dir, name), 'x');
       const t = new Date(Date.now() - daysAgo * 24 * 3600 * 1000);
       await utimes(path.join(dir, name), t, t);
@@ -129,7 +168,8 @@ describe('the code cache of the CLI bundle', () => {
     await status(home);
     const [current] = await cacheFiles(home);
     const file = path.join(dir, current!);
-    // Used 20 days ago: this run uses it and renews its time (helper-74: it went 30 days after it was written, however often used).
+    // Used 20 days ago: this run uses it and renews its time (helper-74: it went 30 days after it was written, however
+    // often used).
     const old = new Date(Date.now() - 20 * 24 * 3600 * 1000);
     await utimes(file, old, old);
     assert.deepEqual(seen(await status(home)), seen(expected));
@@ -144,25 +184,32 @@ describe('the code cache of the CLI bundle', () => {
     await writeFile(file, 'x'); // not whole: written anew, and the other builds' are looked at
     assert.deepEqual(seen(await status(home)), seen(expected));
     const left = await cacheFiles(home);
-    assert.deepEqual(left.filter((n) => others.includes(n)), others.slice(0, 32).sort());
+    assert.deepEqual(
+      left.filter((n) => others.includes(n)),
+      others.slice(0, 32).sort(),
+    );
     assert.ok(left.includes(current!));
   });
 
-  test("root running with another user's HOME (sudo -E) makes nothing in it, and no HOME that is not there", { skip: process.getuid?.() !== 0 && 'needs root (chown)' }, async () => {
-    const home = path.join(work, 'someone');
-    await mkdir(home, { mode: 0o755 });
-    await chown(home, 65534, 65534);
-    const asRoot = { XDG_CACHE_HOME: undefined, HOME: home };
-    assert.deepEqual(seen(await status(home, asRoot)), seen(expected));
-    assert.deepEqual(await readdir(home), [], "no ~/.cache of root's in their home");
-    await mkdir(path.join(home, '.cache'));
-    await chown(path.join(home, '.cache'), 65534, 65534);
-    assert.deepEqual(seen(await status(home, asRoot)), seen(expected));
-    assert.deepEqual(await readdir(path.join(home, '.cache')), [], "nothing of root's in their ~/.cache");
-    const missing = path.join(work, 'no-such-home', 'deep');
-    assert.deepEqual(seen(await status(home, { XDG_CACHE_HOME: undefined, HOME: missing })), seen(expected));
-    assert.equal(existsSync(path.join(work, 'no-such-home')), false, 'a HOME that is not there is not made');
-  });
+  test(
+    "root running with another user's HOME (sudo -E) makes nothing in it, and no HOME that is not there",
+    { skip: process.getuid?.() !== 0 && 'needs root (chown)' },
+    async () => {
+      const home = path.join(work, 'someone');
+      await mkdir(home, { mode: 0o755 });
+      await chown(home, 65534, 65534);
+      const asRoot = { XDG_CACHE_HOME: undefined, HOME: home };
+      assert.deepEqual(seen(await status(home, asRoot)), seen(expected));
+      assert.deepEqual(await readdir(home), [], "no ~/.cache of root's in their home");
+      await mkdir(path.join(home, '.cache'));
+      await chown(path.join(home, '.cache'), 65534, 65534);
+      assert.deepEqual(seen(await status(home, asRoot)), seen(expected));
+      assert.deepEqual(await readdir(path.join(home, '.cache')), [], "nothing of root's in their ~/.cache");
+      const missing = path.join(work, 'no-such-home', 'deep');
+      assert.deepEqual(seen(await status(home, { XDG_CACHE_HOME: undefined, HOME: missing })), seen(expected));
+      assert.equal(existsSync(path.join(work, 'no-such-home')), false, 'a HOME that is not there is not made');
+    },
+  );
 
   test('a cache dir that cannot be written, or is not a dir, changes nothing a user sees', async () => {
     const readOnly = path.join(work, 'read-only');
@@ -181,10 +228,15 @@ describe('the code cache of the CLI bundle', () => {
       // mkdir spun there for ever.
       const proc = path.join(work, 'proc');
       await symlink('/proc/self', proc);
-      for (const home of [readOnly, aFile, taken, proc]) assert.deepEqual(seen(await status(home)), seen(expected), home);
+      for (const home of [readOnly, aFile, taken, proc])
+        assert.deepEqual(seen(await status(home)), seen(expected), home);
       // root writes a mode-0500 dir all the same: only other users see it refused.
       if (process.getuid?.() !== 0) assert.deepEqual(await cacheFiles(readOnly), []);
-      assert.deepEqual((await readdir(path.join(taken, 'stagecommit'))).filter((n) => n.endsWith('.tmp')), [], 'no temporary file is left');
+      assert.deepEqual(
+        (await readdir(path.join(taken, 'stagecommit'))).filter((n) => n.endsWith('.tmp')),
+        [],
+        'no temporary file is left',
+      );
     } finally {
       await chmod(path.join(readOnly, 'stagecommit'), 0o700);
     }
@@ -221,7 +273,11 @@ describe('the code cache of the CLI bundle', () => {
     const then = new Date('1985-10-26T08:15:00Z'); // what `npm pack` stamps on every file
     await utimes(bundle, then, then);
     const home = path.join(work, 'redeploy');
-    const help = () => spawnSync(process.execPath, [path.join(pkg, 'bin', 'stagecommit.js'), '--help'], { encoding: 'utf8', env: { ...process.env, XDG_CACHE_HOME: home } });
+    const help = () =>
+      spawnSync(process.execPath, [path.join(pkg, 'bin', 'stagecommit.js'), '--help'], {
+        encoding: 'utf8',
+        env: { ...process.env, XDG_CACHE_HOME: home },
+      });
     assert.match(help().stdout, /All-or-nothing batch writes/);
     assert.equal((await cacheFiles(home)).length, 1);
     // The same length, written in place (same inode), the time set back.
@@ -249,14 +305,26 @@ describe('the code cache of the CLI bundle', () => {
     assert.equal(files.length, 1, files.join(', '));
     const before = await stat(path.join(home, 'stagecommit', files[0]!));
     assert.deepEqual(seen(await status(home)), seen(expected));
-    assert.equal((await stat(path.join(home, 'stagecommit', files[0]!))).mtimeMs, before.mtimeMs, 'the cache the race left is whole: it is used, not written again');
+    assert.equal(
+      (await stat(path.join(home, 'stagecommit', files[0]!))).mtimeMs,
+      before.mtimeMs,
+      'the cache the race left is whole: it is used, not written again',
+    );
   });
 
   test('a node given V8 flags of its own (frozen flags, its own heap growth) runs the CLI as without them', async () => {
     const home = path.join(work, 'frozen');
     for (const flags of [['--freeze-flags-after-init'], ['--heap-growing-percent=200']]) {
-      const r = spawnSync(process.execPath, [...flags, BIN, 'status', '--job', handle, '--json'], { cwd: work, encoding: 'utf8', env: { ...process.env, STAGECOMMIT_BUNDLE: '1', XDG_CACHE_HOME: home } });
-      assert.deepEqual(seen({ code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr }), seen(expected), flags.join(' '));
+      const r = spawnSync(process.execPath, [...flags, BIN, 'status', '--job', handle, '--json'], {
+        cwd: work,
+        encoding: 'utf8',
+        env: { ...process.env, STAGECOMMIT_BUNDLE: '1', XDG_CACHE_HOME: home },
+      });
+      assert.deepEqual(
+        seen({ code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr }),
+        seen(expected),
+        flags.join(' '),
+      );
     }
   });
 });

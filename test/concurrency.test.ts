@@ -8,7 +8,17 @@ import os from 'node:os';
 import { BIN, cli, cliEnv, ok, spawnCli, until } from './helpers/cli.js';
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { driverDied, INLINE_PLAN, jobScenario, libCommitJob, libCommitTask, libStage, libStageTask, readyJob, testEnv } from './helpers/lib.js';
+import {
+  driverDied,
+  INLINE_PLAN,
+  jobScenario,
+  libCommitJob,
+  libCommitTask,
+  libStage,
+  libStageTask,
+  readyJob,
+  testEnv,
+} from './helpers/lib.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commitJob as libCommitJobStep } from '../src/steps/commit-job.js';
 import { killed as killedAt, planCreated } from './helpers/crash-points.js';
@@ -46,18 +56,36 @@ for (const fx of storeFixtures()) {
       for (let round = 0; round < ROUNDS; round++) {
         const targetPath = posix.join(dir(), 't');
         const env = testEnv(sb.store);
-        const stagingPath = await libStage(env, targetPath, { name: 'race', initial: null, job: { mode: 'create', algorithm: 'v1' }, tasks: [] });
-        for (let a = 0; a < ATTEMPTS; a++) await libStageTask(env, stagingPath, { task: '0', attempt: a, files: { [`from-${a}.csv`]: `attempt ${a}` } });
+        const stagingPath = await libStage(env, targetPath, {
+          name: 'race',
+          initial: null,
+          job: { mode: 'create', algorithm: 'v1' },
+          tasks: [],
+        });
+        for (let a = 0; a < ATTEMPTS; a++)
+          await libStageTask(env, stagingPath, { task: '0', attempt: a, files: { [`from-${a}.csv`]: `attempt ${a}` } });
         const results = await Promise.all(
-          Array.from({ length: ATTEMPTS }, (_, a) => cli(['commit-task', '--job', sb.uri(stagingPath), '--task', '0', '--attempt', String(a)], { env: sb.env })),
+          Array.from({ length: ATTEMPTS }, (_, a) =>
+            cli(['commit-task', '--job', sb.uri(stagingPath), '--task', '0', '--attempt', String(a)], { env: sb.env }),
+          ),
         );
         const codes = results.map((r) => r.code);
         const winners = codes.flatMap((c, a) => (c === 0 ? [a] : []));
-        assert.equal(winners.length, 1, `round ${round}: exit codes ${codes.join(',')}: ${results.map((r) => r.stderr).join('')}`);
-        assert.equal(codes.filter((c) => c === 3).length, ATTEMPTS - 1, `round ${round}: losers exit 3, got ${codes.join(',')}: ${results.map((r) => r.stderr).join('')}`);
+        assert.equal(
+          winners.length,
+          1,
+          `round ${round}: exit codes ${codes.join(',')}: ${results.map((r) => r.stderr).join('')}`,
+        );
+        assert.equal(
+          codes.filter((c) => c === 3).length,
+          ATTEMPTS - 1,
+          `round ${round}: losers exit 3, got ${codes.join(',')}: ${results.map((r) => r.stderr).join('')}`,
+        );
         wins[winners[0]!]!++;
         await libCommitJob(env, stagingPath);
-        assert.deepEqual(data(await readTree(sb.store, targetPath)), { [`from-${winners[0]}.csv`]: `attempt ${winners[0]}` });
+        assert.deepEqual(data(await readTree(sb.store, targetPath)), {
+          [`from-${winners[0]}.csv`]: `attempt ${winners[0]}`,
+        });
       }
       t.diagnostic(`wins per attempt over ${ROUNDS} rounds: ${wins.join(' ')}`);
     });
@@ -67,14 +95,18 @@ for (const fx of storeFixtures()) {
       for (let round = 0; round < V2_ROUNDS; round++) {
         const target = posix.join(dir(), `v2-${round}`);
         const job = await stage(sb, { target, mode: 'append', algorithm: 'v2', partitionBy: 'dt' });
-        for (const task of ['0', '1']) await stageTask(sb, job, { task, partition: ['dt=1'], files: { 'part-0': `from ${task}` } });
+        for (const task of ['0', '1'])
+          await stageTask(sb, job, { task, partition: ['dt=1'], files: { 'part-0': `from ${task}` } });
         const offset = Math.random() * 100;
-        const results = await Promise.all(['0', '1'].map(async (task, i) => (await sleep(i === 0 ? offset : 0), commitTask(sb, job, task))));
+        const results = await Promise.all(
+          ['0', '1'].map(async (task, i) => (await sleep(i === 0 ? offset : 0), commitTask(sb, job, task))),
+        );
         const codes = results.map((r) => r.code);
         const winner = codes.indexOf(0);
         const why = `round ${round} (task 0 started ${offset.toFixed(0)} ms late): exit codes ${codes.join(',')}: ${results.map((r) => r.stderr).join('')}`;
         if (fx.name === 's3' && codes.every((c) => c === 0)) {
-          // S3 copies without refusing a taken key: publications at the same moment both land, the last one's bytes stay (README).
+          // S3 copies without refusing a taken key: publications at the same moment both land, the last one's bytes
+          // stay (README).
           assert.match((await readTree(sb.store, target))['dt=1/part-0'] ?? '', /^from [01]$/, why);
           // commit-job finds the two claims of one path: the job is not marked done.
           const done = await commitJob(sb, job);
@@ -84,29 +116,54 @@ for (const fx of storeFixtures()) {
         }
         assert.ok(winner >= 0 && codes[1 - winner] === 4, why);
         // Refused by its plan, or by a rename that found the winner's file (both before it published anything).
-        assert.match(results[1 - winner]!.stderr, /(append would overwrite 1 existing file\(s\) not shown to hold the same bytes \(other bytes, or a staged S3 upload of more than one part, which cannot be compared\), first 'dt=1\/part-0'|: another task or writer published there while this task did; nothing of this task was published): rename the files and commit the task again/, why);
+        assert.match(
+          results[1 - winner]!.stderr,
+          /(append would overwrite 1 existing file\(s\) not shown to hold the same bytes \(other bytes, or a staged S3 upload of more than one part, which cannot be compared\), first 'dt=1\/part-0'|: another task or writer published there while this task did; nothing of this task was published): rename the files and commit the task again/,
+          why,
+        );
         assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-0': `from ${winner}` }, why);
         // The loser is free: another attempt of it, with its file renamed, commits.
         const loser = String(1 - winner);
-        await stageTask(sb, job, { task: loser, attempt: 1, partition: ['dt=1'], files: { [`renamed-${loser}`]: `from ${loser}` } });
+        await stageTask(sb, job, {
+          task: loser,
+          attempt: 1,
+          partition: ['dt=1'],
+          files: { [`renamed-${loser}`]: `from ${loser}` },
+        });
         const again = await commitTask(sb, job, loser, 1);
         assert.equal(again.code, 0, `${why}; the loser's new attempt: ${again.stderr}`);
-        // An attempt of the winner's task whose file clashes with the winner's own output is denied (exit 3), not refused as a clash.
-        await stageTask(sb, job, { task: String(winner), attempt: 1, partition: ['dt=1'], files: { 'part-0': 'other bytes' } });
+        // An attempt of the winner's task whose file clashes with the winner's own output is denied (exit 3), not
+        // refused as a clash.
+        await stageTask(sb, job, {
+          task: String(winner),
+          attempt: 1,
+          partition: ['dt=1'],
+          files: { 'part-0': 'other bytes' },
+        });
         const denied = await commitTask(sb, job, String(winner), 1);
         assert.equal(denied.code, 3, `${why}; a second attempt of the winner: ${denied.stderr}`);
         assert.equal((await commitJob(sb, job)).code, 0);
-        assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-0': `from ${winner}`, [`dt=1/renamed-${loser}`]: `from ${loser}` }, why);
+        assert.deepEqual(
+          data(await readTree(sb.store, target)),
+          { 'dt=1/part-0': `from ${winner}`, [`dt=1/renamed-${loser}`]: `from ${loser}` },
+          why,
+        );
       }
     });
 
-    /** A v2 job whose task 0 was killed once claimed, before it published, and whose task 1 then published the same path. */
+    /**
+     * A v2 job whose task 0 was killed once claimed, before it published, and whose task 1 then published the same
+     * path.
+     */
     const killedThenClashed = async (name: string): Promise<{ target: string; job: string }> => {
       const target = posix.join(dir(), name);
       const job = await stage(sb, { target, mode: 'append', algorithm: 'v2', partitionBy: 'dt' });
-      for (const task of ['0', '1']) await stageTask(sb, job, { task, partition: ['dt=1'], files: { 'part-0': `from ${task}` } });
+      for (const task of ['0', '1'])
+        await stageTask(sb, job, { task, partition: ['dt=1'], files: { 'part-0': `from ${task}` } });
       // Mutations: the decision, the claim, then the publication: killed before the publication.
-      const killed = await cli(['commit-task', '--job', job, '--task', '0'], { env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: '3' } });
+      const killed = await cli(['commit-task', '--job', job, '--task', '0'], {
+        env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: '3' },
+      });
       assert.equal(killed.signal, 'SIGKILL', killed.stderr);
       assert.equal((await commitTask(sb, job, '1')).code, 0);
       return { target, job };
@@ -117,9 +174,16 @@ for (const fx of storeFixtures()) {
      * re-run of the attempt is publishing beside it (both see the same dead claimer). The claim
      * stays (exit 4), its message says so, and abort is the way out.
      */
-    const claimKept = async (r: { code: number | null; stderr: string }, job: string, target: string): Promise<void> => {
+    const claimKept = async (
+      r: { code: number | null; stderr: string },
+      job: string,
+      target: string,
+    ): Promise<void> => {
       assert.equal(r.code, 4, r.stderr);
-      assert.match(r.stderr, /the task stays claimed, as part of it may be published: if another task of this job wrote that path, the two clash \(abort the job\)/);
+      assert.match(
+        r.stderr,
+        /the task stays claimed, as part of it may be published: if another task of this job wrote that path, the two clash \(abort the job\)/,
+      );
       assert.equal((await cli(['abort', '--job', job], { env: sb.env })).code, 0);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-0': 'from 1' });
     };
@@ -142,7 +206,10 @@ for (const fx of storeFixtures()) {
       assert.equal(rec.code, 0, rec.stderr);
       const r = await commitJob(sb, job);
       assert.equal(r.code, 4, r.stderr);
-      assert.match(r.stderr, /tasks 0 and 1 both wrote 'dt=1\/part-0'; v2 published both at commit-task, .*the job is not committed; abort it/);
+      assert.match(
+        r.stderr,
+        /tasks 0 and 1 both wrote 'dt=1\/part-0'; v2 published both at commit-task, .*the job is not committed; abort it/,
+      );
       assert.equal((await readTree(sb.store, target))._SUCCESS, undefined, 'no _SUCCESS');
       assert.equal((await cli(['abort', '--job', job], { env: sb.env })).code, 0);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-0': 'from 0', 'dt=1/aside': 'from 1' });
@@ -152,7 +219,9 @@ for (const fx of storeFixtures()) {
       const target = posix.join(dir(), 'v2-twice');
       const job = await stage(sb, { target, mode: 'append', algorithm: 'v2' });
       await stageTask(sb, job, { task: '0', files: { a: 'a', b: 'b' } });
-      const first = spawnCli(['commit-task', '--job', job, '--task', '0'], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '400' } });
+      const first = spawnCli(['commit-task', '--job', job, '--task', '0'], {
+        env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '400' },
+      });
       const staging = (await sb.store.list(posix.join(posix.dirname(target), '.stagecommit', 'v2-twice')))[0]!.path;
       const claim = new JobLayout(staging).claimFile(0, '0');
       await until('the first run claims the task', async () => (await sb.store.stat(claim)) !== null);
@@ -169,13 +238,19 @@ for (const fx of storeFixtures()) {
       await writeTree(sb.store, target, { old: 'o' });
       const job = await stage(sb, { target, mode: 'append', algorithm: 'v2' });
       await stageTask(sb, job, { task: '0', files: { a: 'a', b: 'b', c: 'c' } });
-      const first = spawnCli(['commit-task', '--job', job, '--task', '0'], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '400' } });
-      const staging = (await sb.store.list(posix.join(posix.dirname(target), '.stagecommit', 'v2-recover-live')))[0]!.path;
+      const first = spawnCli(['commit-task', '--job', job, '--task', '0'], {
+        env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '400' },
+      });
+      const staging = (await sb.store.list(posix.join(posix.dirname(target), '.stagecommit', 'v2-recover-live')))[0]!
+        .path;
       const claim = new JobLayout(staging).claimFile(0, '0');
       await until('the commit-task claims the task', async () => (await sb.store.stat(claim)) !== null);
       const rec = await cli(['recover', '--job', job], { env: sb.env });
       assert.equal(rec.code, 4, rec.stderr);
-      assert.match(rec.stderr, /is being committed by pid \d+ on .*: nothing was changed; run recover again once it has ended/);
+      assert.match(
+        rec.stderr,
+        /is being committed by pid \d+ on .*: nothing was changed; run recover again once it has ended/,
+      );
       assert.equal((await first.result).code, 0, 'the commit-task goes on and exits 0');
       const again = await cli(['recover', '--job', job, '--json'], { env: sb.env });
       assert.equal(again.code, 0, again.stderr);
@@ -190,7 +265,11 @@ for (const fx of storeFixtures()) {
       // Staged here; every commit of both jobs, task and job, is a process of its own.
       const runOne = async (dt: string, tasks: number) => {
         const job = await stage(sb, { target, mode: 'overwrite', partition: [`dt=${dt}`] });
-        await Promise.all(Array.from({ length: tasks }, (_, i) => stageTask(sb, job, { task: String(i), files: { [`part-${i}`]: `${dt}-${i}` } })));
+        await Promise.all(
+          Array.from({ length: tasks }, (_, i) =>
+            stageTask(sb, job, { task: String(i), files: { [`part-${i}`]: `${dt}-${i}` } }),
+          ),
+        );
         await Promise.all(Array.from({ length: tasks }, (_, i) => commitTask(sb, job, String(i))));
         return commitJob(sb, job);
       };
@@ -198,8 +277,12 @@ for (const fx of storeFixtures()) {
       assert.equal(a.code, 0, a.stderr);
       assert.equal(b.code, 0, b.stderr);
       assert.deepEqual(data(await readTree(sb.store, target)), {
-        'dt=1/part-0': '1-0', 'dt=1/part-1': '1-1', 'dt=1/part-2': '1-2',
-        'dt=2/part-0': '2-0', 'dt=2/part-1': '2-1', 'dt=2/part-2': '2-2',
+        'dt=1/part-0': '1-0',
+        'dt=1/part-1': '1-1',
+        'dt=1/part-2': '1-2',
+        'dt=2/part-0': '2-0',
+        'dt=2/part-1': '2-1',
+        'dt=2/part-2': '2-2',
         'dt=3/old': 'o3',
       });
     });
@@ -207,43 +290,73 @@ for (const fx of storeFixtures()) {
     test('two overwrites of one partition staged together: the second to commit fails with exit 4 naming both', async () => {
       const target = posix.join(dir(), 'sales');
       await writeTree(sb.store, target, { 'dt=1/old': 'o1' });
-      const first = await prepare(sb, { target, mode: 'overwrite', partitionBy: 'dt', jobId: 'job-first' }, [{ task: '0', partition: ['dt=1'], files: { a: 'first' } }]);
-      const second = await prepare(sb, { target, mode: 'overwrite', partitionBy: 'dt', jobId: 'job-second' }, [{ task: '0', partition: ['dt=1'], files: { b: 'second' } }]);
+      const first = await prepare(sb, { target, mode: 'overwrite', partitionBy: 'dt', jobId: 'job-first' }, [
+        { task: '0', partition: ['dt=1'], files: { a: 'first' } },
+      ]);
+      const second = await prepare(sb, { target, mode: 'overwrite', partitionBy: 'dt', jobId: 'job-second' }, [
+        { task: '0', partition: ['dt=1'], files: { b: 'second' } },
+      ]);
       assert.equal((await commitJob(sb, first)).code, 0);
       const r = await commitJob(sb, second);
       assert.equal(r.code, 4);
       assert.match(r.stderr, /job job-second conflicts with job job-first, which replaced 'dt=1'/);
-      // helper-76: the loser's staging dir (and on S3 its pending uploads in the table's prefix) stay until it is aborted: the advice says so.
-      assert.ok(r.stderr.trimEnd().endsWith(`nothing was changed; abort it ('stagecommit abort --job ${second}' removes its staging dir and uploads) and stage the job again on the new data`), r.stderr);
+      // helper-76: the loser's staging dir (and on S3 its pending uploads in the table's prefix) stay until it is
+      // aborted: the advice says so.
+      assert.ok(
+        r.stderr
+          .trimEnd()
+          .endsWith(
+            `nothing was changed; abort it ('stagecommit abort --job ${second}' removes its staging dir and uploads) and stage the job again on the new data`,
+          ),
+        r.stderr,
+      );
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'first' });
       // A job staged after that commit does not conflict.
-      await prepare(sb, { target, mode: 'overwrite', partitionBy: 'dt', jobId: 'job-third' }, [{ task: '0', partition: ['dt=1'], files: { c: 'third' } }]).then((j) => commitJob(sb, j)).then((c) => assert.equal(c.code, 0, c.stderr));
+      await prepare(sb, { target, mode: 'overwrite', partitionBy: 'dt', jobId: 'job-third' }, [
+        { task: '0', partition: ['dt=1'], files: { c: 'third' } },
+      ])
+        .then((j) => commitJob(sb, j))
+        .then((c) => assert.equal(c.code, 0, c.stderr));
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/c': 'third' });
     });
 
-    test('one --job-id given to two jobs in two staging dirs, both overwriting one partition, staged together: the second to commit fails with exit 4 (helper-67: it took the first one\'s log entry for its own and replaced its data)', async () => {
+    test("one --job-id given to two jobs in two staging dirs, both overwriting one partition, staged together: the second to commit fails with exit 4 (helper-67: it took the first one's log entry for its own and replaced its data)", async () => {
       const root = dir();
       const target = posix.join(root, 'sales');
       await writeTree(sb.store, target, { 'dt=1/old': 'o1' });
-      const spec = (d: string) => ({ target, mode: 'overwrite' as const, partitionBy: 'dt', jobId: 'daily', stagingDir: posix.join(root, d) });
+      const spec = (d: string) => ({
+        target,
+        mode: 'overwrite' as const,
+        partitionBy: 'dt',
+        jobId: 'daily',
+        stagingDir: posix.join(root, d),
+      });
       const first = await prepare(sb, spec('s1'), [{ task: '0', partition: ['dt=1'], files: { a: 'first' } }]);
       const second = await prepare(sb, spec('s2'), [{ task: '0', partition: ['dt=1'], files: { b: 'second' } }]);
       assert.equal((await commitJob(sb, first)).code, 0);
       const r = await commitJob(sb, second);
       assert.equal(r.code, 4, r.stderr);
-      assert.match(r.stderr, /job daily conflicts with job daily \(another job given the same --job-id, staged at \S+\/s1\), which replaced 'dt=1'/);
+      assert.match(
+        r.stderr,
+        /job daily conflicts with job daily \(another job given the same --job-id, staged at \S+\/s1\), which replaced 'dt=1'/,
+      );
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'first' });
     });
 
     test('two commit-job on one job at once: one proceeds, the other exits 4 naming the holder', async () => {
       const target = posix.join(dir(), 't');
-      const tasks = Array.from({ length: 4 }, (_, i) => ({ task: String(i), partition: [`dt=${i}`], files: { f: String(i) } }));
+      const tasks = Array.from({ length: 4 }, (_, i) => ({
+        task: String(i),
+        partition: [`dt=${i}`],
+        files: { f: String(i) },
+      }));
       const job = await prepare(sb, { target, partitionBy: 'dt' }, tasks);
       const slow = spawnCli(['commit-job', '--job', job], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '150' } });
       // Barrier: the first holds the lease (its file has its bytes), and is stopped while the second runs.
       const staging = sb.pathOf(job);
       const leaseHeld = async () => {
-        for (const e of await sb.store.list(staging)) if (e.name.startsWith('_lease.') && (await sb.store.readFile(e.path))?.length) return true;
+        for (const e of await sb.store.list(staging))
+          if (e.name.startsWith('_lease.') && (await sb.store.readFile(e.path))?.length) return true;
         return false;
       };
       await until('the first commit-job holds the lease', leaseHeld);
@@ -261,55 +374,90 @@ for (const fx of storeFixtures()) {
       assert.equal(Object.keys(data(await readTree(sb.store, target))).length, 4);
     });
 
-    test('a commit-job killed and not yet reaped by its parent (a zombie) does not lock its job: recover takes over at once', { skip: process.platform !== 'linux' && 'zombies are read from /proc' }, async () => {
-      const target = posix.join(dir(), 'z');
-      const tasks = Array.from({ length: 4 }, (_, i) => ({ task: String(i), partition: [`dt=${i}`], files: { f: String(i) } }));
-      const job = await prepare(sb, { target, partitionBy: 'dt' }, tasks);
-      // Its parent is a `sleep` that never waits for it (helper-73: a slow reaper kept a killed step's pid for minutes).
-      const parent = spawn('sh', ['-c', `"$0" "$@" & echo $!; exec sleep 60`, process.execPath, BIN, 'commit-job', '--job', job], { env: cliEnv({ env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '150' } }), stdio: ['ignore', 'pipe', 'ignore'] });
-      try {
-        const [line] = (await once(parent.stdout!, 'data')) as [Buffer];
-        const pid = Number(line.toString().trim());
-        const staging = sb.pathOf(job);
-        await until('the commit-job holds the lease', async () => {
-          for (const e of await sb.store.list(staging)) if (e.name.startsWith('_lease.') && (await sb.store.readFile(e.path))?.length) return true;
-          return false;
-        });
-        process.kill(pid, 'SIGKILL');
-        await until('it is a zombie', async () => /^Z/.test((await readFile(`/proc/${pid}/stat`, 'latin1')).replace(/^.*\) /s, '')));
-        const r = await cli(['recover', '--job', job], { env: sb.env });
-        assert.equal(r.code, 0, r.stderr);
-        // Killed before or after its commit point: a commit-job now finishes what recover left.
-        const again = await commitJob(sb, job);
-        assert.equal(again.code, 0, again.stderr);
-        assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/f': '0', 'dt=1/f': '1', 'dt=2/f': '2', 'dt=3/f': '3' });
-      } finally {
-        parent.kill('SIGKILL');
-      }
-    });
+    test(
+      'a commit-job killed and not yet reaped by its parent (a zombie) does not lock its job: recover takes over at once',
+      { skip: process.platform !== 'linux' && 'zombies are read from /proc' },
+      async () => {
+        const target = posix.join(dir(), 'z');
+        const tasks = Array.from({ length: 4 }, (_, i) => ({
+          task: String(i),
+          partition: [`dt=${i}`],
+          files: { f: String(i) },
+        }));
+        const job = await prepare(sb, { target, partitionBy: 'dt' }, tasks);
+        // Its parent is a `sleep` that never waits for it (helper-73: a slow reaper kept a killed step's pid for
+        // minutes).
+        const parent = spawn(
+          'sh',
+          ['-c', `"$0" "$@" & echo $!; exec sleep 60`, process.execPath, BIN, 'commit-job', '--job', job],
+          {
+            env: cliEnv({ env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '150' } }),
+            stdio: ['ignore', 'pipe', 'ignore'],
+          },
+        );
+        try {
+          const [line] = (await once(parent.stdout!, 'data')) as [Buffer];
+          const pid = Number(line.toString().trim());
+          const staging = sb.pathOf(job);
+          await until('the commit-job holds the lease', async () => {
+            for (const e of await sb.store.list(staging))
+              if (e.name.startsWith('_lease.') && (await sb.store.readFile(e.path))?.length) return true;
+            return false;
+          });
+          process.kill(pid, 'SIGKILL');
+          await until('it is a zombie', async () =>
+            /^Z/.test((await readFile(`/proc/${pid}/stat`, 'latin1')).replace(/^.*\) /s, '')),
+          );
+          const r = await cli(['recover', '--job', job], { env: sb.env });
+          assert.equal(r.code, 0, r.stderr);
+          // Killed before or after its commit point: a commit-job now finishes what recover left.
+          const again = await commitJob(sb, job);
+          assert.equal(again.code, 0, again.stderr);
+          assert.deepEqual(data(await readTree(sb.store, target)), {
+            'dt=0/f': '0',
+            'dt=1/f': '1',
+            'dt=2/f': '2',
+            'dt=3/f': '3',
+          });
+        } finally {
+          parent.kill('SIGKILL');
+        }
+      },
+    );
 
-    /** A job of table `name` with task 0 committed (dt=0/a) and task 1 staged (dt=1/b), for a late commit-task of task 1. */
+    /**
+     * A job of table `name` with task 0 committed (dt=0/a) and task 1 staged (dt=1/b), for a late commit-task of task
+     * 1.
+     */
     const lateTaskJob = async (name: string) => {
       const target = posix.join(dir(), name);
-      const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
+      const job = await prepare(sb, { target, partitionBy: 'dt' }, [
+        { task: '0', partition: ['dt=0'], files: { a: 'a' } },
+      ]);
       await stageTask(sb, job, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
       const stagingPath = sb.pathOf(job);
       return { target, job, stagingPath, layout: new JobLayout(stagingPath) };
     };
 
-    /** An env for commit-task of task 1 that signals once its claim exists: its first read of the job after creating it. */
+    /**
+     * An env for commit-task of task 1 that signals once its claim exists: its first read of the job after creating it.
+     */
     const signalsClaim = (layout: JobLayout) => {
       let claimMade!: () => void;
       const made = new Promise<void>((r) => (claimMade = r));
       let creating = false;
       const taskEnv = testEnv(sb.store, {
-        beforeMutation: (_n, op, p) => void (op === 'createExclusive' && p === layout.claimFile(0, '1') && (creating = true)),
+        beforeMutation: (_n, op, p) =>
+          void (op === 'createExclusive' && p === layout.claimFile(0, '1') && (creating = true)),
         beforeRead: (_op, p) => void (creating && p === layout.jobFile && claimMade()),
       });
       return { taskEnv, made, claimMade };
     };
 
-    /** An env whose first lease create runs `race` whole before it (another step at the lease); `raced()` says whether it ran. */
+    /**
+     * An env whose first lease create runs `race` whole before it (another step at the lease); `raced()` says whether
+     * it ran.
+     */
     const racingForLease = (race: (leasePath: string) => Promise<unknown>) => {
       let ran = false;
       const env = testEnv(sb.store, async (_n, op, p) => {
@@ -339,7 +487,10 @@ for (const fx of storeFixtures()) {
       );
       const error = await late;
       assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
-      assert.match((error as Error).message, /read the committed tasks before this one, so task 1's output is not in it/);
+      assert.match(
+        (error as Error).message,
+        /read the committed tasks before this one, so task 1's output is not in it/,
+      );
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
       assert.equal(await sb.store.stat(stagingPath), null, 'no claim left behind');
     });
@@ -375,7 +526,7 @@ for (const fx of storeFixtures()) {
     });
 
     for (const form of ['inline', 'file'] as const) {
-      test(`a commit-job killed with its plan created (${form === 'inline' ? "in _job.yaml" : 'as _commit.yaml'}) but not the table-log entry it names (the two are made at once): the plan never counts: a late commit-task exits 0, recover removes the plan with a warning, the job commits with the late task`, async () => {
+      test(`a commit-job killed with its plan created (${form === 'inline' ? 'in _job.yaml' : 'as _commit.yaml'}) but not the table-log entry it names (the two are made at once): the plan never counts: a late commit-task exits 0, recover removes the plan with a warning, the job commits with the late task`, async () => {
         const { target, stagingPath, layout } = await lateTaskJob(`p-${form}`);
         let dead = false;
         const killed = libCommitJob(
@@ -393,13 +544,30 @@ for (const fx of storeFixtures()) {
         );
         await assert.rejects(killed, InjectedFault);
         if (form === 'file') assert.notEqual(await sb.store.stat(layout.commitFile), null, 'the plan was created');
-        else assert.match((await sb.store.readFile(layout.jobFile))!.toString(), /^state: "committing"$[^]*^plan: /m, 'the plan was written with committing');
+        else
+          assert.match(
+            (await sb.store.readFile(layout.jobFile))!.toString(),
+            /^state: "committing"$[^]*^plan: /m,
+            'the plan was written with committing',
+          );
         await driverDied(sb.store, stagingPath);
         await libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} });
         const warnings: string[] = [];
-        const r = await recover(testEnv(sb.store, undefined, { emit: (e: { type: string; message?: string }) => void (e.type === 'warn' && warnings.push(e.message!)) }), { stagingPath });
+        const r = await recover(
+          testEnv(sb.store, undefined, {
+            emit: (e: { type: string; message?: string }) => void (e.type === 'warn' && warnings.push(e.message!)),
+          }),
+          { stagingPath },
+        );
         assert.equal(r.state, 'staged');
-        assert.ok(warnings.some((w) => /names table-log entry 0, which is not this job's .*: it was never applied; removed it, the job is staged/.test(w)), warnings.join('\n'));
+        assert.ok(
+          warnings.some((w) =>
+            /names table-log entry 0, which is not this job's .*: it was never applied; removed it, the job is staged/.test(
+              w,
+            ),
+          ),
+          warnings.join('\n'),
+        );
         assert.equal(await sb.store.stat(layout.commitFile), null);
         assert.equal((await loadJob(sb.store, layout))!.inlinePlan, undefined);
         await libCommitJob(testEnv(sb.store), stagingPath);
@@ -407,19 +575,24 @@ for (const fx of storeFixtures()) {
         assert.equal(await sb.store.stat(stagingPath), null);
       });
     }
-    test("a plan in _job.yaml that lands late (a write its store held), after recover moved the job to its next app attempt: commit-job and recover exit 1 naming _job.yaml and change nothing; abort ends the job", async () => {
+    test('a plan in _job.yaml that lands late (a write its store held), after recover moved the job to its next app attempt: commit-job and recover exit 1 naming _job.yaml and change nothing; abort ends the job', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('late-carried');
       let dead = false;
       const killed = libCommitJob(
-        testEnv(sb.store, (n, op, p) => {
-          if (dead) throw new InjectedFault(n, op, p);
-          if (op === 'createExclusive' && /\/_log\/\d{20}\.yaml$/.test(p)) throw new InjectedFault(n, op, p);
-          if (matches(planCreated, op, p)) dead = true;
-        }, INLINE_PLAN),
+        testEnv(
+          sb.store,
+          (n, op, p) => {
+            if (dead) throw new InjectedFault(n, op, p);
+            if (op === 'createExclusive' && /\/_log\/\d{20}\.yaml$/.test(p)) throw new InjectedFault(n, op, p);
+            if (matches(planCreated, op, p)) dead = true;
+          },
+          INLINE_PLAN,
+        ),
         stagingPath,
       );
       await assert.rejects(killed, InjectedFault);
-      // The held write, as it will land: the job as it was, committing with its plan; until then `_job.yaml` says staged.
+      // The held write, as it will land: the job as it was, committing with its plan; until then `_job.yaml` says
+      // staged.
       const carried = await sb.store.readFile(layout.jobFile);
       assert.match(carried!.toString(), /^plan: /m);
       const job = (await loadJob(sb.store, layout))!;
@@ -429,9 +602,21 @@ for (const fx of storeFixtures()) {
       assert.equal(r.appAttempt, 1);
       await sb.store.writeFile(layout.jobFile, carried!); // lands now
       const before = await readTree(sb.store, posix.dirname(stagingPath));
-      for (const step of [() => libCommitJob(testEnv(sb.store), stagingPath), () => recover(testEnv(sb.store), { stagingPath })]) {
-        const err = await step().then(() => null, (e: unknown) => e);
-        assert.ok(err instanceof CorruptManifestError && /_job\.yaml: field 'appAttempt' is 0 with a commit plan naming table-log entry 0, which never counted, but app attempt 1 exists/.test(err.message), String(err));
+      for (const step of [
+        () => libCommitJob(testEnv(sb.store), stagingPath),
+        () => recover(testEnv(sb.store), { stagingPath }),
+      ]) {
+        const err = await step().then(
+          () => null,
+          (e: unknown) => e,
+        );
+        assert.ok(
+          err instanceof CorruptManifestError &&
+            /_job\.yaml: field 'appAttempt' is 0 with a commit plan naming table-log entry 0, which never counted, but app attempt 1 exists/.test(
+              err.message,
+            ),
+          String(err),
+        );
       }
       assert.deepEqual(await readTree(sb.store, posix.dirname(stagingPath)), before, 'nothing changed');
       assert.equal(await sb.store.stat(target), null);
@@ -442,7 +627,10 @@ for (const fx of storeFixtures()) {
     test('a commit-job whose staging dir an abort removes while it takes the lease: the job is gone (exit 2), never a raw not-found', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('g');
       const racing = racingForLease(() => abort(testEnv(sb.store), { stagingPath }));
-      const error = await libCommitJob(racing.env, stagingPath).then(() => null, (e: unknown) => e);
+      const error = await libCommitJob(racing.env, stagingPath).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(racing.raced(), 'the abort ran');
       assert.ok(error instanceof JobGoneError, `exit 2 (job gone), not: ${String(error)}`);
       assert.equal(await sb.store.stat(layout.root), null, 'nothing left of the staging dir');
@@ -464,11 +652,26 @@ for (const fx of storeFixtures()) {
       const { target, stagingPath, layout } = await lateTaskJob('h');
       const racing = racingForLease(async (p) => {
         // The abort took the lease and began removing the tree: our lease's temporary file went first.
-        const holder = encodeLease({ op: 'abort', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: Date.now(), expiresAtMs: Date.now() + 3_600_000 });
+        const holder = encodeLease({
+          op: 'abort',
+          owner: 'someone',
+          host: 'other-host',
+          pid: 1,
+          acquiredAtMs: Date.now(),
+          expiresAtMs: Date.now() + 3_600_000,
+        });
         await sb.store.writeFile(posix.join(layout.root, '_lease.0.yaml'), holder);
-        throw new StoreError('not-found', 'createExclusive', [sb.store.toUri(p)], 'ENOENT: no such file or directory, link');
+        throw new StoreError(
+          'not-found',
+          'createExclusive',
+          [sb.store.toUri(p)],
+          'ENOENT: no such file or directory, link',
+        );
       });
-      const error = await libCommitJob(racing.env, stagingPath).then(() => null, (e: unknown) => e);
+      const error = await libCommitJob(racing.env, stagingPath).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(racing.raced(), 'the lease was raced');
       assert.ok(error instanceof ConflictError, `exit 4, not: ${String(error)}`);
       assert.match((error as Error).message, /is locked: abort by someone on other-host/);
@@ -495,7 +698,10 @@ for (const fx of storeFixtures()) {
         committed = libCommitJob(testEnv(sb.store), stagingPath);
         await committed;
       });
-      const error = await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+      const error = await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(committed, 'commit-job ran');
       assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
       assert.match((error as Error).message, /finished while task 1 committed/);
@@ -507,10 +713,26 @@ for (const fx of storeFixtures()) {
     // first has its claim (as it promotes), or before its first listing (the claim still absent).
     // The second runs whole, or stops for a second before it marks its claim committed, its files moved.
     const twoRuns = [
-      { where: 'promotes', late: false, name: 'the second whole while the first promotes: both exit 0 and the task is published once' },
-      { where: 'lists', late: false, name: 'the second whole before the first lists the attempt: the first finds it committed (exit 0), not "never staged"' },
-      { where: 'promotes', late: true, name: 'the second moving the files while the first promotes and marking them committed only later: both exit 0' },
-      { where: 'lists', late: true, name: 'the second moving the files before the first lists them and marking them committed only later: the first waits for it and exits 0' },
+      {
+        where: 'promotes',
+        late: false,
+        name: 'the second whole while the first promotes: both exit 0 and the task is published once',
+      },
+      {
+        where: 'lists',
+        late: false,
+        name: 'the second whole before the first lists the attempt: the first finds it committed (exit 0), not "never staged"',
+      },
+      {
+        where: 'promotes',
+        late: true,
+        name: 'the second moving the files while the first promotes and marking them committed only later: both exit 0',
+      },
+      {
+        where: 'lists',
+        late: true,
+        name: 'the second moving the files before the first lists them and marking them committed only later: the first waits for it and exits 0',
+      },
     ] as const;
     for (const { where, late, name } of twoRuns) {
       test(`two runs of one commit-task attempt, ${name}`, async () => {
@@ -524,7 +746,10 @@ for (const fx of storeFixtures()) {
           await sleep(1000);
         });
         const startSecond = async () => {
-          second = libCommitTask(secondEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+          second = libCommitTask(secondEnv, stagingPath, { task: '1', files: {} }).then(
+            () => null,
+            (e: unknown) => e,
+          );
           await (late ? hasMoved : second);
         };
         let claimed = false;
@@ -534,8 +759,14 @@ for (const fx of storeFixtures()) {
                 if (op === 'createExclusive' && p === layout.claimFile(0, '1')) return void (claimed = true);
                 if (claimed && !second) await startSecond();
               })
-            : testEnv(sb.store, { beforeRead: async (op, p) => void (!second && op === 'list' && p.startsWith(layout.attemptsDir(0)) && (await startSecond())) });
-        const first = await libCommitTask(firstEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+            : testEnv(sb.store, {
+                beforeRead: async (op, p) =>
+                  void (!second && op === 'list' && p.startsWith(layout.attemptsDir(0)) && (await startSecond())),
+              });
+        const first = await libCommitTask(firstEnv, stagingPath, { task: '1', files: {} }).then(
+          () => null,
+          (e: unknown) => e,
+        );
         assert.ok(second, 'the second run ran');
         assert.equal(await second, null, 'the second run exits 0');
         assert.equal(first, null, `the first run exits 0 too, not: ${String(first)}`);
@@ -560,12 +791,22 @@ for (const fx of storeFixtures()) {
           })();
           await replaced;
         });
-        const error = await libCommitTask(taskEnv, layout.root, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+        const error = await libCommitTask(taskEnv, layout.root, { task: '1', files: {} }).then(
+          () => null,
+          (e: unknown) => e,
+        );
         assert.ok(replaced, 'the job was replaced');
         assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
-        assert.match((error as Error).message, /^job reused finished while task 1 committed, and a new job of that id is now staged in /);
+        assert.match(
+          (error as Error).message,
+          /^job reused finished while task 1 committed, and a new job of that id is now staged in /,
+        );
         assert.equal(await sb.store.stat(layout.claimFile(0, '1')), null, 'no claim in the new job');
-        assert.equal(await sb.store.stat(layout.decisionFile(0, taskAttemptName('reused', '1', 0))), null, 'no decision in the new job');
+        assert.equal(
+          await sb.store.stat(layout.decisionFile(0, taskAttemptName('reused', '1', 0))),
+          null,
+          'no decision in the new job',
+        );
         // The new job's attempt of the same name is its own: staged, committed and published.
         await stageTask(sb, handle, { task: '1', partition: ['dt=1'], files: { c: 'c' } });
         await libCommitTask(testEnv(sb.store), layout.root, { task: '1', files: {} });
@@ -584,7 +825,10 @@ for (const fx of storeFixtures()) {
         // and died before it could take them back leaves exactly these bytes).
         const attempt0 = taskAttemptName('zombie', '0', 0);
         await libCommitTask(testEnv(sb.store), layout.root, { task: '0', files: {} });
-        const [claim, decision] = await Promise.all([sb.store.readFile(layout.claimFile(0, '0')), sb.store.readFile(layout.decisionFile(0, attempt0))]);
+        const [claim, decision] = await Promise.all([
+          sb.store.readFile(layout.claimFile(0, '0')),
+          sb.store.readFile(layout.decisionFile(0, attempt0)),
+        ]);
         await abort(testEnv(sb.store), { stagingPath: layout.root });
         // v2 published at commit-task, and an abort leaves what was published.
         const earlier = algorithm === 'v2' ? { 'dt=1/old.txt': 'old' } : {};
@@ -593,17 +837,27 @@ for (const fx of storeFixtures()) {
         await sb.store.writeFile(layout.claimFile(0, '0'), claim!);
         const ct = await commitTask(sb, handle, '0');
         assert.equal(ct.code, 4, `commit-task: ${ct.stderr}`);
-        assert.match(ct.stderr, /the claim of task 0, made by attempt_zombie_0_0 \(.*\) was made for an earlier job zombie, staged .*: nothing was changed; abort this job and stage it again/);
+        assert.match(
+          ct.stderr,
+          /the claim of task 0, made by attempt_zombie_0_0 \(.*\) was made for an earlier job zombie, staged .*: nothing was changed; abort this job and stage it again/,
+        );
         const cj = await commitJob(sb, handle);
         assert.equal(cj.code, 4, `commit-job: ${cj.stderr}`);
         assert.match(cj.stderr, /was made for an earlier job zombie/);
-        assert.deepEqual(await readTree(sb.store, target), earlier, 'nothing published, no _SUCCESS naming a file that is not there');
+        assert.deepEqual(
+          await readTree(sb.store, target),
+          earlier,
+          'nothing published, no _SUCCESS naming a file that is not there',
+        );
         // The decision alone: the attempt is refused with advice; another attempt commits.
         await sb.store.delete(layout.claimFile(0, '0'), false);
         await sb.store.writeFile(layout.decisionFile(0, attempt0), decision!);
         const again = await commitTask(sb, handle, '0');
         assert.equal(again.code, 4, `commit-task: ${again.stderr}`);
-        assert.match(again.stderr, /the decision \(commit\) of attempt_zombie_0_0 \(.*\) was made for an earlier job zombie, .*stage the task as a new --attempt/);
+        assert.match(
+          again.stderr,
+          /the decision \(commit\) of attempt_zombie_0_0 \(.*\) was made for an earlier job zombie, .*stage the task as a new --attempt/,
+        );
         await stageTask(sb, handle, { task: '0', attempt: 1, partition: ['dt=1'], files: { 'new.txt': 'new' } });
         assert.equal((await commitTask(sb, handle, '0', 1)).code, 0);
         assert.equal((await commitJob(sb, handle)).code, 0);
@@ -621,13 +875,20 @@ for (const fx of storeFixtures()) {
         aborted = abort(testEnv(sb.store), { stagingPath });
         await aborted;
       });
-      const error = await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+      const error = await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(aborted, 'abort ran');
       assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
       assert.match((error as Error).message, /aborted/);
       assert.equal(await sb.store.stat(target), null);
       assert.equal(await sb.store.stat(stagingPath), null, 'no claim, decision or directory left behind');
-      assert.equal(await sb.store.stat(posix.dirname(stagingPath)), null, "nor the default layout's parents it made again");
+      assert.equal(
+        await sb.store.stat(posix.dirname(stagingPath)),
+        null,
+        "nor the default layout's parents it made again",
+      );
     });
 
     /** A job of one staged task attempt (task 0, file dt=1/f): what the abort races below start from. */
@@ -681,16 +942,26 @@ for (const fx of storeFixtures()) {
         aborted = abort(testEnv(sb.store), { stagingPath });
         await aborted;
       });
-      const error = await libCommitTask(taskEnv, stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+      const error = await libCommitTask(taskEnv, stagingPath, { task: '0', files: {} }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(aborted, 'abort ran');
       assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
-      assert.match((error as Error).message, /was aborted while .* committed: its files were published into the target already \(v2 publishes at commit-task\) and stay there/);
+      assert.match(
+        (error as Error).message,
+        /was aborted while .* committed: its files were published into the target already \(v2 publishes at commit-task\) and stay there/,
+      );
       assert.deepEqual(await readTree(sb.store, target), { 'dt=1/f': 'f' }, 'what the message says is in the target');
     });
 
     for (const when of ['as it claims', 'as it lists the files it publishes'] as const) {
       test(`a v2 commit-task whose job is aborted ${when}: exit 4 saying nothing of it was published, and no target made`, async () => {
-        const { target, stagingPath, layout } = await oneFileJob(`v2-aborted-early-${when.length}`, { algorithm: 'v2', mode: 'append', jobId: 'v2early' });
+        const { target, stagingPath, layout } = await oneFileJob(`v2-aborted-early-${when.length}`, {
+          algorithm: 'v2',
+          mode: 'append',
+          jobId: 'v2early',
+        });
         let aborted: Promise<unknown> | undefined;
         let claimed = false;
         const abortNow = async () => {
@@ -705,10 +976,14 @@ for (const fx of storeFixtures()) {
             else claimed = true;
           },
           beforeRead: async (_op, p) => {
-            if (claimed && !aborted && p.startsWith(layout.attemptDir(0, taskAttemptName('v2early', '0', 0)))) await abortNow();
+            if (claimed && !aborted && p.startsWith(layout.attemptDir(0, taskAttemptName('v2early', '0', 0))))
+              await abortNow();
           },
         });
-        const error = await libCommitTask(taskEnv, stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+        const error = await libCommitTask(taskEnv, stagingPath, { task: '0', files: {} }).then(
+          () => null,
+          (e: unknown) => e,
+        );
         assert.ok(aborted, 'abort ran');
         assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
         assert.doesNotMatch((error as Error).message, /published into the target/);
@@ -731,15 +1006,28 @@ for (const fx of storeFixtures()) {
         aborted = abort(testEnv(sb.store), { stagingPath });
         await aborted;
       });
-      const error = await libCommitTask(rerunEnv, stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+      const error = await libCommitTask(rerunEnv, stagingPath, { task: '0', files: {} }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(aborted, 'abort ran');
       assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
-      assert.match((error as Error).message, /was aborted while .* committed: its files were published into the target already/);
-      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' }, 'what the message says is in the target');
+      assert.match(
+        (error as Error).message,
+        /was aborted while .* committed: its files were published into the target already/,
+      );
+      assert.deepEqual(
+        data(await readTree(sb.store, target)),
+        { 'dt=1/f': 'f' },
+        'what the message says is in the target',
+      );
     });
 
     test('a v2 commit-task run again after a kill that left it published, whose job is aborted before it reads the claim: exit 4 saying the job was aborted, never "never staged"', async () => {
-      const { target, stagingPath, layout } = await oneFileJob('v2-rerun-aborted-early', { algorithm: 'v2', mode: 'append' });
+      const { target, stagingPath, layout } = await oneFileJob('v2-rerun-aborted-early', {
+        algorithm: 'v2',
+        mode: 'append',
+      });
       const claimFile = layout.claimFile(0, '0');
       const killedEnv = testEnv(sb.store, (n, op, p) => {
         if (op === 'writeFile' && p === claimFile) throw new InjectedFault(n, op, p);
@@ -753,10 +1041,16 @@ for (const fx of storeFixtures()) {
           await aborted;
         },
       });
-      const error = await libCommitTask(rerunEnv, stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+      const error = await libCommitTask(rerunEnv, stagingPath, { task: '0', files: {} }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(aborted, 'abort ran');
       assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
-      assert.match((error as Error).message, /was aborted while task 0 committed: this run published nothing; any file an earlier run of it published .* stays in the target/);
+      assert.match(
+        (error as Error).message,
+        /was aborted while task 0 committed: this run published nothing; any file an earlier run of it published .* stays in the target/,
+      );
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' }, 'the earlier run published the file');
     });
 
@@ -771,16 +1065,25 @@ for (const fx of storeFixtures()) {
           await recovered;
         },
       });
-      const r = await commitTaskStep(rerunEnv, { stagingPath, task: '0' }).then((x) => x, (e: unknown) => e);
+      const r = await commitTaskStep(rerunEnv, { stagingPath, task: '0' }).then(
+        (x) => x,
+        (e: unknown) => e,
+      );
       assert.ok(recovered, 'recover ran');
       // (S3 keeps a carried task's files where they were staged: that run finds them and goes on to 'carried'.)
-      assert.ok(['already', 'committed'].includes((r as { outcome?: string }).outcome ?? ''), `exit 0, not: ${r instanceof Error ? r.message : JSON.stringify(r)}`);
+      assert.ok(
+        ['already', 'committed'].includes((r as { outcome?: string }).outcome ?? ''),
+        `exit 0, not: ${r instanceof Error ? r.message : JSON.stringify(r)}`,
+      );
       assert.equal((await libCommitJobStep(testEnv(sb.store), { stagingPath })).files, 1, 'the job commits the task');
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' });
     });
 
     test('a v2 commit-task run again while its job is being aborted (the abort killed in its clean-up): exit 4 saying its files stand in the target', async () => {
-      const { target, stagingPath, layout } = await oneFileJob('v2-rerun-aborting', { algorithm: 'v2', mode: 'append' });
+      const { target, stagingPath, layout } = await oneFileJob('v2-rerun-aborting', {
+        algorithm: 'v2',
+        mode: 'append',
+      });
       const killedEnv = testEnv(sb.store, (n, op, p) => {
         if (op === 'writeFile' && p === layout.claimFile(0, '0')) throw new InjectedFault(n, op, p);
       });
@@ -791,20 +1094,34 @@ for (const fx of storeFixtures()) {
       });
       await assert.rejects(abort(abortEnv, { stagingPath }), InjectedFault);
       await driverDied(sb.store, stagingPath);
-      const error = await libCommitTask(testEnv(sb.store), stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+      const error = await libCommitTask(testEnv(sb.store), stagingPath, { task: '0', files: {} }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(error instanceof ConflictError, `exit 4, not: ${String(error)}`);
-      assert.match((error as Error).message, /cannot commit task 0: job .* was aborted .*: its files were published into the target already .* and stay there/);
+      assert.match(
+        (error as Error).message,
+        /cannot commit task 0: job .* was aborted .*: its files were published into the target already .* and stay there/,
+      );
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' });
     });
 
     test('commit-task at a job that committed meanwhile (exit 2) says the task can no longer be committed into it, not "nothing more to do"', async () => {
       const target = posix.join(dir(), 'late-task');
-      const stagingPath = await readyJob(sb.store, target, jobScenario('L', 'append'), [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }]);
+      const stagingPath = await readyJob(sb.store, target, jobScenario('L', 'append'), [
+        { task: '0', partition: ['dt=1'], files: { a: 'a' } },
+      ]);
       await libStageTask(testEnv(sb.store), stagingPath, { task: '1', partition: ['dt=2'], files: { b: 'b' } });
       await libCommitJob(testEnv(sb.store), stagingPath);
-      const error = await libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+      const error = await libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(error instanceof JobGoneError, `exit 2, not: ${String(error)}`);
-      assert.match((error as Error).message, /job L is finished: it was committed .*; task 1 can no longer be committed into it: its commit holds task 1's output only if the task was committed before the job was \(if that output is missing, run the job again\)$/);
+      assert.match(
+        (error as Error).message,
+        /job L is finished: it was committed .*; task 1 can no longer be committed into it: its commit holds task 1's output only if the task was committed before the job was \(if that output is missing, run the job again\)$/,
+      );
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a' });
     });
 
@@ -816,11 +1133,17 @@ for (const fx of storeFixtures()) {
       const firstEnv = testEnv(sb.store, {
         beforeRead: async (_op, p) => {
           if (second || !(p === target || p.startsWith(`${target}/`))) return;
-          second = libCommitTask(testEnv(sb.store), stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+          second = libCommitTask(testEnv(sb.store), stagingPath, { task: '0', files: {} }).then(
+            () => null,
+            (e: unknown) => e,
+          );
           await second;
         },
       });
-      const first = await libCommitTask(firstEnv, stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+      const first = await libCommitTask(firstEnv, stagingPath, { task: '0', files: {} }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(second, 'the second run ran');
       assert.equal(await second, null, 'the second run exits 0');
       assert.equal(first, null, `the first run exits 0 too, not: ${String(first)}`);
@@ -851,7 +1174,10 @@ for (const fx of storeFixtures()) {
       const secondEnv = testEnv(sb.store, {
         beforeMutation: async (_n, op, p) => {
           if (first || op !== 'createExclusive' || p !== claimFile) return;
-          first = libCommitTask(firstEnv, stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+          first = libCommitTask(firstEnv, stagingPath, { task: '0', files: {} }).then(
+            () => null,
+            (e: unknown) => e,
+          );
           await firstClaimed;
           pastClaim = true;
         },
@@ -862,7 +1188,10 @@ for (const fx of storeFixtures()) {
           await first;
         },
       });
-      const second = await libCommitTask(secondEnv, stagingPath, { task: '0', files: {} }).then(() => null, (e: unknown) => e);
+      const second = await libCommitTask(secondEnv, stagingPath, { task: '0', files: {} }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(first, 'the first run ran');
       assert.equal(await first, null, 'the first run exits 0');
       assert.equal(second, null, `the second run exits 0 too, never a clash with its own files: ${String(second)}`);
@@ -891,12 +1220,18 @@ for (const fx of storeFixtures()) {
         beforeMutation: async (_n, op, p) => {
           if (op === 'createExclusive' && p === claim) return void (claimed = true);
           if (!claimed || rec) return;
-          rec = recover(recoverEnv, { stagingPath }).then(() => null, (e: unknown) => e);
+          rec = recover(recoverEnv, { stagingPath }).then(
+            () => null,
+            (e: unknown) => e,
+          );
           await recoverActed;
         },
         beforeRead: (_op, p) => void (rec && p === layout.jobFile && checked()),
       });
-      const outcome = await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(() => 0, (e: unknown) => (e instanceof ConflictError ? 4 : e));
+      const outcome = await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(
+        () => 0,
+        (e: unknown) => (e instanceof ConflictError ? 4 : e),
+      );
       checked();
       assert.equal(await rec, null, 'recover finished');
       assert.ok(outcome === 0 || outcome === 4, String(outcome));
@@ -904,7 +1239,11 @@ for (const fx of storeFixtures()) {
       assert.equal(again.code, 0, again.stderr);
       const tree = data(await readTree(sb.store, target));
       assert.equal(tree['dt=0/a'], 'a');
-      assert.equal('dt=1/b' in tree, outcome === 0, `commit-task ${outcome === 0 ? 'exited 0' : 'exited 4'}, target ${JSON.stringify(tree)}`);
+      assert.equal(
+        'dt=1/b' in tree,
+        outcome === 0,
+        `commit-task ${outcome === 0 ? 'exited 0' : 'exited 4'}, target ${JSON.stringify(tree)}`,
+      );
     });
 
     test('a recover that removes what commit-task is writing into: commit-task tells what happened, never a raw not-found', async () => {
@@ -946,37 +1285,51 @@ for (const fx of storeFixtures()) {
           };
         },
       });
-      const outcome = await libCommitTask(testEnv(lossy), stagingPath, { task: '1', files: {} }).then(() => 0, (e: unknown) => (e instanceof ConflictError ? 4 : e));
+      const outcome = await libCommitTask(testEnv(lossy), stagingPath, { task: '1', files: {} }).then(
+        () => 0,
+        (e: unknown) => (e instanceof ConflictError ? 4 : e),
+      );
       assert.ok(rec, 'recover ran');
       // S3 leaves a claimed task's files where they were staged, so recover can finish the claim;
       // local and HDFS move them at commit-task, so recover undoes it.
       assert.equal(outcome, sb.store.caps.directoryRename ? 4 : 0, String(outcome));
       const again = await commitJob(sb, job);
       assert.equal(again.code, 0, again.stderr);
-      assert.deepEqual(data(await readTree(sb.store, target)), outcome === 0 ? { 'dt=0/a': 'a', 'dt=1/b': 'b' } : { 'dt=0/a': 'a' });
+      assert.deepEqual(
+        data(await readTree(sb.store, target)),
+        outcome === 0 ? { 'dt=0/a': 'a', 'dt=1/b': 'b' } : { 'dt=0/a': 'a' },
+      );
     });
 
-    test('a recover that runs whole between commit-task\'s claim and its look at the job: exit 0 exactly when the task is kept', async () => {
+    test("a recover that runs whole between commit-task's claim and its look at the job: exit 0 exactly when the task is kept", async () => {
       const { target, job, stagingPath, layout } = await lateTaskJob('t');
       let claimed = false;
       let rec: Promise<unknown> | undefined;
       // On S3 recover finishes the claim (the files are where commit-job reads them) and carries it;
       // elsewhere the files are not promoted yet and it undoes the claim.
       const taskEnv = testEnv(sb.store, {
-        beforeMutation: (_n, op, p) => void (op === 'createExclusive' && p === layout.claimFile(0, '1') && (claimed = true)),
+        beforeMutation: (_n, op, p) =>
+          void (op === 'createExclusive' && p === layout.claimFile(0, '1') && (claimed = true)),
         beforeRead: async (_op, p) => {
           if (!claimed || rec || p !== layout.jobFile) return;
           rec = recover(testEnv(sb.store), { stagingPath });
           await rec;
         },
       });
-      const outcome = await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(() => 0, (e: unknown) => (e instanceof ConflictError ? 4 : e));
+      const outcome = await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(
+        () => 0,
+        (e: unknown) => (e instanceof ConflictError ? 4 : e),
+      );
       assert.ok(rec, 'recover ran');
       assert.ok(outcome === 0 || outcome === 4, String(outcome));
       const again = await commitJob(sb, job);
       assert.equal(again.code, 0, again.stderr);
       const tree = data(await readTree(sb.store, target));
-      assert.equal('dt=1/b' in tree, outcome === 0, `commit-task ${outcome === 0 ? 'exited 0' : 'exited 4'}, target ${JSON.stringify(tree)}`);
+      assert.equal(
+        'dt=1/b' in tree,
+        outcome === 0,
+        `commit-task ${outcome === 0 ? 'exited 0' : 'exited 4'}, target ${JSON.stringify(tree)}`,
+      );
     });
 
     test('a recover that removes the app attempt while commit-task decides: exit 4 naming it, never a raw not-found', async () => {
@@ -990,10 +1343,16 @@ for (const fx of storeFixtures()) {
         await rec;
         throw new StoreError('not-found', 'createExclusive', [sb.store.toUri(p)], 'ENOENT: no such file or directory');
       });
-      const error = await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+      const error = await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(rec, 'recover ran');
       assert.ok(error instanceof ConflictError, `commit-task exits 4, not: ${String(error)}`);
-      assert.match((error as Error).message, /recover started app attempt 1 .* nothing of it was published; run the task again/);
+      assert.match(
+        (error as Error).message,
+        /recover started app attempt 1 .* nothing of it was published; run the task again/,
+      );
     });
 
     for (const failed of [true, false]) {
@@ -1008,15 +1367,32 @@ for (const fx of storeFixtures()) {
             if (rec || op !== 'createExclusive' || !p.startsWith(layout.decisionsDir(0))) return;
             rec = recover(testEnv(sb.store), { stagingPath });
             await rec;
-            if (failed) throw new StoreError('not-found', 'createExclusive', [sb.store.toUri(p)], 'ENOENT: no such file or directory');
+            if (failed)
+              throw new StoreError(
+                'not-found',
+                'createExclusive',
+                [sb.store.toUri(p)],
+                'ENOENT: no such file or directory',
+              );
           },
           { emit },
         );
         const result = await abort(taskEnv, { stagingPath, task: '1' });
         assert.ok(rec, 'recover ran');
         assert.equal(result.scope, 'task');
-        assert.ok(warnings.some((w) => /recover started app attempt 1 of job \S+ while this abort ran, without attempt_\S+_1_0: nothing of it will be published/.test(w)), warnings.join('\n'));
-        assert.equal(await sb.store.stat(layout.decisionsDir(0)), null, 'no decision left in app attempt 0 (recover removed its decisions)');
+        assert.ok(
+          warnings.some((w) =>
+            /recover started app attempt 1 of job \S+ while this abort ran, without attempt_\S+_1_0: nothing of it will be published/.test(
+              w,
+            ),
+          ),
+          warnings.join('\n'),
+        );
+        assert.equal(
+          await sb.store.stat(layout.decisionsDir(0)),
+          null,
+          'no decision left in app attempt 0 (recover removed its decisions)',
+        );
         await libCommitJobStep(testEnv(sb.store), { stagingPath });
         assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
       });
@@ -1025,10 +1401,26 @@ for (const fx of storeFixtures()) {
     for (const point of ['before its claim', 'once its claim exists'] as const) {
       test(`an abort --task of an attempt whose commit-task decided to commit it and died ${point}: exit 4 at once, saying to run recover (it finishes or undoes the commit), never "its files belong to the job" (helper-71: it waited 30 s, then said so)`, async () => {
         const { stagingPath } = await lateTaskJob(`abort-dead-${point.length}`);
-        const dead = testEnv(sb.store, crashAt({ op: point === 'before its claim' ? 'createExclusive' : 'writeFile', path: /\/_claims\/1\.yaml$/ }), { pid: 4_000_000, isPidAlive: () => false });
+        const dead = testEnv(
+          sb.store,
+          crashAt({ op: point === 'before its claim' ? 'createExclusive' : 'writeFile', path: /\/_claims\/1\.yaml$/ }),
+          { pid: 4_000_000, isPidAlive: () => false },
+        );
         await assert.rejects(libCommitTask(dead, stagingPath, { task: '1', files: {} }), InjectedFault);
-        const err = await abort(testEnv(sb.store, undefined, { isPidAlive: (pid) => pid !== 4_000_000 }), { stagingPath, task: '1' }).then(() => null, (e: unknown) => e);
-        assert.ok(err instanceof ConflictError && /cannot abort attempt_\S+_1_0 yet: its commit-task \(tester@\S+ pid 4000000\) decided to commit it and died before it finished: run 'stagecommit recover'/.test(err.message), String(err));
+        const err = await abort(testEnv(sb.store, undefined, { isPidAlive: (pid) => pid !== 4_000_000 }), {
+          stagingPath,
+          task: '1',
+        }).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        assert.ok(
+          err instanceof ConflictError &&
+            /cannot abort attempt_\S+_1_0 yet: its commit-task \(tester@\S+ pid 4000000\) decided to commit it and died before it finished: run 'stagecommit recover'/.test(
+              err.message,
+            ),
+          String(err),
+        );
       });
     }
 
@@ -1041,7 +1433,14 @@ for (const fx of storeFixtures()) {
         rec = recover(testEnv(sb.store), { stagingPath });
         await rec;
       });
-      await assert.rejects(abort(taskEnv, { stagingPath, task: '1' }), (e: unknown) => e instanceof ConflictError && /cannot abort attempt_\S+_1_0: recover carried it, committed, into app attempt 1 .* its files belong to the job/.test(e.message));
+      await assert.rejects(
+        abort(taskEnv, { stagingPath, task: '1' }),
+        (e: unknown) =>
+          e instanceof ConflictError &&
+          /cannot abort attempt_\S+_1_0: recover carried it, committed, into app attempt 1 .* its files belong to the job/.test(
+            e.message,
+          ),
+      );
       assert.ok(rec, 'recover ran');
       await libCommitJobStep(testEnv(sb.store), { stagingPath });
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
@@ -1056,7 +1455,10 @@ for (const fx of storeFixtures()) {
         const offset = Math.random() * 600 - 300;
         const pause = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
         const [first, ct] = await Promise.all([
-          pause(offset).then(() => spawnCli(['commit-job', '--job', job], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '15' } }).result),
+          pause(offset).then(
+            () =>
+              spawnCli(['commit-job', '--job', job], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '15' } }).result,
+          ),
           pause(-offset).then(() => cli(['commit-task', '--job', job, '--task', '1'], { env: sb.env })),
         ]);
         // A commit-job that met the claim while it was being made stops before its commit point.
@@ -1067,7 +1469,11 @@ for (const fx of storeFixtures()) {
         }
         const tree = data(await readTree(sb.store, target));
         assert.equal(tree['dt=0/a'], 'a');
-        assert.equal('dt=1/b' in tree, ct.code === 0, `round ${round}: commit-task exit ${ct.code} (${ct.stderr.trim()}), target ${JSON.stringify(tree)}`);
+        assert.equal(
+          'dt=1/b' in tree,
+          ct.code === 0,
+          `round ${round}: commit-task exit ${ct.code} (${ct.stderr.trim()}), target ${JSON.stringify(tree)}`,
+        );
         assert.ok([0, 2, 4].includes(ct.code!), ct.stderr);
         assert.equal(await sb.store.stat(sb.pathOf(job)), null, 'staging dir gone');
         seen.push(`cj ${first.code} ct ${ct.code}`);
@@ -1077,35 +1483,65 @@ for (const fx of storeFixtures()) {
 
     test('a driver whose lease renewals stop landing (a store holding requests unanswered) stops changing the job before its lease runs out; recover then finishes it', async () => {
       const target = posix.join(dir(), 'hung');
-      const tasks = Array.from({ length: 12 }, (_, i) => ({ task: String(i), partition: [`dt=${i}`], files: { f: `file ${i}` } }));
+      const tasks = Array.from({ length: 12 }, (_, i) => ({
+        task: String(i),
+        partition: [`dt=${i}`],
+        files: { f: `file ${i}` },
+      }));
       const staging = await readyJob(sb.store, target, jobScenario('H', 'create'), tasks);
       // Lease renewals hang for good; every other change takes 250 ms: the 2 s lease lapses mid-commit.
-      const hung = testEnv(sb.store, async (_n, op, path) => {
-        if (posix.basename(path).startsWith('_lease.') && op === 'writeFile') return new Promise<void>(() => {});
-        await sleep(250);
-      }, { leaseTtlMs: 2000 });
-      const err = await libCommitJobStep(hung, { stagingPath: staging }).then(() => null, (e: unknown) => e);
-      assert.ok(err instanceof StoreError && /renew lease .*_lease\.0\.yaml: no renewal of it has landed in time \(the store has not answered, or this process was stopped\): this step stops changing the job [\d.]+ s before its lease runs out, when another process may take the job over/.test(err.message), String(err));
+      const hung = testEnv(
+        sb.store,
+        async (_n, op, path) => {
+          if (posix.basename(path).startsWith('_lease.') && op === 'writeFile') return new Promise<void>(() => {});
+          await sleep(250);
+        },
+        { leaseTtlMs: 2000 },
+      );
+      const err = await libCommitJobStep(hung, { stagingPath: staging }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      assert.ok(
+        err instanceof StoreError &&
+          /renew lease .*_lease\.0\.yaml: no renewal of it has landed in time \(the store has not answered, or this process was stopped\): this step stops changing the job [\d.]+ s before its lease runs out, when another process may take the job over/.test(
+            err.message,
+          ),
+        String(err),
+      );
       assert.equal(hung.store.fence, undefined, 'the fence goes with the lease');
       await driverDied(sb.store, staging);
       await recover(testEnv(sb.store), { stagingPath: staging });
-      assert.deepEqual(data(await readTree(sb.store, target)), Object.fromEntries(tasks.map((t) => [`dt=${t.task}/f`, `file ${t.task}`])));
+      assert.deepEqual(
+        data(await readTree(sb.store, target)),
+        Object.fromEntries(tasks.map((t) => [`dt=${t.task}/f`, `file ${t.task}`])),
+      );
     });
 
     test('a clean-up at the end of commit-job that outlasts the lease keeps renewing it: the job commits, nothing left', async () => {
       const target = posix.join(dir(), 'slowclean');
-      const staging = await readyJob(sb.store, target, jobScenario('S', 'create'), [{ task: '0', partition: ['dt=0'], files: { f: 'f' } }]);
+      const staging = await readyJob(sb.store, target, jobScenario('S', 'create'), [
+        { task: '0', partition: ['dt=0'], files: { f: 'f' } },
+      ]);
       const data0 = posix.join(staging, '_temporary');
       let slowed = false;
       // The first delete of the staging dir's data takes twice the 1.2 s lease.
-      const slow = testEnv(sb.store, async (_n, op, path) => {
-        if (slowed || op !== 'delete' || !path.startsWith(data0)) return;
-        slowed = true;
-        await sleep(2400);
-      }, { leaseTtlMs: 1200 });
+      const slow = testEnv(
+        sb.store,
+        async (_n, op, path) => {
+          if (slowed || op !== 'delete' || !path.startsWith(data0)) return;
+          slowed = true;
+          await sleep(2400);
+        },
+        { leaseTtlMs: 1200 },
+      );
       const r = await libCommitJobStep(slow, { stagingPath: staging });
       assert.equal(r.outcome, 'committed');
-      assert.equal(slowed, !sb.store.caps.atomicTreeDelete, 'the clean-up was slowed (HDFS removes the tree in one delete)');
+      assert.equal(
+        slowed,
+        !sb.store.caps.atomicTreeDelete,
+        'the clean-up was slowed (HDFS removes the tree in one delete)',
+      );
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/f': 'f' });
       assert.equal(await sb.store.stat(staging), null, 'the staging dir is gone');
     });
@@ -1113,9 +1549,13 @@ for (const fx of storeFixtures()) {
     /** A lease (1.2 s) whose renewals the store never answers, and the signal it cuts requests off with. */
     async function lapsingLease(name: string): Promise<{ layout: JobLayout; lease: Lease; signal: AbortSignal }> {
       const layout = new JobLayout(posix.join(dir(), name, '.stagecommit', 'job'));
-      const env = testEnv(sb.store, async (_n, op, path) => {
-        if (op === 'writeFile' && posix.basename(path).startsWith('_lease.')) return new Promise<void>(() => {});
-      }, { leaseTtlMs: 1200 });
+      const env = testEnv(
+        sb.store,
+        async (_n, op, path) => {
+          if (op === 'writeFile' && posix.basename(path).startsWith('_lease.')) return new Promise<void>(() => {});
+        },
+        { leaseTtlMs: 1200 },
+      );
       const lease = await Lease.acquire(env.store, layout, env, 'commit-job');
       const signal = lease.admit(posix.join(layout.root, '_commit.yaml'));
       assert.ok(signal && !signal.aborted);
@@ -1126,12 +1566,20 @@ for (const fx of storeFixtures()) {
 
     test('a lease whose renewals stop landing cuts off the requests in flight when it may lapse, with no request asking; from then on nothing goes, its own file and temps included, and its file is left to expire', async () => {
       const { layout, lease, signal } = await lapsingLease('cut');
-      assert.ok(signal.reason instanceof StoreError && /this step stops changing the job/.test(signal.reason.message), String(signal.reason));
-      for (const p of [posix.join(layout.root, '_commit.yaml'), lease.path, tempPathFor(posix.join(layout.root, '_commit.yaml'))]) {
+      assert.ok(
+        signal.reason instanceof StoreError && /this step stops changing the job/.test(signal.reason.message),
+        String(signal.reason),
+      );
+      for (const p of [
+        posix.join(layout.root, '_commit.yaml'),
+        lease.path,
+        tempPathFor(posix.join(layout.root, '_commit.yaml')),
+      ]) {
         assert.throws(() => lease.admit(p), /this step stops changing the job/, p);
       }
       await lease.release();
-      // Removed, its generation could be taken again, and a renewal landing late would write over the successor's lease.
+      // Removed, its generation could be taken again, and a renewal landing late would write over the successor's
+      // lease.
       assert.ok(await sb.store.stat(lease.path), 'its lease file is left to expire');
     });
 
@@ -1146,33 +1594,61 @@ for (const fx of storeFixtures()) {
       assert.match(b.path, /_lease\.1\.yaml$/);
       // The lapsed driver's renewal, held by the store, lands now.
       await sb.store.writeFile(a.path, encodeLease({ ...left!.record!, expiresAtMs: Date.now() + 60_000 }));
-      await assert.rejects(Lease.acquire(sb.store, layout, other('c-host'), 'commit-job'), (e: unknown) => e instanceof ConflictError && /locked: recover by tester on b-host/.test(e.message));
+      await assert.rejects(
+        Lease.acquire(sb.store, layout, other('c-host'), 'commit-job'),
+        (e: unknown) => e instanceof ConflictError && /locked: recover by tester on b-host/.test(e.message),
+      );
       await b.release();
     });
 
     test('a driver that wakes up after its lease ran out (the process was stopped) stops, saying its lease ran out how long ago, not "0 s before" (helper-69)', async () => {
       const layout = new JobLayout(posix.join(dir(), 'woke'));
       let clock = Date.now();
-      const lease = await Lease.acquire(sb.store, layout, testEnv(sb.store, undefined, { now: () => clock, leaseTtlMs: 2000 }), 'commit-job');
+      const lease = await Lease.acquire(
+        sb.store,
+        layout,
+        testEnv(sb.store, undefined, { now: () => clock, leaseTtlMs: 2000 }),
+        'commit-job',
+      );
       clock += 5000;
-      assert.throws(() => lease.admit(layout.jobFile), /renew lease .*no renewal of it has landed in time \(the store has not answered, or this process was stopped\): this step stops changing the job now: its lease ran out 3\.0 s ago, and another process may have taken the job over/);
+      assert.throws(
+        () => lease.admit(layout.jobFile),
+        /renew lease .*no renewal of it has landed in time \(the store has not answered, or this process was stopped\): this step stops changing the job now: its lease ran out 3\.0 s ago, and another process may have taken the job over/,
+      );
       await lease.release();
     });
 
     test('a lease renewal that lands after the fence tripped does not bring the driver back: it stays stopped', async () => {
       const target = posix.join(dir(), 'late');
-      const staging = await readyJob(sb.store, target, jobScenario('R', 'create'), [{ task: '0', partition: ['dt=1'], files: { f: 'f' } }]);
+      const staging = await readyJob(sb.store, target, jobScenario('R', 'create'), [
+        { task: '0', partition: ['dt=1'], files: { f: 'f' } },
+      ]);
       // TTL 6 s: renewals every 2 s, the fence at 4.5 s. The first renewal lands at 4.8 s (late);
       // the plan's write runs until 5 s, when the lease would look renewed until 8 s.
       let t0 = 0;
       let renewals = 0;
-      const late = testEnv(sb.store, async (_n, op, path) => {
-        if (op === 'createExclusive' && posix.basename(path).startsWith('_lease.')) t0 = Date.now();
-        if (op === 'writeFile' && posix.basename(path).startsWith('_lease.') && renewals++ === 0) await sleep(t0 + 4800 - Date.now());
-        if ((op === 'createExclusive' && path.endsWith('_commit.yaml')) || (op === 'writeFile' && path.endsWith('/_job.yaml'))) await sleep(t0 + 5000 - Date.now());
-      }, { leaseTtlMs: 6000 });
-      const err = await libCommitJobStep(late, { stagingPath: staging }).then(() => null, (e: unknown) => e);
-      assert.ok(err instanceof StoreError && /renew lease .*this step stops changing the job/.test(err.message), String(err));
+      const late = testEnv(
+        sb.store,
+        async (_n, op, path) => {
+          if (op === 'createExclusive' && posix.basename(path).startsWith('_lease.')) t0 = Date.now();
+          if (op === 'writeFile' && posix.basename(path).startsWith('_lease.') && renewals++ === 0)
+            await sleep(t0 + 4800 - Date.now());
+          if (
+            (op === 'createExclusive' && path.endsWith('_commit.yaml')) ||
+            (op === 'writeFile' && path.endsWith('/_job.yaml'))
+          )
+            await sleep(t0 + 5000 - Date.now());
+        },
+        { leaseTtlMs: 6000 },
+      );
+      const err = await libCommitJobStep(late, { stagingPath: staging }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      assert.ok(
+        err instanceof StoreError && /renew lease .*this step stops changing the job/.test(err.message),
+        String(err),
+      );
       assert.equal(renewals, 1, 'no renewal after the lease may have lapsed');
       assert.equal(await sb.store.stat(target), null, 'nothing published');
       await driverDied(sb.store, staging);
@@ -1182,11 +1658,18 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' });
     });
 
-    /** A job whose commit-job wrote its plan (as `_commit.yaml`) and died; the plan's bytes, and the plan removed as if not landed yet. */
-    async function diedAfterPlan(name: string): Promise<{ target: string; staging: string; layout: JobLayout; plan: Buffer }> {
+    /**
+     * A job whose commit-job wrote its plan (as `_commit.yaml`) and died; the plan's bytes, and the plan removed as if
+     * not landed yet.
+     */
+    async function diedAfterPlan(
+      name: string,
+    ): Promise<{ target: string; staging: string; layout: JobLayout; plan: Buffer }> {
       const target = posix.join(dir(), name);
       await writeTree(sb.store, target, { 'dt=1/old': 'old' });
-      const staging = await readyJob(sb.store, target, jobScenario(name, 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { f: 'new' } }]);
+      const staging = await readyJob(sb.store, target, jobScenario(name, 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { f: 'new' } },
+      ]);
       const layout = new JobLayout(staging);
       let plan: Buffer | null = null;
       const dying = testEnv(
@@ -1206,9 +1689,15 @@ for (const fx of storeFixtures()) {
     }
     const warned = () => {
       const warnings: string[] = [];
-      return { warnings, env: testEnv(sb.store, undefined, { emit: (e: { type: string; message?: string }) => void (e.type === 'warn' && warnings.push(e.message!)) }) };
+      return {
+        warnings,
+        env: testEnv(sb.store, undefined, {
+          emit: (e: { type: string; message?: string }) => void (e.type === 'warn' && warnings.push(e.message!)),
+        }),
+      };
     };
-    const GIVEN_UP = /names table-log entry \d+, which was given up \(by recover or abort\) before the plan landed: it was never applied; removed it/;
+    const GIVEN_UP =
+      /names table-log entry \d+, which was given up \(by recover or abort\) before the plan landed: it was never applied; removed it/;
 
     test('a plan that lands after recover gave its table-log entry up (a write the store held) was never applied: commit-job commits afresh, recover and abort proceed, none is stuck', async () => {
       for (const step of ['commit-job', 'recover', 'abort'] as const) {
@@ -1216,7 +1705,11 @@ for (const fx of storeFixtures()) {
         // The plan's temp (HDFS writes one): recover removes it, so a held rename of it publishes nothing.
         await sb.store.writeFile(tempPathFor(layout.commitFile), plan);
         await recover(testEnv(sb.store), { stagingPath: staging });
-        assert.deepEqual((await sb.store.list(staging)).filter((e) => isTempName(e.name)), [], 'no temp left at the top');
+        assert.deepEqual(
+          (await sb.store.list(staging)).filter((e) => isTempName(e.name)),
+          [],
+          'no temp left at the top',
+        );
         await sb.store.writeFile(layout.commitFile, plan); // the held write lands now
         const { warnings, env } = warned();
         if (step === 'commit-job') {
@@ -1226,9 +1719,23 @@ for (const fx of storeFixtures()) {
           await sb.store.writeFile(layout.commitFile, plan);
           const again = warned();
           assert.equal((await libCommitJobStep(again.env, { stagingPath: staging })).outcome, 'already-committed');
-          assert.ok(again.warnings.some((w) => /landed after it committed .*_commit\.yaml is left over; delete it/.test(w)), again.warnings.join('\n'));
-          const swept = await cleanOrphans(testEnv(sb.store), { roots: [posix.dirname(staging)], olderThanMs: 0, delete: true });
-          assert.ok(swept.problems.some((p) => /committed .* and this plan of it landed later; nothing was touched: delete the directory/.test(p.message)), JSON.stringify(swept.problems));
+          assert.ok(
+            again.warnings.some((w) => /landed after it committed .*_commit\.yaml is left over; delete it/.test(w)),
+            again.warnings.join('\n'),
+          );
+          const swept = await cleanOrphans(testEnv(sb.store), {
+            roots: [posix.dirname(staging)],
+            olderThanMs: 0,
+            delete: true,
+          });
+          assert.ok(
+            swept.problems.some((p) =>
+              /committed .* and this plan of it landed later; nothing was touched: delete the directory/.test(
+                p.message,
+              ),
+            ),
+            JSON.stringify(swept.problems),
+          );
           await sb.store.delete(staging, true);
         } else if (step === 'recover') {
           const r = await recover(env, { stagingPath: staging });
@@ -1243,14 +1750,36 @@ for (const fx of storeFixtures()) {
           await sb.store.writeFile(layout.commitFile, plan);
           const again = warned();
           assert.equal((await abort(again.env, { stagingPath: staging })).outcome, 'nothing');
-          assert.ok(again.warnings.some((w) => /ended \(aborted, or reset by recover\) before this commit plan of it landed; the plan was never applied: delete /.test(w)), again.warnings.join('\n'));
-          await assert.rejects(libCommitJobStep(testEnv(sb.store), { stagingPath: staging }), (e: unknown) => e instanceof JobGoneError && /never applied: delete /.test(e.message));
-          const swept = await cleanOrphans(testEnv(sb.store), { roots: [posix.dirname(staging)], olderThanMs: 0, delete: true });
-          assert.ok(swept.problems.some((p) => /its job ended before it \(the plan was never applied\) and this plan of it landed later/.test(p.message)), JSON.stringify(swept.problems));
+          assert.ok(
+            again.warnings.some((w) =>
+              /ended \(aborted, or reset by recover\) before this commit plan of it landed; the plan was never applied: delete /.test(
+                w,
+              ),
+            ),
+            again.warnings.join('\n'),
+          );
+          await assert.rejects(
+            libCommitJobStep(testEnv(sb.store), { stagingPath: staging }),
+            (e: unknown) => e instanceof JobGoneError && /never applied: delete /.test(e.message),
+          );
+          const swept = await cleanOrphans(testEnv(sb.store), {
+            roots: [posix.dirname(staging)],
+            olderThanMs: 0,
+            delete: true,
+          });
+          assert.ok(
+            swept.problems.some((p) =>
+              /its job ended before it \(the plan was never applied\) and this plan of it landed later/.test(p.message),
+            ),
+            JSON.stringify(swept.problems),
+          );
           await sb.store.delete(staging, true);
           assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' });
         }
-        assert.ok(warnings.some((w) => GIVEN_UP.test(w)), warnings.join('\n'));
+        assert.ok(
+          warnings.some((w) => GIVEN_UP.test(w)),
+          warnings.join('\n'),
+        );
         if (step !== 'recover') assert.equal(await sb.store.stat(staging), null, 'staging dir gone');
       }
     });
@@ -1258,12 +1787,17 @@ for (const fx of storeFixtures()) {
     test('a late plan of an aborted job landing in a new job that reuses its id (and staging dir) is removed as given up: the new job commits', async () => {
       const { target, staging, layout, plan } = await diedAfterPlan('reused-id');
       await abort(testEnv(sb.store), { stagingPath: staging });
-      const again = await readyJob(sb.store, target, jobScenario('reused-id', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { g: 'newer' } }]);
+      const again = await readyJob(sb.store, target, jobScenario('reused-id', 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { g: 'newer' } },
+      ]);
       assert.equal(again, staging, 'the same staging dir');
       await sb.store.writeFile(layout.commitFile, plan);
       const { warnings, env } = warned();
       await libCommitJobStep(env, { stagingPath: staging });
-      assert.ok(warnings.some((w) => GIVEN_UP.test(w)), warnings.join('\n'));
+      assert.ok(
+        warnings.some((w) => GIVEN_UP.test(w)),
+        warnings.join('\n'),
+      );
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/g': 'newer' });
     });
 
@@ -1273,8 +1807,14 @@ for (const fx of storeFixtures()) {
       await sb.store.writeFile(layout.commitFile, plan);
       const job = (await loadJob(sb.store, layout))!;
       await saveJob(sb.store, layout, { ...job, state: 'committing' });
-      const err = await libCommitJobStep(testEnv(sb.store), { stagingPath: staging }).then(() => null, (e: unknown) => e);
-      assert.ok(err instanceof CorruptManifestError && /names table-log entry \d+, which was given up/.test(err.message), String(err));
+      const err = await libCommitJobStep(testEnv(sb.store), { stagingPath: staging }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      assert.ok(
+        err instanceof CorruptManifestError && /names table-log entry \d+, which was given up/.test(err.message),
+        String(err),
+      );
       assert.deepEqual(await sb.store.readFile(layout.commitFile), plan, 'the plan stays');
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' });
     });
@@ -1286,19 +1826,36 @@ for (const fx of storeFixtures()) {
         // The held write lands just before this commit-job creates its plan.
         let landed = false;
         const { warnings, env } = warned();
-        // A plan of its own as `_commit.yaml` (a small one goes into `_job.yaml`, where a late file plan is never read).
-        const racing = { ...env, inlinePlanMaxBytes: 0, store: new InstrumentedStore(sb.store, async (_n, op, path) => {
-          if (landed || op !== 'createExclusive' || !path.includes('_commit.yaml')) return;
-          landed = true;
-          await sb.store.writeFile(layout.commitFile, plan);
-        }) };
-        const r = await libCommitJobStep(racing, { stagingPath: staging }).then(() => null, (e: unknown) => e);
+        // A plan of its own as `_commit.yaml` (a small one goes into `_job.yaml`, where a late file plan is never
+        // read).
+        const racing = {
+          ...env,
+          inlinePlanMaxBytes: 0,
+          store: new InstrumentedStore(sb.store, async (_n, op, path) => {
+            if (landed || op !== 'createExclusive' || !path.includes('_commit.yaml')) return;
+            landed = true;
+            await sb.store.writeFile(layout.commitFile, plan);
+          }),
+        };
+        const r = await libCommitJobStep(racing, { stagingPath: staging }).then(
+          () => null,
+          (e: unknown) => e,
+        );
         assert.ok(landed, 'the late plan landed during the commit');
         if (given) {
           assert.equal(r, null, String(r));
-          assert.ok(warnings.some((w) => GIVEN_UP.test(w)), warnings.join('\n'));
+          assert.ok(
+            warnings.some((w) => GIVEN_UP.test(w)),
+            warnings.join('\n'),
+          );
         } else {
-          assert.ok(r instanceof ConflictError && /a commit plan of an earlier attempt of job plan-race-false appeared while this one was made .*: nothing was changed; run 'stagecommit recover --job /.test(r.message), String(r));
+          assert.ok(
+            r instanceof ConflictError &&
+              /a commit plan of an earlier attempt of job plan-race-false appeared while this one was made .*: nothing was changed; run 'stagecommit recover --job /.test(
+                r.message,
+              ),
+            String(r),
+          );
           assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' }, 'nothing published');
           assert.deepEqual(await sb.store.readFile(layout.commitFile), plan, 'the earlier plan stands');
           await driverDied(sb.store, staging);
@@ -1309,27 +1866,42 @@ for (const fx of storeFixtures()) {
       }
     });
 
-    test('a plan is created, never written over: a late write of another attempt\'s plan is refused, the same plan again is no error', async () => {
+    test("a plan is created, never written over: a late write of another attempt's plan is refused, the same plan again is no error", async () => {
       const { staging, layout, plan } = await diedAfterPlan('plan-create');
       await sb.store.writeFile(layout.commitFile, plan);
       const mine = await loadPlan(sb.store, layout, 'plan-create');
       assert.ok(mine);
       assert.equal(await writePlan(sb.store, layout, mine), true, 'ours again: a retry whose answer was lost');
-      assert.equal(await writePlan(sb.store, layout, { ...mine, logEntry: (mine.logEntry ?? 0) + 7 }), false, 'another is refused');
+      assert.equal(
+        await writePlan(sb.store, layout, { ...mine, logEntry: (mine.logEntry ?? 0) + 7 }),
+        false,
+        'another is refused',
+      );
       assert.deepEqual(await sb.store.readFile(layout.commitFile), plan, 'the plan there stands');
-      assert.deepEqual((await sb.store.list(staging)).filter((e) => isTempName(e.name)), [], 'no temp left');
+      assert.deepEqual(
+        (await sb.store.list(staging)).filter((e) => isTempName(e.name)),
+        [],
+        'no temp left',
+      );
     });
 
     test('a lease held by a live process blocks; an expired one, or a dead pid on this host, is taken over', async () => {
       const target = posix.join(dir(), 't');
       const job = await prepare(sb, { target }, [{ task: '0', files: { a: 'a' } }]);
       const layout = new JobLayout(sb.pathOf(job));
-      const lease = (host: string, pid: number, expiresAtMs: number) => encodeLease({ op: 'commit-job', owner: 'someone', host, pid, acquiredAtMs: 0, expiresAtMs });
-      await sb.store.writeFile(posix.join(layout.root, '_lease.0.yaml'), lease('other-host', 1, Date.now() + 3_600_000));
+      const lease = (host: string, pid: number, expiresAtMs: number) =>
+        encodeLease({ op: 'commit-job', owner: 'someone', host, pid, acquiredAtMs: 0, expiresAtMs });
+      await sb.store.writeFile(
+        posix.join(layout.root, '_lease.0.yaml'),
+        lease('other-host', 1, Date.now() + 3_600_000),
+      );
       const blocked = await cli(['abort', '--job', job], { env: sb.env });
       assert.equal(blocked.code, 4);
       assert.match(blocked.stderr, /locked: commit-job by someone on other-host/);
-      await sb.store.writeFile(posix.join(layout.root, '_lease.0.yaml'), lease(os.hostname(), 2 ** 22 + 12345, Date.now() + 3_600_000));
+      await sb.store.writeFile(
+        posix.join(layout.root, '_lease.0.yaml'),
+        lease(os.hostname(), 2 ** 22 + 12345, Date.now() + 3_600_000),
+      );
       const st = JSON.parse(await ok(['status', '--job', job, '--json'], { env: sb.env }));
       assert.equal(st.lease.live, false);
       await sb.store.writeFile(posix.join(layout.root, '_lease.0.yaml'), lease('other-host', 1, Date.now() - 1000));
@@ -1342,7 +1914,14 @@ for (const fx of storeFixtures()) {
       const target = posix.join(dir(), 't');
       const job = await prepare(sb, { target }, [{ task: '0', files: { a: 'a' } }]);
       const layout = new JobLayout(sb.pathOf(job));
-      const holder = encodeLease({ op: 'recover', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: 0, expiresAtMs: Date.now() + 3_600_000 });
+      const holder = encodeLease({
+        op: 'recover',
+        owner: 'someone',
+        host: 'other-host',
+        pid: 1,
+        acquiredAtMs: 0,
+        expiresAtMs: Date.now() + 3_600_000,
+      });
       await sb.store.writeFile(posix.join(layout.root, '_lease.3.yaml'), holder);
       for (const step of ['commit-job', 'abort', 'recover']) {
         const r = await cli([step, '--job', job], { env: sb.env });

@@ -25,7 +25,16 @@ describe('config files', () => {
     const file = path.join(dir, 'config.yaml');
     if (yaml !== undefined) await writeFile(file, yaml);
     // The CLI's code cache (bin/load-cli.js) goes elsewhere: `dir` holds only what a step made.
-    return { dir, file, env: { XDG_CONFIG_HOME: path.join(dir, 'xdg'), HOME: dir, XDG_CACHE_HOME: path.join(work, 'cache'), STAGECOMMIT_CONFIG: undefined } };
+    return {
+      dir,
+      file,
+      env: {
+        XDG_CONFIG_HOME: path.join(dir, 'xdg'),
+        HOME: dir,
+        XDG_CACHE_HOME: path.join(work, 'cache'),
+        STAGECOMMIT_CONFIG: undefined,
+      },
+    };
   }
 
   for (const [yaml, key, near] of [
@@ -38,7 +47,10 @@ describe('config files', () => {
       const { dir, file, env } = await setup(yaml);
       const r = await cli(['--config', file, 'stage', '--target', path.join(dir, 'sales')], { env });
       assert.equal(r.code, 2, r.stderr);
-      assert.equal(r.stderr.trim(), `stagecommit: error: config ${file}: unknown key '${key}': did you mean '${near}'?`);
+      assert.equal(
+        r.stderr.trim(),
+        `stagecommit: error: config ${file}: unknown key '${key}': did you mean '${near}'?`,
+      );
       assert.equal(r.stdout, '');
       assert.deepEqual((await readdir(dir)).sort(), ['config.yaml']);
     });
@@ -63,14 +75,24 @@ describe('config files', () => {
     await writeFile(path.join(userDir, 'config.yaml'), 'stagingroot: /x\n');
     const bad = await cli(['stage', '--target', path.join(dir, 'other')], { env });
     assert.equal(bad.code, 2);
-    assert.match(bad.stderr, new RegExp(`config ${path.join(userDir, 'config.yaml')}: unknown key 'stagingroot': did you mean 'stagingRoot'\\?`));
+    assert.match(
+      bad.stderr,
+      new RegExp(
+        `config ${path.join(userDir, 'config.yaml')}: unknown key 'stagingroot': did you mean 'stagingRoot'\\?`,
+      ),
+    );
   });
 
   test('without XDG_CONFIG_HOME the user file is ~/.config/stagecommit/config.yaml', async () => {
     const { dir, env } = await setup();
     await mkdir(path.join(dir, '.config', 'stagecommit'), { recursive: true });
-    await writeFile(path.join(dir, '.config', 'stagecommit', 'config.yaml'), `stagingRoot: ${path.join(dir, 'staging-home')}\n`);
-    const r = await cli(['stage', '--target', path.join(dir, 'sales')], { env: { ...env, XDG_CONFIG_HOME: undefined } });
+    await writeFile(
+      path.join(dir, '.config', 'stagecommit', 'config.yaml'),
+      `stagingRoot: ${path.join(dir, 'staging-home')}\n`,
+    );
+    const r = await cli(['stage', '--target', path.join(dir, 'sales')], {
+      env: { ...env, XDG_CONFIG_HOME: undefined },
+    });
     assert.equal(r.code, 0, r.stderr);
     assert.equal(path.dirname(r.stdout.trim()), path.join(dir, 'staging-home'));
   });
@@ -79,7 +101,10 @@ describe('config files', () => {
     const { dir, file, env } = await setup();
     const userDir = path.join(env.XDG_CONFIG_HOME!, 'stagecommit');
     await mkdir(userDir, { recursive: true });
-    await writeFile(path.join(userDir, 'config.yaml'), `stagingRoot: ${path.join(dir, 'staging-user')}\nleaseTtlSeconds: 0\n`);
+    await writeFile(
+      path.join(userDir, 'config.yaml'),
+      `stagingRoot: ${path.join(dir, 'staging-user')}\nleaseTtlSeconds: 0\n`,
+    );
     // The user file's bad leaseTtlSeconds is overridden by the explicit file: only the merged value is judged.
     await writeFile(file, `leaseTtlSeconds: 60\n`);
     const fromUser = await cli(['--config', file, 'stage', '--target', path.join(dir, 'a')], { env });
@@ -87,10 +112,14 @@ describe('config files', () => {
     assert.equal(path.dirname(fromUser.stdout.trim()), path.join(dir, 'staging-user'));
     const envFile = path.join(dir, 'env.yaml');
     await writeFile(envFile, `stagingRoot: ${path.join(dir, 'staging-env')}\nleaseTtlSeconds: 60\n`);
-    const fromEnv = await cli(['stage', '--target', path.join(dir, 'b')], { env: { ...env, STAGECOMMIT_CONFIG: envFile } });
+    const fromEnv = await cli(['stage', '--target', path.join(dir, 'b')], {
+      env: { ...env, STAGECOMMIT_CONFIG: envFile },
+    });
     assert.equal(path.dirname(fromEnv.stdout.trim()), path.join(dir, 'staging-env'), fromEnv.stderr);
     await writeFile(file, `stagingRoot: ${path.join(dir, 'staging-flag')}\nleaseTtlSeconds: 60\n`);
-    const fromFlag = await cli(['--config', file, 'stage', '--target', path.join(dir, 'c')], { env: { ...env, STAGECOMMIT_CONFIG: envFile } });
+    const fromFlag = await cli(['--config', file, 'stage', '--target', path.join(dir, 'c')], {
+      env: { ...env, STAGECOMMIT_CONFIG: envFile },
+    });
     assert.equal(path.dirname(fromFlag.stdout.trim()), path.join(dir, 'staging-flag'), fromFlag.stderr);
   });
 

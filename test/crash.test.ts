@@ -20,7 +20,18 @@ import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.j
 import { data, readTree, writeTree, type Tree } from './helpers/tree.js';
 import { killed, planCreated } from './helpers/crash-points.js';
 import { isTempName } from '../src/store/temp-names.js';
-import { driverDied, INLINE_PLAN, jobScenario, libCommitJob, libCommitTask, libStage, libStageTask, readyJob, testEnv, type Scenario } from './helpers/lib.js';
+import {
+  driverDied,
+  INLINE_PLAN,
+  jobScenario,
+  libCommitJob,
+  libCommitTask,
+  libStage,
+  libStageTask,
+  readyJob,
+  testEnv,
+  type Scenario,
+} from './helpers/lib.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import { listJobs } from '../src/steps/jobs.js';
 import type { TaskSpec } from './helpers/jobs.js';
@@ -28,7 +39,13 @@ import type { TaskSpec } from './helpers/jobs.js';
 const SCENARIOS: Scenario[] = [
   {
     name: 'dynamic overwrite of existing partitions (swap, in-place merge, new partition)',
-    initial: { 'dt=1/old-a': 'A', 'dt=1/old-b': 'B', 'dt=2/old': 'C', 'dt=2/_temporary/x': 'other-writer', 'dt=9/keep': 'K' },
+    initial: {
+      'dt=1/old-a': 'A',
+      'dt=1/old-b': 'B',
+      'dt=2/old': 'C',
+      'dt=2/_temporary/x': 'other-writer',
+      'dt=9/keep': 'K',
+    },
     job: { mode: 'overwrite', algorithm: 'v1', partitionBy: ['dt'], tasks: 4 },
     tasks: [
       { task: '0', partition: ['dt=1'], files: { p0: 'zero' } },
@@ -73,10 +90,19 @@ function finished(e: unknown): 'finished' {
   throw e;
 }
 
-type Action = { kind: 'stage' } | { kind: 'stage-task'; t: TaskSpec } | { kind: 'commit-task'; t: TaskSpec } | { kind: 'commit-job' };
+type Action =
+  | { kind: 'stage' }
+  | { kind: 'stage-task'; t: TaskSpec }
+  | { kind: 'commit-task'; t: TaskSpec }
+  | { kind: 'commit-job' };
 
 function flow(sc: Scenario): Action[] {
-  return [{ kind: 'stage' }, ...sc.tasks.map((t) => ({ kind: 'stage-task' as const, t })), ...sc.tasks.map((t) => ({ kind: 'commit-task' as const, t })), { kind: 'commit-job' }];
+  return [
+    { kind: 'stage' },
+    ...sc.tasks.map((t) => ({ kind: 'stage-task' as const, t })),
+    ...sc.tasks.map((t) => ({ kind: 'commit-task' as const, t })),
+    { kind: 'commit-job' },
+  ];
 }
 
 interface Run {
@@ -93,7 +119,8 @@ function labelOf(a: Action): string {
  * plans over 16 KiB); the others carry it in `_job.yaml`. Remote stores, which skip the create,
  * still sweep both forms.
  */
-const planForm = (sc: Scenario): { inlinePlanMaxBytes?: number } => ([1, 2].includes(SCENARIOS.indexOf(sc)) ? {} : INLINE_PLAN);
+const planForm = (sc: Scenario): { inlinePlanMaxBytes?: number } =>
+  [1, 2].includes(SCENARIOS.indexOf(sc)) ? {} : INLINE_PLAN;
 const formName = (sc: Scenario) => (planForm(sc) === INLINE_PLAN ? 'plan in _job.yaml' : 'plan as _commit.yaml');
 
 async function act(store: Store, run: Run, a: Action, sc: Scenario, hook?: MutationHook): Promise<void> {
@@ -134,7 +161,10 @@ function counter(): { hook: MutationHook; count(): number } {
  * Runs a step with a fault at mutation k. `fired`: the fault was injected; `threw`: it stopped
  * the step (a fault at a best-effort mutation, such as a lease release, is swallowed).
  */
-async function faultAt(k: number, run: (hook: MutationHook) => Promise<unknown>): Promise<{ fired: boolean; threw: boolean }> {
+async function faultAt(
+  k: number,
+  run: (hook: MutationHook) => Promise<unknown>,
+): Promise<{ fired: boolean; threw: boolean }> {
   const hook = failAt(k);
   try {
     await run(hook);
@@ -166,7 +196,12 @@ async function expectFinished(store: Store, run: Run, expected: Tree, label: str
 
 /** S3: no upload of the job is left pending (completed, or aborted by whichever step ended it). */
 async function expectNoUploads(store: Store, run: Run, label: string): Promise<void> {
-  if (store.listUploads) assert.deepEqual((await store.listUploads(run.targetPath)).map((u) => u.path), [], `${label}: no pending uploads`);
+  if (store.listUploads)
+    assert.deepEqual(
+      (await store.listUploads(run.targetPath)).map((u) => u.path),
+      [],
+      `${label}: no pending uploads`,
+    );
 }
 
 for (const fx of storeFixtures({ inProcess: true })) {
@@ -219,7 +254,11 @@ for (const fx of storeFixtures({ inProcess: true })) {
               const run = await fresh(sc);
               for (const before of actions.slice(0, i)) await act(sb.store, run, before, sc);
               const { fired, threw } = await faultAt(k, (hook) => act(sb.store, run, a, sc, hook));
-              assert.equal(fired, k <= n, `${label}: a clean run makes ${n} mutations, yet a fault at ${k} ${fired ? 'came' : 'never came'}`);
+              assert.equal(
+                fired,
+                k <= n,
+                `${label}: a clean run makes ${n} mutations, yet a fault at ${k} ${fired ? 'came' : 'never came'}`,
+              );
               const where = `${label}, fault at mutation ${k} of ${n}, healed by ${heal}`;
               if (fired) visited++;
               if (!threw) {
@@ -231,7 +270,8 @@ for (const fx of storeFixtures({ inProcess: true })) {
               }
               const layout = new JobLayout(run.stagingPath);
               const job = await loadJob(sb.store, layout);
-              const pastCommitPoint = (await sb.store.stat(layout.commitFile)) !== null || job === null || job.state !== 'staged';
+              const pastCommitPoint =
+                (await sb.store.stat(layout.commitFile)) !== null || job === null || job.state !== 'staged';
               if (!pastCommitPoint && sc.job.algorithm === 'v1') {
                 const now = data(await readTree(sb.store, run.targetPath));
                 assert.deepEqual(now, initial ?? {}, `${where}: target untouched before the commit point`);
@@ -239,7 +279,8 @@ for (const fx of storeFixtures({ inProcess: true })) {
               if (heal === 'recover' && a.kind !== 'stage') {
                 await finishAfterRecover(sb.store, run, sc);
               } else {
-                for (const rest of actions.slice(i)) if ((await act(sb.store, run, rest, sc).catch(finished)) === 'finished') break;
+                for (const rest of actions.slice(i))
+                  if ((await act(sb.store, run, rest, sc).catch(finished)) === 'finished') break;
               }
               await expectFinished(sb.store, run, expected, where);
             }
@@ -265,7 +306,10 @@ for (const fx of storeFixtures({ inProcess: true })) {
       await act(sb.store, clean, { kind: 'commit-job' }, sc);
       const expected = data(await readTree(sb.store, clean.targetPath));
       const run = await staged(sc);
-      const late = [posix.join(run.stagingPath, 'late-top'), posix.join(run.stagingPath, '_temporary', '0', 'late-attempt', 'dt=1', 'late')];
+      const late = [
+        posix.join(run.stagingPath, 'late-top'),
+        posix.join(run.stagingPath, '_temporary', '0', 'late-attempt', 'dt=1', 'late'),
+      ];
       let added = false;
       let lastDeletes = 0;
       const jobFile = posix.join(run.stagingPath, '_job.yaml');
@@ -276,7 +320,9 @@ for (const fx of storeFixtures({ inProcess: true })) {
         if (op === 'delete' && (path === jobFile || path === run.stagingPath)) {
           lastDeletes++;
           if (sb.store.caps.atomicTreeDelete) return;
-          const left = (await walkFiles(sb.store, run.stagingPath)).map((e) => e.name).filter((n) => n !== '_job.yaml' && !n.startsWith('_lease.'));
+          const left = (await walkFiles(sb.store, run.stagingPath))
+            .map((e) => e.name)
+            .filter((n) => n !== '_job.yaml' && !n.startsWith('_lease.'));
           assert.deepEqual(left, [], `deleting ${path} while other entries remain`);
         }
         // Written as _SUCCESS is: after the publish, long after commit-job began listing its staging dir.
@@ -285,7 +331,11 @@ for (const fx of storeFixtures({ inProcess: true })) {
         for (const p of late) await sb.store.writeFile(p, 'late');
       });
       assert.ok(added && lastDeletes > 0, 'the hook ran');
-      assert.deepEqual(data(await readTree(sb.store, run.targetPath)), expected, 'target: the job exactly, nothing late');
+      assert.deepEqual(
+        data(await readTree(sb.store, run.targetPath)),
+        expected,
+        'target: the job exactly, nothing late',
+      );
       assert.equal(await sb.store.stat(run.stagingPath), null, 'staging dir removed, late files too');
     });
 
@@ -314,17 +364,36 @@ for (const fx of storeFixtures({ inProcess: true })) {
       await assert.rejects(act(sb.store, run, { kind: 'commit-job' }, sc, crashAt({ op: 'copy' })), InjectedFault);
       const big = (await walkFiles(sb.store, run.stagingPath)).find((e) => e.name.endsWith('/big'))!;
       await sb.store.delete(posix.join(run.stagingPath, big.name), false);
-      await assert.rejects(act(sb.store, run, { kind: 'commit-job' }, sc), (e: unknown) => e instanceof StoreError && e.kind === 'not-found');
-      assert.equal((await readTree(sb.store, run.targetPath))['dt=1/big'], undefined, 'the removed file is not reported published');
+      await assert.rejects(
+        act(sb.store, run, { kind: 'commit-job' }, sc),
+        (e: unknown) => e instanceof StoreError && e.kind === 'not-found',
+      );
+      assert.equal(
+        (await readTree(sb.store, run.targetPath))['dt=1/big'],
+        undefined,
+        'the removed file is not reported published',
+      );
       // An overwrite whose target held a file of that name and size before: it is not taken for the copy.
-      const over: Scenario = { ...sc, name: 'overwrite of same-size files', initial: { 'dt=1/big': 'OLD-BYTE' }, job: { ...sc.job, mode: 'overwrite' } };
+      const over: Scenario = {
+        ...sc,
+        name: 'overwrite of same-size files',
+        initial: { 'dt=1/big': 'OLD-BYTE' },
+        job: { ...sc.job, mode: 'overwrite' },
+      };
       const run2 = await staged(over);
       await assert.rejects(act(sb.store, run2, { kind: 'commit-job' }, over, crashAt({ op: 'copy' })), InjectedFault);
       const big2 = (await walkFiles(sb.store, run2.stagingPath)).find((e) => e.name.endsWith('/big'))!;
       await sb.store.delete(posix.join(run2.stagingPath, big2.name), false);
-      await assert.rejects(act(sb.store, run2, { kind: 'commit-job' }, over), (e: unknown) => e instanceof StoreError && e.kind === 'not-found');
+      await assert.rejects(
+        act(sb.store, run2, { kind: 'commit-job' }, over),
+        (e: unknown) => e instanceof StoreError && e.kind === 'not-found',
+      );
       await assert.rejects(recover(testEnv(sb.store), { stagingPath: run2.stagingPath }));
-      assert.equal((await readTree(sb.store, run2.targetPath))['dt=1/big'], 'OLD-BYTE', 'the old file stays, and no step says the job is done');
+      assert.equal(
+        (await readTree(sb.store, run2.targetPath))['dt=1/big'],
+        'OLD-BYTE',
+        'the old file stays, and no step says the job is done',
+      );
     });
 
     test('abort at every mutation, then abort again: staging gone, target as before', async (t) => {
@@ -337,12 +406,22 @@ for (const fx of storeFixtures({ inProcess: true })) {
       for (let k = 1; k <= n + 1; k++) {
         if (k <= n && !sampled(k)) continue;
         const run = await staged(sc);
-        const { fired, threw } = await faultAt(k, (hook) => abort(testEnv(sb.store, hook), { stagingPath: run.stagingPath }));
-        assert.equal(fired, k <= n, `a clean abort makes ${n} mutations, yet a fault at ${k} ${fired ? 'came' : 'never came'}`);
+        const { fired, threw } = await faultAt(k, (hook) =>
+          abort(testEnv(sb.store, hook), { stagingPath: run.stagingPath }),
+        );
+        assert.equal(
+          fired,
+          k <= n,
+          `a clean abort makes ${n} mutations, yet a fault at ${k} ${fired ? 'came' : 'never came'}`,
+        );
         assert.deepEqual(await readTree(sb.store, run.targetPath), sc.initial, `fault at ${k}: target as before`);
         if (fired) visited++;
         if (threw) await abort(testEnv(sb.store), { stagingPath: run.stagingPath }).catch(finished);
-        assert.deepEqual(await readTree(sb.store, run.targetPath), sc.initial, `fault at ${k}, aborted again: target as before`);
+        assert.deepEqual(
+          await readTree(sb.store, run.targetPath),
+          sc.initial,
+          `fault at ${k}, aborted again: target as before`,
+        );
         assert.equal(await sb.store.stat(run.stagingPath), null, `fault at ${k}: staging dir removed`);
         await expectNoUploads(sb.store, run, `abort fault at ${k}`);
       }
@@ -359,7 +438,10 @@ for (const fx of storeFixtures({ inProcess: true })) {
       const interrupted = async (): Promise<Run> => {
         const run = await fresh(sc);
         for (const a of flow(sc).slice(0, 1 + sc.tasks.length + 2)) await act(sb.store, run, a, sc);
-        await assert.rejects(act(sb.store, run, { kind: 'commit-task', t: sc.tasks[2]! }, sc, killed.claimed('2')), InjectedFault);
+        await assert.rejects(
+          act(sb.store, run, { kind: 'commit-task', t: sc.tasks[2]! }, sc, killed.claimed('2')),
+          InjectedFault,
+        );
         return run;
       };
       const c = counter();
@@ -371,8 +453,14 @@ for (const fx of storeFixtures({ inProcess: true })) {
       for (let k = 1; k <= n + 1; k++) {
         if (k <= n && !sampled(k)) continue;
         const run = await interrupted();
-        const { fired } = await faultAt(k, (hook) => recover(testEnv(sb.store, hook), { stagingPath: run.stagingPath }));
-        assert.equal(fired, k <= n, `a clean recover makes ${n} mutations, yet a fault at ${k} ${fired ? 'came' : 'never came'}`);
+        const { fired } = await faultAt(k, (hook) =>
+          recover(testEnv(sb.store, hook), { stagingPath: run.stagingPath }),
+        );
+        assert.equal(
+          fired,
+          k <= n,
+          `a clean recover makes ${n} mutations, yet a fault at ${k} ${fired ? 'came' : 'never came'}`,
+        );
         if (fired) visited++;
         await finishAfterRecover(sb.store, run, sc);
         await expectFinished(sb.store, run, expected, `recover fault at ${k} of ${n}`);
@@ -401,14 +489,24 @@ for (const fx of storeFixtures({ inProcess: true })) {
       { task: '1', partition: ['dt=2'], files: { b: 'b' } },
     ];
 
-    /** An append of `tasks` into `name` whose driver died once its first file was published (`file`: its plan as `_commit.yaml`, not in `_job.yaml`). */
+    /**
+     * An append of `tasks` into `name` whose driver died once its first file was published (`file`: its plan as
+     * `_commit.yaml`, not in `_job.yaml`).
+     */
     const killedAfterFirstPublish = async (name: string, jobId: string, file = false) => {
       const target = posix.join(dir(), name);
       await writeTree(sb.store, target, { 'dt=9/keep': 'k' });
       const staging = await readyJob(sb.store, target, jobScenario(jobId, 'append'), tasks);
-      // The first move into the target is the one that lands (a rename, a copy or a completed upload), then the driver dies.
-      const publishes = crashAt({ op: ['rename', 'copy', 'complete'], path: (p) => p.startsWith(staging) && !isTempName(posix.basename(p)) }, { after: true });
-      await assert.rejects(commitJob(testEnv(sb.store, publishes, file ? { inlinePlanMaxBytes: 0 } : {}), { stagingPath: staging }), InjectedFault);
+      // The first move into the target is the one that lands (a rename, a copy or a completed upload), then the driver
+      // dies.
+      const publishes = crashAt(
+        { op: ['rename', 'copy', 'complete'], path: (p) => p.startsWith(staging) && !isTempName(posix.basename(p)) },
+        { after: true },
+      );
+      await assert.rejects(
+        commitJob(testEnv(sb.store, publishes, file ? { inlinePlanMaxBytes: 0 } : {}), { stagingPath: staging }),
+        InjectedFault,
+      );
       await driverDied(sb.store, staging);
       const published = data(await readTree(sb.store, target));
       assert.ok(Object.keys(published).length > 1, `something was published: ${JSON.stringify(published)}`);
@@ -418,20 +516,39 @@ for (const fx of storeFixtures({ inProcess: true })) {
     test('a driver killed once its first file is published, whose plan (a _commit.yaml) is then lost: recover exits 1 naming the plan and plans nothing again', async () => {
       const { target, staging, published } = await killedAfterFirstPublish('p', 'L', true);
       await sb.store.delete(new JobLayout(staging).commitFile, false);
-      await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), (e: unknown) => e instanceof CorruptManifestError && /_commit\.yaml/.test(e.message));
+      await assert.rejects(
+        recover(testEnv(sb.store), { stagingPath: staging }),
+        (e: unknown) => e instanceof CorruptManifestError && /_commit\.yaml/.test(e.message),
+      );
       assert.deepEqual(data(await readTree(sb.store, target)), published, 'nothing planned or moved again');
     });
 
-    test("a driver killed once its first file is published, whose table-log entry another job then marked finished: recover exits 1 naming the progress record and publishes nothing more", async () => {
+    test('a driver killed once its first file is published, whose table-log entry another job then marked finished: recover exits 1 naming the progress record and publishes nothing more', async () => {
       const { target, staging, published } = await killedAfterFirstPublish('f', 'F');
       // What a later job does to an entry whose job it finds gone (its _job.yaml lost for a while).
       await new TableLog(sb.store, target).markDone({ number: 0, jobId: 'F' }, 'committed', Date.now());
-      await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), (e: unknown) => e instanceof CorruptManifestError && /_commit\.progress: counts 0 of the plan's \d+ phases done, and the table log marks job F's entry 0 finished, so the plan is not replayed/.test(e.message));
-      assert.deepEqual(data(await readTree(sb.store, target)), published, 'nothing published after the entry was marked');
+      await assert.rejects(
+        recover(testEnv(sb.store), { stagingPath: staging }),
+        (e: unknown) =>
+          e instanceof CorruptManifestError &&
+          /_commit\.progress: counts 0 of the plan's \d+ phases done, and the table log marks job F's entry 0 finished, so the plan is not replayed/.test(
+            e.message,
+          ),
+      );
+      assert.deepEqual(
+        data(await readTree(sb.store, target)),
+        published,
+        'nothing published after the entry was marked',
+      );
       // A damaged record is no way round it: deleting it (its advice elsewhere) leads to the same answer.
       const progress = new JobLayout(staging).progressFile;
       await sb.store.writeFile(progress, 'garbage\n');
-      await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), (e: unknown) => e instanceof CorruptManifestError && /_commit\.progress: cannot be read, and the table log marks .* so the plan is not replayed/.test(e.message));
+      await assert.rejects(
+        recover(testEnv(sb.store), { stagingPath: staging }),
+        (e: unknown) =>
+          e instanceof CorruptManifestError &&
+          /_commit\.progress: cannot be read, and the table log marks .* so the plan is not replayed/.test(e.message),
+      );
       assert.deepEqual(data(await readTree(sb.store, target)), published);
     });
 
@@ -448,7 +565,9 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.equal(jobWrites, 2);
       assert.equal((await loadJob(sb.store, layout))?.state, 'committing');
       await driverDied(sb.store, staging);
-      const later = await readyJob(sb.store, target, jobScenario('E', 'append'), [{ task: '0', partition: ['dt=3'], files: { e: 'e' } }]);
+      const later = await readyJob(sb.store, target, jobScenario('E', 'append'), [
+        { task: '0', partition: ['dt=3'], files: { e: 'e' } },
+      ]);
       await commitJob(testEnv(sb.store), { stagingPath: later });
       const success = posix.join(target, '_SUCCESS');
       const before = data(await readTree(sb.store, target));
@@ -466,16 +585,24 @@ for (const fx of storeFixtures({ inProcess: true })) {
       const root = dir();
       const target = posix.join(root, 'j');
       const staging = await readyJob(sb.store, target, jobScenario('M', 'append'), tasks);
-      await assert.rejects(commitJob(testEnv(sb.store, killed.atCommitPoint(), { inlinePlanMaxBytes: 0 }), { stagingPath: staging }), InjectedFault);
+      await assert.rejects(
+        commitJob(testEnv(sb.store, killed.atCommitPoint(), { inlinePlanMaxBytes: 0 }), { stagingPath: staging }),
+        InjectedFault,
+      );
       await driverDied(sb.store, staging);
       await sb.store.delete(new JobLayout(staging).jobFile, false);
       const before = await readTree(sb.store, root);
-      const lost = (e: unknown) => e instanceof CorruptManifestError && /_job\.yaml: is missing, but the commit plan beside it shows the job is past its commit point/.test(e.message);
+      const lost = (e: unknown) =>
+        e instanceof CorruptManifestError &&
+        /_job\.yaml: is missing, but the commit plan beside it shows the job is past its commit point/.test(e.message);
       await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), lost);
       await assert.rejects(abort(testEnv(sb.store), { stagingPath: staging }), lost);
       await assert.rejects(commitJob(testEnv(sb.store), { stagingPath: staging }), lost);
       const swept = await cleanOrphans(testEnv(sb.store), { roots: [root], olderThanMs: 0, delete: true });
-      assert.ok(swept.problems.some((p) => /_commit\.yaml without _job\.yaml/.test(p.message)), JSON.stringify(swept.problems));
+      assert.ok(
+        swept.problems.some((p) => /_commit\.yaml without _job\.yaml/.test(p.message)),
+        JSON.stringify(swept.problems),
+      );
       assert.deepEqual(await readTree(sb.store, root), before, 'nothing changed');
     });
 
@@ -484,21 +611,38 @@ for (const fx of storeFixtures({ inProcess: true })) {
       const target = posix.join(root, 'j');
       // The default staging layout: the handle leads to the table log.
       const staging = await readyJob(sb.store, target, jobScenario('N', 'append'), tasks);
-      await assert.rejects(commitJob(testEnv(sb.store, killed.atCommitPoint(), INLINE_PLAN), { stagingPath: staging }), InjectedFault);
+      await assert.rejects(
+        commitJob(testEnv(sb.store, killed.atCommitPoint(), INLINE_PLAN), { stagingPath: staging }),
+        InjectedFault,
+      );
       await driverDied(sb.store, staging);
       assert.ok((await loadJob(sb.store, new JobLayout(staging)))?.inlinePlan, 'the plan rode in _job.yaml');
       await sb.store.delete(new JobLayout(staging).jobFile, false);
       const before = await readTree(sb.store, root);
-      const lost = (e: unknown) => e instanceof CorruptManifestError && /_job\.yaml: is missing, but the table log holds job N's unfinished entry 0 for this staging dir: the job may be past its commit point/.test(e.message);
+      const lost = (e: unknown) =>
+        e instanceof CorruptManifestError &&
+        /_job\.yaml: is missing, but the table log holds job N's unfinished entry 0 for this staging dir: the job may be past its commit point/.test(
+          e.message,
+        );
       // `jobs` of the table lists it, unreadable, saying why (helper-69: it was left out).
       const rows = (await listJobs(testEnv(sb.store), { paths: [target] })).jobs;
-      assert.deepEqual(rows.map((r) => [r.jobId, r.state]), [['N', 'unreadable']]);
+      assert.deepEqual(
+        rows.map((r) => [r.jobId, r.state]),
+        [['N', 'unreadable']],
+      );
       assert.match(rows[0]!.problem!, /_job\.yaml: is missing, but the table log holds job N's unfinished entry 0/);
       await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), lost);
       await assert.rejects(abort(testEnv(sb.store), { stagingPath: staging }), lost);
       await assert.rejects(commitJob(testEnv(sb.store), { stagingPath: staging }), lost);
       const swept = await cleanOrphans(testEnv(sb.store), { roots: [root], olderThanMs: 0, delete: true });
-      assert.ok(swept.problems.some((p) => /_job\.yaml is missing, but the table log holds job N's unfinished entry 0 .*nothing under it was touched/.test(p.message)), JSON.stringify(swept.problems));
+      assert.ok(
+        swept.problems.some((p) =>
+          /_job\.yaml is missing, but the table log holds job N's unfinished entry 0 .*nothing under it was touched/.test(
+            p.message,
+          ),
+        ),
+        JSON.stringify(swept.problems),
+      );
       assert.deepEqual(await readTree(sb.store, root), before, 'nothing changed');
     });
 
@@ -508,32 +652,57 @@ for (const fx of storeFixtures({ inProcess: true })) {
         const target = posix.join(root, 'j');
         await writeTree(sb.store, target, { 'dt=1/old': 'old' });
         const sc = jobScenario('O', 'overwrite');
-        const staging = await readyJob(sb.store, target, { ...sc, job: { ...sc.job, stagingPath: posix.join(root, 'mystage') } }, tasks);
+        const staging = await readyJob(
+          sb.store,
+          target,
+          { ...sc, job: { ...sc.job, stagingPath: posix.join(root, 'mystage') } },
+          tasks,
+        );
         assert.equal(staging, posix.join(root, 'mystage'));
-        await assert.rejects(commitJob(testEnv(sb.store, killed[point](), { inlinePlanMaxBytes: 0 }), { stagingPath: staging }), InjectedFault);
+        await assert.rejects(
+          commitJob(testEnv(sb.store, killed[point](), { inlinePlanMaxBytes: 0 }), { stagingPath: staging }),
+          InjectedFault,
+        );
         await driverDied(sb.store, staging);
         const layout = new JobLayout(staging);
         await sb.store.delete(layout.jobFile, false);
         await sb.store.delete(layout.commitFile, false);
         const before = await readTree(sb.store, root);
-        const lost = (e: unknown) => e instanceof CorruptManifestError && /_job\.yaml: is missing, but the staging dir still holds a job's files \(.*_temporary\/0\/_claims.*\): the job may be past its commit point; nothing was changed/.test(e.message);
+        const lost = (e: unknown) =>
+          e instanceof CorruptManifestError &&
+          /_job\.yaml: is missing, but the staging dir still holds a job's files \(.*_temporary\/0\/_claims.*\): the job may be past its commit point; nothing was changed/.test(
+            e.message,
+          );
         await assert.rejects(recover(testEnv(sb.store), { stagingPath: staging }), lost);
         await assert.rejects(abort(testEnv(sb.store), { stagingPath: staging }), lost);
         await assert.rejects(commitJob(testEnv(sb.store), { stagingPath: staging }), lost);
         const swept = await cleanOrphans(testEnv(sb.store), { roots: [root], olderThanMs: 0, delete: true });
-        assert.ok(swept.problems.some((p) => /_job\.yaml is missing, but the dir holds a stagecommit job's files \(.*_temporary\/0\/_claims.*\): .*nothing under it was touched/.test(p.message)), JSON.stringify(swept.problems));
+        assert.ok(
+          swept.problems.some((p) =>
+            /_job\.yaml is missing, but the dir holds a stagecommit job's files \(.*_temporary\/0\/_claims.*\): .*nothing under it was touched/.test(
+              p.message,
+            ),
+          ),
+          JSON.stringify(swept.problems),
+        );
         assert.deepEqual(await readTree(sb.store, root), before, 'nothing changed');
       });
     }
 
-    test("after the commit point, exit 1 says the job is committing and that recover finishes it; before it, it does not", async () => {
+    test('after the commit point, exit 1 says the job is committing and that recover finishes it; before it, it does not', async () => {
       const target = posix.join(dir(), 't');
       await writeTree(sb.store, target, { 'dt=9/keep': 'k' });
       const staging = await readyJob(sb.store, target, jobScenario('E', 'append'), tasks);
-      const err = await commitJob(testEnv(sb.store, failsOnce(target)), { stagingPath: staging }).then(() => null, (e: unknown) => e);
+      const err = await commitJob(testEnv(sb.store, failsOnce(target)), { stagingPath: staging }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(err instanceof StoreError, String(err));
       assert.equal(err.exitCode, 1);
-      assert.match(err.message, /Input\/output error; job E is past its commit point: run 'stagecommit recover --job .+' to finish it$/);
+      assert.match(
+        err.message,
+        /Input\/output error; job E is past its commit point: run 'stagecommit recover --job .+' to finish it$/,
+      );
       await recover(testEnv(sb.store), { stagingPath: staging });
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a', 'dt=2/b': 'b', 'dt=9/keep': 'k' });
       assert.notEqual(await sb.store.stat(posix.join(target, '_SUCCESS')), null);
@@ -542,7 +711,10 @@ for (const fx of storeFixtures({ inProcess: true })) {
       const other = posix.join(dir(), 'u');
       const early = await readyJob(sb.store, other, jobScenario('F', 'create'), tasks);
       const log = posix.join(posix.dirname(other), '.stagecommit', 'u', '_log');
-      const before = await commitJob(testEnv(sb.store, failsOnce(log)), { stagingPath: early }).then(() => null, (e: unknown) => e);
+      const before = await commitJob(testEnv(sb.store, failsOnce(log)), { stagingPath: early }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(before instanceof StoreError, String(before));
       assert.doesNotMatch(before.message, /commit point/);
       assert.equal(await sb.store.stat(other), null, 'the target is untouched');
@@ -555,16 +727,30 @@ for (const fx of storeFixtures({ inProcess: true })) {
     test('a partition dir removed after the commit point is made again by recover, which finishes the job', async () => {
       const target = posix.join(dir(), 'gone-parent');
       await writeTree(sb.store, target, { 'dt=1/r=z/o': 'o' });
-      const staging = await readyJob(sb.store, target, jobScenario('G', 'append', ['dt', 'r']), [{ task: '0', partition: ['dt=1', 'r=a'], files: { f: 'f' } }]);
+      const staging = await readyJob(sb.store, target, jobScenario('G', 'append', ['dt', 'r']), [
+        { task: '0', partition: ['dt=1', 'r=a'], files: { f: 'f' } },
+      ]);
       const killed = crashAt(planCreated, { after: true });
       await assert.rejects(commitJob(testEnv(sb.store, killed), { stagingPath: staging }), InjectedFault);
       assert.ok(killed.tripped());
       await sb.store.delete(posix.join(target, 'dt=1'), true);
       if (sb.store.caps.realDirectories) {
-        // A file in its place: no place for the partition, told as the job past its commit point (exit 1, a StoreError).
+        // A file in its place: no place for the partition, told as the job past its commit point (exit 1, a
+        // StoreError).
         await sb.store.writeFile(posix.join(target, 'dt=1'), 'in the way');
-        const err = await recover(testEnv(sb.store), { stagingPath: staging }).then(() => null, (e: unknown) => e);
-        assert.ok(err instanceof StoreError && err.exitCode === 1 && /is not a directory|ParentNotDirectoryException|FileAlreadyExistsException|a file has this name/.test(err.message) && /job G is past its commit point: run 'stagecommit recover/.test(err.message), String(err));
+        const err = await recover(testEnv(sb.store), { stagingPath: staging }).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        assert.ok(
+          err instanceof StoreError &&
+            err.exitCode === 1 &&
+            /is not a directory|ParentNotDirectoryException|FileAlreadyExistsException|a file has this name/.test(
+              err.message,
+            ) &&
+            /job G is past its commit point: run 'stagecommit recover/.test(err.message),
+          String(err),
+        );
         await sb.store.delete(posix.join(target, 'dt=1'), false);
       }
       await recover(testEnv(sb.store), { stagingPath: staging });

@@ -18,11 +18,20 @@ import { cli } from './helpers/cli.js';
 import { killed as killedAt } from './helpers/crash-points.js';
 import { damages, parseBody, sign, withField, withItem, type Variant } from './helpers/damage.js';
 import type { TaskSpec } from './helpers/jobs.js';
-import { driverDied, INLINE_PLAN, jobScenario as job, libStageTask, readyJob, testEnv, type Scenario } from './helpers/lib.js';
+import {
+  driverDied,
+  INLINE_PLAN,
+  jobScenario as job,
+  libStageTask,
+  readyJob,
+  testEnv,
+  type Scenario,
+} from './helpers/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 
 /** A damaged table-log file stops every commit to its table: the message says how to get past it. */
-const LOG_ADVICE = /no commit to this table can pass .*: restore the file .*; if no job of the table is committing \('stagecommit jobs .*' lists those in the default place; jobs staged with --staging-dir elsewhere count too\), abort every one, delete the log dir/;
+const LOG_ADVICE =
+  /no commit to this table can pass .*: restore the file .*; if no job of the table is committing \('stagecommit jobs .*' lists those in the default place; jobs staged with --staging-dir elsewhere count too\), abort every one, delete the log dir/;
 import { data, readTree, writeTree } from './helpers/tree.js';
 
 const real = storeFixtures().map((f) => f.name);
@@ -36,308 +45,553 @@ function sampled(store: string, i: number): boolean {
 }
 
 for (const fx of storeFixtures({ inProcess: true })) {
-describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing changed`, () => {
+  describe(`damaged manifests on ${fx.name}: exit 1 naming the file, nothing changed`, () => {
     let sb!: StoreSandbox;
     const dir = useSandbox(fx, (s) => (sb = s), 'm');
     const ready = (target: string, sc: Scenario, tasks: readonly TaskSpec[]) => readyJob(sb.store, target, sc, tasks);
     const killed = (staging: string) => driverDied(sb.store, staging);
 
-  /**
-   * One table with every manifest kind in place: job J (staged, two tasks committed, an
-   * aborted attempt) holding `_job.yaml`, claims, decisions and a lease; job K's log entry
-   * after J's stage (voided: K gave up), job P past its commit point (its plan a `_commit.yaml`),
-   * and job Q past it (its small plan carried in its `_job.yaml`).
-   */
-  async function world() {
-    const root = dir();
-    const target = posix.join(root, 't');
-    await writeTree(sb.store, target, { 'dt=1/old': 'old', 'dt=9/keep': 'k' });
-    const j = await ready(target, job('J', 'overwrite'), [
-      { task: '0', partition: ['dt=1'], files: { a: 'a' } },
-      { task: '1', partition: ['dt=2'], files: { b: 'b' } },
-    ]);
-    await libStageTask(testEnv(sb.store), j, { task: '0', attempt: 1, partition: ['dt=1'], files: { late: 'late' } });
-    await abort(testEnv(sb.store), { stagingPath: j, task: '0', attempt: 1 });
-    const k = await ready(target, job('K', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { k: 'k' } }]);
-    await assert.rejects(commitJob(testEnv(sb.store, killedAt.beforeCommitPoint()), { stagingPath: k }), InjectedFault); // holds log entry 0
-    await killed(k);
-    await abort(testEnv(sb.store), { stagingPath: k }); // gives it up: entry 0 is void
-    const p = await ready(posix.join(root, 'other'), job('P', 'append'), [{ task: '0', partition: ['dt=5'], files: { p: 'p' } }]);
-    await assert.rejects(commitJob(testEnv(sb.store, killedAt.applying(), { inlinePlanMaxBytes: 0 }), { stagingPath: p }), InjectedFault);
-    await killed(p);
-    const q = await ready(posix.join(root, 'third'), job('Q', 'append'), [{ task: '0', partition: ['dt=6'], files: { q: 'q' } }]);
-    await assert.rejects(commitJob(testEnv(sb.store, killedAt.applying(), INLINE_PLAN), { stagingPath: q }), InjectedFault);
-    await killed(q);
-    const layout = new JobLayout(j);
-    const log = posix.join(root, '.stagecommit', 't', '_log');
-    return { root, j, p, q, layout, log, entry: posix.join(log, '00000000000000000000.yaml'), done: posix.join(log, '00000000000000000000.done') };
-  }
+    /**
+     * One table with every manifest kind in place: job J (staged, two tasks committed, an
+     * aborted attempt) holding `_job.yaml`, claims, decisions and a lease; job K's log entry
+     * after J's stage (voided: K gave up), job P past its commit point (its plan a `_commit.yaml`),
+     * and job Q past it (its small plan carried in its `_job.yaml`).
+     */
+    async function world() {
+      const root = dir();
+      const target = posix.join(root, 't');
+      await writeTree(sb.store, target, { 'dt=1/old': 'old', 'dt=9/keep': 'k' });
+      const j = await ready(target, job('J', 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { a: 'a' } },
+        { task: '1', partition: ['dt=2'], files: { b: 'b' } },
+      ]);
+      await libStageTask(testEnv(sb.store), j, { task: '0', attempt: 1, partition: ['dt=1'], files: { late: 'late' } });
+      await abort(testEnv(sb.store), { stagingPath: j, task: '0', attempt: 1 });
+      const k = await ready(target, job('K', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { k: 'k' } }]);
+      await assert.rejects(
+        commitJob(testEnv(sb.store, killedAt.beforeCommitPoint()), { stagingPath: k }),
+        InjectedFault,
+      ); // holds log entry 0
+      await killed(k);
+      await abort(testEnv(sb.store), { stagingPath: k }); // gives it up: entry 0 is void
+      const p = await ready(posix.join(root, 'other'), job('P', 'append'), [
+        { task: '0', partition: ['dt=5'], files: { p: 'p' } },
+      ]);
+      await assert.rejects(
+        commitJob(testEnv(sb.store, killedAt.applying(), { inlinePlanMaxBytes: 0 }), { stagingPath: p }),
+        InjectedFault,
+      );
+      await killed(p);
+      const q = await ready(posix.join(root, 'third'), job('Q', 'append'), [
+        { task: '0', partition: ['dt=6'], files: { q: 'q' } },
+      ]);
+      await assert.rejects(
+        commitJob(testEnv(sb.store, killedAt.applying(), INLINE_PLAN), { stagingPath: q }),
+        InjectedFault,
+      );
+      await killed(q);
+      const layout = new JobLayout(j);
+      const log = posix.join(root, '.stagecommit', 't', '_log');
+      return {
+        root,
+        j,
+        p,
+        q,
+        layout,
+        log,
+        entry: posix.join(log, '00000000000000000000.yaml'),
+        done: posix.join(log, '00000000000000000000.done'),
+      };
+    }
 
-  async function expectRefused(root: string, file: string, variants: readonly Variant[], step: () => Promise<unknown>, advice?: RegExp): Promise<number> {
-    const good = (await sb.store.readFile(file))!;
-    const before = await readTree(sb.store, root);
-    let n = 0;
-    for (const v of variants) {
-      await sb.store.writeFile(file, v.text);
-      const err = await step().then(
+    async function expectRefused(
+      root: string,
+      file: string,
+      variants: readonly Variant[],
+      step: () => Promise<unknown>,
+      advice?: RegExp,
+    ): Promise<number> {
+      const good = (await sb.store.readFile(file))!;
+      const before = await readTree(sb.store, root);
+      let n = 0;
+      for (const v of variants) {
+        await sb.store.writeFile(file, v.text);
+        const err = await step().then(
+          () => null,
+          (e: unknown) => e,
+        );
+        assert.ok(
+          err instanceof CorruptManifestError,
+          `${file}: ${v.name}: expected exit 1, got ${err === null ? 'success' : String(err)}`,
+        );
+        assert.ok(
+          err.message.startsWith(sb.store.toUri(file)),
+          `${v.name}: the message names the file: ${err.message}`,
+        );
+        if (advice) assert.match(err.message, advice, `${v.name}: the message says what to do`);
+        await sb.store.writeFile(file, good);
+        assert.deepEqual(await readTree(sb.store, root), before, `${file}: ${v.name}: something changed`);
+        n++;
+      }
+      // A directory in its place (made by hand or by another tool), where a store has directories.
+      if (sb.store.caps.realDirectories) {
+        await sb.store.delete(file, false);
+        await sb.store.writeFile(posix.join(file, 'x'), 'x');
+        const err = await step().then(
+          () => null,
+          (e: unknown) => e,
+        );
+        assert.ok(
+          err instanceof CorruptManifestError &&
+            /: (is a directory, where stagecommit keeps a file it writes|is not a \w+ file)/.test(err.message),
+          `${file}: a directory in its place: expected exit 1 saying so, got ${err === null ? 'success' : String(err)}`,
+        );
+        assert.ok(
+          err.message.startsWith(sb.store.toUri(file)),
+          `a directory: the message names the file: ${err.message}`,
+        );
+        if (advice) assert.match(err.message, advice, 'a directory: the message says what to do');
+        await sb.store.delete(file, true);
+        await sb.store.writeFile(file, good);
+        assert.deepEqual(
+          await readTree(sb.store, root),
+          before,
+          `${file}: a directory in its place: something changed`,
+        );
+        n++;
+      }
+      return n;
+    }
+
+    /**
+     * The in-memory stores run every variant; the real stores a deterministic sample, each its own
+     * share (local every 4th, remote stores every 15th: a step there re-reads short files).
+     */
+    const sample = (vs: Variant[]) => vs.filter((_, i) => sampled(fx.name, i));
+
+    test('every kind, cut at every line and at bytes, lines removed, bytes flipped, fields removed or retyped, paths escaping', async (t) => {
+      const w = await world();
+      const env = () => testEnv(sb.store);
+      const jLayout = w.layout;
+      const claim = jLayout.claimFile(0, '0');
+      const claimText = (await sb.store.readFile(claim))!.toString();
+      const jobText = (await sb.store.readFile(jLayout.jobFile))!.toString();
+      const decision = (await sb.store.list(jLayout.decisionsDir(0))).find((e) => e.name.endsWith('_0_1.yaml'))!.path;
+      const pLayout = new JobLayout(w.p);
+      const planText = (await sb.store.readFile(pLayout.commitFile))!.toString();
+      const entryText = (await sb.store.readFile(w.entry))!.toString();
+      const lease = posix.join(w.j, '_lease.0.yaml');
+      const leaseText = encodeLease({
+        op: 'commit-job',
+        owner: 'other',
+        host: 'elsewhere',
+        pid: 1,
+        acquiredAtMs: 0,
+        expiresAtMs: Date.now() + 3_600_000,
+      });
+      const forged = (text: string, cases: [string, string, string][]): Variant[] =>
+        cases.map(([name, key, value]) => ({ name, text: withField(text, key, value) }));
+      const counts: Record<string, number> = {};
+
+      counts.job = await expectRefused(
+        w.root,
+        jLayout.jobFile,
+        [
+          ...sample(damages(jobText, 1)),
+          {
+            name: "state edited to 'committed' (not re-signed)",
+            text: jobText.replace('state: "staged"', 'state: "committed"'),
+          },
+          ...forged(jobText, [
+            ['targetPath escapes', 'targetPath', '"/a/../../victim"'],
+            ['targetPath relative', 'targetPath', '"victim"'],
+            ['staging elsewhere', 'staging', '"/elsewhere"'],
+            ['tasks 0', 'tasks', '0'],
+            ['v2 overwrite', 'algorithm', '"v2"'],
+            ['target not targetPath', 'target', '"/elsewhere"'],
+          ]),
+        ],
+        () => commitJob(env(), { stagingPath: w.j }),
+      );
+
+      counts.claim = await expectRefused(
+        w.root,
+        claim,
+        [
+          ...sample(damages(claimText, 2)),
+          ...forged(claimText, [
+            ['root escapes', 'root', '"../../../victim"'],
+            ['root absolute', 'root', '"/etc"'],
+            ['root of another task', 'root', '"_temporary/0/1"'],
+            ['task renamed', 'task', '"7"'],
+          ]),
+          { name: 'file path escapes', text: withItem(claimText, 'files', 0, (o) => (o.path = 'dt=1/../../x')) },
+          { name: 'file path absolute', text: withItem(claimText, 'files', 0, (o) => (o.path = '/etc/passwd')) },
+          { name: 'file outside the partitions', text: withItem(claimText, 'files', 0, (o) => (o.path = 'loose')) },
+          // helper-53: was exit 4 "tasks 0 and 0 both wrote", as if two tasks clashed.
+          {
+            name: 'a file listed twice',
+            text: sign(
+              parseBody(claimText).map((l) => (l.key === 'files' ? { ...l, items: [...l.items!, l.items![0]!] } : l)),
+            ),
+          },
+        ],
+        () => commitJob(env(), { stagingPath: w.j }),
+      );
+
+      counts.decision = await expectRefused(
+        w.root,
+        decision,
+        sample(damages((await sb.store.readFile(decision))!.toString(), 3)),
+        () => recover(env(), { stagingPath: w.j }),
+      );
+
+      await sb.store.writeFile(lease, leaseText);
+      counts.lease = await expectRefused(
+        w.root,
+        lease,
+        sample(damages(leaseText, 4)).filter((v) => v.text !== ''),
+        () => commitJob(env(), { stagingPath: w.j }),
+      );
+
+      await sb.store.delete(lease, false);
+      counts.logEntry = await expectRefused(
+        w.root,
+        w.entry,
+        [
+          ...sample(damages(entryText, 5)),
+          ...forged(entryText, [
+            ['staging escapes', 'staging', '"/a/../b"'],
+            ['touches escape', 'touches', '["../x"]'],
+            ['number differs', 'number', '3'],
+          ]),
+        ],
+        () => commitJob(env(), { stagingPath: w.j }),
+        LOG_ADVICE,
+      );
+
+      counts.logDone = await expectRefused(
+        w.root,
+        w.done,
+        sample(damages((await sb.store.readFile(w.done))!.toString(), 6)),
+        () => commitJob(env(), { stagingPath: w.j }),
+        LOG_ADVICE,
+      );
+
+      const opItems = parseBody(planText).find((l) => l.key === 'ops')!.items!;
+      const ops = opItems.length;
+      // An object store's plan copies: a copy's size (which paces them) must be a whole number.
+      const copy = opItems.findIndex((o) => /"?op"?: ?"copy"/.test(o));
+      const sized =
+        copy < 0
+          ? []
+          : ['"8"', '-1', '1.5'].map((v) => ({
+              name: `copy size ${v}`,
+              text: withItem(planText, 'ops', copy, (o) => (o.size = JSON.parse(v) as unknown)),
+            }));
+      counts.plan = await expectRefused(
+        w.root,
+        pLayout.commitFile,
+        [
+          ...sized,
+          ...sample(damages(planText, 7)),
+          ...[
+            ['from', 's:../../etc'],
+            ['to', 't:../x'],
+            ['to', 't:/abs'],
+            ['from', 's:_job.yaml'],
+            ['to', 't:a//b'],
+          ].map(([k, v]) => ({ name: `op ${k} '${v}'`, text: withItem(planText, 'ops', ops - 1, (o) => (o[k!] = v)) })),
+          {
+            name: 'delete of the whole target',
+            text: withItem(planText, 'ops', ops - 1, (o) => Object.assign(o, { op: 'delete', path: 't:', dir: true })),
+          },
+          // helper-52: a move onto itself lost the file (a local rename of one entry unlinked it).
+          { name: 'a move or copy onto itself', text: withItem(planText, 'ops', ops - 1, (o) => (o.to = o.from)) },
+          {
+            name: 'a file moved or copied to become the target itself',
+            text: withItem(planText, 'ops', ops - 1, (o) => Object.assign(o, { to: 't:', dir: false })),
+          },
+          ...forged(planText, [
+            ['phaseCount too small', 'phaseCount', '0'],
+            ['another job', 'jobId', '"Q"'],
+          ]),
+        ],
+        () => recover(env(), { stagingPath: w.p }),
+      );
+
+      // helper-52: a progress record counting past the plan skipped every phase, and the staging
+      // dir went with the job's files (exit 0).
+      const progressText =
+        (await sb.store.readFile(pLayout.progressFile))?.toString() ?? encodeProgress({ jobId: 'P' }, 0);
+      await sb.store.writeFile(pLayout.progressFile, progressText);
+      counts.progress = await expectRefused(
+        w.root,
+        pLayout.progressFile,
+        [
+          ...sample(damages(progressText, 8)),
+          { name: 'past the plan (as 0.1 wrote it)', text: '9\n' },
+          { name: 'a bare number, unsigned (a flipped byte would read as another count)', text: '1\n' },
+          { name: 'not a number', text: 'abc\n' },
+          ...forged(progressText, [
+            ['past the plan', 'phasesDone', '9'],
+            ['another job', 'jobId', '"Q"'],
+          ]),
+        ],
+        () => recover(env(), { stagingPath: w.p }),
+      );
+
+      // A small plan rides in `_job.yaml`: that file damaged, or the plan in it (the file signed
+      // again around the damaged plan), is exit 1 naming `_job.yaml`; nothing is planned again.
+      const qLayout = new JobLayout(w.q);
+      const qJob = (await loadJob(sb.store, qLayout))!;
+      assert.equal(qJob.state, 'committing');
+      assert.ok(qJob.inlinePlan, 'Q carries its plan');
+      assert.equal(await sb.store.stat(qLayout.commitFile), null, 'no _commit.yaml beside it');
+      counts.carriedPlan = await expectRefused(
+        w.root,
+        qLayout.jobFile,
+        [
+          ...sample(damages(encodeJob(qJob), 9)),
+          ...sample(damages(qJob.inlinePlan, 10)).map((v) => ({
+            name: `the plan in it: ${v.name}`,
+            text: encodeJob({ ...qJob, inlinePlan: v.text }),
+          })),
+        ],
+        () => recover(env(), { stagingPath: w.q }),
+      );
+
+      t.diagnostic(
+        `damaged variants refused: ${Object.entries(counts)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}`,
+      );
+      // Undamaged, everything still works: J commits (K's entry is void), P and Q roll forward.
+      await commitJob(env(), { stagingPath: w.j });
+      await recover(env(), { stagingPath: w.p });
+      await recover(env(), { stagingPath: w.q });
+      assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 'third'))), { 'dt=6/q': 'q' });
+      assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 't'))), {
+        'dt=1/a': 'a',
+        'dt=2/b': 'b',
+        'dt=9/keep': 'k',
+      });
+      assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 'other'))), { 'dt=5/p': 'p' });
+    });
+
+    test("a table-log entry cut short: every commit to the table stops naming the way out, the entry's own job can still be aborted, and the way out works", async () => {
+      const root = dir();
+      const target = posix.join(root, 't');
+      await writeTree(sb.store, target, { 'dt=1/old': 'old' });
+      const k = await ready(target, job('K', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { k: 'k' } }]);
+      await assert.rejects(
+        commitJob(testEnv(sb.store, killedAt.beforeCommitPoint()), { stagingPath: k }),
+        InjectedFault,
+      ); // holds log entry 0
+      await killed(k);
+      const entry = posix.join(root, '.stagecommit', 't', '_log', '00000000000000000000.yaml');
+      const text = (await sb.store.readFile(entry))!.toString();
+      await sb.store.writeFile(entry, text.slice(0, text.indexOf('\n', text.length / 2) + 1));
+      const l = await ready(target, job('L', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { l: 'l' } }]);
+      const refused = await commitJob(testEnv(sb.store), { stagingPath: l }).then(
         () => null,
         (e: unknown) => e,
       );
-      assert.ok(err instanceof CorruptManifestError, `${file}: ${v.name}: expected exit 1, got ${err === null ? 'success' : String(err)}`);
-      assert.ok(err.message.startsWith(sb.store.toUri(file)), `${v.name}: the message names the file: ${err.message}`);
-      if (advice) assert.match(err.message, advice, `${v.name}: the message says what to do`);
-      await sb.store.writeFile(file, good);
-      assert.deepEqual(await readTree(sb.store, root), before, `${file}: ${v.name}: something changed`);
-      n++;
-    }
-    // A directory in its place (made by hand or by another tool), where a store has directories.
-    if (sb.store.caps.realDirectories) {
-      await sb.store.delete(file, false);
-      await sb.store.writeFile(posix.join(file, 'x'), 'x');
-      const err = await step().then(() => null, (e: unknown) => e);
-      assert.ok(err instanceof CorruptManifestError && /: (is a directory, where stagecommit keeps a file it writes|is not a \w+ file)/.test(err.message), `${file}: a directory in its place: expected exit 1 saying so, got ${err === null ? 'success' : String(err)}`);
-      assert.ok(err.message.startsWith(sb.store.toUri(file)), `a directory: the message names the file: ${err.message}`);
-      if (advice) assert.match(err.message, advice, 'a directory: the message says what to do');
-      await sb.store.delete(file, true);
-      await sb.store.writeFile(file, good);
-      assert.deepEqual(await readTree(sb.store, root), before, `${file}: a directory in its place: something changed`);
-      n++;
-    }
-    return n;
-  }
-
-  /**
-   * The in-memory stores run every variant; the real stores a deterministic sample, each its own
-   * share (local every 4th, remote stores every 15th: a step there re-reads short files).
-   */
-  const sample = (vs: Variant[]) => vs.filter((_, i) => sampled(fx.name, i));
-
-  test('every kind, cut at every line and at bytes, lines removed, bytes flipped, fields removed or retyped, paths escaping', async (t) => {
-    const w = await world();
-    const env = () => testEnv(sb.store);
-    const jLayout = w.layout;
-    const claim = jLayout.claimFile(0, '0');
-    const claimText = (await sb.store.readFile(claim))!.toString();
-    const jobText = (await sb.store.readFile(jLayout.jobFile))!.toString();
-    const decision = (await sb.store.list(jLayout.decisionsDir(0))).find((e) => e.name.endsWith('_0_1.yaml'))!.path;
-    const pLayout = new JobLayout(w.p);
-    const planText = (await sb.store.readFile(pLayout.commitFile))!.toString();
-    const entryText = (await sb.store.readFile(w.entry))!.toString();
-    const lease = posix.join(w.j, '_lease.0.yaml');
-    const leaseText = encodeLease({ op: 'commit-job', owner: 'other', host: 'elsewhere', pid: 1, acquiredAtMs: 0, expiresAtMs: Date.now() + 3_600_000 });
-    const forged = (text: string, cases: [string, string, string][]): Variant[] => cases.map(([name, key, value]) => ({ name, text: withField(text, key, value) }));
-    const counts: Record<string, number> = {};
-
-    counts.job = await expectRefused(w.root, jLayout.jobFile, [
-      ...sample(damages(jobText, 1)),
-      { name: "state edited to 'committed' (not re-signed)", text: jobText.replace('state: "staged"', 'state: "committed"') },
-      ...forged(jobText, [['targetPath escapes', 'targetPath', '"/a/../../victim"'], ['targetPath relative', 'targetPath', '"victim"'], ['staging elsewhere', 'staging', '"/elsewhere"'], ['tasks 0', 'tasks', '0'], ['v2 overwrite', 'algorithm', '"v2"'], ['target not targetPath', 'target', '"/elsewhere"']]),
-    ], () => commitJob(env(), { stagingPath: w.j }));
-
-    counts.claim = await expectRefused(w.root, claim, [
-      ...sample(damages(claimText, 2)),
-      ...forged(claimText, [['root escapes', 'root', '"../../../victim"'], ['root absolute', 'root', '"/etc"'], ['root of another task', 'root', '"_temporary/0/1"'], ['task renamed', 'task', '"7"']]),
-      { name: 'file path escapes', text: withItem(claimText, 'files', 0, (o) => (o.path = 'dt=1/../../x')) },
-      { name: 'file path absolute', text: withItem(claimText, 'files', 0, (o) => (o.path = '/etc/passwd')) },
-      { name: 'file outside the partitions', text: withItem(claimText, 'files', 0, (o) => (o.path = 'loose')) },
-      // helper-53: was exit 4 "tasks 0 and 0 both wrote", as if two tasks clashed.
-      { name: 'a file listed twice', text: sign(parseBody(claimText).map((l) => (l.key === 'files' ? { ...l, items: [...l.items!, l.items![0]!] } : l))) },
-    ], () => commitJob(env(), { stagingPath: w.j }));
-
-    counts.decision = await expectRefused(w.root, decision, sample(damages((await sb.store.readFile(decision))!.toString(), 3)), () => recover(env(), { stagingPath: w.j }));
-
-    await sb.store.writeFile(lease, leaseText);
-    counts.lease = await expectRefused(w.root, lease, sample(damages(leaseText, 4)).filter((v) => v.text !== ''), () => commitJob(env(), { stagingPath: w.j }));
-
-    await sb.store.delete(lease, false);
-    counts.logEntry = await expectRefused(w.root, w.entry, [
-      ...sample(damages(entryText, 5)),
-      ...forged(entryText, [['staging escapes', 'staging', '"/a/../b"'], ['touches escape', 'touches', '["../x"]'], ['number differs', 'number', '3']]),
-    ], () => commitJob(env(), { stagingPath: w.j }), LOG_ADVICE);
-
-    counts.logDone = await expectRefused(w.root, w.done, sample(damages((await sb.store.readFile(w.done))!.toString(), 6)), () => commitJob(env(), { stagingPath: w.j }), LOG_ADVICE);
-
-    const opItems = parseBody(planText).find((l) => l.key === 'ops')!.items!;
-    const ops = opItems.length;
-    // An object store's plan copies: a copy's size (which paces them) must be a whole number.
-    const copy = opItems.findIndex((o) => /"?op"?: ?"copy"/.test(o));
-    const sized = copy < 0 ? [] : ['"8"', '-1', '1.5'].map((v) => ({ name: `copy size ${v}`, text: withItem(planText, 'ops', copy, (o) => (o.size = JSON.parse(v) as unknown)) }));
-    counts.plan = await expectRefused(w.root, pLayout.commitFile, [
-      ...sized,
-      ...sample(damages(planText, 7)),
-      ...[['from', 's:../../etc'], ['to', 't:../x'], ['to', 't:/abs'], ['from', 's:_job.yaml'], ['to', 't:a//b']].map(([k, v]) => ({ name: `op ${k} '${v}'`, text: withItem(planText, 'ops', ops - 1, (o) => (o[k!] = v)) })),
-      { name: 'delete of the whole target', text: withItem(planText, 'ops', ops - 1, (o) => Object.assign(o, { op: 'delete', path: 't:', dir: true })) },
-      // helper-52: a move onto itself lost the file (a local rename of one entry unlinked it).
-      { name: 'a move or copy onto itself', text: withItem(planText, 'ops', ops - 1, (o) => (o.to = o.from)) },
-      { name: 'a file moved or copied to become the target itself', text: withItem(planText, 'ops', ops - 1, (o) => Object.assign(o, { to: 't:', dir: false })) },
-      ...forged(planText, [['phaseCount too small', 'phaseCount', '0'], ['another job', 'jobId', '"Q"']]),
-    ], () => recover(env(), { stagingPath: w.p }));
-
-    // helper-52: a progress record counting past the plan skipped every phase, and the staging
-    // dir went with the job's files (exit 0).
-    const progressText = (await sb.store.readFile(pLayout.progressFile))?.toString() ?? encodeProgress({ jobId: 'P' }, 0);
-    await sb.store.writeFile(pLayout.progressFile, progressText);
-    counts.progress = await expectRefused(w.root, pLayout.progressFile, [
-      ...sample(damages(progressText, 8)),
-      { name: 'past the plan (as 0.1 wrote it)', text: '9\n' },
-      { name: 'a bare number, unsigned (a flipped byte would read as another count)', text: '1\n' },
-      { name: 'not a number', text: 'abc\n' },
-      ...forged(progressText, [['past the plan', 'phasesDone', '9'], ['another job', 'jobId', '"Q"']]),
-    ], () => recover(env(), { stagingPath: w.p }));
-
-    // A small plan rides in `_job.yaml`: that file damaged, or the plan in it (the file signed
-    // again around the damaged plan), is exit 1 naming `_job.yaml`; nothing is planned again.
-    const qLayout = new JobLayout(w.q);
-    const qJob = (await loadJob(sb.store, qLayout))!;
-    assert.equal(qJob.state, 'committing');
-    assert.ok(qJob.inlinePlan, 'Q carries its plan');
-    assert.equal(await sb.store.stat(qLayout.commitFile), null, 'no _commit.yaml beside it');
-    counts.carriedPlan = await expectRefused(w.root, qLayout.jobFile, [
-      ...sample(damages(encodeJob(qJob), 9)),
-      ...sample(damages(qJob.inlinePlan, 10)).map((v) => ({ name: `the plan in it: ${v.name}`, text: encodeJob({ ...qJob, inlinePlan: v.text }) })),
-    ], () => recover(env(), { stagingPath: w.q }));
-
-    t.diagnostic(`damaged variants refused: ${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')}`);
-    // Undamaged, everything still works: J commits (K's entry is void), P and Q roll forward.
-    await commitJob(env(), { stagingPath: w.j });
-    await recover(env(), { stagingPath: w.p });
-    await recover(env(), { stagingPath: w.q });
-    assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 'third'))), { 'dt=6/q': 'q' });
-    assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 't'))), { 'dt=1/a': 'a', 'dt=2/b': 'b', 'dt=9/keep': 'k' });
-    assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 'other'))), { 'dt=5/p': 'p' });
-  });
-
-  test("a table-log entry cut short: every commit to the table stops naming the way out, the entry's own job can still be aborted, and the way out works", async () => {
-    const root = dir();
-    const target = posix.join(root, 't');
-    await writeTree(sb.store, target, { 'dt=1/old': 'old' });
-    const k = await ready(target, job('K', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { k: 'k' } }]);
-    await assert.rejects(commitJob(testEnv(sb.store, killedAt.beforeCommitPoint()), { stagingPath: k }), InjectedFault); // holds log entry 0
-    await killed(k);
-    const entry = posix.join(root, '.stagecommit', 't', '_log', '00000000000000000000.yaml');
-    const text = (await sb.store.readFile(entry))!.toString();
-    await sb.store.writeFile(entry, text.slice(0, text.indexOf('\n', text.length / 2) + 1));
-    const l = await ready(target, job('L', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { l: 'l' } }]);
-    const refused = await commitJob(testEnv(sb.store), { stagingPath: l }).then(() => null, (e: unknown) => e);
-    assert.ok(refused instanceof CorruptManifestError, `exit 1, not ${String(refused)}`);
-    assert.match(refused.message, LOG_ADVICE);
-    // The way out the message gives: abort every job, delete the log dir, stage again.
-    const warnings: string[] = [];
-    await abort(testEnv(sb.store, undefined, { emit: (e) => void (e.type === 'warn' && warnings.push(e.message)) }), { stagingPath: k });
-    assert.match(warnings.join('\n'), /table-log entry.*: .*_log\/00000000000000000000.yaml: .*cut short/, 'the abort says it could not give up its entry');
-    await abort(testEnv(sb.store), { stagingPath: l });
-    await sb.store.delete(posix.dirname(entry), true);
-    const m = await ready(target, job('M', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { m: 'm' } }]);
-    await commitJob(testEnv(sb.store), { stagingPath: m });
-    assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/m': 'm' });
-  });
-
-  test("a finished job's handle whose proofs went (_SUCCESS, the entry's done marker) and whose table-log entry cannot be read: steps say the entry may be the job's (exit 1), never 'no job' (helper-75)", async () => {
-    const root = dir();
-    const target = posix.join(root, 't');
-    const k = await ready(target, job('K', 'append'), [{ task: '0', partition: ['dt=1'], files: { k: 'k' } }]);
-    await commitJob(testEnv(sb.store), { stagingPath: k });
-    const log = posix.join(root, '.stagecommit', 't', '_log');
-    await sb.store.delete(posix.join(target, '_SUCCESS'), false);
-    await sb.store.delete(posix.join(log, '00000000000000000000.done'), false);
-    const entry = posix.join(log, '00000000000000000000.yaml');
-    await sb.store.writeFile(entry, (await sb.store.readFile(entry))!.subarray(0, 5));
-    for (const [name, step] of [['status', status], ['abort', abort], ['recover', recover]] as const) {
-      const e = await step(testEnv(sb.store), { stagingPath: k }).then(() => null, (x: unknown) => x);
-      assert.ok(e instanceof CorruptManifestError, `${name}: ${String(e)}`);
-      assert.match(e.message, /_job\.yaml: is missing, and an unfinished entry of the table log cannot be read \(.*_log\/00000000000000000000\.yaml: .*\): it may be this job's, past its commit point; nothing was changed: repair or remove that entry, then run the step again$/, name);
-    }
-  });
-
-  test('a job the way out missed (staged before the log dir was deleted) is refused with exit 4 once the log made again has passed its position, never committed over that log\'s commits', async () => {
-    const root = dir();
-    const target = posix.join(root, 't');
-    await writeTree(sb.store, target, { 'dt=1/old': 'old' });
-    await commitJob(testEnv(sb.store), { stagingPath: await ready(target, job('A', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }]) });
-    // Staged at log position 0 (say with --staging-dir elsewhere, so 'stagecommit jobs' did not list it).
-    const missed = await ready(target, job('J', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { j: 'j' } }]);
-    await sb.store.delete(posix.join(root, '.stagecommit', 't', '_log'), true);
-    // The new log passes J's position: B replaces dt=1 (entry 0), C writes dt=2 (entry 1).
-    await commitJob(testEnv(sb.store), { stagingPath: await ready(target, job('B', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { b: 'b' } }]) });
-    await commitJob(testEnv(sb.store), { stagingPath: await ready(target, job('C', 'append'), [{ task: '0', partition: ['dt=2'], files: { c: 'c' } }]) });
-    const refused = await commitJob(testEnv(sb.store), { stagingPath: missed }).then(() => null, (e: unknown) => e);
-    assert.ok(refused instanceof ConflictError, `exit 4, not ${String(refused)}`);
-    assert.match(refused.message, /job J cannot check its commit against the table log .*: it is not the log the job was staged against \(the log dir was deleted and made again since\).*nothing was changed; .*stage the job again/);
-    assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/b': 'b', 'dt=2/c': 'c' }, "B's commit stands");
-  });
-
-  test('a job staged in a log whose id was removed gives it a new one: once that log is deleted and made again, its commit exits 4, never replacing the new log\'s commits', async () => {
-    const root = dir();
-    const target = posix.join(root, 't');
-    await commitJob(testEnv(sb.store), { stagingPath: await ready(target, job('A', 'append'), [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]) });
-    const logDir = posix.join(root, '.stagecommit', 't', '_log');
-    await sb.store.delete(posix.join(logDir, 'log-id.yaml'), false);
-    const missed = await ready(target, job('J', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { j: 'j' } }]);
-    await sb.store.delete(logDir, true);
-    await commitJob(testEnv(sb.store), { stagingPath: await ready(target, job('K', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { k: 'k' } }]) });
-    await commitJob(testEnv(sb.store), { stagingPath: await ready(target, job('L', 'append'), [{ task: '0', partition: ['dt=2'], files: { l: 'l' } }]) });
-    const refused = await commitJob(testEnv(sb.store), { stagingPath: missed }).then(() => null, (e: unknown) => e);
-    assert.ok(refused instanceof ConflictError, `exit 4, not ${String(refused)}`);
-    assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/k': 'k', 'dt=2/l': 'l' }, "K's commit stands");
-  });
-
-  test("the table log's id damaged: every commit to the table stops naming the way out, nothing changed", async () => {
-    const root = dir();
-    const target = posix.join(root, 't');
-    await commitJob(testEnv(sb.store), { stagingPath: await ready(target, job('A', 'append'), [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }]) });
-    const idFile = posix.join(root, '.stagecommit', 't', '_log', 'log-id.yaml');
-    const text = (await sb.store.readFile(idFile))!.toString();
-    const l = await ready(target, job('L', 'append'), [{ task: '0', partition: ['dt=2'], files: { l: 'l' } }]);
-    const before = await readTree(sb.store, root);
-    for (const v of damages(text, 3).filter((_, i) => sampled(fx.name, i))) {
-      await sb.store.writeFile(idFile, v.text);
-      const refused = await commitJob(testEnv(sb.store), { stagingPath: l }).then(() => null, (e: unknown) => e);
-      assert.ok(refused instanceof CorruptManifestError, `${v.name}: exit 1, not ${String(refused)}`);
-      assert.match(refused.message, LOG_ADVICE, v.name);
-      // recover too, before it changes anything (helper-70: it made the next app attempt's claims first).
-      const stopped = await recover(testEnv(sb.store), { stagingPath: l }).then(() => null, (e: unknown) => e);
-      assert.ok(stopped instanceof CorruptManifestError, `${v.name}: recover exit 1, not ${String(stopped)}`);
-      await sb.store.writeFile(idFile, text);
-      assert.deepEqual(data(await readTree(sb.store, root)), data(before), `${v.name}: nothing changed`);
-    }
-    if (sb.store.caps.realDirectories) {
-      // A directory in its place: was the raw EISDIR, with no way out named.
-      await sb.store.delete(idFile, false);
-      await sb.store.writeFile(posix.join(idFile, 'x'), 'x');
-      const refused = await commitJob(testEnv(sb.store), { stagingPath: l }).then(() => null, (e: unknown) => e);
-      assert.ok(refused instanceof CorruptManifestError && /log-id\.yaml: is a directory, where stagecommit keeps a file it writes/.test(refused.message), `a directory: exit 1, not ${String(refused)}`);
+      assert.ok(refused instanceof CorruptManifestError, `exit 1, not ${String(refused)}`);
       assert.match(refused.message, LOG_ADVICE);
-      await sb.store.delete(idFile, true);
-      await sb.store.writeFile(idFile, text);
-    }
-    await commitJob(testEnv(sb.store), { stagingPath: l });
-    assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a', 'dt=2/l': 'l' });
-  });
+      // The way out the message gives: abort every job, delete the log dir, stage again.
+      const warnings: string[] = [];
+      await abort(testEnv(sb.store, undefined, { emit: (e) => void (e.type === 'warn' && warnings.push(e.message)) }), {
+        stagingPath: k,
+      });
+      assert.match(
+        warnings.join('\n'),
+        /table-log entry.*: .*_log\/00000000000000000000.yaml: .*cut short/,
+        'the abort says it could not give up its entry',
+      );
+      await abort(testEnv(sb.store), { stagingPath: l });
+      await sb.store.delete(posix.dirname(entry), true);
+      const m = await ready(target, job('M', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { m: 'm' } }]);
+      await commitJob(testEnv(sb.store), { stagingPath: m });
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/m': 'm' });
+    });
 
-  test('through the CLI: exit 1, one line naming the file, a JSON error; a lost plan past the commit point is never made again', async (t) => {
-    if (fx.inProcess) return t.skip('the CLI cannot open an in-memory store');
-    const w = await world();
-    const pLayout = new JobLayout(w.p);
-    const planText = (await sb.store.readFile(pLayout.commitFile))!.toString();
-    const before = await readTree(sb.store, w.root);
-    // Cut exactly at a line boundary: the last operation line and the check line gone.
-    await sb.store.writeFile(pLayout.commitFile, planText.split('\n').slice(0, -3).join('\n') + '\n');
-    const r = await cli(['recover', '--job', sb.uri(w.p), '--json'], { env: sb.env });
-    assert.equal(r.code, 1, r.stderr);
-    assert.equal(r.stderr.trim().split('\n').length, 1);
-    assert.match(r.stderr, new RegExp(`${sb.uri(pLayout.commitFile).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: has no 'end:' check line`));
-    assert.equal(JSON.parse(r.stdout).error.exitCode, 1);
-    // The plan deleted after a kill mid-apply: exit 1, never planned again.
-    await sb.store.delete(pLayout.commitFile, false);
-    const jobText = (await sb.store.readFile(pLayout.jobFile))!.toString();
-    assert.match(jobText, /state: "committing"/);
-    for (const args of [['recover', '--job', sb.uri(w.p)], ['commit-job', '--job', sb.uri(w.p)]]) {
-      const rr = await cli(args, { env: sb.env });
-      assert.equal(rr.code, 1, rr.stderr);
-      assert.match(rr.stderr, /_job\.yaml: says the job is past its commit point, but its plan is missing \(neither in it nor .*_commit\.yaml\)/);
-    }
-    await sb.store.writeFile(pLayout.commitFile, planText);
-    assert.deepEqual(await readTree(sb.store, w.root), before);
+    test("a finished job's handle whose proofs went (_SUCCESS, the entry's done marker) and whose table-log entry cannot be read: steps say the entry may be the job's (exit 1), never 'no job' (helper-75)", async () => {
+      const root = dir();
+      const target = posix.join(root, 't');
+      const k = await ready(target, job('K', 'append'), [{ task: '0', partition: ['dt=1'], files: { k: 'k' } }]);
+      await commitJob(testEnv(sb.store), { stagingPath: k });
+      const log = posix.join(root, '.stagecommit', 't', '_log');
+      await sb.store.delete(posix.join(target, '_SUCCESS'), false);
+      await sb.store.delete(posix.join(log, '00000000000000000000.done'), false);
+      const entry = posix.join(log, '00000000000000000000.yaml');
+      await sb.store.writeFile(entry, (await sb.store.readFile(entry))!.subarray(0, 5));
+      for (const [name, step] of [
+        ['status', status],
+        ['abort', abort],
+        ['recover', recover],
+      ] as const) {
+        const e = await step(testEnv(sb.store), { stagingPath: k }).then(
+          () => null,
+          (x: unknown) => x,
+        );
+        assert.ok(e instanceof CorruptManifestError, `${name}: ${String(e)}`);
+        assert.match(
+          e.message,
+          /_job\.yaml: is missing, and an unfinished entry of the table log cannot be read \(.*_log\/00000000000000000000\.yaml: .*\): it may be this job's, past its commit point; nothing was changed: repair or remove that entry, then run the step again$/,
+          name,
+        );
+      }
+    });
+
+    test("a job the way out missed (staged before the log dir was deleted) is refused with exit 4 once the log made again has passed its position, never committed over that log's commits", async () => {
+      const root = dir();
+      const target = posix.join(root, 't');
+      await writeTree(sb.store, target, { 'dt=1/old': 'old' });
+      await commitJob(testEnv(sb.store), {
+        stagingPath: await ready(target, job('A', 'overwrite'), [
+          { task: '0', partition: ['dt=1'], files: { a: 'a' } },
+        ]),
+      });
+      // Staged at log position 0 (say with --staging-dir elsewhere, so 'stagecommit jobs' did not list it).
+      const missed = await ready(target, job('J', 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { j: 'j' } },
+      ]);
+      await sb.store.delete(posix.join(root, '.stagecommit', 't', '_log'), true);
+      // The new log passes J's position: B replaces dt=1 (entry 0), C writes dt=2 (entry 1).
+      await commitJob(testEnv(sb.store), {
+        stagingPath: await ready(target, job('B', 'overwrite'), [
+          { task: '0', partition: ['dt=1'], files: { b: 'b' } },
+        ]),
+      });
+      await commitJob(testEnv(sb.store), {
+        stagingPath: await ready(target, job('C', 'append'), [{ task: '0', partition: ['dt=2'], files: { c: 'c' } }]),
+      });
+      const refused = await commitJob(testEnv(sb.store), { stagingPath: missed }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      assert.ok(refused instanceof ConflictError, `exit 4, not ${String(refused)}`);
+      assert.match(
+        refused.message,
+        /job J cannot check its commit against the table log .*: it is not the log the job was staged against \(the log dir was deleted and made again since\).*nothing was changed; .*stage the job again/,
+      );
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/b': 'b', 'dt=2/c': 'c' }, "B's commit stands");
+    });
+
+    test("a job staged in a log whose id was removed gives it a new one: once that log is deleted and made again, its commit exits 4, never replacing the new log's commits", async () => {
+      const root = dir();
+      const target = posix.join(root, 't');
+      await commitJob(testEnv(sb.store), {
+        stagingPath: await ready(target, job('A', 'append'), [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]),
+      });
+      const logDir = posix.join(root, '.stagecommit', 't', '_log');
+      await sb.store.delete(posix.join(logDir, 'log-id.yaml'), false);
+      const missed = await ready(target, job('J', 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { j: 'j' } },
+      ]);
+      await sb.store.delete(logDir, true);
+      await commitJob(testEnv(sb.store), {
+        stagingPath: await ready(target, job('K', 'overwrite'), [
+          { task: '0', partition: ['dt=1'], files: { k: 'k' } },
+        ]),
+      });
+      await commitJob(testEnv(sb.store), {
+        stagingPath: await ready(target, job('L', 'append'), [{ task: '0', partition: ['dt=2'], files: { l: 'l' } }]),
+      });
+      const refused = await commitJob(testEnv(sb.store), { stagingPath: missed }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      assert.ok(refused instanceof ConflictError, `exit 4, not ${String(refused)}`);
+      assert.deepEqual(
+        data(await readTree(sb.store, target)),
+        { 'dt=0/a': 'a', 'dt=1/k': 'k', 'dt=2/l': 'l' },
+        "K's commit stands",
+      );
+    });
+
+    test("the table log's id damaged: every commit to the table stops naming the way out, nothing changed", async () => {
+      const root = dir();
+      const target = posix.join(root, 't');
+      await commitJob(testEnv(sb.store), {
+        stagingPath: await ready(target, job('A', 'append'), [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }]),
+      });
+      const idFile = posix.join(root, '.stagecommit', 't', '_log', 'log-id.yaml');
+      const text = (await sb.store.readFile(idFile))!.toString();
+      const l = await ready(target, job('L', 'append'), [{ task: '0', partition: ['dt=2'], files: { l: 'l' } }]);
+      const before = await readTree(sb.store, root);
+      for (const v of damages(text, 3).filter((_, i) => sampled(fx.name, i))) {
+        await sb.store.writeFile(idFile, v.text);
+        const refused = await commitJob(testEnv(sb.store), { stagingPath: l }).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        assert.ok(refused instanceof CorruptManifestError, `${v.name}: exit 1, not ${String(refused)}`);
+        assert.match(refused.message, LOG_ADVICE, v.name);
+        // recover too, before it changes anything (helper-70: it made the next app attempt's claims first).
+        const stopped = await recover(testEnv(sb.store), { stagingPath: l }).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        assert.ok(stopped instanceof CorruptManifestError, `${v.name}: recover exit 1, not ${String(stopped)}`);
+        await sb.store.writeFile(idFile, text);
+        assert.deepEqual(data(await readTree(sb.store, root)), data(before), `${v.name}: nothing changed`);
+      }
+      if (sb.store.caps.realDirectories) {
+        // A directory in its place: was the raw EISDIR, with no way out named.
+        await sb.store.delete(idFile, false);
+        await sb.store.writeFile(posix.join(idFile, 'x'), 'x');
+        const refused = await commitJob(testEnv(sb.store), { stagingPath: l }).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        assert.ok(
+          refused instanceof CorruptManifestError &&
+            /log-id\.yaml: is a directory, where stagecommit keeps a file it writes/.test(refused.message),
+          `a directory: exit 1, not ${String(refused)}`,
+        );
+        assert.match(refused.message, LOG_ADVICE);
+        await sb.store.delete(idFile, true);
+        await sb.store.writeFile(idFile, text);
+      }
+      await commitJob(testEnv(sb.store), { stagingPath: l });
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a', 'dt=2/l': 'l' });
+    });
+
+    test('through the CLI: exit 1, one line naming the file, a JSON error; a lost plan past the commit point is never made again', async (t) => {
+      if (fx.inProcess) return t.skip('the CLI cannot open an in-memory store');
+      const w = await world();
+      const pLayout = new JobLayout(w.p);
+      const planText = (await sb.store.readFile(pLayout.commitFile))!.toString();
+      const before = await readTree(sb.store, w.root);
+      // Cut exactly at a line boundary: the last operation line and the check line gone.
+      await sb.store.writeFile(pLayout.commitFile, planText.split('\n').slice(0, -3).join('\n') + '\n');
+      const r = await cli(['recover', '--job', sb.uri(w.p), '--json'], { env: sb.env });
+      assert.equal(r.code, 1, r.stderr);
+      assert.equal(r.stderr.trim().split('\n').length, 1);
+      assert.match(
+        r.stderr,
+        new RegExp(`${sb.uri(pLayout.commitFile).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: has no 'end:' check line`),
+      );
+      assert.equal(JSON.parse(r.stdout).error.exitCode, 1);
+      // The plan deleted after a kill mid-apply: exit 1, never planned again.
+      await sb.store.delete(pLayout.commitFile, false);
+      const jobText = (await sb.store.readFile(pLayout.jobFile))!.toString();
+      assert.match(jobText, /state: "committing"/);
+      for (const args of [
+        ['recover', '--job', sb.uri(w.p)],
+        ['commit-job', '--job', sb.uri(w.p)],
+      ]) {
+        const rr = await cli(args, { env: sb.env });
+        assert.equal(rr.code, 1, rr.stderr);
+        assert.match(
+          rr.stderr,
+          /_job\.yaml: says the job is past its commit point, but its plan is missing \(neither in it nor .*_commit\.yaml\)/,
+        );
+      }
+      await sb.store.writeFile(pLayout.commitFile, planText);
+      assert.deepEqual(await readTree(sb.store, w.root), before);
+    });
   });
-});
 }

@@ -20,9 +20,19 @@ import { WebHdfsCluster } from './webhdfs/server.js';
 const EXAMPLES = fileURLToPath(new URL('../../examples/', import.meta.url));
 const STAGECOMMIT = `${process.execPath} ${BIN}`;
 
-function script(name: string, args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+function script(
+  name: string,
+  args: string[],
+  env: Record<string, string | undefined> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const e: Record<string, string | undefined> = { ...process.env, STAGECOMMIT, NO_COLOR: '1', STAGECOMMIT_CONFIG: undefined, ...env };
+    const e: Record<string, string | undefined> = {
+      ...process.env,
+      STAGECOMMIT,
+      NO_COLOR: '1',
+      STAGECOMMIT_CONFIG: undefined,
+      ...env,
+    };
     for (const [k, v] of Object.entries(e)) if (v === undefined) delete e[k];
     execFile('bash', [path.join(EXAMPLES, name), ...args], { env: e as NodeJS.ProcessEnv }, (err, stdout, stderr) =>
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
@@ -51,7 +61,11 @@ describe('examples', () => {
     assert.deepEqual(names, ['_SUCCESS', ...files.map((f) => path.basename(f))].sort());
     assert.equal(await readFile(path.join(target, 'in-3.csv'), 'utf8'), 'row 3\n');
 
-    const bad = await script('parallel-xargs.sh', [path.join(work, 'other'), files[0]!, path.join(work, 'missing.csv')]);
+    const bad = await script('parallel-xargs.sh', [
+      path.join(work, 'other'),
+      files[0]!,
+      path.join(work, 'missing.csv'),
+    ]);
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /a task failed: aborting job/);
     assert.equal(spawnSync('test', ['-e', path.join(work, 'other')]).status, 1, 'the target was never made');
@@ -73,9 +87,14 @@ describe('examples', () => {
     const sc = (...a: string[]) => spawnSync(process.execPath, [BIN, ...a], { encoding: 'utf8' });
     const job = sc('stage', '--target', target, '--tasks', '1').stdout.trim();
     await writeFile(path.join(work, 'd.csv'), 'd\n');
-    for (const attempt of ['0', '1']) sc('stage', '--job', job, '--task', '0', '--attempt', attempt, path.join(work, 'd.csv'));
+    for (const attempt of ['0', '1'])
+      sc('stage', '--job', job, '--task', '0', '--attempt', attempt, path.join(work, 'd.csv'));
     assert.equal(sc('commit-task', '--job', job, '--task', '0').status, 0);
-    const denied = await script('scheduler-wrapper.sh', [process.execPath, BIN, 'commit-task', '--job', job, '--task', '0', '--attempt', '1'], env);
+    const denied = await script(
+      'scheduler-wrapper.sh',
+      [process.execPath, BIN, 'commit-task', '--job', job, '--task', '0', '--attempt', '1'],
+      env,
+    );
     assert.equal(denied.code, 99, denied.stderr);
   });
 
@@ -86,15 +105,28 @@ describe('examples', () => {
       const conf = path.join(work, 'hadoop-conf');
       await import('node:fs/promises').then((fs) => fs.mkdir(conf));
       const prop = (k: string, v: string) => `<property><name>${k}</name><value>${v}</value></property>`;
-      await writeFile(path.join(conf, 'core-site.xml'), `<configuration>${prop('fs.defaultFS', 'hdfs://mycluster')}</configuration>`);
+      await writeFile(
+        path.join(conf, 'core-site.xml'),
+        `<configuration>${prop('fs.defaultFS', 'hdfs://mycluster')}</configuration>`,
+      );
       const [nn1, nn2] = cluster.nameNodeUrls.map((u) => new URL(u).host);
       await writeFile(
         path.join(conf, 'hdfs-site.xml'),
         `<configuration>${prop('dfs.nameservices', 'mycluster')}${prop('dfs.ha.namenodes.mycluster', 'nn1,nn2')}${prop('dfs.namenode.http-address.mycluster.nn1', nn1!)}${prop('dfs.namenode.http-address.mycluster.nn2', nn2!)}</configuration>`,
       );
-      const r = await script('hdfs-nameservice.sh', ['hdfs:///warehouse/sales'], { HADOOP_CONF_DIR: conf, HADOOP_USER_NAME: 'etl', XDG_CONFIG_HOME: work });
+      const r = await script('hdfs-nameservice.sh', ['hdfs:///warehouse/sales'], {
+        HADOOP_CONF_DIR: conf,
+        HADOOP_USER_NAME: 'etl',
+        XDG_CONFIG_HOME: work,
+      });
       assert.equal(r.code, 0, r.stderr);
-      const store = new WebHdfsStore({ nameNodes: cluster.nameNodeUrls, uriPrefix: 'hdfs://mycluster', user: 'etl', retries: 2, retryBaseMs: 20 });
+      const store = new WebHdfsStore({
+        nameNodes: cluster.nameNodeUrls,
+        uriPrefix: 'hdfs://mycluster',
+        user: 'etl',
+        retries: 2,
+        retryBaseMs: 20,
+      });
       assert.deepEqual(data(await readTree(store, '/warehouse/sales')), { 'part-0.csv': 'a,1\n' });
     } finally {
       await cluster.stop();
@@ -102,9 +134,16 @@ describe('examples', () => {
   });
 
   test('spark_print_path.py parses; k8s-indexed-job.yaml is an indexed Job using JOB_COMPLETION_INDEX', async () => {
-    const py = spawnSync('python3', ['-c', 'import ast, sys; ast.parse(open(sys.argv[1]).read())', path.join(EXAMPLES, 'spark_print_path.py')], { encoding: 'utf8' });
+    const py = spawnSync(
+      'python3',
+      ['-c', 'import ast, sys; ast.parse(open(sys.argv[1]).read())', path.join(EXAMPLES, 'spark_print_path.py')],
+      { encoding: 'utf8' },
+    );
     assert.ok(py.error || py.status === 0, py.stderr);
-    const job = yamlLib().parse(await readFile(path.join(EXAMPLES, 'k8s-indexed-job.yaml'), 'utf8')) as { kind: string; spec: { completionMode: string; template: { spec: { containers: { args: string[] }[] } } } };
+    const job = yamlLib().parse(await readFile(path.join(EXAMPLES, 'k8s-indexed-job.yaml'), 'utf8')) as {
+      kind: string;
+      spec: { completionMode: string; template: { spec: { containers: { args: string[] }[] } } };
+    };
     assert.equal(job.kind, 'Job');
     assert.equal(job.spec.completionMode, 'Indexed');
     assert.match(job.spec.template.spec.containers[0]!.args[0]!, /--task "\$task"/);
@@ -118,9 +157,14 @@ for (const fx of storeFixtures().filter((f) => f.name === 's3')) {
     useSandbox(fx, (s) => (sb = s), 'x');
     test('s3.sh: a partitioned job through s3a:// against the endpoint given', async () => {
       const bucket = sb.base.split('/')[1]!;
-      const r = await script('s3.sh', [bucket, 'example/sales'], { S3_ENDPOINT: process.env.STAGECOMMIT_TEST_S3_ENDPOINT });
+      const r = await script('s3.sh', [bucket, 'example/sales'], {
+        S3_ENDPOINT: process.env.STAGECOMMIT_TEST_S3_ENDPOINT,
+      });
       assert.equal(r.code, 0, r.stderr);
-      assert.deepEqual(data(await readTree(sb.store, `/${bucket}/example/sales`)), { 'dt=2026-11-29/part-0.csv': 'id,amount\n1,10\n', 'dt=2026-11-30/part-1.csv': 'id,amount\n2,20\n' });
+      assert.deepEqual(data(await readTree(sb.store, `/${bucket}/example/sales`)), {
+        'dt=2026-11-29/part-0.csv': 'id,amount\n1,10\n',
+        'dt=2026-11-30/part-1.csv': 'id,amount\n2,20\n',
+      });
     });
   });
 }

@@ -65,7 +65,11 @@ for (const fx of stores) {
       return data(await readTree(sb.store, run.targetPath));
     }
 
-    async function healAndFinish(run: { targetPath: string; stagingPath: string; handle: string }, want: Record<string, string>, where: string) {
+    async function healAndFinish(
+      run: { targetPath: string; stagingPath: string; handle: string },
+      want: Record<string, string>,
+      where: string,
+    ) {
       const r = await inProcess(['recover', '--job', run.handle], { env: sb.env });
       if (r.code === 2 && /finished/.test(r.stderr)) {
         // killed after the clean-up removed the job: nothing left to do
@@ -88,13 +92,17 @@ for (const fx of stores) {
 
     test('commit-job killed at every mutation point heals with recover', async (t) => {
       const want = await expected();
-      const points = await mutationsOf((hook) => setup(3).then((run) => libCommitJob(testEnv(sb.store, hook), run.stagingPath)));
+      const points = await mutationsOf((hook) =>
+        setup(3).then((run) => libCommitJob(testEnv(sb.store, hook), run.stagingPath)),
+      );
       assert.ok(points >= 10, `commit-job makes ${points} mutations`);
       let killed = 0;
       for (let k = 1; k <= points + 1; k++) {
         if (k <= points && !sampled(k)) continue;
         const run = await setup(3);
-        const r = await cli(['commit-job', '--job', run.handle], { env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: String(k) } });
+        const r = await cli(['commit-job', '--job', run.handle], {
+          env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: String(k) },
+        });
         if (k > points) {
           assert.equal(r.code, 0, `no kill at ${k}: ${r.stderr}`);
           assert.deepEqual(data(await readTree(sb.store, run.targetPath)), want, 'no kill: target');
@@ -106,7 +114,11 @@ for (const fx of stores) {
         const layout = new JobLayout(run.stagingPath);
         const job = await loadJob(sb.store, layout);
         if (job?.state === 'staged' && !(await sb.store.stat(layout.commitFile))) {
-          assert.deepEqual(await readTree(sb.store, run.targetPath), SC.initial, `k=${k}: old table untouched before the commit point`);
+          assert.deepEqual(
+            await readTree(sb.store, run.targetPath),
+            SC.initial,
+            `k=${k}: old table untouched before the commit point`,
+          );
         }
         await healAndFinish(run, want, `commit-job killed at ${k}`);
       }
@@ -116,13 +128,17 @@ for (const fx of stores) {
 
     test('commit-task killed at every mutation point heals with recover', async (t) => {
       const want = await expected();
-      const points = await mutationsOf((hook) => setup(2).then((run) => libCommitTask(testEnv(sb.store, hook), run.stagingPath, SC.tasks[2]!)));
+      const points = await mutationsOf((hook) =>
+        setup(2).then((run) => libCommitTask(testEnv(sb.store, hook), run.stagingPath, SC.tasks[2]!)),
+      );
       assert.ok(points >= 2, 'at least the claim and its record (stores with rename add the promotion)');
       let killed = 0;
       for (let k = 1; k <= points + 1; k++) {
         if (k <= points && !sampled(k)) continue;
         const run = await setup(2);
-        const r = await cli(['commit-task', '--job', run.handle, '--task', '2'], { env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: String(k) } });
+        const r = await cli(['commit-task', '--job', run.handle, '--task', '2'], {
+          env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: String(k) },
+        });
         if (k > points) {
           assert.equal(r.code, 0, `no kill at ${k}: ${r.stderr}`);
           await libCommitJob(testEnv(sb.store), run.stagingPath);
@@ -149,7 +165,14 @@ for (const fx of stores) {
       const c = await cli(['commit-job', '--job', run.handle], { env: sb.env });
       assert.equal(c.code, 0, c.stderr);
       assert.doesNotMatch(c.stderr, /does not exist/);
-      assert.deepEqual(data(await readTree(sb.store, run.targetPath)), { 'dt=1/a': 'a', 'dt=1/b': 'b', 'dt=2/.keep': 'hidden', 'dt=2/old': 'new-2', 'dt=3/c': 'c', 'dt=5/keep': 'k' });
+      assert.deepEqual(data(await readTree(sb.store, run.targetPath)), {
+        'dt=1/a': 'a',
+        'dt=1/b': 'b',
+        'dt=2/.keep': 'hidden',
+        'dt=2/old': 'new-2',
+        'dt=3/c': 'c',
+        'dt=5/keep': 'k',
+      });
     });
   });
 }

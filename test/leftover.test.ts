@@ -5,7 +5,16 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { recogniseLeftover } from '../src/leftover/recognise.js';
 import type { ListedEntry } from '../src/leftover/types.js';
-import { attemptDir, hadoopV1, hiveInsert, SPARK_JOB, SPARK_STAGES, sparkOverwrite, taskDir, type EngineCase } from './helpers/engines.js';
+import {
+  attemptDir,
+  hadoopV1,
+  hiveInsert,
+  SPARK_JOB,
+  SPARK_STAGES,
+  sparkOverwrite,
+  taskDir,
+  type EngineCase,
+} from './helpers/engines.js';
 import type { Tree } from './helpers/tree.js';
 
 /** The listing a walk of the leftover gives: every file and directory, relative to it. */
@@ -15,16 +24,33 @@ function listing(c: EngineCase, mtimeMs = 1000): ListedEntry[] {
     if (!k.startsWith(c.leftover + '/')) continue;
     const rel = k.slice(c.leftover.length + 1).replace(/\/$/, '');
     const segs = rel.split('/');
-    for (let i = 1; i < segs.length; i++) out.set(segs.slice(0, i).join('/'), { path: segs.slice(0, i).join('/'), kind: 'dir', size: 0, mtimeMs });
-    out.set(rel, k.endsWith('/') ? { path: rel, kind: 'dir', size: 0, mtimeMs } : { path: rel, kind: 'file', size: Buffer.byteLength(v), mtimeMs });
+    for (let i = 1; i < segs.length; i++)
+      out.set(segs.slice(0, i).join('/'), { path: segs.slice(0, i).join('/'), kind: 'dir', size: 0, mtimeMs });
+    out.set(
+      rel,
+      k.endsWith('/')
+        ? { path: rel, kind: 'dir', size: 0, mtimeMs }
+        : { path: rel, kind: 'file', size: Buffer.byteLength(v), mtimeMs },
+    );
   }
   return [...out.values()];
 }
 
 const recognise = (c: EngineCase) => recogniseLeftover(`/t/${c.leftover}`, c.leftover.split('/').pop()!, listing(c), 0);
 /** What the adopted job would publish: table-relative path → size. */
-const published = (c: EngineCase) => Object.fromEntries(recognise(c).sources.flatMap((s) => s.files.map((f) => [f.path, f.size])).sort());
-const sizes = (t: Tree, filter: (k: string) => boolean) => Object.fromEntries(Object.entries(t).filter(([k]) => filter(k)).map(([k, v]) => [k, Buffer.byteLength(v)]).sort());
+const published = (c: EngineCase) =>
+  Object.fromEntries(
+    recognise(c)
+      .sources.flatMap((s) => s.files.map((f) => [f.path, f.size]))
+      .sort(),
+  );
+const sizes = (t: Tree, filter: (k: string) => boolean) =>
+  Object.fromEntries(
+    Object.entries(t)
+      .filter(([k]) => filter(k))
+      .map(([k, v]) => [k, Buffer.byteLength(v)])
+      .sort(),
+  );
 
 describe('leftover recognition', () => {
   for (const stage of SPARK_STAGES) {
@@ -35,14 +61,23 @@ describe('leftover recognition', () => {
       assert.equal(l.engineJobId, SPARK_JOB);
       assert.equal(l.defaultMode, 'overwrite');
       assert.deepEqual(l.partitionBy, ['dt']);
-      const inTable = stage === 'replacing' ? (k: string) => !k.startsWith('dt=2026-11-28/') && !k.startsWith('dt=2026-11-27/') : (k: string) => !k.startsWith('dt=2026-11-27/');
-      const expected = stage === 'tasks-running' ? sizes(c.after, (k) => inTable(k) && !k.includes('part-00002')) : sizes(c.after, inTable);
+      const inTable =
+        stage === 'replacing'
+          ? (k: string) => !k.startsWith('dt=2026-11-28/') && !k.startsWith('dt=2026-11-27/')
+          : (k: string) => !k.startsWith('dt=2026-11-27/');
+      const expected =
+        stage === 'tasks-running'
+          ? sizes(c.after, (k) => inTable(k) && !k.includes('part-00002'))
+          : sizes(c.after, inTable);
       assert.deepEqual(published(c), expected);
       assert.equal(l.jobCommitBegun, ['merging', 'merged', 'replacing'].includes(stage));
       if (stage === 'replacing') assert.deepEqual(l.partitions, ['dt=2026-11-29', 'dt=2026-11-30']);
       if (stage === 'tasks-running') {
         assert.deepEqual(l.tasks, ['0', '1']);
-        assert.deepEqual(l.discarded.map((d) => d.reason), ['uncommitted task attempt']);
+        assert.deepEqual(
+          l.discarded.map((d) => d.reason),
+          ['uncommitted task attempt'],
+        );
         assert.match(l.discarded[0]!.path, new RegExp(`_temporary/0/_temporary/${attemptDir(2, 0)}$`));
       }
       if (stage === 'tasks-committed') {
@@ -51,7 +86,10 @@ describe('leftover recognition', () => {
         assert.equal(l.discarded.length, 1, 'the losing speculative attempt is discarded');
       }
       assert.equal(l.files, Object.keys(expected).length);
-      assert.equal(l.bytes, Object.values(expected).reduce((a: number, b) => a + (b as number), 0));
+      assert.equal(
+        l.bytes,
+        Object.values(expected).reduce((a: number, b) => a + (b as number), 0),
+      );
     });
   }
 
@@ -63,12 +101,23 @@ describe('leftover recognition', () => {
     assert.equal(l.defaultMode, 'append');
     assert.deepEqual(l.appAttempts, [0, 1]);
     assert.deepEqual(l.tasks, ['0', '1', '2']);
-    assert.deepEqual(l.sources.map((s) => s.root), [`_temporary/1/${taskDir(0)}`, `_temporary/1/${taskDir(1)}`, `_temporary/1/${taskDir(2)}`].map((r) => r.replace(/^_temporary\//, '')));
-    assert.deepEqual(l.discarded.map((d) => [d.path, d.reason]), [
-      [`0/${taskDir(1)}`, 'superseded by app attempt 1'],
-      [`0/_temporary/${attemptDir(2, 0)}`, 'uncommitted task attempt'],
-    ]);
-    assert.deepEqual(published(c), sizes(c.after, (k) => !k.includes('earlier')));
+    assert.deepEqual(
+      l.sources.map((s) => s.root),
+      [`_temporary/1/${taskDir(0)}`, `_temporary/1/${taskDir(1)}`, `_temporary/1/${taskDir(2)}`].map((r) =>
+        r.replace(/^_temporary\//, ''),
+      ),
+    );
+    assert.deepEqual(
+      l.discarded.map((d) => [d.path, d.reason]),
+      [
+        [`0/${taskDir(1)}`, 'superseded by app attempt 1'],
+        [`0/_temporary/${attemptDir(2, 0)}`, 'uncommitted task attempt'],
+      ],
+    );
+    assert.deepEqual(
+      published(c),
+      sizes(c.after, (k) => !k.includes('earlier')),
+    );
     assert.deepEqual(l.partitionBy, []);
   });
 
@@ -85,13 +134,22 @@ describe('leftover recognition', () => {
     const l = recognise(c);
     assert.equal(l.kind, 'hive-staging');
     assert.equal(l.defaultMode, 'append');
-    assert.deepEqual(published(c), sizes(c.after, (k) => k.includes('copy')));
-    assert.deepEqual(l.discarded.map((d) => d.path), ['-ext-10002']);
+    assert.deepEqual(
+      published(c),
+      sizes(c.after, (k) => k.includes('copy')),
+    );
+    assert.deepEqual(
+      l.discarded.map((d) => d.path),
+      ['-ext-10002'],
+    );
   });
 
   test('what cannot be adopted is a one-line usage error naming what was found', () => {
     const bad = (name: string, entries: ListedEntry[], re: RegExp) =>
-      assert.throws(() => recogniseLeftover(`/t/${name}`, name, entries, 0), (e: Error & { exitCode?: number }) => e.exitCode === 2 && re.test(e.message) && !e.message.includes('\n'));
+      assert.throws(
+        () => recogniseLeftover(`/t/${name}`, name, entries, 0),
+        (e: Error & { exitCode?: number }) => e.exitCode === 2 && re.test(e.message) && !e.message.includes('\n'),
+      );
     const f = (path: string): ListedEntry => ({ path, kind: 'file', size: 1, mtimeMs: 0 });
     bad('sales', [f('a.csv')], /not an engine's leftover/);
     bad('_temporary', [], /is empty/);
@@ -104,22 +162,55 @@ describe('leftover recognition', () => {
     bad(`.spark-staging-${SPARK_JOB}`, [f('dt=1/a'), f('x/b')], /not a partition/);
     bad(`.spark-staging-${SPARK_JOB}`, [f('dt=1/a'), f('dt=1/h=2/b')], /different partition columns/);
     // Spark's absolute-path partition files (newTaskTempFileAbsPath), flat at the staging dir's top.
-    bad(`.spark-staging-${SPARK_JOB}`, [f('dt=1/a'), f('0b6f2c1e-part-00000.c000.snappy.parquet')], /1 file\(s\) at its top \('0b6f2c1e-part-00000.c000.snappy.parquet'\).*absolute paths.*recorded only in the dead driver's memory/);
+    bad(
+      `.spark-staging-${SPARK_JOB}`,
+      [f('dt=1/a'), f('0b6f2c1e-part-00000.c000.snappy.parquet')],
+      /1 file\(s\) at its top \('0b6f2c1e-part-00000.c000.snappy.parquet'\).*absolute paths.*recorded only in the dead driver's memory/,
+    );
     bad(`.spark-staging-${SPARK_JOB}`, [f('a.parquet'), f('_SUCCESS')], /at its top \('a.parquet'\)/);
     // Unpartitioned output in committed task dirs: never a whole-table overwrite.
-    bad(`.spark-staging-${SPARK_JOB}`, [f(`_temporary/0/${taskDir(0)}/part-00000.parquet`)], /outside any partition dir.*would replace the whole table/);
+    bad(
+      `.spark-staging-${SPARK_JOB}`,
+      [f(`_temporary/0/${taskDir(0)}/part-00000.parquet`)],
+      /outside any partition dir.*would replace the whole table/,
+    );
   });
 
   test('age is the newest of the leftover itself, every directory and every file inside', () => {
     const c = sparkOverwrite('replacing');
     const entries = listing(c, 5000);
-    const at = (pred: (e: ListedEntry) => boolean, mtimeMs: number) => entries.map((e) => (pred(e) ? { ...e, mtimeMs } : e));
-    assert.equal(recogniseLeftover('x', c.leftover, at((e) => e.kind === 'file' && e.path.startsWith('dt=2026-11-30/'), 9000), 1).newestMtimeMs, 9000);
+    const at = (pred: (e: ListedEntry) => boolean, mtimeMs: number) =>
+      entries.map((e) => (pred(e) ? { ...e, mtimeMs } : e));
+    assert.equal(
+      recogniseLeftover(
+        'x',
+        c.leftover,
+        at((e) => e.kind === 'file' && e.path.startsWith('dt=2026-11-30/'), 9000),
+        1,
+      ).newestMtimeMs,
+      9000,
+    );
     // A live driver moving partition dirs out changes only directories: the leftover's own time, or one inside.
     assert.equal(recogniseLeftover('x', c.leftover, entries, 7000).newestMtimeMs, 7000);
-    assert.equal(recogniseLeftover('x', c.leftover, at((e) => e.path === 'dt=2026-11-29', 8000), 1).newestMtimeMs, 8000);
+    assert.equal(
+      recogniseLeftover(
+        'x',
+        c.leftover,
+        at((e) => e.path === 'dt=2026-11-29', 8000),
+        1,
+      ).newestMtimeMs,
+      8000,
+    );
     // S3 dates only objects.
-    assert.equal(recogniseLeftover('x', c.leftover, at((e) => e.kind === 'dir', -1), -1).newestMtimeMs, 5000);
+    assert.equal(
+      recogniseLeftover(
+        'x',
+        c.leftover,
+        at((e) => e.kind === 'dir', -1),
+        -1,
+      ).newestMtimeMs,
+      5000,
+    );
     assert.equal(recogniseLeftover('x', c.leftover, listing(c, -1), 42).newestMtimeMs, 42);
     assert.equal(recogniseLeftover('x', c.leftover, listing(c, -1), -1).newestMtimeMs, -1);
   });

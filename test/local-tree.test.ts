@@ -43,10 +43,16 @@ test('mkdirs makes every missing level, accepts one that exists, and fails (neve
     await assert.rejects(store.mkdirs(path.join(root, 'f')), StoreError);
     // A dangling symlink in the way is mkdir's own "exists", as with a file there.
     await symlink('nowhere', path.join(root, 'dangling'));
-    await assert.rejects(store.mkdirs(path.join(root, 'dangling', 'x')), (e: unknown) => e instanceof StoreError && /EEXIST/.test((e as Error).message));
+    await assert.rejects(
+      store.mkdirs(path.join(root, 'dangling', 'x')),
+      (e: unknown) => e instanceof StoreError && /EEXIST/.test((e as Error).message),
+    );
     // Under /proc/self, mkdir says "no such file" of a parent that exists: Node's recursive
     // mkdir spun a core for ever there (a stage --target under /proc never returned).
-    await assert.rejects(store.mkdirs('/proc/self/stagecommit-test/x'), (e: unknown) => e instanceof StoreError && /ENOENT/.test((e as Error).message));
+    await assert.rejects(
+      store.mkdirs('/proc/self/stagecommit-test/x'),
+      (e: unknown) => e instanceof StoreError && /ENOENT/.test((e as Error).message),
+    );
   } finally {
     await rm(root, { recursive: true, force: true });
   }
@@ -69,29 +75,61 @@ test('commit-task refuses a file or directory whose name is not valid UTF-8 (exi
     await writeFile(path.join(dir, 'ok-\uFFFD.csv'), 'y');
     const refused = await cli(['commit-task', '--job', job, '--task', '0']);
     assert.equal(refused.code, 2);
-    assert.match(refused.stderr, /holds a name that is not valid UTF-8 \(read as 'sub\/bad-\uFFFD\.csv'\): rename it in UTF-8 and run commit-task again \(nothing was committed\)/);
+    assert.match(
+      refused.stderr,
+      /holds a name that is not valid UTF-8 \(read as 'sub\/bad-\uFFFD\.csv'\): rename it in UTF-8 and run commit-task again \(nothing was committed\)/,
+    );
     await rename(bad, path.join(dir, 'sub', 'bad-\u00e9.csv'));
     // A directory's name (what is under it cannot even be listed), and a name that reads as one a real file has.
     const badDir = Buffer.concat([Buffer.from(path.join(dir, 'caf')), Buffer.from([0xe9])]);
     await mkdir(badDir);
     await writeFile(Buffer.concat([badDir, Buffer.from('/f.csv')]), 'z');
-    assert.match((await cli(['commit-task', '--job', job, '--task', '0'])).stderr, /holds a name that is not valid UTF-8 \(read as 'caf\uFFFD'\)/);
+    assert.match(
+      (await cli(['commit-task', '--job', job, '--task', '0'])).stderr,
+      /holds a name that is not valid UTF-8 \(read as 'caf\uFFFD'\)/,
+    );
     await rm(badDir, { recursive: true });
     const twin = Buffer.concat([Buffer.from(path.join(dir, 'ok-')), Buffer.from([0xe9]), Buffer.from('.csv')]);
     await writeFile(twin, 'w');
-    assert.match((await cli(['commit-task', '--job', job, '--task', '0'])).stderr, /holds a name that is not valid UTF-8 \(read as 'ok-\uFFFD\.csv'\)/);
+    assert.match(
+      (await cli(['commit-task', '--job', job, '--task', '0'])).stderr,
+      /holds a name that is not valid UTF-8 \(read as 'ok-\uFFFD\.csv'\)/,
+    );
     await rm(twin);
-    // A local file of such a name cannot even be given to `stage FILE`: the shell hands Node its bytes, Node reads U+FFFD.
+    // A local file of such a name cannot even be given to `stage FILE`: the shell hands Node its bytes, Node reads
+    // U+FFFD.
     await writeFile(Buffer.concat([Buffer.from(path.join(root, 'f')), Buffer.from([0xe9])]), 'v');
-    const given = spawnSync('sh', ['-c', `exec "$0" "$1" stage --job "$2" --task 1 "$3$(printf '\\351')"`, process.execPath, BIN, job, path.join(root, 'f')], { encoding: 'utf8' });
+    const given = spawnSync(
+      'sh',
+      [
+        '-c',
+        `exec "$0" "$1" stage --job "$2" --task 1 "$3$(printf '\\351')"`,
+        process.execPath,
+        BIN,
+        job,
+        path.join(root, 'f'),
+      ],
+      { encoding: 'utf8' },
+    );
     assert.equal(given.status, 2, given.stderr);
-    assert.match(given.stderr, /cannot read .*f\uFFFD: no such file \(is its name valid UTF-8\? a name that is not cannot be given on the command line; rename it\); nothing was staged/);
+    assert.match(
+      given.stderr,
+      /cannot read .*f\uFFFD: no such file \(is its name valid UTF-8\? a name that is not cannot be given on the command line; rename it\); nothing was staged/,
+    );
     // Files the kernel makes up as they are read: /proc's copied as nothing, /sys's for ever (helper-75).
-    for (const [made, fsName] of [['/proc/self/status', 'procfs'], ['/sys/kernel/mm/transparent_hugepage/enabled', 'sysfs']] as const) {
+    for (const [made, fsName] of [
+      ['/proc/self/status', 'procfs'],
+      ['/sys/kernel/mm/transparent_hugepage/enabled', 'sysfs'],
+    ] as const) {
       if (!existsSync(made)) continue;
       const refused = await cli(['stage', '--job', job, '--task', '1', made]);
       assert.equal(refused.code, 2, refused.stderr);
-      assert.match(refused.stderr, new RegExp(`${made}.* is on ${fsName}, a kernel filesystem whose files do not hold the size they report .*: copy it to a regular file first .*; nothing was staged`));
+      assert.match(
+        refused.stderr,
+        new RegExp(
+          `${made}.* is on ${fsName}, a kernel filesystem whose files do not hold the size they report .*: copy it to a regular file first .*; nothing was staged`,
+        ),
+      );
     }
     await ok(['commit-task', '--job', job, '--task', '0']);
     await ok(['commit-job', '--job', job]);

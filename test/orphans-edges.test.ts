@@ -71,7 +71,9 @@ for (const fx of storeFixtures()) {
       await sb.store.mkdirs(old);
       const { olderThan, minAgeSeconds } = await ageEmptyDir(sb, old);
       await sb.store.mkdirs(young);
-      const r = await cli(['clean-orphans', sb.uri(root), '--delete', '--older-than', olderThan, '--json'], { env: sb.env });
+      const r = await cli(['clean-orphans', sb.uri(root), '--delete', '--older-than', olderThan, '--json'], {
+        env: sb.env,
+      });
       assert.equal(r.code, 0, r.stderr);
       const by = leftovers(r.stdout);
       assert.equal(by.get(sb.uri(old))?.action, 'deleted', r.stdout);
@@ -79,7 +81,11 @@ for (const fx of storeFixtures()) {
       assert.equal(by.get(sb.uri(young))?.action, 'skipped', r.stdout);
       assert.equal(await sb.store.stat(old), null);
       assert.equal((await sb.store.stat(young))?.kind, 'dir');
-      assert.equal((await sb.store.stat(posix.join(root, 'sales')))?.kind, 'dir', 'nothing outside the leftover is removed');
+      assert.equal(
+        (await sb.store.stat(posix.join(root, 'sales')))?.kind,
+        'dir',
+        'nothing outside the leftover is removed',
+      );
     });
 
     test('--older-than 0 takes what changed within the same millisecond as the scan (a file time finer than the clock is not in the future)', async () => {
@@ -87,10 +93,21 @@ for (const fx of storeFixtures()) {
       const file = posix.join(root, 'sales', '_temporary', '0', 'part-0');
       await sb.store.writeFile(file, 'x');
       // The newest time in the leftover (its dirs too), as listings tell it (a HEAD on S3 gives whole seconds).
-      const times = await Promise.all(['sales', 'sales/_temporary', 'sales/_temporary/0'].map(async (d) => (await sb.store.list(posix.join(root, d), { details: true })).map((e) => e.mtimeMs)));
+      const times = await Promise.all(
+        ['sales', 'sales/_temporary', 'sales/_temporary/0'].map(async (d) =>
+          (await sb.store.list(posix.join(root, d), { details: true })).map((e) => e.mtimeMs),
+        ),
+      );
       const changed = Math.max(...times.flat());
-      const r = await cleanOrphans(testEnv(sb.store, undefined, { now: () => Math.floor(changed) }), { roots: [root], olderThanMs: 0, delete: true });
-      assert.deepEqual(r.leftovers.map((l) => [l.kind, l.action, l.reason]), [['hadoop-temporary', 'deleted', undefined]]);
+      const r = await cleanOrphans(testEnv(sb.store, undefined, { now: () => Math.floor(changed) }), {
+        roots: [root],
+        olderThanMs: 0,
+        delete: true,
+      });
+      assert.deepEqual(
+        r.leftovers.map((l) => [l.kind, l.action, l.reason]),
+        [['hadoop-temporary', 'deleted', undefined]],
+      );
     });
 
     test('a root that does not exist is exit 2 naming it; the other roots are not touched', async () => {
@@ -98,12 +115,17 @@ for (const fx of storeFixtures()) {
       await writeTree(sb.store, good, { 'sales/_temporary/0/part-0': 'x' });
       const missing = posix.join(newDir(), 'no-such-table');
       // The good root comes first: checking roots one by one while acting would already have deleted there.
-      const r = await cli(['clean-orphans', sb.uri(good), sb.uri(missing), '--older-than', '0s', '--delete'], { env: sb.env });
+      const r = await cli(['clean-orphans', sb.uri(good), sb.uri(missing), '--older-than', '0s', '--delete'], {
+        env: sb.env,
+      });
       assert.equal(r.code, 2, r.stderr);
       assert.equal(r.stdout, '');
       const lines = r.stderr.trim().split('\n');
       assert.equal(lines.length, 1, r.stderr);
-      assert.match(lines[0]!, /^stagecommit: error: the root .*no-such-table does not exist: give the directories to scan .*nothing was scanned or changed$/);
+      assert.match(
+        lines[0]!,
+        /^stagecommit: error: the root .*no-such-table does not exist: give the directories to scan .*nothing was scanned or changed$/,
+      );
       assert.ok(lines[0]!.includes(sb.uri(missing)), r.stderr);
       assert.deepEqual(await readTree(sb.store, good), { 'sales/_temporary/0/part-0': 'x' });
     });
@@ -112,7 +134,9 @@ for (const fx of storeFixtures()) {
       const base = newDir();
       const file = posix.join(base, 'part-0.parquet');
       await writeTree(sb.store, base, { 'part-0.parquet': 'data', '_temporary/0/x': 'x' });
-      const r = await cli(['clean-orphans', sb.uri(file), sb.uri(base), '--older-than', '0s', '--delete', '--json'], { env: sb.env });
+      const r = await cli(['clean-orphans', sb.uri(file), sb.uri(base), '--older-than', '0s', '--delete', '--json'], {
+        env: sb.env,
+      });
       assert.equal(r.code, 2, r.stderr);
       const doc = JSON.parse(r.stdout) as { error: { exitCode: number; kind: string; message: string } };
       assert.deepEqual(Object.keys(doc), ['ok', 'error']);
@@ -128,9 +152,14 @@ for (const fx of storeFixtures()) {
       const base = newDir();
       await writeTree(sb.store, base, { 'real/_temporary/0/x': 'x' });
       await symlink(posix.join(base, 'real'), posix.join(base, 'link'));
-      const r = await cli(['clean-orphans', posix.join(base, 'link'), '--older-than', '0s', '--delete'], { env: sb.env });
+      const r = await cli(['clean-orphans', posix.join(base, 'link'), '--older-than', '0s', '--delete'], {
+        env: sb.env,
+      });
       assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /the root .*link is a symbolic link, which clean-orphans never follows \(give the directory it points to\)/);
+      assert.match(
+        r.stderr,
+        /the root .*link is a symbolic link, which clean-orphans never follows \(give the directory it points to\)/,
+      );
       assert.deepEqual(await readTree(sb.store, posix.join(base, 'real')), { '_temporary/0/x': 'x' });
     });
   });

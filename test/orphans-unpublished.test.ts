@@ -5,26 +5,47 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { cleanOrphans } from '../src/index.js';
 import { adoptRunners, leftoverFiles, table } from './helpers/adopt.js';
-import { attemptDir, hadoopV1, hiveInsert, HIVE_STAGING, SPARK_STAGES, sparkOverwrite, type EngineCase } from './helpers/engines.js';
+import {
+  attemptDir,
+  hadoopV1,
+  hiveInsert,
+  HIVE_STAGING,
+  SPARK_STAGES,
+  sparkOverwrite,
+  type EngineCase,
+} from './helpers/engines.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
 import { readTree } from './helpers/tree.js';
 
 /** A Hive query killed while still writing: only `_tmp.-ext-10000`, nothing final. */
 function hiveWriting(): EngineCase {
-  return { leftover: HIVE_STAGING, before: { '000000_0': 'old', [`${HIVE_STAGING}/_tmp.-ext-10000/000000_0`]: 'half' }, after: { '000000_0': 'old' } };
+  return {
+    leftover: HIVE_STAGING,
+    before: { '000000_0': 'old', [`${HIVE_STAGING}/_tmp.-ext-10000/000000_0`]: 'half' },
+    after: { '000000_0': 'old' },
+  };
 }
 
 /** A Hadoop job killed while its tasks ran: attempt output only, no committed task. */
 function hadoopRunning(): EngineCase {
-  return { leftover: '_temporary', before: { [`_temporary/0/_temporary/${attemptDir(0, 0)}/part-m-00000`]: 'half' }, after: {} };
+  return {
+    leftover: '_temporary',
+    before: { [`_temporary/0/_temporary/${attemptDir(0, 0)}/part-m-00000`]: 'half' },
+    after: {},
+  };
 }
 
 /** The leftover's files as the engine case lays them out (its empty dirs aside). */
-const filesOf = (c: EngineCase) => Object.fromEntries(Object.entries(leftoverFiles(c)).filter(([k]) => !k.endsWith('/')));
+const filesOf = (c: EngineCase) =>
+  Object.fromEntries(Object.entries(leftoverFiles(c)).filter(([k]) => !k.endsWith('/')));
 
 /** [case, whether it holds output the table may not have]. */
 const CASES: [string, () => EngineCase, boolean][] = [
-  ...SPARK_STAGES.map((s): [string, () => EngineCase, boolean] => [`spark killed at ${s}`, () => sparkOverwrite(s), s === 'merging' || s === 'merged' || s === 'replacing']),
+  ...SPARK_STAGES.map((s): [string, () => EngineCase, boolean] => [
+    `spark killed at ${s}`,
+    () => sparkOverwrite(s),
+    s === 'merging' || s === 'merged' || s === 'replacing',
+  ]),
   ['hadoop v1 with committed tasks', hadoopV1, true],
   ['hadoop with attempts only', hadoopRunning, false],
   ['hive with a finished -ext-10000', hiveInsert, true],
@@ -50,7 +71,11 @@ for (const fx of storeFixtures()) {
         assert.equal(dry.code, 0, dry.stderr);
         const listed = leftoverOf(dry.stdout);
         assert.equal(listed.action, kept ? 'adopt' : 'would-delete', listed.reason);
-        if (kept) assert.match(listed.reason!, /^holds \d+ output file\(s\) the table may not have \(.+\): publish it with 'stagecommit adopt .+', or remove it only with --delete --delete-unpublished/);
+        if (kept)
+          assert.match(
+            listed.reason!,
+            /^holds \d+ output file\(s\) the table may not have \(.+\): publish it with 'stagecommit adopt .+', or remove it only with --delete --delete-unpublished/,
+          );
 
         const del = await run(['clean-orphans', sb.uri(target), '--older-than', '0s', '--delete', '--json']);
         assert.equal(del.code, 0, del.stderr);
@@ -59,7 +84,15 @@ for (const fx of storeFixtures()) {
         assert.deepEqual(left, kept ? filesOf(c) : {}, 'the leftover is kept whole, or gone');
         if (!kept) return;
 
-        const gone = await run(['clean-orphans', sb.uri(target), '--older-than', '0s', '--delete', '--delete-unpublished', '--json']);
+        const gone = await run([
+          'clean-orphans',
+          sb.uri(target),
+          '--older-than',
+          '0s',
+          '--delete',
+          '--delete-unpublished',
+          '--json',
+        ]);
         assert.equal(gone.code, 0, gone.stderr);
         assert.equal(leftoverOf(gone.stdout).action, 'deleted');
         assert.deepEqual(await readTree(sb.store, leftover), {});
@@ -71,10 +104,16 @@ for (const fx of storeFixtures()) {
       const { target, leftover } = await table(sb, dir(), c);
       const opts = { roots: [sb.uri(target)], olderThan: '0s', delete: true, env: { ...process.env, ...sb.env } };
       const kept = await cleanOrphans(opts);
-      assert.deepEqual(kept.leftovers.map((l) => l.action), ['adopt']);
+      assert.deepEqual(
+        kept.leftovers.map((l) => l.action),
+        ['adopt'],
+      );
       assert.deepEqual(await readTree(sb.store, leftover), filesOf(c));
       const removed = await cleanOrphans({ ...opts, deleteUnpublished: true });
-      assert.deepEqual(removed.leftovers.map((l) => l.action), ['deleted']);
+      assert.deepEqual(
+        removed.leftovers.map((l) => l.action),
+        ['deleted'],
+      );
       assert.deepEqual(await readTree(sb.store, leftover), {});
     });
 

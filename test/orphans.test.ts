@@ -65,25 +65,50 @@ for (const fx of storeFixtures()) {
       root = posix.join(sb.base, 'wh');
       await writeTree(sb.store, root, OLD);
       const env = testEnv(sb.store);
-      const sc = (mode: 'append' | 'create') => ({ name: 'j', initial: null, job: { mode, algorithm: 'v1' as const, partitionBy: ['dt'] }, tasks: [] });
+      const sc = (mode: 'append' | 'create') => ({
+        name: 'j',
+        initial: null,
+        job: { mode, algorithm: 'v1' as const, partitionBy: ['dt'] },
+        tasks: [],
+      });
       // a stagecommit job killed before its commit point
-      dead = await libStage(env, posix.join(root, 'sales'), { ...sc('append'), job: { ...sc('append').job, jobId: 'dead-job' } });
+      dead = await libStage(env, posix.join(root, 'sales'), {
+        ...sc('append'),
+        job: { ...sc('append').job, jobId: 'dead-job' },
+      });
       await libStageTask(env, dead, { task: '0', partition: ['dt=x'], files: { f: 'dead' } });
       // one killed after its commit point: must be rolled forward, never deleted
-      committing = await libStage(env, posix.join(root, 'events'), { ...sc('create'), job: { ...sc('create').job, jobId: 'committing-job' } });
+      committing = await libStage(env, posix.join(root, 'events'), {
+        ...sc('create'),
+        job: { ...sc('create').job, jobId: 'committing-job' },
+      });
       await libStageTask(env, committing, { task: '0', partition: ['dt=1'], files: { e: 'event' } });
       await libCommitTask(env, committing, { task: '0', files: {} });
       await assert.rejects(libCommitJob(testEnv(sb.store, killed.atCommitPoint()), committing), InjectedFault);
       // The "killed" driver was this process: remove its lease as its death would have made it stale.
-      for (const e of await sb.store.list(committing)) if (e.name.startsWith('_lease.')) await sb.store.delete(e.path, false);
+      for (const e of await sb.store.list(committing))
+        if (e.name.startsWith('_lease.')) await sb.store.delete(e.path, false);
       if (sb.backdate) await sb.backdate(root, Date.now() - 3_600_000);
       else await sleep(10_000);
       // Taken before the write: a slow write must not make the fresh leftovers look older than the margin.
       freshAt = Date.now();
       await writeTree(sb.store, root, FRESH);
       // a job whose driver is alive (this process holds its lease)
-      live = await libStage(env, posix.join(root, 'live'), { ...sc('append'), job: { ...sc('append').job, jobId: 'live-job' } });
-      await sb.store.writeFile(posix.join(live, '_lease.0.yaml'), encodeLease({ op: 'commit-job', owner: 'me', host: testEnv(sb.store).host, pid: process.pid, acquiredAtMs: 0, expiresAtMs: Date.now() + 3_600_000 }));
+      live = await libStage(env, posix.join(root, 'live'), {
+        ...sc('append'),
+        job: { ...sc('append').job, jobId: 'live-job' },
+      });
+      await sb.store.writeFile(
+        posix.join(live, '_lease.0.yaml'),
+        encodeLease({
+          op: 'commit-job',
+          owner: 'me',
+          host: testEnv(sb.store).host,
+          pid: process.pid,
+          acquiredAtMs: 0,
+          expiresAtMs: Date.now() + 3_600_000,
+        }),
+      );
     });
     after(async () => {
       await sb.close();
@@ -94,9 +119,10 @@ for (const fx of storeFixtures()) {
       const r = await cli(['clean-orphans', sb.uri(root), '--older-than', olderThan(), '--json'], { env: sb.env });
       assert.equal(r.code, 0, r.stderr);
       const doc = JSON.parse(r.stdout);
-      const by = new Map<string, { kind: string; action: string; files: number; bytes: number; ageSeconds: number; reason?: string }>(
-        doc.leftovers.map((l: { path: string }) => [l.path.slice(sb.uri(root).length + 1), l]),
-      );
+      const by = new Map<
+        string,
+        { kind: string; action: string; files: number; bytes: number; ageSeconds: number; reason?: string }
+      >(doc.leftovers.map((l: { path: string }) => [l.path.slice(sb.uri(root).length + 1), l]));
       assert.deepEqual([...by.keys()].sort(), [
         '.stagecommit/events/committing-job',
         '.stagecommit/live/live-job',
@@ -111,16 +137,25 @@ for (const fx of storeFixtures()) {
       assert.equal(by.get(`sales/.spark-staging-${U1}`)!.kind, 'spark-staging');
       // Spark killed in its job commit, a committed Hadoop task, a finished Hive query: only copies.
       assert.equal(by.get(`sales/.spark-staging-${U1}`)!.action, 'adopt');
-      assert.match(by.get(`sales/.spark-staging-${U1}`)!.reason!, /killed in its job commit, while replacing partitions/);
+      assert.match(
+        by.get(`sales/.spark-staging-${U1}`)!.reason!,
+        /killed in its job commit, while replacing partitions/,
+      );
       assert.equal(by.get('sales/_temporary')!.action, 'adopt');
-      assert.equal(by.get('sales/dt=2026-11-27/.hive-staging_hive_2026-11-29_10-00-00_123_4567890123-1')!.action, 'adopt');
+      assert.equal(
+        by.get('sales/dt=2026-11-27/.hive-staging_hive_2026-11-29_10-00-00_123_4567890123-1')!.action,
+        'adopt',
+      );
       assert.equal(by.get(`sales/.spark-staging-${U1}`)!.files, 1);
       assert.equal(by.get(`sales/.spark-staging-${U1}`)!.bytes, 5);
       assert.ok(by.get(`sales/.spark-staging-${U1}`)!.ageSeconds >= 4);
       assert.equal(by.get(`sales/.spark-staging-${U2}`)!.action, 'skipped', 'fresh: protected by --older-than');
       assert.equal(by.get('sales/_temporary')!.kind, 'hadoop-temporary');
       assert.equal(by.get('sales/_temporary')!.files, 2);
-      assert.equal(by.get('sales/dt=2026-11-27/.hive-staging_hive_2026-11-29_10-00-00_123_4567890123-1')!.kind, 'hive-staging');
+      assert.equal(
+        by.get('sales/dt=2026-11-27/.hive-staging_hive_2026-11-29_10-00-00_123_4567890123-1')!.kind,
+        'hive-staging',
+      );
       assert.equal(by.get('logs/__magic')!.kind, 's3a-magic');
       assert.equal(by.get('.stagecommit/sales/dead-job')!.action, 'would-delete');
       assert.equal(by.get('.stagecommit/events/committing-job')!.action, 'skipped');
@@ -131,67 +166,101 @@ for (const fx of storeFixtures()) {
 
       const text = await cli(['clean-orphans', sb.uri(root), '--older-than', olderThan()], { env: sb.env });
       assert.match(text.stdout, /^KIND\s+PATH\s+AGE\s+FILES\s+BYTES\s+JOB\s+ACTION/m);
-      assert.match(text.stdout, /\n\d+ leftover\(s\) to remove, .* reclaimable; 3 kept: output to adopt \(see ACTION\), 3 skipped \(see ACTION\); dry run: nothing was changed, add --delete to remove them\n$/);
+      assert.match(
+        text.stdout,
+        /\n\d+ leftover\(s\) to remove, .* reclaimable; 3 kept: output to adopt \(see ACTION\), 3 skipped \(see ACTION\); dry run: nothing was changed, add --delete to remove them\n$/,
+      );
       // All of them too young: the summary says what was left, not "0 to remove" alone.
       const young = await cli(['clean-orphans', sb.uri(root), '--older-than', '30d'], { env: sb.env });
       assert.match(young.stdout, /\nnothing to remove; \d+ skipped \(see ACTION\); dry run: nothing was changed\n$/);
 
       // Roots that repeat or nest list each leftover once, its bytes counted once.
-      const args = [sb.uri(root), `${sb.uri(root)}/`, sb.uri(posix.join(root, 'sales')), '--older-than', olderThan(), '--json'];
+      const args = [
+        sb.uri(root),
+        `${sb.uri(root)}/`,
+        sb.uri(posix.join(root, 'sales')),
+        '--older-than',
+        olderThan(),
+        '--json',
+      ];
       const again = JSON.parse((await cli(['clean-orphans', ...args], { env: sb.env })).stdout);
-      assert.deepEqual(again.leftovers.map((l: { path: string }) => l.path).sort(), doc.leftovers.map((l: { path: string }) => l.path).sort());
+      assert.deepEqual(
+        again.leftovers.map((l: { path: string }) => l.path).sort(),
+        doc.leftovers.map((l: { path: string }) => l.path).sort(),
+      );
       assert.equal(again.reclaimableBytes, doc.reclaimableBytes);
     });
 
-    test('a whole bucket as the root: scanned like any directory (a bucket has no staging root beside it)', { skip: fx.name !== 's3' && 'the store has no buckets' }, async () => {
-      const bucket = sb.uri(`/${root.split('/').filter(Boolean)[0]}`);
-      const before = await readTree(sb.store, root);
-      const r = await cli(['clean-orphans', bucket, '--older-than', olderThan(), '--json'], { env: sb.env });
-      assert.equal(r.code, 0, r.stderr);
-      const paths = JSON.parse(r.stdout).leftovers.map((l: { path: string }) => l.path);
-      assert.ok(paths.includes(`${sb.uri(root)}/sales/.spark-staging-${U1}`), paths.join('\n'));
-      const jobs = await cli(['jobs', bucket], { env: sb.env });
-      assert.equal(jobs.code, 0, jobs.stderr);
-      const missing = await cli(['clean-orphans', `${bucket}-missing`], { env: sb.env });
-      assert.equal(missing.code, 2, 'a bucket that is not there is a wrong URI');
-      assert.match(missing.stderr, /^stagecommit: error: bucket '[^']+-missing' does not exist: create it, or check the URI\n$/);
-      assert.deepEqual(await readTree(sb.store, root), before);
-    });
+    test(
+      'a whole bucket as the root: scanned like any directory (a bucket has no staging root beside it)',
+      { skip: fx.name !== 's3' && 'the store has no buckets' },
+      async () => {
+        const bucket = sb.uri(`/${root.split('/').filter(Boolean)[0]}`);
+        const before = await readTree(sb.store, root);
+        const r = await cli(['clean-orphans', bucket, '--older-than', olderThan(), '--json'], { env: sb.env });
+        assert.equal(r.code, 0, r.stderr);
+        const paths = JSON.parse(r.stdout).leftovers.map((l: { path: string }) => l.path);
+        assert.ok(paths.includes(`${sb.uri(root)}/sales/.spark-staging-${U1}`), paths.join('\n'));
+        const jobs = await cli(['jobs', bucket], { env: sb.env });
+        assert.equal(jobs.code, 0, jobs.stderr);
+        const missing = await cli(['clean-orphans', `${bucket}-missing`], { env: sb.env });
+        assert.equal(missing.code, 2, 'a bucket that is not there is a wrong URI');
+        assert.match(
+          missing.stderr,
+          /^stagecommit: error: bucket '[^']+-missing' does not exist: create it, or check the URI\n$/,
+        );
+        assert.deepEqual(await readTree(sb.store, root), before);
+      },
+    );
 
     test('--delete removes exactly the listed leftovers, rolls the committed job forward, spares look-alikes', async () => {
-      const r = await cli(['clean-orphans', sb.uri(root), '--older-than', olderThan(), '--delete', '--json'], { env: sb.env });
+      const r = await cli(['clean-orphans', sb.uri(root), '--older-than', olderThan(), '--delete', '--json'], {
+        env: sb.env,
+      });
       assert.equal(r.code, 0, r.stderr);
-      const actions = Object.fromEntries(JSON.parse(r.stdout).leftovers.map((l: { path: string; action: string }) => [l.path.slice(sb.uri(root).length + 1), l.action]));
+      const actions = Object.fromEntries(
+        JSON.parse(r.stdout).leftovers.map((l: { path: string; action: string }) => [
+          l.path.slice(sb.uri(root).length + 1),
+          l.action,
+        ]),
+      );
       assert.equal(actions['.stagecommit/events/committing-job'], 'rolled-forward');
       assert.equal(actions['.stagecommit/sales/dead-job'], 'deleted');
       assert.equal(actions[`sales/.spark-staging-${U2}`], 'skipped');
       assert.equal(actions[`sales/.spark-staging-${U1}`], 'adopt');
       const tree = await readTree(sb.store, root);
       const keys = Object.keys(tree).filter((k) => !k.startsWith('.stagecommit/live/') && !k.endsWith('_SUCCESS'));
-      assert.deepEqual(keys.sort(), [
-        '.stagecommit/events/_log/00000000000000000000.done',
-        '.stagecommit/events/_log/00000000000000000000.yaml',
-        '.stagecommit/events/_log/log-id.yaml',
-        'events/dt=1/e',
-        'sales/.spark-staging-notes/readme.txt',
-        `sales/.spark-staging-${U1}/dt=2026-11-29/part-00000-${U1}.c000.snappy.parquet`,
-        `sales/.spark-staging-${U2}/dt=2026-11-30/part-00000.parquet`,
-        'sales/_temporary/0/_temporary/attempt_202611291000_0001_m_000000_0/dt=2026-11-28/part-00000',
-        'sales/_temporary/0/task_202611291000_0001_m_000001/dt=2026-11-28/part-00001',
-        'sales/dt=2026-11-27/.hive-staging_hive_2026-11-29_10-00-00_123_4567890123-1/-ext-10000/000000_0',
-        'sales/dt=2026-11-27/_temporary.csv',
-        'sales/dt=2026-11-27/part-0.parquet',
-        'sales/note=.spark-staging/part-0',
-      ].sort());
+      assert.deepEqual(
+        keys.sort(),
+        [
+          '.stagecommit/events/_log/00000000000000000000.done',
+          '.stagecommit/events/_log/00000000000000000000.yaml',
+          '.stagecommit/events/_log/log-id.yaml',
+          'events/dt=1/e',
+          'sales/.spark-staging-notes/readme.txt',
+          `sales/.spark-staging-${U1}/dt=2026-11-29/part-00000-${U1}.c000.snappy.parquet`,
+          `sales/.spark-staging-${U2}/dt=2026-11-30/part-00000.parquet`,
+          'sales/_temporary/0/_temporary/attempt_202611291000_0001_m_000000_0/dt=2026-11-28/part-00000',
+          'sales/_temporary/0/task_202611291000_0001_m_000001/dt=2026-11-28/part-00001',
+          'sales/dt=2026-11-27/.hive-staging_hive_2026-11-29_10-00-00_123_4567890123-1/-ext-10000/000000_0',
+          'sales/dt=2026-11-27/_temporary.csv',
+          'sales/dt=2026-11-27/part-0.parquet',
+          'sales/note=.spark-staging/part-0',
+        ].sort(),
+      );
       assert.ok(tree['events/_SUCCESS']);
-      assert.ok(Object.keys(tree).some((k) => k.startsWith('.stagecommit/live/live-job/')), 'live job untouched');
+      assert.ok(
+        Object.keys(tree).some((k) => k.startsWith('.stagecommit/live/live-job/')),
+        'live job untouched',
+      );
       // S3: the jobs' own pending uploads went with them (completed by the roll-forward, aborted with the dead job).
       if (sb.store.listUploads) assert.deepEqual(await sb.store.listUploads(root), []);
     });
 
     test('a handle holding nothing but lease files killed steps left: listed as a stagecommit leftover with no job, removed by one --delete once their holders are gone', async () => {
       const strayRoot = posix.join(sb.base, 'stray');
-      const lease = (expiresAtMs: number) => encodeLease({ op: 'commit-job', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: 0, expiresAtMs });
+      const lease = (expiresAtMs: number) =>
+        encodeLease({ op: 'commit-job', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: 0, expiresAtMs });
       const dead = posix.join(strayRoot, '.stagecommit', 'sales', 'gone-job');
       const held = posix.join(strayRoot, '.stagecommit', 'sales', 'held-job');
       await sb.store.writeFile(posix.join(dead, '_lease.0.yaml'), lease(Date.now() - 1000));
@@ -201,31 +270,65 @@ for (const fx of storeFixtures()) {
       // Look-alikes that are anyone's data: a partition holding only a file of a lease's name.
       await writeTree(sb.store, strayRoot, { 'sales/dt=1/part-0': 'data' });
       await sb.store.writeFile(posix.join(strayRoot, 'sales', 'dt=2', '_lease.1.yaml'), lease(Date.now() - 1000));
-      const listed = (r: { stdout: string }) => JSON.parse(r.stdout).leftovers.map((l: { path: string; kind: string; jobState?: string; action: string; reason?: string }) => [l.path.slice(sb.uri(strayRoot).length + 1), l.kind, l.jobState, l.action, l.reason]);
+      const listed = (r: { stdout: string }) =>
+        JSON.parse(r.stdout).leftovers.map(
+          (l: { path: string; kind: string; jobState?: string; action: string; reason?: string }) => [
+            l.path.slice(sb.uri(strayRoot).length + 1),
+            l.kind,
+            l.jobState,
+            l.action,
+            l.reason,
+          ],
+        );
       const dry = await cli(['clean-orphans', sb.uri(strayRoot), '--older-than', '0s', '--json'], { env: sb.env });
       assert.equal(dry.code, 0, dry.stderr);
       assert.deepEqual(listed(dry), [
         ['.stagecommit/sales/gone-job', 'stagecommit', 'no job: a lease file left behind', 'would-delete', undefined],
-        ['.stagecommit/sales/held-job', 'stagecommit', 'no job: a lease file left behind', 'skipped', 'a live process holds its lease'],
+        [
+          '.stagecommit/sales/held-job',
+          'stagecommit',
+          'no job: a lease file left behind',
+          'skipped',
+          'a live process holds its lease',
+        ],
       ]);
-      const del = await cli(['clean-orphans', sb.uri(strayRoot), '--older-than', '0s', '--delete', '--json'], { env: sb.env });
+      const del = await cli(['clean-orphans', sb.uri(strayRoot), '--older-than', '0s', '--delete', '--json'], {
+        env: sb.env,
+      });
       assert.equal(del.code, 0, del.stderr);
-      assert.deepEqual(listed(del).map((l: unknown[]) => l[3]), ['deleted', 'skipped']);
-      assert.deepEqual(Object.keys(await readTree(sb.store, strayRoot)).sort(), ['.stagecommit/sales/held-job/_lease.0.yaml', 'sales/dt=1/part-0', 'sales/dt=2/_lease.1.yaml']);
+      assert.deepEqual(
+        listed(del).map((l: unknown[]) => l[3]),
+        ['deleted', 'skipped'],
+      );
+      assert.deepEqual(Object.keys(await readTree(sb.store, strayRoot)).sort(), [
+        '.stagecommit/sales/held-job/_lease.0.yaml',
+        'sales/dt=1/part-0',
+        'sales/dt=2/_lease.1.yaml',
+      ]);
     });
 
     test('uploads never completed: listed as multipart-upload, aborted with --delete, and by a job abort', async (t) => {
       if (!sb.startUpload || !sb.store.listUploads) return t.skip('the store has no multipart uploads');
       const upRoot = posix.join(sb.base, 'uploads');
       await sb.startUpload(posix.join(upRoot, 'sales', 'dt=1', 'big.parquet'));
-      const dry = JSON.parse((await cli(['clean-orphans', sb.uri(upRoot), '--older-than', '0s', '--json'], { env: sb.env })).stdout);
-      assert.deepEqual(dry.leftovers.map((l: { kind: string; path: string; action: string }) => [l.kind, l.path, l.action]), [['multipart-upload', sb.uri(posix.join(upRoot, 'sales', 'dt=1', 'big.parquet')), 'would-delete']]);
+      const dry = JSON.parse(
+        (await cli(['clean-orphans', sb.uri(upRoot), '--older-than', '0s', '--json'], { env: sb.env })).stdout,
+      );
+      assert.deepEqual(
+        dry.leftovers.map((l: { kind: string; path: string; action: string }) => [l.kind, l.path, l.action]),
+        [['multipart-upload', sb.uri(posix.join(upRoot, 'sales', 'dt=1', 'big.parquet')), 'would-delete']],
+      );
       const del = await cli(['clean-orphans', sb.uri(upRoot), '--older-than', '0s', '--delete'], { env: sb.env });
       assert.equal(del.code, 0, del.stderr);
       assert.deepEqual(await sb.store.listUploads(upRoot), []);
 
       const env = testEnv(sb.store);
-      const job = await libStage(env, posix.join(upRoot, 'events'), { name: 'u', initial: null, job: { mode: 'create', algorithm: 'v1' }, tasks: [] });
+      const job = await libStage(env, posix.join(upRoot, 'events'), {
+        name: 'u',
+        initial: null,
+        job: { mode: 'create', algorithm: 'v1' },
+        tasks: [],
+      });
       await sb.startUpload(posix.join(job, '_temporary', '0', '_temporary', 'attempt_x_0_0', 'killed-upload'));
       assert.equal((await sb.store.listUploads(job)).length, 1);
       assert.equal((await cli(['abort', '--job', sb.uri(job)], { env: sb.env })).code, 0);
@@ -236,24 +339,39 @@ for (const fx of storeFixtures()) {
       const scanRoot = posix.join(sb.base, 'broken');
       await writeTree(sb.store, scanRoot, { 'a/_temporary/0/x': 'x', 'b/bad/y': 'y' });
       const badPath = posix.join(scanRoot, 'b', 'bad');
-      const faults = unreliable({ op: 'list', path: (p) => p === badPath, error: (op, p) => new StoreError('io', op, [p], 'permission denied') });
+      const faults = unreliable({
+        op: 'list',
+        path: (p) => p === badPath,
+        error: (op, p) => new StoreError('io', op, [p], 'permission denied'),
+      });
       const r = await cleanOrphans(testEnv(sb.store, faults), { roots: [scanRoot], olderThanMs: 0, delete: false });
       assert.equal(faults.failures(), 1, 'the listing failed once');
-      assert.deepEqual(r.leftovers.map((l) => [l.kind, l.path]), [['hadoop-temporary', posix.join(scanRoot, 'a', '_temporary')]]);
+      assert.deepEqual(
+        r.leftovers.map((l) => [l.kind, l.path]),
+        [['hadoop-temporary', posix.join(scanRoot, 'a', '_temporary')]],
+      );
       assert.equal(r.problems.length, 1);
       assert.match(r.problems[0]!.message, /permission denied/);
     });
 
-    test('symbolic links are never followed', { skip: !(sb0IsLocal(fx.name)) && 'the store has no symbolic links' }, async () => {
-      const { symlink, mkdir } = await import('node:fs/promises');
-      const scanRoot = posix.join(sb.base, 'links');
-      await writeTree(sb.store, scanRoot, { 'elsewhere/_temporary/0/x': 'x' });
-      await mkdir(posix.join(scanRoot, 'table'), { recursive: true });
-      await symlink(posix.join(scanRoot, 'elsewhere'), posix.join(scanRoot, 'table', 'link'));
-      const r = await cleanOrphans(testEnv(new LocalStore()), { roots: [posix.join(scanRoot, 'table')], olderThanMs: 0, delete: true });
-      assert.deepEqual(r.leftovers, []);
-      assert.ok(await sb.store.stat(posix.join(scanRoot, 'elsewhere', '_temporary', '0', 'x')));
-    });
+    test(
+      'symbolic links are never followed',
+      { skip: !sb0IsLocal(fx.name) && 'the store has no symbolic links' },
+      async () => {
+        const { symlink, mkdir } = await import('node:fs/promises');
+        const scanRoot = posix.join(sb.base, 'links');
+        await writeTree(sb.store, scanRoot, { 'elsewhere/_temporary/0/x': 'x' });
+        await mkdir(posix.join(scanRoot, 'table'), { recursive: true });
+        await symlink(posix.join(scanRoot, 'elsewhere'), posix.join(scanRoot, 'table', 'link'));
+        const r = await cleanOrphans(testEnv(new LocalStore()), {
+          roots: [posix.join(scanRoot, 'table')],
+          olderThanMs: 0,
+          delete: true,
+        });
+        assert.deepEqual(r.leftovers, []);
+        assert.ok(await sb.store.stat(posix.join(scanRoot, 'elsewhere', '_temporary', '0', 'x')));
+      },
+    );
   });
 }
 
@@ -261,7 +379,7 @@ function sb0IsLocal(name: string): boolean {
   return name === 'local';
 }
 
-test('leftover names: ids must look like the engines\' own', () => {
+test("leftover names: ids must look like the engines' own", () => {
   assert.equal(kindByName(`.spark-staging-${U1}`), 'spark-staging');
   assert.equal(kindByName('.spark-staging-notes'), null);
   assert.equal(kindByName('_temporary'), 'hadoop-temporary');
@@ -278,5 +396,6 @@ test('--older-than takes a number and a unit', () => {
   assert.equal(parseDuration('36h'), 36 * 3_600_000);
   assert.equal(parseDuration('7d'), 7 * 86_400_000);
   assert.equal(parseDuration('10s'), 10_000);
-  for (const bad of ['', '7', 'd', '1w', '-1h', '1.5h']) assert.throws(() => parseDuration(bad), /invalid --older-than/);
+  for (const bad of ['', '7', 'd', '1w', '-1h', '1.5h'])
+    assert.throws(() => parseDuration(bad), /invalid --older-than/);
 });

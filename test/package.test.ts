@@ -1,5 +1,6 @@
 // The package as a user gets it: `npm pack` of this checkout, installed from the tarball into a
-// fresh prefix (its one dependency from the npm cache, else the registry), then the installed `stagecommit` and `import('stagecommit')`.
+// fresh prefix (its one dependency from the npm cache, else the registry), then the installed `stagecommit` and
+// `import('stagecommit')`.
 // Checks what the tarball holds (bin and the built library, nothing of the checkout's tests,
 // benchmarks, scripts or CI) and that its bundle is not older than the sources.
 
@@ -14,12 +15,18 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const NPM_ENV = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
+const NPM_ENV = {
+  ...process.env,
+  npm_config_audit: 'false',
+  npm_config_fund: 'false',
+  npm_config_update_notifier: 'false',
+};
 
 async function newestMtime(dir: string): Promise<number> {
   let newest = 0;
   for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (e.isFile() && e.name.endsWith('.ts')) newest = Math.max(newest, (await stat(path.join(e.parentPath, e.name))).mtimeMs);
+    if (e.isFile() && e.name.endsWith('.ts'))
+      newest = Math.max(newest, (await stat(path.join(e.parentPath, e.name))).mtimeMs);
   }
   return newest;
 }
@@ -33,25 +40,45 @@ describe('the packed package', () => {
   before(async () => {
     const bundle = await stat(path.join(ROOT, 'dist/bundle/cli.cjs')).catch(() => null);
     assert.ok(bundle, 'dist/bundle/cli.cjs is missing: run `npm run build` (npm test does) before this test');
-    assert.ok(bundle.mtimeMs >= (await newestMtime(path.join(ROOT, 'src'))), 'dist/bundle is older than src/: run `npm run build` first');
+    assert.ok(
+      bundle.mtimeMs >= (await newestMtime(path.join(ROOT, 'src'))),
+      'dist/bundle is older than src/: run `npm run build` first',
+    );
     work = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-package-'));
     // The bundle was just checked current: packing skips the `prepare` build, which would rewrite
     // dist/ under the other test files running beside this one.
-    const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: ROOT, env: NPM_ENV });
+    const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], {
+      cwd: ROOT,
+      env: NPM_ENV,
+    });
     const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
     files = info!.files.map((f) => f.path).sort();
     prefix = path.join(work, 'app');
     await mkdir(prefix);
     await writeFile(path.join(prefix, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
-    await run('npm', ['install', '--prefer-offline', '--no-package-lock', path.join(work, info!.filename)], { cwd: prefix, env: NPM_ENV });
+    await run('npm', ['install', '--prefer-offline', '--no-package-lock', path.join(work, info!.filename)], {
+      cwd: prefix,
+      env: NPM_ENV,
+    });
     bin = path.join(prefix, 'node_modules', '.bin', 'stagecommit');
   });
   after(() => rm(work, { recursive: true, force: true }));
 
   test('holds bin and the built library only', () => {
-    const top = new Set(files.map((f) => f.split('/').slice(0, f.startsWith('dist/') ? 2 : 1).join('/')));
+    const top = new Set(
+      files.map((f) =>
+        f
+          .split('/')
+          .slice(0, f.startsWith('dist/') ? 2 : 1)
+          .join('/'),
+      ),
+    );
     assert.deepEqual([...top].sort(), ['README.md', 'bin', 'dist/bundle', 'dist/src', 'package.json']);
-    assert.ok(files.includes('dist/bundle/cli.cjs') && files.includes('dist/bundle/index.js') && files.includes('dist/src/index.d.ts'));
+    assert.ok(
+      files.includes('dist/bundle/cli.cjs') &&
+        files.includes('dist/bundle/index.js') &&
+        files.includes('dist/src/index.d.ts'),
+    );
     const strays = files.filter((f) => f.startsWith('dist/src/') && !f.endsWith('.d.ts'));
     assert.deepEqual(strays, [], 'only type declarations of dist/src ship: the code is the bundle');
   });
@@ -69,7 +96,10 @@ describe('the packed package', () => {
     // A config file too: the YAML parser is the package's one runtime dependency.
     const config = path.join(work, 'config.yaml');
     await writeFile(config, 'concurrency: 4\n');
-    const sc = async (...args: string[]) => (await run(bin, ['--config', config, ...args], { cwd: work, env: { ...process.env, NO_COLOR: '1' } })).stdout.trim();
+    const sc = async (...args: string[]) =>
+      (
+        await run(bin, ['--config', config, ...args], { cwd: work, env: { ...process.env, NO_COLOR: '1' } })
+      ).stdout.trim();
     const job = await sc('stage', '--target', target, '--partition-by', 'dt', '--tasks', '1');
     await sc('stage', '--job', job, '--task', '0', '--partition', 'dt=2026-11-30', input);
     await sc('commit-task', '--job', job, '--task', '0');
@@ -79,19 +109,26 @@ describe('the packed package', () => {
   });
 
   test("import('stagecommit') gives the library", async () => {
-    const script = "const m = await import('stagecommit'); console.log(JSON.stringify(['stage', 'stageFiles', 'attemptPath', 'commitTask', 'commitJob', 'abort', 'recover', 'status', 'cleanOrphans', 'StagecommitError'].map((n) => typeof m[n])));";
+    const script =
+      "const m = await import('stagecommit'); console.log(JSON.stringify(['stage', 'stageFiles', 'attemptPath', 'commitTask', 'commitJob', 'abort', 'recover', 'status', 'cleanOrphans', 'StagecommitError'].map((n) => typeof m[n])));";
     const r = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: prefix });
     assert.deepEqual(JSON.parse(r.stdout), Array(10).fill('function'));
   });
 
   test('its types resolve through exports for a TypeScript consumer', async () => {
-    await writeFile(path.join(prefix, 'use.ts'), "import { commitJob, type CommitJobDoc } from 'stagecommit';\nexport const f: typeof commitJob = commitJob;\nexport type R = CommitJobDoc['outcome'];\n");
+    await writeFile(
+      path.join(prefix, 'use.ts'),
+      "import { commitJob, type CommitJobDoc } from 'stagecommit';\nexport const f: typeof commitJob = commitJob;\nexport type R = CommitJobDoc['outcome'];\n",
+    );
     const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
     const types = path.join(ROOT, 'node_modules', '@types');
     // A Node 20 consumer's settings (@tsconfig/node20: es2022, lib es2023, no DOM).
     const node20 = ['--target', 'es2022', '--lib', 'es2023', '--module', 'nodenext', '--moduleResolution', 'nodenext'];
-    const r = await run(process.execPath, [tsc, '--noEmit', '--strict', ...node20, '--typeRoots', types, '--types', 'node', 'use.ts'], { cwd: prefix }).catch((e: { stdout: string }) => e);
+    const r = await run(
+      process.execPath,
+      [tsc, '--noEmit', '--strict', ...node20, '--typeRoots', types, '--types', 'node', 'use.ts'],
+      { cwd: prefix },
+    ).catch((e: { stdout: string }) => e);
     assert.equal(r.stdout.trim(), '');
   });
 });
-

@@ -34,13 +34,17 @@ test('--partition K=V: columns lower-cased, the first = splits, the value is raw
 
 test('task file paths: no .., no absolute path, no empty name', () => {
   assert.equal(checkRelativePath('dt=1/a.csv'), 'dt=1/a.csv');
-  for (const bad of ['../a', 'a/../../b', '/etc/passwd', 'a//b', 'a/', './a', 'C:\\x']) assert.throws(() => checkRelativePath(bad), /invalid/, bad);
+  for (const bad of ['../a', 'a/../../b', '/etc/passwd', 'a//b', 'a/', './a', 'C:\\x'])
+    assert.throws(() => checkRelativePath(bad), /invalid/, bad);
 });
 
 test('files must sit under a full partition path of the job', () => {
   assert.equal(partitionOfFile('dt=1/region=eu/a', ['dt', 'region'], 'dt=1'), 'dt=1/region=eu');
   assert.equal(partitionOfFile('a', [], ''), '');
-  assert.throws(() => partitionOfFile('dt=1/a', ['dt', 'region'], ''), /segment 'a' should be region=VALUE|not inside a partition/);
+  assert.throws(
+    () => partitionOfFile('dt=1/a', ['dt', 'region'], ''),
+    /segment 'a' should be region=VALUE|not inside a partition/,
+  );
   assert.throws(() => partitionOfFile('dt=2/a', ['dt'], 'dt=1'), /outside the job's static partition/);
   assert.throws(() => partitionOfFile('a', ['dt'], ''), /not inside a partition/);
 });
@@ -49,41 +53,114 @@ test('manifests: long lists one JSON line each, a check line at the end; hand-wr
   const text = encodeManifest({ kind: 'k', version: 1, name: 'x: y' }, { files: [{ path: 'a b', size: 1 }] });
   assert.match(text, /^files:\n {2}- \{"path":"a b","size":1\}$/m);
   assert.match(text, /\nend: \{"lines":5,"lists":\{"files":1\},"sha256":"[0-9a-f]{64}"\}\n$/);
-  assert.deepEqual(decodeManifest(text, 'f'), { kind: 'k', version: 1, name: 'x: y', files: [{ path: 'a b', size: 1 }] });
+  assert.deepEqual(decodeManifest(text, 'f'), {
+    kind: 'k',
+    version: 1,
+    name: 'x: y',
+    files: [{ path: 'a b', size: 1 }],
+  });
   const handWritten = 'kind: k\nfiles:\n  - path: a\n    size: 2\n';
   assert.throws(() => decodeManifest(handWritten, '/s/f.yaml'), /\/s\/f.yaml: has no 'end:' check line/);
   assert.deepEqual(decodeManifest(handWritten, 'f', { allowUnsigned: true }).files, [{ path: 'a', size: 2 }]);
   assert.throws(() => decodeManifest('', '/s/_job.yaml'), /\/s\/_job.yaml: is empty/);
   // helper-53: a U+2028 (which JSON and YAML keep inside a value) before 'end:' starts no line.
-  assert.deepEqual(decodeManifest('kind: k\nname: "a\u2028end: b"\n', 'f', { allowUnsigned: true }), { kind: 'k', name: 'a\u2028end: b' });
-  const sign = (body: string) => encodeManifest(Object.fromEntries(body.trim().split('\n').map((l) => [l.split(': ')[0]!, JSON.parse(l.split(': ')[1]!)])));
-  assert.throws(() => decodeJob(sign('kind: "stagecommit/job"\nversion: 1\njobId: "j"\nstate: "weird"'), '/s/_job.yaml'), /\/s\/_job.yaml: field 'state' is 'weird'/);
-  assert.throws(() => decodeJob(sign('kind: "stagecommit/job"\nversion: 9'), '/s/_job.yaml'), /field 'version' is 9.*upgrade/);
+  assert.deepEqual(decodeManifest('kind: k\nname: "a\u2028end: b"\n', 'f', { allowUnsigned: true }), {
+    kind: 'k',
+    name: 'a\u2028end: b',
+  });
+  const sign = (body: string) =>
+    encodeManifest(
+      Object.fromEntries(
+        body
+          .trim()
+          .split('\n')
+          .map((l) => [l.split(': ')[0]!, JSON.parse(l.split(': ')[1]!)]),
+      ),
+    );
+  assert.throws(
+    () => decodeJob(sign('kind: "stagecommit/job"\nversion: 1\njobId: "j"\nstate: "weird"'), '/s/_job.yaml'),
+    /\/s\/_job.yaml: field 'state' is 'weird'/,
+  );
+  assert.throws(
+    () => decodeJob(sign('kind: "stagecommit/job"\nversion: 9'), '/s/_job.yaml'),
+    /field 'version' is 9.*upgrade/,
+  );
   // JSON leaves U+2028 and U+2029 raw: a header value holding them reads back.
-  assert.equal(decodeManifest(encodeManifest({ kind: 'k', version: 1, name: 'a\u2028b\u2029c' }), 'f').name, 'a\u2028b\u2029c');
+  assert.equal(
+    decodeManifest(encodeManifest({ kind: 'k', version: 1, name: 'a\u2028b\u2029c' }), 'f').name,
+    'a\u2028b\u2029c',
+  );
   // Read from its bytes as from its text (a plan is decoded from the bytes read): names beyond
   // ASCII, U+2028 in a list item; a cut or a flipped byte found the same.
-  const wide = encodeManifest({ kind: 'k', version: 1, name: 'é ' }, { files: [{ path: 'dt=ü/a  b', size: 1 }, { path: '日本', size: 2 }] });
+  const wide = encodeManifest(
+    { kind: 'k', version: 1, name: 'é ' },
+    {
+      files: [
+        { path: 'dt=ü/a  b', size: 1 },
+        { path: '日本', size: 2 },
+      ],
+    },
+  );
   assert.deepEqual(decodeManifest(Buffer.from(wide), 'f'), decodeManifest(wide, 'f'));
-  assert.throws(() => decodeManifest(Buffer.from(wide.slice(0, wide.indexOf('\nend:') + 1)), 'f'), /f: has no 'end:' check line/);
+  assert.throws(
+    () => decodeManifest(Buffer.from(wide.slice(0, wide.indexOf('\nend:') + 1)), 'f'),
+    /f: has no 'end:' check line/,
+  );
   const flipped = Buffer.from(wide);
   flipped[flipped.indexOf('日')]! ^= 1;
   assert.throws(() => decodeManifest(flipped, 'f'), /does not match the sha256/);
   assert.throws(() => decodeManifest(Buffer.alloc(0), '/s/f.yaml'), /is empty/);
   // An aborted v2 job's publishedTasks: task ids, as a claim's file name is.
-  const aborted = { jobId: 'j', target: '/t', targetPath: '/t', staging: '/s', mode: 'append', algorithm: 'v2', partitionBy: [], staticPartition: [], logPosition: null, appAttempt: 0, state: 'aborted', stagedAtMs: 1, owner: { user: 'u', host: 'h', pid: 1 } } as const;
+  const aborted = {
+    jobId: 'j',
+    target: '/t',
+    targetPath: '/t',
+    staging: '/s',
+    mode: 'append',
+    algorithm: 'v2',
+    partitionBy: [],
+    staticPartition: [],
+    logPosition: null,
+    appAttempt: 0,
+    state: 'aborted',
+    stagedAtMs: 1,
+    owner: { user: 'u', host: 'h', pid: 1 },
+  } as const;
   assert.deepEqual(decodeJob(encodeJob({ ...aborted, publishedTasks: ['0', 'b'] }), 'f').publishedTasks, ['0', 'b']);
   assert.equal(decodeJob(encodeJob(aborted), 'f').publishedTasks, undefined);
   for (const bad of [['../x'], ['01'], [3], 'x']) {
     const doc = { ...decodeManifest(encodeJob(aborted), 'f'), publishedTasks: bad };
-    assert.throws(() => decodeJob(encodeManifest(doc), '/s/_job.yaml'), /\/s\/_job.yaml: field 'publishedTasks/, JSON.stringify(bad));
+    assert.throws(
+      () => decodeJob(encodeManifest(doc), '/s/_job.yaml'),
+      /\/s\/_job.yaml: field 'publishedTasks/,
+      JSON.stringify(bad),
+    );
   }
 });
 
 test('a plan read back: no more phases than ops, and old data parked only in the staging dir', () => {
   const plan = {
-    jobId: 'j', appAttempt: 0, logEntry: null, createdAtMs: 1, files: 1, bytes: 1, tasks: ['0'], partitionsWritten: ['dt=1'], partitionsReplaced: ['dt=1'], filenames: [],
-    phases: [[{ op: 'swap' as const, path: 't:dt=1' as const, trash: 's:_trash/dt=1' as const, from: 's:_temporary/0/t/dt=1' as const, dir: true }]],
+    jobId: 'j',
+    appAttempt: 0,
+    logEntry: null,
+    createdAtMs: 1,
+    files: 1,
+    bytes: 1,
+    tasks: ['0'],
+    partitionsWritten: ['dt=1'],
+    partitionsReplaced: ['dt=1'],
+    filenames: [],
+    phases: [
+      [
+        {
+          op: 'swap' as const,
+          path: 't:dt=1' as const,
+          trash: 's:_trash/dt=1' as const,
+          from: 's:_temporary/0/t/dt=1' as const,
+          dir: true,
+        },
+      ],
+    ],
   };
   const text = encodePlan(plan as never).toString('utf8');
   assert.equal(decodePlan(text, 'f').phases[0]![0]!.op, 'swap');
@@ -92,6 +169,20 @@ test('a plan read back: no more phases than ops, and old data parked only in the
     change(doc, ops);
     return encodeManifest(doc, { ops });
   };
-  assert.throws(() => decodePlan(resigned((d) => void (d.phaseCount = 1099511627776)), '/s/_commit.yaml'), /\/s\/_commit.yaml: field 'phaseCount' is 1099511627776, more than the plan's 1 op/);
-  assert.throws(() => decodePlan(resigned((_, ops) => void (ops[0]!.trash = 't:dt=9')), '/s/_commit.yaml'), /\/s\/_commit.yaml: field 'ops\[0\]' 'trash' is 't:dt=9': old data is parked inside the staging dir/);
+  assert.throws(
+    () =>
+      decodePlan(
+        resigned((d) => void (d.phaseCount = 1099511627776)),
+        '/s/_commit.yaml',
+      ),
+    /\/s\/_commit.yaml: field 'phaseCount' is 1099511627776, more than the plan's 1 op/,
+  );
+  assert.throws(
+    () =>
+      decodePlan(
+        resigned((_, ops) => void (ops[0]!.trash = 't:dt=9')),
+        '/s/_commit.yaml',
+      ),
+    /\/s\/_commit.yaml: field 'ops\[0\]' 'trash' is 't:dt=9': old data is parked inside the staging dir/,
+  );
 });

@@ -30,12 +30,20 @@ for (const fx of storeFixtures()) {
       const root = dir();
       const target = posix.join(root, 'table');
       if (initial) await writeTree(sb.store, target, initial);
-      const stagingPath = await libStage(env(), target, { name: '', initial: null, job: { ...job, stagingPath: posix.join(root, 'staging', 'job') }, tasks: [] });
+      const stagingPath = await libStage(env(), target, {
+        name: '',
+        initial: null,
+        job: { ...job, stagingPath: posix.join(root, 'staging', 'job') },
+        tasks: [],
+      });
       return { root, target, stagingPath };
     };
 
-    test('commit-job of an append reads each claim once: the uploads it aborts come from its plan\'s reads', async () => {
-      const { target, stagingPath } = await fresh({ mode: 'append', algorithm: 'v1', partitionBy: ['dt'] }, { 'dt=0/old': 'old' });
+    test("commit-job of an append reads each claim once: the uploads it aborts come from its plan's reads", async () => {
+      const { target, stagingPath } = await fresh(
+        { mode: 'append', algorithm: 'v1', partitionBy: ['dt'] },
+        { 'dt=0/old': 'old' },
+      );
       for (const task of ['0', '1']) {
         await libStageTask(env(), stagingPath, { task, partition: ['dt=1'], files: { [`big-${task}`]: BIG_A } });
         await libCommitTask(env(), stagingPath, { task, files: {} });
@@ -55,7 +63,11 @@ for (const fx of storeFixtures()) {
       const claims = reads.filter((p) => p.includes('/_claims/')).sort();
       assert.deepEqual(claims, [...new Set(claims)], 'a claim read twice');
       assert.equal(claims.length, 2);
-      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/old': 'old', 'dt=1/big-0': BIG_A, 'dt=1/big-1': BIG_A });
+      assert.deepEqual(data(await readTree(sb.store, target)), {
+        'dt=0/old': 'old',
+        'dt=1/big-0': BIG_A,
+        'dt=1/big-1': BIG_A,
+      });
       assert.equal(await pending(target), 0);
     });
 
@@ -70,16 +82,26 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/big': BIG_A, 'dt=1/s': 'ab' });
       assert.equal(await pending(target), 0);
       assert.equal(await sb.store.stat(stagingPath), null);
-      if (sb.store.listUploads) assert.deepEqual([r.metrics.complete, r.metrics.copy], [1, 1], 'one completion, one copy');
+      if (sb.store.listUploads)
+        assert.deepEqual([r.metrics.complete, r.metrics.copy], [1, 1], 'one completion, one copy');
     });
 
     test("an outside writer's files, large ones too, are copied server-side by commit-job (on RGW a CopyObject shares the object's tail: cheaper than any upload)", async () => {
       const { target, stagingPath } = await fresh({ mode: 'create', algorithm: 'v1', partitionBy: ['dt'] });
-      await libStageTask(env(), stagingPath, { task: '0', partition: ['dt=1'], files: { big: BIG_A, other: BIG_B, s: 'ab' }, writer: true });
+      await libStageTask(env(), stagingPath, {
+        task: '0',
+        partition: ['dt=1'],
+        files: { big: BIG_A, other: BIG_B, s: 'ab' },
+        writer: true,
+      });
       await libCommitTask(env(), stagingPath, { task: '0', files: {} });
       assert.equal(await pending(target), 0, 'no upload is begun for them');
       const r = await commitJob(env(), { stagingPath });
-      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/big': BIG_A, 'dt=1/other': BIG_B, 'dt=1/s': 'ab' });
+      assert.deepEqual(data(await readTree(sb.store, target)), {
+        'dt=1/big': BIG_A,
+        'dt=1/other': BIG_B,
+        'dt=1/s': 'ab',
+      });
       assert.equal(await sb.store.stat(stagingPath), null);
       if (sb.store.listUploads) assert.deepEqual([r.metrics.complete ?? 0, r.metrics.copy], [0, 3], 'three copies');
     });
@@ -89,7 +111,9 @@ for (const fx of storeFixtures()) {
       const { root, stagingPath } = await fresh({ mode: 'create', algorithm: 'v1', partitionBy: [] });
       await libStageTask(env(), stagingPath, { task: '0', files: { f: BIG_A } });
       await libStageTask(env(), stagingPath, { task: '1', files: { g: BIG_B } });
-      const records = Object.keys(data(await readTree(sb.store, stagingPath))).filter((k) => k.startsWith('_uploads/')).sort();
+      const records = Object.keys(data(await readTree(sb.store, stagingPath)))
+        .filter((k) => k.startsWith('_uploads/'))
+        .sort();
       assert.equal(records.length, 2);
       for (const [i, rel] of records.entries()) {
         const file = posix.join(stagingPath, rel);
@@ -103,8 +127,14 @@ for (const fx of storeFixtures()) {
         const before = await readTree(sb.store, root);
         for (const v of variants) {
           await sb.store.writeFile(file, v.text);
-          const err = await libCommitTask(env(), stagingPath, { task, files: {} }).then(() => null, (e: unknown) => e);
-          assert.ok(err instanceof CorruptManifestError && err.message.startsWith(sb.store.toUri(file)), `${rel}: ${v.name}: ${String(err)}`);
+          const err = await libCommitTask(env(), stagingPath, { task, files: {} }).then(
+            () => null,
+            (e: unknown) => e,
+          );
+          assert.ok(
+            err instanceof CorruptManifestError && err.message.startsWith(sb.store.toUri(file)),
+            `${rel}: ${v.name}: ${String(err)}`,
+          );
           await sb.store.writeFile(file, good);
           assert.deepEqual(await readTree(sb.store, root), before, `${rel}: ${v.name}: something changed`);
         }
@@ -115,8 +145,11 @@ for (const fx of storeFixtures()) {
       assert.equal(await pending(posix.join(root, 'table')), 0);
     });
 
-    test('commit-job aborts the uploads of lost, denied and aborted attempts; the target holds the winners\' bytes', async () => {
-      const { target, stagingPath } = await fresh({ mode: 'append', algorithm: 'v1', partitionBy: ['dt'] }, { 'dt=1/old': 'OLD' });
+    test("commit-job aborts the uploads of lost, denied and aborted attempts; the target holds the winners' bytes", async () => {
+      const { target, stagingPath } = await fresh(
+        { mode: 'append', algorithm: 'v1', partitionBy: ['dt'] },
+        { 'dt=1/old': 'OLD' },
+      );
       await libStageTask(env(), stagingPath, { task: '0', attempt: 0, partition: ['dt=1'], files: { f: BIG_A } });
       await libStageTask(env(), stagingPath, { task: '0', attempt: 1, partition: ['dt=1'], files: { f: BIG_B } });
       await libStageTask(env(), stagingPath, { task: '1', attempt: 0, partition: ['dt=2'], files: { g: BIG_A } });
@@ -147,9 +180,13 @@ for (const fx of storeFixtures()) {
       if (!sb.store.beginUpload) return t.skip('this store has no multipart uploads');
       const { target, stagingPath } = await fresh({ mode: 'create', algorithm: 'v1', partitionBy: ['dt'] });
       const refused = testEnv(sb.store, (_n, op, p) => {
-        if (op === 'writeFile' && p.includes('/_uploads/')) throw new StoreError('refused', 'writeFile', [p], 'access denied (HTTP 403 AccessDenied)');
+        if (op === 'writeFile' && p.includes('/_uploads/'))
+          throw new StoreError('refused', 'writeFile', [p], 'access denied (HTTP 403 AccessDenied)');
       });
-      await assert.rejects(libStageTask(refused, stagingPath, { task: '0', partition: ['dt=1'], files: { big: BIG_A, other: BIG_B } }), StoreError);
+      await assert.rejects(
+        libStageTask(refused, stagingPath, { task: '0', partition: ['dt=1'], files: { big: BIG_A, other: BIG_B } }),
+        StoreError,
+      );
       assert.equal(await pending(target), 0);
       assert.deepEqual(await readTree(sb.store, target), {});
       // The same files staged again commit as if nothing had happened.
@@ -193,7 +230,10 @@ for (const fx of storeFixtures()) {
       await libCommitTask(env(), stagingPath, { task: '0', files: {} });
       await libStageTask(env(), stagingPath, { task: '1', files: { g: BIG_A } });
       const r = await cleanOrphans(env(), { roots: [posix.join(root, 'staging')], olderThanMs: 0, delete: true });
-      assert.deepEqual(r.leftovers.map((l) => [l.kind, l.action]), [['stagecommit', 'deleted']]);
+      assert.deepEqual(
+        r.leftovers.map((l) => [l.kind, l.action]),
+        [['stagecommit', 'deleted']],
+      );
       assert.equal(await pending(target), 0);
       assert.equal(await sb.store.stat(target), null);
     });
@@ -201,8 +241,21 @@ for (const fx of storeFixtures()) {
     test('an overwrite that loses its conflict changes nothing visible and leaves no upload', async () => {
       const initial = { 'dt=1/f': 'OLD' };
       const a = await fresh({ mode: 'overwrite', algorithm: 'v1', partitionBy: ['dt'] }, initial);
-      const bStaging = await libStage(env(), a.target, { name: '', initial: null, job: { mode: 'overwrite', algorithm: 'v1', partitionBy: ['dt'], stagingPath: posix.join(a.root, 'staging', 'b') }, tasks: [] });
-      for (const [s, body] of [[a.stagingPath, BIG_A], [bStaging, BIG_B]] as const) {
+      const bStaging = await libStage(env(), a.target, {
+        name: '',
+        initial: null,
+        job: {
+          mode: 'overwrite',
+          algorithm: 'v1',
+          partitionBy: ['dt'],
+          stagingPath: posix.join(a.root, 'staging', 'b'),
+        },
+        tasks: [],
+      });
+      for (const [s, body] of [
+        [a.stagingPath, BIG_A],
+        [bStaging, BIG_B],
+      ] as const) {
         await libStageTask(env(), s, { task: '0', partition: ['dt=1'], files: { f: body } });
         await libCommitTask(env(), s, { task: '0', files: {} });
       }
@@ -214,7 +267,7 @@ for (const fx of storeFixtures()) {
       assert.equal(await pending(a.target), 0);
     });
 
-    test('an upload aborted behind the job\'s back stops commit-job before its commit point (exit 4)', async (t) => {
+    test("an upload aborted behind the job's back stops commit-job before its commit point (exit 4)", async (t) => {
       if (!sb.store.listUploads || !sb.store.abortUpload) return t.skip('no multipart uploads on this store');
       const initial = { 'dt=1/old': 'OLD' };
       const { target, stagingPath } = await fresh({ mode: 'append', algorithm: 'v1', partitionBy: ['dt'] }, initial);
@@ -222,7 +275,10 @@ for (const fx of storeFixtures()) {
       await libCommitTask(env(), stagingPath, { task: '0', files: {} });
       const ups = await sb.store.listUploads(target);
       await sb.store.abortUpload(ups[0]!);
-      await assert.rejects(libCommitJob(env(), stagingPath), (e: unknown) => e instanceof ConflictError && /pending upload of 'dt=1\/[fg]' is gone/.test(e.message));
+      await assert.rejects(
+        libCommitJob(env(), stagingPath),
+        (e: unknown) => e instanceof ConflictError && /pending upload of 'dt=1\/[fg]' is gone/.test(e.message),
+      );
       assert.deepEqual(await readTree(sb.store, target), initial);
       await abort(env(), { stagingPath });
       assert.equal(await pending(target), 0);

@@ -5,7 +5,15 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { buildTree, planCommit, singleOps, type PlanInput, type SourceTree, type TargetKind, type TargetSnapshot } from '../src/plan/plan.js';
+import {
+  buildTree,
+  planCommit,
+  singleOps,
+  type PlanInput,
+  type SourceTree,
+  type TargetKind,
+  type TargetSnapshot,
+} from '../src/plan/plan.js';
 import { decodePlan, encodePlan } from '../src/plan/plan-file.js';
 import { copiesInFlight } from '../src/plan/apply.js';
 
@@ -15,7 +23,10 @@ function target(tree: Record<string, TargetKind[] | string[]>): TargetSnapshot {
   // { '': ['dt=1/'], 'dt=1': ['a.csv'] } — names ending in '/' are directories
   const dirs = new Map<string, Map<string, TargetKind>>();
   for (const [dir, names] of Object.entries(tree)) {
-    dirs.set(dir, new Map(names.map((n) => (n.endsWith('/') ? [n.slice(0, -1), 'dir' as TargetKind] : [n, 'file' as TargetKind]))));
+    dirs.set(
+      dir,
+      new Map(names.map((n) => (n.endsWith('/') ? [n.slice(0, -1), 'dir' as TargetKind] : [n, 'file' as TargetKind]))),
+    );
   }
   return { exists: true, dirs };
 }
@@ -49,7 +60,12 @@ describe('planner', () => {
   });
 
   test('100 partitions, one task each, new to an existing target: one rename per partition', () => {
-    const sources = Array.from({ length: 100 }, (_, i) => src(String(i), Array.from({ length: 100 }, (_, f) => `dt=${i}/f${f}`)));
+    const sources = Array.from({ length: 100 }, (_, i) =>
+      src(
+        String(i),
+        Array.from({ length: 100 }, (_, f) => `dt=${i}/f${f}`),
+      ),
+    );
     const r = plan({ mode: 'append', sources, target: target({ '': ['dt=old/'] }) });
     assert.equal(count(r, 'move'), 100);
     assert.equal(r.files, 10_000);
@@ -66,41 +82,91 @@ describe('planner', () => {
   });
 
   test('several tasks into a new partition of an existing target: the partition appears with one rename', () => {
-    const r = plan({ mode: 'append', sources: [src('0', ['dt=9/a']), src('1', ['dt=9/b'])], target: target({ '': ['dt=1/'] }) });
+    const r = plan({
+      mode: 'append',
+      sources: [src('0', ['dt=9/a']), src('1', ['dt=9/b'])],
+      target: target({ '': ['dt=1/'] }),
+    });
     const toTarget = ops(r).filter((o) => o.op === 'move' && o.to.startsWith('t:'));
     assert.deepEqual(toTarget, [{ op: 'move', from: 's:_output/dt=9', to: 't:dt=9', dir: true }]);
   });
 
   test('dynamic overwrite: a data-only partition is swapped whole, old data parked in the trash', () => {
-    const r = plan({ mode: 'overwrite', replaceUnits: ['dt=1'], sources: [src('0', ['dt=1/new'])], target: target({ '': ['dt=1/', 'dt=2/'], 'dt=1': ['old'] }) });
-    assert.deepEqual(ops(r).filter((o) => o.op === 'swap'), [{ op: 'swap', path: 't:dt=1', trash: 's:_trash/dt=1', from: 's:_temporary/0/0/dt=1', dir: true }]);
+    const r = plan({
+      mode: 'overwrite',
+      replaceUnits: ['dt=1'],
+      sources: [src('0', ['dt=1/new'])],
+      target: target({ '': ['dt=1/', 'dt=2/'], 'dt=1': ['old'] }),
+    });
+    assert.deepEqual(
+      ops(r).filter((o) => o.op === 'swap'),
+      [{ op: 'swap', path: 't:dt=1', trash: 's:_trash/dt=1', from: 's:_temporary/0/0/dt=1', dir: true }],
+    );
     assert.equal(count(r, 'delete'), 0);
     assert.deepEqual(r.partitionsReplaced, ['dt=1']);
   });
 
   test('a file or directory of the output where the target holds something else is refused, naming what is there', () => {
-    const other: TargetSnapshot = { exists: true, dirs: new Map([['', new Map([['a', 'dir' as TargetKind]])], ['a', new Map([['c', 'other' as TargetKind], ['d', 'dir' as TargetKind], ['e', 'other' as TargetKind]])]]) };
-    const refused = (files: string[], why: RegExp) => assert.throws(() => plan({ mode: 'append', sources: [src('0', files)], target: other }), why);
-    refused(['a/c'], /'a\/c' is a file in the job's output but neither a file nor a directory in the target \(a symbolic link, pipe or device\): remove or rename it/);
+    const other: TargetSnapshot = {
+      exists: true,
+      dirs: new Map([
+        ['', new Map([['a', 'dir' as TargetKind]])],
+        [
+          'a',
+          new Map([
+            ['c', 'other' as TargetKind],
+            ['d', 'dir' as TargetKind],
+            ['e', 'other' as TargetKind],
+          ]),
+        ],
+      ]),
+    };
+    const refused = (files: string[], why: RegExp) =>
+      assert.throws(() => plan({ mode: 'append', sources: [src('0', files)], target: other }), why);
+    refused(
+      ['a/c'],
+      /'a\/c' is a file in the job's output but neither a file nor a directory in the target \(a symbolic link, pipe or device\): remove or rename it/,
+    );
     refused(['a/d'], /'a\/d' is a file in the job's output but a directory in the target/);
     refused(['a/e/x'], /'a\/e' is a directory in the job's output but neither a file nor a directory in the target/);
   });
 
   test('dynamic overwrite of two partitions: the trash dir is made once', () => {
-    const r = plan({ mode: 'overwrite', replaceUnits: ['dt=1', 'dt=2'], sources: [src('0', ['dt=1/new']), src('1', ['dt=2/new'])], target: target({ '': ['dt=1/', 'dt=2/'], 'dt=1': ['old'], 'dt=2': ['old'] }) });
-    assert.deepEqual(ops(r).filter((o) => o.op === 'mkdir'), [{ op: 'mkdir', path: 's:_trash' }]);
+    const r = plan({
+      mode: 'overwrite',
+      replaceUnits: ['dt=1', 'dt=2'],
+      sources: [src('0', ['dt=1/new']), src('1', ['dt=2/new'])],
+      target: target({ '': ['dt=1/', 'dt=2/'], 'dt=1': ['old'], 'dt=2': ['old'] }),
+    });
+    assert.deepEqual(
+      ops(r).filter((o) => o.op === 'mkdir'),
+      [{ op: 'mkdir', path: 's:_trash' }],
+    );
     assert.equal(count(r, 'swap'), 2);
   });
 
   test('overwrite keeps non-data entries: files replaced in place, old data deleted last', () => {
-    const r = plan({ mode: 'overwrite', replaceUnits: ['dt=1'], sources: [src('0', ['dt=1/a', 'dt=1/new'])], target: target({ '': ['dt=1/'], 'dt=1': ['a', 'gone', '_temporary/', '.hidden'] }) });
+    const r = plan({
+      mode: 'overwrite',
+      replaceUnits: ['dt=1'],
+      sources: [src('0', ['dt=1/a', 'dt=1/new'])],
+      target: target({ '': ['dt=1/'], 'dt=1': ['a', 'gone', '_temporary/', '.hidden'] }),
+    });
     assert.deepEqual([...singleOps(r.phases.at(-1)!)], [{ op: 'delete', path: 't:dt=1/gone', dir: false }]);
     assert.ok(ops(r).some((o) => o.op === 'move' && o.to === 't:dt=1/a' && o.replace === true));
     assert.ok(!ops(r).some((o) => 'path' in o && /_temporary|\.hidden/.test(o.path)));
   });
 
   test('unpartitioned overwrite deletes root data entries the job does not write, after the moves', () => {
-    const r = plan({ mode: 'overwrite', replaceUnits: [''], sources: [src('0', ['p0'])], target: target({ '': ['p0', 'p1', 'sub/', '_SUCCESS', '.spark-staging-x/'] }) }, 0);
+    const r = plan(
+      {
+        mode: 'overwrite',
+        replaceUnits: [''],
+        sources: [src('0', ['p0'])],
+        target: target({ '': ['p0', 'p1', 'sub/', '_SUCCESS', '.spark-staging-x/'] }),
+      },
+      0,
+    );
     assert.deepEqual(r.phases.at(-1), [
       { op: 'delete', path: 't:p1', dir: false },
       { op: 'delete', path: 't:sub', dir: true },
@@ -108,7 +174,12 @@ describe('planner', () => {
   });
 
   test('static overwrite with no output empties the partition', () => {
-    const r = plan({ mode: 'overwrite', replaceUnits: ['dt=1'], sources: [], target: target({ '': ['dt=1/'], 'dt=1': ['a'] }) });
+    const r = plan({
+      mode: 'overwrite',
+      replaceUnits: ['dt=1'],
+      sources: [],
+      target: target({ '': ['dt=1/'], 'dt=1': ['a'] }),
+    });
     assert.deepEqual(ops(r), [{ op: 'delete', path: 't:dt=1', dir: true }]);
   });
 
@@ -120,8 +191,16 @@ describe('planner', () => {
 
   test('append clashes: identical files are dropped, different ones refused', () => {
     const t = target({ '': ['dt=1/'], 'dt=1': ['a'] });
-    assert.throws(() => plan({ mode: 'append', sources: [src('0', ['dt=1/a'])], target: t }), /append would overwrite 1 existing file/);
-    const r = plan({ mode: 'append', sources: [src('0', ['dt=1/a', 'dt=1/b'])], target: t, identical: new Set(['dt=1/a']) });
+    assert.throws(
+      () => plan({ mode: 'append', sources: [src('0', ['dt=1/a'])], target: t }),
+      /append would overwrite 1 existing file/,
+    );
+    const r = plan({
+      mode: 'append',
+      sources: [src('0', ['dt=1/a', 'dt=1/b'])],
+      target: t,
+      identical: new Set(['dt=1/a']),
+    });
     assert.equal(r.files, 1);
     assert.deepEqual(ops(r), [{ op: 'move', from: 's:_temporary/0/0/dt=1/b', to: 't:dt=1/b' }]);
   });
@@ -132,30 +211,50 @@ describe('planner', () => {
     const r = plan({ sources: [src('0', files(0)), src('1', files(1)), src('2', files(2))] });
     const groups = r.phases.flat().filter((o) => o.op === 'moves');
     assert.equal(groups.length, 4); // tasks 1 and 2 into the merged dt=1 and dt=2 (task 0's dirs move whole)
-    assert.deepEqual(groups.find((g) => g.from === 's:_temporary/0/1/dt=1'), { op: 'moves', from: 's:_temporary/0/1/dt=1', to: 's:_output/dt=1', names: ['f1', 'f4'] });
+    assert.deepEqual(
+      groups.find((g) => g.from === 's:_temporary/0/1/dt=1'),
+      { op: 'moves', from: 's:_temporary/0/1/dt=1', to: 's:_output/dt=1', names: ['f1', 'f4'] },
+    );
     assert.equal(ops(r).filter((o) => o.op === 'move' && !o.dir).length, 8);
     const persisted = { ...r, jobId: 'j', appAttempt: 0, createdAtMs: 0, tasks: ['0', '1', '2'], logEntry: 1 };
     const text = encodePlan(persisted).toString('utf8');
-    assert.equal(text.match(/"op":"move","from":"s:_temporary\/0\/[12]\/dt=[12]\/f\d","to":"s:_output\/dt=[12]\/f\d"}/g)?.length, 8);
+    assert.equal(
+      text.match(/"op":"move","from":"s:_temporary\/0\/[12]\/dt=[12]\/f\d","to":"s:_output\/dt=[12]\/f\d"}/g)?.length,
+      8,
+    );
     assert.ok(!text.includes('moves'));
     assert.deepEqual(decodePlan(text, 'f').phases, r.phases);
   });
 
   test('two tasks with one destination, or a file where a task has a directory, are refused, naming the tasks', () => {
     assert.throws(() => buildTree([src('0', ['x']), src('1', ['x'])]), /tasks 0 and 1 both wrote 'x'/);
-    assert.throws(() => buildTree([src('0', ['x']), src('1', ['x/y'])]), /tasks 0 and 1 wrote a file 'x' and 'x\/y' inside it: a path is a file or a directory, not both/);
-    assert.throws(() => buildTree([src('0', ['x/y']), src('1', ['x'])]), /tasks 1 and 0 wrote a file 'x' and 'x\/…' inside it/);
-    assert.throws(() => buildTree([src('0', ['a/x', 'a/x/y'])]), /task 0 wrote both a file 'a\/x' and 'a\/x\/y' inside it/);
+    assert.throws(
+      () => buildTree([src('0', ['x']), src('1', ['x/y'])]),
+      /tasks 0 and 1 wrote a file 'x' and 'x\/y' inside it: a path is a file or a directory, not both/,
+    );
+    assert.throws(
+      () => buildTree([src('0', ['x/y']), src('1', ['x'])]),
+      /tasks 1 and 0 wrote a file 'x' and 'x\/…' inside it/,
+    );
+    assert.throws(
+      () => buildTree([src('0', ['a/x', 'a/x/y'])]),
+      /task 0 wrote both a file 'a\/x' and 'a\/x\/y' inside it/,
+    );
   });
 });
 
 test('server-side copies in flight are paced by their bytes: 16 of 8 MiB, 32 of 1 KiB, 8 of 1 GiB; other phases keep the concurrency', () => {
-  const copies = (size: number, n = 10) => Array.from({ length: n }, () => ({ op: 'copy' as const, from: 's:a' as const, to: 't:a' as const, size }));
+  const copies = (size: number, n = 10) =>
+    Array.from({ length: n }, () => ({ op: 'copy' as const, from: 's:a' as const, to: 't:a' as const, size }));
   assert.equal(copiesInFlight(copies(8 * 1024 ** 2), 32), 16);
   assert.equal(copiesInFlight(copies(1024), 32), 32);
   assert.equal(copiesInFlight(copies(1024 ** 3), 32), 8);
   assert.equal(copiesInFlight(copies(8 * 1024 ** 2), 4), 2);
-  assert.equal(copiesInFlight([{ op: 'copy', from: 's:a', to: 't:a', upload: { id: 'u', etags: ['e'], size: 1024 ** 3 } }], 32), 32, 'a completion moves no bytes');
+  assert.equal(
+    copiesInFlight([{ op: 'copy', from: 's:a', to: 't:a', upload: { id: 'u', etags: ['e'], size: 1024 ** 3 } }], 32),
+    32,
+    'a completion moves no bytes',
+  );
   assert.equal(copiesInFlight([{ op: 'mkdir', path: 't:x' }], 32), 32);
 });
 
@@ -165,7 +264,10 @@ test('the output tree keeps its file names, not the paths they were cut from (DE
   // 10,000 paths of 4 KiB each (a long directory name): kept whole, they would be 40 MB.
   const treeOfLongPaths = () => {
     const dir = 'd'.repeat(4096);
-    const files = Array.from({ length: 10_000 }, (_, i) => ({ path: `${dir}/part-${String(i).padStart(8, '0')}.csv`, size: 1 }));
+    const files = Array.from({ length: 10_000 }, (_, i) => ({
+      path: `${dir}/part-${String(i).padStart(8, '0')}.csv`,
+      size: 1,
+    }));
     return buildTree([{ task: '0', root: '_temporary/0/0', files }]);
   };
   gc();
@@ -174,5 +276,8 @@ test('the output tree keeps its file names, not the paths they were cut from (DE
   gc();
   const kept = process.memoryUsage().heapUsed - before;
   assert.equal(tree.files, 10_000);
-  assert.ok(kept < 10e6, `the tree of 10,000 files holds ${(kept / 1e6).toFixed(1)} MB: the paths its names were cut from`);
+  assert.ok(
+    kept < 10e6,
+    `the tree of 10,000 files holds ${(kept / 1e6).toFixed(1)} MB: the paths its names were cut from`,
+  );
 });

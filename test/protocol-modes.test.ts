@@ -25,11 +25,16 @@ for (const fx of storeFixtures()) {
       const root = dir();
       const target = posix.join(root, 'sales');
       // Every step as its own process, as a script runs them (elsewhere setup runs main() in-process).
-      const job = await runJob(sb, { target }, [
-        { task: '0', files: { 'part-0.csv': 'a\n' } },
-        { task: '1', files: { 'part-1.csv': 'b\n' } },
-        { task: '2', files: { 'part-2.csv': 'c\n' } },
-      ], cli);
+      const job = await runJob(
+        sb,
+        { target },
+        [
+          { task: '0', files: { 'part-0.csv': 'a\n' } },
+          { task: '1', files: { 'part-1.csv': 'b\n' } },
+          { task: '2', files: { 'part-2.csv': 'c\n' } },
+        ],
+        cli,
+      );
       const tree = await readTree(sb.store, target);
       assert.deepEqual(data(tree), { 'part-0.csv': 'a\n', 'part-1.csv': 'b\n', 'part-2.csv': 'c\n' });
       const success = JSON.parse(tree._SUCCESS!);
@@ -40,8 +45,20 @@ for (const fx of storeFixtures()) {
       assert.ok(success.jobId && typeof success.timestamp === 'number' && success.hostname && success.date);
       assert.ok(success.metrics.op_rename > 0 || success.metrics.op_copy > 0);
       const beside = Object.keys(await readTree(sb.store, root, { dirs: true }));
-      assert.deepEqual(beside.filter((k) => !k.startsWith('.stagecommit/sales/_log/')), Object.keys(tree).map((k) => `sales/${k}`), 'nothing but the table (and its log) is left beside it');
-      assert.deepEqual(beside.filter((k) => k.startsWith('.stagecommit/')), ['.stagecommit/sales/_log/00000000000000000000.done', '.stagecommit/sales/_log/00000000000000000000.yaml', '.stagecommit/sales/_log/log-id.yaml'], 'the table log holds one finished entry and its id');
+      assert.deepEqual(
+        beside.filter((k) => !k.startsWith('.stagecommit/sales/_log/')),
+        Object.keys(tree).map((k) => `sales/${k}`),
+        'nothing but the table (and its log) is left beside it',
+      );
+      assert.deepEqual(
+        beside.filter((k) => k.startsWith('.stagecommit/')),
+        [
+          '.stagecommit/sales/_log/00000000000000000000.done',
+          '.stagecommit/sales/_log/00000000000000000000.yaml',
+          '.stagecommit/sales/_log/log-id.yaml',
+        ],
+        'the table log holds one finished entry and its id',
+      );
       const again = await cli(['status', '--job', job], { env: sb.env });
       assert.equal(again.code, 0, again.stderr);
       assert.match(again.stdout, /committed \(finished: no staging dir left\)/);
@@ -72,10 +89,17 @@ for (const fx of storeFixtures()) {
         { task: '0', partition: ['dt=1'], files: { 'b.csv': 'b', 'same.csv': 'same' } },
         { task: '1', partition: ['dt=2'], files: { 'c.csv': 'c' } },
       ]);
-      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a.csv': 'a', 'dt=1/b.csv': 'b', 'dt=1/same.csv': 'same', 'dt=2/c.csv': 'c' });
+      assert.deepEqual(data(await readTree(sb.store, target)), {
+        'dt=1/a.csv': 'a',
+        'dt=1/b.csv': 'b',
+        'dt=1/same.csv': 'same',
+        'dt=2/c.csv': 'c',
+      });
 
       const before = await readTree(sb.store, target);
-      const job = await prepare(sb, { target, mode: 'append', partitionBy: 'dt' }, [{ task: '0', partition: ['dt=1'], files: { 'a.csv': 'different', 'd.csv': 'd' } }]);
+      const job = await prepare(sb, { target, mode: 'append', partitionBy: 'dt' }, [
+        { task: '0', partition: ['dt=1'], files: { 'a.csv': 'different', 'd.csv': 'd' } },
+      ]);
       const r = await commitJob(sb, job);
       assert.equal(r.code, 4);
       assert.match(r.stderr, /append would overwrite 1 existing file.*dt=1\/a.csv/);
@@ -87,7 +111,9 @@ for (const fx of storeFixtures()) {
       const before = { 'dt=1/x.csv/inner': 'old' };
       await writeTree(sb.store, target, before);
       const clash = /'dt=1\/x.csv' is a file in the job's output but a directory in the target/;
-      const v1 = await prepare(sb, { target, mode: 'append', partitionBy: 'dt' }, [{ task: '0', partition: ['dt=1'], files: { 'x.csv': 'new' } }]);
+      const v1 = await prepare(sb, { target, mode: 'append', partitionBy: 'dt' }, [
+        { task: '0', partition: ['dt=1'], files: { 'x.csv': 'new' } },
+      ]);
       const r = await commitJob(sb, v1);
       assert.equal(r.code, 4, r.stderr);
       assert.match(r.stderr, clash);
@@ -107,7 +133,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { ...before, 'dt=1/y.csv': 'y' });
     });
 
-    test('overwrite (no partitions): data replaced, other writers\' _temporary and .spark-staging left alone', async () => {
+    test("overwrite (no partitions): data replaced, other writers' _temporary and .spark-staging left alone", async () => {
       const target = posix.join(dir(), 'tbl');
       await writeTree(sb.store, target, {
         'part-0.csv': 'old0',
@@ -115,18 +141,23 @@ for (const fx of storeFixtures()) {
         'sub/x.csv': 'oldx',
         '_temporary/0/other.csv': 'theirs',
         '.spark-staging-0a1b2c3d-0000-4000-8000-000000000000/dt=1/p.parquet': 'spark',
-        '_SUCCESS': '{}',
+        _SUCCESS: '{}',
       });
       const job = await prepare(sb, { target, mode: 'overwrite' }, [
         { task: '0', files: { 'part-0.csv': 'new0' } },
         { task: '1', files: { 'part-1.csv': 'new1' } },
       ]);
       // The dry run names everything the target loses, an old file replaced in place too (helper-52).
-      const dry = JSON.parse((await cli(['commit-job', '--job', job, '--dry-run', '--json'], { env: sb.env })).stdout) as { summary: { displaced: string[] }; operations: { to?: string; replace?: boolean }[] };
+      const dry = JSON.parse(
+        (await cli(['commit-job', '--job', job, '--dry-run', '--json'], { env: sb.env })).stdout,
+      ) as { summary: { displaced: string[] }; operations: { to?: string; replace?: boolean }[] };
       const last = (u: string) => u.slice(u.lastIndexOf('/') + 1);
       if (sb.store.caps.directoryRename) {
         assert.deepEqual(dry.summary.displaced.map(last).sort(), ['part-0.csv', 'part-9.csv', 'sub']);
-        assert.deepEqual(dry.operations.filter((o) => o.replace).map((o) => last(o.to!)), ['part-0.csv']);
+        assert.deepEqual(
+          dry.operations.filter((o) => o.replace).map((o) => last(o.to!)),
+          ['part-0.csv'],
+        );
       }
       assert.equal((await commitJob(sb, job)).code, 0);
       const tree = await readTree(sb.store, target);
@@ -157,10 +188,15 @@ for (const fx of storeFixtures()) {
       const target = posix.join(dir(), 'sales');
       const before = { 'dt=1': 'a stray file', 'dt=2/a.csv': 'keep' };
       await writeTree(sb.store, target, before);
-      const job = runJob(sb, { target, mode: 'overwrite', partitionBy: 'dt' }, [{ task: '0', partition: ['dt=1'], files: { 'a.csv': 'new-a' } }]);
+      const job = runJob(sb, { target, mode: 'overwrite', partitionBy: 'dt' }, [
+        { task: '0', partition: ['dt=1'], files: { 'a.csv': 'new-a' } },
+      ]);
       if (fx.name === 's3') {
         // The key 'dt=1' and the keys under 'dt=1/' could both stand: the stray object is not taken for the partition.
-        await assert.rejects(job, /exited 4: stagecommit: error: 'dt=1' is a directory in the job's output but a file in the target/);
+        await assert.rejects(
+          job,
+          /exited 4: stagecommit: error: 'dt=1' is a directory in the job's output but a file in the target/,
+        );
         return assert.deepEqual(data(await readTree(sb.store, target)), before);
       }
       await job;
@@ -225,10 +261,18 @@ for (const fx of storeFixtures()) {
       assert.equal((await commitJob(sb, job)).code, 0);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a.csv': 'a', 'dt=1/b.csv': 'b' });
 
-      await runJob(sb, { target, mode: 'append', algorithm: 'v2', partitionBy: 'dt' }, [{ task: '0', partition: ['dt=2'], files: { 'c.csv': 'c' } }]);
-      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a.csv': 'a', 'dt=1/b.csv': 'b', 'dt=2/c.csv': 'c' });
+      await runJob(sb, { target, mode: 'append', algorithm: 'v2', partitionBy: 'dt' }, [
+        { task: '0', partition: ['dt=2'], files: { 'c.csv': 'c' } },
+      ]);
+      assert.deepEqual(data(await readTree(sb.store, target)), {
+        'dt=1/a.csv': 'a',
+        'dt=1/b.csv': 'b',
+        'dt=2/c.csv': 'c',
+      });
 
-      const r = await cli(['stage', '--target', sb.uri(target), '--mode', 'overwrite', '--algorithm', 'v2'], { env: sb.env });
+      const r = await cli(['stage', '--target', sb.uri(target), '--mode', 'overwrite', '--algorithm', 'v2'], {
+        env: sb.env,
+      });
       assert.equal(r.code, 2);
       assert.match(r.stderr, /v2 cannot be used with --mode overwrite/);
     });
@@ -238,12 +282,25 @@ for (const fx of storeFixtures()) {
       const job = await v2TaskZeroPublished(target);
       const dry = await cli(['abort', '--job', job, '--dry-run'], { env: sb.env });
       assert.equal(dry.code, 0, dry.stderr);
-      assert.match(dry.stdout, /abort would throw away job .*; v2 task\(s\) 0 had claimed their output: any file they published at commit-task stays in the target/);
-      assert.deepEqual(JSON.parse((await cli(['abort', '--job', job, '--dry-run', '--json'], { env: sb.env })).stdout).publishedTasks, ['0']);
+      assert.match(
+        dry.stdout,
+        /abort would throw away job .*; v2 task\(s\) 0 had claimed their output: any file they published at commit-task stays in the target/,
+      );
+      assert.deepEqual(
+        JSON.parse((await cli(['abort', '--job', job, '--dry-run', '--json'], { env: sb.env })).stdout).publishedTasks,
+        ['0'],
+      );
       const r = await cli(['abort', '--job', job], { env: sb.env });
       assert.equal(r.code, 0, r.stderr);
-      assert.match(r.stderr, /aborted job .*; v2 task\(s\) 0 had claimed their output: any file they published at commit-task stayed in the target/);
-      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a.csv': 'a' }, 'what task 0 published stays; task 1 never appears');
+      assert.match(
+        r.stderr,
+        /aborted job .*; v2 task\(s\) 0 had claimed their output: any file they published at commit-task stayed in the target/,
+      );
+      assert.deepEqual(
+        data(await readTree(sb.store, target)),
+        { 'dt=1/a.csv': 'a' },
+        'what task 0 published stays; task 1 never appears',
+      );
 
       const v1 = await stage(sb, { target: posix.join(dir(), 'v1abort'), partitionBy: 'dt' });
       await stageTask(sb, v1, { task: '0', partition: ['dt=1'], files: { 'a.csv': 'a' } });
@@ -253,7 +310,8 @@ for (const fx of storeFixtures()) {
       assert.match(a.stderr, /its staged data is gone; the target was not touched/);
     });
     test('an abort of a v2 job killed at any point: the abort or recover that finishes it still names the tasks whose files stay', async () => {
-      const named = /v2 task\(s\) 0 had claimed their output: any file they published at commit-task stayed in the target/;
+      const named =
+        /v2 task\(s\) 0 had claimed their output: any file they published at commit-task stayed in the target/;
       for (let k = 1; k <= 12; k++) {
         const target = posix.join(dir(), `v2kill-${k}`);
         const job = await stage(sb, { target, algorithm: 'v2' });
@@ -275,7 +333,8 @@ for (const fx of storeFixtures()) {
         }
         assert.equal(r.code, 0, `killed at ${k}, then ${heal[0]}: ${r.stderr}`);
         // A kill before the job was marked aborted leaves it staged: recover then keeps it (nothing to name yet).
-        if (heal[0] === 'recover' && !/was aborted/.test(r.stderr)) assert.equal((await cli(['abort', '--job', job], { env: sb.env })).code, 0);
+        if (heal[0] === 'recover' && !/was aborted/.test(r.stderr))
+          assert.equal((await cli(['abort', '--job', job], { env: sb.env })).code, 0);
         else assert.match(r.stderr, named, `killed at ${k}, then ${heal[0]}`);
         assert.deepEqual(data(await readTree(sb.store, target)), { 'a.csv': 'a' }, `killed at ${k}`);
       }
@@ -292,7 +351,11 @@ for (const fx of storeFixtures()) {
       await sb.store.writeFile(posix.join(layout.claimsDir(0), 'notes.txt'), 'hi\n');
       const r = await cli(['abort', '--job', job], { env: sb.env });
       assert.equal(r.code, 0, r.stderr);
-      if (sb.store.abortUpload) assert.match(r.stderr, /_claims\/(0\.yaml|notes\.txt) could not be read \(.*\): any pending upload it named is left for 'stagecommit clean-orphans'/);
+      if (sb.store.abortUpload)
+        assert.match(
+          r.stderr,
+          /_claims\/(0\.yaml|notes\.txt) could not be read \(.*\): any pending upload it named is left for 'stagecommit clean-orphans'/,
+        );
       assert.equal(await sb.store.stat(staging), null, 'the staging dir is gone');
       assert.equal(await sb.store.stat(target), null, 'the target never appeared');
     });
@@ -300,7 +363,12 @@ for (const fx of storeFixtures()) {
     test('names and partition values holding U+2028 and U+2029 (raw in JSON): a commit-job killed at its commit point is rolled forward by recover', async () => {
       const target = posix.join(dir(), 'seps');
       const env = testEnv(sb.store);
-      const stagingPath = await libStage(env, target, { name: 'seps', initial: null, job: { mode: 'create', algorithm: 'v1', partitionBy: ['dt', 'r'], partition: ['dt=a\u2029b'] }, tasks: [] });
+      const stagingPath = await libStage(env, target, {
+        name: 'seps',
+        initial: null,
+        job: { mode: 'create', algorithm: 'v1', partitionBy: ['dt', 'r'], partition: ['dt=a\u2029b'] },
+        tasks: [],
+      });
       await libStageTask(env, stagingPath, { task: '0', partition: ['r=x\u2028y'], files: { 'a\u2028b.csv': 'one' } });
       await libCommitTask(env, stagingPath, { task: '0', files: {} });
       await assert.rejects(commitJobStep(testEnv(sb.store, killedAt.atCommitPoint()), { stagingPath }), InjectedFault);
@@ -321,7 +389,7 @@ for (const fx of storeFixtures()) {
       });
     });
 
-    test('a 7 MiB file (above the S3 sandbox\'s multipart-copy threshold) arrives byte for byte', async () => {
+    test("a 7 MiB file (above the S3 sandbox's multipart-copy threshold) arrives byte for byte", async () => {
       const target = posix.join(dir(), 'big');
       const big = Array.from({ length: 7 * 1024 }, (_, i) => `${String(i).padStart(1023, '.')}\n`).join('');
       await runJob(sb, { target }, [{ task: '0', files: { 'big.csv': big } }]);

@@ -19,12 +19,15 @@ for (const fx of storeFixtures()) {
 
     test('declared tasks: commit-job exits 5 naming the missing ones, and changes nothing', async () => {
       const target = posix.join(dir(), 't');
-      const job = await prepare(sb, { target, tasks: 3 }, [{ task: '0', files: { 'a': 'a' } }, { task: '2', files: { 'c': 'c' } }]);
+      const job = await prepare(sb, { target, tasks: 3 }, [
+        { task: '0', files: { a: 'a' } },
+        { task: '2', files: { c: 'c' } },
+      ]);
       const r = await commitJob(sb, job);
       assert.equal(r.code, 5);
       assert.match(r.stderr, /1 of 3 declared task\(s\) are not committed: 1/);
       assert.equal(await sb.store.stat(target), null);
-      await stageTask(sb, job, { task: '1', files: { 'b': 'b' } });
+      await stageTask(sb, job, { task: '1', files: { b: 'b' } });
       assert.equal((await commitTask(sb, job, '1')).code, 0);
       assert.equal((await commitJob(sb, job)).code, 0);
       assert.deepEqual(data(await readTree(sb.store, target)), { a: 'a', b: 'b', c: 'c' });
@@ -41,7 +44,10 @@ for (const fx of storeFixtures()) {
       assert.equal(r.code, 4);
       assert.match(r.stderr, /tasks 0 and 1 both wrote 'dt=2\/x.csv'/);
       // helper-73: a committed task cannot commit again; the advice is the job's.
-      assert.match(r.stderr, /the tasks are committed, and a commit is final: nothing was changed; abort the job and run it again with distinct file names$/m);
+      assert.match(
+        r.stderr,
+        /the tasks are committed, and a commit is final: nothing was changed; abort the job and run it again with distinct file names$/m,
+      );
       assert.deepEqual(await readTree(sb.store, target), { 'dt=1/keep': 'k' });
     });
 
@@ -94,7 +100,10 @@ for (const fx of storeFixtures()) {
       const job = await prepare(sb, { target }, [{ task: '0', files: { 'a.csv': 'a' } }]);
       assert.equal((await commitJob(sb, job)).code, 0);
       const before = await readTree(sb.store, target);
-      for (const args of [['abort', '--job', job], ['abort', '--job', job, '--task', '0']]) {
+      for (const args of [
+        ['abort', '--job', job],
+        ['abort', '--job', job, '--task', '0'],
+      ]) {
         const r = await cli(args, { env: sb.env });
         assert.equal(r.code, 4, `${args.join(' ')}: ${r.stderr}`);
         assert.match(r.stderr, /cannot abort: job \S+ is committed \(.*_SUCCESS, .*\); nothing was changed/);
@@ -110,7 +119,9 @@ for (const fx of storeFixtures()) {
       await sb.store.writeFile(claim, '');
       const r = await commitTask(sb, job, '0', 1);
       assert.equal(r.code, 1, r.stderr);
-      const hint = sb.store.caps.createsVisibleEarly ? /is empty: the step creating it was stopped .*delete the file and run the step again/ : /is empty \(cut short before anything was written\)/;
+      const hint = sb.store.caps.createsVisibleEarly
+        ? /is empty: the step creating it was stopped .*delete the file and run the step again/
+        : /is empty \(cut short before anything was written\)/;
       assert.match(r.stderr, hint);
       await sb.store.delete(claim, false);
       assert.equal((await commitTask(sb, job, '0', 1)).code, 0);
@@ -120,7 +131,9 @@ for (const fx of storeFixtures()) {
 
     test('status shows tasks, files and bytes (text and --json)', async () => {
       const target = posix.join(dir(), 't');
-      const job = await prepare(sb, { target, tasks: 2, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=1'], files: { 'a.csv': 'abc' } }]);
+      const job = await prepare(sb, { target, tasks: 2, partitionBy: 'dt' }, [
+        { task: '0', partition: ['dt=1'], files: { 'a.csv': 'abc' } },
+      ]);
       await stageTask(sb, job, { task: '1', attempt: 2, partition: ['dt=2'], files: { 'b.csv': 'b' } });
       const text = await ok(['status', '--job', job], { env: sb.env });
       assert.match(text, /state\s+staged/);
@@ -129,14 +142,23 @@ for (const fx of storeFixtures()) {
       const j = JSON.parse(await ok(['status', '--job', job, '--json'], { env: sb.env }));
       assert.equal(j.files, 1);
       assert.equal(j.bytes, 3);
-      assert.deepEqual(j.tasks.map((t: { task: string; state: string }) => [t.task, t.state]), [['0', 'committed'], ['1', 'attempted']]);
+      assert.deepEqual(
+        j.tasks.map((t: { task: string; state: string }) => [t.task, t.state]),
+        [
+          ['0', 'committed'],
+          ['1', 'attempted'],
+        ],
+      );
       assert.deepEqual(j.declaredMissing, ['1']);
     });
 
     test('stdin staging, and a writer that writes into --print-path itself', async () => {
       const target = posix.join(dir(), 't');
       const job = await stage(sb, { target, partitionBy: 'dt' });
-      const s = await cli(['stage', '--job', job, '--task', '0', '--partition', 'dt=1', '--name', 'from-stdin.csv', '-'], { env: sb.env, input: 'piped\n' });
+      const s = await cli(
+        ['stage', '--job', job, '--task', '0', '--partition', 'dt=1', '--name', 'from-stdin.csv', '-'],
+        { env: sb.env, input: 'piped\n' },
+      );
       assert.equal(s.code, 0, s.stderr);
       const printed = await ok(['stage', '--job', job, '--task', '1', '--print-path'], { env: sb.env });
       const rel = sb.pathOf(printed);
@@ -144,7 +166,11 @@ for (const fx of storeFixtures()) {
       assert.equal((await commitTask(sb, job, '0')).code, 0);
       assert.equal((await commitTask(sb, job, '1')).code, 0);
       assert.equal((await commitJob(sb, job)).code, 0);
-      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/from-stdin.csv': 'piped\n', 'dt=2/.part-00000.parquet.crc': 'crc', 'dt=2/part-00000.parquet': 'p' });
+      assert.deepEqual(data(await readTree(sb.store, target)), {
+        'dt=1/from-stdin.csv': 'piped\n',
+        'dt=2/.part-00000.parquet.crc': 'crc',
+        'dt=2/part-00000.parquet': 'p',
+      });
     });
 
     test('bad input: one line naming the problem and the fix, exit 2, nothing changed', async () => {
@@ -156,15 +182,27 @@ for (const fx of storeFixtures()) {
       const cases: [string[], RegExp][] = [
         [['stage', '--job', job, '--task', '0', '--partition', 'dt', file!], /expected COLUMN=VALUE/],
         [['stage', '--job', job, '--task', '../x', '--partition', 'dt=1', file!], /invalid task id/],
-        [['stage', '--job', job, '--task', '0', '--partition', 'dt=1', '--name', '../evil', '-'], /'\.\.' segments are not allowed/],
-        [['stage', '--job', job, '--task', '0', '--partition', 'dt=1', '--name', '/etc/passwd', '-'], /absolute paths are not allowed/],
+        [
+          ['stage', '--job', job, '--task', '0', '--partition', 'dt=1', '--name', '../evil', '-'],
+          /'\.\.' segments are not allowed/,
+        ],
+        [
+          ['stage', '--job', job, '--task', '0', '--partition', 'dt=1', '--name', '/etc/passwd', '-'],
+          /absolute paths are not allowed/,
+        ],
         [['stage', '--job', job, '--task', '0', '--partition', 'dt=1', '/no/such/file.csv'], /no such file/],
         [['stage', '--job', job, '--task', '0', '--partition', 'region=eu', file!], /expected column 'dt'/],
         [['stage', '--job', job, '--task', '0', file!], /need a value for partition column\(s\) dt/],
         [['stage', '--job', job, '--task', '0', '--attempt', 'x', file!], /--attempt must be a whole number/],
-        [['stage', '--target', sb.uri(posix.join(root, 'u')), '--partition', 'dt=1', '--partition-by', 'region,dt'], /static values must be the leading columns/],
+        [
+          ['stage', '--target', sb.uri(posix.join(root, 'u')), '--partition', 'dt=1', '--partition-by', 'region,dt'],
+          /static values must be the leading columns/,
+        ],
         [['stage', '--target', sb.uri(posix.join(root, 'u')), '--mode', 'replace'], /--mode/],
-        [['stage', '--target', sb.uri(posix.join(root, 'u')), '--staging-dir', sb.uri(posix.join(root, 'u', 'stage'))], /inside the target/],
+        [
+          ['stage', '--target', sb.uri(posix.join(root, 'u')), '--staging-dir', sb.uri(posix.join(root, 'u', 'stage'))],
+          /inside the target/,
+        ],
         [['stage', '--target', sb.uri(posix.join(root, 'u')), '--job-id', 'a/b'], /invalid --job-id/],
         [['commit-task', '--job', job, '--task', '0', '--bogus'], /unknown option/],
         [['commit-job'], /no job given/],
@@ -179,8 +217,12 @@ for (const fx of storeFixtures()) {
         assert.equal(r.stderr.trim().split('\n').length, 1, `one line: ${r.stderr}`);
       }
       assert.deepEqual(await readTree(sb.store, root), before);
-      const jobId = await okInProcess(['stage', '--target', sb.uri(posix.join(root, 'v')), '--job-id', 'fixed-id'], { env: sb.env });
-      const dup = await inProcess(['stage', '--target', sb.uri(posix.join(root, 'v')), '--job-id', 'fixed-id'], { env: sb.env });
+      const jobId = await okInProcess(['stage', '--target', sb.uri(posix.join(root, 'v')), '--job-id', 'fixed-id'], {
+        env: sb.env,
+      });
+      const dup = await inProcess(['stage', '--target', sb.uri(posix.join(root, 'v')), '--job-id', 'fixed-id'], {
+        env: sb.env,
+      });
       assert.equal(dup.code, 2);
       assert.match(dup.stderr, /already in use/);
       assert.ok(jobId.endsWith('fixed-id'));

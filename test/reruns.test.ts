@@ -23,7 +23,9 @@ for (const fx of storeFixtures()) {
 
     test('commit-job of a committed job exits 0 with already-committed; status reports it committed', async () => {
       const target = posix.join(dir(), 'sales');
-      const job = await runJob(sb, { target, partitionBy: 'dt', tasks: 1 }, [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }]);
+      const job = await runJob(sb, { target, partitionBy: 'dt', tasks: 1 }, [
+        { task: '0', partition: ['dt=1'], files: { a: 'a' } },
+      ]);
       const before = await readTree(sb.store, target);
 
       const again = await commitJob(sb, job, ['--json']);
@@ -46,7 +48,8 @@ for (const fx of storeFixtures()) {
       assert.equal(stText.code, 0, stText.stderr);
       assert.match(stText.stdout, /committed/);
 
-      // recover after the fact (a script that recovers whatever a crash left) finds nothing to do: exit 0, no task to run.
+      // recover after the fact (a script that recovers whatever a crash left) finds nothing to do: exit 0, no task to
+      // run.
       const rec = await cli(['recover', '--job', job], { env: sb.env });
       assert.equal(rec.code, 0, rec.stderr);
       assert.equal(rec.stdout, '');
@@ -61,10 +64,14 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(await readTree(sb.store, target), before, 'recover changes nothing');
     });
 
-    test("once a later job rewrote _SUCCESS, the table log still proves the commit", async () => {
+    test('once a later job rewrote _SUCCESS, the table log still proves the commit', async () => {
       const target = posix.join(dir(), 'sales');
-      const first = await runJob(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }]);
-      await runJob(sb, { target, mode: 'append', partitionBy: 'dt' }, [{ task: '0', partition: ['dt=2'], files: { b: 'b' } }]);
+      const first = await runJob(sb, { target, partitionBy: 'dt' }, [
+        { task: '0', partition: ['dt=1'], files: { a: 'a' } },
+      ]);
+      await runJob(sb, { target, mode: 'append', partitionBy: 'dt' }, [
+        { task: '0', partition: ['dt=2'], files: { b: 'b' } },
+      ]);
       const r = await commitJob(sb, first, ['--json']);
       assert.equal(r.code, 0, r.stderr);
       assert.equal(JSON.parse(r.stdout).outcome, 'already-committed');
@@ -78,11 +85,16 @@ for (const fx of storeFixtures()) {
         const never = await cli([...step, '--job', sb.uri(noSuch)], { env: sb.env });
         assert.equal(never.code, 2, never.stderr);
         assert.match(never.stderr, /no job at/);
-        assert.equal(await sb.store.stat(noSuch), null, `${step[0]} made nothing where the handle points (no lease file)`);
+        assert.equal(
+          await sb.store.stat(noSuch),
+          null,
+          `${step[0]} made nothing where the handle points (no lease file)`,
+        );
       }
       // A lease file a killed step left where no job is goes with the next step there; a live one stays.
       const stray = posix.join(noSuch, '_lease.0.yaml');
-      const lease = (expiresAtMs: number) => encodeLease({ op: 'commit-job', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: 0, expiresAtMs });
+      const lease = (expiresAtMs: number) =>
+        encodeLease({ op: 'commit-job', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: 0, expiresAtMs });
       await sb.store.writeFile(stray, lease(Date.now() - 1000));
       const swept = await cli(['commit-job', '--job', sb.uri(noSuch)], { env: sb.env });
       assert.equal(swept.code, 2, swept.stderr);
@@ -102,14 +114,17 @@ for (const fx of storeFixtures()) {
 
     test('a commit-job killed once it said committed, in its clean-up: the rerun finishes the clean-up and says only that, not "0 file(s)"', async () => {
       const target = posix.join(dir(), 'cleanup');
-      const handle = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=1'], files: { a: 'a' } }]);
+      const handle = await prepare(sb, { target, partitionBy: 'dt' }, [
+        { task: '0', partition: ['dt=1'], files: { a: 'a' } },
+      ]);
       const layout = new JobLayout(sb.pathOf(handle));
       // `_job.yaml` is written twice: committing (before publishing), then committed.
       let writes = 0;
       const env = testEnv(sb.store, (n, op, p) => {
         if (op === 'writeFile' && p === layout.jobFile) writes++;
         // Killed as the last of the staging dir goes: the plan is gone, `_job.yaml` says committed.
-        else if (writes === 2 && op === 'delete' && (p === layout.jobFile || p === layout.root)) throw new InjectedFault(n, op, p);
+        else if (writes === 2 && op === 'delete' && (p === layout.jobFile || p === layout.root))
+          throw new InjectedFault(n, op, p);
       });
       await assert.rejects(libCommitJob(env, { stagingPath: layout.root }), InjectedFault);
       await driverDied(sb.store, layout.root);
@@ -120,7 +135,11 @@ for (const fx of storeFixtures()) {
       const again = await cli(['commit-job', '--job', handle], { env: sb.env });
       assert.equal(again.code, 0, again.stderr);
       // (HDFS removes the tree in one delete: killed before it, the plan is there to roll forward.)
-      if (!sb.store.caps.atomicTreeDelete) assert.match(again.stderr + again.stdout, /finished the clean-up of job \S+: its files were already published into /);
+      if (!sb.store.caps.atomicTreeDelete)
+        assert.match(
+          again.stderr + again.stdout,
+          /finished the clean-up of job \S+: its files were already published into /,
+        );
       assert.doesNotMatch(again.stderr + again.stdout, /0 file\(s\)/);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a' });
       assert.equal(await sb.store.stat(layout.root), null);
@@ -136,17 +155,22 @@ for (const fx of storeFixtures()) {
       await sb.store.mkdirs(table);
       const again = await cli(['abort', '--job', handle], { env: sb.env });
       assert.equal(again.code, 0, again.stderr);
-      if (sb.store.caps.realDirectories) assert.equal(await sb.store.stat(posix.dirname(table)), null, 'no empty .stagecommit/<table>/ left');
+      if (sb.store.caps.realDirectories)
+        assert.equal(await sb.store.stat(posix.dirname(table)), null, 'no empty .stagecommit/<table>/ left');
     });
 
     test('a --staging-dir of your own that holds only dead lease files: stage removes them (warning) and the job is made there; anything else there is named', async () => {
       const target = posix.join(dir(), 'own');
       const staging = posix.join(dir(), 'own-staging');
-      const lease = (expiresAtMs: number) => encodeLease({ op: 'commit-job', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: 0, expiresAtMs });
+      const lease = (expiresAtMs: number) =>
+        encodeLease({ op: 'commit-job', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: 0, expiresAtMs });
       await sb.store.writeFile(posix.join(staging, '_lease.3.yaml'), lease(Date.now() + 3_600_000));
       const live = await cli(['stage', '--target', sb.uri(target), '--staging-dir', sb.uri(staging)], { env: sb.env });
       assert.equal(live.code, 2, live.stderr);
-      assert.match(live.stderr, /^stagecommit: error: the staging dir \S+ is not empty \(it holds '_lease\.3\.yaml'\): a job never adopts files it did not stage; choose an empty or new --staging-dir\n$/);
+      assert.match(
+        live.stderr,
+        /^stagecommit: error: the staging dir \S+ is not empty \(it holds '_lease\.3\.yaml'\): a job never adopts files it did not stage; choose an empty or new --staging-dir\n$/,
+      );
       await sb.store.writeFile(posix.join(staging, '_lease.3.yaml'), lease(Date.now() - 1000));
       await sb.store.writeFile(posix.join(staging, '_lease.2.yaml'), lease(Date.now() - 2000));
       const made = await cli(['stage', '--target', sb.uri(target), '--staging-dir', sb.uri(staging)], { env: sb.env });
@@ -166,7 +190,10 @@ for (const fx of storeFixtures()) {
       const job = await stage(sb, { target, tasks: 2 });
       const staged = await cli(['stage', '--job', job, '--task', '7', '--print-path'], { env: sb.env });
       assert.equal(staged.code, 2, staged.stderr);
-      assert.match(staged.stderr, /task 7 is not one of the job's declared tasks 0…1 \(--tasks 2\): nothing was staged/);
+      assert.match(
+        staged.stderr,
+        /task 7 is not one of the job's declared tasks 0…1 \(--tasks 2\): nothing was staged/,
+      );
       assert.equal(staged.stdout, '');
       const r = await commitTask(sb, job, '7');
       assert.equal(r.code, 2, r.stderr);
@@ -192,7 +219,11 @@ for (const fx of storeFixtures()) {
       const cj = await commitJob(sb, job);
       assert.equal(cj.code, 5, `commit-job must not publish an empty table: ${cj.stderr}`);
       assert.equal(await sb.store.stat(target), null);
-      assert.equal((await sb.store.readFile(posix.join(sb.pathOf(oldDir), 'part-0')))?.toString(), 'late writer', "the writer's file is kept");
+      assert.equal(
+        (await sb.store.readFile(posix.join(sb.pathOf(oldDir), 'part-0')))?.toString(),
+        'late writer',
+        "the writer's file is kept",
+      );
     });
 
     test('an attempt staged and left empty commits empty output', async () => {

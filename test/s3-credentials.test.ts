@@ -19,9 +19,12 @@ import { data, readTree } from './helpers/tree.js';
 const s3 = storeFixtures().find((f) => f.name === 's3');
 
 test('a credential the chain cannot find, or S3 refuses, is not sent again', () => {
-  const missing = Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' });
+  const missing = Object.assign(new Error('Could not load credentials from any providers'), {
+    name: 'CredentialsProviderError',
+  });
   assert.equal(retryable(missing), false);
-  for (const code of ['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken']) assert.equal(retryable(new S3ResponseError(code, '', code === 'ExpiredToken' ? 400 : 403)), false, code);
+  for (const code of ['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken'])
+    assert.equal(retryable(new S3ResponseError(code, '', code === 'ExpiredToken' ? 400 : 403)), false, code);
   assert.equal(retryable(new S3ResponseError('SlowDown', '', 503)), true);
   // A 403 for a clock off by more than 15 minutes is not the credentials': sent again (the SDK corrects its offset).
   assert.equal(retryable(new S3ResponseError('RequestTimeTooSkewed', '', 403)), true);
@@ -59,9 +62,21 @@ describe('S3 credentials that are refused or missing', { skip: !s3 && 'S3 is not
     AWS_EC2_METADATA_DISABLED: 'true',
   });
   const cases: [string, () => Record<string, string | undefined>, RegExp][] = [
-    ['a wrong secret key', () => ({ AWS_SECRET_ACCESS_KEY: 'not-the-secret' }), /access denied \(HTTP 403( SignatureDoesNotMatch)?\): .*check AWS_/],
-    ['an access key the server does not know', () => ({ AWS_ACCESS_KEY_ID: 'nobody-here' }), /access denied \(HTTP 403( InvalidAccessKeyId)?\): .*check AWS_ACCESS_KEY_ID/],
-    ['no credentials at all', bare, /no AWS credentials could be loaded \(Could not load credentials from any providers\): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE/],
+    [
+      'a wrong secret key',
+      () => ({ AWS_SECRET_ACCESS_KEY: 'not-the-secret' }),
+      /access denied \(HTTP 403( SignatureDoesNotMatch)?\): .*check AWS_/,
+    ],
+    [
+      'an access key the server does not know',
+      () => ({ AWS_ACCESS_KEY_ID: 'nobody-here' }),
+      /access denied \(HTTP 403( InvalidAccessKeyId)?\): .*check AWS_ACCESS_KEY_ID/,
+    ],
+    [
+      'no credentials at all',
+      bare,
+      /no AWS credentials could be loaded \(Could not load credentials from any providers\): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE/,
+    ],
   ];
   for (const [what, env, message] of cases) {
     test(`${what}: every step exits 1 at once with one line that says what to check, and nothing changes`, async () => {
@@ -89,11 +104,28 @@ describe('S3 credentials that are refused or missing', { skip: !s3 && 'S3 is not
 
   test('a profile and key variables both set: one warning line, none with --quiet; the step works', async () => {
     const key = (name: string) => sb.env[name] ?? process.env[name];
-    await writeFile(path.join(home, 'config'), `[profile etl]\naws_access_key_id = ${key('AWS_ACCESS_KEY_ID')}\naws_secret_access_key = ${key('AWS_SECRET_ACCESS_KEY')}\n`);
-    const env = { ...sb.env, ...bare(), AWS_PROFILE: 'etl', AWS_ACCESS_KEY_ID: 'also-set', AWS_SECRET_ACCESS_KEY: 'also-set' };
+    await writeFile(
+      path.join(home, 'config'),
+      `[profile etl]\naws_access_key_id = ${key('AWS_ACCESS_KEY_ID')}\naws_secret_access_key = ${key('AWS_SECRET_ACCESS_KEY')}\n`,
+    );
+    const env = {
+      ...sb.env,
+      ...bare(),
+      AWS_PROFILE: 'etl',
+      AWS_ACCESS_KEY_ID: 'also-set',
+      AWS_SECRET_ACCESS_KEY: 'also-set',
+    };
     const loud = await cli(['stage', '--target', sb.uri(`${sb.base}/both`), '--tasks', '1'], { env });
     assert.equal(loud.code, 0, loud.stderr);
-    assert.deepEqual(loud.stderr.trim().split('\n').filter((l) => /warning/.test(l)), ['warning: AWS_PROFILE and AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY are both set: the profile is used; unset one of them']);
+    assert.deepEqual(
+      loud.stderr
+        .trim()
+        .split('\n')
+        .filter((l) => /warning/.test(l)),
+      [
+        'warning: AWS_PROFILE and AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY are both set: the profile is used; unset one of them',
+      ],
+    );
     assert.doesNotMatch(loud.stderr, /Multiple credential sources/);
     const quiet = await cli(['abort', '--quiet', '--job', loud.stdout.trim()], { env });
     assert.equal(quiet.code, 0, quiet.stderr);
@@ -105,7 +137,11 @@ describe('S3 credentials that are refused or missing', { skip: !s3 && 'S3 is not
     const proxy = await startS3Proxy((req, res) => {
       if (req.method !== 'POST' || !/[?&]delete(=|&|$)/.test(req.url ?? '')) return false;
       req.resume();
-      res.writeHead(403, { 'content-type': 'application/xml' }).end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>');
+      res
+        .writeHead(403, { 'content-type': 'application/xml' })
+        .end(
+          '<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>',
+        );
       return true;
     });
     try {
@@ -113,8 +149,16 @@ describe('S3 credentials that are refused or missing', { skip: !s3 && 'S3 is not
       const store = new S3Store(s3Settings({ endpoint: proxy.url, maxAttempts: 1 }, env));
       const keys = ['a/one.csv', 'a/two.csv'].map((k) => `${sb.base}/denied/${k}`);
       for (const k of keys) await sb.store.writeFile(k, 'x');
-      await assert.rejects(store.deleteMany!(keys), (e: unknown) => e instanceof StoreError && e.message.includes(sb.store.toUri(keys[0]!)) && /access denied/.test(e.message));
-      assert.deepEqual(Object.keys(data(await readTree(sb.store, `${sb.base}/denied`))).sort(), ['a/one.csv', 'a/two.csv'], 'nothing deleted');
+      await assert.rejects(
+        store.deleteMany!(keys),
+        (e: unknown) =>
+          e instanceof StoreError && e.message.includes(sb.store.toUri(keys[0]!)) && /access denied/.test(e.message),
+      );
+      assert.deepEqual(
+        Object.keys(data(await readTree(sb.store, `${sb.base}/denied`))).sort(),
+        ['a/one.csv', 'a/two.csv'],
+        'nothing deleted',
+      );
     } finally {
       await proxy.close();
     }

@@ -23,21 +23,29 @@ async function serve(handler: Handler): Promise<{ server: Server; endpoint: stri
 }
 
 function requests(endpoint: string, maxAttempts = 3, requestTimeout = 300): SignedRequests {
-  const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'AK', secretAccessKey: 'SK' } });
+  const client = new S3Client({
+    endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'AK', secretAccessKey: 'SK' },
+  });
   return new SignedRequests(client, maxAttempts, { connectionTimeout: 1000, requestTimeout }, () => {});
 }
 
 describe('signed requests over a misbehaving connection', () => {
   const servers: Server[] = [];
   after(() => {
-    for (const s of servers) s.closeAllConnections(), s.close();
+    for (const s of servers) (s.closeAllConnections(), s.close());
   });
 
   test('a server that accepts and never answers: each attempt times out, then the request fails naming the wait', async () => {
     const s = await serve(() => {});
     servers.push(s.server);
     const started = Date.now();
-    await assert.rejects(requests(s.endpoint, 2, 200).send({ method: 'GET', bucket: 'b', key: 'k', expect: 'Whole' }), /no answer from 127\.0\.0\.1 for 200 ms/);
+    await assert.rejects(
+      requests(s.endpoint, 2, 200).send({ method: 'GET', bucket: 'b', key: 'k', expect: 'Whole' }),
+      /no answer from 127\.0\.0\.1 for 200 ms/,
+    );
     assert.equal(s.seen(), 2);
     assert.ok(Date.now() - started < 5000);
   });
@@ -60,10 +68,22 @@ describe('signed requests over a misbehaving connection', () => {
 
   test('a 200 carrying an <Error> is retried as a server failure, and its code comes out when retries run out', async () => {
     const s = await serve((_n, _req, res) => {
-      res.writeHead(200, { 'content-type': 'application/xml' }).end('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code><Message>copy failed &amp; gave up</Message></Error>');
+      res
+        .writeHead(200, { 'content-type': 'application/xml' })
+        .end(
+          '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code><Message>copy failed &amp; gave up</Message></Error>',
+        );
     });
     servers.push(s.server);
-    const failed = await requests(s.endpoint, 2).send({ method: 'PUT', bucket: 'b', key: 'k', headers: { 'x-amz-copy-source': '/b/src' }, expect: 'CopyObjectResult' }).catch((e: unknown) => e);
+    const failed = await requests(s.endpoint, 2)
+      .send({
+        method: 'PUT',
+        bucket: 'b',
+        key: 'k',
+        headers: { 'x-amz-copy-source': '/b/src' },
+        expect: 'CopyObjectResult',
+      })
+      .catch((e: unknown) => e);
     assert.ok(failed instanceof S3ResponseError);
     assert.equal(failed.name, 'InternalError');
     assert.equal(failed.message, 'copy failed & gave up');
@@ -71,18 +91,31 @@ describe('signed requests over a misbehaving connection', () => {
   });
 
   test('a 200 that is not a whole result (empty, cut short, a proxy page) is retried, never taken for a done copy', async () => {
-    const answers = ['', '<?xml version="1.0"?>\n<CopyObjectResult><ETag>&quot;e&quot;</ETag>', '<html>gateway</html>', '<CopyObjectResult><ETag>&quot;e&quot;</ETag></CopyObjectResult>'];
+    const answers = [
+      '',
+      '<?xml version="1.0"?>\n<CopyObjectResult><ETag>&quot;e&quot;</ETag>',
+      '<html>gateway</html>',
+      '<CopyObjectResult><ETag>&quot;e&quot;</ETag></CopyObjectResult>',
+    ];
     const s = await serve((n, _req, res) => {
       // The first answer closes the connection after its headers, with no length: an early 200.
       if (n === 1) return void res.writeHead(200, { connection: 'close' }).end();
       res.writeHead(200, { 'content-type': 'application/xml' }).end(answers[n - 1]);
     });
     servers.push(s.server);
-    const copy = { method: 'PUT', bucket: 'b', key: 'k', headers: { 'x-amz-copy-source': '/b/src' }, expect: 'CopyObjectResult' } as const;
+    const copy = {
+      method: 'PUT',
+      bucket: 'b',
+      key: 'k',
+      headers: { 'x-amz-copy-source': '/b/src' },
+      expect: 'CopyObjectResult',
+    } as const;
     const answer = await requests(s.endpoint, 4).send(copy);
     assert.equal(answer?.body, answers[3]);
     assert.equal(s.seen(), 4);
-    const failed = await requests(s.endpoint, 1).send(copy).catch((e: unknown) => e);
+    const failed = await requests(s.endpoint, 1)
+      .send(copy)
+      .catch((e: unknown) => e);
     assert.ok(failed instanceof S3ResponseError && failed.name === 'IncompleteAnswer', String(failed));
   });
 
@@ -93,7 +126,9 @@ describe('signed requests over a misbehaving connection', () => {
       req.resume();
       res.writeHead(200).end('<R></R>');
     });
-    const listening = await new Promise<boolean>((r) => server.once('error', () => r(false)).listen(0, '::1', () => r(true)));
+    const listening = await new Promise<boolean>((r) =>
+      server.once('error', () => r(false)).listen(0, '::1', () => r(true)),
+    );
     if (!listening) return t.skip('this machine has no IPv6 loopback');
     servers.push(server);
     const port = (server.address() as AddressInfo).port;
@@ -107,16 +142,31 @@ describe('signed requests over a misbehaving connection', () => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        got = { url: req.url, auth: req.headers.authorization, date: req.headers['x-amz-date'] as string, body: Buffer.concat(chunks).toString() };
+        got = {
+          url: req.url,
+          auth: req.headers.authorization,
+          date: req.headers['x-amz-date'] as string,
+          body: Buffer.concat(chunks).toString(),
+        };
         res.writeHead(200).end('<R></R>');
       });
     });
     servers.push(server);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    await requests(endpoint).send({ method: 'POST', bucket: 'b', key: 'dt=1/a b+ü', query: { uploadId: 'x+y/z' }, body: '<Complete>ü</Complete>', expect: 'R' });
+    await requests(endpoint).send({
+      method: 'POST',
+      bucket: 'b',
+      key: 'dt=1/a b+ü',
+      query: { uploadId: 'x+y/z' },
+      body: '<Complete>ü</Complete>',
+      expect: 'R',
+    });
     assert.equal(got.url, '/b/dt%3D1/a%20b%2B%C3%BC?uploadId=x%2By%2Fz');
-    assert.match(got.auth ?? '', /^AWS4-HMAC-SHA256 Credential=AK\/\d{8}\/us-east-1\/s3\/aws4_request, SignedHeaders=content-length;host;x-amz-content-sha256;x-amz-date, Signature=[0-9a-f]{64}$/);
+    assert.match(
+      got.auth ?? '',
+      /^AWS4-HMAC-SHA256 Credential=AK\/\d{8}\/us-east-1\/s3\/aws4_request, SignedHeaders=content-length;host;x-amz-content-sha256;x-amz-date, Signature=[0-9a-f]{64}$/,
+    );
     assert.match(got.date ?? '', /^\d{8}T\d{6}Z$/);
     assert.equal(got.body, '<Complete>ü</Complete>');
   });

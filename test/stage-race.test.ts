@@ -27,7 +27,9 @@ for (const fx of storeFixtures()) {
     /** A job of table `name`: task 0 committed (dt=0/a), task 1 declared but not staged. */
     const job = async (name: string) => {
       const target = posix.join(dir(), name);
-      const handle = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
+      const handle = await prepare(sb, { target, partitionBy: 'dt' }, [
+        { task: '0', partition: ['dt=0'], files: { a: 'a' } },
+      ]);
       const stagingPath = sb.pathOf(handle);
       return { target, handle, stagingPath, layout: new JobLayout(stagingPath) };
     };
@@ -40,15 +42,29 @@ for (const fx of storeFixtures()) {
     };
 
     /** stage of task 1 (files `names`) whose first write waits until `meanwhile` has run whole. */
-    const stageWith = async (stagingPath: string, files: { name: string; bytes: number }[], meanwhile: () => Promise<unknown>) => {
+    const stageWith = async (
+      stagingPath: string,
+      files: { name: string; bytes: number }[],
+      meanwhile: () => Promise<unknown>,
+    ) => {
       let ran = false;
       const env = testEnv(sb.store, async () => {
         if (ran) return;
         ran = true;
         await meanwhile();
       });
-      const list = await Promise.all(files.map(async (f) => ({ localPath: await localFile(f.name, f.bytes), name: f.name })));
-      const error = await stageFiles(env, { stagingPath, task: '1', partition: [{ column: 'dt', value: '1' }], files: list }).then(() => null, (e: unknown) => e);
+      const list = await Promise.all(
+        files.map(async (f) => ({ localPath: await localFile(f.name, f.bytes), name: f.name })),
+      );
+      const error = await stageFiles(env, {
+        stagingPath,
+        task: '1',
+        partition: [{ column: 'dt', value: '1' }],
+        files: list,
+      }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.ok(ran, 'the other step ran');
       return error;
     };
@@ -57,9 +73,20 @@ for (const fx of storeFixtures()) {
       const { target, stagingPath } = await job('after-commit');
       // A large file goes up as a pending upload on S3: it is aborted, not left to the age rule.
       // A name with dirs in it (--name a/b/c) makes dirs below the partition's: they go too.
-      const error = await stageWith(stagingPath, [{ name: 'b', bytes: 10 }, { name: 'sub/dir/c', bytes: 10 }, { name: 'big', bytes: 2 * 1024 ** 2 }], () => libCommitJob(testEnv(sb.store), stagingPath));
+      const error = await stageWith(
+        stagingPath,
+        [
+          { name: 'b', bytes: 10 },
+          { name: 'sub/dir/c', bytes: 10 },
+          { name: 'big', bytes: 2 * 1024 ** 2 },
+        ],
+        () => libCommitJob(testEnv(sb.store), stagingPath),
+      );
       assert.ok(error instanceof ConflictError, String(error));
-      assert.match(error.message, /^job \S+ finished while this stage ran: its output cannot have these files, and the files were taken back; stage them into a new job$/);
+      assert.match(
+        error.message,
+        /^job \S+ finished while this stage ran: its output cannot have these files, and the files were taken back; stage them into a new job$/,
+      );
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
       assert.equal(await sb.store.stat(stagingPath), null, 'nothing where the staging dir was');
       if (sb.store.listUploads) assert.deepEqual(await sb.store.listUploads(target), [], 'no upload left pending');
@@ -86,7 +113,10 @@ for (const fx of storeFixtures()) {
         assert.equal(await stage(sb, { target, partitionBy: 'dt', jobId: 'reused' }), handle);
       });
       assert.ok(error instanceof ConflictError, String(error));
-      assert.match(error.message, /^job reused finished while this stage ran, and a new job of that id is now staged in \S+: its output cannot have these files/);
+      assert.match(
+        error.message,
+        /^job reused finished while this stage ran, and a new job of that id is now staged in \S+: its output cannot have these files/,
+      );
       await stageTask(sb, handle, { task: '0', partition: ['dt=0'], files: { a: 'a' } });
       assert.equal((await cli(['commit-task', '--job', handle, '--task', '0'], { env: sb.env })).code, 0);
       const t1 = await cli(['commit-task', '--job', handle, '--task', '1'], { env: sb.env });
@@ -98,17 +128,33 @@ for (const fx of storeFixtures()) {
     test('a local file written to while stage copies it: exit 4 naming it; staged again, its new bytes are what commit-job publishes; a chmod or a hard link meanwhile is no change', async () => {
       const { target, stagingPath, handle } = await job('changed');
       // 2 MiB goes up as a pending upload on S3; 10 bytes as a plain copy.
-      for (const [name, bytes] of [['small', 10], ['big', 2 * 1024 ** 2]] as const) {
+      for (const [name, bytes] of [
+        ['small', 10],
+        ['big', 2 * 1024 ** 2],
+      ] as const) {
         const local = posix.join(os.tmpdir(), `sr-${process.pid}-${name}`);
         const error = await stageWith(stagingPath, [{ name, bytes }], () => appendFile(local, 'y'));
         assert.ok(error instanceof ConflictError, String(error));
-        assert.equal(error.message, `${local} changed while it was staged: the staged copy may hold old and new bytes mixed; stage it again into the same attempt once it is written whole (the last staging of a name wins)`);
-        await stageFiles(testEnv(sb.store), { stagingPath, task: '1', partition: [{ column: 'dt', value: '1' }], files: [{ localPath: local, name }] });
+        assert.equal(
+          error.message,
+          `${local} changed while it was staged: the staged copy may hold old and new bytes mixed; stage it again into the same attempt once it is written whole (the last staging of a name wins)`,
+        );
+        await stageFiles(testEnv(sb.store), {
+          stagingPath,
+          task: '1',
+          partition: [{ column: 'dt', value: '1' }],
+          files: [{ localPath: local, name }],
+        });
       }
       // A chmod or a new hard link meanwhile changes no byte: staged as usual.
       const linked = posix.join(os.tmpdir(), `sr-${process.pid}-linked`);
       await rm(`${linked}.link`, { force: true });
-      assert.equal(await stageWith(stagingPath, [{ name: 'linked', bytes: 10 }], async () => Promise.all([chmod(linked, 0o600), link(linked, `${linked}.link`)])), null);
+      assert.equal(
+        await stageWith(stagingPath, [{ name: 'linked', bytes: 10 }], async () =>
+          Promise.all([chmod(linked, 0o600), link(linked, `${linked}.link`)]),
+        ),
+        null,
+      );
       await commitTask(testEnv(sb.store), { stagingPath, task: '1' });
       assert.equal((await cli(['commit-job', '--job', handle], { env: sb.env })).code, 0);
       const tree = data(await readTree(sb.store, target));
@@ -119,10 +165,17 @@ for (const fx of storeFixtures()) {
 
     test('a stage whose attempt is aborted meanwhile exits 3 and takes its files back; the job commits without them', async () => {
       const { target, stagingPath, layout, handle } = await job('after-abort');
-      const error = await stageWith(stagingPath, [{ name: 'b', bytes: 10 }], () => abort(testEnv(sb.store), { stagingPath, task: '1', attempt: 0 }));
+      const error = await stageWith(stagingPath, [{ name: 'b', bytes: 10 }], () =>
+        abort(testEnv(sb.store), { stagingPath, task: '1', attempt: 0 }),
+      );
       assert.ok(error instanceof CommitDeniedError, String(error));
-      assert.match(error.message, /was aborted while this stage ran: it can never commit, and the files were taken back; stage into a new --attempt$/);
-      const attemptDir = (await sb.store.list(layout.attemptsDir(0))).map((e) => e.name).filter((n) => n.includes('_1_'));
+      assert.match(
+        error.message,
+        /was aborted while this stage ran: it can never commit, and the files were taken back; stage into a new --attempt$/,
+      );
+      const attemptDir = (await sb.store.list(layout.attemptsDir(0)))
+        .map((e) => e.name)
+        .filter((n) => n.includes('_1_'));
       assert.deepEqual(attemptDir, [], 'the attempt dir went with the files');
       assert.equal((await cli(['commit-job', '--job', handle], { env: sb.env })).code, 0);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
@@ -131,14 +184,19 @@ for (const fx of storeFixtures()) {
     test('a stage whose attempt a commit-task commits whole meanwhile exits 4 naming the file the commit lacks, and takes it back; the job commits without it', async () => {
       const { target, stagingPath, handle } = await job('after-task');
       await stageTask(sb, handle, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
-      const error = await stageWith(stagingPath, [{ name: 'c', bytes: 10 }], () => libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} }));
+      const error = await stageWith(stagingPath, [{ name: 'c', bytes: 10 }], () =>
+        libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} }),
+      );
       assert.ok(error instanceof ConflictError, String(error));
-      assert.match(error.message, /was committed while this stage ran, without 'dt=1\/c': those files were taken back; stage them as another task, or run the job again$/);
+      assert.match(
+        error.message,
+        /was committed while this stage ran, without 'dt=1\/c': those files were taken back; stage them as another task, or run the job again$/,
+      );
       assert.equal((await cli(['commit-job', '--job', handle], { env: sb.env })).code, 0);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
     });
 
-    test("a stage whose file lands after a commit-task of its attempt listed the files, before that commit ends: exit 4, the file taken back from wherever the commit put it, and commit-job is not stopped by it", async () => {
+    test('a stage whose file lands after a commit-task of its attempt listed the files, before that commit ends: exit 4, the file taken back from wherever the commit put it, and commit-job is not stopped by it', async () => {
       const { target, stagingPath, handle, layout } = await job('mid-task');
       await stageTask(sb, handle, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
       let atPromote!: () => void;
@@ -159,14 +217,25 @@ for (const fx of storeFixtures()) {
       const stageEnv = testEnv(sb.store, {
         beforeMutation: async () => {
           if (task) return;
-          task = libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(() => null, (e: unknown) => e);
+          task = libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(
+            () => null,
+            (e: unknown) => e,
+          );
           await promoting;
           wrote = true;
         },
         beforeRead: (_op, p) => void (wrote && p === layout.jobFile && written()),
       });
       const file = await localFile('c', 10);
-      const error = await stageFiles(stageEnv, { stagingPath, task: '1', partition: [{ column: 'dt', value: '1' }], files: [{ localPath: file, name: 'c' }] }).then(() => null, (e: unknown) => e);
+      const error = await stageFiles(stageEnv, {
+        stagingPath,
+        task: '1',
+        partition: [{ column: 'dt', value: '1' }],
+        files: [{ localPath: file, name: 'c' }],
+      }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       assert.equal(await task, null, 'commit-task exits 0');
       assert.ok(error instanceof ConflictError, String(error));
       assert.match(error.message, /without 'dt=1\/c': those files were taken back/);
@@ -186,19 +255,36 @@ for (const fx of storeFixtures()) {
         const before = async () => {
           if (++calls !== k) return;
           const file = await localFile('c', 1);
-          staged = stageFiles(testEnv(sb.store), { stagingPath, task: '1', partition: [{ column: 'dt', value: '1' }], files: [{ localPath: file, name: 'c' }] }).then(() => null, (e: unknown) => e);
+          staged = stageFiles(testEnv(sb.store), {
+            stagingPath,
+            task: '1',
+            partition: [{ column: 'dt', value: '1' }],
+            files: [{ localPath: file, name: 'c' }],
+          }).then(
+            () => null,
+            (e: unknown) => e,
+          );
           await staged;
         };
-        await libCommitTask(testEnv(sb.store, { beforeMutation: before, beforeRead: before }), stagingPath, { task: '1', files: {} });
+        await libCommitTask(testEnv(sb.store, { beforeMutation: before, beforeRead: before }), stagingPath, {
+          task: '1',
+          files: {},
+        });
         if (!staged) break;
         const error = await staged;
         const cj = await cli(['commit-job', '--job', handle], { env: sb.env });
         const tree = cj.code === 0 ? data(await readTree(sb.store, target)) : {};
-        outcomes.push(`${k}: stage ${error ? (error as Error).constructor.name : 'ok'}, commit-job ${cj.code}${'dt=1/c' in tree ? ', c published' : ''}`);
+        outcomes.push(
+          `${k}: stage ${error ? (error as Error).constructor.name : 'ok'}, commit-job ${cj.code}${'dt=1/c' in tree ? ', c published' : ''}`,
+        );
         if (error === null) {
           assert.equal(cj.code, 0, `${outcomes.at(-1)}: ${cj.stderr}`);
           assert.equal(tree['dt=1/c'], 'x', `call ${k}: stage exited 0, so its file is published`);
-        } else assert.ok(error instanceof ConflictError || error instanceof CommitDeniedError, `call ${k}: ${String(error)}`);
+        } else
+          assert.ok(
+            error instanceof ConflictError || error instanceof CommitDeniedError,
+            `call ${k}: ${String(error)}`,
+          );
       }
       t.diagnostic(outcomes.join('; '));
     });
@@ -211,15 +297,32 @@ for (const fx of storeFixtures()) {
         const offset = Math.random() * 600 - 300;
         const pause = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
         const [cj, st] = await Promise.all([
-          pause(offset).then(() => spawnCli(['commit-job', '--job', handle], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '15' } }).result),
-          // The stage's write waits 50-400 ms after its look at the job: long enough to land at any point of the commit.
-          pause(-offset).then(() => cli(['stage', '--job', handle, '--task', '1', '--partition', 'dt=1', file], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: String(Math.round(50 + Math.random() * 350)) } })),
+          pause(offset).then(
+            () =>
+              spawnCli(['commit-job', '--job', handle], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '15' } }).result,
+          ),
+          // The stage's write waits 50-400 ms after its look at the job: long enough to land at any point of the
+          // commit.
+          pause(-offset).then(() =>
+            cli(['stage', '--job', handle, '--task', '1', '--partition', 'dt=1', file], {
+              env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: String(Math.round(50 + Math.random() * 350)) },
+            }),
+          ),
         ]);
         assert.equal(cj.code, 0, cj.stderr);
         // Before the job ended, or once it has (2: finished, 4: committing), or while it ended (4).
-        assert.ok(st.code === 0 || ((st.code === 2 || st.code === 4) && /^stagecommit: error: .*(finished|while this stage ran|cannot stage files)/.test(st.stderr)), `round ${round}: stage exit ${st.code}: ${st.stderr}`);
+        assert.ok(
+          st.code === 0 ||
+            ((st.code === 2 || st.code === 4) &&
+              /^stagecommit: error: .*(finished|while this stage ran|cannot stage files)/.test(st.stderr)),
+          `round ${round}: stage exit ${st.code}: ${st.stderr}`,
+        );
         assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
-        assert.equal(await sb.store.stat(stagingPath), null, `round ${round}: stage exit ${st.code}, and something is left of the staging dir`);
+        assert.equal(
+          await sb.store.stat(stagingPath),
+          null,
+          `round ${round}: stage exit ${st.code}, and something is left of the staging dir`,
+        );
         seen.push(`stage ${st.code}`);
       }
       t.diagnostic(seen.join('; '));

@@ -18,7 +18,22 @@ import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.j
 import { data, readTree, writeTree } from './helpers/tree.js';
 
 /** Names a partition value or a file may carry, each of which some layer has to escape. */
-const ODD_NAMES = ['a b', 'k=v', '100%', '%20', 'what?', 'x#y', 'a+b', 'ünï©ødé', '日本', "it's", 'a&b;c', 'dt=2026-01-01 10:00', 'ctl\u0001char', 'tab\tcr\rlf\n'];
+const ODD_NAMES = [
+  'a b',
+  'k=v',
+  '100%',
+  '%20',
+  'what?',
+  'x#y',
+  'a+b',
+  'ünï©ødé',
+  '日本',
+  "it's",
+  'a&b;c',
+  'dt=2026-01-01 10:00',
+  'ctl\u0001char',
+  'tab\tcr\rlf\n',
+];
 
 function storeError(kind: StoreError['kind']): (e: unknown) => boolean {
   return (e) => {
@@ -61,17 +76,27 @@ for (const fx of storeFixtures({ inProcess: true })) {
       const committed = posix.join(d, '_temporary', '0', '0');
       await writeTree(sb.store, attempt, { 'dt=1/f': 'f' });
       const calls: string[] = [];
-      const counted = new InstrumentedStore(sb.store, { beforeMutation: (_n, op) => void calls.push(op), beforeRead: (op) => void calls.push(op) });
+      const counted = new InstrumentedStore(sb.store, {
+        beforeMutation: (_n, op) => void calls.push(op),
+        beforeRead: (op) => void calls.push(op),
+      });
       const renames = sb.store.caps.directoryRename;
       assert.equal(await promoteOutput(counted, attempt, committed, true), renames ? committed : attempt);
       assert.deepEqual(calls, renames ? ['rename'] : [], 'one store call');
       assert.deepEqual(data(await readTree(sb.store, renames ? committed : attempt)), { 'dt=1/f': 'f' });
       if (!renames) return;
       assert.equal(await promoteOutput(sb.store, attempt, committed, true), committed, 'a re-run finds it promoted');
-      assert.equal(await promoteOutput(sb.store, attempt, posix.join(d, 'elsewhere', '0'), true), null, 'nothing to promote, nothing promoted');
+      assert.equal(
+        await promoteOutput(sb.store, attempt, posix.join(d, 'elsewhere', '0'), true),
+        null,
+        'nothing to promote, nothing promoted',
+      );
       const other = posix.join(d, 'b', '_temporary', 'attempt_1');
       await writeTree(sb.store, other, { g: 'g' });
-      assert.equal(await promoteOutput(sb.store, other, posix.join(d, 'c', 'd', '1'), true), posix.join(d, 'c', 'd', '1'));
+      assert.equal(
+        await promoteOutput(sb.store, other, posix.join(d, 'c', 'd', '1'), true),
+        posix.join(d, 'c', 'd', '1'),
+      );
       assert.deepEqual(data(await readTree(sb.store, posix.join(d, 'c'))), { 'd/1/g': 'g' });
     });
 
@@ -88,17 +113,28 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.equal(st.name, 'f.csv');
       assert.equal(st.size, 6);
       // Object stores keep whole seconds; the clock is this machine's.
-      assert.ok(st.mtimeMs >= before - 2000 && st.mtimeMs <= after + 2000, `mtime ${st.mtimeMs} outside [${before}, ${after}]`);
+      assert.ok(
+        st.mtimeMs >= before - 2000 && st.mtimeMs <= after + 2000,
+        `mtime ${st.mtimeMs} outside [${before}, ${after}]`,
+      );
       assert.equal((await sb.store.stat(posix.join(d, 'p', 'q')))!.kind, 'dir');
       const listed = await sb.store.list(posix.join(d, 'p', 'q'), { details: true });
-      assert.deepEqual(listed.map((e) => [e.name, e.path, e.kind, e.size]), [['f.csv', f, 'file', 6]]);
+      assert.deepEqual(
+        listed.map((e) => [e.name, e.path, e.kind, e.size]),
+        [['f.csv', f, 'file', 6]],
+      );
       assert.ok(Math.abs(listed[0]!.mtimeMs - st.mtimeMs) <= 1000);
-      assert.deepEqual((await sb.store.list(posix.join(d, 'p'))).map((e) => [e.name, e.kind]), [['q', 'dir']]);
+      assert.deepEqual(
+        (await sb.store.list(posix.join(d, 'p'))).map((e) => [e.name, e.kind]),
+        [['q', 'dir']],
+      );
     });
 
     test('createExclusive: exactly one of many racing creators wins, and its bytes stay', async () => {
       const claim = posix.join(dir(), 'claims', 'c.yaml');
-      const won = await Promise.all(Array.from({ length: 8 }, (_, i) => sb.store.createExclusive(claim, `creator ${i}`)));
+      const won = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => sb.store.createExclusive(claim, `creator ${i}`)),
+      );
       assert.equal(won.filter(Boolean).length, 1, `winners: ${won.join(',')}`);
       assert.equal((await sb.store.readFile(claim))!.toString(), `creator ${won.indexOf(true)}`);
       assert.equal(await sb.store.createExclusive(claim, 'late'), false);
@@ -163,7 +199,11 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.deepEqual((await sb.store.list(d)).map((e) => e.name).sort(), [...ODD_NAMES].sort());
       for (const name of ODD_NAMES) {
         const p = posix.join(d, name, name);
-        assert.deepEqual((await sb.store.list(posix.join(d, name))).map((e) => [e.name, e.path]), [[name, p]], name);
+        assert.deepEqual(
+          (await sb.store.list(posix.join(d, name))).map((e) => [e.name, e.path]),
+          [[name, p]],
+          name,
+        );
         assert.equal((await sb.store.stat(p))?.size, Buffer.byteLength(`in ${name}`), name);
         await sb.store.rename(p, posix.join(d, name, `${name}.moved`));
         await sb.store.copy(posix.join(d, name, `${name}.moved`), posix.join(d, name, `copy ${name}`));
@@ -179,10 +219,27 @@ for (const fx of storeFixtures({ inProcess: true })) {
 
     test('walkFiles: every file below, relative and sorted; temp files never listed, removed when asked', async () => {
       const d = dir();
-      await writeTree(sb.store, d, { 'b/2': '2', 'a/1': '1', 'a/deep/er/3': '3', [`a/${TEMP_PREFIX}0123-x`]: 'half', top: 't' });
-      assert.deepEqual((await walkFiles(sb.store, d)).map((e) => e.name), ['a/1', 'a/deep/er/3', 'b/2', 'top']);
+      await writeTree(sb.store, d, {
+        'b/2': '2',
+        'a/1': '1',
+        'a/deep/er/3': '3',
+        [`a/${TEMP_PREFIX}0123-x`]: 'half',
+        top: 't',
+      });
+      assert.deepEqual(
+        (await walkFiles(sb.store, d)).map((e) => e.name),
+        ['a/1', 'a/deep/er/3', 'b/2', 'top'],
+      );
       const detailed = await walkFiles(sb.store, d, { details: true, removeTemps: true });
-      assert.deepEqual(detailed.map((e) => [e.name, e.size]), [['a/1', 1], ['a/deep/er/3', 1], ['b/2', 1], ['top', 1]]);
+      assert.deepEqual(
+        detailed.map((e) => [e.name, e.size]),
+        [
+          ['a/1', 1],
+          ['a/deep/er/3', 1],
+          ['b/2', 1],
+          ['top', 1],
+        ],
+      );
       assert.equal(await sb.store.stat(posix.join(d, 'a', `${TEMP_PREFIX}0123-x`)), null, 'temp removed');
       assert.deepEqual(await walkFiles(sb.store, posix.join(d, 'missing')), []);
     });
@@ -192,7 +249,9 @@ for (const fx of storeFixtures({ inProcess: true })) {
       const local = posix.join(os.tmpdir(), `stagecommit-contract-${process.pid}-${fx.name}`);
       await writeFile(local, 'from a file');
       await sb.store.put(posix.join(d, 'x', 'file'), { localPath: local });
-      await sb.store.put(posix.join(d, 'y', 'stream'), { stream: Readable.from([Buffer.from('from '), Buffer.from('a stream')]) });
+      await sb.store.put(posix.join(d, 'y', 'stream'), {
+        stream: Readable.from([Buffer.from('from '), Buffer.from('a stream')]),
+      });
       assert.deepEqual(await readTree(sb.store, d), { 'x/file': 'from a file', 'y/stream': 'from a stream' });
     });
   });

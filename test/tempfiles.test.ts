@@ -42,7 +42,10 @@ interface Running {
 
 /** Starts the CLI and leaves its stdin open, so a test can feed it and kill it mid-way. */
 function start(args: readonly string[], env: Record<string, string>): Running {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { ...process.env, NO_COLOR: '1', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
   child.stdout.resume();
@@ -87,27 +90,40 @@ for (const fx of storeFixtures()) {
       const attemptDir = await attemptDirOf(sb, job, '0');
       const run = start(['stage', '--job', job, '--task', '0', '-', '--name', 'data.bin'], sb.env);
       run.child.stdin.write(randomBytes(256 * 1024));
-      const temp = await waitFor(run, makesTemps ? 5000 : 1000, async () => (await sb.store.list(attemptDir)).find((e) => e.name.startsWith(TEMP_PREFIX)));
+      const temp = await waitFor(run, makesTemps ? 5000 : 1000, async () =>
+        (await sb.store.list(attemptDir)).find((e) => e.name.startsWith(TEMP_PREFIX)),
+      );
       run.child.kill('SIGKILL');
       const r = await run.done;
       assert.equal(r.signal, 'SIGKILL', `the stage was still reading stdin: ${r.stderr}`);
       if (makesTemps) assert.ok(temp, 'the bytes went to a temp name in the reserved pattern');
-      assert.equal(await sb.store.stat(posix.join(attemptDir, 'data.bin')), null, 'no partial file under the final name');
+      assert.equal(
+        await sb.store.stat(posix.join(attemptDir, 'data.bin')),
+        null,
+        'no partial file under the final name',
+      );
 
       // A file named like a temp would be removed, never committed: stage refuses it up front.
       const [reserved] = await localFiles({ [`${TEMP_PREFIX}data.bin`]: 'x' });
       const refused = await cli(['stage', '--job', job, '--task', '0', reserved!], { env: sb.env });
       assert.equal(refused.code, 2, refused.stderr);
       assert.match(refused.stderr, /reserved for temp files/);
-      // So is a name commit-task would leave out as a writer's marker, at any depth, or put under the job's own _SUCCESS.
+      // So is a name commit-task would leave out as a writer's marker, at any depth, or put under the job's own
+      // _SUCCESS.
       for (const name of ['_SUCCESS', 'sub/._SUCCESS.crc', 'sub/_committed_7', '_SUCCESS/x']) {
         const m = await cli(['stage', '--job', job, '--task', '0', '--name', name, '-'], { env: sb.env, input: 'x' });
         assert.equal(m.code, 2, m.stderr);
-        assert.match(m.stderr, new RegExp(`^stagecommit: error: file name '${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}': a writer's marker .* it would never be committed; rename it\n$`));
+        assert.match(
+          m.stderr,
+          new RegExp(
+            `^stagecommit: error: file name '${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}': a writer's marker .* it would never be committed; rename it\n$`,
+          ),
+        );
       }
 
       await stageTask(sb, job, { task: '0', files: { 'good.csv': 'good\n' } });
-      if (makesTemps) assert.equal((await debris(sb.store, attemptDir)).length, 1, 'the killed stage left its temp for commit-task');
+      if (makesTemps)
+        assert.equal((await debris(sb.store, attemptDir)).length, 1, 'the killed stage left its temp for commit-task');
       const ct = await commitTask(sb, job, '0');
       assert.equal(ct.code, 0, ct.stderr);
       assert.match(ct.stderr, /1 file\(s\)/, 'the claim records the good file only');
@@ -119,7 +135,10 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(Object.keys(tree), ['_SUCCESS', 'good.csv'], 'exactly the good file: no data.bin, no temp');
       assert.equal(tree['good.csv'], 'good\n');
       const listed = JSON.parse(tree._SUCCESS!).filenames as string[];
-      assert.ok(listed.length === 1 && listed[0]!.endsWith('/good.csv'), `_SUCCESS lists the good file only: ${listed.join(', ')}`);
+      assert.ok(
+        listed.length === 1 && listed[0]!.endsWith('/good.csv'),
+        `_SUCCESS lists the good file only: ${listed.join(', ')}`,
+      );
       assert.equal(await sb.store.stat(sb.pathOf(job)), null, 'the staging dir is gone');
     });
 
@@ -127,7 +146,9 @@ for (const fx of storeFixtures()) {
       const target = posix.join(dir(), 'temps');
       const job = await stage(sb, { target, partitionBy: 'dt' });
       const layout = new JobLayout(sb.pathOf(job));
-      const attempt = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }));
+      const attempt = sb.pathOf(
+        await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }),
+      );
       const inFlight = posix.join(attempt, 'dt=1', `${TEMP_PREFIX}0123abcd-slow.csv`);
       await sb.store.writeFile(inFlight, 'half');
       await sb.store.writeFile(posix.join(attempt, 'dt=1', 'a.csv'), 'a');
@@ -150,7 +171,9 @@ for (const fx of storeFixtures()) {
 
     test('an empty temp a killed recover left among the decisions is never read as one: recover, status and commit-job go on', async () => {
       const target = posix.join(dir(), 'table');
-      const job = await prepare(sb, { target, partitionBy: 'dt' }, [{ task: '0', partition: ['dt=0'], files: { a: 'a' } }]);
+      const job = await prepare(sb, { target, partitionBy: 'dt' }, [
+        { task: '0', partition: ['dt=0'], files: { a: 'a' } },
+      ]);
       const decisions = new JobLayout(sb.pathOf(job)).decisionsDir(0);
       await sb.store.writeFile(posix.join(decisions, `${TEMP_PREFIX}0123456789ab-attempt_x_1_0.yaml`), '');
       for (const step of ['status', 'recover']) {
@@ -176,7 +199,11 @@ for (const fx of storeFixtures()) {
       const seen = await waitFor(run, 5000, async () => (await sb.store.list(attemptDir, { details: true }))[0]);
       run.child.kill('SIGKILL');
       const r = await run.done;
-      t.diagnostic(r.signal === 'SIGKILL' ? `killed ${seen ? `once ${seen.name} held ${seen.size} byte(s)` : 'before anything showed'}` : `finished first (exit ${r.code})`);
+      t.diagnostic(
+        r.signal === 'SIGKILL'
+          ? `killed ${seen ? `once ${seen.name} held ${seen.size} byte(s)` : 'before anything showed'}`
+          : `finished first (exit ${r.code})`,
+      );
       if (r.signal !== 'SIGKILL') assert.equal(r.code, 0, r.stderr);
       const staged = await sb.store.stat(posix.join(attemptDir, 'big.bin'));
       if (staged) assert.equal(staged.size, big.length, 'a file under the final name is whole');
@@ -188,8 +215,13 @@ for (const fx of storeFixtures()) {
       assert.equal(cj.code, 0, cj.stderr);
 
       const names = (await sb.store.list(target)).map((e) => e.name).sort();
-      assert.deepEqual(names, staged ? ['_SUCCESS', 'big.bin', 'good.csv'] : ['_SUCCESS', 'good.csv'], 'the whole file or nothing, and no temp');
-      if (staged) assert.equal(sha256((await sb.store.readFile(posix.join(target, 'big.bin')))!), sha256(big), 'byte-equal');
+      assert.deepEqual(
+        names,
+        staged ? ['_SUCCESS', 'big.bin', 'good.csv'] : ['_SUCCESS', 'good.csv'],
+        'the whole file or nothing, and no temp',
+      );
+      if (staged)
+        assert.equal(sha256((await sb.store.readFile(posix.join(target, 'big.bin')))!), sha256(big), 'byte-equal');
       assert.equal(await sb.store.stat(sb.pathOf(job)), null, 'the staging dir is gone');
     });
   });
@@ -230,7 +262,9 @@ async function onTmpfs(t: TestContext, dir: string, size: string, fn: () => Prom
   try {
     execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'pipe' });
   } catch (e) {
-    t.skip(`cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): ${String((e as { stderr?: Buffer }).stderr ?? e).trim()}`);
+    t.skip(
+      `cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): ${String((e as { stderr?: Buffer }).stderr ?? e).trim()}`,
+    );
     return;
   }
   try {
@@ -254,7 +288,9 @@ if (storeFixtures().some((f) => f.name === 'local') && os.platform() === 'linux'
       await onTmpfs(t, mnt, '256k', async () => {
         const target = path.join(mnt, 'table');
         // Long names make _SUCCESS (it lists them) two pages, more than any write before it needs.
-        const files = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`part-${String(i).padStart(2, '0')}-${'x'.repeat(180)}.csv`, `${i}\n`]));
+        const files = Object.fromEntries(
+          Array.from({ length: 20 }, (_, i) => [`part-${String(i).padStart(2, '0')}-${'x'.repeat(180)}.csv`, `${i}\n`]),
+        );
         const job = await prepare(sb, { target, tasks: 1 }, [{ task: '0', files }]);
         const filler = await fill(mnt);
         const failedOn: string[] = [];
@@ -269,13 +305,20 @@ if (storeFixtures().some((f) => f.name === 'local') && os.platform() === 'linux'
           // A plan write refused for space is known not to have landed: no "whether … is not known".
           assert.doesNotMatch(r.stderr, /is not known/, `round ${round}: ${r.stderr}`);
           failedOn.push(r.stderr.trim().split('\n').pop()!);
-          assert.deepEqual(await localDebris(mnt), [], `round ${round}: no temp debris in the target or staging (${r.stderr.trim()})`);
+          assert.deepEqual(
+            await localDebris(mnt),
+            [],
+            `round ${round}: no temp debris in the target or staging (${r.stderr.trim()})`,
+          );
           // One more page free for the next round.
           await fs.truncate(filler, Math.max(0, (await fs.stat(filler)).size - PAGE));
         }
         t.diagnostic(`failed on: ${failedOn.join(' | ')}`);
         assert.ok(failedOn.length > 0, 'the full disk failed at least one run');
-        assert.ok(failedOn.some((f) => f.includes('_SUCCESS')), `_SUCCESS hit the full disk once (${failedOn.join(' | ')})`);
+        assert.ok(
+          failedOn.some((f) => f.includes('_SUCCESS')),
+          `_SUCCESS hit the full disk once (${failedOn.join(' | ')})`,
+        );
         const tree = await readTree(sb.store, target);
         assert.deepEqual(Object.keys(tree), ['_SUCCESS', ...Object.keys(files).sort()]);
         assert.deepEqual(await localDebris(mnt), []);

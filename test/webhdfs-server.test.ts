@@ -39,23 +39,27 @@ async function faultyNameNode(cut: Record<string, number>) {
   const upstream = new URL(nn);
   const proxy = createHttpServer((req, res) => {
     const op = new URL(req.url!, 'http://x').searchParams.get('op') ?? '';
-    const up = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
-      if ((cut[op] ?? 0) > 0) {
-        cut[op]!--;
-        if (op === 'RENAME') return void r.resume().on('end', () => res.socket?.destroy());
-        res.writeHead(r.statusCode ?? 502, { ...r.headers, 'content-length': '500' });
-        return void res.write('{"FileSt', () => res.socket?.destroy());
-      }
-      res.writeHead(r.statusCode ?? 502, r.headers);
-      r.pipe(res);
-    });
+    const up = httpRequest(
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+      (r) => {
+        if ((cut[op] ?? 0) > 0) {
+          cut[op]!--;
+          if (op === 'RENAME') return void r.resume().on('end', () => res.socket?.destroy());
+          res.writeHead(r.statusCode ?? 502, { ...r.headers, 'content-length': '500' });
+          return void res.write('{"FileSt', () => res.socket?.destroy());
+        }
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+      },
+    );
     req.pipe(up);
   });
   await new Promise<void>((res) => proxy.listen(0, '127.0.0.1', res));
   const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
   return {
     cut,
-    client: () => new WebHdfsStore({ nameNodes: [url], uriPrefix: 'hdfs://c', user: 'etl', retries: 2, retryBaseMs: 5 }),
+    client: () =>
+      new WebHdfsStore({ nameNodes: [url], uriPrefix: 'hdfs://c', user: 'etl', retries: 2, retryBaseMs: 5 }),
     close: async () => {
       proxy.closeAllConnections();
       await new Promise((res) => proxy.close(res));
@@ -82,7 +86,10 @@ describe('WebHDFS test server follows the specification', () => {
     assert.equal((await fetch(loc, { method: 'PUT', body: 'hello' })).status, 201);
     const again = await create('/spec/a.txt', 'other');
     assert.equal(again.status, 403);
-    assert.equal(((await again.json()) as { RemoteException: { exception: string } }).RemoteException.exception, 'FileAlreadyExistsException');
+    assert.equal(
+      ((await again.json()) as { RemoteException: { exception: string } }).RemoteException.exception,
+      'FileAlreadyExistsException',
+    );
     const open = await op('GET', '/spec/a.txt', 'op=OPEN');
     assert.equal(open.status, 307);
     assert.equal(await (await fetch(open.headers.get('location')!)).text(), 'hello');
@@ -101,7 +108,10 @@ describe('WebHDFS test server follows the specification', () => {
     const r = await op('GET', '/nope', 'op=GETFILESTATUS');
     assert.equal(r.status, 404);
     const j = (await r.json()) as { RemoteException: { exception: string; javaClassName: string; message: string } };
-    assert.deepEqual([j.RemoteException.exception, j.RemoteException.javaClassName], ['FileNotFoundException', 'java.io.FileNotFoundException']);
+    assert.deepEqual(
+      [j.RemoteException.exception, j.RemoteException.javaClassName],
+      ['FileNotFoundException', 'java.io.FileNotFoundException'],
+    );
   });
 
   test('rename: onto an existing directory moves the source inside it; refusals answer {"boolean": false}', async () => {
@@ -110,11 +120,23 @@ describe('WebHDFS test server follows the specification', () => {
     const inside = await op('PUT', '/r/src', 'op=RENAME&destination=/r/dst');
     assert.deepEqual(await inside.json(), { boolean: true });
     assert.equal((await op('GET', '/r/dst/src/f', 'op=GETFILESTATUS')).status, 200, 'moved inside the directory');
-    assert.deepEqual(await (await op('PUT', '/r/missing', 'op=RENAME&destination=/r/x')).json(), { boolean: false }, 'missing source');
+    assert.deepEqual(
+      await (await op('PUT', '/r/missing', 'op=RENAME&destination=/r/x')).json(),
+      { boolean: false },
+      'missing source',
+    );
     await create('/r/file1', '1');
     await create('/r/file2', '2');
-    assert.deepEqual(await (await op('PUT', '/r/file1', 'op=RENAME&destination=/r/file2')).json(), { boolean: false }, 'existing file');
-    assert.deepEqual(await (await op('PUT', '/r/file1', 'op=RENAME&destination=/r/no/parent/f')).json(), { boolean: false }, 'rename does not create parents');
+    assert.deepEqual(
+      await (await op('PUT', '/r/file1', 'op=RENAME&destination=/r/file2')).json(),
+      { boolean: false },
+      'existing file',
+    );
+    assert.deepEqual(
+      await (await op('PUT', '/r/file1', 'op=RENAME&destination=/r/no/parent/f')).json(),
+      { boolean: false },
+      'rename does not create parents',
+    );
   });
 
   test('rename2 (renameoptions): NONE refuses an existing destination, OVERWRITE replaces a file', async () => {
@@ -122,7 +144,10 @@ describe('WebHDFS test server follows the specification', () => {
     await create('/r2/b', 'b');
     const none = await op('PUT', '/r2/a', 'op=RENAME&destination=/r2/b&renameoptions=NONE');
     assert.equal(none.status, 403);
-    assert.equal(((await none.json()) as { RemoteException: { exception: string } }).RemoteException.exception, 'FileAlreadyExistsException');
+    assert.equal(
+      ((await none.json()) as { RemoteException: { exception: string } }).RemoteException.exception,
+      'FileAlreadyExistsException',
+    );
     assert.equal((await op('PUT', '/r2/a', 'op=RENAME&destination=/r2/b&renameoptions=OVERWRITE')).status, 200);
     const open = await op('GET', '/r2/b', 'op=OPEN');
     assert.equal(await (await fetch(open.headers.get('location')!)).text(), 'a');
@@ -135,9 +160,23 @@ describe('WebHDFS test server follows the specification', () => {
       const next = versions[(round + 1) % 2]!;
       await create('/ov/next', next, true);
       const at = (await op('GET', '/ov/f', 'op=OPEN')).headers.get('location')!;
-      const reads = Array.from({ length: 8 }, (_, i) => sleep(i % 4).then(() => fetch(at).then((r) => r.text(), (e: Error) => `failed: ${e.message}`)));
-      const [, ...got] = await Promise.all([op('PUT', '/ov/next', 'op=RENAME&destination=/ov/f&renameoptions=OVERWRITE'), ...reads]);
-      for (const read of got) assert.ok(versions.includes(read), `round ${round}: a read of ${read.length} bytes is neither version whole: ${read.slice(0, 40)}`);
+      const reads = Array.from({ length: 8 }, (_, i) =>
+        sleep(i % 4).then(() =>
+          fetch(at).then(
+            (r) => r.text(),
+            (e: Error) => `failed: ${e.message}`,
+          ),
+        ),
+      );
+      const [, ...got] = await Promise.all([
+        op('PUT', '/ov/next', 'op=RENAME&destination=/ov/f&renameoptions=OVERWRITE'),
+        ...reads,
+      ]);
+      for (const read of got)
+        assert.ok(
+          versions.includes(read),
+          `round ${round}: a read of ${read.length} bytes is neither version whole: ${read.slice(0, 40)}`,
+        );
     }
   });
 
@@ -174,7 +213,12 @@ describe('WebHDFS test server follows the specification', () => {
     const names: string[] = [];
     let after = '';
     for (;;) {
-      const j = (await (await op('GET', '/l', `op=LISTSTATUS_BATCH${after ? `&startAfter=${after}` : ''}`)).json()) as { DirectoryListing: { partialListing: { FileStatuses: { FileStatus: { pathSuffix: string }[] } }; remainingEntries: number } };
+      const j = (await (await op('GET', '/l', `op=LISTSTATUS_BATCH${after ? `&startAfter=${after}` : ''}`)).json()) as {
+        DirectoryListing: {
+          partialListing: { FileStatuses: { FileStatus: { pathSuffix: string }[] } };
+          remainingEntries: number;
+        };
+      };
       const page = j.DirectoryListing.partialListing.FileStatuses.FileStatus;
       assert.ok(page.length <= 2);
       names.push(...page.map((s) => s.pathSuffix));
@@ -187,17 +231,25 @@ describe('WebHDFS test server follows the specification', () => {
   test('a standby name node answers 403 StandbyException', async () => {
     const r = await fetch(`${cluster.nameNodeUrls[1]}/webhdfs/v1/?op=GETFILESTATUS&user.name=spec`);
     assert.equal(r.status, 403);
-    assert.equal(((await r.json()) as { RemoteException: { exception: string } }).RemoteException.exception, 'StandbyException');
+    assert.equal(
+      ((await r.json()) as { RemoteException: { exception: string } }).RemoteException.exception,
+      'StandbyException',
+    );
   });
 
   test('a created file is visible, empty, before its bytes arrive', async () => {
     const slow = await new WebHdfsCluster({ root: path.join(dir, 'slow'), createDelayMs: 400 }).start(1);
     try {
       const base = slow.nameNodeUrls[0]!;
-      const r = await fetch(`${base}/webhdfs/v1/claim?op=CREATE&overwrite=false&user.name=x`, { method: 'PUT', redirect: 'manual' });
+      const r = await fetch(`${base}/webhdfs/v1/claim?op=CREATE&overwrite=false&user.name=x`, {
+        method: 'PUT',
+        redirect: 'manual',
+      });
       const writing = fetch(r.headers.get('location')!, { method: 'PUT', body: 'claim-bytes' });
       await new Promise((res) => setTimeout(res, 150));
-      const st = (await (await fetch(`${base}/webhdfs/v1/claim?op=GETFILESTATUS&user.name=x`)).json()) as { FileStatus: { length: number } };
+      const st = (await (await fetch(`${base}/webhdfs/v1/claim?op=GETFILESTATUS&user.name=x`)).json()) as {
+        FileStatus: { length: number };
+      };
       assert.equal(st.FileStatus.length, 0);
       assert.equal((await writing).status, 201);
     } finally {
@@ -208,7 +260,14 @@ describe('WebHDFS test server follows the specification', () => {
 
 describe('WebHDFS client against the server', () => {
   const client = (over: Partial<ConstructorParameters<typeof WebHdfsStore>[0]> = {}) =>
-    new WebHdfsStore({ nameNodes: cluster.nameNodeUrls, uriPrefix: 'hdfs://c', user: 'etl', retries: 2, retryBaseMs: 5, ...over });
+    new WebHdfsStore({
+      nameNodes: cluster.nameNodeUrls,
+      uriPrefix: 'hdfs://c',
+      user: 'etl',
+      retries: 2,
+      retryBaseMs: 5,
+      ...over,
+    });
 
   test('fails over from a standby name node and remembers the active one', async () => {
     cluster.active = 1;
@@ -224,32 +283,59 @@ describe('WebHDFS client against the server', () => {
 
   test('a refused connection moves to the next name node', async () => {
     cluster.active = 0;
-    const c = new WebHdfsStore({ nameNodes: ['http://127.0.0.1:1', nn], uriPrefix: 'hdfs://c', user: 'etl', retries: 1, retryBaseMs: 5 });
+    const c = new WebHdfsStore({
+      nameNodes: ['http://127.0.0.1:1', nn],
+      uriPrefix: 'hdfs://c',
+      user: 'etl',
+      retries: 1,
+      retryBaseMs: 5,
+    });
     await c.mkdirs('/refused');
     assert.ok(await c.stat('/refused'));
   });
 
-  test('a name node that takes the connection and never answers is given up at the deadline, and the next one used', { timeout: 20_000 }, async () => {
-    cluster.active = 0;
-    const held: import('node:net').Socket[] = [];
-    const silent = createServer((sock) => void held.push(sock));
-    await new Promise<void>((res) => silent.listen(0, '127.0.0.1', res));
-    const hung = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
-    try {
-      const c = new WebHdfsStore({ nameNodes: [hung, nn], uriPrefix: 'hdfs://c', user: 'etl', retries: 1, retryBaseMs: 5, requestTimeoutMs: 300 });
-      const t = Date.now();
-      await c.mkdirs('/hung');
-      assert.ok(await c.stat('/hung'));
-      assert.ok(Date.now() - t >= 250, 'waited for the deadline');
-      assert.ok(held.length >= 1, 'the silent node was asked first');
-      // Alone, the silent node fails the call (with its retries) instead of hanging it.
-      const alone = new WebHdfsStore({ nameNodes: [hung], uriPrefix: 'hdfs://c', user: 'etl', retries: 1, retryBaseMs: 5, requestTimeoutMs: 200 });
-      await assert.rejects(alone.stat('/hung'), (e: StoreError) => e.kind === 'io' && /no name node answered/.test(e.message));
-    } finally {
-      for (const s of held) s.destroy();
-      await new Promise((res) => silent.close(res));
-    }
-  });
+  test(
+    'a name node that takes the connection and never answers is given up at the deadline, and the next one used',
+    { timeout: 20_000 },
+    async () => {
+      cluster.active = 0;
+      const held: import('node:net').Socket[] = [];
+      const silent = createServer((sock) => void held.push(sock));
+      await new Promise<void>((res) => silent.listen(0, '127.0.0.1', res));
+      const hung = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+      try {
+        const c = new WebHdfsStore({
+          nameNodes: [hung, nn],
+          uriPrefix: 'hdfs://c',
+          user: 'etl',
+          retries: 1,
+          retryBaseMs: 5,
+          requestTimeoutMs: 300,
+        });
+        const t = Date.now();
+        await c.mkdirs('/hung');
+        assert.ok(await c.stat('/hung'));
+        assert.ok(Date.now() - t >= 250, 'waited for the deadline');
+        assert.ok(held.length >= 1, 'the silent node was asked first');
+        // Alone, the silent node fails the call (with its retries) instead of hanging it.
+        const alone = new WebHdfsStore({
+          nameNodes: [hung],
+          uriPrefix: 'hdfs://c',
+          user: 'etl',
+          retries: 1,
+          retryBaseMs: 5,
+          requestTimeoutMs: 200,
+        });
+        await assert.rejects(
+          alone.stat('/hung'),
+          (e: StoreError) => e.kind === 'io' && /no name node answered/.test(e.message),
+        );
+      } finally {
+        for (const s of held) s.destroy();
+        await new Promise((res) => silent.close(res));
+      }
+    },
+  );
 
   test('a data node that cuts the connection or answers 500: reads and whole-file writes are sent again, a create-if-absent finds its own file', async () => {
     cluster.active = 0;
@@ -272,7 +358,11 @@ describe('WebHDFS client against the server', () => {
     cluster.dataNodeFaults.push('cut-before');
     assert.equal(await c.createExclusive('/dn/f', 'mine'), false);
     assert.equal((await c.readFile('/dn/f'))?.toString(), 'bytes-of-f');
-    assert.deepEqual(await left('/dn'), ['f', 'w-cut-after', 'w-cut-before', 'w-error-500', 'x-cut-after', 'x-cut-before', 'x-error-500'], 'no temp file left');
+    assert.deepEqual(
+      await left('/dn'),
+      ['f', 'w-cut-after', 'w-cut-before', 'w-error-500', 'x-cut-after', 'x-cut-before', 'x-error-500'],
+      'no temp file left',
+    );
     assert.equal(cluster.dataNodeFaults.length, 0, 'every fault was met');
   });
 
@@ -281,54 +371,113 @@ describe('WebHDFS client against the server', () => {
     const c = client({ retries: 1 });
     await c.mkdirs('/dn2');
     await c.writeFile('/dn2/f', 'f');
-    const named = (e: unknown) => e instanceof StoreError && e.kind === 'io' && /the data node 127\.0\.0\.1:\d+ (gave no answer: (socket hang up|other side closed)|answered HTTP 500)/.test(e.message) && !/^fetch failed/.test(e.message);
+    const named = (e: unknown) =>
+      e instanceof StoreError &&
+      e.kind === 'io' &&
+      /the data node 127\.0\.0\.1:\d+ (gave no answer: (socket hang up|other side closed)|answered HTTP 500)/.test(
+        e.message,
+      ) &&
+      !/^fetch failed/.test(e.message);
     cluster.dataNodeFaults.push('cut-before', 'cut-before');
     await assert.rejects(c.readFile('/dn2/f'), named);
     cluster.dataNodeFaults.push('error-500', 'error-500');
     await assert.rejects(c.writeFile('/dn2/g', 'g'), named);
     cluster.dataNodeFaults.push('cut-before');
-    await assert.rejects(c.put('/dn2/s', { stream: Readable.from([Buffer.from('streamed')]) }), named, 'a stream is not sent twice');
-    assert.deepEqual((await c.list('/dn2')).map((e) => e.name), ['f']);
+    await assert.rejects(
+      c.put('/dn2/s', { stream: Readable.from([Buffer.from('streamed')]) }),
+      named,
+      'a stream is not sent twice',
+    );
+    assert.deepEqual(
+      (await c.list('/dn2')).map((e) => e.name),
+      ['f'],
+    );
   });
 
-  test('a name node that hangs up as soon as it accepts (a proxy without a back end): the next one is used; alone, the call fails naming the cause', { timeout: 20_000 }, async () => {
-    cluster.active = 0;
-    const closer = createServer((sock) => void sock.destroy());
-    await new Promise<void>((res) => closer.listen(0, '127.0.0.1', res));
-    const gone = `http://127.0.0.1:${(closer.address() as AddressInfo).port}`;
-    try {
-      const c = new WebHdfsStore({ nameNodes: [gone, nn], uriPrefix: 'hdfs://c', user: 'etl', retries: 1, retryBaseMs: 5 });
-      await c.mkdirs('/hangup');
-      assert.ok(await c.stat('/hangup'));
-      const alone = new WebHdfsStore({ nameNodes: [gone], uriPrefix: 'hdfs://c', user: 'etl', retries: 1, retryBaseMs: 5 });
-      await assert.rejects(alone.stat('/hangup'), (e: StoreError) => e.kind === 'io' && /no name node answered \(http:\/\/127\.0\.0\.1:\d+\): (socket hang up|read ECONNRESET)/.test(e.message));
-      const refused = new WebHdfsStore({ nameNodes: ['http://127.0.0.1:1'], uriPrefix: 'hdfs://c', user: 'etl', retries: 0, retryBaseMs: 5 });
-      await assert.rejects(refused.stat('/x'), (e: StoreError) => /no name node answered \(http:\/\/127\.0\.0\.1:1\): connect ECONNREFUSED 127\.0\.0\.1:1/.test(e.message));
-    } finally {
-      await new Promise((res) => closer.close(res));
-    }
-  });
+  test(
+    'a name node that hangs up as soon as it accepts (a proxy without a back end): the next one is used; alone, the call fails naming the cause',
+    { timeout: 20_000 },
+    async () => {
+      cluster.active = 0;
+      const closer = createServer((sock) => void sock.destroy());
+      await new Promise<void>((res) => closer.listen(0, '127.0.0.1', res));
+      const gone = `http://127.0.0.1:${(closer.address() as AddressInfo).port}`;
+      try {
+        const c = new WebHdfsStore({
+          nameNodes: [gone, nn],
+          uriPrefix: 'hdfs://c',
+          user: 'etl',
+          retries: 1,
+          retryBaseMs: 5,
+        });
+        await c.mkdirs('/hangup');
+        assert.ok(await c.stat('/hangup'));
+        const alone = new WebHdfsStore({
+          nameNodes: [gone],
+          uriPrefix: 'hdfs://c',
+          user: 'etl',
+          retries: 1,
+          retryBaseMs: 5,
+        });
+        await assert.rejects(
+          alone.stat('/hangup'),
+          (e: StoreError) =>
+            e.kind === 'io' &&
+            /no name node answered \(http:\/\/127\.0\.0\.1:\d+\): (socket hang up|read ECONNRESET)/.test(e.message),
+        );
+        const refused = new WebHdfsStore({
+          nameNodes: ['http://127.0.0.1:1'],
+          uriPrefix: 'hdfs://c',
+          user: 'etl',
+          retries: 0,
+          retryBaseMs: 5,
+        });
+        await assert.rejects(refused.stat('/x'), (e: StoreError) =>
+          /no name node answered \(http:\/\/127\.0\.0\.1:1\): connect ECONNREFUSED 127\.0\.0\.1:1/.test(e.message),
+        );
+      } finally {
+        await new Promise((res) => closer.close(res));
+      }
+    },
+  );
 
-  test('a data node that stops reading an upload fails the request once no byte moved for the deadline: a write is sent again, a stream fails naming it', { timeout: 20_000 }, async () => {
-    cluster.active = 0;
-    const c = client({ requestTimeoutMs: 300 });
-    await c.mkdirs('/stall');
-    cluster.dataNodeFaults.push('stall');
-    await c.writeFile('/stall/f', 'f');
-    assert.equal((await c.readFile('/stall/f'))?.toString(), 'f');
-    cluster.dataNodeFaults.push('stall');
-    await assert.rejects(c.put('/stall/s', { stream: Readable.from([Buffer.alloc(32 << 10)]) }), (e: unknown) => e instanceof StoreError && /the data node .* gave no answer: stalled: no progress for 300 ms/.test(e.message));
-    assert.deepEqual((await c.list('/stall')).map((e) => e.name), ['f'], 'no temp left');
-    // Slow but moving (2 MiB at 640 KiB/s, far past the 300 ms deadline): never taken for a stall.
-    cluster.dataNodeFaults.push('slow');
-    const big = Buffer.alloc(2 << 20, 7);
-    await c.put('/stall/slow', { stream: Readable.from([big]) });
-    assert.equal(cluster.dataNodeFaults.length, 0, 'the slow data node took it');
-    assert.ok((await c.readFile('/stall/slow'))?.equals(big));
-    // A file that stops coming halfway: the same word, not a bare 'aborted'.
-    cluster.dataNodeFaults.push('stall-after');
-    await assert.rejects(client({ requestTimeoutMs: 300, retries: 0 }).readFile('/stall/slow'), (e: unknown) => e instanceof StoreError && /the data node's answer broke off: stalled: no progress for 300 ms$/.test(e.message));
-  });
+  test(
+    'a data node that stops reading an upload fails the request once no byte moved for the deadline: a write is sent again, a stream fails naming it',
+    { timeout: 20_000 },
+    async () => {
+      cluster.active = 0;
+      const c = client({ requestTimeoutMs: 300 });
+      await c.mkdirs('/stall');
+      cluster.dataNodeFaults.push('stall');
+      await c.writeFile('/stall/f', 'f');
+      assert.equal((await c.readFile('/stall/f'))?.toString(), 'f');
+      cluster.dataNodeFaults.push('stall');
+      await assert.rejects(
+        c.put('/stall/s', { stream: Readable.from([Buffer.alloc(32 << 10)]) }),
+        (e: unknown) =>
+          e instanceof StoreError && /the data node .* gave no answer: stalled: no progress for 300 ms/.test(e.message),
+      );
+      assert.deepEqual(
+        (await c.list('/stall')).map((e) => e.name),
+        ['f'],
+        'no temp left',
+      );
+      // Slow but moving (2 MiB at 640 KiB/s, far past the 300 ms deadline): never taken for a stall.
+      cluster.dataNodeFaults.push('slow');
+      const big = Buffer.alloc(2 << 20, 7);
+      await c.put('/stall/slow', { stream: Readable.from([big]) });
+      assert.equal(cluster.dataNodeFaults.length, 0, 'the slow data node took it');
+      assert.ok((await c.readFile('/stall/slow'))?.equals(big));
+      // A file that stops coming halfway: the same word, not a bare 'aborted'.
+      cluster.dataNodeFaults.push('stall-after');
+      await assert.rejects(
+        client({ requestTimeoutMs: 300, retries: 0 }).readFile('/stall/slow'),
+        (e: unknown) =>
+          e instanceof StoreError &&
+          /the data node's answer broke off: stalled: no progress for 300 ms$/.test(e.message),
+      );
+    },
+  );
 
   test('a name node answer that breaks off is sent again; a rename done whose answer was lost is found done', async () => {
     cluster.active = 0;
@@ -342,7 +491,10 @@ describe('WebHDFS client against the server', () => {
       await c.writeFile('/lost/m.yaml', 'manifest');
       assert.equal(proxy.cut.RENAME, 0, 'the rename answer was lost');
       assert.equal((await c.readFile('/lost/m.yaml'))?.toString(), 'manifest');
-      assert.deepEqual((await c.list('/lost')).map((e) => e.name), ['m.yaml']);
+      assert.deepEqual(
+        (await c.list('/lost')).map((e) => e.name),
+        ['m.yaml'],
+      );
     } finally {
       await proxy.close();
     }
@@ -362,7 +514,10 @@ describe('WebHDFS client against the server', () => {
       assert.equal((await c.readFile('/alllost/task/f.csv'))?.toString(), 'a,b\n');
       assert.deepEqual((await c.list('/alllost/task')).map((e) => e.name).sort(), ['dt=1', 'f.csv'], 'no temp left');
       // Nothing to rename: the lost answers prove nothing, and the call fails as it did.
-      await assert.rejects(c.rename('/alllost/none', '/alllost/other'), (e: unknown) => e instanceof StoreError && /no name node answered/.test(e.message));
+      await assert.rejects(
+        c.rename('/alllost/none', '/alllost/other'),
+        (e: unknown) => e instanceof StoreError && /no name node answered/.test(e.message),
+      );
       assert.equal(await c.stat('/alllost/other'), null);
     } finally {
       await proxy.close();
@@ -370,16 +525,45 @@ describe('WebHDFS client against the server', () => {
   });
 
   test("an answer that is not WebHDFS's (a proxy's page, '{}', a status without its fields) fails naming what came, never as a crash", async () => {
-    const answers = ['{}', '<html>502 Bad Gateway</html>', '{"FileStatus":{"pathSuffix":""}}', '{"boolean":"yes"}', '{"DirectoryListing":{"partialListing":{"FileStatuses":{"FileStatus":[{}]}},"remainingEntries":0}}'];
+    const answers = [
+      '{}',
+      '<html>502 Bad Gateway</html>',
+      '{"FileStatus":{"pathSuffix":""}}',
+      '{"boolean":"yes"}',
+      '{"DirectoryListing":{"partialListing":{"FileStatuses":{"FileStatus":[{}]}},"remainingEntries":0}}',
+    ];
     let next = '';
-    const odd = createHttpServer((_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end(next));
+    const odd = createHttpServer(
+      (_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end(next),
+    );
     await new Promise<void>((res) => odd.listen(0, '127.0.0.1', res));
     try {
-      const c = new WebHdfsStore({ nameNodes: [`http://127.0.0.1:${(odd.address() as AddressInfo).port}`], uriPrefix: 'hdfs://c', user: 'etl', retries: 0, retryBaseMs: 5 });
+      const c = new WebHdfsStore({
+        nameNodes: [`http://127.0.0.1:${(odd.address() as AddressInfo).port}`],
+        uriPrefix: 'hdfs://c',
+        user: 'etl',
+        retries: 0,
+        retryBaseMs: 5,
+      });
       for (const a of answers) {
         next = a;
-        for (const [op, call] of [['stat', () => c.stat('/x')], ['list', () => c.list('/x')], ['mkdirs', () => c.mkdirs('/x')], ['delete', () => c.delete('/x', false)]] as const) {
-          await assert.rejects(call(), (e: unknown) => e instanceof StoreError && e.kind === 'io' && e.message.startsWith(`${op} hdfs://c/x: the name node's answer (HTTP 200) is not the WebHDFS answer to ${op}: `) && e.message.endsWith("check that the address is a name node's HTTP port"), `${op} of ${a}`);
+        for (const [op, call] of [
+          ['stat', () => c.stat('/x')],
+          ['list', () => c.list('/x')],
+          ['mkdirs', () => c.mkdirs('/x')],
+          ['delete', () => c.delete('/x', false)],
+        ] as const) {
+          await assert.rejects(
+            call(),
+            (e: unknown) =>
+              e instanceof StoreError &&
+              e.kind === 'io' &&
+              e.message.startsWith(
+                `${op} hdfs://c/x: the name node's answer (HTTP 200) is not the WebHDFS answer to ${op}: `,
+              ) &&
+              e.message.endsWith("check that the address is a name node's HTTP port"),
+            `${op} of ${a}`,
+          );
         }
       }
     } finally {
@@ -394,46 +578,84 @@ describe('WebHDFS client against the server', () => {
     const odd = createHttpServer((req, res) => {
       const u = new URL(req.url!, 'http://x');
       const op = u.searchParams.get('op');
-      if (op === 'GETFILESTATUS') return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"RemoteException":{"exception":"FileNotFoundException","message":"no"}}');
-      if (op === 'CREATE' && !u.searchParams.has('dn')) return void res.writeHead(307, { location: `http://127.0.0.1:${(odd.address() as AddressInfo).port}${req.url}&dn=1` }).end();
+      if (op === 'GETFILESTATUS')
+        return void res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end('{"RemoteException":{"exception":"FileNotFoundException","message":"no"}}');
+      if (op === 'CREATE' && !u.searchParams.has('dn'))
+        return void res
+          .writeHead(307, { location: `http://127.0.0.1:${(odd.address() as AddressInfo).port}${req.url}&dn=1` })
+          .end();
       if (op === 'CREATE') return void req.resume().on('end', () => res.writeHead(create.status).end(create.body));
       res.writeHead(200, { 'content-type': 'application/json' }).end(rename);
     });
     await new Promise<void>((res) => odd.listen(0, '127.0.0.1', res));
     try {
-      const c = new WebHdfsStore({ nameNodes: [`http://127.0.0.1:${(odd.address() as AddressInfo).port}`], uriPrefix: 'hdfs://c', user: 'etl', retries: 0, retryBaseMs: 5 });
+      const c = new WebHdfsStore({
+        nameNodes: [`http://127.0.0.1:${(odd.address() as AddressInfo).port}`],
+        uriPrefix: 'hdfs://c',
+        user: 'etl',
+        retries: 0,
+        retryBaseMs: 5,
+      });
       for (const ok of ['', '{"boolean":true}']) {
         rename = ok;
         await c.rename('/a', '/b');
       }
       rename = '<html>Bad Gateway</html>';
-      await assert.rejects(c.rename('/a', '/b'), (e: unknown) => e instanceof StoreError && e.kind === 'io' && /is not the WebHDFS answer to rename: "<html>Bad Gateway<\/html>"/.test(e.message));
+      await assert.rejects(
+        c.rename('/a', '/b'),
+        (e: unknown) =>
+          e instanceof StoreError &&
+          e.kind === 'io' &&
+          /is not the WebHDFS answer to rename: "<html>Bad Gateway<\/html>"/.test(e.message),
+      );
       rename = '{"boolean":false}';
-      await assert.rejects(c.rename('/a', '/b'), (e: unknown) => e instanceof StoreError && /the name node answered \{"boolean": false\}: the source does not exist/.test(e.message));
+      await assert.rejects(
+        c.rename('/a', '/b'),
+        (e: unknown) =>
+          e instanceof StoreError &&
+          /the name node answered \{"boolean": false\}: the source does not exist/.test(e.message),
+      );
       assert.equal(await c.createExclusive('/f', 'x'), true);
       create = { status: 200, body: '' };
       assert.equal(await c.createExclusive('/f', 'x'), true);
       create = { status: 200, body: '<html>proxy</html>' };
-      await assert.rejects(c.createExclusive('/f', 'x'), (e: unknown) => e instanceof StoreError && /the data node's answer \(HTTP 200\) is not the WebHDFS answer to create: "<html>proxy<\/html>"/.test(e.message));
+      await assert.rejects(
+        c.createExclusive('/f', 'x'),
+        (e: unknown) =>
+          e instanceof StoreError &&
+          /the data node's answer \(HTTP 200\) is not the WebHDFS answer to create: "<html>proxy<\/html>"/.test(
+            e.message,
+          ),
+      );
     } finally {
       odd.closeAllConnections();
       await new Promise((res) => odd.close(res));
     }
   });
 
-  test('a fence set on the store (a lapsed job lease) is asked before every try of a change, a temp\'s rename included: no request after it throws; one still unanswered when it trips is cut off', async () => {
+  test("a fence set on the store (a lapsed job lease) is asked before every try of a change, a temp's rename included: no request after it throws; one still unanswered when it trips is cut off", async () => {
     const seen: string[] = [];
     const held: ServerResponse[] = [];
     const busy = createHttpServer((req, res) => {
       const op = new URL(req.url!, 'http://x').searchParams.get('op') ?? '';
       seen.push(op);
       if (op === 'DELETE') return void held.push(res); // never answered
-      res.writeHead(503, { 'content-type': 'application/json' }).end('{"RemoteException":{"exception":"RetriableException","message":"busy"}}');
+      res
+        .writeHead(503, { 'content-type': 'application/json' })
+        .end('{"RemoteException":{"exception":"RetriableException","message":"busy"}}');
     });
     await new Promise<void>((res) => busy.listen(0, '127.0.0.1', res));
     const fenced = (e: unknown) => e instanceof StoreError && e.message === 'fenced';
     try {
-      const c = new WebHdfsStore({ nameNodes: [`http://127.0.0.1:${(busy.address() as AddressInfo).port}`], uriPrefix: 'hdfs://c', user: 'etl', retries: 3, retryBaseMs: 5 });
+      const c = new WebHdfsStore({
+        nameNodes: [`http://127.0.0.1:${(busy.address() as AddressInfo).port}`],
+        uriPrefix: 'hdfs://c',
+        user: 'etl',
+        retries: 3,
+        retryBaseMs: 5,
+      });
       let admitted = 0;
       const oneTry: StoreFence = {
         admit: () => {
@@ -441,7 +663,10 @@ describe('WebHDFS client against the server', () => {
           return undefined;
         },
       };
-      await assert.rejects(withFence(oneTry, () => c.mkdirs('/g')), fenced);
+      await assert.rejects(
+        withFence(oneTry, () => c.mkdirs('/g')),
+        fenced,
+      );
       assert.deepEqual(seen, ['MKDIRS'], 'the retries were never sent');
       // A delete the name node holds: the fence trips while it waits, and it ends with the fence's word.
       const trip = new AbortController();
@@ -465,7 +690,10 @@ describe('WebHDFS client against the server', () => {
     };
     await c.mkdirs('/guarded');
     armed = true;
-    await assert.rejects(withFence(planFence, () => c.writeFile('/guarded/_commit.yaml', 'plan')), fenced);
+    await assert.rejects(
+      withFence(planFence, () => c.writeFile('/guarded/_commit.yaml', 'plan')),
+      fenced,
+    );
     assert.deepEqual(await c.list('/guarded'), [], 'no plan, no temp');
   });
 
@@ -474,7 +702,10 @@ describe('WebHDFS client against the server', () => {
     const c = client();
     await c.mkdirs('/cl/dir');
     await c.createExclusive('/cl/a', 'a');
-    await assert.rejects(c.rename('/cl/a', '/cl/dir'), (e: StoreError) => e.kind === 'exists' && /\/cl\/a -> hdfs:\/\/c\/cl\/dir/.test(e.message));
+    await assert.rejects(
+      c.rename('/cl/a', '/cl/dir'),
+      (e: StoreError) => e.kind === 'exists' && /\/cl\/a -> hdfs:\/\/c\/cl\/dir/.test(e.message),
+    );
     assert.equal(await c.stat('/cl/dir/a'), null);
     await assert.rejects(c.rename('/cl/none', '/cl/z'), (e: StoreError) => e.kind === 'not-found');
   });
@@ -482,7 +713,13 @@ describe('WebHDFS client against the server', () => {
   test('without rename2 (a gateway that lacks it) {"boolean": false} still becomes an error', async () => {
     const plain = await new WebHdfsCluster({ root: path.join(dir, 'plain'), noRename2: true }).start(1);
     try {
-      const c = new WebHdfsStore({ nameNodes: plain.nameNodeUrls, uriPrefix: 'hdfs://p', user: 'etl', retries: 0, retryBaseMs: 1 });
+      const c = new WebHdfsStore({
+        nameNodes: plain.nameNodeUrls,
+        uriPrefix: 'hdfs://p',
+        user: 'etl',
+        retries: 0,
+        retryBaseMs: 1,
+      });
       await c.createExclusive('/a', 'a');
       await c.mkdirs('/d');
       await assert.rejects(c.rename('/a', '/d'), /destination exists/);
@@ -500,17 +737,25 @@ describe('WebHDFS client against the server', () => {
     const p = '/enc/dt=2026 11%+?#/東京 ü.csv';
     await c.writeFile(p, 'bytes');
     assert.equal((await c.readFile(p))?.toString(), 'bytes');
-    assert.deepEqual((await c.list('/enc')).map((e) => e.name), ['dt=2026 11%+?#']);
+    assert.deepEqual(
+      (await c.list('/enc')).map((e) => e.name),
+      ['dt=2026 11%+?#'],
+    );
     const before = cluster.log.length;
     await client({ delegation: 'TOKEN123' }).stat(p);
-    assert.deepEqual(cluster.log.slice(before).map((l) => [l.user, l.delegation]), [[null, 'TOKEN123']]);
+    assert.deepEqual(
+      cluster.log.slice(before).map((l) => [l.user, l.delegation]),
+      [[null, 'TOKEN123']],
+    );
     assert.ok(cluster.log.slice(0, before).some((l) => l.user === 'etl'));
   });
 
   test('create-if-absent: exactly one of several concurrent creates wins', async () => {
     cluster.active = 0;
     const c = client();
-    const wins = await Promise.all(Array.from({ length: 8 }, (_, i) => c.createExclusive('/race/claim.yaml', `attempt ${i}`)));
+    const wins = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => c.createExclusive('/race/claim.yaml', `attempt ${i}`)),
+    );
     assert.equal(wins.filter(Boolean).length, 1);
     assert.equal(await c.delete('/race/none', true), false, 'delete of a missing path is false, not an error');
   });

@@ -15,8 +15,26 @@ import { data, readTree, writeTree } from './helpers/tree.js';
 import { stageTask } from './helpers/jobs.js';
 
 test('writer markers by name: _SUCCESS, _started_*, _committed_* and their .crc files, nothing else', () => {
-  for (const m of ['_SUCCESS', '._SUCCESS.crc', '_started_4711', '_committed_4711', '._committed_4711.crc', '._started_1.crc']) assert.ok(isWriterMarker(m), m);
-  for (const d of ['part-0', '.part-0.crc', '_SUCCESS.crc', '._SUCCESS', '_SUCCESSOR', 'x_SUCCESS', '_started_', '_temporary']) assert.ok(!isWriterMarker(d), d);
+  for (const m of [
+    '_SUCCESS',
+    '._SUCCESS.crc',
+    '_started_4711',
+    '_committed_4711',
+    '._committed_4711.crc',
+    '._started_1.crc',
+  ])
+    assert.ok(isWriterMarker(m), m);
+  for (const d of [
+    'part-0',
+    '.part-0.crc',
+    '_SUCCESS.crc',
+    '._SUCCESS',
+    '_SUCCESSOR',
+    'x_SUCCESS',
+    '_started_',
+    '_temporary',
+  ])
+    assert.ok(!isWriterMarker(d), d);
 });
 
 for (const fx of storeFixtures()) {
@@ -27,7 +45,9 @@ for (const fx of storeFixtures()) {
     test("a writer's _SUCCESS, _committed_*/_started_* and .crc markers are not data", async () => {
       const target = posix.join(dir(), 'sales');
       const job = await stage(sb, { target, partitionBy: 'dt', tasks: 1 });
-      const attempt = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }));
+      const attempt = sb.pathOf(
+        await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }),
+      );
       await writeTree(sb.store, attempt, {
         'dt=1/part-00000.parquet': 'rows',
         'dt=1/.part-00000.parquet.crc': 'crc',
@@ -45,15 +65,25 @@ for (const fx of storeFixtures()) {
       assert.equal(cj.code, 0, cj.stderr);
       const tree = await readTree(sb.store, target);
       assert.deepEqual(data(tree), { 'dt=1/.part-00000.parquet.crc': 'crc', 'dt=1/part-00000.parquet': 'rows' });
-      assert.deepEqual(Object.keys(tree).filter((k) => !k.startsWith('dt=1/')), ['_SUCCESS']);
+      assert.deepEqual(
+        Object.keys(tree).filter((k) => !k.startsWith('dt=1/')),
+        ['_SUCCESS'],
+      );
       assert.equal(JSON.parse(tree._SUCCESS!).committer, 'stagecommit');
     });
 
     test("a partition dir that held only a writer's markers is not published as an empty dir", async () => {
       const target = posix.join(dir(), 'sales');
       const job = await stage(sb, { target, partitionBy: 'dt', tasks: 1 });
-      const attempt = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }));
-      await writeTree(sb.store, attempt, { 'dt=1/part-0': 'rows', 'dt=2/_SUCCESS': '', 'dt=3/_committed_1': '{}', 'dt=3/._committed_1.crc': 'crc' });
+      const attempt = sb.pathOf(
+        await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }),
+      );
+      await writeTree(sb.store, attempt, {
+        'dt=1/part-0': 'rows',
+        'dt=2/_SUCCESS': '',
+        'dt=3/_committed_1': '{}',
+        'dt=3/._committed_1.crc': 'crc',
+      });
       const r = await cli(['commit-task', '--job', job, '--task', '0', '--json'], { env: sb.env });
       assert.equal(r.code, 0, r.stderr);
       assert.equal(JSON.parse(r.stdout).files, 1);
@@ -65,26 +95,42 @@ for (const fx of storeFixtures()) {
     test('a writer that makes _SUCCESS a directory, or leaves a link, is refused at commit-task (exit 2) and the attempt can still be aborted', async (t) => {
       const target = posix.join(dir(), 'links');
       const job = await stage(sb, { target, tasks: 1 });
-      const attempt = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }));
+      const attempt = sb.pathOf(
+        await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }),
+      );
       await writeTree(sb.store, attempt, { 'part-0': 'rows', '_SUCCESS/inner': 'x' });
       const r = await cli(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
       assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /'_SUCCESS\/inner' would collide with the job's own marker '_SUCCESS'|holds a directory '_SUCCESS', which would collide with the job's own marker/);
-      assert.equal((await cli(['abort', '--job', job, '--task', '0'], { env: sb.env })).code, 0, 'no decision was taken: the attempt aborts');
+      assert.match(
+        r.stderr,
+        /'_SUCCESS\/inner' would collide with the job's own marker '_SUCCESS'|holds a directory '_SUCCESS', which would collide with the job's own marker/,
+      );
+      assert.equal(
+        (await cli(['abort', '--job', job, '--task', '0'], { env: sb.env })).code,
+        0,
+        'no decision was taken: the attempt aborts',
+      );
       if (fx.name === 's3') {
         // A zero-byte key ending in '/' is a directory marker (S3A's mkdirs): not a file, left out.
         // One that holds bytes is refused: no step may drop its bytes unseen.
-        const a2 = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--attempt', '2', '--print-path'], { env: sb.env }));
+        const a2 = sb.pathOf(
+          await okInProcess(['stage', '--job', job, '--task', '0', '--attempt', '2', '--print-path'], { env: sb.env }),
+        );
         await writeTree(sb.store, a2, { 'part-0': 'rows' });
         await sb.store.writeFile(`${a2}/empty/`, '');
         await sb.store.writeFile(`${a2}/marker/`, 'bytes');
         const m = await cli(['commit-task', '--job', job, '--task', '0', '--attempt', '2'], { env: sb.env });
         assert.equal(m.code, 2, m.stderr);
-        assert.match(m.stderr, /holds 'marker\/', which is not a regular file \(a pipe, socket or device; on S3, a key ending in '\/' that holds bytes\)/);
+        assert.match(
+          m.stderr,
+          /holds 'marker\/', which is not a regular file \(a pipe, socket or device; on S3, a key ending in '\/' that holds bytes\)/,
+        );
         assert.equal((await cli(['abort', '--job', job, '--task', '0', '--attempt', '2'], { env: sb.env })).code, 0);
       }
       if (fx.name !== 'local') return t.diagnostic('links: local only');
-      const attempt1 = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--attempt', '1', '--print-path'], { env: sb.env }));
+      const attempt1 = sb.pathOf(
+        await okInProcess(['stage', '--job', job, '--task', '0', '--attempt', '1', '--print-path'], { env: sb.env }),
+      );
       await writeTree(sb.store, attempt1, { 'part-0': 'rows' });
       await symlink('/etc/passwd', posix.join(attempt1, 'link.txt'));
       const l = await cli(['commit-task', '--job', job, '--task', '0', '--attempt', '1'], { env: sb.env });
@@ -96,12 +142,17 @@ for (const fx of storeFixtures()) {
     test('an empty _SUCCESS directory (or one holding only markers) in the attempt dir is refused at commit-task (exit 2), never moved into the target to stop the job past its commit point', async () => {
       const target = posix.join(dir(), 'empty-success');
       const job = await stage(sb, { target, tasks: 1 });
-      const attempt = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }));
+      const attempt = sb.pathOf(
+        await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }),
+      );
       // Only a writer's marker in it: the marker is left out, and the directory would move on empty.
       await writeTree(sb.store, attempt, { 'part-0': 'rows', '_SUCCESS/._SUCCESS.crc': 'c' });
       const r = await cli(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
       assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /holds a directory '_SUCCESS', which would collide with the job's own marker '_SUCCESS': remove it and run commit-task again \(nothing was committed\)/);
+      assert.match(
+        r.stderr,
+        /holds a directory '_SUCCESS', which would collide with the job's own marker '_SUCCESS': remove it and run commit-task again \(nothing was committed\)/,
+      );
       await sb.store.delete(posix.join(attempt, '_SUCCESS'), true);
       assert.equal((await cli(['commit-task', '--job', job, '--task', '0'], { env: sb.env })).code, 0);
       const cj = await cli(['commit-job', '--job', job], { env: sb.env });
@@ -112,17 +163,26 @@ for (const fx of storeFixtures()) {
     test('a writer that wrote its output at the --print-path itself, not under it: exit 2 naming the file, nothing committed', async () => {
       const target = posix.join(dir(), 'at-path');
       const job = await stage(sb, { target, tasks: 1 });
-      const attempt = sb.pathOf(await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }));
+      const attempt = sb.pathOf(
+        await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }),
+      );
       if (fx.name !== 's3') await sb.store.delete(attempt, true);
       await sb.store.writeFile(attempt, 'rows\n');
       const r = await cli(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
       assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /attempt_\S+'s dir \S+ is a file: the writer wrote its output at the path --print-path gave, not under it; move it under that path \(e\.g\. \S+\/part-00000\) and run commit-task again \(nothing was committed\)\n$/);
-      assert.equal((await sb.store.readFile(attempt))?.toString(), 'rows\n', 'the bytes are where the writer left them');
+      assert.match(
+        r.stderr,
+        /attempt_\S+'s dir \S+ is a file: the writer wrote its output at the path --print-path gave, not under it; move it under that path \(e\.g\. \S+\/part-00000\) and run commit-task again \(nothing was committed\)\n$/,
+      );
+      assert.equal(
+        (await sb.store.readFile(attempt))?.toString(),
+        'rows\n',
+        'the bytes are where the writer left them',
+      );
       assert.equal(await sb.store.stat(target), null);
     });
 
-    test("_SUCCESS as a directory in the target is exit 4 before the commit point; the target is unchanged", async () => {
+    test('_SUCCESS as a directory in the target is exit 4 before the commit point; the target is unchanged', async () => {
       const target = posix.join(dir(), 'wedge');
       await writeTree(sb.store, target, { 'old.csv': 'old', '_SUCCESS/x': 'not a marker' });
       const job = await stage(sb, { target, mode: 'append', tasks: 1 });
@@ -141,9 +201,14 @@ for (const fx of storeFixtures()) {
       await stageTask(sb, job, { task: '0', files: { 'a.csv': 'a' } });
       await okInProcess(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
       await okInProcess(['commit-job', '--job', job], { env: sb.env });
-      const again = await cli(['stage', '--target', sb.uri(target), '--mode', 'append', '--job-id', 'etl-sales'], { env: sb.env });
+      const again = await cli(['stage', '--target', sb.uri(target), '--mode', 'append', '--job-id', 'etl-sales'], {
+        env: sb.env,
+      });
       assert.equal(again.code, 2, again.stderr);
-      assert.match(again.stderr, /job id 'etl-sales' names a job that already committed into .*: choose another --job-id/);
+      assert.match(
+        again.stderr,
+        /job id 'etl-sales' names a job that already committed into .*: choose another --job-id/,
+      );
     });
   });
 }

@@ -21,7 +21,8 @@ export interface AbortDoc extends AbortResult {
 }
 
 function input(o: AbortOptions, path: string) {
-  if (o.attempt !== undefined && o.task === undefined) throw new UsageError('--attempt needs --task: it names one attempt of one task');
+  if (o.attempt !== undefined && o.task === undefined)
+    throw new UsageError('--attempt needs --task: it names one attempt of one task');
   return { stagingPath: path, task: o.task === undefined ? undefined : String(o.task), attempt: o.attempt };
 }
 
@@ -36,8 +37,12 @@ export interface AbortDryRunDoc extends AbortDryRun {
   readonly handle: string;
 }
 
-export const abortDryRun = operation('abortDryRun', ABORT_OPTIONS, async (s: Session, o: AbortOptions): Promise<AbortDryRunDoc> => {
-  const job = await s.job(o.job);
-  const r = await abortDryRunStep(s.stepEnv(job.store), input(o, job.path));
-  return { handle: job.store.toUri(job.path), ...r };
-});
+export const abortDryRun = operation(
+  'abortDryRun',
+  ABORT_OPTIONS,
+  async (s: Session, o: AbortOptions): Promise<AbortDryRunDoc> => {
+    const job = await s.job(o.job);
+    const r = await abortDryRunStep(s.stepEnv(job.store), input(o, job.path));
+    return { handle: job.store.toUri(job.path), ...r };
+  },
+);

@@ -22,7 +22,14 @@ export interface AdoptOptions {
   readonly dryRun?: boolean;
 }
 
-const ADOPT_OPTIONS: OptionTable<AdoptOptions> = { leftover: required(text), target: text, mode: oneOf('append', 'overwrite'), tasks: positiveInt, olderThan: text, dryRun: flag };
+const ADOPT_OPTIONS: OptionTable<AdoptOptions> = {
+  leftover: required(text),
+  target: text,
+  mode: oneOf('append', 'overwrite'),
+  tasks: positiveInt,
+  olderThan: text,
+  dryRun: flag,
+};
 
 /** `adopt --json`: `handle` names the new job in every later call. */
 export type AdoptDoc = AdoptResult;
@@ -33,9 +40,20 @@ export const adopt = operation('adopt', ADOPT_OPTIONS, async (s: Session, o: Ado
   let targetPath: string | undefined;
   if (o.target !== undefined) {
     const t = await s.location(o.target);
-    if (storeKey(t.uri) !== storeKey(loc.uri)) throw new UsageError(`--target ${o.target} is not on the leftover's store (${storeKey(loc.uri)}): adopting moves no data between stores`);
+    if (storeKey(t.uri) !== storeKey(loc.uri))
+      throw new UsageError(
+        `--target ${o.target} is not on the leftover's store (${storeKey(loc.uri)}): adopting moves no data between stores`,
+      );
     targetPath = t.path;
   }
   const stagingRoot = s.config.stagingRoot ? (await s.location(s.config.stagingRoot)).path : undefined;
-  return adoptStep(s.stepEnv(loc.store), { leftoverPath: loc.path, targetPath, mode: o.mode, tasks: o.tasks, olderThanMs, stagingRoot, dryRun: Boolean(o.dryRun) });
+  return adoptStep(s.stepEnv(loc.store), {
+    leftoverPath: loc.path,
+    targetPath,
+    mode: o.mode,
+    tasks: o.tasks,
+    olderThanMs,
+    stagingRoot,
+    dryRun: Boolean(o.dryRun),
+  });
 });

@@ -20,10 +20,18 @@ export interface CleanOrphansOptions {
   readonly maxDepth?: number;
 }
 
-const CLEAN_ORPHANS_OPTIONS: OptionTable<CleanOrphansOptions> = { roots: required(texts), olderThan: text, delete: flag, deleteUnpublished: flag, maxDepth: wholeNumber };
+const CLEAN_ORPHANS_OPTIONS: OptionTable<CleanOrphansOptions> = {
+  roots: required(texts),
+  olderThan: text,
+  delete: flag,
+  deleteUnpublished: flag,
+  maxDepth: wholeNumber,
+};
 
 /** One leftover as `--json` shows it: `path` is its URI. */
-export type LeftoverDoc = Omit<Leftover, 'path' | 'uri' | 'upload' | 'pastCommit' | 'unpublished'> & { readonly path: string };
+export type LeftoverDoc = Omit<Leftover, 'path' | 'uri' | 'upload' | 'pastCommit' | 'unpublished'> & {
+  readonly path: string;
+};
 
 export interface CleanOrphansDoc extends Omit<CleanOrphansResult, 'leftovers'> {
   readonly leftovers: readonly LeftoverDoc[];
@@ -33,16 +41,37 @@ const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
 
 export function parseDuration(raw: string): number {
   const m = /^(\d+)([smhd])$/.exec(raw.trim());
-  if (!m) throw new UsageError(`invalid --older-than '${raw}': give a number and a unit s, m, h or d (e.g. 90m, 36h, 7d)`);
+  if (!m)
+    throw new UsageError(`invalid --older-than '${raw}': give a number and a unit s, m, h or d (e.g. 90m, 36h, 7d)`);
   return Number(m[1]) * UNITS[m[2]!]! * 1000;
 }
 
-export const cleanOrphans = operation('cleanOrphans', CLEAN_ORPHANS_OPTIONS, async (s: Session, o: CleanOrphansOptions): Promise<CleanOrphansDoc> => {
-  const olderThanMs = parseDuration(o.olderThan ?? '24h');
-  if (o.roots.length === 0) throw new UsageError('clean-orphans needs at least one root directory to scan');
-  if (o.deleteUnpublished && !o.delete) throw new UsageError('--delete-unpublished removes leftovers only together with --delete: add --delete, or leave it out for a dry run');
-  const locs = await Promise.all(o.roots.map((r) => s.location(r)));
-  if (new Set(locs.map((l) => storeKey(l.uri))).size > 1) throw new UsageError('the roots are on different stores: run clean-orphans once per store');
-  const r = await cleanOrphansStep(s.stepEnv(locs[0]!.store), { roots: locs.map((l) => l.path), olderThanMs, delete: o.delete === true, deleteUnpublished: o.deleteUnpublished === true, maxDepth: o.maxDepth });
-  return { ...r, leftovers: r.leftovers.map(({ path: _p, uri, upload: _u, pastCommit: _c, unpublished: _n, ...l }) => ({ ...l, path: uri })) };
-});
+export const cleanOrphans = operation(
+  'cleanOrphans',
+  CLEAN_ORPHANS_OPTIONS,
+  async (s: Session, o: CleanOrphansOptions): Promise<CleanOrphansDoc> => {
+    const olderThanMs = parseDuration(o.olderThan ?? '24h');
+    if (o.roots.length === 0) throw new UsageError('clean-orphans needs at least one root directory to scan');
+    if (o.deleteUnpublished && !o.delete)
+      throw new UsageError(
+        '--delete-unpublished removes leftovers only together with --delete: add --delete, or leave it out for a dry run',
+      );
+    const locs = await Promise.all(o.roots.map((r) => s.location(r)));
+    if (new Set(locs.map((l) => storeKey(l.uri))).size > 1)
+      throw new UsageError('the roots are on different stores: run clean-orphans once per store');
+    const r = await cleanOrphansStep(s.stepEnv(locs[0]!.store), {
+      roots: locs.map((l) => l.path),
+      olderThanMs,
+      delete: o.delete === true,
+      deleteUnpublished: o.deleteUnpublished === true,
+      maxDepth: o.maxDepth,
+    });
+    return {
+      ...r,
+      leftovers: r.leftovers.map(({ path: _p, uri, upload: _u, pastCommit: _c, unpublished: _n, ...l }) => ({
+        ...l,
+        path: uri,
+      })),
+    };
+  },
+);

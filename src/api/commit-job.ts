@@ -18,19 +18,27 @@ export interface CommitJobDoc extends CommitJobResult {
   readonly handle: string;
 }
 
-export const commitJob = operation('commitJob', COMMIT_JOB_OPTIONS, async (s: Session, o: CommitJobOptions): Promise<CommitJobDoc> => {
-  const job = await s.job(o.job);
-  const r = await commitJobStep(s.stepEnv(job.store, o.parallelism), { stagingPath: job.path });
-  return { handle: job.store.toUri(job.path), ...r };
-});
+export const commitJob = operation(
+  'commitJob',
+  COMMIT_JOB_OPTIONS,
+  async (s: Session, o: CommitJobOptions): Promise<CommitJobDoc> => {
+    const job = await s.job(o.job);
+    const r = await commitJobStep(s.stepEnv(job.store, o.parallelism), { stagingPath: job.path });
+    return { handle: job.store.toUri(job.path), ...r };
+  },
+);
 
 /** `commit-job --dry-run --json`: the checks and the plan of the real step; nothing written. */
 export interface CommitJobDryRunDoc extends CommitJobDryRun {
   readonly handle: string;
 }
 
-export const commitJobDryRun = operation('commitJobDryRun', COMMIT_JOB_OPTIONS, async (s: Session, o: CommitJobOptions): Promise<CommitJobDryRunDoc> => {
-  const job = await s.job(o.job);
-  const r = await commitJobDryRunStep(s.stepEnv(job.store, o.parallelism), { stagingPath: job.path });
-  return { handle: job.store.toUri(job.path), ...r };
-});
+export const commitJobDryRun = operation(
+  'commitJobDryRun',
+  COMMIT_JOB_OPTIONS,
+  async (s: Session, o: CommitJobOptions): Promise<CommitJobDryRunDoc> => {
+    const job = await s.job(o.job);
+    const r = await commitJobDryRunStep(s.stepEnv(job.store, o.parallelism), { stagingPath: job.path });
+    return { handle: job.store.toUri(job.path), ...r };
+  },
+);

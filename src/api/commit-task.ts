@@ -10,7 +10,11 @@ export interface CommitTaskOptions {
   readonly attempt?: number;
 }
 
-const COMMIT_TASK_OPTIONS: OptionTable<CommitTaskOptions> = { job: required(handle), task: required(taskId), attempt: wholeNumber };
+const COMMIT_TASK_OPTIONS: OptionTable<CommitTaskOptions> = {
+  job: required(handle),
+  task: required(taskId),
+  attempt: wholeNumber,
+};
 
 /** `commit-task --json`: outcome 'committed', or 'already' for an attempt that had committed. */
 export interface CommitTaskDoc extends CommitTaskResult {
@@ -18,8 +22,16 @@ export interface CommitTaskDoc extends CommitTaskResult {
   readonly attempt: number;
 }
 
-export const commitTask = operation('commitTask', COMMIT_TASK_OPTIONS, async (s: Session, o: CommitTaskOptions): Promise<CommitTaskDoc> => {
-  const job = await s.job(o.job);
-  const r = await commitTaskStep(s.stepEnv(job.store), { stagingPath: job.path, task: String(o.task), attempt: o.attempt });
-  return { handle: job.store.toUri(job.path), ...r, attempt: o.attempt ?? 0 };
-});
+export const commitTask = operation(
+  'commitTask',
+  COMMIT_TASK_OPTIONS,
+  async (s: Session, o: CommitTaskOptions): Promise<CommitTaskDoc> => {
+    const job = await s.job(o.job);
+    const r = await commitTaskStep(s.stepEnv(job.store), {
+      stagingPath: job.path,
+      task: String(o.task),
+      attempt: o.attempt,
+    });
+    return { handle: job.store.toUri(job.path), ...r, attempt: o.attempt ?? 0 };
+  },
+);

@@ -18,6 +18,7 @@ export type JobsDoc = JobsResult;
 export const jobs = operation('jobs', JOBS_OPTIONS, async (s: Session, o: JobsOptions): Promise<JobsDoc> => {
   if (o.uris.length === 0) throw new UsageError('jobs needs a table or a staging root to list');
   const locs = await Promise.all(o.uris.map((u) => s.location(u)));
-  if (new Set(locs.map((l) => storeKey(l.uri))).size > 1) throw new UsageError('the URIs are on different stores: run jobs once per store');
+  if (new Set(locs.map((l) => storeKey(l.uri))).size > 1)
+    throw new UsageError('the URIs are on different stores: run jobs once per store');
   return listJobs(s.stepEnv(locs[0]!.store), { paths: locs.map((l) => l.path) });
 });

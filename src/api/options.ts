@@ -23,16 +23,28 @@ export const text: Check = { what: 'a non-empty string', test: (v) => typeof v =
 export const positiveInt: Check = { what: 'a whole number ≥ 1', test: (v) => isInt(v) && v >= 1 };
 export const wholeNumber: Check = { what: 'a whole number (0, 1, …)', test: (v) => isInt(v) && v >= 0 };
 export const flag: Check = { what: 'true or false', test: (v) => typeof v === 'boolean' };
-export const texts: Check = { what: 'a list of strings', test: (v) => Array.isArray(v) && v.every((x) => typeof x === 'string' && x !== '') };
+export const texts: Check = {
+  what: 'a list of strings',
+  test: (v) => Array.isArray(v) && v.every((x) => typeof x === 'string' && x !== ''),
+};
 export const fn: Check = { what: 'a function', test: (v) => typeof v === 'function' };
-export const record: Check = { what: 'an object', test: (v) => v !== null && typeof v === 'object' && !Array.isArray(v) };
+export const record: Check = {
+  what: 'an object',
+  test: (v) => v !== null && typeof v === 'object' && !Array.isArray(v),
+};
 /** A job handle (what stage returned); an empty one is refused by Session.job, naming --job and STAGECOMMIT_JOB. */
 export const handle: Check = { what: 'the job handle stage returned', test: (v) => typeof v === 'string' };
 /** A task id: a token, or a whole number. */
-export const taskId: Check = { what: 'a task id (a non-empty string or a whole number)', test: (v) => text.test(v) || wholeNumber.test(v) };
+export const taskId: Check = {
+  what: 'a task id (a non-empty string or a whole number)',
+  test: (v) => text.test(v) || wholeNumber.test(v),
+};
 
 export function oneOf(...values: readonly string[]): Check {
-  return { what: `one of ${values.map((v) => `'${v}'`).join(', ')}`, test: (v) => typeof v === 'string' && values.includes(v) };
+  return {
+    what: `one of ${values.map((v) => `'${v}'`).join(', ')}`,
+    test: (v) => typeof v === 'string' && values.includes(v),
+  };
 }
 
 export function either(a: Check, b: Check): Check {
@@ -60,7 +72,10 @@ export const LIBRARY_OPTIONS = {
 function shown(v: unknown): string {
   if (typeof v === 'string') return `'${v.length > 40 ? v.slice(0, 40) + '…' : v}'`;
   if (typeof v === 'function') return 'a function';
-  if (Array.isArray(v)) return v.length <= 3 && v.every((x) => typeof x !== 'object' || x === null) ? `[${v.map(shown).join(', ')}]` : `a list of ${v.length}`;
+  if (Array.isArray(v))
+    return v.length <= 3 && v.every((x) => typeof x !== 'object' || x === null)
+      ? `[${v.map(shown).join(', ')}]`
+      : `a list of ${v.length}`;
   if (v !== null && typeof v === 'object') return 'an object';
   return String(v);
 }
@@ -71,12 +86,15 @@ function shown(v: unknown): string {
  * one. A key present with the value undefined counts as absent.
  */
 export function checkOptions(op: string, table: Readonly<Record<string, Check>>, o: unknown): void {
-  if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new UsageError(`${op}: takes an options object, got ${shown(o)}`);
+  if (o === null || typeof o !== 'object' || Array.isArray(o))
+    throw new UsageError(`${op}: takes an options object, got ${shown(o)}`);
   const known = Object.keys(table);
   for (const key of Object.keys(o)) {
     if (!Object.hasOwn(table, key)) {
       const near = closest(key, known);
-      throw new UsageError(`${op}: '${key}' is not an option (${near ? `did you mean '${near}'?` : `the options are ${known.join(', ')}`})`);
+      throw new UsageError(
+        `${op}: '${key}' is not an option (${near ? `did you mean '${near}'?` : `the options are ${known.join(', ')}`})`,
+      );
     }
   }
   for (const [key, check] of Object.entries(table)) {
@@ -96,7 +114,11 @@ export interface Operation<O, D> {
   readonly options: OptionTable<O>;
 }
 
-export function operation<O, D>(op: string, options: OptionTable<O>, body: (s: Session, o: O) => Promise<D>): Operation<O, D> {
+export function operation<O, D>(
+  op: string,
+  options: OptionTable<O>,
+  body: (s: Session, o: O) => Promise<D>,
+): Operation<O, D> {
   const run = async (s: Session, o: O): Promise<D> => {
     checkOptions(op, options, o);
     return body(s, o);

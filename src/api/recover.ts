@@ -15,19 +15,27 @@ export interface RecoverDoc extends RecoverResult {
   readonly handle: string;
 }
 
-export const recover = operation('recover', RECOVER_OPTIONS, async (s: Session, o: RecoverOptions): Promise<RecoverDoc> => {
-  const job = await s.job(o.job);
-  const r = await recoverStep(s.stepEnv(job.store), { stagingPath: job.path });
-  return { handle: job.store.toUri(job.path), ...r };
-});
+export const recover = operation(
+  'recover',
+  RECOVER_OPTIONS,
+  async (s: Session, o: RecoverOptions): Promise<RecoverDoc> => {
+    const job = await s.job(o.job);
+    const r = await recoverStep(s.stepEnv(job.store), { stagingPath: job.path });
+    return { handle: job.store.toUri(job.path), ...r };
+  },
+);
 
 /** `recover --dry-run --json`: what recover would keep, finish or undo, and run again; nothing changed. */
 export interface RecoverDryRunDoc extends RecoverDryRun {
   readonly handle: string;
 }
 
-export const recoverDryRun = operation('recoverDryRun', RECOVER_OPTIONS, async (s: Session, o: RecoverOptions): Promise<RecoverDryRunDoc> => {
-  const job = await s.job(o.job);
-  const r = await recoverDryRunStep(s.stepEnv(job.store), { stagingPath: job.path });
-  return { handle: job.store.toUri(job.path), ...r };
-});
+export const recoverDryRun = operation(
+  'recoverDryRun',
+  RECOVER_OPTIONS,
+  async (s: Session, o: RecoverOptions): Promise<RecoverDryRunDoc> => {
+    const job = await s.job(o.job);
+    const r = await recoverDryRunStep(s.stepEnv(job.store), { stagingPath: job.path });
+    return { handle: job.store.toUri(job.path), ...r };
+  },
+);

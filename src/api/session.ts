@@ -43,7 +43,11 @@ export class Session {
   private instrumented: InstrumentedStore | undefined;
 
   constructor(readonly init: SessionInit) {
-    this.opener = new StoreOpener({ config: init.config.raw, env: init.env, warn: (message) => this.emit({ type: 'warn', message }) });
+    this.opener = new StoreOpener({
+      config: init.config.raw,
+      env: init.env,
+      warn: (message) => this.emit({ type: 'warn', message }),
+    });
   }
 
   get config(): SessionConfig {
@@ -58,7 +62,10 @@ export class Session {
 
   /** The job a handle names (what `stage` returned as `handle`). */
   async job(handle: string | undefined): Promise<Location> {
-    if (!handle) throw new UsageError("no job given: pass --job HANDLE (what 'stagecommit stage --target …' printed) or set STAGECOMMIT_JOB");
+    if (!handle)
+      throw new UsageError(
+        "no job given: pass --job HANDLE (what 'stagecommit stage --target …' printed) or set STAGECOMMIT_JOB",
+      );
     return this.location(handle);
   }
 

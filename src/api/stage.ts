@@ -9,7 +9,20 @@ import { parsePartitionArg, UNPRINTABLE } from '../paths.js';
 import { storeKey } from '../store/resolve.js';
 import { stageFiles as stageFilesStep, type StagedSource, type StageFilesResult } from '../steps/stage-files.js';
 import { stageJob } from '../steps/stage-job.js';
-import { either, handle, listOf, oneOf, operation, positiveInt, required, taskId, text, texts, wholeNumber, type OptionTable } from './options.js';
+import {
+  either,
+  handle,
+  listOf,
+  oneOf,
+  operation,
+  positiveInt,
+  required,
+  taskId,
+  text,
+  texts,
+  wholeNumber,
+  type OptionTable,
+} from './options.js';
 import { iso, type Location, type Session } from './session.js';
 
 export interface StageOptions {
@@ -60,21 +73,32 @@ export interface StageDoc {
  */
 function checkHandleSafe(loc: Location, raw: string, what: string): void {
   if (loc.uri.scheme !== 'file' && loc.path.includes('%')) {
-    throw new UsageError(`${what} ${raw} names a path holding '%' (written %25 in a URI): its job handle would not read back, as URIs are percent-decoded; choose a name without '%'`);
+    throw new UsageError(
+      `${what} ${raw} names a path holding '%' (written %25 in a URI): its job handle would not read back, as URIs are percent-decoded; choose a name without '%'`,
+    );
   }
   // Printed escaped (cli/ui.ts), such a handle would not read back; a newline is refused by parseUri.
-  if (UNPRINTABLE.test(loc.path)) throw new UsageError(`${what} ${raw} names a path holding a control character: its job handle would not read back; choose another name`);
+  if (UNPRINTABLE.test(loc.path))
+    throw new UsageError(
+      `${what} ${raw} names a path holding a control character: its job handle would not read back; choose another name`,
+    );
 }
 
 /** The staging dir given (stagingDir, else the config's stagingRoot), checked to be on the target's store. */
-async function stagingOf(s: Session, o: StageOptions, targetKey: string): Promise<{ stagingPath?: string; stagingRoot?: string }> {
+async function stagingOf(
+  s: Session,
+  o: StageOptions,
+  targetKey: string,
+): Promise<{ stagingPath?: string; stagingRoot?: string }> {
   const raw = o.stagingDir ?? s.config.stagingRoot;
   if (!raw) return {};
   const what = o.stagingDir ? '--staging-dir' : 'stagingRoot';
   const loc = await s.location(raw);
   checkHandleSafe(loc, raw, what);
   if (storeKey(loc.uri) !== targetKey) {
-    throw new UsageError(`${what} ${raw} is not on the target's store (${targetKey}): the staging dir must be on the same store, bucket or namespace`);
+    throw new UsageError(
+      `${what} ${raw} is not on the target's store (${targetKey}): the staging dir must be on the same store, bucket or namespace`,
+    );
   }
   return o.stagingDir ? { stagingPath: loc.path } : { stagingRoot: loc.path };
 }
@@ -85,7 +109,8 @@ export const stage = operation('stage', STAGE_OPTIONS, async (s: Session, o: Sta
   const target = await s.location(o.target);
   checkHandleSafe(target, o.target, '--target');
   const staging = await stagingOf(s, o, storeKey(target.uri));
-  const partitionBy = typeof o.partitionBy === 'string' ? o.partitionBy.split(',').filter((c) => c !== '') : o.partitionBy;
+  const partitionBy =
+    typeof o.partitionBy === 'string' ? o.partitionBy.split(',').filter((c) => c !== '') : o.partitionBy;
   const r = await stageJob(s.stepEnv(target.store), {
     targetPath: target.path,
     ...staging,
@@ -97,11 +122,24 @@ export const stage = operation('stage', STAGE_OPTIONS, async (s: Session, o: Sta
     tasks: o.tasks,
   });
   const j = r.job;
-  return { handle: r.handle, jobId: r.jobId, target: j.target, mode: j.mode, algorithm: j.algorithm, partitionBy: j.partitionBy, tasksDeclared: j.tasks ?? null, stagedAt: iso(j.stagedAtMs), stagedAtMs: j.stagedAtMs };
+  return {
+    handle: r.handle,
+    jobId: r.jobId,
+    target: j.target,
+    mode: j.mode,
+    algorithm: j.algorithm,
+    partitionBy: j.partitionBy,
+    tasksDeclared: j.tasks ?? null,
+    stagedAt: iso(j.stagedAtMs),
+    stagedAtMs: j.stagedAtMs,
+  };
 });
 
 /** A file to stage: a local path, or data under a name. */
-export type FileSource = string | { readonly name: string; readonly stream: Readable } | { readonly name: string; readonly data: Buffer | string };
+export type FileSource =
+  | string
+  | { readonly name: string; readonly stream: Readable }
+  | { readonly name: string; readonly data: Buffer | string };
 
 export interface AttemptOptions {
   /** The job handle (what stage returned as `handle`). */
@@ -116,16 +154,30 @@ export interface StageFilesOptions extends AttemptOptions {
   readonly files: readonly FileSource[];
 }
 
-const ATTEMPT_OPTIONS: OptionTable<AttemptOptions> = { job: required(handle), task: required(taskId), attempt: wholeNumber, partition: texts };
+const ATTEMPT_OPTIONS: OptionTable<AttemptOptions> = {
+  job: required(handle),
+  task: required(taskId),
+  attempt: wholeNumber,
+  partition: texts,
+};
 
 function isFileSource(f: unknown): boolean {
   if (typeof f === 'string') return f !== '';
-  if (f === null || typeof f !== 'object' || typeof (f as { name?: unknown }).name !== 'string' || (f as { name: string }).name === '') return false;
+  if (
+    f === null ||
+    typeof f !== 'object' ||
+    typeof (f as { name?: unknown }).name !== 'string' ||
+    (f as { name: string }).name === ''
+  )
+    return false;
   const { stream, data } = f as { stream?: { pipe?: unknown }; data?: unknown };
   return typeof stream?.pipe === 'function' || typeof data === 'string' || Buffer.isBuffer(data);
 }
 
-const STAGE_FILES_OPTIONS: OptionTable<StageFilesOptions> = { ...ATTEMPT_OPTIONS, files: required(listOf("files (a path, { name, data } or { name, stream })", isFileSource)) };
+const STAGE_FILES_OPTIONS: OptionTable<StageFilesOptions> = {
+  ...ATTEMPT_OPTIONS,
+  files: required(listOf('files (a path, { name, data } or { name, stream })', isFileSource)),
+};
 
 /** `stage --job … --task … FILE… --json` and `stage … --print-path --json` */
 export interface StageFilesDoc {
@@ -152,11 +204,17 @@ async function sourceOf(s: Session, f: FileSource): Promise<StagedSource> {
   const localPath = path.resolve(s.init.cwd, f);
   const st = await stat(localPath).catch(() => null);
   // A name that is not valid UTF-8 reaches Node's argv with U+FFFD in it: a name no file has.
-  const why = localPath.includes('\uFFFD') ? 'no such file (is its name valid UTF-8? a name that is not cannot be given on the command line; rename it)' : 'no such file';
+  const why = localPath.includes('\uFFFD')
+    ? 'no such file (is its name valid UTF-8? a name that is not cannot be given on the command line; rename it)'
+    : 'no such file';
   if (!st) throw new UsageError(`cannot read ${localPath}: ${why}; nothing was staged`);
-  if (!st.isFile()) throw new UsageError(`${localPath} is not a regular file: stage files, or use --print-path and write into the dir`);
+  if (!st.isFile())
+    throw new UsageError(`${localPath} is not a regular file: stage files, or use --print-path and write into the dir`);
   const pseudo = PSEUDO_FILESYSTEMS.get((await statfs(localPath).catch(() => null))?.type ?? 0);
-  if (pseudo) throw new UsageError(`${localPath} is on ${pseudo}, a kernel filesystem whose files do not hold the size they report (a copy comes out empty, or never ends): copy it to a regular file first (cat ${localPath} > FILE); nothing was staged`);
+  if (pseudo)
+    throw new UsageError(
+      `${localPath} is on ${pseudo}, a kernel filesystem whose files do not hold the size they report (a copy comes out empty, or never ends): copy it to a regular file first (cat ${localPath} > FILE); nothing was staged`,
+    );
   return { localPath, name: path.basename(f) };
 }
 
@@ -177,7 +235,12 @@ const PSEUDO_FILESYSTEMS = new Map<number, string>([
   [0xcafe4a11, 'bpffs'],
 ]);
 
-async function stageInto(s: Session, o: AttemptOptions, files: readonly StagedSource[], printPath: boolean): Promise<StageFilesDoc> {
+async function stageInto(
+  s: Session,
+  o: AttemptOptions,
+  files: readonly StagedSource[],
+  printPath: boolean,
+): Promise<StageFilesDoc> {
   const job = await s.job(o.job);
   const r: StageFilesResult = await stageFilesStep(s.stepEnv(job.store), {
     stagingPath: job.path,
@@ -187,16 +250,33 @@ async function stageInto(s: Session, o: AttemptOptions, files: readonly StagedSo
     files,
     printPath,
   });
-  return { handle: job.store.toUri(job.path), jobId: r.jobId, task: r.task, attempt: r.attempt, attemptDir: r.attemptDir, writeDir: r.writeDir, files: r.files.length, fileList: r.files };
+  return {
+    handle: job.store.toUri(job.path),
+    jobId: r.jobId,
+    task: r.task,
+    attempt: r.attempt,
+    attemptDir: r.attemptDir,
+    writeDir: r.writeDir,
+    files: r.files.length,
+    fileList: r.files,
+  };
 }
 
-export const stageFiles = operation('stageFiles', STAGE_FILES_OPTIONS, async (s: Session, o: StageFilesOptions): Promise<StageFilesDoc> => {
-  const sources: StagedSource[] = [];
-  for (const f of o.files) sources.push(await sourceOf(s, f));
-  return stageInto(s, o, sources, false);
-});
+export const stageFiles = operation(
+  'stageFiles',
+  STAGE_FILES_OPTIONS,
+  async (s: Session, o: StageFilesOptions): Promise<StageFilesDoc> => {
+    const sources: StagedSource[] = [];
+    for (const f of o.files) sources.push(await sourceOf(s, f));
+    return stageInto(s, o, sources, false);
+  },
+);
 
 /** The attempt dir for a writer that writes there itself (`stage --print-path`); creates it. */
-export const attemptPath = operation('attemptPath', ATTEMPT_OPTIONS, async (s: Session, o: AttemptOptions): Promise<StageFilesDoc> => {
-  return stageInto(s, o, [], true);
-});
+export const attemptPath = operation(
+  'attemptPath',
+  ATTEMPT_OPTIONS,
+  async (s: Session, o: AttemptOptions): Promise<StageFilesDoc> => {
+    return stageInto(s, o, [], true);
+  },
+);

@@ -24,7 +24,11 @@ function bash(program: Command): string {
   const choices = [...program.options, ...cmds.flatMap((c) => c.options)]
     .filter((o) => o.argChoices && o.long)
     .map((o) => `    ${o.long}) COMPREPLY=( $(compgen -W ${quote(o.argChoices!.join(' '))} -- "$cur") ); return ;;`);
-  const needsValue = [...new Set([...valued(program.options), ...cmds.flatMap((c) => valued(c.options))].map((o) => o.long).filter(Boolean))].join('|');
+  const needsValue = [
+    ...new Set(
+      [...valued(program.options), ...cmds.flatMap((c) => valued(c.options))].map((o) => o.long).filter(Boolean),
+    ),
+  ].join('|');
   return `# stagecommit completion for bash: eval "$(stagecommit completion bash)"
 _stagecommit() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}"
@@ -57,9 +61,20 @@ function zshArg(o: Option): string {
 
 function zsh(program: Command): string {
   const cmds = specs(program);
-  const globals = program.options.filter((o) => o.long).map(zshArg).join(' ');
+  const globals = program.options
+    .filter((o) => o.long)
+    .map(zshArg)
+    .join(' ');
   const described = cmds.map((c) => quote(`${c.name}:${c.description.replace(/:/g, ' ')}`)).join(' ');
-  const cases = cmds.map((c) => `    (${c.name}) _arguments ${globals} ${c.options.filter((o) => o.long).map(zshArg).join(' ')} '*:file:_files' ;;`).join('\n');
+  const cases = cmds
+    .map(
+      (c) =>
+        `    (${c.name}) _arguments ${globals} ${c.options
+          .filter((o) => o.long)
+          .map(zshArg)
+          .join(' ')} '*:file:_files' ;;`,
+    )
+    .join('\n');
   return `#compdef stagecommit
 # stagecommit completion for zsh: eval "$(stagecommit completion zsh)", or save as _stagecommit in $fpath
 _stagecommit() {
@@ -89,7 +104,9 @@ function fish(program: Command): string {
     '# stagecommit completion for fish: stagecommit completion fish | source',
     ...cmds.map((c) => `complete -c stagecommit -f -n __fish_use_subcommand -a ${c.name} -d ${quote(c.description)}`),
     ...program.options.filter((o) => o.long).map((o) => flag(o, '')),
-    ...cmds.flatMap((c) => c.options.filter((o) => o.long).map((o) => flag(o, ` -n '__fish_seen_subcommand_from ${c.name}'`))),
+    ...cmds.flatMap((c) =>
+      c.options.filter((o) => o.long).map((o) => flag(o, ` -n '__fish_seen_subcommand_from ${c.name}'`)),
+    ),
   ];
   return lines.join('\n') + '\n';
 }

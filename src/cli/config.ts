@@ -31,8 +31,26 @@ const KNOWN: Record<string, unknown> = {
   stagingRoot: true,
   concurrency: true,
   leaseTtlSeconds: true,
-  s3: { endpoint: true, region: true, pathStyle: true, maxAttempts: true, requestTimeoutMs: true, multipartCopyThresholdBytes: true, multipartCopyPartBytes: true, uploadPartBytes: true, pendingUploadMinBytes: true },
-  webhdfs: { user: true, delegation: true, retries: true, retryBaseMs: true, requestTimeoutMs: true, caFile: true, nameservices: { '*': true } },
+  s3: {
+    endpoint: true,
+    region: true,
+    pathStyle: true,
+    maxAttempts: true,
+    requestTimeoutMs: true,
+    multipartCopyThresholdBytes: true,
+    multipartCopyPartBytes: true,
+    uploadPartBytes: true,
+    pendingUploadMinBytes: true,
+  },
+  webhdfs: {
+    user: true,
+    delegation: true,
+    retries: true,
+    retryBaseMs: true,
+    requestTimeoutMs: true,
+    caFile: true,
+    nameservices: { '*': true },
+  },
 };
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -44,7 +62,11 @@ export function userConfigFile(env: Env): string {
   return path.join(base, 'stagecommit', 'config.yaml');
 }
 
-export function loadConfig(explicit: string | undefined, env: Env = process.env, systemFile: string = SYSTEM_CONFIG): Config {
+export function loadConfig(
+  explicit: string | undefined,
+  env: Env = process.env,
+  systemFile: string = SYSTEM_CONFIG,
+): Config {
   const layers: { file: string; doc: Record<string, unknown> }[] = [];
   if (explicit !== undefined) layers.push({ file: explicit, doc: readLayer(explicit, true)! });
   for (const file of [userConfigFile(env), systemFile]) {
@@ -57,12 +79,20 @@ export function loadConfig(explicit: string | undefined, env: Env = process.env,
   const num = (key: 'concurrency' | 'leaseTtlSeconds'): number => {
     const v = raw[key];
     if (v === undefined) return DEFAULTS[key];
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new UsageError(`config ${where(key)}: '${key}' must be a positive whole number`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1)
+      throw new UsageError(`config ${where(key)}: '${key}' must be a positive whole number`);
     return v;
   };
   const stagingRoot = raw.stagingRoot;
-  if (stagingRoot !== undefined && typeof stagingRoot !== 'string') throw new UsageError(`config ${where('stagingRoot')}: 'stagingRoot' must be a path or URI`);
-  return { stagingRoot, concurrency: num('concurrency'), leaseTtlSeconds: num('leaseTtlSeconds'), raw, files: layers.map((l) => l.file) };
+  if (stagingRoot !== undefined && typeof stagingRoot !== 'string')
+    throw new UsageError(`config ${where('stagingRoot')}: 'stagingRoot' must be a path or URI`);
+  return {
+    stagingRoot,
+    concurrency: num('concurrency'),
+    leaseTtlSeconds: num('leaseTtlSeconds'),
+    raw,
+    files: layers.map((l) => l.file),
+  };
 }
 
 /** One file's mapping; a default file that does not exist is no layer (null). */
@@ -72,7 +102,9 @@ function readLayer(file: string, required: boolean): Record<string, unknown> | n
     text = readFileSync(file, 'utf8');
   } catch (e) {
     if (!required && (e as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    const hint = required ? 'fix the path or leave out --config (and STAGECOMMIT_CONFIG)' : 'fix its permissions or remove it';
+    const hint = required
+      ? 'fix the path or leave out --config (and STAGECOMMIT_CONFIG)'
+      : 'fix its permissions or remove it';
     throw new UsageError(`cannot read config ${file}: ${(e as Error).message.split('\n')[0]}; ${hint}`);
   }
   let doc: unknown;
@@ -82,7 +114,8 @@ function readLayer(file: string, required: boolean): Record<string, unknown> | n
     throw new UsageError(`config ${file} is not valid YAML: ${(e as Error).message.split('\n')[0]}`);
   }
   if (doc === null || doc === undefined) return {};
-  if (typeof doc !== 'object' || Array.isArray(doc)) throw new UsageError(`config ${file} is not a YAML mapping: see the README for its keys`);
+  if (typeof doc !== 'object' || Array.isArray(doc))
+    throw new UsageError(`config ${file} is not a YAML mapping: see the README for its keys`);
   return doc as Record<string, unknown>;
 }
 
@@ -93,7 +126,9 @@ function checkKeys(doc: Record<string, unknown>, known: Record<string, unknown>,
     if (spec === undefined) {
       const names = Object.keys(known);
       const near = closest(key, names);
-      const hint = near ? `did you mean '${prefix}${near}'?` : `the known keys${prefix ? ` of '${prefix.slice(0, -1)}'` : ''} are ${names.join(', ')}`;
+      const hint = near
+        ? `did you mean '${prefix}${near}'?`
+        : `the known keys${prefix ? ` of '${prefix.slice(0, -1)}'` : ''} are ${names.join(', ')}`;
       throw new UsageError(`config ${file}: unknown key '${prefix}${key}': ${hint}`);
     }
     if (typeof spec === 'object' && value !== null && typeof value === 'object' && !Array.isArray(value)) {
@@ -107,7 +142,8 @@ function merge(base: Record<string, unknown>, over: Record<string, unknown>): Re
   const out = { ...base };
   for (const [k, v] of Object.entries(over)) {
     const b = out[k];
-    const isMap = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x);
+    const isMap = (x: unknown): x is Record<string, unknown> =>
+      x !== null && typeof x === 'object' && !Array.isArray(x);
     out[k] = isMap(b) && isMap(v) ? merge(b, v) : v;
   }
   return out;

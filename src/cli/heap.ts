@@ -20,9 +20,12 @@ let tightened = false;
  */
 export function tightenHeapFor(files: number, execArgv: readonly string[] = process.execArgv): boolean {
   if (tightened || files < MANY_FILES) return false;
-  if (execArgv.some((a) => /^--(?:heap[-_]growing[-_]percent|freeze[-_]flags[-_]after[-_]init)\b/.test(a))) return false;
+  if (execArgv.some((a) => /^--(?:heap[-_]growing[-_]percent|freeze[-_]flags[-_]after[-_]init)\b/.test(a)))
+    return false;
   tightened = true;
-  (createRequire(import.meta.url)('node:v8') as typeof import('node:v8')).setFlagsFromString('--heap-growing-percent=50');
+  (createRequire(import.meta.url)('node:v8') as typeof import('node:v8')).setFlagsFromString(
+    '--heap-growing-percent=50',
+  );
   return true;
 }
 

@@ -22,7 +22,11 @@ export async function main(argv: string[], ctx: CliContext): Promise<number> {
   });
   const out = uiFor(ctx, {});
   program.exitOverride();
-  program.configureOutput({ writeOut: (s) => out.raw(s, 'stdout'), writeErr: (s) => out.raw(s, 'stderr'), outputError: (s, write) => write(s) });
+  program.configureOutput({
+    writeOut: (s) => out.raw(s, 'stdout'),
+    writeErr: (s) => out.raw(s, 'stderr'),
+    outputError: (s, write) => write(s),
+  });
   for (const c of program.commands) {
     c.exitOverride();
     c.configureOutput(program.configureOutput());

@@ -14,7 +14,18 @@ import { statusCommand } from './commands/status.js';
 import type { Run } from './runtime.js';
 import { packageVersion } from './version.js';
 
-const COMMANDS = [stageCommand, commitTaskCommand, commitJobCommand, abortCommand, recoverCommand, statusCommand, jobsCommand, cleanOrphansCommand, adoptCommand, completionCommand];
+const COMMANDS = [
+  stageCommand,
+  commitTaskCommand,
+  commitJobCommand,
+  abortCommand,
+  recoverCommand,
+  statusCommand,
+  jobsCommand,
+  cleanOrphansCommand,
+  adoptCommand,
+  completionCommand,
+];
 
 const HELP_AFTER = `
 Targets: /data/sales, file:///data/sales, s3://bucket/wh/sales, hdfs://nn:9870/wh/sales,
@@ -40,7 +51,10 @@ export function buildProgram(run: Run): Command {
     .description('All-or-nothing batch writes into table directories (local filesystem, S3, HDFS).')
     .version(packageVersion())
     .option('--json', 'print the result as one JSON document on stdout')
-    .option('--config <file>', 'YAML config file (default: $STAGECOMMIT_CONFIG); read over ~/.config/stagecommit/config.yaml and /etc/stagecommit/config.yaml')
+    .option(
+      '--config <file>',
+      'YAML config file (default: $STAGECOMMIT_CONFIG); read over ~/.config/stagecommit/config.yaml and /etc/stagecommit/config.yaml',
+    )
     .option('-q, --quiet', 'print nothing but the result and errors')
     .option('-v, --verbose', 'print each phase and the store operation counts on stderr')
     .option('--allow-unsigned-job', "accept a hand-written _job.yaml without its 'end:' check line")

@@ -4,12 +4,18 @@ import type { AbortDryRunDoc, CommitJobDryRunDoc, PlannedOperation, RecoverDryRu
 import { formatBytes } from './render.js';
 
 /** A short list: the first few, then how many more. */
-export const shortList = (xs: readonly string[], max = 6): string => (xs.length === 0 ? 'none' : xs.length <= max ? xs.join(', ') : `${xs.slice(0, max).join(', ')} and ${xs.length - max} more`);
+export const shortList = (xs: readonly string[], max = 6): string =>
+  xs.length === 0
+    ? 'none'
+    : xs.length <= max
+      ? xs.join(', ')
+      : `${xs.slice(0, max).join(', ')} and ${xs.length - max} more`;
 
 export function renderOp(o: PlannedOperation): string {
   const phase = o.phase ? `[${o.phase}] ` : '';
   if (o.op === 'swap') return `${phase}replace ${o.path ?? ''} by ${o.from} (old parked at ${o.to})`;
-  if (o.from) return `${phase}${o.op} ${o.from} → ${o.to}${o.dir ? ' (whole directory)' : o.replace ? ' (replacing the old file)' : ''}`;
+  if (o.from)
+    return `${phase}${o.op} ${o.from} → ${o.to}${o.dir ? ' (whole directory)' : o.replace ? ' (replacing the old file)' : ''}`;
   return `${phase}${o.op} ${o.path ?? ''}${o.dir ? ' (recursively)' : ''}`;
 }
 
@@ -36,7 +42,9 @@ export function targetAfterAbort(published: readonly string[] | undefined, would
 export function renderAbortDryRun(r: AbortDryRunDoc): string {
   if (r.outcome === 'nothing') return 'dry run: nothing to abort: no job at that handle';
   const what = r.scope === 'job' ? `job ${r.jobId}` : r.taskAttempt;
-  const back = r.givesBack ? `; it gives the adopted leftover back (${r.givesBack.files} file(s), ${formatBytes(r.givesBack.bytes)}) to ${r.givesBack.to}` : '';
+  const back = r.givesBack
+    ? `; it gives the adopted leftover back (${r.givesBack.files} file(s), ${formatBytes(r.givesBack.bytes)}) to ${r.givesBack.to}`
+    : '';
   return [
     `dry run: abort would throw away ${what}: ${r.files} file(s), ${formatBytes(r.bytes)}${back}; ${r.scope === 'job' ? targetAfterAbort(r.publishedTasks, true) : 'the target is not touched'}`,
     ...r.operations.map((o) => `  would ${renderOp(o)}`),
@@ -45,8 +53,10 @@ export function renderAbortDryRun(r: AbortDryRunDoc): string {
 }
 
 export function renderRecoverDryRun(r: RecoverDryRunDoc): string {
-  if (r.commit) return `dry run: recover would roll job ${r.jobId} forward (it is past its commit point)\n${renderCommitDryRun(r.commit)}`;
-  if (r.state === 'aborted') return `dry run: recover would finish removing aborted job ${r.jobId}'s staging dir\ndry run: nothing was changed`;
+  if (r.commit)
+    return `dry run: recover would roll job ${r.jobId} forward (it is past its commit point)\n${renderCommitDryRun(r.commit)}`;
+  if (r.state === 'aborted')
+    return `dry run: recover would finish removing aborted job ${r.jobId}'s staging dir\ndry run: nothing was changed`;
   return [
     `dry run: recover would start app attempt ${r.appAttempt} of job ${r.jobId}: keep ${r.committedTasks.length} committed task(s), ${r.tasksToRun.length} to run (${shortList(r.tasksToRun, 20)})`,
     ...(r.interrupted.length ? [`  interrupted task commits to finish or undo: ${shortList(r.interrupted)}`] : []),

@@ -41,7 +41,9 @@ export function uiFor(ctx: CliContext, opts: GlobalOptions): Ui {
  */
 function testHooks(env: NodeJS.ProcessEnv): MutationHook | undefined {
   const killAt = Number(env.STAGECOMMIT_TEST_KILL_AT ?? 0);
-  const kill: MutationHook | undefined = killAt ? (n) => void (n >= killAt && process.kill(process.pid, 'SIGKILL')) : undefined;
+  const kill: MutationHook | undefined = killAt
+    ? (n) => void (n >= killAt && process.kill(process.pid, 'SIGKILL'))
+    : undefined;
   const delay = Number(env.STAGECOMMIT_TEST_DELAY_MS ?? 0);
   if (!kill && !delay) return undefined;
   return async (n, op, p) => {
@@ -55,7 +57,10 @@ export class Runtime {
   readonly ui: Ui;
   readonly session: Session;
 
-  constructor(readonly ctx: CliContext, readonly global: GlobalOptions) {
+  constructor(
+    readonly ctx: CliContext,
+    readonly global: GlobalOptions,
+  ) {
     this.ui = uiFor(ctx, global);
     this.session = new Session({
       config: loadConfig(global.config ?? ctx.env.STAGECOMMIT_CONFIG, ctx.env),
@@ -105,7 +110,8 @@ export async function reportError(e: unknown, ui: Ui, globals: GlobalOptions): P
     return ExitCode.usage;
   }
   ui.error(((e as Error)?.message ?? String(e)).replace(/\n/g, ' '));
-  if (errorKind(e) === 'InternalError' && globals.verbose && e instanceof Error && e.stack) ui.raw(e.stack + '\n', 'stderr');
+  if (errorKind(e) === 'InternalError' && globals.verbose && e instanceof Error && e.stack)
+    ui.raw(e.stack + '\n', 'stderr');
   if (globals.json) ui.json(errorDoc(e));
   return errorExitCode(e);
 }

@@ -53,14 +53,24 @@ export class Ui {
   private readonly out: UiStream;
   private readonly err: UiStream;
 
-  constructor(readonly opts: UiOptions, private readonly env: NodeJS.ProcessEnv, streams?: UiStreams) {
+  constructor(
+    readonly opts: UiOptions,
+    private readonly env: NodeJS.ProcessEnv,
+    streams?: UiStreams,
+  ) {
     this.out = streams?.stdout ?? process.stdout;
     this.err = streams?.stderr ?? process.stderr;
     if (env.NO_COLOR !== undefined || !this.err.isTTY) chalk.level = 0;
   }
 
   get interactive(): boolean {
-    return !this.spinnerOver && spinnerTerminal(this.err, this.env) && !this.opts.quiet && !this.opts.json && this.env.CI === undefined;
+    return (
+      !this.spinnerOver &&
+      spinnerTerminal(this.err, this.env) &&
+      !this.opts.quiet &&
+      !this.opts.json &&
+      this.env.CI === undefined
+    );
   }
 
   result(text: string): void {
@@ -120,7 +130,11 @@ export class Ui {
     this.spinnerLoading ??= import('ora').then(({ default: ora }) => {
       if (!this.interactive) return; // stopped, or the terminal changed, while ora loaded
       // stdin stays as it is: `stage … -` may read it, and the terminal turns Ctrl-C into SIGINT.
-      this.spinner = ora({ text: this.spinnerText, stream: this.err as NodeJS.WriteStream, discardStdin: false }).start();
+      this.spinner = ora({
+        text: this.spinnerText,
+        stream: this.err as NodeJS.WriteStream,
+        discardStdin: false,
+      }).start();
       this.watchWhileSpinning(true);
     });
   }

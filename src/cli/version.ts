@@ -9,7 +9,10 @@ export function packageVersion(from: string = import.meta.url): string {
   let dir = path.dirname(fileURLToPath(from));
   for (;;) {
     try {
-      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
       if (pkg.name === 'stagecommit' && typeof pkg.version === 'string') return pkg.version;
     } catch {
       // no package.json here, or not ours: look one level up

@@ -17,14 +17,24 @@ export function adoptedDir(layout: JobLayout): string {
  * Why an adopted job is half-made (adopt was killed, or lost a race with another adopt of the
  * same leftover), or null when it is whole or not adopted. Only for a job before its commit point.
  */
-export async function halfMadeAdoption(store: Store, layout: JobLayout, job: JobManifest, claims: ReadonlyMap<string, Pick<Claim, 'root'>>): Promise<string | null> {
+export async function halfMadeAdoption(
+  store: Store,
+  layout: JobLayout,
+  job: JobManifest,
+  claims: ReadonlyMap<string, Pick<Claim, 'root'>>,
+): Promise<string | null> {
   if (!job.adopted) {
     // Adopted by a stagecommit that recorded no adoption: its claims point into `_adopted`.
-    const needsDir = store.caps.directoryRename && [...claims.values()].some((c) => c.root === ADOPTED_DIR || c.root?.startsWith(ADOPTED_DIR + '/'));
-    return needsDir && (await store.stat(adoptedDir(layout))) === null ? `its leftover never reached ${store.toUri(adoptedDir(layout))}` : null;
+    const needsDir =
+      store.caps.directoryRename &&
+      [...claims.values()].some((c) => c.root === ADOPTED_DIR || c.root?.startsWith(ADOPTED_DIR + '/'));
+    return needsDir && (await store.stat(adoptedDir(layout))) === null
+      ? `its leftover never reached ${store.toUri(adoptedDir(layout))}`
+      : null;
   }
   if (claims.size < job.adopted.tasks) return `adopt wrote ${claims.size} of its ${job.adopted.tasks} claim(s)`;
-  if (store.caps.directoryRename && (await store.stat(adoptedDir(layout))) === null) return `its leftover was never moved in (it is still at ${job.adopted.leftover}, or another adopt took it)`;
+  if (store.caps.directoryRename && (await store.stat(adoptedDir(layout))) === null)
+    return `its leftover was never moved in (it is still at ${job.adopted.leftover}, or another adopt took it)`;
   return null;
 }
 
@@ -32,8 +42,14 @@ export function halfMadeAdvice(job: JobManifest): string {
   return `abort it ('stagecommit abort --job ${job.staging}', which leaves the leftover where it is) and adopt ${job.adopted ? job.adopted.leftover : 'the leftover'} again`;
 }
 
-/** What aborting gives back: the leftover renamed from the staging dir to where adopt found it (null: nothing to give). */
-export async function leftoverToGiveBack(store: Store, layout: JobLayout, job: JobManifest): Promise<{ from: string; to: string | null } | null> {
+/**
+ * What aborting gives back: the leftover renamed from the staging dir to where adopt found it (null: nothing to give).
+ */
+export async function leftoverToGiveBack(
+  store: Store,
+  layout: JobLayout,
+  job: JobManifest,
+): Promise<{ from: string; to: string | null } | null> {
   if (!store.caps.directoryRename) return null; // on S3 the leftover never left its place
   const from = adoptedDir(layout);
   if ((await store.stat(from)) === null) return null;
@@ -41,7 +57,11 @@ export async function leftoverToGiveBack(store: Store, layout: JobLayout, job: J
 }
 
 /** Why the leftover cannot go back (its place is taken, or was never recorded), or null. */
-export async function giveBackProblem(store: Store, job: JobManifest, back: { from: string; to: string | null }): Promise<string | null> {
+export async function giveBackProblem(
+  store: Store,
+  job: JobManifest,
+  back: { from: string; to: string | null },
+): Promise<string | null> {
   const from = store.toUri(back.from);
   if (back.to === null) {
     return `job ${job.jobId} was adopted by a stagecommit that did not record where its leftover was, so it stays in ${from}: move it back beside the table under its engine name (such as '.spark-staging-<id>' or '_temporary') by hand, then abort again`;
@@ -67,7 +87,8 @@ export async function giveBackLeftover(store: Store, layout: JobLayout, job: Job
   try {
     await store.rename(back.from, back.to!);
   } catch (e) {
-    if (e instanceof StoreError && e.kind === 'exists') throw new ConflictError(takenMessage(store, back.from, back.to!));
+    if (e instanceof StoreError && e.kind === 'exists')
+      throw new ConflictError(takenMessage(store, back.from, back.to!));
     throw e;
   }
 }

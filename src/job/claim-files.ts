@@ -25,7 +25,9 @@ export interface ClaimFiles {
 
 /** One file as its claim item. */
 function claimItem(f: TaskFile): object {
-  return f.upload ? { path: f.path, size: f.size, uploadId: f.upload.id, etags: f.upload.etags } : { path: f.path, size: f.size };
+  return f.upload
+    ? { path: f.path, size: f.size, uploadId: f.upload.id, etags: f.upload.etags }
+    : { path: f.path, size: f.size };
 }
 
 /** One claim item read back, its path checked as a path from the command line is (§5.11). */
@@ -37,7 +39,12 @@ export function fileOf(x: unknown): TaskFile {
   if (o.uploadId === undefined && o.etags === undefined) return { path, size };
   const id = itemString(x, 'uploadId');
   const etags = o.etags;
-  if (id === '' || !Array.isArray(etags) || etags.length === 0 || etags.some((e) => typeof e !== 'string' || e === '')) {
+  if (
+    id === '' ||
+    !Array.isArray(etags) ||
+    etags.length === 0 ||
+    etags.some((e) => typeof e !== 'string' || e === '')
+  ) {
     throw new Error("is a pending upload without its 'uploadId' and the parts' 'etags'");
   }
   return { path, size, upload: { id, etags: etags as string[] } };
@@ -45,11 +52,17 @@ export function fileOf(x: unknown): TaskFile {
 
 /** Files in the order given (a claim's own, read back or built by adopt). */
 export function claimFilesOf(files: readonly TaskFile[]): ClaimFiles {
-  return claimFilesOfRecord({ bytes: files.reduce((a, f) => a + f.size, 0), eachFile: (fn) => files.forEach((f) => fn(f)) });
+  return claimFilesOfRecord({
+    bytes: files.reduce((a, f) => a + f.size, 0),
+    eachFile: (fn) => files.forEach((f) => fn(f)),
+  });
 }
 
 /** A claim's files read once from its record, written again as they were. */
-export function claimFilesOfRecord(record: { readonly bytes: number; eachFile(fn: (f: TaskFile) => void): void }): ClaimFiles {
+export function claimFilesOfRecord(record: {
+  readonly bytes: number;
+  eachFile(fn: (f: TaskFile) => void): void;
+}): ClaimFiles {
   const lines = new ListLines();
   const uploads: TaskFile[] = [];
   record.eachFile((f) => {

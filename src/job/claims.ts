@@ -31,9 +31,15 @@ export interface ClaimHeader {
    * leftover's output where the engine left it inside the target.
    */
   readonly root?: string;
-  /** The VersionDigest of the files commit-task found in the attempt dir; null where the store has no versions (claims before version 2 have none). */
+  /**
+   * The VersionDigest of the files commit-task found in the attempt dir; null where the store has no versions (claims
+   * before version 2 have none).
+   */
   readonly versionDigest?: string | null;
-  /** The stagedAtMs of the job it was made for (absent in claims of earlier versions): a job id staged again is another job. */
+  /**
+   * The stagedAtMs of the job it was made for (absent in claims of earlier versions): a job id staged again is another
+   * job.
+   */
   readonly jobStagedAtMs?: number;
 }
 
@@ -65,7 +71,18 @@ export function encodeClaimWith(c: ClaimHeader, files: ClaimFiles): Buffer {
   const { jobStagedAtMs, ...rest } = c;
   // A claim read from an earlier version (recover carries it) is written again as that version was.
   const version = jobStagedAtMs === undefined ? 2 : VERSION;
-  return encodeManifestBytes({ kind: KIND, version, ...rest, root: c.root ?? null, versionDigest: c.versionDigest ?? null, ...(jobStagedAtMs === undefined ? {} : { jobStagedAtMs }), bytes: files.bytes }, { files: files.list });
+  return encodeManifestBytes(
+    {
+      kind: KIND,
+      version,
+      ...rest,
+      root: c.root ?? null,
+      versionDigest: c.versionDigest ?? null,
+      ...(jobStagedAtMs === undefined ? {} : { jobStagedAtMs }),
+      bytes: files.bytes,
+    },
+    { files: files.list },
+  );
 }
 
 /**
@@ -78,7 +95,8 @@ function checkRoot(root: string, ctx: ClaimContext, taskAttempt: string): void {
     const rel = root.startsWith('t:') ? root.slice(2) : root;
     checkRelativePath(rel, 'claim root');
     // Inside the target, only where no reader looks: under a name that is not data (§5.11).
-    if (root.startsWith('t:') && rel.split('/').every(isDataName)) throw new Error(`'${root}' is not inside a leftover (a '_' or '.' name) of the target`);
+    if (root.startsWith('t:') && rel.split('/').every(isDataName))
+      throw new Error(`'${root}' is not inside a leftover (a '_' or '.' name) of the target`);
     return;
   }
   const m = /^_temporary\/(\d+)\/(.+)$/.exec(root);
@@ -123,14 +141,24 @@ export function decodeClaimRecord(text: string | Buffer, file: string, ctx: Clai
     throw new CorruptManifestError(file, field, (e as Error).message);
   };
   const task = f.string('task');
-  if (task !== ctx.task) throw new CorruptManifestError(file, 'task', `is '${task}', but the file is the claim of task '${ctx.task}'`);
+  if (task !== ctx.task)
+    throw new CorruptManifestError(file, 'task', `is '${task}', but the file is the claim of task '${ctx.task}'`);
   const attempt = f.count('attempt');
   const taskAttempt = f.string('taskAttempt');
   if (taskAttempt !== taskAttemptName(ctx.jobId, task, attempt)) {
-    throw new CorruptManifestError(file, 'taskAttempt', `is '${taskAttempt}', expected '${taskAttemptName(ctx.jobId, task, attempt)}'`);
+    throw new CorruptManifestError(
+      file,
+      'taskAttempt',
+      `is '${taskAttempt}', expected '${taskAttemptName(ctx.jobId, task, attempt)}'`,
+    );
   }
   const appAttempt = f.count('appAttempt');
-  if (appAttempt !== ctx.appAttempt) throw new CorruptManifestError(file, 'appAttempt', `is ${appAttempt}, but the file is in app attempt ${ctx.appAttempt}`);
+  if (appAttempt !== ctx.appAttempt)
+    throw new CorruptManifestError(
+      file,
+      'appAttempt',
+      `is ${appAttempt}, but the file is in app attempt ${ctx.appAttempt}`,
+    );
   let root: string | undefined;
   if (state === 'committed') {
     root = f.text('root');
@@ -144,10 +172,30 @@ export function decodeClaimRecord(text: string | Buffer, file: string, ctx: Clai
   const bytes = f.count('bytes');
   // Version 1 claims (before the digest) have none; from version 2 it is there, null or a digest.
   const versionDigest = f.doc.version === 1 ? null : f.nullableText('versionDigest');
-  if (versionDigest !== null && !/^[0-9a-f]{64}$/.test(versionDigest)) throw new CorruptManifestError(file, 'versionDigest', 'is not 64 hex digits');
+  if (versionDigest !== null && !/^[0-9a-f]{64}$/.test(versionDigest))
+    throw new CorruptManifestError(file, 'versionDigest', 'is not 64 hex digits');
   const jobStagedAtMs = (f.doc.version as number) >= 3 ? f.count('jobStagedAtMs') : undefined;
-  checkOfInstance(file, `the claim of task ${task}, made by ${taskAttempt}`, ctx.jobId, jobStagedAtMs, ctx.jobStagedAtMs, 'abort this job and stage it again (under a new --job-id runs of the earlier job cannot reach it)');
-  const header = { task, attempt, taskAttempt, appAttempt, state, claimedAtMs: f.count('claimedAtMs'), host: f.string('host'), pid: f.count('pid'), root, versionDigest, ...(jobStagedAtMs === undefined ? {} : { jobStagedAtMs }) };
+  checkOfInstance(
+    file,
+    `the claim of task ${task}, made by ${taskAttempt}`,
+    ctx.jobId,
+    jobStagedAtMs,
+    ctx.jobStagedAtMs,
+    'abort this job and stage it again (under a new --job-id runs of the earlier job cannot reach it)',
+  );
+  const header = {
+    task,
+    attempt,
+    taskAttempt,
+    appAttempt,
+    state,
+    claimedAtMs: f.count('claimedAtMs'),
+    host: f.string('host'),
+    pid: f.count('pid'),
+    root,
+    versionDigest,
+    ...(jobStagedAtMs === undefined ? {} : { jobStagedAtMs }),
+  };
   let files: Fields | null = f;
   const eachFile = (fn: (t: TaskFile) => void): void => {
     if (!files) throw new Error(`internal: the files of ${file} were read already`);
@@ -183,12 +231,16 @@ export function decodeClaim(text: string | Buffer, file: string, ctx: ClaimConte
 
 /** Reads a claim (null: none). A claim being written on WebHDFS is read again shortly. */
 export function readClaim(store: Store, layout: JobLayout, ctx: ClaimContext): Promise<Claim | null> {
-  return readManifestFile(store, layout.claimFile(ctx.appAttempt, ctx.task), (text, file) => decodeClaim(text, file, ctx));
+  return readManifestFile(store, layout.claimFile(ctx.appAttempt, ctx.task), (text, file) =>
+    decodeClaim(text, file, ctx),
+  );
 }
 
 /** readClaim with the file list left in the file (ClaimRecord). */
 export function readClaimRecord(store: Store, layout: JobLayout, ctx: ClaimContext): Promise<ClaimRecord | null> {
-  return readManifestFile(store, layout.claimFile(ctx.appAttempt, ctx.task), (text, file) => decodeClaimRecord(text, file, ctx));
+  return readManifestFile(store, layout.claimFile(ctx.appAttempt, ctx.task), (text, file) =>
+    decodeClaimRecord(text, file, ctx),
+  );
 }
 
 /**
@@ -196,7 +248,13 @@ export function readClaimRecord(store: Store, layout: JobLayout, ctx: ClaimConte
  * with them is all the callers ask. Each claim is read through without an object per file kept
  * (at a million files, the whole list was 116 MiB).
  */
-export async function claimedUploads(store: Store, layout: JobLayout, job: { readonly jobId: string; readonly appAttempt: number }, concurrency = 16, unreadable?: (file: string, e: Error) => void): Promise<TaskFile[]> {
+export async function claimedUploads(
+  store: Store,
+  layout: JobLayout,
+  job: { readonly jobId: string; readonly appAttempt: number },
+  concurrency = 16,
+  unreadable?: (file: string, e: Error) => void,
+): Promise<TaskFile[]> {
   if (unreadable) return lenientUploads(store, layout, job, concurrency, unreadable);
   const out: TaskFile[] = [];
   for (const c of (await readClaimRecords(store, layout, job.jobId, job.appAttempt, concurrency)).values()) {
@@ -207,15 +265,25 @@ export async function claimedUploads(store: Store, layout: JobLayout, job: { rea
   return out;
 }
 
-/** claimedUploads for a step that ends the job (abort): a claim it cannot read is told to `unreadable` and passed over. */
-async function lenientUploads(store: Store, layout: JobLayout, job: { readonly jobId: string; readonly appAttempt: number }, concurrency: number, unreadable: (file: string, e: Error) => void): Promise<TaskFile[]> {
+/**
+ * claimedUploads for a step that ends the job (abort): a claim it cannot read is told to `unreadable` and passed over.
+ */
+async function lenientUploads(
+  store: Store,
+  layout: JobLayout,
+  job: { readonly jobId: string; readonly appAttempt: number },
+  concurrency: number,
+  unreadable: (file: string, e: Error) => void,
+): Promise<TaskFile[]> {
   const out: TaskFile[] = [];
   await mapLimit(await claimEntries(store, layout, job.appAttempt), concurrency, async (e) => {
     const file = store.toUri(e.path);
     try {
       const task = claimTaskOf(e);
       if (task === null) throw new Error('is not a claim file (<task>.yaml)');
-      (await readClaimRecord(store, layout, { jobId: job.jobId, task, appAttempt: job.appAttempt }))?.eachFile((f) => void (f.upload && out.push(f))); // those before a bad item are the job's too
+      (await readClaimRecord(store, layout, { jobId: job.jobId, task, appAttempt: job.appAttempt }))?.eachFile(
+        (f) => void (f.upload && out.push(f)),
+      ); // those before a bad item are the job's too
     } catch (err) {
       if (err instanceof StoreError) throw err;
       unreadable(file, err as Error);
@@ -225,9 +293,18 @@ async function lenientUploads(store: Store, layout: JobLayout, job: { readonly j
 }
 
 /** Every claim of one app attempt, by task; a file there that is not a claim is reported. */
-export async function readClaims(store: Store, layout: JobLayout, jobId: string, app: number, concurrency = 16, jobStagedAtMs?: number): Promise<Map<string, Claim>> {
+export async function readClaims(
+  store: Store,
+  layout: JobLayout,
+  jobId: string,
+  app: number,
+  concurrency = 16,
+  jobStagedAtMs?: number,
+): Promise<Map<string, Claim>> {
   const tasks = await claimTasks(store, layout, app);
-  const claims = await mapLimit(tasks, concurrency, (task) => readClaim(store, layout, { jobId, task, appAttempt: app, jobStagedAtMs }));
+  const claims = await mapLimit(tasks, concurrency, (task) =>
+    readClaim(store, layout, { jobId, task, appAttempt: app, jobStagedAtMs }),
+  );
   const out = new Map<string, Claim>();
   for (const c of claims) if (c) out.set(c.task, c);
   return out;
@@ -237,7 +314,11 @@ export async function readClaims(store: Store, layout: JobLayout, jobId: string,
 async function claimTasks(store: Store, layout: JobLayout, app: number): Promise<string[]> {
   return (await claimEntries(store, layout, app)).map((e) => {
     const task = claimTaskOf(e);
-    if (task === null) throw CorruptManifestError.document(store.toUri(e.path), 'is not a claim file (<task>.yaml): remove it if you put it there');
+    if (task === null)
+      throw CorruptManifestError.document(
+        store.toUri(e.path),
+        'is not a claim file (<task>.yaml): remove it if you put it there',
+      );
     return task;
   });
 }
@@ -261,8 +342,17 @@ export function claimTaskOf(e: Entry): string | null {
  * Every claim of one app attempt, by task, with file lists left unread (ClaimRecord): each claim
  * stays one string until its files are read, never a list of objects.
  */
-export async function readClaimRecords(store: Store, layout: JobLayout, jobId: string, app: number, concurrency = 16, jobStagedAtMs?: number): Promise<Map<string, ClaimRecord>> {
-  const read = await mapLimit(await claimTasks(store, layout, app), concurrency, (task) => readClaimRecord(store, layout, { jobId, task, appAttempt: app, jobStagedAtMs }));
+export async function readClaimRecords(
+  store: Store,
+  layout: JobLayout,
+  jobId: string,
+  app: number,
+  concurrency = 16,
+  jobStagedAtMs?: number,
+): Promise<Map<string, ClaimRecord>> {
+  const read = await mapLimit(await claimTasks(store, layout, app), concurrency, (task) =>
+    readClaimRecord(store, layout, { jobId, task, appAttempt: app, jobStagedAtMs }),
+  );
   const out = new Map<string, ClaimRecord>();
   for (const c of read) if (c) out.set(c.task, c);
   return out;

@@ -44,24 +44,66 @@ function decodeDecision(text: string | Buffer, file: string, taskAttempt: string
   // 2: the job's stagedAtMs (jobStagedAtMs).
   f.kind(DECISION, 2);
   const jobStagedAtMs = (f.doc.version as number) >= 2 ? f.count('jobStagedAtMs') : undefined;
-  const d: Decision = { taskAttempt: f.string('taskAttempt'), outcome: f.oneOf('outcome', ['commit', 'abort'] as const), atMs: (f.string('at'), f.count('atMs')), by: f.string('by'), ...(jobStagedAtMs === undefined ? {} : { jobStagedAtMs }) };
-  if (d.taskAttempt !== taskAttempt) throw new CorruptManifestError(file, 'taskAttempt', `is '${d.taskAttempt}', but the file is the decision of ${taskAttempt}`);
-  if (job) checkOfInstance(file, `the decision (${d.outcome}) of ${taskAttempt}`, job.jobId, jobStagedAtMs, job.stagedAtMs, 'stage the task as a new --attempt');
+  const d: Decision = {
+    taskAttempt: f.string('taskAttempt'),
+    outcome: f.oneOf('outcome', ['commit', 'abort'] as const),
+    atMs: (f.string('at'), f.count('atMs')),
+    by: f.string('by'),
+    ...(jobStagedAtMs === undefined ? {} : { jobStagedAtMs }),
+  };
+  if (d.taskAttempt !== taskAttempt)
+    throw new CorruptManifestError(
+      file,
+      'taskAttempt',
+      `is '${d.taskAttempt}', but the file is the decision of ${taskAttempt}`,
+    );
+  if (job)
+    checkOfInstance(
+      file,
+      `the decision (${d.outcome}) of ${taskAttempt}`,
+      job.jobId,
+      jobStagedAtMs,
+      job.stagedAtMs,
+      'stage the task as a new --attempt',
+    );
   return d;
 }
 
 /** An attempt's decision (null: none); with `job`, one made for an earlier job of the same id is refused (exit 4). */
-export function readDecision(store: Store, layout: JobLayout, app: number, taskAttempt: string, job?: DecisionJob): Promise<Decision | null> {
-  return readManifestFile(store, layout.decisionFile(app, taskAttempt), (text, file) => decodeDecision(text, file, taskAttempt, job));
+export function readDecision(
+  store: Store,
+  layout: JobLayout,
+  app: number,
+  taskAttempt: string,
+  job?: DecisionJob,
+): Promise<Decision | null> {
+  return readManifestFile(store, layout.decisionFile(app, taskAttempt), (text, file) =>
+    decodeDecision(text, file, taskAttempt, job),
+  );
 }
 
 /**
  * Decides an attempt's fate with one exclusive create: the first of commit-task and
  * abort --task to get here wins. Returns the decision that stands (ours, or the earlier one).
  */
-export async function decide(store: Store, layout: JobLayout, app: number, d: Decision, job?: DecisionJob): Promise<Decision> {
+export async function decide(
+  store: Store,
+  layout: JobLayout,
+  app: number,
+  d: Decision,
+  job?: DecisionJob,
+): Promise<Decision> {
   const tag = d.jobStagedAtMs === undefined ? {} : { jobStagedAtMs: d.jobStagedAtMs };
-  const body = encodeManifest({ kind: DECISION, version: d.jobStagedAtMs === undefined ? 1 : 2, taskAttempt: d.taskAttempt, outcome: d.outcome, atMs: d.atMs, at: new Date(d.atMs).toISOString(), by: d.by, ...tag });
+  const body = encodeManifest({
+    kind: DECISION,
+    version: d.jobStagedAtMs === undefined ? 1 : 2,
+    taskAttempt: d.taskAttempt,
+    outcome: d.outcome,
+    atMs: d.atMs,
+    at: new Date(d.atMs).toISOString(),
+    by: d.by,
+    ...tag,
+  });
   if (await store.createExclusive(layout.decisionFile(app, d.taskAttempt), body)) return d;
   const standing = await readDecision(store, layout, app, d.taskAttempt, job);
   // A create retried after a lost response may find its own first try: it stands either way.
@@ -69,7 +111,13 @@ export async function decide(store: Store, layout: JobLayout, app: number, d: De
 }
 
 /** Every decision of one app attempt, by task attempt. */
-export async function readDecisions(store: Store, layout: JobLayout, app: number, concurrency = 16, job?: DecisionJob): Promise<Map<string, Decision>> {
+export async function readDecisions(
+  store: Store,
+  layout: JobLayout,
+  app: number,
+  concurrency = 16,
+  job?: DecisionJob,
+): Promise<Map<string, Decision>> {
   const names = (await manifestNames(store, layout.decisionsDir(app))).map((n) => n.slice(0, -5));
   const read = await mapLimit(names, concurrency, (n) => readDecision(store, layout, app, n, job));
   return new Map(read.filter((d): d is Decision => d !== null).map((d) => [d.taskAttempt, d]));

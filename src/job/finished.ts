@@ -51,12 +51,25 @@ async function fromSuccess(store: Store, successPath: string, jobId: string): Pr
   }
 }
 
-/** The time the table log says the job at this staging dir committed, or null. `listing`: the log's, when listed already. */
-async function fromLog(store: Store, targetPath: string, stagingPath: string, jobId: string, concurrency: number, listing?: Promise<LogListing | null>): Promise<number | null> {
+/**
+ * The time the table log says the job at this staging dir committed, or null. `listing`: the log's, when listed
+ * already.
+ */
+async function fromLog(
+  store: Store,
+  targetPath: string,
+  stagingPath: string,
+  jobId: string,
+  concurrency: number,
+  listing?: Promise<LogListing | null>,
+): Promise<number | null> {
   const log = new TableLog(store, targetPath);
   const listed = await (listing ?? log.list().catch(() => null));
   if (!listed) return null;
-  const recent = listed.numbers.filter((n) => listed.done.has(n)).slice(-LOG_LOOKBACK).reverse();
+  const recent = listed.numbers
+    .filter((n) => listed.done.has(n))
+    .slice(-LOG_LOOKBACK)
+    .reverse();
   for (let i = 0; i < recent.length; i += concurrency) {
     const entries = await log.readMany(recent.slice(i, i + concurrency), concurrency).catch(() => []);
     const own = entries.find((e) => e.jobId === jobId && e.staging === stagingPath);
@@ -69,7 +82,12 @@ const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is
 const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 
 /** The committed job a finished handle names, or null when nothing the handle leads to says so. */
-export async function findCommitted(store: Store, stagingPath: string, concurrency = 16, listing?: Promise<LogListing | null>): Promise<FinishedJob | null> {
+export async function findCommitted(
+  store: Store,
+  stagingPath: string,
+  concurrency = 16,
+  listing?: Promise<LogListing | null>,
+): Promise<FinishedJob | null> {
   const where = targetOfDefaultStaging(stagingPath);
   if (where === null) return null;
   const { targetPath, jobId } = where;
@@ -91,7 +109,16 @@ export async function findCommitted(store: Store, stagingPath: string, concurren
   }
   const at = await fromLog(store, targetPath, stagingPath, jobId, concurrency, listing);
   if (at === null) return null;
-  return { ...base, committedAtMs: at, committedAt: new Date(at).toISOString(), files: 0, bytes: 0, partitionsWritten: [], partitionsReplaced: [], evidence: 'table-log' };
+  return {
+    ...base,
+    committedAtMs: at,
+    committedAt: new Date(at).toISOString(),
+    files: 0,
+    bytes: 0,
+    partitionsWritten: [],
+    partitionsReplaced: [],
+    evidence: 'table-log',
+  };
 }
 
 /** What a handle without `_job.yaml` or a plan still tells (openJob weighs it in this order). */
@@ -112,7 +139,11 @@ export interface NoJobEvidence {
 export async function noJobEvidence(store: Store, stagingPath: string, concurrency = 16): Promise<NoJobEvidence> {
   const where = targetOfDefaultStaging(stagingPath);
   const listing = where ? new TableLog(store, where.targetPath).list().catch(() => null) : Promise.resolve(null);
-  const [done, open, left] = await Promise.all([findCommitted(store, stagingPath, concurrency, listing), unfinishedEntryOf(store, stagingPath, concurrency, listing), jobFilesLeft(store, stagingPath)]);
+  const [done, open, left] = await Promise.all([
+    findCommitted(store, stagingPath, concurrency, listing),
+    unfinishedEntryOf(store, stagingPath, concurrency, listing),
+    jobFilesLeft(store, stagingPath),
+  ]);
   return { done, held: open.entry, unreadable: open.unreadable, left };
 }
 
@@ -122,15 +153,26 @@ export async function noJobEvidence(store: Store, stagingPath: string, concurren
  * the log, or null. Read only where nothing else names the job. Each entry is read on its own: one
  * that cannot be read hides no other (helper-75), and is `unreadable` (it may be this job's).
  */
-export async function unfinishedEntryOf(store: Store, stagingPath: string, concurrency = 16, listed?: Promise<LogListing | null>): Promise<{ entry: LogEntry | null; unreadable: Error | null }> {
+export async function unfinishedEntryOf(
+  store: Store,
+  stagingPath: string,
+  concurrency = 16,
+  listed?: Promise<LogListing | null>,
+): Promise<{ entry: LogEntry | null; unreadable: Error | null }> {
   const where = targetOfDefaultStaging(stagingPath);
   if (!where) return { entry: null, unreadable: null };
   const log = new TableLog(store, where.targetPath);
   const listing = await (listed ?? log.list().catch(() => null));
   if (!listing) return { entry: null, unreadable: null };
   const open = listing.numbers.filter((n) => !listing.done.has(n)).slice(-LOG_LOOKBACK);
-  const read = await mapLimit(open, concurrency, (n) => log.read(n).catch((e: unknown) => (e instanceof CorruptManifestError ? e : null)));
-  const entry = read.find((e): e is LogEntry => e !== null && !(e instanceof Error) && isOwnEntry(e, { jobId: where.jobId, staging: stagingPath })) ?? null;
+  const read = await mapLimit(open, concurrency, (n) =>
+    log.read(n).catch((e: unknown) => (e instanceof CorruptManifestError ? e : null)),
+  );
+  const entry =
+    read.find(
+      (e): e is LogEntry =>
+        e !== null && !(e instanceof Error) && isOwnEntry(e, { jobId: where.jobId, staging: stagingPath }),
+    ) ?? null;
   return { entry, unreadable: read.find((e): e is CorruptManifestError => e instanceof CorruptManifestError) ?? null };
 }
 
@@ -145,7 +187,8 @@ export async function planGivenUp(store: Store, stagingPath: string, commitFile:
   if (!where) return false;
   const plan = await store
     .readFile(commitFile)
-    .then((b) => (b ? decodeManifestLazy(b, store.toUri(commitFile)) : null)) // header fields only: its ops are not read
+    // header fields only: its ops are not read
+    .then((b) => (b ? decodeManifestLazy(b, store.toUri(commitFile)) : null))
     .catch(() => null);
   const n = plan?.logEntry;
   if (plan?.jobId !== where.jobId || typeof n !== 'number') return false;
@@ -167,10 +210,18 @@ export async function jobFilesLeft(store: Store, dir: string, entries?: readonly
   const top = entries ?? (await store.list(dir).catch(() => []));
   const marks = top.filter((e) => JOB_MARKS.has(e.name)).map((e) => e.name);
   if (top.some((e) => e.name === '_temporary' && e.kind === 'dir')) {
-    const apps = (await store.list(posix.join(dir, '_temporary')).catch(() => [])).filter((e) => e.kind === 'dir' && /^\d+$/.test(e.name)).slice(0, 4);
+    const apps = (await store.list(posix.join(dir, '_temporary')).catch(() => []))
+      .filter((e) => e.kind === 'dir' && /^\d+$/.test(e.name))
+      .slice(0, 4);
     // The app attempts are listed at once, not one after another.
     const insides = await Promise.all(apps.map((app) => store.list(app.path).catch(() => [])));
-    apps.forEach((app, i) => marks.push(...insides[i]!.filter((e) => e.name === '_claims' || e.name === '_decisions').map((e) => `_temporary/${app.name}/${e.name}`)));
+    apps.forEach((app, i) =>
+      marks.push(
+        ...insides[i]!.filter((e) => e.name === '_claims' || e.name === '_decisions').map(
+          (e) => `_temporary/${app.name}/${e.name}`,
+        ),
+      ),
+    );
   }
   return marks.sort();
 }

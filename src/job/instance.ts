@@ -9,7 +9,14 @@ import { ConflictError } from '../errors.js';
  * Throws when a record made for job `jobId` staged at `made` is read by the job of that id staged
  * at `expected` (each unknown: nothing to compare, a record of an earlier version).
  */
-export function checkOfInstance(file: string, what: string, jobId: string, made: number | undefined, expected: number | undefined, advice: string): void {
+export function checkOfInstance(
+  file: string,
+  what: string,
+  jobId: string,
+  made: number | undefined,
+  expected: number | undefined,
+  advice: string,
+): void {
   if (made === undefined || expected === undefined || made === expected) return;
   throw new ConflictError(
     `${what} (${file}) was made for an earlier job ${jobId}, staged ${new Date(made).toISOString()}, by a run that went on after that job ended; this job was staged ${new Date(expected).toISOString()}: nothing was changed; ${advice}`,

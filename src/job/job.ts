@@ -45,7 +45,10 @@ export interface JobManifest {
   readonly owner: Owner;
   /** Set when `adopt` made the job out of an engine's leftover (manifest version 2). */
   readonly adopted?: Adoption;
-  /** An aborted v2 job: the tasks that had claimed their output, whose published files stay in the target (kept for a re-run of the abort, once the claims are gone). */
+  /**
+   * An aborted v2 job: the tasks that had claimed their output, whose published files stay in the target (kept for a
+   * re-run of the abort, once the claims are gone).
+   */
   readonly publishedTasks?: readonly string[];
   /**
    * A small commit plan (the bytes `_commit.yaml` would hold), written with 'committing' at once
@@ -59,7 +62,10 @@ export interface Adoption {
   /** The leftover's URI and store path when adopt found it. */
   readonly leftover: string;
   readonly leftoverPath: string;
-  /** The committed tasks adopt claims; the adoption is whole once every claim exists (and, where directories rename, `_adopted`). */
+  /**
+   * The committed tasks adopt claims; the adoption is whole once every claim exists (and, where directories rename,
+   * `_adopted`).
+   */
   readonly tasks: number;
 }
 
@@ -123,7 +129,10 @@ export function decodeJob(text: string | Buffer, file: string, opts: DecodeOptio
     mode: f.oneOf('mode', MODES),
     algorithm: f.oneOf('algorithm', ALGORITHMS),
     partitionBy: f.array('partitionBy', (c) => column(c)),
-    staticPartition: f.array('staticPartition', (p) => ({ column: column(itemString(p, 'column')), value: itemString(p, 'value') })),
+    staticPartition: f.array('staticPartition', (p) => ({
+      column: column(itemString(p, 'column')),
+      value: itemString(p, 'value'),
+    })),
     tasks: f.nullableCount('tasks') ?? undefined,
     logPosition: f.nullableCount('logPosition'),
     ...(Object.hasOwn(f.doc, 'logId') ? { logId: f.string('logId') } : {}),
@@ -134,12 +143,22 @@ export function decodeJob(text: string | Buffer, file: string, opts: DecodeOptio
     ...(Object.hasOwn(f.doc, 'publishedTasks') ? { publishedTasks: f.array('publishedTasks', (t) => taskId(t)) } : {}),
     ...(Object.hasOwn(f.doc, 'plan') ? { inlinePlan: f.string('plan') } : {}),
   };
-  if (job.inlinePlan !== undefined && job.state !== 'committing') throw new CorruptManifestError(file, 'plan', `is there, but the job is ${job.state}: a job carries its plan only while committing`);
+  if (job.inlinePlan !== undefined && job.state !== 'committing')
+    throw new CorruptManifestError(
+      file,
+      'plan',
+      `is there, but the job is ${job.state}: a job carries its plan only while committing`,
+    );
   if (job.staticPartition.some((p, i) => p.column !== job.partitionBy[i])) {
-    throw new CorruptManifestError(file, 'staticPartition', 'does not name the leading columns of partitionBy, in order');
+    throw new CorruptManifestError(
+      file,
+      'staticPartition',
+      'does not name the leading columns of partitionBy, in order',
+    );
   }
   if (job.tasks === 0) throw new CorruptManifestError(file, 'tasks', 'is 0: a job declares at least one task, or null');
-  if (job.algorithm === 'v2' && job.mode === 'overwrite') throw new CorruptManifestError(file, 'algorithm', "is 'v2' with mode 'overwrite', which stage never writes");
+  if (job.algorithm === 'v2' && job.mode === 'overwrite')
+    throw new CorruptManifestError(file, 'algorithm', "is 'v2' with mode 'overwrite', which stage never writes");
   try {
     checkStorePath(job.targetPath);
   } catch (e) {
@@ -150,13 +169,19 @@ export function decodeJob(text: string | Buffer, file: string, opts: DecodeOptio
 
 /** Version 2's `adopted`: null, or where the adopted leftover was (a path checked like any from a manifest, §5.11). */
 function adoptionOf(f: Fields, file: string): Adoption | undefined {
-  if (!Object.hasOwn(f.doc, 'adopted')) throw new CorruptManifestError(file, 'adopted', 'is missing (write null for a job that was not adopted)');
+  if (!Object.hasOwn(f.doc, 'adopted'))
+    throw new CorruptManifestError(file, 'adopted', 'is missing (write null for a job that was not adopted)');
   if (f.doc.adopted === null) return undefined;
   const a = new Fields(f.object('adopted'), file);
-  const adoption: Adoption = { leftover: a.string('leftover'), leftoverPath: a.string('leftoverPath'), tasks: a.count('tasks') };
+  const adoption: Adoption = {
+    leftover: a.string('leftover'),
+    leftoverPath: a.string('leftoverPath'),
+    tasks: a.count('tasks'),
+  };
   try {
     checkStorePath(adoption.leftoverPath);
-    if (kindOfName(posix.basename(adoption.leftoverPath)) === null) throw new Error(`'${adoption.leftoverPath}' is not the name of an engine's leftover`);
+    if (kindOfName(posix.basename(adoption.leftoverPath)) === null)
+      throw new Error(`'${adoption.leftoverPath}' is not the name of an engine's leftover`);
   } catch (e) {
     throw new CorruptManifestError(file, 'adopted.leftoverPath', (e as Error).message);
   }
@@ -181,14 +206,26 @@ export async function loadJob(store: Store, layout: JobLayout, opts: DecodeOptio
   const file = store.toUri(layout.jobFile);
   const job = decodeJob(data, file, opts);
   if (job.target !== store.toUri(job.targetPath)) {
-    throw new CorruptManifestError(file, 'target', `is ${job.target}, but targetPath is ${store.toUri(job.targetPath)}`);
+    throw new CorruptManifestError(
+      file,
+      'target',
+      `is ${job.target}, but targetPath is ${store.toUri(job.targetPath)}`,
+    );
   }
   if (job.adopted && job.adopted.leftover !== store.toUri(job.adopted.leftoverPath)) {
-    throw new CorruptManifestError(file, 'adopted.leftover', `is ${job.adopted.leftover}, but leftoverPath is ${store.toUri(job.adopted.leftoverPath)}`);
+    throw new CorruptManifestError(
+      file,
+      'adopted.leftover',
+      `is ${job.adopted.leftover}, but leftoverPath is ${store.toUri(job.adopted.leftoverPath)}`,
+    );
   }
   // A staging dir copied or moved elsewhere is not the job it names: never adopt its files.
   if (job.staging !== store.toUri(layout.root)) {
-    throw new CorruptManifestError(file, 'staging', `is ${job.staging}, but the file is in ${store.toUri(layout.root)}: a staging dir is never moved or copied; stage a new job`);
+    throw new CorruptManifestError(
+      file,
+      'staging',
+      `is ${job.staging}, but the file is in ${store.toUri(layout.root)}: a staging dir is never moved or copied; stage a new job`,
+    );
   }
   return job;
 }

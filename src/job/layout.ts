@@ -31,28 +31,60 @@ export function taskOfAttempt(jobId: string, name: string): string | null {
 export class JobLayout {
   constructor(readonly root: string) {}
 
-  get jobFile(): string { return posix.join(this.root, JOB_FILE); }
-  get commitFile(): string { return posix.join(this.root, COMMIT_FILE); }
-  get progressFile(): string { return posix.join(this.root, PROGRESS_FILE); }
-  get temporary(): string { return posix.join(this.root, '_temporary'); }
+  get jobFile(): string {
+    return posix.join(this.root, JOB_FILE);
+  }
+  get commitFile(): string {
+    return posix.join(this.root, COMMIT_FILE);
+  }
+  get progressFile(): string {
+    return posix.join(this.root, PROGRESS_FILE);
+  }
+  get temporary(): string {
+    return posix.join(this.root, '_temporary');
+  }
   /** The merge area in which a multi-task output becomes one tree before it reaches an absent target. */
-  get output(): string { return posix.join(this.root, OUTPUT_DIR); }
+  get output(): string {
+    return posix.join(this.root, OUTPUT_DIR);
+  }
   /** Where an overwrite parks the data it displaces until the new data is in place. */
-  get trash(): string { return posix.join(this.root, TRASH_DIR); }
+  get trash(): string {
+    return posix.join(this.root, TRASH_DIR);
+  }
 
-  appAttemptDir(app: number): string { return posix.join(this.temporary, String(app)); }
-  attemptsDir(app: number): string { return posix.join(this.appAttemptDir(app), '_temporary'); }
-  attemptDir(app: number, taskAttempt: string): string { return posix.join(this.attemptsDir(app), taskAttempt); }
-  committedTaskDir(app: number, task: string): string { return posix.join(this.appAttemptDir(app), task); }
-  claimsDir(app: number): string { return posix.join(this.appAttemptDir(app), '_claims'); }
-  claimFile(app: number, task: string): string { return posix.join(this.claimsDir(app), `${task}.yaml`); }
+  appAttemptDir(app: number): string {
+    return posix.join(this.temporary, String(app));
+  }
+  attemptsDir(app: number): string {
+    return posix.join(this.appAttemptDir(app), '_temporary');
+  }
+  attemptDir(app: number, taskAttempt: string): string {
+    return posix.join(this.attemptsDir(app), taskAttempt);
+  }
+  committedTaskDir(app: number, task: string): string {
+    return posix.join(this.appAttemptDir(app), task);
+  }
+  claimsDir(app: number): string {
+    return posix.join(this.appAttemptDir(app), '_claims');
+  }
+  claimFile(app: number, task: string): string {
+    return posix.join(this.claimsDir(app), `${task}.yaml`);
+  }
   /** One file per task attempt, created exclusively: commit or abort, whichever comes first (§5.9). */
-  decisionsDir(app: number): string { return posix.join(this.appAttemptDir(app), '_decisions'); }
-  decisionFile(app: number, taskAttempt: string): string { return posix.join(this.decisionsDir(app), `${taskAttempt}.yaml`); }
+  decisionsDir(app: number): string {
+    return posix.join(this.appAttemptDir(app), '_decisions');
+  }
+  decisionFile(app: number, taskAttempt: string): string {
+    return posix.join(this.decisionsDir(app), `${taskAttempt}.yaml`);
+  }
 
   /** A path inside the staging dir, relative to its root (how manifests record paths). */
-  relative(p: string): string { return posix.relative(this.root, p); }
-  resolve(rel: string): string { return posix.join(this.root, rel); }
+  relative(p: string): string {
+    return posix.relative(this.root, p);
+  }
+  resolve(rel: string): string {
+    return posix.join(this.root, rel);
+  }
 }
 
 /** The hidden directory beside a target that holds its default staging dirs and its table log. */
@@ -79,7 +111,9 @@ export function targetOfDefaultStaging(stagingPath: string): { targetPath: strin
   return { targetPath: posix.join(parts.slice(0, n - 3).join('/') || '/', parts[n - 2]!), jobId: parts[n - 1]! };
 }
 
-/** The default layout's parents of a staging dir (`<parent>/.stagecommit/<table>`, then `.stagecommit`); [] elsewhere. */
+/**
+ * The default layout's parents of a staging dir (`<parent>/.stagecommit/<table>`, then `.stagecommit`); [] elsewhere.
+ */
 export function defaultStagingParents(stagingPath: string): string[] {
   const table = posix.dirname(stagingPath);
   return posix.basename(posix.dirname(table)) === STAGING_PARENT ? [table, posix.dirname(table)] : [];

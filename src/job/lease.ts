@@ -20,8 +20,15 @@ export interface LeaseRecord {
   readonly expiresAtMs: number;
 }
 
-/** What Lease.firstLook found: the current lease file, the first lease if it is this step's, and what acquire starts from. */
-export type FirstLook = { readonly listed: CurrentLease | null; readonly held: Lease | null; readonly from: CurrentLease | null | undefined };
+/**
+ * What Lease.firstLook found: the current lease file, the first lease if it is this step's, and what acquire starts
+ * from.
+ */
+export type FirstLook = {
+  readonly listed: CurrentLease | null;
+  readonly held: Lease | null;
+  readonly from: CurrentLease | null | undefined;
+};
 
 /** Who is asking, and how they judge a holder: what the lease needs of a step's environment. */
 export interface LeaseClock {
@@ -70,7 +77,9 @@ function newRecord(env: LeaseClock, op: string): LeaseRecord {
 /** Whether a listed lease is the file `path` with `record` as this process wrote it. */
 function isWrittenBy(c: CurrentLease | null, path: string, record: LeaseRecord): boolean {
   const r = c?.record;
-  return c?.path === path && !!r && r.pid === record.pid && r.host === record.host && r.acquiredAtMs === record.acquiredAtMs;
+  return (
+    c?.path === path && !!r && r.pid === record.pid && r.host === record.host && r.acquiredAtMs === record.acquiredAtMs
+  );
 }
 
 const leaseName = (gen: number): string => `${LEASE_PREFIX}${gen}.yaml`;
@@ -86,9 +95,14 @@ export async function readCurrentLease(store: Store, layout: JobLayout): Promise
     if (!best) return null;
     const found = best;
     const file = store.toUri(found.path);
-    const lease = await readManifestFile<CurrentLease>(store, found.path, (text) => ({ ...found, record: decodeLease(text, file) }), {
-      onEmpty: async () => ({ ...found, record: null, emptySinceMs: (await store.stat(found.path))?.mtimeMs ?? 0 }),
-    }).catch((e: unknown) => {
+    const lease = await readManifestFile<CurrentLease>(
+      store,
+      found.path,
+      (text) => ({ ...found, record: decodeLease(text, file) }),
+      {
+        onEmpty: async () => ({ ...found, record: null, emptySinceMs: (await store.stat(found.path))?.mtimeMs ?? 0 }),
+      },
+    ).catch((e: unknown) => {
       throw holderUnreadable(e, file);
     });
     if (lease) return lease; // null: released meanwhile, look again
@@ -99,15 +113,26 @@ export async function readCurrentLease(store: Store, layout: JobLayout): Promise
 function holderUnreadable(e: unknown, file: string): Error {
   if (!(e instanceof CorruptManifestError)) return e as Error;
   const what = e.field ? `field '${e.field}' ${e.problem}` : e.problem;
-  return new CorruptManifestError(file, '', `${what}; if no stagecommit process works on this job, delete the file and run the step again`, true);
+  return new CorruptManifestError(
+    file,
+    '',
+    `${what}; if no stagecommit process works on this job, delete the file and run the step again`,
+    true,
+  );
 }
 
 /** A process known to be gone: it ran on this host, and no process has its pid now. */
-export function processGone(who: { readonly host: string; readonly pid: number }, env: Pick<LeaseClock, 'host' | 'isPidAlive'>): boolean {
+export function processGone(
+  who: { readonly host: string; readonly pid: number },
+  env: Pick<LeaseClock, 'host' | 'isPidAlive'>,
+): boolean {
   return who.host === env.host && !env.isPidAlive(who.pid);
 }
 
-export function isLeaseLive(lease: Pick<CurrentLease, 'record' | 'emptySinceMs'>, env: Pick<LeaseClock, 'now' | 'host' | 'isPidAlive' | 'leaseTtlMs'>): boolean {
+export function isLeaseLive(
+  lease: Pick<CurrentLease, 'record' | 'emptySinceMs'>,
+  env: Pick<LeaseClock, 'now' | 'host' | 'isPidAlive' | 'leaseTtlMs'>,
+): boolean {
   const r = lease.record;
   if (r === null) return env.now() - (lease.emptySinceMs ?? 0) < env.leaseTtlMs;
   if (r.expiresAtMs <= env.now()) return false;
@@ -164,8 +189,16 @@ export class Lease implements StoreFence {
     const left = this.confirmedUntilMs - this.env.now();
     const seconds = (ms: number) => (ms >= 10_000 ? String(Math.round(ms / 1000)) : (ms / 1000).toFixed(1));
     // A process stopped (SIGSTOP, a paused VM) wakes up past the point: it says so, not "0 s before".
-    const when = left > 0 ? `${seconds(left)} s before its lease runs out, when another process may take the job over` : `now: its lease ran out ${seconds(-left)} s ago, and another process may have taken the job over`;
-    return new StoreError('io', 'renew lease', [this.store.toUri(this.path)], `${this.lastFailure ?? 'no renewal of it has landed in time (the store has not answered, or this process was stopped)'}: this step stops changing the job ${when}`);
+    const when =
+      left > 0
+        ? `${seconds(left)} s before its lease runs out, when another process may take the job over`
+        : `now: its lease ran out ${seconds(-left)} s ago, and another process may have taken the job over`;
+    return new StoreError(
+      'io',
+      'renew lease',
+      [this.store.toUri(this.path)],
+      `${this.lastFailure ?? 'no renewal of it has landed in time (the store has not answered, or this process was stopped)'}: this step stops changing the job ${when}`,
+    );
   }
 
   /**
@@ -175,17 +208,27 @@ export class Lease implements StoreFence {
    * Otherwise it is released, and acquire starts `from` the listing (undefined: it may predate
    * what happened since, so acquire lists afresh).
    */
-  static async firstLook(store: Store, layout: JobLayout, env: LeaseClock, op: string, tryCreate: boolean): Promise<FirstLook> {
+  static async firstLook(
+    store: Store,
+    layout: JobLayout,
+    env: LeaseClock,
+    op: string,
+    tryCreate: boolean,
+  ): Promise<FirstLook> {
     const record = newRecord(env, op);
     const path = posix.join(layout.root, leaseName(0));
-    const [listing, made] = await Promise.allSettled([readCurrentLease(store, layout), tryCreate && store.createExclusive(path, encodeLease(record))]);
+    const [listing, made] = await Promise.allSettled([
+      readCurrentLease(store, layout),
+      tryCreate && store.createExclusive(path, encodeLease(record)),
+    ]);
     const mine = made.status === 'fulfilled' && made.value ? new Lease(store, path, record, env) : null;
     if (listing.status === 'rejected') {
       await mine?.release();
       throw listing.reason;
     }
     const listed = listing.value;
-    if (mine && (listed === null || isWrittenBy(listed, path, record))) return { listed, held: mine.start(), from: undefined };
+    if (mine && (listed === null || isWrittenBy(listed, path, record)))
+      return { listed, held: mine.start(), from: undefined };
     await mine?.release();
     const stale = tryCreate && (mine !== null || made.status === 'rejected' || listed === null);
     return { listed, held: null, from: stale ? undefined : listed };
@@ -198,14 +241,22 @@ export class Lease implements StoreFence {
   }
 
   /** `current`: the lease file as read just before (runStep reads it alongside the job: one round trip). */
-  static async acquire(store: Store, layout: JobLayout, env: LeaseClock, op: string, current?: CurrentLease | null): Promise<Lease> {
+  static async acquire(
+    store: Store,
+    layout: JobLayout,
+    env: LeaseClock,
+    op: string,
+    current?: CurrentLease | null,
+  ): Promise<Lease> {
     const record = newRecord(env, op);
     if (current === undefined) current = await readCurrentLease(store, layout);
     let gen = 0;
     if (current) {
       const mine = current.record?.host === env.host && current.record.pid === env.pid;
       if (!mine && isLeaseLive(current, env)) {
-        throw new ConflictError(`job ${store.toUri(layout.root)} is locked: ${describeHolder(current.record)}; wait for it to finish`);
+        throw new ConflictError(
+          `job ${store.toUri(layout.root)} is locked: ${describeHolder(current.record)}; wait for it to finish`,
+        );
       }
       gen = current.gen + 1;
     }
@@ -213,7 +264,10 @@ export class Lease implements StoreFence {
     if (!(await store.createExclusive(path, encodeLease(record)))) {
       const winner = await readCurrentLease(store, layout);
       // A create retried after a lost response finds its own first attempt: that is a win.
-      if (!isWrittenBy(winner, path, record)) throw new ConflictError(`job ${store.toUri(layout.root)} is locked: ${describeHolder(winner?.record ?? null)}; wait for it to finish`);
+      if (!isWrittenBy(winner, path, record))
+        throw new ConflictError(
+          `job ${store.toUri(layout.root)} is locked: ${describeHolder(winner?.record ?? null)}; wait for it to finish`,
+        );
     }
     if (current) await store.delete(current.path, false);
     return new Lease(store, path, record, env).start();

@@ -12,7 +12,12 @@ const RETRIES = 8;
  * Reads and decodes one manifest; null when the file does not exist. `onEmpty` answers for a
  * file with no bytes yet where the caller judges that itself (a lease: empty past its TTL is dead).
  */
-export async function readManifestFile<T>(store: Store, path: string, decode: (content: Buffer, file: string) => T, opts: { onEmpty?: () => Promise<T> } = {}): Promise<T | null> {
+export async function readManifestFile<T>(
+  store: Store,
+  path: string,
+  decode: (content: Buffer, file: string) => T,
+  opts: { onEmpty?: () => Promise<T> } = {},
+): Promise<T | null> {
   const file = store.toUri(path);
   for (let i = 0; ; i++) {
     // Decoded from its bytes: a million-op plan (100 MB) never stands as a string beside them.
@@ -30,7 +35,10 @@ export async function readManifestFile<T>(store: Store, path: string, decode: (c
   }
 }
 
-/** A manifest's bytes, null when it does not exist; a directory in its place is damage like any other, not the store's raw error. */
+/**
+ * A manifest's bytes, null when it does not exist; a directory in its place is damage like any other, not the store's
+ * raw error.
+ */
 export async function readManifestBytes(store: Store, path: string): Promise<Buffer | null> {
   return store.readFile(path).catch(async (e: unknown) => {
     if ((await store.stat(path).catch(() => null))?.kind === 'dir') throw notAFile(store, path);
@@ -49,9 +57,16 @@ export async function manifestNames(store: Store, dir: string): Promise<string[]
   return named.map((e) => e.name);
 }
 
-const notAFile = (store: Store, path: string) => CorruptManifestError.document(store.toUri(path), 'is a directory, where stagecommit keeps a file it writes: it was made by hand or by another tool');
+const notAFile = (store: Store, path: string) =>
+  CorruptManifestError.document(
+    store.toUri(path),
+    'is a directory, where stagecommit keeps a file it writes: it was made by hand or by another tool',
+  );
 
 /** Still empty after the re-reads: a create whose process was stopped before its bytes went out. */
 function emptyCreate(file: string): CorruptManifestError {
-  return CorruptManifestError.document(file, "is empty: the step creating it was stopped before writing it (HDFS shows a file from its create on); if no stagecommit step works on this job, delete the file and run the step again");
+  return CorruptManifestError.document(
+    file,
+    'is empty: the step creating it was stopped before writing it (HDFS shows a file from its create on); if no stagecommit step works on this job, delete the file and run the step again',
+  );
 }

@@ -15,20 +15,31 @@ export interface OpenJob {
   readonly job: JobManifest;
   /** The job's state, counting a decided `_commit.yaml` as 'committing' (the commit point). */
   readonly state: JobState;
-  /** A plan that never became the job's commit point (planVerdict; `job` is then as before it): the step that holds the lease removes it. */
+  /**
+   * A plan that never became the job's commit point (planVerdict; `job` is then as before it): the step that holds the
+   * lease removes it.
+   */
   readonly stalePlan?: StalePlan;
 }
 
-/** A handle that names no job: finished (cleaned up) or never existed; `committed` when it can tell the job committed. */
+/**
+ * A handle that names no job: finished (cleaned up) or never existed; `committed` when it can tell the job committed.
+ */
 export class JobGoneError extends UsageError {
   /** `stray`: what is left of a committed job's staging dir (a plan that landed late), to delete. */
-  constructor(message: string, readonly committed: FinishedJob | null = null, readonly stray?: string) {
+  constructor(
+    message: string,
+    readonly committed: FinishedJob | null = null,
+    readonly stray?: string,
+  ) {
     super(message);
   }
 
   /** The warning a step that finds the job committed gives about its stray plan; null when there is none. */
   strayWarning(): string | null {
-    return this.committed && this.stray ? `a commit plan of job ${this.committed.jobId} landed after it committed (a write its store held): ${this.stray} is left over; delete it` : null;
+    return this.committed && this.stray
+      ? `a commit plan of job ${this.committed.jobId} landed after it committed (a write its store held): ${this.stray} is left over; delete it`
+      : null;
   }
 }
 
@@ -55,26 +66,41 @@ function carriesPlan(job: JobManifest): job is JobManifest & { inlinePlan: strin
  * plan or entry that cannot be read is 'decided' here: the step that holds the lease reads it and
  * reports the damage. 'absent': the plan went meanwhile.
  */
-export async function planVerdict(store: Store, layout: JobLayout, job: JobManifest): Promise<'decided' | 'absent' | StalePlan> {
+export async function planVerdict(
+  store: Store,
+  layout: JobLayout,
+  job: JobManifest,
+): Promise<'decided' | 'absent' | StalePlan> {
   const inline = carriesPlan(job);
   try {
     const data = inline ? job.inlinePlan : await store.readFile(layout.commitFile);
     if (data === null) return 'absent';
-    const plan = decodeManifestLazy(data, store.toUri(inline ? layout.jobFile : layout.commitFile)); // header fields only: its ops are not read
+    // header fields only: its ops are not read
+    const plan = decodeManifestLazy(data, store.toUri(inline ? layout.jobFile : layout.commitFile));
     const n = plan.logEntry;
     if (plan.jobId !== job.jobId || typeof n !== 'number') return 'decided';
     const own = await new TableLog(store, job.targetPath).readOwn(n, { jobId: job.jobId, staging: layout.root });
     const carried = inline ? { carried: job.inlinePlan } : {};
     if (!own.own) return { kind: 'proposal', entry: n, ...carried };
     // An entry made before this job's stage is an earlier job's of this id (aborted, its id staged again).
-    return own.givenUp || (job.logPosition !== null && n <= job.logPosition) ? { kind: 'given-up', entry: n, ...carried } : 'decided';
+    return own.givenUp || (job.logPosition !== null && n <= job.logPosition)
+      ? { kind: 'given-up', entry: n, ...carried }
+      : 'decided';
   } catch {
     return 'decided';
   }
 }
 
-/** The state a job is in: one whose plan is written (and decided) is past its commit point. `planFound`: a stat of `_commit.yaml` made already. */
-export async function stateOnStore(store: Store, layout: JobLayout, job: JobManifest, planFound?: boolean): Promise<JobState> {
+/**
+ * The state a job is in: one whose plan is written (and decided) is past its commit point. `planFound`: a stat of
+ * `_commit.yaml` made already.
+ */
+export async function stateOnStore(
+  store: Store,
+  layout: JobLayout,
+  job: JobManifest,
+  planFound?: boolean,
+): Promise<JobState> {
   if (!awaitsVerdict(job, planFound ?? (await store.stat(layout.commitFile)) !== null)) return job.state;
   return (await planVerdict(store, layout, job)) === 'decided' ? 'committing' : 'staged';
 }
@@ -90,18 +116,26 @@ export function isPastCommitPoint(state: JobState): boolean {
 }
 
 /** Reads the job; a missing `_job.yaml` is reported with where its `_SUCCESS` is, if we can tell. */
-export async function openJob(env: { readonly store: Store; readonly allowUnsignedJob?: boolean }, stagingPath: string): Promise<OpenJob> {
+export async function openJob(
+  env: { readonly store: Store; readonly allowUnsignedJob?: boolean },
+  stagingPath: string,
+): Promise<OpenJob> {
   const { store } = env;
   const layout = new JobLayout(stagingPath);
   // Both reads at once: one round trip, not two.
-  const [job, plan] = await Promise.all([loadJob(store, layout, { allowUnsigned: env.allowUnsignedJob }), store.stat(layout.commitFile)]);
+  const [job, plan] = await Promise.all([
+    loadJob(store, layout, { allowUnsigned: env.allowUnsignedJob }),
+    store.stat(layout.commitFile),
+  ]);
   if (job) {
     if (!awaitsVerdict(job, plan !== null)) return { layout, job, state: job.state };
     const verdict = await planVerdict(store, layout, job);
     if (verdict === 'decided') return { layout, job, state: 'committing' };
     // A plan that never counted: the job is as it was before it (the lease holder removes the plan).
     const before = carriesPlan(job) ? withoutPlan(job) : job;
-    return verdict === 'absent' ? { layout, job: before, state: 'staged' } : { layout, job: before, state: 'staged', stalePlan: verdict };
+    return verdict === 'absent'
+      ? { layout, job: before, state: 'staged' }
+      : { layout, job: before, state: 'staged', stalePlan: verdict };
   }
   // A plan outlives `_job.yaml` in no clean-up: this job is past its commit point and lost its manifest.
   if (plan) {
@@ -109,17 +143,32 @@ export async function openJob(env: { readonly store: Store; readonly allowUnsign
     // staging dir again: the job is finished, the plan a leftover.
     const done = await findCommitted(store, stagingPath);
     if (done) {
-      throw new JobGoneError(`job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); a commit plan of it that landed later is left at ${store.toUri(layout.commitFile)}: delete it`, done, store.toUri(layout.commitFile));
+      throw new JobGoneError(
+        `job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); a commit plan of it that landed later is left at ${store.toUri(layout.commitFile)}: delete it`,
+        done,
+        store.toUri(layout.commitFile),
+      );
     }
     if (await planGivenUp(store, stagingPath, layout.commitFile)) {
       const plan = store.toUri(layout.commitFile);
-      throw new JobGoneError(`no job at ${store.toUri(stagingPath)}: it ended (aborted, or reset by recover) before this commit plan of it landed; the plan was never applied: delete ${plan}`, null, plan);
+      throw new JobGoneError(
+        `no job at ${store.toUri(stagingPath)}: it ended (aborted, or reset by recover) before this commit plan of it landed; the plan was never applied: delete ${plan}`,
+        null,
+        plan,
+      );
     }
-    throw CorruptManifestError.document(store.toUri(layout.jobFile), `is missing, but the commit plan beside it shows the job is past its commit point: restore it, then run 'stagecommit recover' (nothing was changed)`);
+    throw CorruptManifestError.document(
+      store.toUri(layout.jobFile),
+      `is missing, but the commit plan beside it shows the job is past its commit point: restore it, then run 'stagecommit recover' (nothing was changed)`,
+    );
   }
   // The three things a handle without a job can still tell, read at once.
   const { done, held, unreadable, left } = await noJobEvidence(store, stagingPath);
-  if (done) throw new JobGoneError(`job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); there is nothing more to do`, done);
+  if (done)
+    throw new JobGoneError(
+      `job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); there is nothing more to do`,
+      done,
+    );
   // A job holding the table log lost its manifest (and a plan it carried): never "never existed".
   if (held) {
     throw CorruptManifestError.document(
@@ -142,7 +191,9 @@ export async function openJob(env: { readonly store: Store; readonly allowUnsign
       `is missing, but the staging dir still holds a job's files (${left.join(', ')}): the job may be past its commit point; nothing was changed: restore the file, then run 'stagecommit recover'; if its job has ended, check the target by hand and delete the directory${trash}`,
     );
   }
-  throw new JobGoneError(`no job at ${store.toUri(stagingPath)}: it is finished (committed or aborted) or never existed; check the handle that 'stagecommit stage' printed`);
+  throw new JobGoneError(
+    `no job at ${store.toUri(stagingPath)}: it is finished (committed or aborted) or never existed; check the handle that 'stagecommit stage' printed`,
+  );
 }
 
 export function requireState(open: OpenJob, allowed: readonly JobState[], doing: string): void {

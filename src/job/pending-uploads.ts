@@ -42,7 +42,11 @@ export type LocalSource = { readonly localPath: string; readonly name: string };
 
 export function uploadsDir(layout: JobLayout, app?: number, taskAttempt?: string): string {
   const base = posix.join(layout.root, UPLOADS_DIR);
-  return app === undefined ? base : taskAttempt === undefined ? posix.join(base, String(app)) : posix.join(base, String(app), taskAttempt);
+  return app === undefined
+    ? base
+    : taskAttempt === undefined
+      ? posix.join(base, String(app))
+      : posix.join(base, String(app), taskAttempt);
 }
 
 function encodeRecord(taskAttempt: string, state: UploadRecord['state'], uploads: readonly RecordedUpload[]): string {
@@ -52,7 +56,8 @@ function encodeRecord(taskAttempt: string, state: UploadRecord['state'], uploads
 function decodeRecord(text: string | Buffer, file: string, taskAttempt: string): UploadRecord {
   const f = new Fields(decodeManifest(text, file), file);
   f.kind(KIND, 1);
-  if (f.string('taskAttempt') !== taskAttempt) throw new CorruptManifestError(file, 'taskAttempt', `is not '${taskAttempt}', the attempt whose dir holds it`);
+  if (f.string('taskAttempt') !== taskAttempt)
+    throw new CorruptManifestError(file, 'taskAttempt', `is not '${taskAttempt}', the attempt whose dir holds it`);
   const state = f.oneOf('state', ['begun', 'ready'] as const);
   const uploads = f.array('uploads', (x) => {
     const path = checkRelativePath(itemString(x, 'path'), 'upload path');
@@ -65,7 +70,8 @@ function decodeRecord(text: string | Buffer, file: string, taskAttempt: string):
 }
 
 function checkEtags(v: unknown): string[] {
-  if (!Array.isArray(v) || v.length === 0 || v.some((e) => typeof e !== 'string' || e === '')) throw new Error("'etags' is not a list of the parts' ETags");
+  if (!Array.isArray(v) || v.length === 0 || v.some((e) => typeof e !== 'string' || e === ''))
+    throw new Error("'etags' is not a list of the parts' ETags");
   return v as string[];
 }
 
@@ -87,21 +93,48 @@ export interface StagedUploads {
  * record is written before any byte is sent, so a kill after it leaves uploads that the job's
  * abort or recover knows to abort.
  */
-export async function stageAsUploads(store: Store, layout: JobLayout, job: JobManifest, taskAttempt: string, part: string, files: readonly LocalSource[], concurrency: number, nowMs: number): Promise<StagedUploads> {
+export async function stageAsUploads(
+  store: Store,
+  layout: JobLayout,
+  job: JobManifest,
+  taskAttempt: string,
+  part: string,
+  files: readonly LocalSource[],
+  concurrency: number,
+  nowMs: number,
+): Promise<StagedUploads> {
   const none: StagedUploads = { names: new Set(), uploads: [], record: null };
   if (!usesPendingUploads(store, job)) return none;
   const sizes = await mapLimit(files, concurrency, async (f) => (await stat(f.localPath)).size);
-  const big = files.map((f, i) => ({ ...f, size: sizes[i]! })).filter((f) => f.size > 0 && f.size >= store.pendingUploadMinBytes!);
+  const big = files
+    .map((f, i) => ({ ...f, size: sizes[i]! }))
+    .filter((f) => f.size > 0 && f.size >= store.pendingUploadMinBytes!);
   if (big.length === 0) return none;
   const rel = (name: string) => (part ? `${part}/${name}` : name);
-  const record = posix.join(uploadsDir(layout, job.appAttempt, taskAttempt), `${String(nowMs).padStart(15, '0')}-${randomUUID().slice(0, 8)}.yaml`);
+  const record = posix.join(
+    uploadsDir(layout, job.appAttempt, taskAttempt),
+    `${String(nowMs).padStart(15, '0')}-${randomUUID().slice(0, 8)}.yaml`,
+  );
   const ids: string[] = new Array(big.length);
   try {
-    await forEachLimit(big, concurrency, async (f, i) => void (ids[i] = await store.beginUpload!(posix.join(job.targetPath, rel(f.name)))));
-    await store.writeFile(record, encodeRecord(taskAttempt, 'begun', big.map((f, i) => ({ path: rel(f.name), uploadId: ids[i]! }))));
+    await forEachLimit(
+      big,
+      concurrency,
+      async (f, i) => void (ids[i] = await store.beginUpload!(posix.join(job.targetPath, rel(f.name)))),
+    );
+    await store.writeFile(
+      record,
+      encodeRecord(
+        taskAttempt,
+        'begun',
+        big.map((f, i) => ({ path: rel(f.name), uploadId: ids[i]! })),
+      ),
+    );
   } catch (e) {
     // No record names these uploads yet, so no later step could find them: they go now (as far as the store lets).
-    const begun = big.flatMap((f, i) => (ids[i] ? [{ path: posix.join(job.targetPath, rel(f.name)), uploadId: ids[i] }] : []));
+    const begun = big.flatMap((f, i) =>
+      ids[i] ? [{ path: posix.join(job.targetPath, rel(f.name)), uploadId: ids[i] }] : [],
+    );
     await forEachLimit(begun, concurrency, (u) => store.abortUpload!(u)).catch(() => undefined);
     throw e;
   }
@@ -109,11 +142,27 @@ export async function stageAsUploads(store: Store, layout: JobLayout, job: JobMa
   await forEachLimit(big, concurrency, async (f, i) => {
     etags[i] = await store.uploadParts!(posix.join(job.targetPath, rel(f.name)), ids[i]!, f.localPath, f.size);
   });
-  await store.writeFile(record, encodeRecord(taskAttempt, 'ready', big.map((f, i) => ({ path: rel(f.name), uploadId: ids[i]!, size: f.size, etags: etags[i]! }))));
-  return { names: new Set(big.map((f) => f.name)), uploads: big.map((f, i) => ({ path: posix.join(job.targetPath, rel(f.name)), uploadId: ids[i]! })), record };
+  await store.writeFile(
+    record,
+    encodeRecord(
+      taskAttempt,
+      'ready',
+      big.map((f, i) => ({ path: rel(f.name), uploadId: ids[i]!, size: f.size, etags: etags[i]! })),
+    ),
+  );
+  return {
+    names: new Set(big.map((f) => f.name)),
+    uploads: big.map((f, i) => ({ path: posix.join(job.targetPath, rel(f.name)), uploadId: ids[i]! })),
+    record,
+  };
 }
 
-async function readRecords(store: Store, dir: string, taskAttempt: string, concurrency: number): Promise<UploadRecord[]> {
+async function readRecords(
+  store: Store,
+  dir: string,
+  taskAttempt: string,
+  concurrency: number,
+): Promise<UploadRecord[]> {
   const names = (await manifestNames(store, dir)).sort();
   const read = await mapLimit(names, concurrency, async (n) => {
     const path = posix.join(dir, n);
@@ -131,7 +180,13 @@ export interface AttemptUploads {
   readonly recordFiles: readonly string[];
 }
 
-export async function readAttemptUploads(store: Store, layout: JobLayout, job: JobManifest, taskAttempt: string, concurrency: number): Promise<AttemptUploads> {
+export async function readAttemptUploads(
+  store: Store,
+  layout: JobLayout,
+  job: JobManifest,
+  taskAttempt: string,
+  concurrency: number,
+): Promise<AttemptUploads> {
   if (!usesPendingUploads(store, job)) return { files: [], stale: [], recordFiles: [] };
   const dir = uploadsDir(layout, job.appAttempt, taskAttempt);
   const records = await readRecords(store, dir, taskAttempt, concurrency);
@@ -145,23 +200,55 @@ export async function readAttemptUploads(store: Store, layout: JobLayout, job: J
       if (r.state === 'ready') latest.set(u.path, u);
     }
   }
-  const files = [...latest.values()].map((u) => ({ path: u.path, size: u.size!, upload: { id: u.uploadId, etags: u.etags! } }));
-  return { files, stale: stale.map((u) => ({ path: posix.join(job.targetPath, u.path), uploadId: u.uploadId })), recordFiles: records.map((r) => r.file) };
+  const files = [...latest.values()].map((u) => ({
+    path: u.path,
+    size: u.size!,
+    upload: { id: u.uploadId, etags: u.etags! },
+  }));
+  return {
+    files,
+    stale: stale.map((u) => ({ path: posix.join(job.targetPath, u.path), uploadId: u.uploadId })),
+    recordFiles: records.map((r) => r.file),
+  };
 }
 
 /** A path staged both as a file in the attempt dir and as a pending upload is an error. */
-export function checkStagedOnce(uploads: AttemptUploads, inAttemptDir: (path: string) => boolean, taskAttempt: string): void {
+export function checkStagedOnce(
+  uploads: AttemptUploads,
+  inAttemptDir: (path: string) => boolean,
+  taskAttempt: string,
+): void {
   const both = uploads.files.find((f) => inAttemptDir(f.path));
-  if (both) throw new ConflictError(`${taskAttempt} staged '${both.path}' twice, once as a small file and once as a large one: nothing was committed; abort this attempt and stage the task into a new --attempt`);
+  if (both)
+    throw new ConflictError(
+      `${taskAttempt} staged '${both.path}' twice, once as a small file and once as a large one: nothing was committed; abort this attempt and stage the task into a new --attempt`,
+    );
 }
 
-/** Once the claim holds the attempt's uploads (or it will never commit: none kept), abort the rest and drop the records. */
-export async function settleAttemptUploads(store: Store, layout: JobLayout, job: JobManifest, taskAttempt: string, claimed: readonly TaskFile[], concurrency: number, known?: AttemptUploads): Promise<void> {
+/**
+ * Once the claim holds the attempt's uploads (or it will never commit: none kept), abort the rest and drop the records.
+ */
+export async function settleAttemptUploads(
+  store: Store,
+  layout: JobLayout,
+  job: JobManifest,
+  taskAttempt: string,
+  claimed: readonly TaskFile[],
+  concurrency: number,
+  known?: AttemptUploads,
+): Promise<void> {
   if (!usesPendingUploads(store, job)) return;
   const mine = known ?? (await readAttemptUploads(store, layout, job, taskAttempt, concurrency));
   const keep = new Set(claimed.filter((f) => f.upload).map((f) => f.upload!.id));
-  const all = [...mine.stale, ...mine.files.map((f) => ({ path: posix.join(job.targetPath, f.path), uploadId: f.upload!.id }))];
-  await forEachLimit(all.filter((u) => !keep.has(u.uploadId)), concurrency, (u) => store.abortUpload!(u));
+  const all = [
+    ...mine.stale,
+    ...mine.files.map((f) => ({ path: posix.join(job.targetPath, f.path), uploadId: f.upload!.id })),
+  ];
+  await forEachLimit(
+    all.filter((u) => !keep.has(u.uploadId)),
+    concurrency,
+    (u) => store.abortUpload!(u),
+  );
   await deleteFiles(store, mine.recordFiles, concurrency);
 }
 
@@ -172,13 +259,21 @@ interface RecordedUploads {
 }
 
 /** Every upload the job's `stage` calls recorded, app attempt by app attempt (`beforeApp`: only earlier ones). */
-export async function recordedUploads(store: Store, layout: JobLayout, concurrency: number, beforeApp?: number): Promise<RecordedUploads> {
-  const apps = (await store.list(uploadsDir(layout))).filter((e) => e.kind === 'dir' && (beforeApp === undefined || Number(e.name) < beforeApp));
+export async function recordedUploads(
+  store: Store,
+  layout: JobLayout,
+  concurrency: number,
+  beforeApp?: number,
+): Promise<RecordedUploads> {
+  const apps = (await store.list(uploadsDir(layout))).filter(
+    (e) => e.kind === 'dir' && (beforeApp === undefined || Number(e.name) < beforeApp),
+  );
   const uploads: { path: string; uploadId: string }[] = [];
   for (const app of apps) {
     for (const attempt of await store.list(app.path)) {
       if (attempt.kind !== 'dir') continue;
-      for (const r of await readRecords(store, attempt.path, attempt.name, concurrency)) for (const u of r.uploads) uploads.push(u);
+      for (const r of await readRecords(store, attempt.path, attempt.name, concurrency))
+        for (const u of r.uploads) uploads.push(u);
     }
   }
   return { apps: apps.map((a) => a.path), uploads };
@@ -196,11 +291,18 @@ export async function abortRecordedUploads(
   keep: ReadonlySet<string>,
   concurrency: number,
   targetPath: string,
-  opts: { extra?: readonly TaskFile[] | Promise<readonly TaskFile[]>; beforeApp?: number; recorded?: Promise<RecordedUploads> } = {},
+  opts: {
+    extra?: readonly TaskFile[] | Promise<readonly TaskFile[]>;
+    beforeApp?: number;
+    recorded?: Promise<RecordedUploads>;
+  } = {},
 ): Promise<number> {
   if (!store.abortUpload) return 0;
   // The extra files may still be being read: both reads go at once.
-  const [{ apps, uploads }, extra] = await Promise.all([opts.recorded ?? recordedUploads(store, layout, concurrency, opts.beforeApp), opts.extra ?? []]);
+  const [{ apps, uploads }, extra] = await Promise.all([
+    opts.recorded ?? recordedUploads(store, layout, concurrency, opts.beforeApp),
+    opts.extra ?? [],
+  ]);
   const doomed = uploads.map((u) => ({ path: posix.join(targetPath, u.path), uploadId: u.uploadId }));
   for (const f of extra) if (f.upload) doomed.push({ path: posix.join(targetPath, f.path), uploadId: f.upload.id });
   const go = doomed.filter((u) => !keep.has(u.uploadId));
@@ -213,7 +315,12 @@ export async function abortRecordedUploads(
  * Every upload a job owns: the ones its `stage` calls recorded (any app attempt) and the ones its
  * claims hold. clean-orphans leaves these to the job (abort or roll-forward), never to the age rule.
  */
-export async function ownedUploadIds(store: Store, layout: JobLayout, job: JobManifest, concurrency: number): Promise<Set<string>> {
+export async function ownedUploadIds(
+  store: Store,
+  layout: JobLayout,
+  job: JobManifest,
+  concurrency: number,
+): Promise<Set<string>> {
   const ids = new Set((await claimedUploads(store, layout, job, concurrency)).map((f) => f.upload!.id));
   for (const u of (await recordedUploads(store, layout, concurrency)).uploads) ids.add(u.uploadId);
   return ids;
@@ -223,7 +330,11 @@ export async function ownedUploadIds(store: Store, layout: JobLayout, job: JobMa
  * Before the commit point: every upload the claims name must still be pending (a lifecycle rule
  * or another tool may have aborted it), or the task's output is gone (§5.9).
  */
-export async function checkUploadsPending(store: Store, targetPath: string, files: readonly TaskFile[]): Promise<string | null> {
+export async function checkUploadsPending(
+  store: Store,
+  targetPath: string,
+  files: readonly TaskFile[],
+): Promise<string | null> {
   const ours = files.filter((f) => f.upload);
   if (ours.length === 0 || !store.listUploads) return null;
   const pending = new Set((await store.listUploads(targetPath)).map((u) => u.uploadId));

@@ -43,7 +43,12 @@ const SETTLE_BESIDE = 1000;
  * it publishes). Whatever appears after a listing is found by the next one: `_job.yaml` goes only
  * when a listing shows nothing else (but our lease) is left.
  */
-export async function removeStagingDir(store: Store, layout: JobLayout, lease?: Lease, known: KnownBefore = {}): Promise<void> {
+export async function removeStagingDir(
+  store: Store,
+  layout: JobLayout,
+  lease?: Lease,
+  known: KnownBefore = {},
+): Promise<void> {
   const { listed, strays } = known;
   // The lease is renewed while the tree goes (a long clean-up must not let it lapse), and stops
   // just before its own file goes: a renewal landing after that would make it again.
@@ -59,7 +64,10 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
   // Uploads a killed `stage` left behind (S3 multipart) would be billed forever: abort them
   // (`strays`: listed already by the caller). They are not keys, so the listing of every key is
   // read at the same time.
-  const [uploads, keys] = await Promise.all([strays ?? store.listUploads?.(layout.root) ?? [], bulk ? listKeys() : null]);
+  const [uploads, keys] = await Promise.all([
+    strays ?? store.listUploads?.(layout.root) ?? [],
+    bulk ? listKeys() : null,
+  ]);
   const abort = store.abortUpload?.bind(store);
   if (abort) await forEachLimit(uploads, ABORTS_AT_ONCE, (u) => abort(u));
   // `_job.yaml` and our lease go last.
@@ -70,7 +78,9 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
     if (!(e instanceof StoreError && e.kind === 'exists')) throw e;
   };
   const remove = (entries: readonly Entry[]) =>
-    bulk ? store.deleteMany!(entries.map((e) => e.path)) : Promise.all(entries.map((e) => store.delete(e.path, e.kind === 'dir').catch(notEmpty)));
+    bulk
+      ? store.deleteMany!(entries.map((e) => e.path))
+      : Promise.all(entries.map((e) => store.delete(e.path, e.kind === 'dir').catch(notEmpty)));
   let settled: Entry[] | undefined;
   if (keys) {
     // Object stores: one listing of every key, then bulk deletes (the plan goes with the rest).
@@ -91,11 +101,18 @@ export async function removeStagingDir(store: Store, layout: JobLayout, lease?: 
     await remove((await store.list(layout.root)).filter((e) => !last(e.path)));
   }
   for (let round = 1; ; round++) {
-    const left = (settled ?? (await (bulk ? store.listTree!(layout.root) : store.list(layout.root)))).filter((e) => !last(e.path));
+    const left = (settled ?? (await (bulk ? store.listTree!(layout.root) : store.list(layout.root)))).filter(
+      (e) => !last(e.path),
+    );
     settled = undefined;
     if (left.length === 0) break;
     if (round > SETTLE_ROUNDS) {
-      throw new StoreError('io', 'delete', [store.toUri(left[0]!.path)], `something keeps writing into the staging dir of a finished job (${left.length} entries after ${SETTLE_ROUNDS} rounds): stop it, then run 'stagecommit recover' to finish the clean-up`);
+      throw new StoreError(
+        'io',
+        'delete',
+        [store.toUri(left[0]!.path)],
+        `something keeps writing into the staging dir of a finished job (${left.length} entries after ${SETTLE_ROUNDS} rounds): stop it, then run 'stagecommit recover' to finish the clean-up`,
+      );
     }
     await remove(left);
   }
@@ -125,7 +142,10 @@ async function tidyParents(store: Store, layout: JobLayout, known: KnownBefore):
   if (!known.parentsKept) await tidyStagingParents(store, layout);
 }
 
-/** The default layout's parents of a staging dir that is gone, while they are empty (a step killed before it tidied them leaves them so). */
+/**
+ * The default layout's parents of a staging dir that is gone, while they are empty (a step killed before it tidied them
+ * leaves them so).
+ */
 export async function tidyStagingParents(store: Store, layout: JobLayout): Promise<void> {
   if (!store.caps.realDirectories) return;
   for (const dir of defaultStagingParents(layout.root)) {

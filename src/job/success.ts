@@ -21,29 +21,31 @@ export interface SuccessInput {
 export function successJson(s: SuccessInput): string {
   const metrics: Record<string, number> = { files: s.files, bytes: s.bytes };
   for (const [k, v] of Object.entries(s.metrics)) metrics[`op_${k}`] = v ?? 0;
-  return JSON.stringify(
-    {
-      name: SUCCESS_NAME,
-      timestamp: s.nowMs,
-      date: new Date(s.nowMs).toString(),
-      hostname: s.hostname,
-      committer: 'stagecommit',
-      description: `stagecommit ${s.job.mode} commit (${s.job.algorithm}) of job ${s.job.jobId}`,
-      jobId: s.job.jobId,
-      jobIdSource: 'stagecommit',
-      success: true,
-      filenames: s.filenames.slice(0, 100).map((f) => `${s.targetUri.replace(/\/$/, '')}/${f}`),
-      metrics,
-      diagnostics: {
-        mode: s.job.mode,
-        algorithm: s.job.algorithm,
-        partitionBy: s.job.partitionBy.join(','),
-        appAttempt: String(s.job.appAttempt),
+  return (
+    JSON.stringify(
+      {
+        name: SUCCESS_NAME,
+        timestamp: s.nowMs,
+        date: new Date(s.nowMs).toString(),
+        hostname: s.hostname,
+        committer: 'stagecommit',
+        description: `stagecommit ${s.job.mode} commit (${s.job.algorithm}) of job ${s.job.jobId}`,
+        jobId: s.job.jobId,
+        jobIdSource: 'stagecommit',
+        success: true,
+        filenames: s.filenames.slice(0, 100).map((f) => `${s.targetUri.replace(/\/$/, '')}/${f}`),
+        metrics,
+        diagnostics: {
+          mode: s.job.mode,
+          algorithm: s.job.algorithm,
+          partitionBy: s.job.partitionBy.join(','),
+          appAttempt: String(s.job.appAttempt),
+        },
+        partitionsWritten: s.partitionsWritten,
+        partitionsReplaced: s.partitionsReplaced,
       },
-      partitionsWritten: s.partitionsWritten,
-      partitionsReplaced: s.partitionsReplaced,
-    },
-    null,
-    2,
-  ) + '\n';
+      null,
+      2,
+    ) + '\n'
+  );
 }

@@ -93,7 +93,10 @@ function checkUnits(field: string, f: Fields): string[] {
 
 export class TableLog {
   readonly dir: string;
-  constructor(private readonly store: Store, private readonly targetPath: string) {
+  constructor(
+    private readonly store: Store,
+    private readonly targetPath: string,
+  ) {
     this.dir = commitLogDir(targetPath);
   }
 
@@ -156,7 +159,15 @@ export class TableLog {
     } catch (e) {
       throw new CorruptManifestError(file, 'staging', (e as Error).message);
     }
-    return { number, jobId: f.string('jobId'), staging, handle: f.string('handle'), touches: checkUnits('touches', f), replaces: checkUnits('replaces', f), atMs: (f.string('at'), f.count('atMs')) };
+    return {
+      number,
+      jobId: f.string('jobId'),
+      staging,
+      handle: f.string('handle'),
+      touches: checkUnits('touches', f),
+      replaces: checkUnits('replaces', f),
+      atMs: (f.string('at'), f.count('atMs')),
+    };
   }
 
   /**
@@ -174,8 +185,13 @@ export class TableLog {
 
   async read(n: number): Promise<LogEntry> {
     const path = this.entryPath(n);
-    const e = await readManifestFile(this.store, path, (text, file) => this.decode(text, file, n)).catch(this.withAdvice);
-    if (!e) throw new ConflictError(`the table log entry ${this.store.toUri(path)} vanished while it was read: run the step again`);
+    const e = await readManifestFile(this.store, path, (text, file) => this.decode(text, file, n)).catch(
+      this.withAdvice,
+    );
+    if (!e)
+      throw new ConflictError(
+        `the table log entry ${this.store.toUri(path)} vanished while it was read: run the step again`,
+      );
     return e;
   }
 
@@ -189,7 +205,10 @@ export class TableLog {
    * dirs), and then whether it was given up (its done marker says void) or finished (it says
    * committed: written once its plan was applied and `_SUCCESS` written).
    */
-  async readOwn(n: number, owner: EntryOwner): Promise<{ entry: LogEntry | null; own: boolean; givenUp: boolean; finished: boolean }> {
+  async readOwn(
+    n: number,
+    owner: EntryOwner,
+  ): Promise<{ entry: LogEntry | null; own: boolean; givenUp: boolean; finished: boolean }> {
     const entry = await this.read(n).catch((e: unknown) => {
       if (e instanceof ConflictError) return null;
       throw e;
@@ -213,13 +232,31 @@ export class TableLog {
   /** Creates entry N if nobody has; false when another job has it. */
   tryAppend(entry: LogEntry): Promise<boolean> {
     const { number, jobId, staging, handle, touches, replaces, atMs } = entry;
-    const body = encodeManifest({ kind: ENTRY, version: 1, number, jobId, staging, handle, touches: [...touches], replaces: [...replaces], atMs, at: new Date(atMs).toISOString() });
+    const body = encodeManifest({
+      kind: ENTRY,
+      version: 1,
+      number,
+      jobId,
+      staging,
+      handle,
+      touches: [...touches],
+      replaces: [...replaces],
+      atMs,
+      at: new Date(atMs).toISOString(),
+    });
     return this.store.createExclusive(this.entryPath(number), body);
   }
 
   /** Marks entry N finished (its commit applied) or void (its job never passed its commit point). */
   async markDone(entry: Pick<LogEntry, 'number' | 'jobId'>, outcome: DoneOutcome, nowMs: number): Promise<void> {
-    const body = encodeManifest({ kind: DONE, version: 1, number: entry.number, jobId: entry.jobId, outcome, atMs: nowMs });
+    const body = encodeManifest({
+      kind: DONE,
+      version: 1,
+      number: entry.number,
+      jobId: entry.jobId,
+      outcome,
+      atMs: nowMs,
+    });
     await this.store.createExclusive(this.donePath(entry.number), body);
   }
 
@@ -239,7 +276,12 @@ export class TableLog {
   }
 
   /** This job's unfinished entry made after its `stage`, if an interrupted run created one. */
-  async findOwn(owner: EntryOwner, position: number | null, listing: LogListing, concurrency: number): Promise<LogEntry | null> {
+  async findOwn(
+    owner: EntryOwner,
+    position: number | null,
+    listing: LogListing,
+    concurrency: number,
+  ): Promise<LogEntry | null> {
     const since = listing.numbers.filter((n) => (position === null || n > position) && !listing.done.has(n));
     const entries = await this.readMany(since, concurrency);
     return entries.find((e) => isOwnEntry(e, owner)) ?? null;

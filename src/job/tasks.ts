@@ -17,12 +17,22 @@ export function attemptFiles(store: Store, attemptDir: string, opts: AttemptWalk
 }
 
 /** attemptFiles handed over one at a time as they are listed, unsorted (a million-file attempt). */
-export function eachAttemptFile(store: Store, attemptDir: string, opts: AttemptWalk, fn: (e: Entry) => void): Promise<void> {
+export function eachAttemptFile(
+  store: Store,
+  attemptDir: string,
+  opts: AttemptWalk,
+  fn: (e: Entry) => void,
+): Promise<void> {
   return forEachFile(store, attemptDir, { ...opts, ignoreTop: NOT_OUTPUT }, fn);
 }
 
 /** Task → the attempt dirs it has in an app attempt. */
-export async function attemptsByTask(store: Store, layout: JobLayout, jobId: string, app: number): Promise<Map<string, Set<string>>> {
+export async function attemptsByTask(
+  store: Store,
+  layout: JobLayout,
+  jobId: string,
+  app: number,
+): Promise<Map<string, Set<string>>> {
   const out = new Map<string, Set<string>>();
   for (const e of await store.list(layout.attemptsDir(app))) {
     const task = taskOfAttempt(jobId, e.name);
@@ -34,6 +44,7 @@ export async function attemptsByTask(store: Store, layout: JobLayout, jobId: str
 /** Declared tasks (--tasks N) without a committed claim, in order; [] when none were declared. */
 export function declaredNotCommitted(job: JobManifest, claims: ReadonlyMap<string, Pick<Claim, 'state'>>): string[] {
   const missing: string[] = [];
-  if (job.tasks !== undefined) for (let t = 0; t < job.tasks; t++) if (claims.get(String(t))?.state !== 'committed') missing.push(String(t));
+  if (job.tasks !== undefined)
+    for (let t = 0; t < job.tasks; t++) if (claims.get(String(t))?.state !== 'committed') missing.push(String(t));
   return missing;
 }

@@ -47,7 +47,9 @@ function groupByDir(entries: readonly ListedEntry[], dirOf: (path: string) => st
  */
 export function readHadoopTree(entries: readonly ListedEntry[], prefix: string): HadoopTree {
   const at = (p: string) => (prefix === '' ? p : `${prefix}/${p}`);
-  const inside = entries.filter((e) => (prefix === '' ? true : e.path.startsWith(prefix + '/'))).map((e) => ({ ...e, rel: prefix === '' ? e.path : e.path.slice(prefix.length + 1) }));
+  const inside = entries
+    .filter((e) => (prefix === '' ? true : e.path.startsWith(prefix + '/')))
+    .map((e) => ({ ...e, rel: prefix === '' ? e.path : e.path.slice(prefix.length + 1) }));
   const jobIds = new Set<string>();
   const kinds = new Set<string>();
   const apps = new Set<number>();
@@ -58,14 +60,16 @@ export function readHadoopTree(entries: readonly ListedEntry[], prefix: string):
     const [app, second, third] = segs;
     if (!/^\d+$/.test(app!)) throw new NotLayoutError(`'${at(app!)}' is not an app attempt number`);
     if (segs.length === 1) {
-      if (e.kind !== 'dir') throw new NotLayoutError(`'${at(app!)}' is a file, where FileOutputCommitter makes an app attempt dir`);
+      if (e.kind !== 'dir')
+        throw new NotLayoutError(`'${at(app!)}' is a file, where FileOutputCommitter makes an app attempt dir`);
       apps.add(Number(app));
       continue;
     }
     apps.add(Number(app));
     const task = TASK_DIR.exec(second!);
     if (task) {
-      if (segs.length === 2 && e.kind !== 'dir') throw new NotLayoutError(`'${at(e.rel)}' is a file, where FileOutputCommitter makes a committed task dir`);
+      if (segs.length === 2 && e.kind !== 'dir')
+        throw new NotLayoutError(`'${at(e.rel)}' is a file, where FileOutputCommitter makes a committed task dir`);
       jobIds.add(task[1]!);
       kinds.add(task[2]!);
       const id = String(Number(task[3]));
@@ -78,15 +82,22 @@ export function readHadoopTree(entries: readonly ListedEntry[], prefix: string):
     if (second === '_temporary') {
       if (segs.length === 2) continue;
       const attempt = ATTEMPT_DIR.exec(third!);
-      if (!attempt) throw new NotLayoutError(`'${at(segs.slice(0, 3).join('/'))}' is not a task attempt dir (attempt_<job>_<m|r>_<task>_<try>)`);
+      if (!attempt)
+        throw new NotLayoutError(
+          `'${at(segs.slice(0, 3).join('/'))}' is not a task attempt dir (attempt_<job>_<m|r>_<task>_<try>)`,
+        );
       jobIds.add(attempt[1]!);
       attempts.add(at(segs.slice(0, 3).join('/')));
       continue;
     }
-    throw new NotLayoutError(`'${at(`${app}/${second}`)}' is neither a committed task dir (task_…) nor the attempts dir (_temporary)`);
+    throw new NotLayoutError(
+      `'${at(`${app}/${second}`)}' is neither a committed task dir (task_…) nor the attempts dir (_temporary)`,
+    );
   }
-  if (jobIds.size > 1) throw new NotLayoutError(`it holds the tasks of ${jobIds.size} Hadoop jobs (${[...jobIds].sort().join(', ')})`);
-  if (kinds.size > 1) throw new NotLayoutError('it holds committed output of both map and reduce tasks, which one job never writes');
+  if (jobIds.size > 1)
+    throw new NotLayoutError(`it holds the tasks of ${jobIds.size} Hadoop jobs (${[...jobIds].sort().join(', ')})`);
+  if (kinds.size > 1)
+    throw new NotLayoutError('it holds committed output of both map and reduce tasks, which one job never writes');
 
   const sources: LeftoverSource[] = [];
   const discarded: Discarded[] = [];
@@ -104,11 +115,17 @@ export function readHadoopTree(entries: readonly ListedEntry[], prefix: string):
     dirs.sort((a, b) => b.app - a.app);
     const [newest, ...older] = dirs;
     sources.push({ task, root: newest!.dir, ...under(newest!.dir) });
-    for (const o of older) discarded.push({ path: o.dir, reason: `superseded by app attempt ${newest!.app}`, ...count(o.dir) });
+    for (const o of older)
+      discarded.push({ path: o.dir, reason: `superseded by app attempt ${newest!.app}`, ...count(o.dir) });
   }
   for (const a of [...attempts].sort()) discarded.push({ path: a, reason: 'uncommitted task attempt', ...count(a) });
   sources.sort((a, b) => Number(a.task) - Number(b.task));
-  return { engineJobId: jobIds.size ? [...jobIds][0]! : null, appAttempts: [...apps].sort((a, b) => a - b), sources, discarded };
+  return {
+    engineJobId: jobIds.size ? [...jobIds][0]! : null,
+    appAttempts: [...apps].sort((a, b) => a - b),
+    sources,
+    discarded,
+  };
 }
 
 /** Task numbers below the highest one found that are missing (tasks that never committed). */

@@ -32,24 +32,40 @@ interface Parts {
  * `label` names the leftover in messages (its URI). Throws UsageError (exit 2) naming what was
  * found when the name or the content is not a layout these engines write, or holds nothing to adopt.
  */
-export function recogniseLeftover(label: string, name: string, entries: readonly ListedEntry[], ownMtimeMs: number): Leftover {
+export function recogniseLeftover(
+  label: string,
+  name: string,
+  entries: readonly ListedEntry[],
+  ownMtimeMs: number,
+): Leftover {
   const kind = kindOfName(name);
   if (!kind) {
-    throw new UsageError(`${label} is not an engine's leftover: adopt takes a Hadoop '_temporary', a Spark '.spark-staging-<id>' or a Hive '.hive-staging…' directory`);
+    throw new UsageError(
+      `${label} is not an engine's leftover: adopt takes a Hadoop '_temporary', a Spark '.spark-staging-<id>' or a Hive '.hive-staging…' directory`,
+    );
   }
-  if (entries.length === 0) throw new UsageError(`${label} is empty: there is nothing to adopt; remove it with 'stagecommit clean-orphans --delete'`);
+  if (entries.length === 0)
+    throw new UsageError(
+      `${label} is empty: there is nothing to adopt; remove it with 'stagecommit clean-orphans --delete'`,
+    );
   const { parts, sources, discarded } = committedParts(label, kind, name, entries);
   if (sources.every((s) => s.files.length === 0)) {
-    throw new UsageError(`${label} holds no output to publish (${parts.stage}): there is nothing to adopt; remove it with 'stagecommit clean-orphans --delete'`);
+    throw new UsageError(
+      `${label} holds no output to publish (${parts.stage}): there is nothing to adopt; remove it with 'stagecommit clean-orphans --delete'`,
+    );
   }
   const partitionBy = partitionColumns(label, sources);
   // A dynamic partition overwrite always writes partitions: unpartitioned output would become an
   // overwrite of the whole table, which the engine never meant.
   if (kind === 'spark-staging' && partitionBy.length === 0) {
-    throw new UsageError(`${label} holds output outside any partition dir ('${sources.flatMap((s) => s.files)[0]!.path}'), which a dynamic partition overwrite never writes: it cannot be adopted (it would replace the whole table); nothing was changed`);
+    throw new UsageError(
+      `${label} holds output outside any partition dir ('${sources.flatMap((s) => s.files)[0]!.path}'), which a dynamic partition overwrite never writes: it cannot be adopted (it would replace the whole table); nothing was changed`,
+    );
   }
   const all = sources.flatMap((s) => s.files);
-  const partitions = partitionBy.length ? [...new Set(all.map((f) => f.path.split('/').slice(0, partitionBy.length).join('/')))].sort() : [];
+  const partitions = partitionBy.length
+    ? [...new Set(all.map((f) => f.path.split('/').slice(0, partitionBy.length).join('/')))].sort()
+    : [];
   const tasks = sources.filter((s) => /^\d+$/.test(s.task)).map((s) => s.task);
   // A live Spark driver in its job commit only changes directories (it moves partition dirs out):
   // the leftover's own time and every directory's count as much as every file's.
@@ -74,12 +90,25 @@ export function recogniseLeftover(label: string, name: string, entries: readonly
 }
 
 /** The engine's committed output in a leftover, before any check of how it could be published. */
-function committedParts(label: string, kind: LeftoverKind, name: string, entries: readonly ListedEntry[]): { parts: Parts; sources: LeftoverSource[]; discarded: Discarded[] } {
+function committedParts(
+  label: string,
+  kind: LeftoverKind,
+  name: string,
+  entries: readonly ListedEntry[],
+): { parts: Parts; sources: LeftoverSource[]; discarded: Discarded[] } {
   let parts: Parts;
   try {
-    parts = kind === 'hadoop-temporary' ? hadoopParts(entries) : kind === 'spark-staging' ? sparkParts(label, name, entries) : hiveParts(label, name, entries);
+    parts =
+      kind === 'hadoop-temporary'
+        ? hadoopParts(entries)
+        : kind === 'spark-staging'
+          ? sparkParts(label, name, entries)
+          : hiveParts(label, name, entries);
   } catch (e) {
-    if (e instanceof NotLayoutError) throw new UsageError(`${label} does not look like what ${ENGINE[kind]} writes: ${e.message}; nothing was changed`);
+    if (e instanceof NotLayoutError)
+      throw new UsageError(
+        `${label} does not look like what ${ENGINE[kind]} writes: ${e.message}; nothing was changed`,
+      );
     throw e;
   }
   return { parts, ...splitNonOutput(parts.sources, parts.discarded) };
@@ -89,7 +118,11 @@ function committedParts(label: string, kind: LeftoverKind, name: string, entries
  * What a leftover holds that its engine committed, whether or not adopt can publish it: its stage,
  * whether the engine's job commit had begun, and how many output files. Null when it holds none.
  */
-export function committedOutput(label: string, name: string, entries: readonly ListedEntry[]): { stage: string; jobCommitBegun: boolean; files: number } | null {
+export function committedOutput(
+  label: string,
+  name: string,
+  entries: readonly ListedEntry[],
+): { stage: string; jobCommitBegun: boolean; files: number } | null {
   const kind = kindOfName(name);
   if (!kind) return null;
   const { parts, sources } = committedParts(label, kind, name, entries);
@@ -112,7 +145,12 @@ function hadoopParts(entries: readonly ListedEntry[]): Parts {
 }
 
 function fromTree(tree: HadoopTree): Omit<Parts, 'stage' | 'jobCommitBegun'> {
-  return { engineJobId: tree.engineJobId, sources: [...tree.sources], discarded: [...tree.discarded], appAttempts: tree.appAttempts };
+  return {
+    engineJobId: tree.engineJobId,
+    sources: [...tree.sources],
+    discarded: [...tree.discarded],
+    appAttempts: tree.appAttempts,
+  };
 }
 
 /**
@@ -124,19 +162,32 @@ function sparkParts(label: string, name: string, entries: readonly ListedEntry[]
   const engineJobId = SPARK_STAGING.exec(name)![1]!;
   const top = new Set(entries.map((e) => e.path.split('/')[0]!));
   for (const t of top) {
-    if (t !== '_temporary' && t !== '_SUCCESS' && t !== '._SUCCESS.crc' && !isDataName(t)) throw new NotLayoutError(`'${t}' is not a partition dir, '_temporary' or '_SUCCESS'`);
+    if (t !== '_temporary' && t !== '_SUCCESS' && t !== '._SUCCESS.crc' && !isDataName(t))
+      throw new NotLayoutError(`'${t}' is not a partition dir, '_temporary' or '_SUCCESS'`);
   }
   // Spark's absolute-path partition files (`newTaskTempFileAbsPath`: custom partition locations)
   // sit flat in the staging dir as `<uuid>-<file>`; where each goes lived only in the driver.
-  const flat = entries.filter((e) => e.kind === 'file' && !e.path.includes('/') && isDataName(e.path)).map((e) => e.path).sort();
+  const flat = entries
+    .filter((e) => e.kind === 'file' && !e.path.includes('/') && isDataName(e.path))
+    .map((e) => e.path)
+    .sort();
   if (flat.length) {
     throw new UsageError(
-      `${label} holds ${flat.length} file(s) at its top (${flat.slice(0, 3).map((f) => `'${f}'`).join(', ')}${flat.length > 3 ? ', …' : ''}): Spark's output for partitions at custom locations (absolute paths), which cannot be adopted: its destinations are recorded only in the dead driver's memory; nothing was changed; run the query again`,
+      `${label} holds ${flat.length} file(s) at its top (${flat
+        .slice(0, 3)
+        .map((f) => `'${f}'`)
+        .join(
+          ', ',
+        )}${flat.length > 3 ? ', …' : ''}): Spark's output for partitions at custom locations (absolute paths), which cannot be adopted: its destinations are recorded only in the dead driver's memory; nothing was changed; run the query again`,
     );
   }
   const tree = top.has('_temporary') ? readHadoopTree(entries, '_temporary') : null;
-  const mergedFiles = entries.filter((e) => e.kind === 'file' && isDataName(e.path.split('/')[0]!)).map((e) => ({ path: e.path, size: e.size }));
-  const merged: LeftoverSource[] = mergedFiles.length ? [{ task: 'merged', root: '', files: mergedFiles, bytes: mergedFiles.reduce((a, f) => a + f.size, 0) }] : [];
+  const mergedFiles = entries
+    .filter((e) => e.kind === 'file' && isDataName(e.path.split('/')[0]!))
+    .map((e) => ({ path: e.path, size: e.size }));
+  const merged: LeftoverSource[] = mergedFiles.length
+    ? [{ task: 'merged', root: '', files: mergedFiles, bytes: mergedFiles.reduce((a, f) => a + f.size, 0) }]
+    : [];
   const sources = [...merged, ...(tree?.sources ?? [])];
   const stage =
     merged.length === 0
@@ -144,7 +195,14 @@ function sparkParts(label: string, name: string, entries: readonly ListedEntry[]
       : tree && tree.sources.length
         ? 'killed in its job commit, while merging task output into the staging dir'
         : `killed in its job commit, while replacing partitions of the table: ${new Set(mergedFiles.map((f) => f.path.split('/').slice(0, -1).join('/'))).size} partition dir(s) still staged`;
-  return { engineJobId, stage, jobCommitBegun: merged.length > 0, sources, discarded: [...(tree?.discarded ?? [])], appAttempts: tree?.appAttempts ?? [] };
+  return {
+    engineJobId,
+    stage,
+    jobCommitBegun: merged.length > 0,
+    sources,
+    discarded: [...(tree?.discarded ?? [])],
+    appAttempts: tree?.appAttempts ?? [],
+  };
 }
 
 /** Hive renames `_tmp.-ext-10000` to `-ext-10000` when the query's tasks are done: only that is final. */
@@ -156,30 +214,52 @@ function hiveParts(label: string, name: string, entries: readonly ListedEntry[])
       `${label} holds no finished Hive output ('${HIVE_OUTPUT}'): it holds ${tops.map((t) => `'${t}'`).join(', ')}${tops.some((t) => t.startsWith('_tmp.')) ? ', which the query was still writing' : ''}; it cannot be adopted: run the query again, and remove this dir with 'stagecommit clean-orphans --delete'`,
     );
   }
-  const files = entries.filter((e) => e.kind === 'file' && e.path.startsWith(HIVE_OUTPUT + '/')).map((e) => ({ path: e.path.slice(HIVE_OUTPUT.length + 1), size: e.size }));
-  const discarded = tops.filter((t) => t !== HIVE_OUTPUT).map((t) => {
-    const fs = entries.filter((e) => e.kind === 'file' && (e.path === t || e.path.startsWith(t + '/')));
-    return { path: t, reason: 'not the query output', files: fs.length, bytes: fs.reduce((a, f) => a + f.size, 0) };
-  });
+  const files = entries
+    .filter((e) => e.kind === 'file' && e.path.startsWith(HIVE_OUTPUT + '/'))
+    .map((e) => ({ path: e.path.slice(HIVE_OUTPUT.length + 1), size: e.size }));
+  const discarded = tops
+    .filter((t) => t !== HIVE_OUTPUT)
+    .map((t) => {
+      const fs = entries.filter((e) => e.kind === 'file' && (e.path === t || e.path.startsWith(t + '/')));
+      return { path: t, reason: 'not the query output', files: fs.length, bytes: fs.reduce((a, f) => a + f.size, 0) };
+    });
   const source = { task: 'hive', root: HIVE_OUTPUT, files, bytes: files.reduce((a, f) => a + f.size, 0) };
-  return { engineJobId, stage: `the query finished writing '${HIVE_OUTPUT}' but it was never moved into the table`, jobCommitBegun: true, sources: [source], discarded, appAttempts: [] };
+  return {
+    engineJobId,
+    stage: `the query finished writing '${HIVE_OUTPUT}' but it was never moved into the table`,
+    jobCommitBegun: true,
+    sources: [source],
+    discarded,
+    appAttempts: [],
+  };
 }
 
 /** Files under a directory whose name is not data (`_…`, `.…`) are never output: they are discarded. */
-function splitNonOutput(sources: readonly LeftoverSource[], discarded: readonly Discarded[]): { sources: LeftoverSource[]; discarded: Discarded[] } {
+function splitNonOutput(
+  sources: readonly LeftoverSource[],
+  discarded: readonly Discarded[],
+): { sources: LeftoverSource[]; discarded: Discarded[] } {
   const out: LeftoverSource[] = [];
   const dropped: Discarded[] = [...discarded];
   for (const s of sources) {
     const isOutput = (f: { path: string }) => f.path.split('/').slice(0, -1).every(isDataName);
     const keep = s.files.filter(isOutput);
     const drop = s.files.filter((f) => !isOutput(f));
-    if (drop.length) dropped.push({ path: s.root, reason: 'files inside directories that are not data', files: drop.length, bytes: drop.reduce((a, f) => a + f.size, 0) });
+    if (drop.length)
+      dropped.push({
+        path: s.root,
+        reason: 'files inside directories that are not data',
+        files: drop.length,
+        bytes: drop.reduce((a, f) => a + f.size, 0),
+      });
     out.push({ ...s, files: keep, bytes: keep.reduce((a, f) => a + f.size, 0) });
   }
   return { sources: out, discarded: dropped };
 }
 
-/** The partition columns the `k=v` directory names give; every file must sit at the same depth under the same columns. */
+/**
+ * The partition columns the `k=v` directory names give; every file must sit at the same depth under the same columns.
+ */
 function partitionColumns(label: string, sources: readonly LeftoverSource[]): string[] {
   let columns: string[] | null = null;
   let first = '';
@@ -187,12 +267,17 @@ function partitionColumns(label: string, sources: readonly LeftoverSource[]): st
     const dirs = f.path.split('/').slice(0, -1);
     const cols = dirs.map((d) => /^([^=]+)=./.exec(d)?.[1] ?? '');
     const bad = dirs.find((d, i) => cols[i] === '' || normalizeColumnOrNull(cols[i]!) !== cols[i]);
-    if (bad !== undefined) throw new UsageError(`${label}: '${f.path}' is in a directory '${bad}' that is not a partition (column=value, column in lower case): it cannot be adopted as table output`);
+    if (bad !== undefined)
+      throw new UsageError(
+        `${label}: '${f.path}' is in a directory '${bad}' that is not a partition (column=value, column in lower case): it cannot be adopted as table output`,
+      );
     if (columns === null) {
       columns = cols;
       first = f.path;
     } else if (columns.join('/') !== cols.join('/')) {
-      throw new UsageError(`${label}: '${first}' and '${f.path}' are under different partition columns (${columns.join(',') || 'none'} and ${cols.join(',') || 'none'}): it cannot be adopted as one table's output`);
+      throw new UsageError(
+        `${label}: '${first}' and '${f.path}' are under different partition columns (${columns.join(',') || 'none'} and ${cols.join(',') || 'none'}): it cannot be adopted as one table's output`,
+      );
     }
   }
   return columns ?? [];

@@ -71,7 +71,11 @@ export function decodeManifest(text: string | Buffer, file: string, opts: Decode
 }
 
 /** As decodeManifest, but its lists stay LazyLists (hand-written files: arrays), read by Fields.each. */
-export function decodeManifestLazy(content: string | Buffer, file: string, opts: DecodeOptions = {}): Record<string, unknown> {
+export function decodeManifestLazy(
+  content: string | Buffer,
+  file: string,
+  opts: DecodeOptions = {},
+): Record<string, unknown> {
   const text = new Content(content);
   if (text.length === 0) throw CorruptManifestError.document(file, 'is empty (cut short before anything was written)');
   const cut = text.endsWithNewline() ? text.lastNewline(text.length - 2) + 1 : -1;
@@ -95,15 +99,19 @@ export function decodeManifestLazy(content: string | Buffer, file: string, opts:
     throw CorruptManifestError.document(file, 'does not match the sha256 in its end line: it was edited or damaged');
   }
   const lines = text.lines(cut);
-  if (end.lines !== lines) throw CorruptManifestError.document(file, `has ${lines} lines, its end line says ${String(end.lines)}`);
+  if (end.lines !== lines)
+    throw CorruptManifestError.document(file, `has ${lines} lines, its end line says ${String(end.lines)}`);
   const doc = decodeLines(text, cut, file);
   if (!doc) throw CorruptManifestError.document(file, 'is not in the line format stagecommit writes');
   const lists = (end.lists ?? {}) as Record<string, unknown>;
-  if (typeof lists !== 'object' || Array.isArray(lists)) throw CorruptManifestError.document(file, "has an unreadable 'lists' count in its end line");
+  if (typeof lists !== 'object' || Array.isArray(lists))
+    throw CorruptManifestError.document(file, "has an unreadable 'lists' count in its end line");
   for (const [key, n] of Object.entries(lists)) {
     const v = doc[key];
-    if (!Array.isArray(v) && !(v instanceof LazyList)) throw new CorruptManifestError(file, key, 'is missing: the end line counts it as a list');
-    if (v.length !== n) throw new CorruptManifestError(file, key, `has ${v.length} entries, the end line says ${String(n)}`);
+    if (!Array.isArray(v) && !(v instanceof LazyList))
+      throw new CorruptManifestError(file, key, 'is missing: the end line counts it as a list');
+    if (v.length !== n)
+      throw new CorruptManifestError(file, key, `has ${v.length} entries, the end line says ${String(n)}`);
   }
   return doc;
 }
@@ -128,7 +136,7 @@ function decodeUnsigned(text: string, file: string): Record<string, unknown> {
 function decodeLines(text: Content, end: number, file: string): Record<string, unknown> | null {
   const doc: Record<string, unknown> = {};
   try {
-    for (let at = 0; at < end; ) {
+    for (let at = 0; at < end;) {
       const nl = text.newline(at);
       const m = FIELD.exec(text.slice(at, nl));
       if (!m || Object.hasOwn(doc, m[1]!)) return null;
@@ -153,7 +161,10 @@ function decodeLines(text: Content, end: number, file: string): Record<string, u
 
 /** Field checks that name the file and the field when a manifest is wrong. Nothing defaults. */
 export class Fields {
-  constructor(readonly doc: Record<string, unknown>, readonly file: string) {}
+  constructor(
+    readonly doc: Record<string, unknown>,
+    readonly file: string,
+  ) {}
 
   private fail(field: string, problem: string): never {
     throw new CorruptManifestError(this.file, field, problem);
@@ -162,8 +173,10 @@ export class Fields {
   kind(kind: string, maxVersion: number): void {
     if (this.doc.kind !== kind) this.fail('kind', `is '${String(this.doc.kind)}', expected '${kind}'`);
     const v = this.doc.version;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) this.fail('version', 'is missing or not a positive integer');
-    if (v > maxVersion) this.fail('version', `is ${v}; this stagecommit reads up to ${maxVersion}: upgrade stagecommit`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1)
+      this.fail('version', 'is missing or not a positive integer');
+    if (v > maxVersion)
+      this.fail('version', `is ${v}; this stagecommit reads up to ${maxVersion}: upgrade stagecommit`);
   }
 
   string(field: string): string {
@@ -206,7 +219,8 @@ export class Fields {
 
   oneOf<T extends string>(field: string, allowed: readonly T[]): T {
     const v = this.doc[field];
-    if (typeof v !== 'string' || !allowed.includes(v as T)) this.fail(field, `is '${String(v)}', expected one of ${allowed.join(', ')}`);
+    if (typeof v !== 'string' || !allowed.includes(v as T))
+      this.fail(field, `is '${String(v)}', expected one of ${allowed.join(', ')}`);
     return v as T;
   }
 
@@ -219,7 +233,8 @@ export class Fields {
   /** Each item of a list, in order, checked by `fn` (a LazyList is parsed as it goes). */
   each(field: string, fn: (item: unknown, i: number) => void): void {
     const v = this.doc[field];
-    if (!Array.isArray(v) && !(v instanceof LazyList)) this.fail(field, v === undefined ? 'is missing' : 'is not a list');
+    if (!Array.isArray(v) && !(v instanceof LazyList))
+      this.fail(field, v === undefined ? 'is missing' : 'is not a list');
     v.forEach((item: unknown, i: number) => {
       try {
         fn(item, i);
@@ -233,7 +248,8 @@ export class Fields {
   /** How many items a list has (without reading them). */
   length(field: string): number {
     const v = this.doc[field];
-    if (!Array.isArray(v) && !(v instanceof LazyList)) this.fail(field, v === undefined ? 'is missing' : 'is not a list');
+    if (!Array.isArray(v) && !(v instanceof LazyList))
+      this.fail(field, v === undefined ? 'is missing' : 'is not a list');
     return v.length;
   }
 
@@ -260,6 +276,7 @@ export function itemString(o: unknown, key: string): string {
 
 export function itemNumber(o: unknown, key: string): number {
   const v = (o as Record<string, unknown> | null)?.[key];
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new Error(`'${key}' is missing or not a whole number`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+    throw new Error(`'${key}' is missing or not a whole number`);
   return v;
 }

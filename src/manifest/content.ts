@@ -43,7 +43,9 @@ export class Content {
 
   sha256(end: number): string {
     const h = createHash('sha256');
-    return (this.bytes ? h.update(this.bytes.subarray(0, end)) : h.update(this.text!.slice(0, end), 'utf8')).digest('hex');
+    return (this.bytes ? h.update(this.bytes.subarray(0, end)) : h.update(this.text!.slice(0, end), 'utf8')).digest(
+      'hex',
+    );
   }
 
   lines(end: number): number {

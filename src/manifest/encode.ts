@@ -67,13 +67,14 @@ function eachChunk(list: EncodedList | GeneratedList, fn: (chunk: string) => voi
     }
   }
   if (lines.length > 0) fn(lines.join(''));
-  if (n !== list.length) throw new InternalError(`a generated list yielded ${n} items, not the ${list.length} it announced`);
+  if (n !== list.length)
+    throw new InternalError(`a generated list yielded ${n} items, not the ${list.length} it announced`);
 }
 
 /** Each item of an EncodedList, parsed back, in order. */
 export function eachEncodedItem(list: EncodedList, fn: (item: unknown) => void): void {
   for (const chunk of list.chunks) {
-    for (let at = 0; at < chunk.length; ) {
+    for (let at = 0; at < chunk.length;) {
       const nl = chunk.indexOf('\n', at);
       fn(JSON.parse(chunk.slice(at + ITEM.length, nl)));
       at = nl + 1;
@@ -106,11 +107,17 @@ export function encodeManifestBytes(header: Record<string, unknown>, lists: List
 
 /** Arrays as EncodedLists: encoded once, whatever walks them twice. */
 function materialised(lists: Lists): Record<string, EncodedList | GeneratedList> {
-  return Object.fromEntries(Object.entries(lists).map(([k, v]) => [k, Array.isArray(v) ? encodeList(v) : (v as EncodedList | GeneratedList)]));
+  return Object.fromEntries(
+    Object.entries(lists).map(([k, v]) => [k, Array.isArray(v) ? encodeList(v) : (v as EncodedList | GeneratedList)]),
+  );
 }
 
 /** The manifest's text before its end line, in pieces (whole lines each), in order. */
-function eachPiece(header: Record<string, unknown>, lists: Record<string, EncodedList | GeneratedList>, fn: (piece: string) => void): void {
+function eachPiece(
+  header: Record<string, unknown>,
+  lists: Record<string, EncodedList | GeneratedList>,
+  fn: (piece: string) => void,
+): void {
   fn(
     Object.entries(header)
       .filter(([, v]) => v !== undefined)
@@ -127,7 +134,11 @@ function eachPiece(header: Record<string, unknown>, lists: Record<string, Encode
  * Walks the text before the end line (each piece also to `fn`) and returns the end line. Digested
  * and counted piece by piece: the same as over the joined text, as no piece splits a line.
  */
-function endLine(header: Record<string, unknown>, all: Record<string, EncodedList | GeneratedList>, fn: (piece: string) => void): string {
+function endLine(
+  header: Record<string, unknown>,
+  all: Record<string, EncodedList | GeneratedList>,
+  fn: (piece: string) => void,
+): string {
   const counts: Record<string, number> = {};
   for (const [key, list] of Object.entries(all)) counts[key] = list.length;
   const digest = createHash('sha256');

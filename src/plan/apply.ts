@@ -38,7 +38,13 @@ async function moveOnce(store: Store, from: string, to: string, replace: boolean
   try {
     await store.rename(from, to, { replace });
   } catch (e) {
-    if (e instanceof StoreError && e.kind === 'not-found' && (await store.stat(to)) !== null && (await store.stat(from)) === null) return;
+    if (
+      e instanceof StoreError &&
+      e.kind === 'not-found' &&
+      (await store.stat(to)) !== null &&
+      (await store.stat(from)) === null
+    )
+      return;
     throw e;
   }
 }
@@ -66,7 +72,13 @@ async function moveDirIntoTarget(store: Store, from: string, to: string): Promis
 }
 
 function completeUpload(store: Store, path: string, u: PlannedUpload): Promise<void> {
-  if (!store.completeUpload) throw new StoreError('refused', 'complete', [store.toUri(path)], 'the plan completes a pending upload, but this store has none');
+  if (!store.completeUpload)
+    throw new StoreError(
+      'refused',
+      'complete',
+      [store.toUri(path)],
+      'the plan completes a pending upload, but this store has none',
+    );
   return store.completeUpload({ path, uploadId: u.id, etags: u.etags, size: u.size });
 }
 
@@ -79,7 +91,10 @@ async function applyOp(ctx: ApplyContext, op: SingleOp): Promise<void> {
       return;
     case 'move': {
       // Only the 'rename' strategy plans directory moves.
-      const move = () => (op.dir && op.to.startsWith('t:') ? moveDirIntoTarget(store, at(op.from), at(op.to)) : moveOnce(store, at(op.from), at(op.to), op.replace === true));
+      const move = () =>
+        op.dir && op.to.startsWith('t:')
+          ? moveDirIntoTarget(store, at(op.from), at(op.to))
+          : moveOnce(store, at(op.from), at(op.to), op.replace === true);
       if (!op.to.startsWith('t:')) return move();
       // A parent in the target is made only when the rename finds it missing (not found; 'refused'
       // from a gateway without rename2, which answers a bare false): the target's own parent, never
@@ -129,7 +144,14 @@ async function copyOnce(ctx: ApplyContext, op: Extract<SingleOp, { op: 'copy' }>
   try {
     await store.copy(resolveLoc(ctx, op.from), to);
   } catch (e) {
-    if (!(e instanceof StoreError && e.kind === 'not-found' && ctx.dropCopiedSources && !op.replace && op.size !== undefined)) throw e;
+    if (!(
+      e instanceof StoreError &&
+      e.kind === 'not-found' &&
+      ctx.dropCopiedSources &&
+      !op.replace &&
+      op.size !== undefined
+    ))
+      throw e;
     const there = await store.stat(to);
     if (there?.kind !== 'file' || there.size !== op.size) throw e;
   }
@@ -149,9 +171,15 @@ class CopiedSources {
   private readonly min: number;
   private readonly size: number;
 
-  constructor(private readonly ctx: ApplyContext, phase: readonly PlanOp[]) {
+  constructor(
+    private readonly ctx: ApplyContext,
+    phase: readonly PlanOp[],
+  ) {
     const { store } = ctx;
-    this.min = ctx.dropCopiedSources && store.deleteMany && store.pendingUploadMinBytes !== undefined ? store.pendingUploadMinBytes : Infinity;
+    this.min =
+      ctx.dropCopiedSources && store.deleteMany && store.pendingUploadMinBytes !== undefined
+        ? store.pendingUploadMinBytes
+        : Infinity;
     // Counted only where sources may go early: a phase of a million renames is not walked again.
     let large = 0;
     if (this.min !== Infinity) for (const op of phase) if (this.isLarge(op)) large++;
@@ -159,7 +187,15 @@ class CopiedSources {
   }
 
   private isLarge(op: PlanOp | SingleOp): op is Extract<PlanOp, { op: 'copy' }> {
-    return op.op === 'copy' && !op.upload && !op.replace && op.from.startsWith('s:') && op.size !== undefined && op.size > 0 && op.size >= this.min;
+    return (
+      op.op === 'copy' &&
+      !op.upload &&
+      !op.replace &&
+      op.from.startsWith('s:') &&
+      op.size !== undefined &&
+      op.size > 0 &&
+      op.size >= this.min
+    );
   }
 
   /** `op` is done: its source joins the next delete, sent once a batch is full. */
@@ -206,12 +242,18 @@ async function deleteFilesInBulk(ctx: ApplyContext, phase: PlanPhase, tick: (n: 
   if (!many) return phase;
   const files = phase.filter((op) => op.op === 'delete' && !op.dir) as Extract<PlanOp, { op: 'delete' }>[];
   if (files.length < 2) return phase;
-  await many.call(ctx.store, files.map((op) => resolveLoc(ctx, op.path)));
+  await many.call(
+    ctx.store,
+    files.map((op) => resolveLoc(ctx, op.path)),
+  );
   tick(files.length);
   return phase.filter((op) => !(op.op === 'delete' && !op.dir));
 }
 
-/** Operations spelled out and resolved a batch at a time: a phase of a million moves never stands as a million objects or pairs of full paths. */
+/**
+ * Operations spelled out and resolved a batch at a time: a phase of a million moves never stands as a million objects
+ * or pairs of full paths.
+ */
 const BATCH = 4096;
 
 /**
@@ -228,7 +270,10 @@ async function moveFilesInBulk(ctx: ApplyContext, batch: SingleOp[], tick: (n: n
     else rest.push(op);
   }
   if (files.length === 0) return rest;
-  const errors = await many.call(ctx.store, files.map((op) => ({ src: resolveLoc(ctx, op.from), dst: resolveLoc(ctx, op.to) })));
+  const errors = await many.call(
+    ctx.store,
+    files.map((op) => ({ src: resolveLoc(ctx, op.from), dst: resolveLoc(ctx, op.to) })),
+  );
   const failed = files.filter((_, i) => errors[i] !== null);
   tick(files.length - failed.length);
   return [...failed, ...rest];
@@ -247,7 +292,8 @@ export async function applyPhases(ctx: ApplyContext, phases: readonly PlanPhase[
     const tick = (n: number) => {
       const before = done;
       done += n;
-      if (ctx.onProgress && (Math.floor(done / 256) > Math.floor(before / 256) || done === total)) ctx.onProgress(done, total);
+      if (ctx.onProgress && (Math.floor(done / 256) > Math.floor(before / 256) || done === total))
+        ctx.onProgress(done, total);
     };
     const limit = copiesInFlight(phase, ctx.concurrency);
     const sources = new CopiedSources(ctx, phase);

@@ -27,7 +27,10 @@ export interface PersistedPlan extends CommitPlan {
   readonly logEntry: number | null;
 }
 
-/** The plan's bytes; its ops are spelled out and encoded line by line as they are written (a million of them: no list of objects, no text beside the bytes). */
+/**
+ * The plan's bytes; its ops are spelled out and encoded line by line as they are written (a million of them: no list of
+ * objects, no text beside the bytes).
+ */
 export function encodePlan(p: PersistedPlan): Buffer {
   function* ops(): Generator<object> {
     for (const [i, phase] of p.phases.entries()) for (const op of singleOps(phase)) yield { phase: i, ...op };
@@ -58,7 +61,8 @@ function checkLoc(v: unknown, key: string): Loc {
   if (typeof v !== 'string') throw new Error(`'${key}' is missing or not a string`);
   const side = v.slice(0, 2);
   const rel = v.slice(2);
-  if (side !== 's:' && side !== 't:') throw new Error(`'${key}' is '${v}': a location starts with s: (staging) or t: (target)`);
+  if (side !== 's:' && side !== 't:')
+    throw new Error(`'${key}' is '${v}': a location starts with s: (staging) or t: (target)`);
   if (rel === '') {
     if (side === 't:') return v;
     throw new Error(`'${key}' is the staging dir itself`);
@@ -68,7 +72,8 @@ function checkLoc(v: unknown, key: string): Loc {
   } catch (e) {
     throw new Error(`'${key}' ${(e as Error).message}`);
   }
-  if (side === 's:' && !STAGING_AREAS.includes(rel.split('/')[0]!)) throw new Error(`'${key}' is '${v}', outside the staging dir's task output, merge area and trash`);
+  if (side === 's:' && !STAGING_AREAS.includes(rel.split('/')[0]!))
+    throw new Error(`'${key}' is '${v}', outside the staging dir's task output, merge area and trash`);
   return v;
 }
 
@@ -76,17 +81,21 @@ function checkLoc(v: unknown, key: string): Loc {
 function checkUpload(v: unknown, to: Loc): PlannedUpload {
   const u = v as Record<string, unknown> | null;
   if (u === null || typeof u !== 'object') throw new Error("'upload' is not a mapping");
-  if (!to.startsWith('t:') || to === 't:') throw new Error(`'to' is '${to}': a pending upload completes only at a file inside the target`);
+  if (!to.startsWith('t:') || to === 't:')
+    throw new Error(`'to' is '${to}': a pending upload completes only at a file inside the target`);
   if (typeof u.id !== 'string' || u.id === '') throw new Error("'upload.id' is missing or empty");
   const etags = u.etags;
-  if (!Array.isArray(etags) || etags.length === 0 || etags.some((e) => typeof e !== 'string' || e === '')) throw new Error("'upload.etags' is not a list of the parts' ETags");
-  if (typeof u.size !== 'number' || !Number.isSafeInteger(u.size) || u.size < 0) throw new Error("'upload.size' is not a whole number");
+  if (!Array.isArray(etags) || etags.length === 0 || etags.some((e) => typeof e !== 'string' || e === ''))
+    throw new Error("'upload.etags' is not a list of the parts' ETags");
+  if (typeof u.size !== 'number' || !Number.isSafeInteger(u.size) || u.size < 0)
+    throw new Error("'upload.size' is not a whole number");
   return { id: u.id, etags: etags as string[], size: u.size };
 }
 
 /** A move, copy or swap from a place to itself does nothing but lose the file with the staging dir. */
 function distinct(...locs: Loc[]): void {
-  if (new Set(locs).size !== locs.length) throw new Error(`names one location twice ('${locs.find((l, i) => locs.indexOf(l) !== i)!}')`);
+  if (new Set(locs).size !== locs.length)
+    throw new Error(`names one location twice ('${locs.find((l, i) => locs.indexOf(l) !== i)!}')`);
 }
 
 /** Only a whole tree becomes the target itself ('t:'): a file or a copy never does. */
@@ -113,7 +122,8 @@ function checkOp(o: Record<string, unknown>): SingleOp {
       const op = { op: 'copy' as const, from: checkLoc(o.from, 'from'), to: checkLoc(o.to, 'to') };
       distinct(op.from, op.to);
       notTargetRoot(op.to, false);
-      if (o.size !== undefined && (typeof o.size !== 'number' || !Number.isSafeInteger(o.size) || o.size < 0)) throw new Error("'size' is not a whole number");
+      if (o.size !== undefined && (typeof o.size !== 'number' || !Number.isSafeInteger(o.size) || o.size < 0))
+        throw new Error("'size' is not a whole number");
       if (o.upload !== undefined) return { ...op, upload: checkUpload(o.upload, op.to) };
       const sized = o.size === undefined ? op : { ...op, size: o.size };
       return flag('replace') ? { ...sized, replace: true } : sized;
@@ -121,14 +131,22 @@ function checkOp(o: Record<string, unknown>): SingleOp {
     case 'swap': {
       // The old data is parked in the staging dir, never elsewhere in the table.
       const trash = checkLoc(o.trash, 'trash');
-      if (!trash.startsWith('s:')) throw new Error(`'trash' is '${trash}': old data is parked inside the staging dir (s:…)`);
-      const op = { op: 'swap' as const, path: checkLoc(o.path, 'path'), trash, from: checkLoc(o.from, 'from'), dir: flag('dir') };
+      if (!trash.startsWith('s:'))
+        throw new Error(`'trash' is '${trash}': old data is parked inside the staging dir (s:…)`);
+      const op = {
+        op: 'swap' as const,
+        path: checkLoc(o.path, 'path'),
+        trash,
+        from: checkLoc(o.from, 'from'),
+        dir: flag('dir'),
+      };
       distinct(op.path, op.trash, op.from);
       return op;
     }
     case 'delete': {
       const path = checkLoc(o.path, 'path');
-      if (!path.startsWith('t:') || path === 't:') throw new Error(`'path' is '${path}': a plan deletes only old data inside the target`);
+      if (!path.startsWith('t:') || path === 't:')
+        throw new Error(`'path' is '${path}': a plan deletes only old data inside the target`);
       return { op: 'delete', path, dir: flag('dir') };
     }
     default:
@@ -143,13 +161,19 @@ export function decodePlan(text: string | Buffer, file: string): PersistedPlan {
   const phaseCount = f.count('phaseCount');
   // No phase is empty: there are no more phases than ops (checked before any array is made of them).
   const lines = (f.doc.ops as { length?: unknown } | undefined)?.length;
-  if (typeof lines === 'number' && phaseCount > lines) throw new CorruptManifestError(file, 'phaseCount', `is ${phaseCount}, more than the plan's ${lines} op(s), and no phase is empty`);
+  if (typeof lines === 'number' && phaseCount > lines)
+    throw new CorruptManifestError(
+      file,
+      'phaseCount',
+      `is ${phaseCount}, more than the plan's ${lines} op(s), and no phase is empty`,
+    );
   const phases = Array.from({ length: phaseCount }, () => new PhaseOps());
   f.each('ops', (x) => {
     const o = x as Record<string, unknown>;
     if (o === null || typeof o !== 'object') throw new Error('is not a mapping');
     const phase = o.phase;
-    if (typeof phase !== 'number' || !Number.isInteger(phase) || phase < 0 || phase >= phaseCount) throw new Error(`'phase' is not a whole number below phaseCount (${phaseCount})`);
+    if (typeof phase !== 'number' || !Number.isInteger(phase) || phase < 0 || phase >= phaseCount)
+      throw new Error(`'phase' is not a whole number below phaseCount (${phaseCount})`);
     phases[phase]!.push(checkOp(o));
   });
   if (phases.some((p) => p.ops.length === 0)) throw new CorruptManifestError(file, 'ops', 'leaves a phase empty');
@@ -170,7 +194,12 @@ export function decodePlan(text: string | Buffer, file: string): PersistedPlan {
 
 export async function loadPlan(store: Store, layout: JobLayout, jobId: string): Promise<PersistedPlan | null> {
   const plan = await readManifestFile(store, layout.commitFile, decodePlan);
-  if (plan && plan.jobId !== jobId) throw new CorruptManifestError(store.toUri(layout.commitFile), 'jobId', `is '${plan.jobId}', but the job is '${jobId}'`);
+  if (plan && plan.jobId !== jobId)
+    throw new CorruptManifestError(
+      store.toUri(layout.commitFile),
+      'jobId',
+      `is '${plan.jobId}', but the job is '${jobId}'`,
+    );
   return plan;
 }
 
@@ -179,7 +208,8 @@ export async function loadJobPlan(store: Store, layout: JobLayout, job: JobManif
   if (job.inlinePlan === undefined) return loadPlan(store, layout, job.jobId);
   const file = store.toUri(layout.jobFile);
   const plan = decodePlan(Buffer.from(job.inlinePlan), file);
-  if (plan.jobId !== job.jobId) throw new CorruptManifestError(file, 'plan', `is job '${plan.jobId}''s, but the job is '${job.jobId}'`);
+  if (plan.jobId !== job.jobId)
+    throw new CorruptManifestError(file, 'plan', `is job '${plan.jobId}''s, but the job is '${job.jobId}'`);
   return plan;
 }
 
@@ -201,9 +231,11 @@ export async function readProgress(store: Store, layout: JobLayout, plan: Persis
   const decode = (data: Buffer, file: string): number => {
     const f = new Fields(decodeManifest(data, file), file);
     f.kind(PROGRESS_KIND, 1);
-    if (f.string('jobId') !== plan.jobId) throw new CorruptManifestError(file, 'jobId', `is '${String(f.doc.jobId)}', but the plan is job ${plan.jobId}'s`);
+    if (f.string('jobId') !== plan.jobId)
+      throw new CorruptManifestError(file, 'jobId', `is '${String(f.doc.jobId)}', but the plan is job ${plan.jobId}'s`);
     const done = f.count('phasesDone');
-    if (done > plan.phases.length) throw new CorruptManifestError(file, 'phasesDone', `is ${done}, but the plan has ${plan.phases.length} phase(s)`);
+    if (done > plan.phases.length)
+      throw new CorruptManifestError(file, 'phasesDone', `is ${done}, but the plan has ${plan.phases.length} phase(s)`);
     return done;
   };
   try {

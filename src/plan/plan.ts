@@ -6,7 +6,19 @@ import { Planner } from './planner.js';
 import { buildTree, childLoc, findClashes, type OutputTree } from './tree.js';
 import type { CommitPlan, Loc, PlanInput, PlanPhase } from './types.js';
 
-export type { CommitPlan, Loc, PlanInput, PlannedUpload, PlanOp, PlanPhase, SingleOp, SourceFile, SourceTree, TargetKind, TargetSnapshot } from './types.js';
+export type {
+  CommitPlan,
+  Loc,
+  PlanInput,
+  PlannedUpload,
+  PlanOp,
+  PlanPhase,
+  SingleOp,
+  SourceFile,
+  SourceTree,
+  TargetKind,
+  TargetSnapshot,
+} from './types.js';
 export { buildTree, findClashes, OutputTree, PathClash } from './tree.js';
 export { opCount, PhaseOps, singleOps } from './ops.js';
 
@@ -77,7 +89,9 @@ export function planTree(input: PlanInput, tree: OutputTree, partitionDepth: num
   if (input.mode === 'append' && input.target.exists) {
     const clashes = findClashes(tree, input.target);
     if (clashes.length) {
-      throw new ConflictError(`append would overwrite ${clashes.length} existing file(s) not shown to hold the same bytes (other bytes, or a staged S3 upload of more than one part, which cannot be compared), first '${clashes[0]}': ${input.v2 ? V2_CLASH_ADVICE : 'use --mode overwrite or rename the files'}`);
+      throw new ConflictError(
+        `append would overwrite ${clashes.length} existing file(s) not shown to hold the same bytes (other bytes, or a staged S3 upload of more than one part, which cannot be compared), first '${clashes[0]}': ${input.v2 ? V2_CLASH_ADVICE : 'use --mode overwrite or rename the files'}`,
+      );
     }
   }
   const planner = new Planner(input, tree);
@@ -117,8 +131,7 @@ export function targetDirsChanged(phases: readonly PlanPhase[]): string[] {
       else if (op.op === 'move' || op.op === 'copy') touch(op.to, false);
       else if (op.op === 'moves') {
         if (op.names.length > 0) touch(childLoc(op.to, op.names[0]!), false);
-      }
-      else if (op.op === 'swap') touch(op.path, true);
+      } else if (op.op === 'swap') touch(op.path, true);
       else touch(op.path, op.dir);
     }
   }

@@ -19,7 +19,10 @@ export class Planner {
   /** Directories (and files) move by rename; else each file is copied. */
   private readonly renames: boolean;
 
-  constructor(private readonly input: PlanInput, private readonly tree: OutputTree) {
+  constructor(
+    private readonly input: PlanInput,
+    private readonly tree: OutputTree,
+  ) {
     this.renames = input.strategy === 'rename';
     this.replaceUnits = new Set(input.mode === 'overwrite' ? input.replaceUnits : []);
   }
@@ -81,7 +84,8 @@ export class Planner {
     if (rest.length === 0) return phase - 1;
     if (!this.renames) {
       let last = phase;
-      for (const [name, child] of this.tree.children(node)) last = Math.max(last, this.moveIntoAbsent(child, join(rel, name), childLoc(dest, name), placed, phase));
+      for (const [name, child] of this.tree.children(node))
+        last = Math.max(last, this.moveIntoAbsent(child, join(rel, name), childLoc(dest, name), placed, phase));
       return last;
     }
     const lead = Planner.largest(node, placed);
@@ -92,7 +96,8 @@ export class Planner {
     for (const [name, child] of this.tree.children(node)) {
       const childDest = childLoc(dest, name);
       const childRel = join(rel, name);
-      if (child.sources.has(lead)) last = Math.max(last, this.mergeInto(child, childRel, childDest, inPlace, phase + 1, null));
+      if (child.sources.has(lead))
+        last = Math.max(last, this.mergeInto(child, childRel, childDest, inPlace, phase + 1, null));
       else last = Math.max(last, this.moveIntoAbsent(child, childRel, childDest, inPlace, phase + 1));
     }
     return last;
@@ -102,7 +107,14 @@ export class Planner {
    * Merges `node` into the existing directory `dest`. `existing` lists what dest held before the
    * job (null when dest was created by this plan: only `placed` sources are there).
    */
-  private mergeInto(node: Node, rel: string, dest: Loc, placed: ReadonlySet<number>, phase: number, existing: ReadonlyMap<string, TargetKind> | null): number {
+  private mergeInto(
+    node: Node,
+    rel: string,
+    dest: Loc,
+    placed: ReadonlySet<number>,
+    phase: number,
+    existing: ReadonlyMap<string, TargetKind> | null,
+  ): number {
     let last = phase;
     for (const [name, child] of this.tree.children(node)) {
       const childRel = join(rel, name);
@@ -113,10 +125,12 @@ export class Planner {
       if (old === undefined && !placedHere) {
         last = Math.max(last, this.publishNew(child, childRel, childDest, placed, phase));
       } else if (child.file) {
-        if (old !== undefined && old !== 'file') throw new ConflictError(`'${childRel}' is a file in the job's output but ${inTarget(old)}`);
+        if (old !== undefined && old !== 'file')
+          throw new ConflictError(`'${childRel}' is a file in the job's output but ${inTarget(old)}`);
         this.add(phase, this.fileOp(this.src(child.file.source, childRel), childDest, old !== undefined, child.file));
       } else {
-        if (old !== undefined && old !== 'dir') throw new ConflictError(`'${childRel}' is a directory in the job's output but ${inTarget(old)}`);
+        if (old !== undefined && old !== 'dir')
+          throw new ConflictError(`'${childRel}' is a directory in the job's output but ${inTarget(old)}`);
         const childExisting = old !== undefined && dest.startsWith('t:') ? this.targetChildren(childRel) : null;
         last = Math.max(last, this.mergeInto(child, childRel, childDest, placed, phase, childExisting));
       }
@@ -138,11 +152,15 @@ export class Planner {
 
   private fileOp(from: Loc, to: Loc, replace: boolean, file: NonNullable<Node['file']>): PlanOp {
     if (file.upload) {
-      if (!to.startsWith('t:')) throw new InternalError(`planner: the pending upload for '${to}' can only complete at its final path`);
+      if (!to.startsWith('t:'))
+        throw new InternalError(`planner: the pending upload for '${to}' can only complete at its final path`);
       return { op: 'copy', from, to, upload: { id: file.upload.id, etags: file.upload.etags, size: file.size } };
     }
     // `replace`: the destination holds old data, so its presence proves nothing about this copy.
-    if (!this.renames) return replace ? { op: 'copy', from, to, size: file.size, replace: true } : { op: 'copy', from, to, size: file.size };
+    if (!this.renames)
+      return replace
+        ? { op: 'copy', from, to, size: file.size, replace: true }
+        : { op: 'copy', from, to, size: file.size };
     return replace ? { op: 'move', from, to, replace: true } : { op: 'move', from, to };
   }
 
@@ -237,7 +255,10 @@ export class Planner {
     this.mergeSkipping(this.tree.root, '', swapped, dirsHolding(swapped));
   }
 
-  /** Merges the output into the existing target, leaving out the units already swapped (`holding`: the directories they are in). */
+  /**
+   * Merges the output into the existing target, leaving out the units already swapped (`holding`: the directories they
+   * are in).
+   */
   private mergeSkipping(node: Node, rel: string, swapped: ReadonlySet<string>, holding: ReadonlySet<string>): void {
     if (swapped.size === 0) {
       this.mergeInto(node, rel, 't:' + rel, new Set(), 0, this.targetChildren(rel));
@@ -264,5 +285,9 @@ export class Planner {
 
 /** What the target holds where the output has something else, for a conflict's message. */
 function inTarget(kind: TargetKind): string {
-  return kind === 'dir' ? 'a directory in the target' : kind === 'file' ? 'a file in the target' : 'neither a file nor a directory in the target (a symbolic link, pipe or device): remove or rename it';
+  return kind === 'dir'
+    ? 'a directory in the target'
+    : kind === 'file'
+      ? 'a file in the target'
+      : 'neither a file nor a directory in the target (a symbolic link, pipe or device): remove or rename it';
 }

@@ -24,10 +24,20 @@ type Ctx = { readonly store: Store; readonly concurrency: number };
  * tell: a re-run after a kill cannot know that another re-run is not publishing beside it (both
  * see the same dead claimer, helper-49). Any other clash is thrown, saying the claim stays.
  */
-export async function publishClaimedV2(ctx: Ctx, layout: JobLayout, job: JobManifest, attemptDir: string, files: readonly TaskFile[], fresh: boolean): Promise<ConflictError | null> {
-  const untouched = async (applied: boolean) => fresh && (!applied || (await unpublishedV2(ctx.store, attemptDir, files.length)));
+export async function publishClaimedV2(
+  ctx: Ctx,
+  layout: JobLayout,
+  job: JobManifest,
+  attemptDir: string,
+  files: readonly TaskFile[],
+  fresh: boolean,
+): Promise<ConflictError | null> {
+  const untouched = async (applied: boolean) =>
+    fresh && (!applied || (await unpublishedV2(ctx.store, attemptDir, files.length)));
   const held = (clash: string) =>
-    new ConflictError(`${clash}; the task stays claimed, as part of it may be published: if another task of this job wrote that path, the two clash (abort the job); else move the file in the target aside and run 'stagecommit recover' to finish the task, or abort the job`);
+    new ConflictError(
+      `${clash}; the task stays claimed, as part of it may be published: if another task of this job wrote that path, the two clash (abort the job); else move the file in the target aside and run 'stagecommit recover' to finish the task, or abort the job`,
+    );
   let plan: CommitPlan;
   try {
     plan = await planV2(ctx, layout, job, attemptDir, files);
@@ -40,29 +50,47 @@ export async function publishClaimedV2(ctx: Ctx, layout: JobLayout, job: JobMani
   // phase runs, so none makes the target's dirs for nothing.
   if (plan.files === 0) return null;
   try {
-    await applyPhases({ store: ctx.store, stagingPath: layout.root, targetPath: job.targetPath, concurrency: ctx.concurrency }, plan.phases);
+    await applyPhases(
+      { store: ctx.store, stagingPath: layout.root, targetPath: job.targetPath, concurrency: ctx.concurrency },
+      plan.phases,
+    );
   } catch (e) {
     // A file where a directory goes is a clash too. (S3 has no such rename: there the last copy wins, see README.)
     if (!(e instanceof StoreError && (e.kind === 'exists' || e.kind === 'no-location'))) throw e;
     const clash = `${e.message}: another task or writer published there while this task did`;
-    if (await untouched(true)) return new ConflictError(`${clash}; nothing of this task was published: rename the files and commit the task again`);
+    if (await untouched(true))
+      return new ConflictError(
+        `${clash}; nothing of this task was published: rename the files and commit the task again`,
+      );
     throw held(clash);
   }
   return null;
 }
 
 /** What publishing the task would do; an append clash or a file where the target has a directory is a ConflictError. */
-export async function planV2(ctx: Ctx, layout: JobLayout, job: JobManifest, attemptDir: string, files: readonly TaskFile[]): Promise<CommitPlan> {
+export async function planV2(
+  ctx: Ctx,
+  layout: JobLayout,
+  job: JobManifest,
+  attemptDir: string,
+  files: readonly TaskFile[],
+): Promise<CommitPlan> {
   const { store, concurrency } = ctx;
   // Files already published by an interrupted run of this commit are no longer in the attempt dir.
   const present = new Set((await attemptFiles(store, attemptDir)).map((e) => e.name));
   const task = taskOfAttempt(job.jobId, posix.basename(attemptDir)) ?? posix.basename(attemptDir);
-  const sources: SourceTree[] = [{ task, root: layout.relative(attemptDir), files: files.filter((f) => present.has(f.path)) }];
+  const sources: SourceTree[] = [
+    { task, root: layout.relative(attemptDir), files: files.filter((f) => present.has(f.path)) },
+  ];
   const tree = buildTree(sources);
   const target = await snapshotTarget(store, job.targetPath, tree, [], concurrency);
   const identical = await identicalClashes(store, layout, job.targetPath, sources, tree, target, concurrency);
   for (const rel of identical) tree.remove(rel);
-  return planTree({ mode: 'append', replaceUnits: [], strategy: publishStrategy(store), sources, target, identical, v2: true }, tree, job.partitionBy.length);
+  return planTree(
+    { mode: 'append', replaceUnits: [], strategy: publishStrategy(store), sources, target, identical, v2: true },
+    tree,
+    job.partitionBy.length,
+  );
 }
 
 /**

@@ -34,12 +34,23 @@ export function readTargetRoot(store: Store, targetPath: string): Promise<Target
  * Lists the target's directories that the output (or a replaced unit) reaches into: one
  * listing per existing directory touched, never the whole table.
  */
-export async function snapshotTarget(store: Store, targetPath: string, tree: OutputTree, replaceUnits: readonly string[], concurrency: number, first?: Promise<TargetRoot>): Promise<TargetSnapshot> {
+export async function snapshotTarget(
+  store: Store,
+  targetPath: string,
+  tree: OutputTree,
+  replaceUnits: readonly string[],
+  concurrency: number,
+  first?: Promise<TargetRoot>,
+): Promise<TargetSnapshot> {
   const [root, rootEntries] = await (first ?? readTargetRoot(store, targetPath));
   const dirs = new Map<string, Map<string, TargetKind>>();
   if (!root) return { exists: false, dirs };
   const wanted = new Set(tree.dirs());
-  for (const u of prefixes(replaceUnits.filter((u) => u !== ''), true)) wanted.add(u);
+  for (const u of prefixes(
+    replaceUnits.filter((u) => u !== ''),
+    true,
+  ))
+    wanted.add(u);
   let level = [''];
   while (level.length) {
     const listed = await mapLimit(level, concurrency, async (rel) => {
@@ -47,7 +58,9 @@ export async function snapshotTarget(store: Store, targetPath: string, tree: Out
       const children = new Map<string, TargetKind>();
       for (const e of entries) children.set(e.name, e.kind === 'file' ? 'file' : e.kind === 'dir' ? 'dir' : 'other');
       dirs.set(rel, children);
-      return [...children].filter(([name, kind]) => kind === 'dir' && wanted.has(rel ? `${rel}/${name}` : name)).map(([name]) => (rel ? `${rel}/${name}` : name));
+      return [...children]
+        .filter(([name, kind]) => kind === 'dir' && wanted.has(rel ? `${rel}/${name}` : name))
+        .map(([name]) => (rel ? `${rel}/${name}` : name));
     });
     level = listed.flat();
   }
@@ -55,7 +68,15 @@ export async function snapshotTarget(store: Store, targetPath: string, tree: Out
 }
 
 /** Append clashes whose bytes equal the existing file's: those staged copies are dropped. */
-export async function identicalClashes(store: Store, layout: JobLayout, targetPath: string, sources: readonly SourceTree[], tree: OutputTree, target: TargetSnapshot, concurrency: number): Promise<Set<string>> {
+export async function identicalClashes(
+  store: Store,
+  layout: JobLayout,
+  targetPath: string,
+  sources: readonly SourceTree[],
+  tree: OutputTree,
+  target: TargetSnapshot,
+  concurrency: number,
+): Promise<Set<string>> {
   const clashes = findClashes(tree, target);
   if (clashes.length === 0) return new Set();
   const same = await mapLimit(clashes, concurrency, async (rel) => {

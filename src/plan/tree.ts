@@ -36,7 +36,10 @@ export class PathClash extends ConflictError {
 
 /** One task's files name one path twice: its claim is damaged (a listing never repeats a name). */
 export class ListedTwice extends Error {
-  constructor(readonly task: string, readonly path: string) {
+  constructor(
+    readonly task: string,
+    readonly path: string,
+  ) {
     super(`lists '${path}' twice`);
   }
 }
@@ -83,14 +86,19 @@ export class OutputTree {
         const name = ownString(seg);
         node.children.set(name, (child = newNode(name)));
       }
-      if (typeof child === 'number') throw this.fileAndDir(this.sourceOf[child]!, si, segs.slice(0, i + 1).join('/'), path);
+      if (typeof child === 'number')
+        throw this.fileAndDir(this.sourceOf[child]!, si, segs.slice(0, i + 1).join('/'), path);
       node = child;
       node.sources.set(si, (node.sources.get(si) ?? 0) + 1);
     }
     const other = node.children.get(leaf);
     if (typeof other === 'number' && this.sourceOf[other] === si) throw new ListedTwice(this.tasks[si]!, path);
     if (typeof other === 'number') {
-      throw new PathClash('same-path', `tasks ${this.tasks[this.sourceOf[other]!]} and ${this.tasks[si]} both wrote '${path}'`, 'every file must have one destination');
+      throw new PathClash(
+        'same-path',
+        `tasks ${this.tasks[this.sourceOf[other]!]} and ${this.tasks[si]} both wrote '${path}'`,
+        'every file must have one destination',
+      );
     }
     if (other) throw this.fileAndDir(si, other.sources.keys().next().value!, path, `${path}/…`);
     if (this.rows === this.sizeOf.length) this.grow();
@@ -106,7 +114,11 @@ export class OutputTree {
   /** A file at `file` (written by source `a`) where source `b` wrote `below` inside it. */
   private fileAndDir(a: number, b: number, file: string, below: string): PathClash {
     const who = a === b ? `task ${this.tasks[a]} wrote both` : `tasks ${this.tasks[a]} and ${this.tasks[b]} wrote`;
-    return new PathClash('file-and-dir', `${who} a file '${file}' and '${below}' inside it`, 'a path is a file or a directory, not both');
+    return new PathClash(
+      'file-and-dir',
+      `${who} a file '${file}' and '${below}' inside it`,
+      'a path is a file or a directory, not both',
+    );
   }
 
   private grow(): void {
@@ -120,7 +132,9 @@ export class OutputTree {
 
   fileOf(row: number): FileInfo {
     const upload = this.uploads.get(row);
-    return upload ? { source: this.sourceOf[row]!, size: this.sizeOf[row]!, upload } : { source: this.sourceOf[row]!, size: this.sizeOf[row]! };
+    return upload
+      ? { source: this.sourceOf[row]!, size: this.sizeOf[row]!, upload }
+      : { source: this.sourceOf[row]!, size: this.sizeOf[row]! };
   }
 
   private sharedSources(si: number): Map<number, number> {
@@ -131,7 +145,12 @@ export class OutputTree {
   nodeOf(name: string, child: Node | number): Node {
     if (typeof child !== 'number') return child;
     const file = this.fileOf(child);
-    return { name, children: NO_CHILDREN as Map<string, Node | number>, sources: this.sharedSources(file.source), file };
+    return {
+      name,
+      children: NO_CHILDREN as Map<string, Node | number>,
+      sources: this.sharedSources(file.source),
+      file,
+    };
   }
 
   child(node: Node, name: string): Node | undefined {

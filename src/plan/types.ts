@@ -26,7 +26,14 @@ export type PlanOp =
    * With `upload`, the file is a pending upload to `to`, completed in place: nothing is copied.
    * `size` (its bytes, as the claim recorded them) paces the copies in flight.
    */
-  | { readonly op: 'copy'; readonly from: Loc; readonly to: Loc; readonly upload?: PlannedUpload; readonly size?: number; readonly replace?: true }
+  | {
+      readonly op: 'copy';
+      readonly from: Loc;
+      readonly to: Loc;
+      readonly upload?: PlannedUpload;
+      readonly size?: number;
+      readonly replace?: true;
+    }
   /** Park the old `path` in the trash, then move `from` into its place: one rename of gap. */
   | { readonly op: 'swap'; readonly path: Loc; readonly trash: Loc; readonly from: Loc; readonly dir: boolean }
   /** Remove old data that the overwrite replaces (after every new file is in place). */

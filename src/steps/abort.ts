@@ -49,14 +49,21 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
   // for a clean abort (exit 4, as during its commit).
   const ifGone = (gone: JobGoneError): AbortResult => {
     const done = gone.committed;
-    if (done) throw new ConflictError(`cannot abort: job ${done.jobId} is committed (${done.success}, ${done.committedAt}); nothing was changed`);
+    if (done)
+      throw new ConflictError(
+        `cannot abort: job ${done.jobId} is committed (${done.success}, ${done.committedAt}); nothing was changed`,
+      );
     if (gone.stray) env.emit({ type: 'warn', message: gone.message });
     return { outcome: 'nothing', scope };
   };
-  if (task !== undefined) return runStep(env, input.stagingPath, { name: 'abort', ifGone }, (open) => abortTask(env, open, task, attempt));
+  if (task !== undefined)
+    return runStep(env, input.stagingPath, { name: 'abort', ifGone }, (open) => abortTask(env, open, task, attempt));
   return runStep(env, input.stagingPath, { name: 'abort', lease: true, ifGone }, async (opened, lease) => {
     // A plan that never became the commit point was never applied: removed, the job may be aborted.
-    const locked = opened.state === 'committing' || opened.stalePlan ? (await readHeldPlan(env, opened, { aborting: true })).open : opened;
+    const locked =
+      opened.state === 'committing' || opened.stalePlan
+        ? (await readHeldPlan(env, opened, { aborting: true })).open
+        : opened;
     requireState(locked, ['staged', 'aborted'], 'abort');
     const { job, layout } = locked;
     // Read before the state changes, and kept in it: a re-run after a killed abort finds no claims.
@@ -65,16 +72,29 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
       // A damaged log stops every commit to the table, but never the abort that is the way out.
       await releaseLogEntry(env, locked).catch((e: unknown) => {
         if (!(e instanceof CorruptManifestError)) throw e;
-        env.emit({ type: 'warn', message: `could not give up this job's table-log entry, if it holds one: ${e.message}` });
+        env.emit({
+          type: 'warn',
+          message: `could not give up this job's table-log entry, if it holds one: ${e.message}`,
+        });
       });
-      await saveJob(env.store, layout, { ...job, state: 'aborted', ...(published.length ? { publishedTasks: published } : {}) });
+      await saveJob(env.store, layout, {
+        ...job,
+        state: 'aborted',
+        ...(published.length ? { publishedTasks: published } : {}),
+      });
     }
     await abortJobUploads(env, locked);
     // An adopted leftover goes back where the engine left it, never with the staging dir.
     const back = await leftoverToGiveBack(env.store, layout, job);
     await giveBackLeftover(env.store, layout, job);
     await removeStagingDir(env.store, layout, lease);
-    return { jobId: job.jobId, outcome: 'aborted' as const, scope, ...(back ? { leftoverGivenBack: env.store.toUri(back.to!) } : {}), ...(published.length ? { publishedTasks: published } : {}) };
+    return {
+      jobId: job.jobId,
+      outcome: 'aborted' as const,
+      scope,
+      ...(back ? { leftoverGivenBack: env.store.toUri(back.to!) } : {}),
+      ...(published.length ? { publishedTasks: published } : {}),
+    };
   });
 }
 
@@ -92,20 +112,36 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
   let wasDenied = false;
   let failed: StoreError | null = null;
   try {
-    const decision = await decide(store, layout, app, { taskAttempt, outcome: 'abort', ...ours, jobStagedAtMs: job.stagedAtMs }, job);
+    const decision = await decide(
+      store,
+      layout,
+      app,
+      { taskAttempt, outcome: 'abort', ...ours, jobStagedAtMs: job.stagedAtMs },
+      job,
+    );
     if (decision.outcome === 'commit') {
-      const claim = await readClaim(store, layout, { jobId: job.jobId, task, appAttempt: app, jobStagedAtMs: job.stagedAtMs });
+      const claim = await readClaim(store, layout, {
+        jobId: job.jobId,
+        task,
+        appAttempt: app,
+        jobStagedAtMs: job.stagedAtMs,
+      });
       if (claim?.taskAttempt === taskAttempt || !claim) {
         // Its commit-task still committing: what it comes to decides (helper-70: a recover that undid
         // it meanwhile dropped the attempt, and exit 4 said its files belonged to the job).
-        const settled = claim?.state === 'committed' ? 'committed' : await settledCommit(env, open, task, taskAttempt, decision.by);
+        const settled =
+          claim?.state === 'committed' ? 'committed' : await settledCommit(env, open, task, taskAttempt, decision.by);
         if (settled === 'stuck') {
           // Its outcome is recover's to decide: abort cannot say the files belong to the job.
-          throw new ConflictError(`cannot abort ${taskAttempt} yet: its commit-task (${decision.by}) decided to commit it and died before it finished: run 'stagecommit recover' (it finishes or undoes that commit), then abort again if the attempt is still there`);
+          throw new ConflictError(
+            `cannot abort ${taskAttempt} yet: its commit-task (${decision.by}) decided to commit it and died before it finished: run 'stagecommit recover' (it finishes or undoes that commit), then abort again if the attempt is still there`,
+          );
         }
         if (settled !== 'moved') {
           const what = settled === 'committed' ? 'already committed' : 'committing (its commit-task decided first)';
-          throw new ConflictError(`cannot abort ${taskAttempt}: it is ${what} and its files belong to the job; abort the whole job, or commit another attempt${settled === 'committed' ? '' : " (run 'stagecommit recover' if its commit-task was killed)"}`);
+          throw new ConflictError(
+            `cannot abort ${taskAttempt}: it is ${what} and its files belong to the job; abort the whole job, or commit another attempt${settled === 'committed' ? '' : " (run 'stagecommit recover' if its commit-task was killed)"}`,
+          );
         }
       } else wasDenied = true; // another attempt won the task: this one's files were never going to appear
     }
@@ -120,7 +156,8 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
   // recover writes the next app attempt into _job.yaml before it prunes this one's decisions, so a
   // decision created here with the job still in this app attempt is one that recover sees.
   const now = await loadJob(store, layout).catch(() => null);
-  if (await takeBackIfEnded(env, layout, job, now, task, taskAttempt, { decision: ours })) return aborted(job, taskAttempt, wasDenied);
+  if (await takeBackIfEnded(env, layout, job, now, task, taskAttempt, { decision: ours }))
+    return aborted(job, taskAttempt, wasDenied);
   if (now && now.appAttempt !== app) {
     // What recover carried (a committed attempt, its files and uploads where they were staged) is not touched.
     await droppedByRecover(env, open, now, task, taskAttempt, ours);
@@ -137,24 +174,42 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
  * time): 'committed', 'moved' when its job ended or recover started the next app attempt (said
  * after), 'stuck' when its commit-task is known dead, undefined while it is still committing.
  */
-async function settledCommit(env: StepEnv, { job, layout }: OpenJob, task: string, taskAttempt: string, by: string): Promise<'committed' | 'moved' | 'stuck' | undefined> {
+async function settledCommit(
+  env: StepEnv,
+  { job, layout }: OpenJob,
+  task: string,
+  taskAttempt: string,
+  by: string,
+): Promise<'committed' | 'moved' | 'stuck' | undefined> {
   // The decision names its commit-task: one known dead before its claim is not waited for either (helper-71).
   const who = decider(by);
   return waitFor(env.now, Math.min(30_000, env.leaseTtlMs), async () => {
     const [claim, now] = await Promise.all([
-      readClaim(env.store, layout, { jobId: job.jobId, task, appAttempt: job.appAttempt, jobStagedAtMs: job.stagedAtMs }).catch(() => null),
+      readClaim(env.store, layout, {
+        jobId: job.jobId,
+        task,
+        appAttempt: job.appAttempt,
+        jobStagedAtMs: job.stagedAtMs,
+      }).catch(() => null),
       loadJob(env.store, layout).catch(() => null),
     ]);
     if (claim?.taskAttempt === taskAttempt && claim.state === 'committed') return 'committed';
     // The job moved on first: a commit-task that recover finished or undid has ended, and is gone.
     if (!now || !isSameJob(now, job) || now.appAttempt !== job.appAttempt) return 'moved';
     // A commit-task known to be dead is not waited for: recover finishes or undoes it.
-    if (claim?.taskAttempt === taskAttempt ? processGone(claim, env) : !claim && who !== null && processGone(who, env)) return 'stuck';
+    if (claim?.taskAttempt === taskAttempt ? processGone(claim, env) : !claim && who !== null && processGone(who, env))
+      return 'stuck';
     return undefined;
   });
 }
 
-const aborted = (job: JobManifest, taskAttempt: string, wasDenied: boolean): AbortResult => ({ jobId: job.jobId, outcome: 'aborted', scope: 'task', taskAttempt, wasDenied });
+const aborted = (job: JobManifest, taskAttempt: string, wasDenied: boolean): AbortResult => ({
+  jobId: job.jobId,
+  outcome: 'aborted',
+  scope: 'task',
+  taskAttempt,
+  wasDenied,
+});
 
 /**
  * recover started the job's next app attempt while this abort ran. It carried the task attempt
@@ -162,13 +217,26 @@ const aborted = (job: JobManifest, taskAttempt: string, wasDenied: boolean): Abo
  * what the abort wanted, and the decision this run made in the app attempt recover removed (in a
  * directory its creation made again) goes.
  */
-async function droppedByRecover(env: StepEnv, { job, layout }: OpenJob, now: JobManifest, task: string, taskAttempt: string, ours: Required<RunRecords>['decision']): Promise<void> {
+async function droppedByRecover(
+  env: StepEnv,
+  { job, layout }: OpenJob,
+  now: JobManifest,
+  task: string,
+  taskAttempt: string,
+  ours: Required<RunRecords>['decision'],
+): Promise<void> {
   if (await carried(env, layout, job, now, task, taskAttempt)) {
-    throw new ConflictError(`cannot abort ${taskAttempt}: recover carried it, committed, into app attempt ${now.appAttempt} of job ${job.jobId} while this abort ran, and its files belong to the job; abort the whole job, or commit another attempt`);
+    throw new ConflictError(
+      `cannot abort ${taskAttempt}: recover carried it, committed, into app attempt ${now.appAttempt} of job ${job.jobId} while this abort ran, and its files belong to the job; abort the whole job, or commit another attempt`,
+    );
   }
   await removeOwnRecords(env, layout, job, task, taskAttempt, { decision: ours });
-  if (env.store.caps.realDirectories) await removeEmptyDirs(env.store, [layout.decisionsDir(job.appAttempt)], layout.root, true);
-  env.emit({ type: 'warn', message: `recover started app attempt ${now.appAttempt} of job ${job.jobId} while this abort ran, without ${taskAttempt}: nothing of it will be published` });
+  if (env.store.caps.realDirectories)
+    await removeEmptyDirs(env.store, [layout.decisionsDir(job.appAttempt)], layout.root, true);
+  env.emit({
+    type: 'warn',
+    message: `recover started app attempt ${now.appAttempt} of job ${job.jobId} while this abort ran, without ${taskAttempt}: nothing of it will be published`,
+  });
 }
 
 /** Every upload the job began, recorded or claimed, is aborted (S3): none will be completed. */
@@ -176,9 +244,13 @@ export async function abortJobUploads(env: StepEnv, open: OpenJob): Promise<void
   const { store } = env;
   const { job, layout } = open;
   if (!store.abortUpload) return;
-  // A job being thrown away is not held up by a damaged claim: its uploads, if any, are left to clean-orphans' age rule.
+  // A job being thrown away is not held up by a damaged claim: its uploads, if any, are left to clean-orphans' age
+  // rule.
   const claimed = await claimedUploads(store, layout, job, env.concurrency, (file, e) =>
-    env.emit({ type: 'warn', message: `${file} could not be read (${e.message}): any pending upload it named is left for 'stagecommit clean-orphans'` }),
+    env.emit({
+      type: 'warn',
+      message: `${file} could not be read (${e.message}): any pending upload it named is left for 'stagecommit clean-orphans'`,
+    }),
   );
   await abortRecordedUploads(store, layout, new Set(), env.concurrency, job.targetPath, { extra: claimed });
 }

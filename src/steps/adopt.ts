@@ -39,7 +39,13 @@ export interface AdoptResult {
   readonly handle: string;
   readonly target: string;
   readonly mode: 'append' | 'overwrite';
-  readonly leftover: { readonly path: string; readonly kind: Leftover['kind']; readonly engineJobId: string | null; readonly stage: string; readonly ageSeconds: number };
+  readonly leftover: {
+    readonly path: string;
+    readonly kind: Leftover['kind'];
+    readonly engineJobId: string | null;
+    readonly stage: string;
+    readonly ageSeconds: number;
+  };
   readonly tasks: readonly string[];
   readonly tasksDeclared: number | null;
   /** Who declared the task count: --tasks, or adopt itself for gaps in the numbering (highest task + 1). */
@@ -66,14 +72,17 @@ const LIST_PARALLELISM = 16;
  */
 export async function listLeftover(store: Store, dir: string): Promise<ListedEntry[]> {
   const inside = new Map<string, Entry[]>();
-  for (let level = [dir]; level.length; ) {
+  for (let level = [dir]; level.length;) {
     const listed = await mapLimit(level, LIST_PARALLELISM, (d) => store.list(d, { details: true }));
     const next: string[] = [];
     listed.forEach((entries, i) => {
       inside.set(level[i]!, entries);
       for (const e of entries) {
         if (e.kind === 'dir') next.push(e.path);
-        else if (e.kind !== 'file') throw new UsageError(`${store.toUri(e.path)} is neither a file nor a directory: an engine never leaves one; nothing was changed`);
+        else if (e.kind !== 'file')
+          throw new UsageError(
+            `${store.toUri(e.path)} is neither a file nor a directory: an engine never leaves one; nothing was changed`,
+          );
       }
     });
     level = next;
@@ -93,7 +102,8 @@ export async function listLeftover(store: Store, dir: string): Promise<ListedEnt
 }
 
 /** What the other of two adopts of one leftover, or its engine, did to it while this one ran. */
-const TAKEN = 'was taken while adopting it (another adopt of it, or its engine, moved it): this adopt made no job and changed nothing';
+const TAKEN =
+  'was taken while adopting it (another adopt of it, or its engine, moved it): this adopt made no job and changed nothing';
 
 /**
  * The leftover as its listing shows it. A listing cut short because the leftover moved away after
@@ -105,7 +115,8 @@ async function recognised(store: Store, leftoverPath: string, ownMtimeMs: number
   try {
     return recogniseLeftover(uri, posix.basename(leftoverPath), entries, ownMtimeMs);
   } catch (e) {
-    if (e instanceof UsageError && (await store.stat(leftoverPath)) === null) throw new ConflictError(`${uri} ${TAKEN}`);
+    if (e instanceof UsageError && (await store.stat(leftoverPath)) === null)
+      throw new ConflictError(`${uri} ${TAKEN}`);
     throw e;
   }
 }
@@ -120,17 +131,23 @@ function adoptedJobId(l: Leftover): string {
 async function checkTarget(store: Store, leftoverPath: string, targetPath: string): Promise<string> {
   const target = await store.stat(targetPath);
   if (!target || target.kind !== 'dir') {
-    throw new UsageError(`the target ${store.toUri(targetPath)} is not an existing directory: adopt publishes into an existing table; give it with --target`);
+    throw new UsageError(
+      `the target ${store.toUri(targetPath)} is not an existing directory: adopt publishes into an existing table; give it with --target`,
+    );
   }
   const rel = posix.relative(targetPath, leftoverPath);
   const inLeftover = posix.relative(leftoverPath, targetPath);
   if (inLeftover === '' || !inLeftover.startsWith('..')) {
-    throw new UsageError(`the target ${store.toUri(targetPath)} is ${inLeftover === '' ? 'the leftover itself' : 'inside the leftover'}: give the table the leftover belongs to with --target; nothing was changed`);
+    throw new UsageError(
+      `the target ${store.toUri(targetPath)} is ${inLeftover === '' ? 'the leftover itself' : 'inside the leftover'}: give the table the leftover belongs to with --target; nothing was changed`,
+    );
   }
   if (store.caps.directoryRename) return rel;
   // Without rename the output is published from where it is: it must be inside the target, where readers never look.
   if (rel.startsWith('..') || rel.split('/').every(isDataName)) {
-    throw new UsageError(`on a store without rename (S3) adopt publishes the leftover from where it is, so it must be inside the target: ${store.toUri(leftoverPath)} is not inside ${store.toUri(targetPath)} under a '_' or '.' name`);
+    throw new UsageError(
+      `on a store without rename (S3) adopt publishes the leftover from where it is, so it must be inside the target: ${store.toUri(leftoverPath)} is not inside ${store.toUri(targetPath)} under a '_' or '.' name`,
+    );
   }
   return rel;
 }
@@ -140,11 +157,18 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   const leftoverPath = input.leftoverPath.replace(/\/+$/, '') || '/';
   const uri = store.toUri(leftoverPath);
   const self = await store.stat(leftoverPath);
-  if (!self) throw new UsageError(`${uri} does not exist: give the path of the leftover (a '_temporary', '.spark-staging-…' or '.hive-staging…' dir)`);
-  if (self.kind === 'symlink') throw new UsageError(`${uri} is a symbolic link: give the leftover dir itself (adopt never follows links, it moves what it adopts)`);
+  if (!self)
+    throw new UsageError(
+      `${uri} does not exist: give the path of the leftover (a '_temporary', '.spark-staging-…' or '.hive-staging…' dir)`,
+    );
+  if (self.kind === 'symlink')
+    throw new UsageError(
+      `${uri} is a symbolic link: give the leftover dir itself (adopt never follows links, it moves what it adopts)`,
+    );
   if (self.kind !== 'dir') throw new UsageError(`${uri} is not a directory: give the path of the leftover dir`);
   // The name first: a listing of something else (`adopt /`) could be a walk of the whole store.
-  if (kindOfName(posix.basename(leftoverPath)) === null) recogniseLeftover(uri, posix.basename(leftoverPath), [], self.mtimeMs);
+  if (kindOfName(posix.basename(leftoverPath)) === null)
+    recogniseLeftover(uri, posix.basename(leftoverPath), [], self.mtimeMs);
   const leftover = await recognised(store, leftoverPath, self.mtimeMs);
   const ageMs = env.now() - leftover.newestMtimeMs;
   if (leftover.newestMtimeMs < 0 || ageMs < input.olderThanMs) {
@@ -164,17 +188,29 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   const stagingPath = posix.join(input.stagingRoot ?? defaultStagingRoot(targetPath), jobId);
   const layout = new JobLayout(stagingPath);
   // The leftover moves into the staging dir with one rename, which cannot cross filesystems.
-  if (store.caps.directoryRename && store.sameFilesystem && !(await store.sameFilesystem(posix.dirname(leftoverPath), posix.dirname(stagingPath)))) {
+  if (
+    store.caps.directoryRename &&
+    store.sameFilesystem &&
+    !(await store.sameFilesystem(posix.dirname(leftoverPath), posix.dirname(stagingPath)))
+  ) {
     throw new UsageError(
       `the staging dir ${store.toUri(stagingPath)} of the target ${store.toUri(targetPath)} is on another filesystem than ${uri}, and adopting moves the leftover with one rename: give a --target (or a stagingRoot in the config) on the leftover's filesystem; nothing was changed`,
     );
   }
-  const rootOf = (root: string) => (store.caps.directoryRename ? posix.join(ADOPTED_DIR, root) : `t:${posix.join(leftoverRel, root)}`);
+  const rootOf = (root: string) =>
+    store.caps.directoryRename ? posix.join(ADOPTED_DIR, root) : `t:${posix.join(leftoverRel, root)}`;
   const claims = adoptedClaims(env, uri, leftover, jobId, rootOf);
   const operations: AdoptOperation[] = [
     { op: 'create', path: store.toUri(layout.jobFile) },
-    ...claims.flatMap((c) => [layout.decisionFile(0, c.taskAttempt), layout.claimFile(0, c.task)].map((p) => ({ op: 'create' as const, path: store.toUri(p) }))),
-    ...(store.caps.directoryRename ? [{ op: 'rename' as const, from: uri, to: store.toUri(posix.join(stagingPath, ADOPTED_DIR)) }] : []),
+    ...claims.flatMap((c) =>
+      [layout.decisionFile(0, c.taskAttempt), layout.claimFile(0, c.task)].map((p) => ({
+        op: 'create' as const,
+        path: store.toUri(p),
+      })),
+    ),
+    ...(store.caps.directoryRename
+      ? [{ op: 'rename' as const, from: uri, to: store.toUri(posix.join(stagingPath, ADOPTED_DIR)) }]
+      : []),
   ];
   const result: AdoptResult = {
     dryRun: Boolean(input.dryRun),
@@ -182,7 +218,13 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
     handle: store.toUri(stagingPath),
     target: store.toUri(targetPath),
     mode,
-    leftover: { path: uri, kind: leftover.kind, engineJobId: leftover.engineJobId, stage: leftover.stage, ageSeconds: Math.round(ageMs / 1000) },
+    leftover: {
+      path: uri,
+      kind: leftover.kind,
+      engineJobId: leftover.engineJobId,
+      stage: leftover.stage,
+      ageSeconds: Math.round(ageMs / 1000),
+    },
     tasks: leftover.tasks,
     tasksDeclared: tasks ?? null,
     tasksDeclaredBy: input.tasks !== undefined ? 'option' : tasks !== undefined ? 'gaps' : null,
@@ -198,11 +240,27 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   if (input.dryRun) return result;
 
   const adopted = { leftover: uri, leftoverPath, tasks: claims.length };
-  const { job } = await stageJob(env, { targetPath, stagingPath, mode, algorithm: 'v1', partition: [], partitionBy: leftover.partitionBy, jobId, tasks, adopted });
+  const { job } = await stageJob(env, {
+    targetPath,
+    stagingPath,
+    mode,
+    algorithm: 'v1',
+    partition: [],
+    partitionBy: leftover.partitionBy,
+    jobId,
+    tasks,
+    adopted,
+  });
   // Decided and claimed as commit-task would: a later `abort --task` of it is refused (§5.9).
   // Tasks go at once (one after another, 10,000 tasks took minutes on S3).
   await forEachLimit(claims, env.concurrency, async (c) => {
-    await decide(store, layout, 0, { taskAttempt: c.taskAttempt, outcome: 'commit', atMs: env.now(), by: `adopt by ${decidedBy(env)}`, jobStagedAtMs: job.stagedAtMs });
+    await decide(store, layout, 0, {
+      taskAttempt: c.taskAttempt,
+      outcome: 'commit',
+      atMs: env.now(),
+      by: `adopt by ${decidedBy(env)}`,
+      jobStagedAtMs: job.stagedAtMs,
+    });
     await store.createExclusive(layout.claimFile(0, c.task), encodeClaim({ ...c, jobStagedAtMs: job.stagedAtMs }));
   });
   // The rename comes last: until it, the leftover is where it was and the new job publishes nothing.
@@ -211,7 +269,13 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
 }
 
 /** One committed claim per task found, its files checked as commit-task checks a task's files. */
-function adoptedClaims(env: StepEnv, uri: string, leftover: Leftover, jobId: string, rootOf: (root: string) => string): Claim[] {
+function adoptedClaims(
+  env: StepEnv,
+  uri: string,
+  leftover: Leftover,
+  jobId: string,
+  rootOf: (root: string) => string,
+): Claim[] {
   const claims: Claim[] = leftover.sources.map((s) => ({
     task: s.task,
     attempt: 0,
@@ -227,7 +291,8 @@ function adoptedClaims(env: StepEnv, uri: string, leftover: Leftover, jobId: str
   for (const f of claims.flatMap((c) => c.files)) {
     try {
       checkRelativePath(f.path, 'task file');
-      if (f.path === SUCCESS_FILE) throw new Error(`a task wrote '${SUCCESS_FILE}', which would collide with the job's own marker`);
+      if (f.path === SUCCESS_FILE)
+        throw new Error(`a task wrote '${SUCCESS_FILE}', which would collide with the job's own marker`);
       partitionOfFile(f.path, leftover.partitionBy, '');
     } catch (e) {
       throw new UsageError(`${uri}: ${(e as Error).message}; nothing was changed`);
@@ -238,12 +303,18 @@ function adoptedClaims(env: StepEnv, uri: string, leftover: Leftover, jobId: str
 
 function checkDeclaredTasks(uri: string, leftover: Leftover, tasks: number | undefined): void {
   if (tasks === undefined) return;
-  if (!Number.isInteger(tasks) || tasks < 1) throw new UsageError(`--tasks must be a positive whole number, got ${tasks}`);
+  if (!Number.isInteger(tasks) || tasks < 1)
+    throw new UsageError(`--tasks must be a positive whole number, got ${tasks}`);
   if (leftover.jobCommitBegun) {
-    throw new UsageError(`${uri} was left in its engine's job commit, which begins only once every task has committed, and holds merged output that --tasks cannot count: leave --tasks out`);
+    throw new UsageError(
+      `${uri} was left in its engine's job commit, which begins only once every task has committed, and holds merged output that --tasks cannot count: leave --tasks out`,
+    );
   }
   const beyond = leftover.tasks.filter((t) => Number(t) >= tasks);
-  if (beyond.length) throw new UsageError(`${uri} holds committed output of task ${beyond[0]}, outside --tasks ${tasks} (tasks 0…${tasks - 1}): give the job's real task count`);
+  if (beyond.length)
+    throw new UsageError(
+      `${uri} holds committed output of task ${beyond[0]}, outside --tasks ${tasks} (tasks 0…${tasks - 1}): give the job's real task count`,
+    );
 }
 
 /** One rename; if it fails the half-made job goes (it holds only its own manifests), so that nothing is changed. */
@@ -257,7 +328,9 @@ async function moveLeftover(env: StepEnv, leftoverPath: string, stagingPath: str
     await store.delete(stagingPath, true).catch(() => false);
     if ((await store.stat(leftoverPath)) === null) {
       // The loser of two adopts of one leftover: the other one renamed it first.
-      throw new ConflictError(`${store.toUri(leftoverPath)} ${TAKEN}; 'stagecommit jobs ${store.toUri(posix.dirname(stagingPath))}' shows the job that took it`);
+      throw new ConflictError(
+        `${store.toUri(leftoverPath)} ${TAKEN}; 'stagecommit jobs ${store.toUri(posix.dirname(stagingPath))}' shows the job that took it`,
+      );
     }
     throw e;
   }

@@ -21,7 +21,8 @@ import type { StepEnv } from './env.js';
  */
 export function checkTaskFile(job: JobManifest, path: string, prefix: string, pathsChecked = false): void {
   if (!pathsChecked) checkRelativePath(path, 'task file');
-  if (path === SUCCESS_FILE || path.startsWith(`${SUCCESS_FILE}/`)) throw new UsageError(`task file '${path}' would collide with the job's own marker '${SUCCESS_FILE}': rename it`);
+  if (path === SUCCESS_FILE || path.startsWith(`${SUCCESS_FILE}/`))
+    throw new UsageError(`task file '${path}' would collide with the job's own marker '${SUCCESS_FILE}': rename it`);
   partitionOfFile(path, job.partitionBy, prefix);
 }
 
@@ -31,7 +32,10 @@ export function checkTaskFile(job: JobManifest, path: string, prefix: string, pa
  * (`._SUCCESS.crc`), at any depth.
  */
 export function isWriterMarker(name: string): boolean {
-  return /^\.?(_SUCCESS|_started_[^/]+|_committed_[^/]+)(\.crc)?$/.test(name) && (name.startsWith('.') === name.endsWith('.crc'));
+  return (
+    /^\.?(_SUCCESS|_started_[^/]+|_committed_[^/]+)(\.crc)?$/.test(name) &&
+    name.startsWith('.') === name.endsWith('.crc')
+  );
 }
 
 /**
@@ -43,13 +47,24 @@ async function dropWriterMarkers(env: StepEnv, attemptDir: string, markers: read
   if (markers.length === 0) return;
   const { store } = env;
   await Promise.all(markers.map((m) => store.delete(m.path, false)));
-  if (store.caps.realDirectories) await removeEmptyDirs(store, markers.map((m) => posix.dirname(m.path)), attemptDir, true);
+  if (store.caps.realDirectories)
+    await removeEmptyDirs(
+      store,
+      markers.map((m) => posix.dirname(m.path)),
+      attemptDir,
+      true,
+    );
   const names = markers.map((m) => m.name).sort();
-  env.emit({ type: 'phase', label: `left out ${names.length} marker file(s) the writer made, not data: ${names.slice(0, 10).join(', ')}${names.length > 10 ? ', …' : ''}` });
+  env.emit({
+    type: 'phase',
+    label: `left out ${names.length} marker file(s) the writer made, not data: ${names.slice(0, 10).join(', ')}${names.length > 10 ? ', …' : ''}`,
+  });
 }
 
 export function abortedError(taskAttempt: string, decision: { atMs: number; by: string }): CommitDeniedError {
-  return new CommitDeniedError(`commit denied for ${taskAttempt}: the attempt was aborted (${new Date(decision.atMs).toISOString()} by ${decision.by}) and can never commit; run the task as a new --attempt`);
+  return new CommitDeniedError(
+    `commit denied for ${taskAttempt}: the attempt was aborted (${new Date(decision.atMs).toISOString()} by ${decision.by}) and can never commit; run the task as a new --attempt`,
+  );
 }
 
 /**
@@ -57,7 +72,14 @@ export function abortedError(taskAttempt: string, decision: { atMs: number; by: 
  * path checked. The walk streams into an AttemptFileList, so no object per file is kept. A killed
  * `stage` left its temp files here: they are not listed, and go before the dir moves.
  */
-export async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, removeTemps = true): Promise<{ files: ClaimFiles; pending: AttemptUploads; versionDigest: string | null }> {
+export async function attemptOutput(
+  env: StepEnv,
+  layout: JobLayout,
+  job: JobManifest,
+  task: string,
+  taskAttempt: string,
+  removeTemps = true,
+): Promise<{ files: ClaimFiles; pending: AttemptUploads; versionDigest: string | null }> {
   const { store } = env;
   const attemptDir = layout.attemptDir(job.appAttempt, taskAttempt);
   const found = new AttemptFileList();
@@ -77,23 +99,42 @@ export async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobMan
   // left a file there, which the walk does not see (S3: a key beside the attempt's prefix).
   // And `_SUCCESS` at its top: a directory there, empty or holding only markers, no file check
   // meets, and moved into the target it would stop the job's own marker past the commit point.
-  const [, uploads, dir, success] = await Promise.all([walked, readAttemptUploads(store, layout, job, taskAttempt, env.concurrency), store.stat(attemptDir), store.stat(posix.join(attemptDir, SUCCESS_FILE))]);
+  const [, uploads, dir, success] = await Promise.all([
+    walked,
+    readAttemptUploads(store, layout, job, taskAttempt, env.concurrency),
+    store.stat(attemptDir),
+    store.stat(posix.join(attemptDir, SUCCESS_FILE)),
+  ]);
   if (success?.kind === 'dir') {
-    throw new UsageError(`${taskAttempt} holds a directory '${SUCCESS_FILE}', which would collide with the job's own marker '${SUCCESS_FILE}': remove it and run commit-task again (nothing was committed)`);
+    throw new UsageError(
+      `${taskAttempt} holds a directory '${SUCCESS_FILE}', which would collide with the job's own marker '${SUCCESS_FILE}': remove it and run commit-task again (nothing was committed)`,
+    );
   }
   if (dir !== null && dir.kind !== 'dir') {
-    throw new UsageError(`${taskAttempt}'s dir ${store.toUri(attemptDir)} is a file: the writer wrote its output at the path --print-path gave, not under it; move it under that path (e.g. ${store.toUri(attemptDir)}/part-00000) and run commit-task again (nothing was committed)`);
+    throw new UsageError(
+      `${taskAttempt}'s dir ${store.toUri(attemptDir)} is a file: the writer wrote its output at the path --print-path gave, not under it; move it under that path (e.g. ${store.toUri(attemptDir)}/part-00000) and run commit-task again (nothing was committed)`,
+    );
   }
   await checkNamesRoundTrip(store, attemptDir, replaced, taskAttempt);
   if (others.length) {
-    const what = others[0]!.kind === 'symlink' ? 'a symbolic link' : "a pipe, socket or device; on S3, a key ending in '/' that holds bytes";
-    throw new UsageError(`${taskAttempt} holds '${others[0]!.name}', which is not a regular file (${what}): a task's output is files only; remove it and run commit-task again (nothing was committed)`);
+    const what =
+      others[0]!.kind === 'symlink'
+        ? 'a symbolic link'
+        : "a pipe, socket or device; on S3, a key ending in '/' that holds bytes";
+    throw new UsageError(
+      `${taskAttempt} holds '${others[0]!.name}', which is not a regular file (${what}): a task's output is files only; remove it and run commit-task again (nothing was committed)`,
+    );
   }
   await dropWriterMarkers(env, attemptDir, markers);
   checkStagedOnce(uploads, (path) => found.has(path), taskAttempt);
-  if (found.length + uploads.files.length === 0 && dir === null) throw await notStaged(store, layout, job, task, taskAttempt);
+  if (found.length + uploads.files.length === 0 && dir === null)
+    throw await notStaged(store, layout, job, task, taskAttempt);
   const prefix = staticPrefix(job);
-  return { files: found.encode(uploads.files, (path) => checkTaskFile(job, path, prefix)), pending: uploads, versionDigest: versions.value() };
+  return {
+    files: found.encode(uploads.files, (path) => checkTaskFile(job, path, prefix)),
+    pending: uploads,
+    versionDigest: versions.value(),
+  };
 }
 
 /**
@@ -101,25 +142,56 @@ export async function attemptOutput(env: StepEnv, layout: JobLayout, job: JobMan
  * a name no file has, or one a second file has too. Refused here, not at commit-job. (A name
  * that truly holds U+FFFD is found again, once.)
  */
-async function checkNamesRoundTrip(store: StepEnv['store'], attemptDir: string, names: readonly string[], taskAttempt: string): Promise<void> {
+async function checkNamesRoundTrip(
+  store: StepEnv['store'],
+  attemptDir: string,
+  names: readonly string[],
+  taskAttempt: string,
+): Promise<void> {
   const seen = new Set<string>();
   const twice = names.find((n) => (seen.has(n) ? true : (seen.add(n), false)));
-  const missing = twice ?? (await mapLimit(names, 8, async (n) => ((await store.stat(posix.join(attemptDir, n))) === null ? n : null))).find((n) => n !== null);
-  if (missing) throw new UsageError(`${taskAttempt} holds a name that is not valid UTF-8 (read as '${missing}'): rename it in UTF-8 and run commit-task again (nothing was committed)`);
+  const missing =
+    twice ??
+    (await mapLimit(names, 8, async (n) => ((await store.stat(posix.join(attemptDir, n))) === null ? n : null))).find(
+      (n) => n !== null,
+    );
+  if (missing)
+    throw new UsageError(
+      `${taskAttempt} holds a name that is not valid UTF-8 (read as '${missing}'): rename it in UTF-8 and run commit-task again (nothing was committed)`,
+    );
 }
 
 /** Why an attempt has no dir: aborted (its decision says so), or never staged in this app attempt. */
-async function notStaged(store: StepEnv['store'], layout: JobLayout, job: JobManifest, task: string, taskAttempt: string): Promise<Error> {
+async function notStaged(
+  store: StepEnv['store'],
+  layout: JobLayout,
+  job: JobManifest,
+  task: string,
+  taskAttempt: string,
+): Promise<Error> {
   const app = job.appAttempt;
   const aborted = await readDecision(store, layout, app, taskAttempt, job);
   if (aborted?.outcome === 'abort') return abortedError(taskAttempt, aborted);
   const older = await olderOutput(store, layout, job.jobId, task, app);
-  const where = older ? `; its files are in ${store.toUri(older)}, left from an earlier app attempt: stage them again` : '; stage its files, or --print-path for a writer, first';
-  return new UsageError(`${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it)' : ''}: nothing was committed${where}`);
+  const where = older
+    ? `; its files are in ${store.toUri(older)}, left from an earlier app attempt: stage them again`
+    : '; stage its files, or --print-path for a writer, first';
+  return new UsageError(
+    `${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it)' : ''}: nothing was committed${where}`,
+  );
 }
 
-/** The newest attempt dir of the task, from an app attempt before `app`, that holds files (a writer recover left behind). */
-async function olderOutput(store: StepEnv['store'], layout: JobLayout, jobId: string, task: string, app: number): Promise<string | null> {
+/**
+ * The newest attempt dir of the task, from an app attempt before `app`, that holds files (a writer recover left
+ * behind).
+ */
+async function olderOutput(
+  store: StepEnv['store'],
+  layout: JobLayout,
+  jobId: string,
+  task: string,
+  app: number,
+): Promise<string | null> {
   for (let a = app - 1; a >= 0; a--) {
     const dirs = (await store.list(layout.attemptsDir(a))).filter((e) => taskOfAttempt(jobId, e.name) === task);
     for (const d of dirs) if ((await attemptFiles(store, d.path)).length > 0) return d.path;

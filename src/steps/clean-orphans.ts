@@ -63,25 +63,33 @@ export interface CleanOrphansResult {
 
 /** Uploads never completed under a root (S3 multipart). Not those in `accounted` (a job's own, which
  *  go with the job: abort or roll-forward; those an earlier root listed), which gains these. */
-async function staleUploads(env: StepEnv, root: string, now: number, olderThanMs: number, accounted: Set<string>): Promise<Leftover[]> {
+async function staleUploads(
+  env: StepEnv,
+  root: string,
+  now: number,
+  olderThanMs: number,
+  accounted: Set<string>,
+): Promise<Leftover[]> {
   const { store } = env;
   if (!store.listUploads) return [];
-  return (await store.listUploads(root)).filter((u) => !accounted.has(u.uploadId)).map((u) => {
-    accounted.add(u.uploadId);
-    const ageSeconds = Math.max(0, Math.floor((now - u.initiatedMs) / 1000));
-    const young = now - u.initiatedMs < olderThanMs;
-    return {
-      kind: 'multipart-upload' as const,
-      path: u.path,
-      uri: store.toUri(u.path),
-      ageSeconds,
-      files: 0,
-      bytes: 0,
-      upload: u,
-      action: young ? ('skipped' as const) : ('would-delete' as const),
-      reason: young ? `started ${ageSeconds}s ago: newer than --older-than` : undefined,
-    };
-  });
+  return (await store.listUploads(root))
+    .filter((u) => !accounted.has(u.uploadId))
+    .map((u) => {
+      accounted.add(u.uploadId);
+      const ageSeconds = Math.max(0, Math.floor((now - u.initiatedMs) / 1000));
+      const young = now - u.initiatedMs < olderThanMs;
+      return {
+        kind: 'multipart-upload' as const,
+        path: u.path,
+        uri: store.toUri(u.path),
+        ageSeconds,
+        files: 0,
+        bytes: 0,
+        upload: u,
+        action: young ? ('skipped' as const) : ('would-delete' as const),
+        reason: young ? `started ${ageSeconds}s ago: newer than --older-than` : undefined,
+      };
+    });
 }
 
 export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Promise<CleanOrphansResult> {
@@ -112,7 +120,15 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
   for (const root of input.roots) {
     for (const u of await staleUploads(env, root, now, input.olderThanMs, owned)) {
       // A job we could not read may own any of them: its uploads are not ours to judge.
-      leftovers.push(jobUnread && u.action === 'would-delete' ? { ...u, action: 'skipped', reason: 'a stagecommit job under the roots could not be read, and it may own this upload' } : u);
+      leftovers.push(
+        jobUnread && u.action === 'would-delete'
+          ? {
+              ...u,
+              action: 'skipped',
+              reason: 'a stagecommit job under the roots could not be read, and it may own this upload',
+            }
+          : u,
+      );
     }
   }
   leftovers.sort((a, b) => compareStrings(a.uri, b.uri));
@@ -128,7 +144,9 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
       }
     }
   }
-  const reclaimableBytes = leftovers.filter((l) => l.action === 'would-delete' || l.action === 'deleted').reduce((a, l) => a + l.bytes, 0);
+  const reclaimableBytes = leftovers
+    .filter((l) => l.action === 'would-delete' || l.action === 'deleted')
+    .reduce((a, l) => a + l.bytes, 0);
   return {
     roots: input.roots.map((r) => store.toUri(r)),
     olderThanSeconds: Math.round(input.olderThanMs / 1000),
@@ -167,7 +185,14 @@ async function ownUploadsBeside(env: StepEnv, roots: readonly string[], owned: S
 }
 
 /** `owned` collects the upload ids of the stagecommit jobs described (their uploads are theirs, not stale). */
-async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: number, olderThanMs: number, owned?: Set<string>): Promise<Leftover> {
+async function describe(
+  env: StepEnv,
+  path: string,
+  kind: LeftoverKind,
+  now: number,
+  olderThanMs: number,
+  owned?: Set<string>,
+): Promise<Leftover> {
   const { store } = env;
   const m = await measureTree(store, path, env.concurrency);
   const newestMs = Math.floor(m.newestMs); // whole milliseconds, as the clock's: a time's fraction is not the future
@@ -202,8 +227,15 @@ async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: num
   const past = isPastCommitPoint(state);
   const withJob = { ...base, jobId: job.jobId, jobState: state };
   const lease = await readCurrentLease(store, layout);
-  if (lease && isLeaseLive(lease, env)) return { ...withJob, action: 'skipped', reason: 'a live process holds its lease' };
-  if (past) return { ...withJob, pastCommit: true, action: 'skipped', reason: 'past its commit point: --delete rolls it forward, never deletes it' };
+  if (lease && isLeaseLive(lease, env))
+    return { ...withJob, action: 'skipped', reason: 'a live process holds its lease' };
+  if (past)
+    return {
+      ...withJob,
+      pastCommit: true,
+      action: 'skipped',
+      reason: 'past its commit point: --delete rolls it forward, never deletes it',
+    };
   if (protectedBy) return { ...withJob, action: 'skipped', reason: protectedBy };
   return { ...withJob, action: 'would-delete' };
 }
@@ -213,12 +245,19 @@ async function describe(env: StepEnv, path: string, kind: LeftoverKind, now: num
  * finding no job). Deleted as the next step at the handle would (a job abort there removes a dead
  * holder's file and the directory it alone kept); a live holder's is left alone.
  */
-async function strayLeases(env: StepEnv, path: string, base: Omit<Leftover, 'action'>, protectedBy: string | undefined): Promise<Leftover> {
+async function strayLeases(
+  env: StepEnv,
+  path: string,
+  base: Omit<Leftover, 'action'>,
+  protectedBy: string | undefined,
+): Promise<Leftover> {
   const entries = await env.store.list(path);
-  if (entries.length === 0 || !entries.every(isLeaseFile)) return { ...base, action: 'skipped', reason: `${JOB_FILE} vanished during the scan` };
+  if (entries.length === 0 || !entries.every(isLeaseFile))
+    return { ...base, action: 'skipped', reason: `${JOB_FILE} vanished during the scan` };
   const stray = { ...base, jobState: 'no job: a lease file left behind' };
   const lease = await readCurrentLease(env.store, new JobLayout(path));
-  if (lease && isLeaseLive(lease, env)) return { ...stray, action: 'skipped', reason: 'a live process holds its lease' };
+  if (lease && isLeaseLive(lease, env))
+    return { ...stray, action: 'skipped', reason: 'a live process holds its lease' };
   return protectedBy ? { ...stray, action: 'skipped', reason: protectedBy } : { ...stray, action: 'would-delete' };
 }
 
@@ -237,7 +276,12 @@ async function act(env: StepEnv, l: Leftover, input: CleanOrphansInput): Promise
   }
   // Re-check just before acting: a leftover that changed since it was listed is left alone.
   const again = await describe(env, l.path, l.kind, env.now(), input.olderThanMs);
-  if (!isActedOn(again, input) || again.files !== l.files || again.bytes !== l.bytes || again.ageSeconds + 5 < l.ageSeconds) {
+  if (
+    !isActedOn(again, input) ||
+    again.files !== l.files ||
+    again.bytes !== l.bytes ||
+    again.ageSeconds + 5 < l.ageSeconds
+  ) {
     l.action = 'skipped';
     l.reason = again.reason ?? 'changed since it was listed';
     return;

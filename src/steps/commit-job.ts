@@ -50,7 +50,19 @@ export interface CommitJobResult {
 }
 
 function emptyPlan(job: JobManifest): PersistedPlan {
-  return { jobId: job.jobId, appAttempt: job.appAttempt, logEntry: null, createdAtMs: 0, tasks: [], phases: [], files: 0, bytes: 0, filenames: [], partitionsWritten: [], partitionsReplaced: [] };
+  return {
+    jobId: job.jobId,
+    appAttempt: job.appAttempt,
+    logEntry: null,
+    createdAtMs: 0,
+    tasks: [],
+    phases: [],
+    files: 0,
+    bytes: 0,
+    filenames: [],
+    partitionsWritten: [],
+    partitionsReplaced: [],
+  };
 }
 
 /**
@@ -66,7 +78,14 @@ interface JustPlanned {
  * After the commit point: apply the plan, write _SUCCESS, clean up. Safe to run again.
  * `finished`: the table log says the plan was applied and `_SUCCESS` written (checkHeldEntry).
  */
-export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPlan, lease?: Lease, made?: JustPlanned, finished = false): Promise<{ success: string }> {
+export async function rollForward(
+  env: StepEnv,
+  open: OpenJob,
+  plan: PersistedPlan,
+  lease?: Lease,
+  made?: JustPlanned,
+  finished = false,
+): Promise<{ success: string }> {
   const { store } = env;
   const { job, layout } = open;
   const success = posix.join(job.targetPath, SUCCESS_FILE);
@@ -88,15 +107,26 @@ export async function rollForward(env: StepEnv, open: OpenJob, plan: PersistedPl
   // written marks it on its next run. Either way the log no longer holds the job's partitions.
   await allDone([
     job.state === 'committed' ? undefined : saveJob(store, layout, withoutPlan(job, 'committed')),
-    plan.logEntry === null ? undefined : log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now()),
+    plan.logEntry === null
+      ? undefined
+      : log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now()),
   ]);
   env.emit({ type: 'phase', label: 'removing the staging dir' });
-  await abortRecordedUploads(store, layout, plannedUploads(plan.phases), env.concurrency, job.targetPath, { extra: dropped, recorded });
+  await abortRecordedUploads(store, layout, plannedUploads(plan.phases), env.concurrency, job.targetPath, {
+    extra: dropped,
+    recorded,
+  });
   // A job that wrote a table-log entry leaves the log beside a default staging dir: no parent to tidy.
   const parentsKept = plan.logEntry !== null && posix.dirname(layout.root) === defaultStagingRoot(job.targetPath);
   // The log is tidied by the run that made the entry, from the listing it already holds, while
   // the staging dir goes: neither touches what the other does.
-  const pruned = made?.listing && log.prune(made.listing, env.now()).catch((e: unknown) => env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }));
+  const pruned =
+    made?.listing &&
+    log
+      .prune(made.listing, env.now())
+      .catch((e: unknown) =>
+        env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }),
+      );
   await allDone([removeStagingDir(store, layout, lease, { listed, strays, parentsKept }), pruned]);
   return { success: store.toUri(success) };
 }
@@ -122,7 +152,13 @@ async function confirmFinished(store: Store, { job, layout }: OpenJob, plan: Per
 }
 
 /** Applies the plan from where its progress record says, and writes `_SUCCESS`. */
-async function publish(env: StepEnv, open: OpenJob, plan: PersistedPlan, success: string, made: JustPlanned | undefined): Promise<void> {
+async function publish(
+  env: StepEnv,
+  open: OpenJob,
+  plan: PersistedPlan,
+  success: string,
+  made: JustPlanned | undefined,
+): Promise<void> {
   const { store } = env;
   const { job, layout } = open;
   // A plan this run just wrote has no progress yet: nothing to read.
@@ -181,7 +217,10 @@ async function publish(env: StepEnv, open: OpenJob, plan: PersistedPlan, success
 function cleanupReads(env: StepEnv, { job, layout }: OpenJob, made?: JustPlanned) {
   const { store } = env;
   const strays = store.listUploads?.(layout.root);
-  const dropped = job.mode === 'append' && store.abortUpload ? (made?.uploads ?? claimedUploads(store, layout, job, env.concurrency).catch(() => [])) : [];
+  const dropped =
+    job.mode === 'append' && store.abortUpload
+      ? (made?.uploads ?? claimedUploads(store, layout, job, env.concurrency).catch(() => []))
+      : [];
   const recorded = store.abortUpload ? recordedUploads(store, layout, env.concurrency) : undefined;
   for (const p of [strays, recorded]) p?.catch(() => {}); // awaited (and their failure reported) by the clean-up
   return { strays, dropped, recorded };
@@ -203,7 +242,9 @@ async function removeSuccessTemps(store: Store, targetPath: string): Promise<voi
 export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<CommitJobResult> {
   try {
     const readAhead = (open: OpenJob) => (open.state === 'staged' ? startPlanReads(env, open) : undefined);
-    return await runStep(env, input.stagingPath, { name: 'commit-job', lease: true, readAhead }, (open, lease, ahead) => commitJobLocked(env, open, lease, { ahead }));
+    return await runStep(env, input.stagingPath, { name: 'commit-job', lease: true, readAhead }, (open, lease, ahead) =>
+      commitJobLocked(env, open, lease, { ahead }),
+    );
   } catch (e) {
     // A retried commit-job of a job that did commit is a success, not bad input (DESIGN §8).
     const done = e instanceof JobGoneError ? e.committed : null;
@@ -211,7 +252,17 @@ export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<Co
     const stray = (e as JobGoneError).strayWarning();
     if (stray) env.emit({ type: 'warn', message: stray });
     const { jobId, target, files, bytes, partitionsWritten, partitionsReplaced, success } = done;
-    return { jobId, target, outcome: 'already-committed', files, bytes, partitionsWritten, partitionsReplaced, success, metrics: env.metrics() };
+    return {
+      jobId,
+      target,
+      outcome: 'already-committed',
+      files,
+      bytes,
+      partitionsWritten,
+      partitionsReplaced,
+      success,
+      metrics: env.metrics(),
+    };
   }
 }
 
@@ -223,9 +274,13 @@ export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<Co
 function pastCommitPoint(store: Store, open: OpenJob): (e: unknown) => never {
   return (e) => {
     // A damaged record is not healed by running recover: its message says what to do.
-    if (e instanceof StoreError || (e instanceof StageCommitError && e.exitCode === ExitCode.failed && !(e instanceof CorruptManifestError))) {
+    if (
+      e instanceof StoreError ||
+      (e instanceof StageCommitError && e.exitCode === ExitCode.failed && !(e instanceof CorruptManifestError))
+    ) {
       const how = `; job ${open.job.jobId} is past its commit point: run 'stagecommit recover --job ${store.toUri(open.layout.root)}' to finish it`;
-      if (e instanceof StoreError && e.exitCode !== ExitCode.failed) throw new StoreError('io', e.op, [], e.message + how);
+      if (e instanceof StoreError && e.exitCode !== ExitCode.failed)
+        throw new StoreError('io', e.op, [], e.message + how);
       e.message += how;
     }
     throw e;
@@ -237,10 +292,18 @@ function pastCommitPoint(store: Store, open: OpenJob): (e: unknown) => never {
  * `known.held`: the plan the caller read under the lease (recover); `known.ahead`: the planning
  * reads the runner started for this job, given only while it is still staged (commit-job).
  */
-export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lease, known: { held?: HeldPlan; ahead?: PlanReads } = {}): Promise<CommitJobResult> {
+export async function commitJobLocked(
+  env: StepEnv,
+  opened: OpenJob,
+  lease?: Lease,
+  known: { held?: HeldPlan; ahead?: PlanReads } = {},
+): Promise<CommitJobResult> {
   const { store } = env;
   const { job } = opened;
-  if (opened.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`);
+  if (opened.state === 'aborted')
+    throw new ConflictError(
+      `cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`,
+    );
   // Under the lease, a job that openJob found before its commit point has no plan to read.
   const held = known.held ?? (await readHeldPlan(env, opened));
   let { open } = held;
@@ -249,7 +312,18 @@ export async function commitJobLocked(env: StepEnv, opened: OpenJob, lease?: Lea
   if (!plan && open.state === 'committed') {
     // Only the clean-up was left: the plan is removed just before `_job.yaml`.
     const { success } = await rollForward(env, open, emptyPlan(job), lease).catch(pastCommitPoint(store, open));
-    return { jobId: job.jobId, target: job.target, outcome: 'rolled-forward', files: 0, bytes: 0, partitionsWritten: [], partitionsReplaced: [], success, metrics: env.metrics(), cleanupOnly: true };
+    return {
+      jobId: job.jobId,
+      target: job.target,
+      outcome: 'rolled-forward',
+      files: 0,
+      bytes: 0,
+      partitionsWritten: [],
+      partitionsReplaced: [],
+      success,
+      metrics: env.metrics(),
+      cleanupOnly: true,
+    };
   }
   if (!plan && open.state === 'committing') {
     throw planMissing(env, open);

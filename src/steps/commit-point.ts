@@ -9,7 +9,15 @@ import { loadJob, type JobManifest } from '../job/job.js';
 import { stateOnStore, type OpenJob } from '../job/open.js';
 import { JobLayout } from '../job/layout.js';
 import { isLeaseLive, readCurrentLease } from '../job/lease.js';
-import { describeUnit, isOwnEntry, overlap, TableLog, type DoneOutcome, type LogEntry, type LogListing } from '../job/table-log.js';
+import {
+  describeUnit,
+  isOwnEntry,
+  overlap,
+  TableLog,
+  type DoneOutcome,
+  type LogEntry,
+  type LogListing,
+} from '../job/table-log.js';
 import type { StepEnv } from './env.js';
 
 export interface CommitUnits {
@@ -65,15 +73,25 @@ export async function reachCommitPoint<P>(
   open: OpenJob,
   units: CommitUnits,
   plan: (firstListingSettled: boolean) => Promise<P>,
-  opts: { dryRun?: boolean; firstListing?: Promise<LogListing>; persist?: (planned: P, entry: number) => Promise<void>; withdraw?: () => Promise<unknown> } = {},
+  opts: {
+    dryRun?: boolean;
+    firstListing?: Promise<LogListing>;
+    persist?: (planned: P, entry: number) => Promise<void>;
+    withdraw?: () => Promise<unknown>;
+  } = {},
 ): Promise<{ plan: P; entry: LogEntry; listing: LogListing }> {
   const { job } = open;
   const log = new TableLog(env.store, job.targetPath);
   const pos = job.logPosition;
   const deadline = env.now() + (env.commitWaitMs ?? DEFAULT_WAIT_MS);
   const cache = new Map<number, LogEntry>();
-  // A job that cannot commit is the user's to end: its staging dir, and on S3 its pending uploads in the table's prefix, stay until abort (helper-76).
-  const restage = (what: string) => againAdvice(job, `abort it ('stagecommit abort --job ${env.store.toUri(open.layout.root)}' removes its staging dir and uploads) and ${what}`);
+  // A job that cannot commit is the user's to end: its staging dir, and on S3 its pending uploads in the table's
+  // prefix, stay until abort (helper-76).
+  const restage = (what: string) =>
+    againAdvice(
+      job,
+      `abort it ('stagecommit abort --job ${env.store.toUri(open.layout.root)}' removes its staging dir and uploads) and ${what}`,
+    );
   const read = async (ns: readonly number[]) => {
     const missing = ns.filter((n) => !cache.has(n));
     for (const e of await log.readMany(missing, env.concurrency)) cache.set(e.number, e);
@@ -101,7 +119,9 @@ export async function reachCommitPoint<P>(
     }
     const unfinished = numbers.filter((n) => !done.has(n));
     await read([...new Set([...since, ...unfinished])]);
-    const mine = new Set(since.filter((n) => isOwnEntry(cache.get(n)!, { jobId: job.jobId, staging: open.layout.root })));
+    const mine = new Set(
+      since.filter((n) => isOwnEntry(cache.get(n)!, { jobId: job.jobId, staging: open.layout.root })),
+    );
     const ownNumber = [...mine].find((n) => !done.has(n));
     const own = ownNumber === undefined ? null : cache.get(ownNumber)!;
 
@@ -150,7 +170,15 @@ export async function reachCommitPoint<P>(
       await opts.persist?.(planned, own.number);
       return { plan: planned, entry: own, listing };
     }
-    const entry: LogEntry = { number: (max ?? -1) + 1, jobId: job.jobId, staging: open.layout.root, handle: job.staging, touches: units.touches, replaces: units.replaces, atMs: env.now() };
+    const entry: LogEntry = {
+      number: (max ?? -1) + 1,
+      jobId: job.jobId,
+      staging: open.layout.root,
+      handle: job.staging,
+      touches: units.touches,
+      replaces: units.replaces,
+      atMs: env.now(),
+    };
     // A dry run stops here: the entry it would create, created by nobody.
     if (opts.dryRun) return { plan: planned, entry, listing };
     // An interrupted run held an entry for other partitions (tasks committed since): give it up.
@@ -158,11 +186,17 @@ export async function reachCommitPoint<P>(
     // The commit point in one round trip: the entry and the plan naming it, created at once (the
     // plan counts once its entry is this job's: open.ts). The log's first entry (or the first
     // since logs have ids) gives it its id, beside them.
-    const [tried, id, persisted] = await Promise.allSettled([log.tryAppend(entry), listing.id === null ? log.makeId() : undefined, opts.persist?.(planned, entry.number)]);
+    const [tried, id, persisted] = await Promise.allSettled([
+      log.tryAppend(entry),
+      listing.id === null ? log.makeId() : undefined,
+      opts.persist?.(planned, entry.number),
+    ]);
     if (persisted.status === 'rejected') throw persisted.reason;
-    const appended = tried.status === 'fulfilled' ? tried.value : await landed(env, open, log, entry, tried.reason, opts.withdraw);
+    const appended =
+      tried.status === 'fulfilled' ? tried.value : await landed(env, open, log, entry, tried.reason, opts.withdraw);
     // Past the commit point now: a log left without its id gets one from the next commit.
-    if (id.status === 'rejected') env.emit({ type: 'warn', message: `could not give the table log its id: ${(id.reason as Error).message}` });
+    if (id.status === 'rejected')
+      env.emit({ type: 'warn', message: `could not give the table log its id: ${(id.reason as Error).message}` });
     if (appended) return { plan: planned, entry, listing: { ...listing, numbers: [...numbers, entry.number] } };
     // Another job took that number first: the plan naming it goes; read what that job did, then try the next one.
     await opts.withdraw?.();
@@ -174,13 +208,30 @@ export async function reachCommitPoint<P>(
  * have landed, its answer lost. Read back: ours, the commit point is passed; not there, the plan
  * is withdrawn and the error stands (nothing changed); unknown, the error says so.
  */
-async function landed(env: StepEnv, open: OpenJob, log: TableLog, entry: LogEntry, e: unknown, withdraw?: () => Promise<unknown>): Promise<true> {
+async function landed(
+  env: StepEnv,
+  open: OpenJob,
+  log: TableLog,
+  entry: LogEntry,
+  e: unknown,
+  withdraw?: () => Promise<unknown>,
+): Promise<true> {
   if (!withdraw) throw e;
-  const now = await log.readOwn(entry.number, { jobId: open.job.jobId, staging: open.layout.root }).catch(() => undefined);
+  const now = await log
+    .readOwn(entry.number, { jobId: open.job.jobId, staging: open.layout.root })
+    .catch(() => undefined);
   if (now?.own) return true;
   if (now) {
     // Not there: nothing changed. A plan that cannot be withdrawn now counts for nothing (open.ts).
-    if (!(await withdraw().then(() => true, () => false)) && e instanceof Error) e.message += '; the commit plan written beside it is left, and counts for nothing: the next commit-job, recover or abort removes it';
+    if (
+      !(await withdraw().then(
+        () => true,
+        () => false,
+      )) &&
+      e instanceof Error
+    )
+      e.message +=
+        '; the commit plan written beside it is left, and counts for nothing: the next commit-job, recover or abort removes it';
     throw e;
   }
   if (e instanceof Error && !(e instanceof ConflictError)) {

@@ -4,7 +4,13 @@
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError, StoreError, UsageError } from '../errors.js';
 import { claimFilesOfRecord, taskFilesOf, type ClaimFiles } from '../job/claim-files.js';
-import { encodeClaimWith, readClaimRecord, type ClaimContext, type ClaimHeader, type ClaimRecord } from '../job/claims.js';
+import {
+  encodeClaimWith,
+  readClaimRecord,
+  type ClaimContext,
+  type ClaimHeader,
+  type ClaimRecord,
+} from '../job/claims.js';
 import { decide, decidedBy, readDecision } from '../job/decisions.js';
 import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import { taskAttemptName, type JobLayout } from '../job/layout.js';
@@ -40,20 +46,26 @@ export interface CommitTaskResult {
 }
 
 function denied(claim: ClaimHeader, mine: string): CommitDeniedError {
-  return new CommitDeniedError(`commit denied for ${mine}: task ${claim.task} was claimed by ${claim.taskAttempt} (${claim.host}, pid ${claim.pid}); this attempt's files will never appear`);
+  return new CommitDeniedError(
+    `commit denied for ${mine}: task ${claim.task} was claimed by ${claim.taskAttempt} (${claim.host}, pid ${claim.pid}); this attempt's files will never appear`,
+  );
 }
 
 /** A task id outside the declared tasks would commit output that commit-job never asks for. */
 export function checkDeclared(job: JobManifest, task: string, what = 'committed'): void {
   if (job.tasks !== undefined && !(/^\d+$/.test(task) && Number(task) < job.tasks)) {
-    throw new UsageError(`task ${task} is not one of the job's declared tasks 0…${job.tasks - 1} (--tasks ${job.tasks}): nothing was ${what}`);
+    throw new UsageError(
+      `task ${task} is not one of the job's declared tasks 0…${job.tasks - 1} (--tasks ${job.tasks}): nothing was ${what}`,
+    );
   }
 }
 
 export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<CommitTaskResult> {
   const task = checkTaskId(input.task);
   const attempt = checkAttempt(input.attempt);
-  return runStep(env, input.stagingPath, { name: 'commit-task', ifGone: (gone) => taskOfGoneJob(gone, task) }, (open) => commitAttempt(env, open, task, attempt));
+  return runStep(env, input.stagingPath, { name: 'commit-task', ifGone: (gone) => taskOfGoneJob(gone, task) }, (open) =>
+    commitAttempt(env, open, task, attempt),
+  );
 }
 
 async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt: number): Promise<CommitTaskResult> {
@@ -64,7 +76,14 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   const taskAttempt = taskAttemptName(job.jobId, task, attempt);
   // A claim or decision made for an earlier job of this id (staged again after an abort) is refused.
   const ctx = { jobId: job.jobId, task, appAttempt: app, jobStagedAtMs: job.stagedAtMs };
-  const result = (outcome: CommitTaskResult['outcome'], files: number, bytes: number): CommitTaskResult => ({ jobId: job.jobId, task, taskAttempt, outcome, files, bytes });
+  const result = (outcome: CommitTaskResult['outcome'], files: number, bytes: number): CommitTaskResult => ({
+    jobId: job.jobId,
+    task,
+    taskAttempt,
+    outcome,
+    files,
+    bytes,
+  });
   const already = (c: ClaimRecord) => (c.eachFile(() => {}), result('already', c.fileCount, c.bytes));
   const mine: RunRecords = {};
 
@@ -77,7 +96,9 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   requireState(open, ['staged'], 'commit a task');
   // A v2 publication of this attempt still running here: a second run beside it could undo it.
   if (before && job.algorithm === 'v2' && otherLiveProcessHere(before, env)) {
-    throw new ConflictError(`${taskAttempt} is being committed by pid ${before.pid} on ${before.host}: wait for it (if it was killed, run commit-task again)`);
+    throw new ConflictError(
+      `${taskAttempt} is being committed by pid ${before.pid} on ${before.host}: wait for it (if it was killed, run commit-task again)`,
+    );
   }
   const attemptDir = layout.attemptDir(app, taskAttempt);
   let claim: ClaimHeader;
@@ -95,11 +116,19 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   }
   // Checked before the decision: output refused here leaves the attempt free to abort or fix (a
   // stage's temp, which may be in flight, is not touched).
-  const looked = before ? null : await attemptOutput(env, layout, job, task, taskAttempt, false).catch((e: unknown) => committedMeanwhile(env, layout, ctx, taskAttempt, e, { job, mine }));
+  const looked = before
+    ? null
+    : await attemptOutput(env, layout, job, task, taskAttempt, false).catch((e: unknown) =>
+        committedMeanwhile(env, layout, ctx, taskAttempt, e, { job, mine }),
+      );
   if (looked instanceof Committed) return already(looked.claim);
   first = looked;
   // So is a v2 task whose files cannot go into the target (an append clash): planned again once claimed.
-  const planned = (o: Output) => planV2(env, layout, job, attemptDir, taskFilesOf(o.files)).then(() => null, (e: unknown) => refusedV2(env, layout, job, taskAttempt, ctx, e));
+  const planned = (o: Output) =>
+    planV2(env, layout, job, attemptDir, taskFilesOf(o.files)).then(
+      () => null,
+      (e: unknown) => refusedV2(env, layout, job, taskAttempt, ctx, e),
+    );
   const byOtherRun = first && job.algorithm === 'v2' ? await planned(first) : null;
   if (byOtherRun) return already(byOtherRun.claim);
   try {
@@ -110,10 +139,15 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
       // now, the attempt stays decided: another run of it may be going on with the decision.)
       // None left to list: the job's end may have removed them since the first look, or another
       // run of this attempt committed it whole.
-      const listed = await attemptOutput(env, layout, job, task, taskAttempt).catch((e: unknown) => committedMeanwhile(env, layout, ctx, taskAttempt, e, { job, mine, endFirst: true }));
+      const listed = await attemptOutput(env, layout, job, task, taskAttempt).catch((e: unknown) =>
+        committedMeanwhile(env, layout, ctx, taskAttempt, e, { job, mine, endFirst: true }),
+      );
       if (listed instanceof Committed) return already(listed.claim);
       output = listed;
-      if (job.algorithm === 'v2' && (output.files.list.length !== first.files.list.length || output.files.bytes !== first.files.bytes)) {
+      if (
+        job.algorithm === 'v2' &&
+        (output.files.list.length !== first.files.list.length || output.files.bytes !== first.files.bytes)
+      ) {
         const other = await planned(output);
         if (other) return already(other.claim);
       }
@@ -123,12 +157,14 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
     // A recover or abort that ran meanwhile removes the app attempt's dirs, and a store reports that
     // as it may (not found; an IOException from WebHDFS): say what it did, if it did anything. A
     // claim made whose answer was lost, which recover finished and carried, is this task's commit.
-    if (!(e instanceof StoreError) || (await checkNotOverlooked(env, layout, job, task, taskAttempt, mine)) === 'go') throw e;
+    if (!(e instanceof StoreError) || (await checkNotOverlooked(env, layout, job, task, taskAttempt, mine)) === 'go')
+      throw e;
     const made = output?.files ?? claimFilesOfRecord(before!);
     return result('committed', made.list.length, made.bytes);
   }
   // Recover finished this claim and carried it into its app attempt (S3: the files stay where they were staged).
-  if ((await checkNotOverlooked(env, layout, job, task, taskAttempt, mine)) === 'carried') return result('committed', files.list.length, files.bytes);
+  if ((await checkNotOverlooked(env, layout, job, task, taskAttempt, mine)) === 'carried')
+    return result('committed', files.list.length, files.bytes);
   let removedMeanwhile: StoreError | OutputVanished | null = null;
   try {
     // Only the run that made the claim may let it go (another run of this attempt may be publishing under it).
@@ -150,7 +186,8 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   const unchanged = await checkKept(env, layout, job, task, taskAttempt, mine);
   if (removedMeanwhile && unchanged) {
     // Another run of this attempt promoted it first (its rename took the dir from under ours).
-    if (await otherRunCommitted(env, layout, ctx, taskAttempt)) return result('committed', files.list.length, files.bytes);
+    if (await otherRunCommitted(env, layout, ctx, taskAttempt))
+      return result('committed', files.list.length, files.bytes);
     // Nothing moved the job on: the store failed this step, which a re-run finishes.
     throw removedMeanwhile;
   }
@@ -168,7 +205,14 @@ class Committed {
  * does). Then this run is done too. Or the job ended meanwhile (an abort took the dir): that is
  * said (exit 4), not "never staged"; `endFirst`: asked before the other run is.
  */
-async function committedMeanwhile(env: StepEnv, layout: JobLayout, ctx: ClaimContext, taskAttempt: string, e: unknown, run: { job: JobManifest; mine: RunRecords; endFirst?: boolean }): Promise<Committed> {
+async function committedMeanwhile(
+  env: StepEnv,
+  layout: JobLayout,
+  ctx: ClaimContext,
+  taskAttempt: string,
+  e: unknown,
+  run: { job: JobManifest; mine: RunRecords; endFirst?: boolean },
+): Promise<Committed> {
   if (!(e instanceof UsageError)) throw e;
   // Recover may have carried the attempt's committed claim into its next app attempt: committed.
   const ended = async (): Promise<Committed | null> => {
@@ -195,21 +239,45 @@ async function committedMeanwhile(env: StepEnv, layout: JobLayout, ctx: ClaimCon
  * v2 run, which publishes file by file, is waited for while its claim says claimed), up to 30 s;
  * exit 4 when that run has not finished by then; null when no other run of this attempt took it.
  */
-async function otherRunCommitted(env: StepEnv, layout: JobLayout, ctx: ClaimContext, taskAttempt: string, dirMoves = true): Promise<Committed | null> {
+async function otherRunCommitted(
+  env: StepEnv,
+  layout: JobLayout,
+  ctx: ClaimContext,
+  taskAttempt: string,
+  dirMoves = true,
+): Promise<Committed | null> {
   const seen = await waitFor(env.now, Math.min(30_000, env.leaseTtlMs), async () => {
-    const [claim, dir] = await Promise.all([readClaimRecord(env.store, layout, ctx), dirMoves ? env.store.stat(layout.attemptDir(ctx.appAttempt, taskAttempt)) : null]);
+    const [claim, dir] = await Promise.all([
+      readClaimRecord(env.store, layout, ctx),
+      dirMoves ? env.store.stat(layout.attemptDir(ctx.appAttempt, taskAttempt)) : null,
+    ]);
     if (claim?.taskAttempt !== taskAttempt) return null;
     if (claim.state === 'committed') return new Committed(claim);
     return dir !== null ? null : undefined;
   });
-  if (seen === undefined) throw new ConflictError(`another run of ${taskAttempt} moved its files while this one committed, and has not finished: run commit-task again once it has ended`);
+  if (seen === undefined)
+    throw new ConflictError(
+      `another run of ${taskAttempt} moved its files while this one committed, and has not finished: run commit-task again once it has ended`,
+    );
   return seen;
 }
 
 /** The attempt's decision: commit, unless an abort of it came first (§5.9). */
-async function decideCommit(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string, mine: RunRecords): Promise<void> {
+async function decideCommit(
+  env: StepEnv,
+  layout: JobLayout,
+  job: JobManifest,
+  taskAttempt: string,
+  mine: RunRecords,
+): Promise<void> {
   const ours = { atMs: env.now(), by: decidedBy(env) };
-  const decision = await decide(env.store, layout, job.appAttempt, { taskAttempt, outcome: 'commit', ...ours, jobStagedAtMs: job.stagedAtMs }, job);
+  const decision = await decide(
+    env.store,
+    layout,
+    job.appAttempt,
+    { taskAttempt, outcome: 'commit', ...ours, jobStagedAtMs: job.stagedAtMs },
+    job,
+  );
   if (decision.atMs === ours.atMs && decision.by === ours.by) mine.decision = ours;
   if (decision.outcome === 'abort') throw abortedError(taskAttempt, decision);
 }
@@ -243,13 +311,30 @@ async function claimTask(
     await eachAttemptFile(store, layout.attemptDir(app, taskAttempt), { removeTemps: true }, () => {});
     return { claim: headerOf(before!), files: claimFilesOfRecord(before!) };
   }
-  const fresh: ClaimHeader = { ...a, appAttempt: app, state: 'claimed', claimedAtMs: env.now(), host: env.host, pid: env.pid, versionDigest: output.versionDigest, jobStagedAtMs: job.stagedAtMs };
+  const fresh: ClaimHeader = {
+    ...a,
+    appAttempt: app,
+    state: 'claimed',
+    claimedAtMs: env.now(),
+    host: env.host,
+    pid: env.pid,
+    versionDigest: output.versionDigest,
+    jobStagedAtMs: job.stagedAtMs,
+  };
   if (await store.createExclusive(layout.claimFile(app, task), encodeClaimWith(fresh, output.files))) {
     mine.claim = fresh;
     return { claim: fresh, files: output.files };
   }
-  const standing = await readClaimRecord(store, layout, { jobId: job.jobId, task, appAttempt: app, jobStagedAtMs: job.stagedAtMs });
-  if (!standing) throw new ConflictError(`the claim of task ${task} vanished while ${taskAttempt} claimed it (recover ran meanwhile?): run commit-task again`);
+  const standing = await readClaimRecord(store, layout, {
+    jobId: job.jobId,
+    task,
+    appAttempt: app,
+    jobStagedAtMs: job.stagedAtMs,
+  });
+  if (!standing)
+    throw new ConflictError(
+      `the claim of task ${task} vanished while ${taskAttempt} claimed it (recover ran meanwhile?): run commit-task again`,
+    );
   if (standing.taskAttempt !== taskAttempt) throw denied(standing, taskAttempt);
   return { claim: headerOf(standing), files: claimFilesOfRecord(standing) };
 }
@@ -263,9 +348,19 @@ function headerOf(record: ClaimRecord): ClaimHeader {
  * A v2 task refused by a clash before its claim: the clash may be its own winning attempt's output,
  * or another run of this attempt publishing it (its commit is this one's, waited for), or it was aborted.
  */
-async function refusedV2(env: StepEnv, layout: JobLayout, job: JobManifest, taskAttempt: string, ctx: ClaimContext, e: unknown): Promise<Committed> {
+async function refusedV2(
+  env: StepEnv,
+  layout: JobLayout,
+  job: JobManifest,
+  taskAttempt: string,
+  ctx: ClaimContext,
+  e: unknown,
+): Promise<Committed> {
   if (!(e instanceof ConflictError)) throw e;
-  const [claim, decision] = await Promise.all([readClaimRecord(env.store, layout, ctx), readDecision(env.store, layout, job.appAttempt, taskAttempt, job)]);
+  const [claim, decision] = await Promise.all([
+    readClaimRecord(env.store, layout, ctx),
+    readDecision(env.store, layout, job.appAttempt, taskAttempt, job),
+  ]);
   if (claim && claim.taskAttempt !== taskAttempt) throw denied(claim, taskAttempt);
   if (decision?.outcome === 'abort') throw abortedError(taskAttempt, decision);
   const other = claim && (await otherRunCommitted(env, layout, ctx, taskAttempt, false));
@@ -278,7 +373,15 @@ async function refusedV2(env: StepEnv, layout: JobLayout, job: JobManifest, task
  * task that this run claimed (`fresh`), met by a clash with nothing of it published, lets its
  * claim go: free for another attempt.
  */
-async function promote(env: StepEnv, layout: JobLayout, job: JobManifest, attemptDir: string, task: string, files: ClaimFiles, fresh: boolean): Promise<string> {
+async function promote(
+  env: StepEnv,
+  layout: JobLayout,
+  job: JobManifest,
+  attemptDir: string,
+  task: string,
+  files: ClaimFiles,
+  fresh: boolean,
+): Promise<string> {
   const { store } = env;
   if (job.algorithm === 'v2') {
     const clash = await publishClaimedV2(env, layout, job, attemptDir, taskFilesOf(files), fresh);
@@ -288,12 +391,22 @@ async function promote(env: StepEnv, layout: JobLayout, job: JobManifest, attemp
     }
     return '';
   }
-  const root = await promoteOutput(store, attemptDir, layout.committedTaskDir(job.appAttempt, task), files.list.length > 0);
+  const root = await promoteOutput(
+    store,
+    attemptDir,
+    layout.committedTaskDir(job.appAttempt, task),
+    files.list.length > 0,
+  );
   if (root === null) {
-    throw new OutputVanished(`the output of ${posix.basename(attemptDir)} vanished from ${store.toUri(attemptDir)} before it was committed: run the task again as a new attempt`);
+    throw new OutputVanished(
+      `the output of ${posix.basename(attemptDir)} vanished from ${store.toUri(attemptDir)} before it was committed: run the task again as a new attempt`,
+    );
   }
   return layout.relative(root);
 }
 
-/** The attempt's output gone when it was to be promoted: said as is only when the job did not move on meanwhile (an abort, a recover). */
+/**
+ * The attempt's output gone when it was to be promoted: said as is only when the job did not move on meanwhile (an
+ * abort, a recover).
+ */
 class OutputVanished extends ConflictError {}

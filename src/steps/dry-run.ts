@@ -38,7 +38,12 @@ export interface CommitJobDryRun extends CommitJobResult {
   readonly dryRun: true;
   /** The table-log entry the commit would take (null: v2, or a roll-forward of a plan without one). */
   readonly logEntry: number | null;
-  readonly summary: { readonly directoriesMovedWhole: number; readonly filesMovedOneByOne: number; readonly filesCopied: number; readonly displaced: readonly string[] };
+  readonly summary: {
+    readonly directoriesMovedWhole: number;
+    readonly filesMovedOneByOne: number;
+    readonly filesCopied: number;
+    readonly displaced: readonly string[];
+  };
   readonly operations: readonly PlannedOperation[];
 }
 
@@ -47,7 +52,9 @@ async function checkUnlocked(env: StepEnv, layout: JobLayout): Promise<void> {
   const current = await readCurrentLease(env.store, layout);
   const mine = current?.record?.host === env.host && current.record.pid === env.pid;
   if (current && !mine && isLeaseLive(current, env)) {
-    throw new ConflictError(`job ${env.store.toUri(layout.root)} is locked: ${describeHolder(current.record)}; wait for it to finish`);
+    throw new ConflictError(
+      `job ${env.store.toUri(layout.root)} is locked: ${describeHolder(current.record)}; wait for it to finish`,
+    );
   }
 }
 
@@ -59,10 +66,18 @@ function operationsOf(env: StepEnv, open: OpenJob, phases: readonly PlanPhase[],
       const at = { phase: from + i + 1 };
       if (op.op === 'mkdir') return { op: 'mkdir', path: uri(op.path), ...at };
       if (op.op === 'delete') return { op: 'delete', path: uri(op.path), dir: op.dir, ...at };
-      if (op.op === 'swap') return { op: 'swap', path: uri(op.path), from: uri(op.from), to: uri(op.trash), dir: op.dir, ...at };
+      if (op.op === 'swap')
+        return { op: 'swap', path: uri(op.path), from: uri(op.from), to: uri(op.trash), dir: op.dir, ...at };
       // A pending upload is completed where it waits: nothing is copied.
       if (op.op === 'copy' && op.upload) return { op: 'complete', path: uri(op.to), ...at };
-      return { op: op.op, from: uri(op.from), to: uri(op.to), ...(op.op === 'move' && op.dir ? { dir: true } : {}), ...(op.op === 'move' && op.replace ? { replace: true } : {}), ...at };
+      return {
+        op: op.op,
+        from: uri(op.from),
+        to: uri(op.to),
+        ...(op.op === 'move' && op.dir ? { dir: true } : {}),
+        ...(op.op === 'move' && op.replace ? { replace: true } : {}),
+        ...at,
+      };
     }),
   );
 }
@@ -76,7 +91,12 @@ function summaryOf(env: StepEnv, open: OpenJob, phases: readonly PlanPhase[]): C
     filesCopied: ops.filter((o) => o.op === 'copy' && !o.upload).length,
     // What the target loses: a swapped or deleted path, an old file a new one replaces in place.
     displaced: ops.flatMap((o) => {
-      const old = o.op === 'swap' || (o.op === 'delete' && o.path.startsWith('t:')) ? o.path : o.op === 'move' && o.replace ? o.to : null;
+      const old =
+        o.op === 'swap' || (o.op === 'delete' && o.path.startsWith('t:'))
+          ? o.path
+          : o.op === 'move' && o.replace
+            ? o.to
+            : null;
       return old === null ? [] : [env.store.toUri(resolveLoc(ctx, old))];
     }),
   };
@@ -87,7 +107,10 @@ export async function commitJobDryRun(env: StepEnv, input: { stagingPath: string
   const open = await openJob(env, input.stagingPath);
   const { job, layout } = open;
   await checkUnlocked(env, layout);
-  if (open.state === 'aborted') throw new ConflictError(`cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`);
+  if (open.state === 'aborted')
+    throw new ConflictError(
+      `cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`,
+    );
   // A plan that never became the commit point is removed by the real run, which then plans afresh.
   let plan: PersistedPlan | null = open.stalePlan ? null : await loadJobPlan(store, layout, job);
   const outcome = plan || open.state === 'committed' ? 'rolled-forward' : 'committed';
@@ -138,7 +161,10 @@ export interface AbortDryRun {
   readonly operations: readonly PlannedOperation[];
 }
 
-export async function abortDryRun(env: StepEnv, input: { stagingPath: string; task?: string; attempt?: number }): Promise<AbortDryRun> {
+export async function abortDryRun(
+  env: StepEnv,
+  input: { stagingPath: string; task?: string; attempt?: number },
+): Promise<AbortDryRun> {
   const { store } = env;
   const scope = input.task === undefined ? 'job' : 'task';
   const task = input.task === undefined ? undefined : checkTaskId(input.task);
@@ -147,7 +173,8 @@ export async function abortDryRun(env: StepEnv, input: { stagingPath: string; ta
   try {
     open = await openJob(env, input.stagingPath);
   } catch (e) {
-    if (e instanceof JobGoneError) return { dryRun: true, outcome: 'nothing', scope, files: 0, bytes: 0, operations: [] };
+    if (e instanceof JobGoneError)
+      return { dryRun: true, outcome: 'nothing', scope, files: 0, bytes: 0, operations: [] };
     throw e;
   }
   const { job, layout } = open;
@@ -157,18 +184,35 @@ export async function abortDryRun(env: StepEnv, input: { stagingPath: string; ta
     const decision = await readDecision(store, layout, job.appAttempt, taskAttempt);
     const claims = await readClaims(store, layout, job.jobId, job.appAttempt);
     if (decision?.outcome === 'commit' && (claims.get(task)?.taskAttempt ?? taskAttempt) === taskAttempt) {
-      throw new ConflictError(`cannot abort ${taskAttempt}: it is ${claims.get(task)?.state === 'committed' ? 'already committed' : 'committing (its commit-task decided first)'} and its files belong to the job; abort the whole job, or commit another attempt`);
+      throw new ConflictError(
+        `cannot abort ${taskAttempt}: it is ${claims.get(task)?.state === 'committed' ? 'already committed' : 'committing (its commit-task decided first)'} and its files belong to the job; abort the whole job, or commit another attempt`,
+      );
     }
     const dir = layout.attemptDir(job.appAttempt, taskAttempt);
     const files = await attemptFiles(store, dir, { details: true });
-    const operations = [...(decision ? [] : [{ op: 'create', path: store.toUri(layout.decisionFile(job.appAttempt, taskAttempt)) }]), { op: 'delete', path: store.toUri(dir), dir: true }];
-    return { dryRun: true, jobId: job.jobId, outcome: 'aborted', scope, taskAttempt, files: files.length, bytes: files.reduce((a, f) => a + Math.max(0, f.size), 0), operations };
+    const operations = [
+      ...(decision ? [] : [{ op: 'create', path: store.toUri(layout.decisionFile(job.appAttempt, taskAttempt)) }]),
+      { op: 'delete', path: store.toUri(dir), dir: true },
+    ];
+    return {
+      dryRun: true,
+      jobId: job.jobId,
+      outcome: 'aborted',
+      scope,
+      taskAttempt,
+      files: files.length,
+      bytes: files.reduce((a, f) => a + Math.max(0, f.size), 0),
+      operations,
+    };
   }
   await checkUnlocked(env, layout);
   requireState(open, ['staged', 'aborted'], 'abort');
   const back = await leftoverToGiveBack(store, layout, job);
-  // The staged data: what is under the task dirs, not the job's own manifests nor an adopted leftover (it is given back).
-  const files = (await walkFiles(store, layout.root, { details: true })).filter((f) => f.name.includes('/') && !/(^|\/)_(claims|decisions)\//.test(f.name));
+  // The staged data: what is under the task dirs, not the job's own manifests nor an adopted leftover (it is given
+  // back).
+  const files = (await walkFiles(store, layout.root, { details: true })).filter(
+    (f) => f.name.includes('/') && !/(^|\/)_(claims|decisions)\//.test(f.name),
+  );
   const given = files.filter((f) => f.name.startsWith(ADOPTED_DIR + '/'));
   const thrown = files.filter((f) => !f.name.startsWith(ADOPTED_DIR + '/'));
   const sum = (fs: typeof files) => fs.reduce((a, f) => a + Math.max(0, f.size), 0);
@@ -182,7 +226,16 @@ export async function abortDryRun(env: StepEnv, input: { stagingPath: string; ta
     scope,
     files: thrown.length,
     bytes: sum(thrown),
-    ...(back ? { givesBack: { from: store.toUri(back.from), to: store.toUri(back.to!), files: given.length, bytes: sum(given) } } : {}),
+    ...(back
+      ? {
+          givesBack: {
+            from: store.toUri(back.from),
+            to: store.toUri(back.to!),
+            files: given.length,
+            bytes: sum(given),
+          },
+        }
+      : {}),
     ...(published.length ? { publishedTasks: published } : {}),
     operations: [
       ...(job.state === 'aborted' ? [] : [{ op: 'write', path: store.toUri(layout.jobFile) }]),
@@ -213,13 +266,38 @@ export async function recoverDryRun(env: StepEnv, input: { stagingPath: string }
   const base = { dryRun: true as const, jobId: job.jobId, committedTasks: [], tasksToRun: [], interrupted: [] };
   if (open.state === 'aborted') return { ...base, state: 'aborted', appAttempt: job.appAttempt, rolledForward: false };
   if (open.state === 'committing' || open.state === 'committed') {
-    return { ...base, state: 'committed', appAttempt: job.appAttempt, rolledForward: true, commit: await commitJobDryRun(env, input) };
+    return {
+      ...base,
+      state: 'committed',
+      appAttempt: job.appAttempt,
+      rolledForward: true,
+      commit: await commitJobDryRun(env, input),
+    };
   }
   const claims = await readClaims(store, layout, job.jobId, job.appAttempt);
-  const committed = [...claims.values()].filter((c) => c.state === 'committed').map((c) => c.task).sort(compareTasks);
-  const interrupted = [...claims.values()].filter((c) => c.state !== 'committed').map((c) => c.taskAttempt).sort();
+  const committed = [...claims.values()]
+    .filter((c) => c.state === 'committed')
+    .map((c) => c.task)
+    .sort(compareTasks);
+  const interrupted = [...claims.values()]
+    .filter((c) => c.state !== 'committed')
+    .map((c) => c.taskAttempt)
+    .sort();
   // As recover counts them: declared tasks not committed, else the attempted ones not committed.
-  const tasksToRun = job.tasks !== undefined ? declaredNotCommitted(job, claims) : [...(await attemptsByTask(store, layout, job.jobId, job.appAttempt)).keys()].filter((t) => claims.get(t)?.state !== 'committed').sort(compareTasks);
+  const tasksToRun =
+    job.tasks !== undefined
+      ? declaredNotCommitted(job, claims)
+      : [...(await attemptsByTask(store, layout, job.jobId, job.appAttempt)).keys()]
+          .filter((t) => claims.get(t)?.state !== 'committed')
+          .sort(compareTasks);
   // An interrupted commit that recover undoes leaves its task to run again; one it finishes does not.
-  return { ...base, state: 'staged', appAttempt: job.appAttempt + 1, committedTasks: committed, tasksToRun, interrupted, rolledForward: false };
+  return {
+    ...base,
+    state: 'staged',
+    appAttempt: job.appAttempt + 1,
+    committedTasks: committed,
+    tasksToRun,
+    interrupted,
+    rolledForward: false,
+  };
 }

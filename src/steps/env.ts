@@ -58,6 +58,9 @@ function isZombie(pid: number): boolean {
 }
 
 /** Another process on this host that is still running (not this one): its work must not be done beside it. */
-export function otherLiveProcessHere(who: { readonly host: string; readonly pid: number }, env: Pick<StepEnv, 'host' | 'pid' | 'isPidAlive'>): boolean {
+export function otherLiveProcessHere(
+  who: { readonly host: string; readonly pid: number },
+  env: Pick<StepEnv, 'host' | 'pid' | 'isPidAlive'>,
+): boolean {
   return who.host === env.host && who.pid !== env.pid && env.isPidAlive(who.pid);
 }

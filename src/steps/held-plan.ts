@@ -46,7 +46,9 @@ export async function readHeldPlan(env: StepEnv, open: OpenJob, opts: { aborting
  * (an earlier app attempt). Committing that would leave out what the later app attempt holds.
  */
 async function refuseOverwritten(env: StepEnv, { job, layout }: OpenJob, stale: StalePlan): Promise<void> {
-  const later = (await env.store.list(layout.temporary)).map((e) => Number(e.name)).filter((n) => Number.isInteger(n) && n > job.appAttempt);
+  const later = (await env.store.list(layout.temporary))
+    .map((e) => Number(e.name))
+    .filter((n) => Number.isInteger(n) && n > job.appAttempt);
   if (later.length === 0) return;
   throw new CorruptManifestError(
     env.store.toUri(layout.jobFile),
@@ -92,10 +94,18 @@ async function dropStalePlan(env: StepEnv, open: OpenJob, stale: StalePlan): Pro
     stale.kind === 'given-up'
       ? 'which was given up (by recover or abort) before the plan landed'
       : "which is not this job's (the run that wrote the plan lost that number to another job, or was stopped before it made the entry)";
-  const where = stale.carried !== undefined ? `${env.store.toUri(layout.jobFile)} carries a commit plan that` : env.store.toUri(layout.commitFile);
-  env.emit({ type: 'warn', message: `${where} names table-log entry ${stale.entry}, ${why}: it was never applied; removed it, the job is staged` });
+  const where =
+    stale.carried !== undefined
+      ? `${env.store.toUri(layout.jobFile)} carries a commit plan that`
+      : env.store.toUri(layout.commitFile);
+  env.emit({
+    type: 'warn',
+    message: `${where} names table-log entry ${stale.entry}, ${why}: it was never applied; removed it, the job is staged`,
+  });
   // openJob gave the job as it was before the plan: written back, the plan goes with 'committing'.
-  await (stale.carried !== undefined ? saveJob(env.store, layout, open.job) : env.store.delete(layout.commitFile, false));
+  await (stale.carried !== undefined
+    ? saveJob(env.store, layout, open.job)
+    : env.store.delete(layout.commitFile, false));
   const { stalePlan: _, ...rest } = open;
   return { open: rest, plan: null };
 }
@@ -120,9 +130,16 @@ export function planMissing(env: StepEnv, { layout }: OpenJob): CorruptManifestE
 export async function checkHeldEntry(env: StepEnv, open: OpenJob, plan: PersistedPlan): Promise<boolean> {
   const n = plan.logEntry;
   if (n === null || open.job.state === 'committed') return false;
-  const { entry, own, givenUp, finished } = await new TableLog(env.store, open.job.targetPath).readOwn(n, { jobId: open.job.jobId, staging: open.layout.root });
+  const { entry, own, givenUp, finished } = await new TableLog(env.store, open.job.targetPath).readOwn(n, {
+    jobId: open.job.jobId,
+    staging: open.layout.root,
+  });
   if (own && !givenUp) return finished;
-  const which = !entry ? 'is gone' : givenUp ? 'was given up' : `belongs to job ${entry.jobId}${entry.jobId === open.job.jobId ? ` staged in ${entry.handle}` : ''}`;
+  const which = !entry
+    ? 'is gone'
+    : givenUp
+      ? 'was given up'
+      : `belongs to job ${entry.jobId}${entry.jobId === open.job.jobId ? ` staged in ${entry.handle}` : ''}`;
   throw new CorruptManifestError(
     env.store.toUri(open.layout.commitFile),
     'logEntry',

@@ -4,7 +4,14 @@
 
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, IncompleteError, InternalError } from '../errors.js';
-import { claimRootPath, isAdoptedRoot, readClaimRecords, type Claim, type ClaimRecord, type TaskFile } from '../job/claims.js';
+import {
+  claimRootPath,
+  isAdoptedRoot,
+  readClaimRecords,
+  type Claim,
+  type ClaimRecord,
+  type TaskFile,
+} from '../job/claims.js';
 import { VersionDigest } from '../job/claim-files.js';
 import { staticPrefix, type JobManifest } from '../job/job.js';
 import { ATTEMPT_MARKER } from '../job/layout.js';
@@ -57,7 +64,9 @@ export interface JobOutput {
   readonly inDir: readonly number[];
   /** The claims' pending uploads (S3). */
   readonly uploads: readonly TaskFile[];
-  /** Temp files in the committed output dirs: of a `stage` whose file landed as its attempt was committed. Never data. */
+  /**
+   * Temp files in the committed output dirs: of a `stage` whose file landed as its attempt was committed. Never data.
+   */
   readonly temps: readonly string[];
 }
 
@@ -73,7 +82,10 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
   const read = await readClaimRecords(store, layout, job.jobId, job.appAttempt, env.concurrency, job.stagedAtMs);
   // A half-made adoption would commit nothing (or part of the leftover) and write a _SUCCESS.
   const halfMade = await halfMadeAdoption(store, layout, job, read);
-  if (halfMade !== null) throw new ConflictError(`job ${job.jobId} is a half-made adoption (${halfMade}): nothing was changed; ${halfMadeAdvice(job)}`);
+  if (halfMade !== null)
+    throw new ConflictError(
+      `job ${job.jobId} is a half-made adoption (${halfMade}): nothing was changed; ${halfMadeAdvice(job)}`,
+    );
   const claims = committedTasks(job, read);
   env.emit({ type: 'output', files: claims.reduce((n, c) => n + c.fileCount, 0) });
   const tree = job.algorithm === 'v1' ? new OutputTree(claims.map((c) => c.task)) : null;
@@ -93,7 +105,11 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
       } catch (e) {
         // Two tasks with one path are a conflict; anything else is the claim's own damage.
         if (e instanceof ConflictError) throw finalClash(e, job);
-        throw new CorruptManifestError(store.toUri(layout.claimFile(job.appAttempt, c.task)), 'files', (e as Error).message);
+        throw new CorruptManifestError(
+          store.toUri(layout.claimFile(job.appAttempt, c.task)),
+          'files',
+          (e as Error).message,
+        );
       }
       stats.add(f.path, f.size);
       if (f.upload) uploads.push(f);
@@ -104,7 +120,17 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
   const sources: SourceTree[] = claims.map((c) => ({ task: c.task, root: c.root ?? '', files: [] }));
   let checks: OutputCheck[] | undefined;
   if (tree) {
-    checks = claims.map((c, si) => new OutputCheck(claimRootPath(layout, job.targetPath, c.root!), tree, si, inDir[si]!, isAdoptedRoot(c.root!), c.versionDigest ?? null));
+    checks = claims.map(
+      (c, si) =>
+        new OutputCheck(
+          claimRootPath(layout, job.targetPath, c.root!),
+          tree,
+          si,
+          inDir[si]!,
+          isAdoptedRoot(c.root!),
+          c.versionDigest ?? null,
+        ),
+    );
     // The pending uploads are listed at the same time as the output dirs.
     const pending = checkUploadsPending(store, job.targetPath, uploads);
     pending.catch(() => undefined); // awaited below
@@ -113,10 +139,15 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
     const i = problems.findIndex((p) => p !== null);
     if (i >= 0) {
       const c = claims[i]!;
-      throw new ConflictError(`the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(claimRootPath(layout, job.targetPath, c.root!))} ${problems[i]}: nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`);
+      throw new ConflictError(
+        `the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(claimRootPath(layout, job.targetPath, c.root!))} ${problems[i]}: nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`,
+      );
     }
     const lost = await pending;
-    if (lost !== null) throw new ConflictError(`the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`);
+    if (lost !== null)
+      throw new ConflictError(
+        `the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`,
+      );
   }
   return { claims, sources, tree, stats, inDir, uploads, temps: checks?.flatMap((c) => c.temps) ?? [] };
 }
@@ -136,7 +167,9 @@ export function takeTree(output: JobOutput): OutputTree | null {
  */
 function finalClash(e: ConflictError, job: JobManifest): ConflictError {
   if (!(e instanceof PathClash)) return e;
-  return new ConflictError(`${e.what}: ${e.rule}; the tasks are committed, and a commit is final: nothing was changed; ${againAdvice(job, 'abort the job and run it again with distinct file names')}`);
+  return new ConflictError(
+    `${e.what}: ${e.rule}; the tasks are committed, and a commit is final: nothing was changed; ${againAdvice(job, 'abort the job and run it again with distinct file names')}`,
+  );
 }
 
 /** A v2 task's file, checked against the other tasks' (they were published at commit-task). */
@@ -196,7 +229,8 @@ class OutputCheck {
         this.found++;
         // A sha256 per file only where the claim has a digest to compare with.
         if (this.versionDigest !== null) this.versions.add(e.name, e.version);
-        if (e.size >= 0 && e.size !== f.size) this.resized ??= `has '${e.name}' at ${e.size} bytes, the claim recorded ${f.size}`;
+        if (e.size >= 0 && e.size !== f.size)
+          this.resized ??= `has '${e.name}' at ${e.size} bytes, the claim recorded ${f.size}`;
       }
     } else if (e.kind !== 'dir') this.odd ??= e.name;
   }
@@ -206,7 +240,8 @@ class OutputCheck {
     if (this.found < this.expected) return `has lost '${await lostFile(store, this.root, this.tree, this.si)}'`;
     if (this.resized ?? this.extra) return this.resized ?? this.extra;
     // Same names, same sizes: a file written again since commit-task still shows in its version.
-    if (this.versionDigest !== null && this.versions.value() !== this.versionDigest) return 'has a file written again since its commit-task (same name and size, another version)';
+    if (this.versionDigest !== null && this.versions.value() !== this.versionDigest)
+      return 'has a file written again since its commit-task (same name and size, another version)';
     return null;
   }
 }

@@ -25,7 +25,9 @@ export interface JobRow {
   readonly tasksCommitted: number | null;
   readonly tasksDeclared: number | null;
   readonly handle: string;
-  /** An adopted job whose adoption did not finish (adopt killed, or another adopt took the leftover): what is missing. */
+  /**
+   * An adopted job whose adoption did not finish (adopt killed, or another adopt took the leftover): what is missing.
+   */
   readonly halfMade?: string;
   /** Why the row is 'unreadable'. */
   readonly problem?: string;
@@ -44,7 +46,11 @@ async function jobDirsIn(env: StepEnv, dir: string): Promise<string[]> {
 /** `dir`'s job dirs when it is a staging root (a child holds a job), else none. */
 async function asStagingRoot(env: StepEnv, dir: string): Promise<string[]> {
   const dirs = await jobDirsIn(env, dir);
-  const hasJob = await mapLimit(dirs, env.concurrency, async (d) => (await env.store.stat(posix.join(d, JOB_FILE))) !== null);
+  const hasJob = await mapLimit(
+    dirs,
+    env.concurrency,
+    async (d) => (await env.store.stat(posix.join(d, JOB_FILE))) !== null,
+  );
   return hasJob.some(Boolean) ? dirs : [];
 }
 
@@ -64,7 +70,8 @@ async function stagingRootOf(env: StepEnv, path: string): Promise<string[]> {
   const { store } = env;
   const [jobFile, self] = await Promise.all([store.stat(posix.join(path, JOB_FILE)), store.stat(path)]);
   if (jobFile) return [path];
-  if (self && self.kind !== 'dir') throw new UsageError(`${store.toUri(path)} is not a directory: give a table or a staging root`);
+  if (self && self.kind !== 'dir')
+    throw new UsageError(`${store.toUri(path)} is not a directory: give a table or a staging root`);
   if (posix.basename(path) === STAGING_PARENT) return jobDirsOfTables(env, path);
   const [own, beside, ofTables] = await Promise.all([
     asStagingRoot(env, path),
@@ -74,7 +81,8 @@ async function stagingRootOf(env: StepEnv, path: string): Promise<string[]> {
   ]);
   if (own.length) return own;
   const found = [...beside, ...ofTables];
-  if (found.length === 0 && !self) throw new UsageError(`${store.toUri(path)} does not exist: give a table or a staging root`);
+  if (found.length === 0 && !self)
+    throw new UsageError(`${store.toUri(path)} does not exist: give a table or a staging root`);
   return found;
 }
 
@@ -84,7 +92,10 @@ async function rowOf(env: StepEnv, stagingPath: string): Promise<JobRow | null> 
   try {
     const open = await openJob(env, stagingPath);
     const { job, layout } = open;
-    const [claims, lease] = await Promise.all([readClaims(store, layout, job.jobId, job.appAttempt), readCurrentLease(store, layout)]);
+    const [claims, lease] = await Promise.all([
+      readClaims(store, layout, job.jobId, job.appAttempt),
+      readCurrentLease(store, layout),
+    ]);
     const halfMade = open.state === 'staged' ? await halfMadeAdoption(store, layout, job, claims) : null;
     return {
       jobId: job.jobId,
@@ -102,13 +113,31 @@ async function rowOf(env: StepEnv, stagingPath: string): Promise<JobRow | null> 
   } catch (e) {
     // Not a job (gone meanwhile, a lease file left behind). A job that lost `_job.yaml` while it
     // may be past its commit point is one, unreadable: every step at it is exit 1 (helper-69: hidden).
-    if (e instanceof JobGoneError || (!(e instanceof CorruptManifestError) && (await store.stat(posix.join(stagingPath, JOB_FILE))) === null)) return null;
-    return { jobId: posix.basename(stagingPath), state: 'unreadable', mode: null, target: null, ageSeconds: null, owner: null, lease: null, tasksCommitted: null, tasksDeclared: null, handle, problem: (e as Error).message };
+    if (
+      e instanceof JobGoneError ||
+      (!(e instanceof CorruptManifestError) && (await store.stat(posix.join(stagingPath, JOB_FILE))) === null)
+    )
+      return null;
+    return {
+      jobId: posix.basename(stagingPath),
+      state: 'unreadable',
+      mode: null,
+      target: null,
+      ageSeconds: null,
+      owner: null,
+      lease: null,
+      tasksCommitted: null,
+      tasksDeclared: null,
+      handle,
+      problem: (e as Error).message,
+    };
   }
 }
 
 export async function listJobs(env: StepEnv, input: { paths: readonly string[] }): Promise<JobsResult> {
-  const dirs = (await mapLimit(input.paths, env.concurrency, (p) => stagingRootOf(env, p.replace(/\/+$/, '') || '/'))).flat();
+  const dirs = (
+    await mapLimit(input.paths, env.concurrency, (p) => stagingRootOf(env, p.replace(/\/+$/, '') || '/'))
+  ).flat();
   const rows = (await mapLimit(dirs, env.concurrency, (d) => rowOf(env, d))).filter((r): r is JobRow => r !== null);
   rows.sort((a, b) => (b.ageSeconds ?? 0) - (a.ageSeconds ?? 0) || (a.jobId < b.jobId ? -1 : 1));
   return { roots: input.paths.map((p) => env.store.toUri(p)), jobs: rows };

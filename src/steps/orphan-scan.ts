@@ -9,7 +9,14 @@ import type { Entry, Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import type { StepEnv } from './env.js';
 
-export const LEFTOVER_KINDS = ['spark-staging', 'hadoop-temporary', 'hive-staging', 's3a-magic', 'stagecommit', 'multipart-upload'] as const;
+export const LEFTOVER_KINDS = [
+  'spark-staging',
+  'hadoop-temporary',
+  'hive-staging',
+  's3a-magic',
+  'stagecommit',
+  'multipart-upload',
+] as const;
 export type LeftoverKind = (typeof LEFTOVER_KINDS)[number];
 export interface ScanProblem {
   readonly path: string;
@@ -31,7 +38,11 @@ export function isLeaseFile(e: Entry): boolean {
  * be anyone's (a partition holding a file of that name): never taken for a leftover.
  */
 function isStrayHandle(path: string, entries: readonly Entry[]): boolean {
-  return entries.length > 0 && entries.every(isLeaseFile) && posix.basename(posix.dirname(posix.dirname(path))) === STAGING_PARENT;
+  return (
+    entries.length > 0 &&
+    entries.every(isLeaseFile) &&
+    posix.basename(posix.dirname(posix.dirname(path))) === STAGING_PARENT
+  );
 }
 
 /** The kind a directory is by its name alone (stagecommit staging dirs are known by `_job.yaml`). */
@@ -55,17 +66,25 @@ export async function checkRoots(store: Store, roots: readonly string[], concurr
     // On a store without directories a prefix "exists" only through its objects; uploads never completed count too.
     if (!st && !store.caps.realDirectories && store.listUploads && (await store.listUploads(root)).length) return null;
     if (!st) return `the root ${uri} does not exist`;
-    if (st.kind === 'symlink') return `the root ${uri} is a symbolic link, which clean-orphans never follows (give the directory it points to)`;
+    if (st.kind === 'symlink')
+      return `the root ${uri} is a symbolic link, which clean-orphans never follows (give the directory it points to)`;
     return `the root ${uri} is ${st.kind === 'file' ? 'a file' : 'not a directory'}`;
   });
   const problems = bad.filter((b): b is string => b !== null);
   if (problems.length) {
-    throw new UsageError(`${problems.join('; ')}: give the directories to scan (a table, or a warehouse above it); nothing was scanned or changed`);
+    throw new UsageError(
+      `${problems.join('; ')}: give the directories to scan (a table, or a warehouse above it); nothing was scanned or changed`,
+    );
   }
 }
 
 /** Every leftover directory under the roots, by name or by `_job.yaml`; never into a leftover once found. */
-export async function scan(env: StepEnv, roots: readonly string[], maxDepth: number, problems: ScanProblem[]): Promise<{ found: { path: string; kind: LeftoverKind }[]; scanned: number }> {
+export async function scan(
+  env: StepEnv,
+  roots: readonly string[],
+  maxDepth: number,
+  problems: ScanProblem[],
+): Promise<{ found: { path: string; kind: LeftoverKind }[]; scanned: number }> {
   const { store } = env;
   const found: { path: string; kind: LeftoverKind }[] = [];
   let scanned = 0;
@@ -81,7 +100,8 @@ export async function scan(env: StepEnv, roots: readonly string[], maxDepth: num
           return [];
         }
         scanned++;
-        if (scanned % 1000 === 0) env.emit({ type: 'progress', label: 'scanning directories', done: scanned, total: scanned });
+        if (scanned % 1000 === 0)
+          env.emit({ type: 'progress', label: 'scanning directories', done: scanned, total: scanned });
         // A job's dir, or a handle that holds nothing but lease files: a step killed between trying
         // the lease and finding no job there (S3), or a renewal that landed after its job went.
         if (entries.some((e) => e.name === JOB_FILE && e.kind === 'file') || isStrayHandle(path, entries)) {
@@ -94,7 +114,11 @@ export async function scan(env: StepEnv, roots: readonly string[], maxDepth: num
           // Or the plan landed after its job committed (a write its store held): then it is a leftover to delete.
           // Or its job ended before it landed (aborted, or reset by recover): never applied, a leftover too.
           const done = await findCommitted(store, path);
-          const late = done ? `job ${done.jobId} committed (${done.committedAt})` : (await planGivenUp(store, path, posix.join(path, COMMIT_FILE))) ? 'its job ended before it (the plan was never applied)' : null;
+          const late = done
+            ? `job ${done.jobId} committed (${done.committedAt})`
+            : (await planGivenUp(store, path, posix.join(path, COMMIT_FILE)))
+              ? 'its job ended before it (the plan was never applied)'
+              : null;
           problems.push({
             path: store.toUri(path),
             message: late
@@ -116,7 +140,9 @@ export async function scan(env: StepEnv, roots: readonly string[], maxDepth: num
         // Any dir holding a stagecommit job's claims, decisions or commit progress without its
         // `_job.yaml` (a --staging-dir of one's own, which the log does not lead to): the job may
         // be past its commit point, and its `_temporary` is its output (helper-69: deleted it).
-        const left = entries.some((e) => e.name === '_temporary' || e.name === PROGRESS_FILE) ? (await jobFilesLeft(store, path, entries)).filter((m) => m === PROGRESS_FILE || m.startsWith('_temporary/')) : [];
+        const left = entries.some((e) => e.name === '_temporary' || e.name === PROGRESS_FILE)
+          ? (await jobFilesLeft(store, path, entries)).filter((m) => m === PROGRESS_FILE || m.startsWith('_temporary/'))
+          : [];
         if (left.length) {
           problems.push({
             path: store.toUri(path),

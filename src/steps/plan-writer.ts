@@ -38,7 +38,10 @@ const INLINE_PLAN_MAX_BYTES = 0;
  * commit-point rule): a small one inside `_job.yaml`, written with 'committing' (no write of
  * its own before publishing begins), a larger one as `_commit.yaml`. Answers the job as written.
  */
-export function planWriter(env: StepEnv, open: OpenJob): PlanWriter & { readonly carried: () => JobManifest | undefined } {
+export function planWriter(
+  env: StepEnv,
+  open: OpenJob,
+): PlanWriter & { readonly carried: () => JobManifest | undefined } {
   const { store } = env;
   const { job, layout } = open;
   let carried: JobManifest | undefined;
@@ -51,7 +54,8 @@ export function planWriter(env: StepEnv, open: OpenJob): PlanWriter & { readonly
         const next: JobManifest = { ...job, state: 'committing', inlinePlan: text.toString('utf8') };
         carried = next;
         return saveJob(store, layout, next).catch(async (e: unknown) => {
-          // Read back: our bytes there, the write landed (its answer lost); the job's as before, nothing changed (a full disk).
+          // Read back: our bytes there, the write landed (its answer lost); the job's as before, nothing changed (a
+          // full disk).
           const now = await store.readFile(layout.jobFile).catch(() => undefined);
           if (now?.equals(Buffer.from(encodeJob(next)))) return;
           if (now === undefined && e instanceof StageCommitError && e.exitCode === ExitCode.failed) {

@@ -24,7 +24,10 @@ export function replaceUnitsOf(job: JobManifest, partitions: readonly string[]):
   return [...partitions];
 }
 
-/** What a commit holds in the table log: the partitions it writes and replaces (the whole table when unpartitioned or created). */
+/**
+ * What a commit holds in the table log: the partitions it writes and replaces (the whole table when unpartitioned or
+ * created).
+ */
 export function commitUnitsOf(job: JobManifest, partitions: readonly string[]): CommitUnits {
   const replaces = replaceUnitsOf(job, partitions);
   if (job.mode === 'create' || job.partitionBy.length === 0) return { touches: [''], replaces };
@@ -33,7 +36,9 @@ export function commitUnitsOf(job: JobManifest, partitions: readonly string[]): 
 
 /** `_SUCCESS` as something other than a file would stop the commit after its commit point. */
 function successInTheWay(env: StepEnv, job: JobManifest): ConflictError {
-  return new ConflictError(`${env.store.toUri(posix.join(job.targetPath, SUCCESS_FILE))} is not a file, and the commit must write its marker there: nothing was changed; move it away and run commit-job again`);
+  return new ConflictError(
+    `${env.store.toUri(posix.join(job.targetPath, SUCCESS_FILE))} is not a file, and the commit must write its marker there: nothing was changed; move it away and run commit-job again`,
+  );
 }
 
 /** What planning reads first: the job's output and the table log's listing, which do not depend on each other. */
@@ -57,17 +62,27 @@ export function startPlanReads(env: StepEnv, open: OpenJob): PlanReads {
  * makes the same checks and plan, reading only: no log entry, no wait. `ahead`: the first reads,
  * already started for this job.
  */
-/** How commit-job makes its plan durable: created with the table-log entry it names; withdrawn when another job took that number first. */
+/**
+ * How commit-job makes its plan durable: created with the table-log entry it names; withdrawn when another job took
+ * that number first.
+ */
 export interface PlanWriter {
   readonly persist: (plan: PersistedPlan) => Promise<void>;
   readonly withdraw: () => Promise<unknown>;
 }
 
-export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false, ahead?: PlanReads, writer?: PlanWriter): Promise<{ plan: PersistedPlan; listing?: LogListing; uploads?: readonly TaskFile[] }> {
+export async function preparePlan(
+  env: StepEnv,
+  open: OpenJob,
+  dryRun = false,
+  ahead?: PlanReads,
+  writer?: PlanWriter,
+): Promise<{ plan: PersistedPlan; listing?: LogListing; uploads?: readonly TaskFile[] }> {
   const { store } = env;
   const { job, layout } = open;
   const { output, firstListing } = ahead ?? startPlanReads(env, open);
-  // The target's root, read after that listing: current if the listing shows no unfinished commit where this job writes.
+  // The target's root, read after that listing: current if the listing shows no unfinished commit where this job
+  // writes.
   const targetRoot = firstListing?.then(() => readTargetRoot(store, job.targetPath));
   targetRoot?.catch(() => undefined);
   const read = await output;
@@ -81,35 +96,81 @@ export async function preparePlan(env: StepEnv, open: OpenJob, dryRun = false, a
     const marker = await store.stat(posix.join(job.targetPath, SUCCESS_FILE));
     if (marker && marker.kind !== 'file') throw successInTheWay(env, job);
     // Every task published itself at commit-task; the job commit only marks success.
-    return { plan: { ...base, createdAtMs: env.now(), logEntry: null, phases: [], files: stats.files, bytes: stats.bytes, filenames: stats.filenames(), partitionsWritten: partitions, partitionsReplaced: [] } };
+    return {
+      plan: {
+        ...base,
+        createdAtMs: env.now(),
+        logEntry: null,
+        phases: [],
+        files: stats.files,
+        bytes: stats.bytes,
+        filenames: stats.filenames(),
+        partitionsWritten: partitions,
+        partitionsReplaced: [],
+      },
+    };
   }
   const units = commitUnitsOf(job, partitions);
-  const persisted = (planned: CommitPlan, entry: number): PersistedPlan => ({ ...base, createdAtMs: env.now(), logEntry: entry, ...planned });
+  const persisted = (planned: CommitPlan, entry: number): PersistedPlan => ({
+    ...base,
+    createdAtMs: env.now(),
+    logEntry: entry,
+    ...planned,
+  });
   let written: PersistedPlan | undefined;
-  const persist = writer && ((planned: CommitPlan, entry: number) => writer.persist((written = persisted(planned, entry))));
-  const { plan, entry, listing } = await reachCommitPoint(env, open, units, async (settled) => {
-    env.emit({ type: 'phase', label: 'reading the target' });
-    const target = await snapshotTarget(store, job.targetPath, tree, units.replaces, env.concurrency, settled ? targetRoot : undefined);
-    if (job.mode === 'create' && target.exists) {
-      throw new ConflictError(`the target ${job.target} appeared after job ${job.jobId} was staged, and --mode create never replaces anything: nothing was changed; abort this job, or stage it again with --mode append or overwrite`);
-    }
-    const marker = target.dirs.get('')?.get(SUCCESS_FILE);
-    if (marker !== undefined && marker !== 'file') throw successInTheWay(env, job);
-    const identical = job.mode === 'append' ? await identicalClashes(store, layout, job.targetPath, sources, tree, target, env.concurrency) : undefined;
-    for (const rel of identical ?? []) tree.remove(rel);
-    const planned = planTree({ mode: job.mode, replaceUnits: units.replaces, strategy: publishStrategy(store), sources, target, identical }, tree, job.partitionBy.length);
-    // A directory the commit cannot change is found now, not after the commit point (§5.13).
-    const changed = targetDirsChanged(planned.phases).map((rel) => (rel === '' ? job.targetPath : posix.join(job.targetPath, rel)));
-    if (changed.length > 0) await store.checkWritable?.(changed);
-    return withLeftoversRemoved(planned, sources);
-  }, { dryRun, firstListing, ...(persist && writer ? { persist, withdraw: writer.withdraw } : {}) });
+  const persist =
+    writer && ((planned: CommitPlan, entry: number) => writer.persist((written = persisted(planned, entry))));
+  const { plan, entry, listing } = await reachCommitPoint(
+    env,
+    open,
+    units,
+    async (settled) => {
+      env.emit({ type: 'phase', label: 'reading the target' });
+      const target = await snapshotTarget(
+        store,
+        job.targetPath,
+        tree,
+        units.replaces,
+        env.concurrency,
+        settled ? targetRoot : undefined,
+      );
+      if (job.mode === 'create' && target.exists) {
+        throw new ConflictError(
+          `the target ${job.target} appeared after job ${job.jobId} was staged, and --mode create never replaces anything: nothing was changed; abort this job, or stage it again with --mode append or overwrite`,
+        );
+      }
+      const marker = target.dirs.get('')?.get(SUCCESS_FILE);
+      if (marker !== undefined && marker !== 'file') throw successInTheWay(env, job);
+      const identical =
+        job.mode === 'append'
+          ? await identicalClashes(store, layout, job.targetPath, sources, tree, target, env.concurrency)
+          : undefined;
+      for (const rel of identical ?? []) tree.remove(rel);
+      const planned = planTree(
+        { mode: job.mode, replaceUnits: units.replaces, strategy: publishStrategy(store), sources, target, identical },
+        tree,
+        job.partitionBy.length,
+      );
+      // A directory the commit cannot change is found now, not after the commit point (§5.13).
+      const changed = targetDirsChanged(planned.phases).map((rel) =>
+        rel === '' ? job.targetPath : posix.join(job.targetPath, rel),
+      );
+      if (changed.length > 0) await store.checkWritable?.(changed);
+      return withLeftoversRemoved(planned, sources);
+    },
+    { dryRun, firstListing, ...(persist && writer ? { persist, withdraw: writer.withdraw } : {}) },
+  );
   return { plan: written ?? persisted(plan, entry.number), listing, uploads };
 }
 
 /** An adopted leftover left in the target (stores without rename) goes once its files are published. */
 function withLeftoversRemoved(plan: CommitPlan, sources: readonly SourceTree[]): CommitPlan {
-  const leftovers = [...new Set(sources.map((s) => leftoverOfRoot(s.root)).filter((l): l is string => l !== null))].sort();
+  const leftovers = [
+    ...new Set(sources.map((s) => leftoverOfRoot(s.root)).filter((l): l is string => l !== null)),
+  ].sort();
   if (leftovers.length === 0) return plan;
-  return { ...plan, phases: [...plan.phases, leftovers.map((l) => ({ op: 'delete', path: `t:${l}`, dir: true }) as const)] };
+  return {
+    ...plan,
+    phases: [...plan.phases, leftovers.map((l) => ({ op: 'delete', path: `t:${l}`, dir: true }) as const)],
+  };
 }
-

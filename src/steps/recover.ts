@@ -45,7 +45,10 @@ export interface RecoverResult {
   readonly rolledForward: boolean;
   /** An aborted v2 job whose removal this run finished: the tasks whose published files stay in the target. */
   readonly publishedTasks?: readonly string[];
-  /** The job had committed before this run (its staging dir is gone): nothing was done, and its app attempt is no longer known (null). */
+  /**
+   * The job had committed before this run (its staging dir is gone): nothing was done, and its app attempt is no longer
+   * known (null).
+   */
   readonly alreadyCommitted?: { readonly success: string; readonly committedAt: string };
 }
 
@@ -58,20 +61,41 @@ export async function recover(env: StepEnv, input: RecoverInput): Promise<Recove
     const stray = gone.strayWarning();
     if (stray) env.emit({ type: 'warn', message: stray });
     const nothing = { committedTasks: [], tasksToRun: [], finished: [], undone: [] };
-    return { jobId: done.jobId, state: 'committed', appAttempt: null, ...nothing, rolledForward: false, alreadyCommitted: { success: done.success, committedAt: done.committedAt } };
+    return {
+      jobId: done.jobId,
+      state: 'committed',
+      appAttempt: null,
+      ...nothing,
+      rolledForward: false,
+      alreadyCommitted: { success: done.success, committedAt: done.committedAt },
+    };
   };
-  return runStep(env, input.stagingPath, { name: 'recover', lease: true, ifGone }, (open, lease) => recoverLocked(env, open, lease!));
+  return runStep(env, input.stagingPath, { name: 'recover', lease: true, ifGone }, (open, lease) =>
+    recoverLocked(env, open, lease!),
+  );
 }
 
 async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promise<RecoverResult> {
   const { store } = env;
   const { job, layout } = opened;
-  const base = { jobId: job.jobId, appAttempt: job.appAttempt, committedTasks: [], tasksToRun: [], finished: [], undone: [] };
+  const base = {
+    jobId: job.jobId,
+    appAttempt: job.appAttempt,
+    committedTasks: [],
+    tasksToRun: [],
+    finished: [],
+    undone: [],
+  };
   if (opened.state === 'aborted') {
     const published = await publishedV2Tasks(store, layout, job);
     await abortJobUploads(env, opened);
     await removeStagingDir(store, layout, lease);
-    return { ...base, state: 'aborted', rolledForward: false, ...(published.length ? { publishedTasks: published } : {}) };
+    return {
+      ...base,
+      state: 'aborted',
+      rolledForward: false,
+      ...(published.length ? { publishedTasks: published } : {}),
+    };
   }
   // A plan given up before it landed is removed: the job is then recovered as a staged one.
   const held = await readHeldPlan(env, opened);
@@ -88,7 +112,10 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
 
   const app = job.appAttempt;
   const next = app + 1;
-  const [claims, decisions] = await Promise.all([readClaims(store, layout, job.jobId, app, env.concurrency, job.stagedAtMs), readDecisions(store, layout, app, env.concurrency, job)]);
+  const [claims, decisions] = await Promise.all([
+    readClaims(store, layout, job.jobId, app, env.concurrency, job.stagedAtMs),
+    readDecisions(store, layout, app, env.concurrency, job),
+  ]);
   const finished: string[] = [];
   const undone: string[] = [];
   refuseLiveV2Claims(env, job, claims.values());
@@ -115,7 +142,10 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
   const carried = [...decisions.values()].filter((d) => d.outcome === 'abort' || winners.has(d.taskAttempt));
   await forEachLimit(carried, env.concurrency, async (d) => void (await decide(store, layout, next, d)));
   // A task whose files went as pending uploads (S3) has an uploads record even without files.
-  const [byTask, uploaded] = await Promise.all([attemptsByTask(store, layout, job.jobId, app), store.list(uploadsDir(layout, app))]);
+  const [byTask, uploaded] = await Promise.all([
+    attemptsByTask(store, layout, job.jobId, app),
+    store.list(uploadsDir(layout, app)),
+  ]);
   const attempted = new Set(byTask.keys());
   for (const e of uploaded) {
     const task = taskOfAttempt(job.jobId, e.name);
@@ -127,7 +157,9 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
   }
   // The temp of an interrupted commit-job's plan goes (HDFS: a rename of it held by the store
   // then has nothing to publish). Only the plan's: a lease's temp at the top may be another process's write.
-  for (const e of await store.list(layout.root)) if (e.kind === 'file' && isTempName(e.name) && e.name.endsWith(`-${COMMIT_FILE}`)) await store.delete(e.path, false);
+  for (const e of await store.list(layout.root))
+    if (e.kind === 'file' && isTempName(e.name) && e.name.endsWith(`-${COMMIT_FILE}`))
+      await store.delete(e.path, false);
   await saveJob(store, layout, { ...job, appAttempt: next });
 
   // Discard what no committed claim refers to in the earlier app attempts.
@@ -144,8 +176,20 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
 
   const committedTasks = [...claims.keys()].sort(compareTasks);
   // Every claim left is committed now: the interrupted ones were finished or undone above.
-  const tasksToRun = job.tasks !== undefined ? declaredNotCommitted(job, claims) : [...attempted].filter((t) => !claims.has(t)).sort(compareTasks);
-  return { jobId: job.jobId, state: 'staged', appAttempt: next, committedTasks, tasksToRun, finished, undone, rolledForward: false };
+  const tasksToRun =
+    job.tasks !== undefined
+      ? declaredNotCommitted(job, claims)
+      : [...attempted].filter((t) => !claims.has(t)).sort(compareTasks);
+  return {
+    jobId: job.jobId,
+    state: 'staged',
+    appAttempt: next,
+    committedTasks,
+    tasksToRun,
+    finished,
+    undone,
+    rolledForward: false,
+  };
 }
 
 /**
@@ -157,7 +201,9 @@ function refuseLiveV2Claims(env: StepEnv, job: JobManifest, claims: Iterable<Cla
   if (job.algorithm !== 'v2') return;
   for (const c of claims) {
     if (c.state !== 'claimed' || !otherLiveProcessHere(c, env)) continue;
-    throw new ConflictError(`${c.taskAttempt} is being committed by pid ${c.pid} on ${c.host} (v2 publishes at commit-task): nothing was changed; run recover again once it has ended`);
+    throw new ConflictError(
+      `${c.taskAttempt} is being committed by pid ${c.pid} on ${c.host} (v2 publishes at commit-task): nothing was changed; run recover again once it has ended`,
+    );
   }
 }
 
@@ -175,12 +221,24 @@ async function finishableRoot(env: StepEnv, layout: JobLayout, job: JobManifest,
     await publishClaimedV2(env, layout, job, attemptDir, claim.files, false);
     return '';
   }
-  const root = await promotedOutput(store, attemptDir, layout.committedTaskDir(job.appAttempt, claim.task), claim.files);
+  const root = await promotedOutput(
+    store,
+    attemptDir,
+    layout.committedTaskDir(job.appAttempt, claim.task),
+    claim.files,
+  );
   return root === null ? null : layout.relative(root);
 }
 
 /** Deletes everything under `dir` except the kept staging-relative roots (`holding`: the directories they are in). */
-async function pruneExcept(store: Store, layout: JobLayout, dir: string, keep: ReadonlySet<string>, holding: ReadonlySet<string>, concurrency: number): Promise<void> {
+async function pruneExcept(
+  store: Store,
+  layout: JobLayout,
+  dir: string,
+  keep: ReadonlySet<string>,
+  holding: ReadonlySet<string>,
+  concurrency: number,
+): Promise<void> {
   const rel = layout.relative(dir);
   if (keep.has(rel)) return;
   if (!holding.has(rel)) {

@@ -32,12 +32,20 @@ export interface StepRule<T, A = never> {
   readonly readAhead?: (open: OpenJob) => A;
 }
 
-export async function runStep<T, A = never>(env: StepEnv, stagingPath: string, rule: StepRule<T, A>, body: (open: OpenJob, lease?: Lease, ahead?: A) => Promise<T>): Promise<T> {
+export async function runStep<T, A = never>(
+  env: StepEnv,
+  stagingPath: string,
+  rule: StepRule<T, A>,
+  body: (open: OpenJob, lease?: Lease, ahead?: A) => Promise<T>,
+): Promise<T> {
   // A step that takes the lease lists the lease files alongside the job: one round trip. On an
   // object store it tries the job's first lease in the same round trip (a local or HDFS create
   // would make the directories of a handle that names no job).
   const layout = new JobLayout(stagingPath);
-  const [opened, look] = await Promise.allSettled([openJob(env, stagingPath), rule.lease ? Lease.firstLook(env.store, layout, env, rule.name, !env.store.caps.realDirectories) : null]);
+  const [opened, look] = await Promise.allSettled([
+    openJob(env, stagingPath),
+    rule.lease ? Lease.firstLook(env.store, layout, env, rule.name, !env.store.caps.realDirectories) : null,
+  ]);
   const found = look.status === 'fulfilled' ? look.value : null;
   if (opened.status === 'rejected') {
     // On an object store the lease file alone would make a staging dir where no job is.
@@ -83,7 +91,8 @@ async function withJobLease<T, A>(
   } catch (e) {
     await lease.release();
     // The job finished while we took the lease: our lease file must not leave a staging dir behind.
-    if (e instanceof JobGoneError && env.store.caps.realDirectories) await env.store.delete(open.layout.root, false).catch(() => false);
+    if (e instanceof JobGoneError && env.store.caps.realDirectories)
+      await env.store.delete(open.layout.root, false).catch(() => false);
     throw e;
   }
   // Every change the step makes is fenced by the lease: none once the lease may lapse.
@@ -104,7 +113,12 @@ async function withJobLease<T, A>(
  * finishing the job removes the tree, our lease's temporary file with it. Then say what the job is
  * now (gone: exit 2), or take the lease afresh: the remover holds it (exit 4) or it is free.
  */
-async function takeLease(env: StepEnv, open: OpenJob, op: string, current: Lease | CurrentLease | null | undefined): Promise<Lease> {
+async function takeLease(
+  env: StepEnv,
+  open: OpenJob,
+  op: string,
+  current: Lease | CurrentLease | null | undefined,
+): Promise<Lease> {
   if (current instanceof Lease) return current;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -113,7 +127,9 @@ async function takeLease(env: StepEnv, open: OpenJob, op: string, current: Lease
       if (!(e instanceof StoreError && e.kind === 'not-found')) throw e;
       await openJob(env, open.layout.root);
       if (attempt === 2) {
-        throw new ConflictError(`job ${env.store.toUri(open.layout.root)} is changing under this step (its lease file vanished twice): another step is removing it; run 'stagecommit status' and try again`);
+        throw new ConflictError(
+          `job ${env.store.toUri(open.layout.root)} is changing under this step (its lease file vanished twice): another step is removing it; run 'stagecommit status' and try again`,
+        );
       }
     }
   }

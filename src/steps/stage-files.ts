@@ -18,7 +18,8 @@ import type { StepEnv } from './env.js';
 import { runStep } from './runner.js';
 import { checkStillStaged } from './stage-race.js';
 
-export type StagedSource = { readonly localPath: string; readonly name: string } | { readonly stream: Readable; readonly name: string };
+export type StagedSource =
+  { readonly localPath: string; readonly name: string } | { readonly stream: Readable; readonly name: string };
 
 export interface StageFilesInput {
   readonly stagingPath: string;
@@ -48,17 +49,28 @@ export function taskPartitionPath(job: JobManifest, given: readonly PartitionVal
   for (const g of given) {
     const s = job.staticPartition.find((p) => p.column === g.column);
     if (s) {
-      if (g.value !== s.value) throw new UsageError(`--partition ${g.column}=${g.value} differs from the job's static partition ${s.column}=${s.value}`);
+      if (g.value !== s.value)
+        throw new UsageError(
+          `--partition ${g.column}=${g.value} differs from the job's static partition ${s.column}=${s.value}`,
+        );
       continue;
     }
     const col = cols[values.length];
-    if (col === undefined) throw new UsageError(`--partition ${g.column}: the job has no more partition columns (${cols.join(', ') || 'none'})`);
-    if (g.column !== col) throw new UsageError(`--partition ${g.column}: expected column '${col}' next (partition columns: ${cols.join(', ')})`);
+    if (col === undefined)
+      throw new UsageError(
+        `--partition ${g.column}: the job has no more partition columns (${cols.join(', ') || 'none'})`,
+      );
+    if (g.column !== col)
+      throw new UsageError(
+        `--partition ${g.column}: expected column '${col}' next (partition columns: ${cols.join(', ')})`,
+      );
     values.push(g);
   }
   if (needFull && values.length < cols.length) {
     const missing = cols.slice(values.length);
-    throw new UsageError(`files need a value for partition column(s) ${missing.join(', ')}: add --partition ${missing[0]}=VALUE`);
+    throw new UsageError(
+      `files need a value for partition column(s) ${missing.join(', ')}: add --partition ${missing[0]}=VALUE`,
+    );
   }
   return partitionPath(values);
 }
@@ -66,31 +78,55 @@ export function taskPartitionPath(job: JobManifest, given: readonly PartitionVal
 export async function stageFiles(env: StepEnv, input: StageFilesInput): Promise<StageFilesResult> {
   const task = checkTaskId(input.task);
   const attempt = checkAttempt(input.attempt);
-  return runStep(env, input.stagingPath, { name: 'stage', states: { allowed: ['staged'], doing: 'stage files' } }, (open) => stageInto(env, open, input, task, attempt));
+  return runStep(
+    env,
+    input.stagingPath,
+    { name: 'stage', states: { allowed: ['staged'], doing: 'stage files' } },
+    (open) => stageInto(env, open, input, task, attempt),
+  );
 }
 
-async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, task: string, attempt: number): Promise<StageFilesResult> {
+async function stageInto(
+  env: StepEnv,
+  open: OpenJob,
+  input: StageFilesInput,
+  task: string,
+  attempt: number,
+): Promise<StageFilesResult> {
   const { store } = env;
   const { job, layout } = open;
   checkDeclared(job, task, 'staged');
   const part = taskPartitionPath(job, input.partition, !input.printPath);
   const names = input.files.map((f) => checkRelativePath(f.name, 'file name'));
   const reserved = names.find((n) => n.split('/').some(isTempName));
-  if (reserved !== undefined) throw new UsageError(`file name '${reserved}': names starting with '${TEMP_PREFIX}' are reserved for temp files and never committed; rename it`);
-  // What commit-task leaves out as a writer's marker, or refuses as the job's own (`_SUCCESS/…` at the top), would never appear.
+  if (reserved !== undefined)
+    throw new UsageError(
+      `file name '${reserved}': names starting with '${TEMP_PREFIX}' are reserved for temp files and never committed; rename it`,
+    );
+  // What commit-task leaves out as a writer's marker, or refuses as the job's own (`_SUCCESS/…` at the top), would
+  // never appear.
   const full = names.map((n) => (part ? `${part}/${n}` : n));
   const markerName = full.find((n) => isWriterMarker(posix.basename(n)) || n.startsWith(`${SUCCESS_FILE}/`));
-  if (markerName !== undefined) throw new UsageError(`file name '${markerName}': a writer's marker (_SUCCESS, _started_*, _committed_*, their .crc), or under the job's own '${SUCCESS_FILE}': it would never be committed; rename it`);
-  if (new Set(names).size !== names.length) throw new UsageError('two staged files have the same name: give each file once');
-  if (input.files.length === 0 && !input.printPath) throw new UsageError('nothing to stage: give FILE… (or - with --name for stdin), or --print-path');
+  if (markerName !== undefined)
+    throw new UsageError(
+      `file name '${markerName}': a writer's marker (_SUCCESS, _started_*, _committed_*, their .crc), or under the job's own '${SUCCESS_FILE}': it would never be committed; rename it`,
+    );
+  if (new Set(names).size !== names.length)
+    throw new UsageError('two staged files have the same name: give each file once');
+  if (input.files.length === 0 && !input.printPath)
+    throw new UsageError('nothing to stage: give FILE… (or - with --name for stdin), or --print-path');
 
   const taskAttempt = taskAttemptName(job.jobId, task, attempt);
   const decision = await readDecision(store, layout, job.appAttempt, taskAttempt, job);
   if (decision?.outcome === 'abort') {
-    throw new CommitDeniedError(`task attempt ${taskAttempt} was aborted: it can never commit; stage into a new --attempt`);
+    throw new CommitDeniedError(
+      `task attempt ${taskAttempt} was aborted: it can never commit; stage into a new --attempt`,
+    );
   }
   if (decision?.outcome === 'commit') {
-    throw new ConflictError(`task attempt ${taskAttempt} has already committed (or is committing): files staged now would never appear; stage into a new --attempt`);
+    throw new ConflictError(
+      `task attempt ${taskAttempt} has already committed (or is committing): files staged now would never appear; stage into a new --attempt`,
+    );
   }
   const dir = layout.attemptDir(job.appAttempt, taskAttempt);
   const partDir = part ? posix.join(dir, part) : dir;
@@ -115,13 +151,21 @@ async function stageInto(env: StepEnv, open: OpenJob, input: StageFilesInput, ta
     uploaded = await stageAsUploads(store, layout, job, taskAttempt, part, local, env.concurrency, env.now());
     small = input.files.filter((f) => !uploaded.names.has(f.name));
     await forEachLimit(small, env.concurrency, async (f) => {
-      await store.put(posix.join(partDir, f.name), 'localPath' in f ? { localPath: f.localPath } : { stream: f.stream });
+      await store.put(
+        posix.join(partDir, f.name),
+        'localPath' in f ? { localPath: f.localPath } : { stream: f.stream },
+      );
     });
   } catch (error) {
     failed = { error };
   }
   const files = small.map((f) => posix.join(partDir, f.name));
-  await checkStillStaged(env, layout, job, { ...written, files, uploads: uploaded.uploads, uploadRecord: uploaded.record });
+  await checkStillStaged(env, layout, job, {
+    ...written,
+    files,
+    uploads: uploaded.uploads,
+    uploadRecord: uploaded.record,
+  });
   if (failed) throw failed.error;
   await checkUnchanged(local, before);
   return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(dir), writeDir: store.toUri(partDir), files: full };
@@ -142,10 +186,15 @@ async function fingerprint(localPath: string): Promise<string | null> {
  * mid-upload was published half old, half new, exit 0) is a copy of neither version: exit 4,
  * and staging it again replaces that copy (the last staging of a name wins).
  */
-async function checkUnchanged(local: readonly { readonly localPath: string }[], before: readonly (string | null)[]): Promise<void> {
+async function checkUnchanged(
+  local: readonly { readonly localPath: string }[],
+  before: readonly (string | null)[],
+): Promise<void> {
   const after = await Promise.all(local.map((f) => fingerprint(f.localPath)));
   const changed = local.filter((_, i) => after[i] !== before[i]);
   if (changed.length === 0) return;
   const more = changed.length > 1 ? ` (and ${changed.length - 1} more)` : '';
-  throw new ConflictError(`${changed[0]!.localPath}${more} changed while it was staged: the staged copy may hold old and new bytes mixed; stage it again into the same attempt once it is written whole (the last staging of a name wins)`);
+  throw new ConflictError(
+    `${changed[0]!.localPath}${more} changed while it was staged: the staged copy may hold old and new bytes mixed; stage it again into the same attempt once it is written whole (the last staging of a name wins)`,
+  );
 }

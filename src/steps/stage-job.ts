@@ -43,14 +43,20 @@ function isInside(child: string, parent: string): boolean {
 
 /** A table lives in a directory: not the store's root, nor a whole bucket. */
 function checkTableDir(store: Store, targetPath: string): void {
-  if (!canHoldTable(targetPath)) throw new UsageError('the target cannot be the root of the store: give a table directory');
+  if (!canHoldTable(targetPath))
+    throw new UsageError('the target cannot be the root of the store: give a table directory');
   if (!canHoldTable(targetPath, store.namespaceDepth)) {
     const uri = store.toUri(targetPath);
-    throw new UsageError(`the target ${uri} is a whole bucket: give a table prefix under it, e.g. ${uri}/warehouse/sales`);
+    throw new UsageError(
+      `the target ${uri} is a whole bucket: give a table prefix under it, e.g. ${uri}/warehouse/sales`,
+    );
   }
 }
 
-export function resolvePartitioning(partition: readonly PartitionValue[], partitionBy: readonly string[] | undefined): string[] {
+export function resolvePartitioning(
+  partition: readonly PartitionValue[],
+  partitionBy: readonly string[] | undefined,
+): string[] {
   const seen = new Set<string>();
   for (const p of partition) {
     if (seen.has(p.column)) throw new UsageError(`--partition ${p.column} is given twice: give each column once`);
@@ -73,11 +79,15 @@ export function resolvePartitioning(partition: readonly PartitionValue[], partit
 function checkStagingPlace(env: StepEnv, targetPath: string, stagingPath: string, mode: Mode): void {
   const { store } = env;
   if (isInside(targetPath, stagingPath)) {
-    throw new UsageError(`the target ${store.toUri(targetPath)} is inside the staging dir ${store.toUri(stagingPath)}: choose another --staging-dir`);
+    throw new UsageError(
+      `the target ${store.toUri(targetPath)} is inside the staging dir ${store.toUri(stagingPath)}: choose another --staging-dir`,
+    );
   }
   if (isInside(stagingPath, targetPath)) {
     if (mode === 'create') {
-      throw new UsageError(`the staging dir ${store.toUri(stagingPath)} is inside the target, and making it would make the target exist, which --mode create refuses at commit: choose a --staging-dir outside the target`);
+      throw new UsageError(
+        `the staging dir ${store.toUri(stagingPath)} is inside the target, and making it would make the target exist, which --mode create refuses at commit: choose a --staging-dir outside the target`,
+      );
     }
     const rel = posix.relative(targetPath, stagingPath);
     if (rel.split('/').every(isDataName)) {
@@ -92,7 +102,7 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
   const { store } = env;
   if (input.algorithm === 'v2' && input.mode === 'overwrite') {
     throw new UsageError(
-      "--algorithm v2 cannot be used with --mode overwrite: v2 publishes each task as it commits, so a failed job would leave the old data deleted and the new data half written; use v1 (the default)",
+      '--algorithm v2 cannot be used with --mode overwrite: v2 publishes each task as it commits, so a failed job would leave the old data deleted and the new data half written; use v1 (the default)',
     );
   }
   if (input.tasks !== undefined && (!Number.isInteger(input.tasks) || input.tasks < 1)) {
@@ -106,7 +116,9 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
   const targetPath = input.targetPath.replace(/\/+$/, '') || '/';
   checkTableDir(store, targetPath);
 
-  const stagingPath = (input.stagingPath ?? posix.join(input.stagingRoot ?? defaultStagingRoot(targetPath), jobId)).replace(/\/+$/, '');
+  const stagingPath = (
+    input.stagingPath ?? posix.join(input.stagingRoot ?? defaultStagingRoot(targetPath), jobId)
+  ).replace(/\/+$/, '');
   checkStagingPlace(env, targetPath, stagingPath, input.mode);
 
   const target = await store.stat(targetPath);
@@ -121,11 +133,19 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
   const layout = new JobLayout(stagingPath);
   let existing = await store.list(stagingPath);
   // Only lease files whose holders are gone: steps on a job that was here ended before removing them.
-  if (existing.length > 0 && existing.every((e) => e.kind === 'file' && e.name.startsWith(LEASE_PREFIX)) && (await removeStrayLeases(env, layout, await readCurrentLease(store, layout).catch(() => null)))) {
+  if (
+    existing.length > 0 &&
+    existing.every((e) => e.kind === 'file' && e.name.startsWith(LEASE_PREFIX)) &&
+    (await removeStrayLeases(env, layout, await readCurrentLease(store, layout).catch(() => null)))
+  ) {
     existing = await store.list(stagingPath);
   }
   if (existing.length > 0) {
-    const names = existing.slice(0, 3).map((e) => `'${e.name}'`).join(', ') + (existing.length > 3 ? ` and ${existing.length - 3} more` : '');
+    const names =
+      existing
+        .slice(0, 3)
+        .map((e) => `'${e.name}'`)
+        .join(', ') + (existing.length > 3 ? ` and ${existing.length - 3} more` : '');
     throw new UsageError(
       input.stagingPath
         ? `the staging dir ${store.toUri(stagingPath)} is not empty (it holds ${names}): a job never adopts files it did not stage; choose an empty or new --staging-dir`
@@ -137,7 +157,10 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
   // commit-job answer 'already-committed' for data that was never published.
   if (input.jobId !== undefined && target) {
     const done = await findCommitted(store, stagingPath, env.concurrency);
-    if (done) throw new UsageError(`job id '${jobId}' names a job that already committed into ${done.target} (${done.committedAt}): choose another --job-id`);
+    if (done)
+      throw new UsageError(
+        `job id '${jobId}' names a job that already committed into ${done.target} (${done.committedAt}): choose another --job-id`,
+      );
   }
 
   const job: JobManifest = {
@@ -167,7 +190,9 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
     // A create retried after a lost response finds its own first attempt: that is a success.
     const existing = await store.readFile(layout.jobFile);
     if (existing?.toString('utf8') !== body) {
-      throw new UsageError(`job id '${jobId}' is already in use (${store.toUri(stagingPath)}): choose another --job-id`);
+      throw new UsageError(
+        `job id '${jobId}' is already in use (${store.toUri(stagingPath)}): choose another --job-id`,
+      );
     }
   }
   return { jobId, handle: store.toUri(stagingPath), stagingPath, job };

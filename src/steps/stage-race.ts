@@ -29,7 +29,9 @@ export interface StagedWrites {
   readonly files: readonly string[];
   readonly uploads: readonly { readonly path: string; readonly uploadId: string }[];
   readonly uploadRecord: string | null;
-  /** The dir the run wrote into (the partition's): emptied dirs from here and the files' own up go when the files go. */
+  /**
+   * The dir the run wrote into (the partition's): emptied dirs from here and the files' own up go when the files go.
+   */
   readonly dir: string;
 }
 
@@ -39,10 +41,21 @@ export interface StagedWrites {
  * lists every file. Any other way, what the run wrote is in no output: it is taken back (unless a
  * commit of the attempt may hold it) and the step fails, saying what happened meanwhile.
  */
-export async function checkStillStaged(env: StepEnv, layout: JobLayout, job: JobManifest, w: StagedWrites): Promise<void> {
+export async function checkStillStaged(
+  env: StepEnv,
+  layout: JobLayout,
+  job: JobManifest,
+  w: StagedWrites,
+): Promise<void> {
   const { store } = env;
   // A decision made for an earlier job of this id is refused (ConflictError): the files go back first.
-  const [now, decision, plan] = await Promise.all([loadJob(store, layout), readDecision(store, layout, job.appAttempt, w.taskAttempt, job).catch((e: unknown) => (e instanceof ConflictError ? e : Promise.reject(e))), store.stat(layout.commitFile)]);
+  const [now, decision, plan] = await Promise.all([
+    loadJob(store, layout),
+    readDecision(store, layout, job.appAttempt, w.taskAttempt, job).catch((e: unknown) =>
+      e instanceof ConflictError ? e : Promise.reject(e),
+    ),
+    store.stat(layout.commitFile),
+  ]);
   // A job id may be used again once its job ended (abort): the same job is the same id staged at the same time.
   const same = now !== null && isSameJob(now, job);
   // A written plan is past the commit point though `_job.yaml` may still say staged (a killed commit-job).
@@ -51,9 +64,17 @@ export async function checkStillStaged(env: StepEnv, layout: JobLayout, job: Job
   if (!same || state !== 'staged' || now.appAttempt !== job.appAttempt) {
     // A claim made after the job moved on is in no output either: nothing can hold the files.
     await takeBack(env, layout, job.appAttempt, w, !same);
-    if (!same) throw new ConflictError(`job ${job.jobId} finished while this stage ran${now ? `, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${store.toUri(layout.root)}` : ''}: its output cannot have these files, and ${taken}; stage them into a new job`);
-    if (state !== 'staged') throw new ConflictError(`job ${job.jobId} was ${state} while this stage ran: its output cannot have these files, and ${taken}; stage them into a new job`);
-    throw new ConflictError(`recover started app attempt ${now.appAttempt} of job ${job.jobId} while this stage ran in app attempt ${job.appAttempt}: ${taken}; run the task again`);
+    if (!same)
+      throw new ConflictError(
+        `job ${job.jobId} finished while this stage ran${now ? `, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${store.toUri(layout.root)}` : ''}: its output cannot have these files, and ${taken}; stage them into a new job`,
+      );
+    if (state !== 'staged')
+      throw new ConflictError(
+        `job ${job.jobId} was ${state} while this stage ran: its output cannot have these files, and ${taken}; stage them into a new job`,
+      );
+    throw new ConflictError(
+      `recover started app attempt ${now.appAttempt} of job ${job.jobId} while this stage ran in app attempt ${job.appAttempt}: ${taken}; run the task again`,
+    );
   }
   if (decision instanceof ConflictError) {
     await takeBack(env, layout, job.appAttempt, w, false);
@@ -62,15 +83,22 @@ export async function checkStillStaged(env: StepEnv, layout: JobLayout, job: Job
   if (decision === null) return;
   if (decision.outcome === 'abort') {
     await takeBack(env, layout, job.appAttempt, w, false);
-    throw new CommitDeniedError(`task attempt ${w.taskAttempt} was aborted while this stage ran: it can never commit, and ${taken}; stage into a new --attempt`);
+    throw new CommitDeniedError(
+      `task attempt ${w.taskAttempt} was aborted while this stage ran: it can never commit, and ${taken}; stage into a new --attempt`,
+    );
   }
   // --print-path: what a writer puts there from now on would never appear.
-  if (w.paths.length === 0) throw new ConflictError(`task attempt ${w.taskAttempt} was committed while this stage ran: files written there now would never appear; stage into a new --attempt`);
+  if (w.paths.length === 0)
+    throw new ConflictError(
+      `task attempt ${w.taskAttempt} was committed while this stage ran: files written there now would never appear; stage into a new --attempt`,
+    );
   // A commit-task of this attempt decided meanwhile: it may have listed the files before they
   // landed. Its claim says which it has, once it is whole.
   const claim = await finishedClaim(env, layout, job, w.task);
   if (!claim) {
-    throw new ConflictError(`task attempt ${w.taskAttempt} was committed while this stage ran, and its commit is still being made (or its commit-task was killed): it may not have these files, which stay where they are; once it has ended, see 'stagecommit status'`);
+    throw new ConflictError(
+      `task attempt ${w.taskAttempt} was committed while this stage ran, and its commit is still being made (or its commit-task was killed): it may not have these files, which stay where they are; once it has ended, see 'stagecommit status'`,
+    );
   }
   const listed = new Set<string>();
   if (claim.taskAttempt === w.taskAttempt) claim.eachFile((f) => listed.add(f.path));
@@ -78,7 +106,14 @@ export async function checkStillStaged(env: StepEnv, layout: JobLayout, job: Job
   if (unlisted.length === 0) return;
   // A whole claim holds what it lists and nothing else: the rest would stop commit-job (a file its
   // claim does not list), so it goes from wherever the commit put it.
-  await takeBackUnlisted(env, layout, job.appAttempt, w, unlisted, claim.taskAttempt === w.taskAttempt ? claim.root : undefined);
+  await takeBackUnlisted(
+    env,
+    layout,
+    job.appAttempt,
+    w,
+    unlisted,
+    claim.taskAttempt === w.taskAttempt ? claim.root : undefined,
+  );
   const more = unlisted.length > 1 ? ` and ${unlisted.length - 1} more` : '';
   throw new ConflictError(
     claim.taskAttempt === w.taskAttempt
@@ -90,8 +125,16 @@ export async function checkStillStaged(env: StepEnv, layout: JobLayout, job: Job
 /** How long a stage waits for the claim of a commit-task that decided its attempt to be whole. */
 const CLAIM_WAIT_MS = 30_000;
 
-/** The task's claim once a commit-task finished it ('committed', this attempt's or another's); null if that takes too long. */
-async function finishedClaim(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<ClaimRecord | null> {
+/**
+ * The task's claim once a commit-task finished it ('committed', this attempt's or another's); null if that takes too
+ * long.
+ */
+async function finishedClaim(
+  env: StepEnv,
+  layout: JobLayout,
+  job: JobManifest,
+  task: string,
+): Promise<ClaimRecord | null> {
   const ctx = { jobId: job.jobId, task, appAttempt: job.appAttempt, jobStagedAtMs: job.stagedAtMs };
   const claim = await waitFor(env.now, Math.min(CLAIM_WAIT_MS, env.leaseTtlMs), async () => {
     const c = await readClaimRecord(env.store, layout, ctx);
@@ -105,15 +148,33 @@ async function finishedClaim(env: StepEnv, layout: JobLayout, job: JobManifest, 
  * from where its commit moved the dir (`root`, staging-relative; '' for v2, whose files went to
  * the target, where nothing unlisted went), with the dirs they alone kept there.
  */
-async function takeBackUnlisted(env: StepEnv, layout: JobLayout, app: number, w: StagedWrites, unlisted: readonly string[], root: string | undefined): Promise<void> {
+async function takeBackUnlisted(
+  env: StepEnv,
+  layout: JobLayout,
+  app: number,
+  w: StagedWrites,
+  unlisted: readonly string[],
+  root: string | undefined,
+): Promise<void> {
   const { store } = env;
   const roots = [layout.attemptDir(app, w.taskAttempt)];
-  if (root && !root.startsWith('t:') && posix.join(layout.root, root) !== roots[0]) roots.push(posix.join(layout.root, root));
-  await forEachLimit(w.uploads.filter((u) => unlisted.some((p) => u.path.endsWith(`/${p}`))), env.concurrency, (u) => store.abortUpload!(u));
+  if (root && !root.startsWith('t:') && posix.join(layout.root, root) !== roots[0])
+    roots.push(posix.join(layout.root, root));
+  await forEachLimit(
+    w.uploads.filter((u) => unlisted.some((p) => u.path.endsWith(`/${p}`))),
+    env.concurrency,
+    (u) => store.abortUpload!(u),
+  );
   for (const top of roots) {
     const files = unlisted.map((p) => posix.join(top, p));
     await deleteFiles(store, files, env.concurrency);
-    if (store.caps.realDirectories) await removeEmptyDirs(store, files.map((f) => posix.dirname(f)), top, top !== roots[0]);
+    if (store.caps.realDirectories)
+      await removeEmptyDirs(
+        store,
+        files.map((f) => posix.dirname(f)),
+        top,
+        top !== roots[0],
+      );
   }
 }
 
@@ -127,5 +188,10 @@ async function takeBack(env: StepEnv, layout: JobLayout, app: number, w: StagedW
   await forEachLimit(w.uploads, env.concurrency, (u) => store.abortUpload!(u));
   await deleteFiles(store, w.uploadRecord ? [...w.files, w.uploadRecord] : w.files, env.concurrency);
   // From each dir written into (a name may hold '/') up to `top`: the first that is not empty stops a walk.
-  if (store.caps.realDirectories) await removeEmptyDirs(store, [w.dir, ...w.files.map((f) => posix.dirname(f))], gone ? layout.root : layout.attemptDir(app, w.taskAttempt));
+  if (store.caps.realDirectories)
+    await removeEmptyDirs(
+      store,
+      [w.dir, ...w.files.map((f) => posix.dirname(f))],
+      gone ? layout.root : layout.attemptDir(app, w.taskAttempt),
+    );
 }

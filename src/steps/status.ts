@@ -42,7 +42,10 @@ export interface FinishedStatusResult extends FinishedJob {
   readonly finished: true;
 }
 
-export async function status(env: StepEnv, input: { stagingPath: string }): Promise<StatusResult | FinishedStatusResult> {
+export async function status(
+  env: StepEnv,
+  input: { stagingPath: string },
+): Promise<StatusResult | FinishedStatusResult> {
   try {
     return await runStep(env, input.stagingPath, { name: 'status' }, (open) => statusOf(env, open));
   } catch (e) {
@@ -55,14 +58,18 @@ async function statusOf(env: StepEnv, open: OpenJob): Promise<StatusResult> {
   const { store } = env;
   const { job, layout } = open;
   const app = job.appAttempt;
-  const [claims, decisions] = await Promise.all([readClaims(store, layout, job.jobId, app), readDecisions(store, layout, app)]);
+  const [claims, decisions] = await Promise.all([
+    readClaims(store, layout, job.jobId, app),
+    readDecisions(store, layout, app),
+  ]);
   const byTask = new Map<string, { attempts: Set<string>; aborted: Set<string> }>();
   const entry = (t: string) => {
     let e = byTask.get(t);
     if (!e) byTask.set(t, (e = { attempts: new Set(), aborted: new Set() }));
     return e;
   };
-  for (const [t, names] of await attemptsByTask(store, layout, job.jobId, app)) for (const n of names) entry(t).attempts.add(n);
+  for (const [t, names] of await attemptsByTask(store, layout, job.jobId, app))
+    for (const n of names) entry(t).attempts.add(n);
   for (const d of decisions.values()) {
     const t = taskOfAttempt(job.jobId, d.taskAttempt);
     if (t && d.outcome === 'abort') entry(t).aborted.add(d.taskAttempt);
@@ -71,9 +78,22 @@ async function statusOf(env: StepEnv, open: OpenJob): Promise<StatusResult> {
   const tasks: TaskStatus[] = [...byTask.entries()].map(([task, e]) => {
     const c = claims.get(task);
     const files = c?.files ?? [];
-    const state = c ? (c.state === 'committed' ? 'committed' : 'committing') : e.attempts.size ? 'attempted' : 'aborted';
+    const state = c
+      ? c.state === 'committed'
+        ? 'committed'
+        : 'committing'
+      : e.attempts.size
+        ? 'attempted'
+        : 'aborted';
     const attempts = [...new Set([...e.attempts, ...e.aborted, ...(c ? [c.taskAttempt] : [])])].sort();
-    return { task, state, attempts, winner: c?.taskAttempt, files: c ? files.length : 0, bytes: c ? files.reduce((a, f) => a + f.size, 0) : 0 };
+    return {
+      task,
+      state,
+      attempts,
+      winner: c?.taskAttempt,
+      files: c ? files.length : 0,
+      bytes: c ? files.reduce((a, f) => a + f.size, 0) : 0,
+    };
   });
   tasks.sort((a, b) => compareTasks(a.task, b.task));
   const declaredMissing = declaredNotCommitted(job, claims);

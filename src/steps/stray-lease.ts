@@ -12,7 +12,10 @@ import type { StepEnv } from './env.js';
 async function removeStrayLease(env: StepEnv, lease: CurrentLease | null): Promise<boolean> {
   if (!lease || isLeaseLive(lease, env)) return false;
   if (!(await env.store.delete(lease.path, false).catch(() => false))) return false;
-  env.emit({ type: 'warn', message: `removed ${env.store.toUri(lease.path)}, a lease file that a step ended before it left behind (no job is there)` });
+  env.emit({
+    type: 'warn',
+    message: `removed ${env.store.toUri(lease.path)}, a lease file that a step ended before it left behind (no job is there)`,
+  });
   return true;
 }
 
@@ -21,7 +24,11 @@ async function removeStrayLease(env: StepEnv, lease: CurrentLease | null): Promi
  * beside it becomes the current one once the newer went, that one too, while their holders are
  * gone (a bounded number: a store that keeps answering with one is no loop). Whether any went.
  */
-export async function removeStrayLeases(env: StepEnv, layout: JobLayout, listed: CurrentLease | null): Promise<boolean> {
+export async function removeStrayLeases(
+  env: StepEnv,
+  layout: JobLayout,
+  listed: CurrentLease | null,
+): Promise<boolean> {
   let removed = false;
   for (let lease = listed, n = 0; n < 16 && (await removeStrayLease(env, lease)); n++) {
     removed = true;
@@ -30,8 +37,12 @@ export async function removeStrayLeases(env: StepEnv, layout: JobLayout, listed:
   return removed;
 }
 
-/** At a handle whose job is gone: the stray leases `listed` there and the directory they alone kept (local, HDFS), then the default layout's empty parents. */
+/**
+ * At a handle whose job is gone: the stray leases `listed` there and the directory they alone kept (local, HDFS), then
+ * the default layout's empty parents.
+ */
 export async function tidyGoneHandle(env: StepEnv, layout: JobLayout, listed: CurrentLease | null): Promise<void> {
-  if ((await removeStrayLeases(env, layout, listed)) && env.store.caps.realDirectories) await env.store.delete(layout.root, false).catch(() => false);
+  if ((await removeStrayLeases(env, layout, listed)) && env.store.caps.realDirectories)
+    await env.store.delete(layout.root, false).catch(() => false);
   await tidyStagingParents(env.store, layout).catch(() => undefined);
 }

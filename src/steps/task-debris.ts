@@ -26,8 +26,18 @@ export interface RunRecords {
   published?: () => Promise<boolean | null>;
 }
 
-/** In a new job: deletes this run's decision and claim where they still stand as it wrote them (read back: host, pid and time match). */
-export async function removeOwnRecords(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, mine: RunRecords): Promise<void> {
+/**
+ * In a new job: deletes this run's decision and claim where they still stand as it wrote them (read back: host, pid and
+ * time match).
+ */
+export async function removeOwnRecords(
+  env: StepEnv,
+  layout: JobLayout,
+  job: JobManifest,
+  task: string,
+  taskAttempt: string,
+  mine: RunRecords,
+): Promise<void> {
   const { store } = env;
   const app = job.appAttempt;
   const [decision, claim] = await Promise.all([
@@ -35,9 +45,18 @@ export async function removeOwnRecords(env: StepEnv, layout: JobLayout, job: Job
     mine.claim ? readClaimRecord(store, layout, { jobId: job.jobId, task, appAttempt: app }).catch(() => null) : null,
   ]);
   const gone: string[] = [];
-  if (decision && decision.atMs === mine.decision!.atMs && decision.by === mine.decision!.by) gone.push(layout.decisionFile(app, taskAttempt));
+  if (decision && decision.atMs === mine.decision!.atMs && decision.by === mine.decision!.by)
+    gone.push(layout.decisionFile(app, taskAttempt));
   const c = mine.claim;
-  if (claim && c && claim.taskAttempt === taskAttempt && claim.claimedAtMs === c.claimedAtMs && claim.host === c.host && claim.pid === c.pid) gone.push(layout.claimFile(app, task));
+  if (
+    claim &&
+    c &&
+    claim.taskAttempt === taskAttempt &&
+    claim.claimedAtMs === c.claimedAtMs &&
+    claim.host === c.host &&
+    claim.pid === c.pid
+  )
+    gone.push(layout.claimFile(app, task));
   await Promise.all(gone.map((f) => store.delete(f, false).catch(() => false)));
 }
 
@@ -46,11 +65,23 @@ export async function removeOwnRecords(env: StepEnv, layout: JobLayout, job: Job
  * linger as its debris, with the directories their creation made again (§5.12: a finished job
  * leaves no staging dir). Those go; a directory that is not empty stays.
  */
-export async function removeDebris(env: StepEnv, layout: JobLayout, app: number, task: string, taskAttempt: string): Promise<void> {
+export async function removeDebris(
+  env: StepEnv,
+  layout: JobLayout,
+  app: number,
+  task: string,
+  taskAttempt: string,
+): Promise<void> {
   const { store } = env;
-  await Promise.all([layout.claimFile(app, task), layout.decisionFile(app, taskAttempt)].map((f) => store.delete(f, false).catch(() => false)));
+  await Promise.all(
+    [layout.claimFile(app, task), layout.decisionFile(app, taskAttempt)].map((f) =>
+      store.delete(f, false).catch(() => false),
+    ),
+  );
   if (!store.caps.realDirectories) return;
-  await Promise.all([layout.claimsDir(app), layout.decisionsDir(app)].map((d) => store.delete(d, false).catch(() => false)));
+  await Promise.all(
+    [layout.claimsDir(app), layout.decisionsDir(app)].map((d) => store.delete(d, false).catch(() => false)),
+  );
   await removeEmptyDirs(store, [layout.appAttemptDir(app)], layout.root);
   await tidyStagingParents(store, layout);
 }
@@ -60,7 +91,15 @@ export async function removeDebris(env: StepEnv, layout: JobLayout, app: number,
  * was (`now` null), or this run's own records in a new job that took the dir. False while `now` is
  * still the run's job.
  */
-export async function takeBackIfEnded(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest | null, task: string, taskAttempt: string, mine: RunRecords): Promise<boolean> {
+export async function takeBackIfEnded(
+  env: StepEnv,
+  layout: JobLayout,
+  job: JobManifest,
+  now: JobManifest | null,
+  task: string,
+  taskAttempt: string,
+  mine: RunRecords,
+): Promise<boolean> {
   if (now && isSameJob(now, job)) return false;
   if (now) await removeOwnRecords(env, layout, job, task, taskAttempt, mine);
   else await removeDebris(env, layout, job.appAttempt, task, taskAttempt);

@@ -28,17 +28,29 @@ const HOLDER_WAIT_MS = 30_000;
  * a written plan as 'committing', as every step's does: a commit-job killed just after its
  * commit point left `_job.yaml` saying 'staged', and recover rolls that plan forward.
  */
-async function jobWithoutHolder(env: StepEnv, layout: JobLayout, job: JobManifest, task: string): Promise<JobManifest | null> {
+async function jobWithoutHolder(
+  env: StepEnv,
+  layout: JobLayout,
+  job: JobManifest,
+  task: string,
+): Promise<JobManifest | null> {
   const { store } = env;
   let holder: CurrentLease | null = null;
   const found = await waitFor(env.now, Math.min(HOLDER_WAIT_MS, env.leaseTtlMs), async () => {
-    const [now, lease, plan] = await Promise.all([loadJob(store, layout), readCurrentLease(store, layout), store.stat(layout.commitFile)]);
+    const [now, lease, plan] = await Promise.all([
+      loadJob(store, layout),
+      readCurrentLease(store, layout),
+      store.stat(layout.commitFile),
+    ]);
     holder = lease;
-    if (!now || !lease || !isLeaseLive(lease, env)) return { now: now && { ...now, state: await stateOnStore(store, layout, now, plan !== null) } };
+    if (!now || !lease || !isLeaseLive(lease, env))
+      return { now: now && { ...now, state: await stateOnStore(store, layout, now, plan !== null) } };
     return undefined;
   });
   if (found) return found.now;
-  throw new ConflictError(`${describeHolder(holder!.record)} works on job ${job.jobId} and may have read its committed tasks before task ${task}: task ${task} is not committed (nothing was published); once it has ended, run commit-task again if 'stagecommit status' shows the job still staged`);
+  throw new ConflictError(
+    `${describeHolder(holder!.record)} works on job ${job.jobId} and may have read its committed tasks before task ${task}: task ${task} is not committed (nothing was published); once it has ended, run commit-task again if 'stagecommit status' shows the job still staged`,
+  );
 }
 
 /**
@@ -47,24 +59,39 @@ async function jobWithoutHolder(env: StepEnv, layout: JobLayout, job: JobManifes
  * app attempt, the commit goes on. A commit-job that ran meanwhile either met this claim and
  * stopped at it ("still committing") or read the claims before it and committed without it.
  */
-export async function checkNotOverlooked(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, mine: RunRecords): Promise<'go' | 'carried'> {
+export async function checkNotOverlooked(
+  env: StepEnv,
+  layout: JobLayout,
+  job: JobManifest,
+  task: string,
+  taskAttempt: string,
+  mine: RunRecords,
+): Promise<'go' | 'carried'> {
   const now = await jobWithoutHolder(env, layout, job, task);
   if (now && isSameJob(now, job) && now.state === 'staged' && now.appAttempt === job.appAttempt) return 'go';
-  if ((await takeBackIfEnded(env, layout, job, now, task, taskAttempt, mine)) && now) throw newJobStaged(env, layout, job, now, task, await publishedStays(mine));
+  if ((await takeBackIfEnded(env, layout, job, now, task, taskAttempt, mine)) && now)
+    throw newJobStaged(env, layout, job, now, task, await publishedStays(mine));
   // A job that left no staging dir was aborted unless its commit left a record (as checkKept asks).
   if (now ? now.state === 'aborted' : !(await findCommitted(env.store, layout.root))) {
-    throw new ConflictError(`job ${job.jobId} was aborted while task ${task} committed: ${(await publishedStays(mine)) ?? 'nothing of it was published'}`);
+    throw new ConflictError(
+      `job ${job.jobId} was aborted while task ${task} committed: ${(await publishedStays(mine)) ?? 'nothing of it was published'}`,
+    );
   }
   if (now && now.appAttempt !== job.appAttempt) {
     if (await carried(env, layout, job, now, task, taskAttempt)) return 'carried';
-    throw new ConflictError(`recover started app attempt ${now.appAttempt} of job ${job.jobId} while task ${task} committed in app attempt ${job.appAttempt}: ${(await publishedStays(mine)) ?? 'nothing of it was published; run the task again'}`);
+    throw new ConflictError(
+      `recover started app attempt ${now.appAttempt} of job ${job.jobId} while task ${task} committed in app attempt ${job.appAttempt}: ${(await publishedStays(mine)) ?? 'nothing of it was published; run the task again'}`,
+    );
   }
   const published = await publishedStays(mine);
-  throw new ConflictError(`job ${job.jobId} ${now ? `was ${now.state}` : 'finished'} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it: ${published ?? "nothing of it was published; run the job again, or stage this task's output in a new job"}`);
+  throw new ConflictError(
+    `job ${job.jobId} ${now ? `was ${now.state}` : 'finished'} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it: ${published ?? "nothing of it was published; run the job again, or stage this task's output in a new job"}`,
+  );
 }
 
 /** What a v2 task whose files stand in the target is told: they stay whatever its job became. */
-const FILES_STAY = 'its files were published into the target already (v2 publishes at commit-task) and stay there, outside any committed job';
+const FILES_STAY =
+  'its files were published into the target already (v2 publishes at commit-task) and stay there, outside any committed job';
 
 /**
  * A v2 task whose files stand in the target (this run, or an earlier run of it, published them
@@ -72,7 +99,8 @@ const FILES_STAY = 'its files were published into the target already (v2 publish
  */
 async function publishedStays(mine: RunRecords): Promise<string | undefined> {
   const published = await mine.published?.();
-  if (published === null) return 'this run published nothing; any file an earlier run of it published at commit-task (v2 publishes per task) stays in the target, outside any committed job';
+  if (published === null)
+    return 'this run published nothing; any file an earlier run of it published at commit-task (v2 publishes per task) stays in the target, outside any committed job';
   if (!published) return undefined;
   return `${FILES_STAY}; do not run the task again for this job`;
 }
@@ -83,24 +111,43 @@ async function publishedStays(mine: RunRecords): Promise<string | undefined> {
  * recover may have started the next app attempt without it. Exit 4 when the task is not kept;
  * true when the job is still in this app attempt.
  */
-export async function checkKept(env: StepEnv, layout: JobLayout, job: JobManifest, task: string, taskAttempt: string, mine: RunRecords): Promise<boolean> {
+export async function checkKept(
+  env: StepEnv,
+  layout: JobLayout,
+  job: JobManifest,
+  task: string,
+  taskAttempt: string,
+  mine: RunRecords,
+): Promise<boolean> {
   const now = await jobWithoutHolder(env, layout, job, task);
   const outcome = () => publishedStays(mine);
   const nothingKept = 'nothing of it is kept';
   // The job's staging dir went meanwhile (what this step wrote since made it again, as debris), or
   // a new job took it: what this run wrote goes.
-  if ((await takeBackIfEnded(env, layout, job, now, task, taskAttempt, mine)) && now) throw newJobStaged(env, layout, job, now, task, await outcome());
+  if ((await takeBackIfEnded(env, layout, job, now, task, taskAttempt, mine)) && now)
+    throw newJobStaged(env, layout, job, now, task, await outcome());
   if (now && now.appAttempt !== job.appAttempt && !(await carried(env, layout, job, now, task, taskAttempt))) {
-    throw new ConflictError(`recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${job.appAttempt}, without it: ${(await outcome()) ?? `${nothingKept}; run the task again`}`);
+    throw new ConflictError(
+      `recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${job.appAttempt}, without it: ${(await outcome()) ?? `${nothingKept}; run the task again`}`,
+    );
   }
   if (now ? now.state === 'aborted' : !(await findCommitted(env.store, layout.root))) {
-    throw new ConflictError(`job ${job.jobId} was aborted while ${taskAttempt} committed: ${(await outcome()) ?? nothingKept}`);
+    throw new ConflictError(
+      `job ${job.jobId} was aborted while ${taskAttempt} committed: ${(await outcome()) ?? nothingKept}`,
+    );
   }
   return now?.appAttempt === job.appAttempt;
 }
 
 /** Whether recover finished this attempt's claim and carried it, committed, into the job's current app attempt. */
-export async function carried(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string, taskAttempt: string): Promise<boolean> {
+export async function carried(
+  env: StepEnv,
+  layout: JobLayout,
+  job: JobManifest,
+  now: JobManifest,
+  task: string,
+  taskAttempt: string,
+): Promise<boolean> {
   const c = await readClaimRecord(env.store, layout, { jobId: job.jobId, task, appAttempt: now.appAttempt });
   return c?.taskAttempt === taskAttempt && c.state === 'committed';
 }
@@ -110,8 +157,17 @@ export async function carried(env: StepEnv, layout: JobLayout, job: JobManifest,
  * staged again after an abort): never commit into it (the decision and the claim this run made
  * there are taken back: an attempt of the new job may have the same name).
  */
-function newJobStaged(env: StepEnv, layout: JobLayout, job: JobManifest, now: JobManifest, task: string, published?: string): ConflictError {
-  return new ConflictError(`job ${job.jobId} finished while task ${task} committed, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${env.store.toUri(layout.root)}: ${published ?? `nothing of task ${task} was published; run the job again`}`);
+function newJobStaged(
+  env: StepEnv,
+  layout: JobLayout,
+  job: JobManifest,
+  now: JobManifest,
+  task: string,
+  published?: string,
+): ConflictError {
+  return new ConflictError(
+    `job ${job.jobId} finished while task ${task} committed, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${env.store.toUri(layout.root)}: ${published ?? `nothing of task ${task} was published; run the job again`}`,
+  );
 }
 
 /**
@@ -128,12 +184,25 @@ export function taskOfGoneJob(gone: JobGoneError, task: string): never {
 }
 
 /** commit-task of a job being aborted: exit 4, saying (v2) what of the task stays in the target. */
-export async function abortedJob(env: StepEnv, job: JobManifest, task: string, claim: ClaimRecord | null): Promise<never> {
+export async function abortedJob(
+  env: StepEnv,
+  job: JobManifest,
+  task: string,
+  claim: ClaimRecord | null,
+): Promise<never> {
   let stays = 'nothing of it was published';
   if (job.algorithm === 'v2') {
-    const published = claim ? (await publishedV2Count(env, job, taskFilesOf(claimFilesOfRecord(claim)))) > 0 : job.publishedTasks?.includes(task) ? null : false;
-    if (published === null) stays = 'it had claimed its output: any file it published at commit-task (v2 publishes per task) stays in the target';
+    const published = claim
+      ? (await publishedV2Count(env, job, taskFilesOf(claimFilesOfRecord(claim)))) > 0
+      : job.publishedTasks?.includes(task)
+        ? null
+        : false;
+    if (published === null)
+      stays =
+        'it had claimed its output: any file it published at commit-task (v2 publishes per task) stays in the target';
     else if (published) stays = FILES_STAY;
   }
-  throw new ConflictError(`cannot commit task ${task}: job ${job.jobId} was aborted (only its clean-up is left: the abort finishes it, or, if that was killed, 'stagecommit recover' does): ${stays}`);
+  throw new ConflictError(
+    `cannot commit task ${task}: job ${job.jobId} was aborted (only its clean-up is left: the abort finishes it, or, if that was killed, 'stagecommit recover' does): ${stays}`,
+  );
 }

@@ -28,6 +28,8 @@ export function admitChange(...paths: readonly (string | undefined)[]): AbortSig
   const fence = active.getStore();
   if (!fence) return undefined;
   // Usually one signal for every path (the lease's): no combined signal made per request then.
-  const signals = [...new Set(paths.flatMap((p) => (p === undefined ? [] : [fence.admit(p)])))].filter((s) => s !== undefined);
+  const signals = [...new Set(paths.flatMap((p) => (p === undefined ? [] : [fence.admit(p)])))].filter(
+    (s) => s !== undefined,
+  );
   return signals.length > 1 ? AbortSignal.any(signals) : signals[0];
 }

@@ -5,7 +5,18 @@
 import type { Readable } from 'node:stream';
 import { InjectedFault } from '../errors.js';
 import type { StoreError } from '../errors.js';
-import type { Entry, ListOptions, MutatingOp, PendingUpload, ReadOp, ReadyUpload, RenameOptions, RenamePair, Store, StoreOp } from './types.js';
+import type {
+  Entry,
+  ListOptions,
+  MutatingOp,
+  PendingUpload,
+  ReadOp,
+  ReadyUpload,
+  RenameOptions,
+  RenamePair,
+  Store,
+  StoreOp,
+} from './types.js';
 import { withFence, type StoreFence } from './fence.js';
 
 export type OpCounts = Partial<Record<StoreOp, number>>;
@@ -25,13 +36,20 @@ export class InstrumentedStore implements Store {
   private mutations = 0;
   private readonly requestBase: number;
   private readonly hooks: StoreHooks;
-  constructor(readonly inner: Store, hooks: MutationHook | StoreHooks = {}) {
+  constructor(
+    readonly inner: Store,
+    hooks: MutationHook | StoreHooks = {},
+  ) {
     this.requestBase = inner.requestCount?.() ?? 0;
     this.hooks = typeof hooks === 'function' ? { beforeMutation: hooks } : hooks;
   }
 
-  get caps() { return this.inner.caps; }
-  get namespaceDepth(): number | undefined { return this.inner.namespaceDepth; }
+  get caps() {
+    return this.inner.caps;
+  }
+  get namespaceDepth(): number | undefined {
+    return this.inner.namespaceDepth;
+  }
 
   private count(op: StoreOp): void {
     this.counts[op] = (this.counts[op] ?? 0) + 1;
@@ -61,10 +79,21 @@ export class InstrumentedStore implements Store {
     if (this.hooks.beforeRead) await this.hooks.beforeRead(op, path);
   }
 
-  toUri(p: string): string { return this.inner.toUri(p); }
-  async stat(p: string): Promise<Entry | null> { await this.read('stat', p); return this.inner.stat(p); }
-  async list(d: string, o?: ListOptions): Promise<Entry[]> { await this.read('list', d); return this.inner.list(d, o); }
-  async readFile(p: string): Promise<Buffer | null> { await this.read('readFile', p); return this.inner.readFile(p); }
+  toUri(p: string): string {
+    return this.inner.toUri(p);
+  }
+  async stat(p: string): Promise<Entry | null> {
+    await this.read('stat', p);
+    return this.inner.stat(p);
+  }
+  async list(d: string, o?: ListOptions): Promise<Entry[]> {
+    await this.read('list', d);
+    return this.inner.list(d, o);
+  }
+  async readFile(p: string): Promise<Buffer | null> {
+    await this.read('readFile', p);
+    return this.inner.readFile(p);
+  }
   async writeFile(p: string, data: Buffer | string): Promise<void> {
     await this.mutate('writeFile', p);
     return this.fenced(() => this.inner.writeFile(p, data));
@@ -73,7 +102,10 @@ export class InstrumentedStore implements Store {
     await this.mutate('createExclusive', p);
     return this.fenced(() => this.inner.createExclusive(p, data));
   }
-  async mkdirs(p: string): Promise<void> { await this.mutate('mkdirs', p); return this.fenced(() => this.inner.mkdirs(p)); }
+  async mkdirs(p: string): Promise<void> {
+    await this.mutate('mkdirs', p);
+    return this.fenced(() => this.inner.mkdirs(p));
+  }
   async rename(s: string, d: string, o?: RenameOptions): Promise<void> {
     await this.mutate('rename', s, d);
     return this.fenced(() => this.inner.rename(s, d, o));
@@ -133,14 +165,18 @@ export class InstrumentedStore implements Store {
     const f = this.inner.abortUpload?.bind(this.inner);
     return f && (async (u) => (await this.mutate('delete', u.path), this.fenced(() => f(u))));
   }
-  get pendingUploadMinBytes(): number | undefined { return this.inner.pendingUploadMinBytes; }
+  get pendingUploadMinBytes(): number | undefined {
+    return this.inner.pendingUploadMinBytes;
+  }
   get beginUpload(): ((p: string) => Promise<string>) | undefined {
     const f = this.inner.beginUpload?.bind(this.inner);
     return f && (async (p) => (await this.mutate('upload', p), this.fenced(() => f(p))));
   }
   get uploadParts(): ((p: string, id: string, local: string, size: number) => Promise<string[]>) | undefined {
     const f = this.inner.uploadParts?.bind(this.inner);
-    return f && (async (p, id, local, size) => (await this.mutate('upload', p), this.fenced(() => f(p, id, local, size))));
+    return (
+      f && (async (p, id, local, size) => (await this.mutate('upload', p), this.fenced(() => f(p, id, local, size))))
+    );
   }
   get completeUpload(): ((u: ReadyUpload) => Promise<void>) | undefined {
     const f = this.inner.completeUpload?.bind(this.inner);
@@ -151,8 +187,14 @@ export class InstrumentedStore implements Store {
     const r = this.inner.requestCount?.();
     return r === undefined ? { ...this.counts } : { ...this.counts, requests: r - this.requestBase };
   }
-  async copy(s: string, d: string): Promise<void> { await this.mutate('copy', s, d); return this.fenced(() => this.inner.copy(s, d)); }
-  async delete(p: string, r: boolean): Promise<boolean> { await this.mutate('delete', p); return this.fenced(() => this.inner.delete(p, r)); }
+  async copy(s: string, d: string): Promise<void> {
+    await this.mutate('copy', s, d);
+    return this.fenced(() => this.inner.copy(s, d));
+  }
+  async delete(p: string, r: boolean): Promise<boolean> {
+    await this.mutate('delete', p);
+    return this.fenced(() => this.inner.delete(p, r));
+  }
   async put(d: string, src: { localPath: string } | { stream: Readable }): Promise<void> {
     await this.mutate('put', d);
     return this.fenced(() => this.inner.put(d, src));

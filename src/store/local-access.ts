@@ -29,7 +29,12 @@ export async function checkWritableLocal(dirs: readonly string[]): Promise<void>
     try {
       await fs.access(d, fsc.W_OK | fsc.X_OK);
     } catch (e) {
-      throw new StoreError('refused', 'checkWritable', [d], `cannot change this directory (${(e as NodeJS.ErrnoException).code ?? 'no access'}): give this user write access, then run the step again`);
+      throw new StoreError(
+        'refused',
+        'checkWritable',
+        [d],
+        `cannot change this directory (${(e as NodeJS.ErrnoException).code ?? 'no access'}): give this user write access, then run the step again`,
+      );
     }
   }
 }

@@ -16,7 +16,12 @@ export function wrap(e: unknown, op: string, paths: string[]): StoreError {
   if (c === 'ENOTDIR') {
     // A place under a file cannot exist: bad input (exit 2), naming the file in the way.
     const file = paths.map(fileInTheWay).find((f) => f !== null);
-    return new StoreError('no-location', op, paths, `${file ?? 'a part of the path'} is not a directory: choose a location under a directory, or move what is there`);
+    return new StoreError(
+      'no-location',
+      op,
+      paths,
+      `${file ?? 'a part of the path'} is not a directory: choose a location under a directory, or move what is there`,
+    );
   }
   const kind = c === 'ENOENT' ? 'not-found' : c === 'EEXIST' || c === 'ENOTEMPTY' ? 'exists' : 'io';
   return new StoreError(kind, op, paths, (e as Error).message ?? String(e));
@@ -139,7 +144,8 @@ export async function removeTreeLocal(root: string): Promise<void> {
   };
   try {
     await forEachLimit(byParentInTurns(files), TREE_REMOVAL_PARALLELISM, (f) => fs.unlink(f).catch(gone));
-    for (let i = levels.length - 1; i > 0; i--) await forEachLimit(byParentInTurns(levels[i] ?? []), TREE_REMOVAL_PARALLELISM, (d) => fs.rmdir(d).catch(gone));
+    for (let i = levels.length - 1; i > 0; i--)
+      await forEachLimit(byParentInTurns(levels[i] ?? []), TREE_REMOVAL_PARALLELISM, (d) => fs.rmdir(d).catch(gone));
     await fs.rmdir(root);
   } catch (first) {
     // What fs.rm says when it fails too is about its own walk; the first failure is the cause. A
@@ -174,4 +180,8 @@ export async function mkdirsOnce(p: string): Promise<void> {
   }
 }
 
-const isDir = (p: string) => fs.stat(p).then((s) => s.isDirectory(), () => false);
+const isDir = (p: string) =>
+  fs.stat(p).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );

@@ -19,7 +19,11 @@ const CAPS: StoreCapabilities = {
  * Runs `write` on a fresh temp path beside `p`, then `finish` (which moves it into place); the
  * temp is removed whenever either fails (a full disk, a quota, any error), so none is left.
  */
-async function viaTemp<T>(p: string, write: (tmp: string) => Promise<void>, finish: (tmp: string) => Promise<T>): Promise<T> {
+async function viaTemp<T>(
+  p: string,
+  write: (tmp: string) => Promise<void>,
+  finish: (tmp: string) => Promise<T>,
+): Promise<T> {
   const tmp = tempPathFor(p);
   try {
     await write(tmp);
@@ -137,7 +141,11 @@ export class LocalStore implements Store {
   async writeFile(p: string, data: Buffer | string): Promise<void> {
     try {
       await this.mkdirs(path.dirname(p));
-      await viaTemp(p, (tmp) => this.writeTemp(tmp, data), (tmp) => fs.rename(tmp, p));
+      await viaTemp(
+        p,
+        (tmp) => this.writeTemp(tmp, data),
+        (tmp) => fs.rename(tmp, p),
+      );
     } catch (e) {
       throw e instanceof StoreError ? e : wrap(e, 'writeFile', [p]);
     }
@@ -199,7 +207,8 @@ export class LocalStore implements Store {
         const [a, b] = await Promise.all([fs.lstat(src), fs.lstat(dst)]);
         if (a.ino === b.ino && a.dev === b.dev) {
           // One name reached by two paths is not two names: unlinking it would lose the file.
-          if (await sameEntry(src, dst)) throw new StoreError('exists', 'rename', [src, dst], 'the source and the destination are the same file');
+          if (await sameEntry(src, dst))
+            throw new StoreError('exists', 'rename', [src, dst], 'the source and the destination are the same file');
           await fs.unlink(src);
           return;
         }

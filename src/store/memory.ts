@@ -40,7 +40,10 @@ export class MemoryStore implements Store {
   /** Directories made on their own (filesystem kind only; '/' always exists). */
   private readonly dirs = new Map<string, number>();
 
-  constructor(readonly kind: MemoryStoreKind = 'filesystem', private readonly now: () => number = Date.now) {
+  constructor(
+    readonly kind: MemoryStoreKind = 'filesystem',
+    private readonly now: () => number = Date.now,
+  ) {
     this.caps = CAPS[kind];
   }
 
@@ -55,8 +58,18 @@ export class MemoryStore implements Store {
     return false;
   }
 
-  private fail(kind: 'not-found' | 'exists' | 'io' | 'refused', op: string, paths: string[], detail: string): StoreError {
-    return new StoreError(kind, op, paths.map((p) => this.toUri(p)), detail);
+  private fail(
+    kind: 'not-found' | 'exists' | 'io' | 'refused',
+    op: string,
+    paths: string[],
+    detail: string,
+  ): StoreError {
+    return new StoreError(
+      kind,
+      op,
+      paths.map((p) => this.toUri(p)),
+      detail,
+    );
   }
 
   /** Filesystem kind: every ancestor of `p` becomes a directory; a file in the way is an error. */
@@ -83,7 +96,8 @@ export class MemoryStore implements Store {
     const p = norm(path);
     const f = this.files.get(p);
     if (f) return { name: posix.basename(p), path: p, kind: 'file', size: f.data.length, mtimeMs: f.mtimeMs };
-    if (this.isDir(p)) return { name: posix.basename(p), path: p, kind: 'dir', size: 0, mtimeMs: this.dirs.get(p) ?? 0 };
+    if (this.isDir(p))
+      return { name: posix.basename(p), path: p, kind: 'dir', size: 0, mtimeMs: this.dirs.get(p) ?? 0 };
     return null;
   }
 
@@ -96,10 +110,12 @@ export class MemoryStore implements Store {
       const name = k.slice(dir === '/' ? 1 : dir.length + 1).split('/')[0]!;
       const child = posix.join(dir, name);
       if (child === k) out.set(name, { name, path: k, kind: 'file', size: f.data.length, mtimeMs: f.mtimeMs });
-      else if (!out.has(name)) out.set(name, { name, path: child, kind: 'dir', size: 0, mtimeMs: this.dirs.get(child) ?? 0 });
+      else if (!out.has(name))
+        out.set(name, { name, path: child, kind: 'dir', size: 0, mtimeMs: this.dirs.get(child) ?? 0 });
     }
     for (const [d, mtimeMs] of this.dirs) {
-      if (posix.dirname(d) === dir && d !== dir) out.set(posix.basename(d), { name: posix.basename(d), path: d, kind: 'dir', size: 0, mtimeMs });
+      if (posix.dirname(d) === dir && d !== dir)
+        out.set(posix.basename(d), { name: posix.basename(d), path: d, kind: 'dir', size: 0, mtimeMs });
     }
     return [...out.values()].sort((a, b) => compareStrings(a.name, b.name));
   }
@@ -144,14 +160,17 @@ export class MemoryStore implements Store {
     const [src, dst] = [norm(source), norm(destination)];
     const file = this.files.get(src);
     if (!file && !this.isDir(src)) throw this.fail('not-found', 'rename', [src, dst], 'the source does not exist');
-    if (this.isDir(dst) || (this.files.has(dst) && (!opts.replace || !file))) throw this.fail('exists', 'rename', [src, dst], 'destination exists');
-    if (this.parentMissing(dst)) throw this.fail('not-found', 'rename', [src, dst], "the destination's parent does not exist");
+    if (this.isDir(dst) || (this.files.has(dst) && (!opts.replace || !file)))
+      throw this.fail('exists', 'rename', [src, dst], 'destination exists');
+    if (this.parentMissing(dst))
+      throw this.fail('not-found', 'rename', [src, dst], "the destination's parent does not exist");
     if (file) {
       this.files.delete(src);
       this.files.set(dst, file);
       return;
     }
-    if (!this.caps.directoryRename) throw this.fail('refused', 'rename', [src, dst], 'directories cannot be renamed on this store');
+    if (!this.caps.directoryRename)
+      throw this.fail('refused', 'rename', [src, dst], 'directories cannot be renamed on this store');
     if (under(dst, src)) throw this.fail('io', 'rename', [src, dst], 'cannot move a directory inside itself');
     const moved = (p: string) => dst + p.slice(src.length);
     for (const [k, f] of [...this.files]) {
@@ -171,7 +190,8 @@ export class MemoryStore implements Store {
     const [src, dst] = [norm(source), norm(destination)];
     const f = this.files.get(src);
     if (!f) throw this.fail('not-found', 'copy', [src, dst], 'the source does not exist');
-    if (this.parentMissing(dst)) throw this.fail('not-found', 'copy', [src, dst], "the destination's parent does not exist");
+    if (this.parentMissing(dst))
+      throw this.fail('not-found', 'copy', [src, dst], "the destination's parent does not exist");
     this.set(dst, f.data);
   }
 
@@ -199,7 +219,8 @@ export class MemoryStore implements Store {
   }
 
   async put(destination: string, source: { localPath: string } | { stream: Readable }): Promise<void> {
-    const data = 'localPath' in source ? await readFile(source.localPath) : Buffer.concat(await source.stream.toArray());
+    const data =
+      'localPath' in source ? await readFile(source.localPath) : Buffer.concat(await source.stream.toArray());
     await this.writeFile(destination, data);
   }
 }

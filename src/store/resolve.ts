@@ -26,13 +26,16 @@ const LINE_BREAK = /[\n\r\u2028\u2029]/;
 export function parseUri(raw: string, cwd: string): ParsedUri {
   const parsed = parseLocation(raw, cwd);
   if (LINE_BREAK.test(raw) || LINE_BREAK.test(parsed.path)) {
-    throw new UsageError(`'${raw}' holds a line break (CR, LF, U+2028 or U+2029): stagecommit cannot record such a location; choose another name`);
+    throw new UsageError(
+      `'${raw}' holds a line break (CR, LF, U+2028 or U+2029): stagecommit cannot record such a location; choose another name`,
+    );
   }
   return parsed;
 }
 
 function parseLocation(raw: string, cwd: string): ParsedUri {
-  if (raw === '') throw new UsageError('an empty path or URI was given: give a directory path or a URI such as s3://bucket/table');
+  if (raw === '')
+    throw new UsageError('an empty path or URI was given: give a directory path or a URI such as s3://bucket/table');
   if (raw.startsWith('file:')) {
     let p: string;
     try {
@@ -49,7 +52,9 @@ function parseLocation(raw: string, cwd: string): ParsedUri {
     // Hadoop's S3 connectors' schemes (what Spark jobs write) name the same objects.
     const scheme = given === 's3a' || given === 's3n' ? 's3' : given;
     if (scheme !== 's3' && scheme !== 'hdfs' && scheme !== 'webhdfs' && scheme !== 'swebhdfs') {
-      throw new UsageError(`unsupported URI scheme '${given}://' in '${raw}': use a local path, file://, s3:// (s3a://, s3n://), hdfs://, webhdfs:// or swebhdfs://`);
+      throw new UsageError(
+        `unsupported URI scheme '${given}://' in '${raw}': use a local path, file://, s3:// (s3a://, s3n://), hdfs://, webhdfs:// or swebhdfs://`,
+      );
     }
     // hdfs:///path is the cluster's default file system (fs.defaultFS in HADOOP_CONF_DIR), as in Hadoop.
     if (!m[2] && scheme === 's3') throw new UsageError(`'${raw}' names no bucket: use ${given}://BUCKET/path`);
@@ -57,11 +62,16 @@ function parseLocation(raw: string, cwd: string): ParsedUri {
   }
   // `hdfs:/wh/t` is Hadoop's spelling of a path on the default file system; `s3:/b/t`, `s3//b/t`
   // and the like are typos of a URI. Neither is a local relative path.
-  const near = /^(s3[an]?|hdfs|webhdfs|swebhdfs):\/?(?!\/)(.*)$/i.exec(raw) ?? /^(s3[an]?|hdfs|webhdfs|swebhdfs)\/\/(.*)$/i.exec(raw);
+  const near =
+    /^(s3[an]?|hdfs|webhdfs|swebhdfs):\/?(?!\/)(.*)$/i.exec(raw) ??
+    /^(s3[an]?|hdfs|webhdfs|swebhdfs)\/\/(.*)$/i.exec(raw);
   if (near) {
     const given = near[1]!.toLowerCase();
-    if (given === 'hdfs' && raw[5] === '/') return { scheme: 'hdfs', authority: '', path: normalize(decodePath(raw, near[2] ? `/${near[2]}` : '/')) };
-    throw new UsageError(`'${raw}' looks like a ${given} URI missing its '//': write ${given}://${given.startsWith('s3') ? 'BUCKET/path' : 'HOST:PORT/path (or hdfs:///path for the default file system)'}`);
+    if (given === 'hdfs' && raw[5] === '/')
+      return { scheme: 'hdfs', authority: '', path: normalize(decodePath(raw, near[2] ? `/${near[2]}` : '/')) };
+    throw new UsageError(
+      `'${raw}' looks like a ${given} URI missing its '//': write ${given}://${given.startsWith('s3') ? 'BUCKET/path' : 'HOST:PORT/path (or hdfs:///path for the default file system)'}`,
+    );
   }
   return { scheme: 'file', authority: '', path: normalize(path.resolve(cwd, raw)) };
 }
@@ -75,7 +85,9 @@ function decodePath(raw: string, p: string): string {
   }
 }
 
-/** '/' is the only separator on every store: a backslash is part of a name (POSIX, HDFS, S3 keys), never a separator. */
+/**
+ * '/' is the only separator on every store: a backslash is part of a name (POSIX, HDFS, S3 keys), never a separator.
+ */
 function normalize(p: string): string {
   const n = path.posix.normalize(p);
   return n.length > 1 ? n.replace(/\/+$/, '') : n;
@@ -120,14 +132,22 @@ export class StoreOpener {
       case 'file':
         return new LocalStore();
       case 's3': {
-        const [{ S3Store }, { s3Settings }] = await Promise.all([import('./s3/s3-store.js'), import('./s3/settings.js')]);
+        const [{ S3Store }, { s3Settings }] = await Promise.all([
+          import('./s3/s3-store.js'),
+          import('./s3/settings.js'),
+        ]);
         return new S3Store(s3Settings(this.settings.config.s3, this.settings.env, this.settings.warn));
       }
       case 'hdfs':
       case 'webhdfs':
       case 'swebhdfs': {
-        const [{ WebHdfsStore }, { webHdfsSettings }] = await Promise.all([import('./webhdfs/webhdfs-store.js'), import('./webhdfs/settings.js')]);
-        return new WebHdfsStore(await webHdfsSettings(u.scheme, u.authority, this.settings.config.webhdfs, this.settings.env));
+        const [{ WebHdfsStore }, { webHdfsSettings }] = await Promise.all([
+          import('./webhdfs/webhdfs-store.js'),
+          import('./webhdfs/settings.js'),
+        ]);
+        return new WebHdfsStore(
+          await webHdfsSettings(u.scheme, u.authority, this.settings.config.webhdfs, this.settings.env),
+        );
       }
     }
   }

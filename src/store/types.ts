@@ -156,5 +156,6 @@ export interface Store {
 
 /** Operation names as counted in metrics (DESIGN §9). */
 export type ReadOp = 'stat' | 'list' | 'readFile';
-export type MutatingOp = 'writeFile' | 'createExclusive' | 'mkdirs' | 'rename' | 'copy' | 'delete' | 'put' | 'upload' | 'complete';
+export type MutatingOp =
+  'writeFile' | 'createExclusive' | 'mkdirs' | 'rename' | 'copy' | 'delete' | 'put' | 'upload' | 'complete';
 export type StoreOp = ReadOp | MutatingOp;

@@ -12,7 +12,12 @@ import { compareStrings } from '../util/compare.js';
  * before what is inside it, handed to `fn` one at a time; nothing when `dir` does not exist. On a
  * store that streams its tree (local, S3) nothing is held, elsewhere one directory's listing at a time.
  */
-export async function forEachInTree(store: Store, dir: string, opts: ListOptions, fn: (e: Entry) => void): Promise<void> {
+export async function forEachInTree(
+  store: Store,
+  dir: string,
+  opts: ListOptions,
+  fn: (e: Entry) => void,
+): Promise<void> {
   if (store.listTreeEach) return store.listTreeEach(dir, opts, fn);
   if (store.listTree) {
     for (const e of await store.listTree(dir, opts)) fn(e);

@@ -1,6 +1,10 @@
 // Bounded parallelism: run an async function over items with at most `limit` in flight.
 
-export async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
+export async function forEachLimit<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   let failed: unknown;
   const worker = async (): Promise<void> => {
@@ -17,7 +21,11 @@ export async function forEachLimit<T>(items: readonly T[], limit: number, fn: (i
   if (failed !== undefined) throw failed;
 }
 
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const out = new Array<R>(items.length);
   await forEachLimit(items, limit, async (item, i) => {
     out[i] = await fn(item, i);

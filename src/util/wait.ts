@@ -9,7 +9,11 @@ export const POLL_MS = 200;
  * Calls `look` until it answers (anything but undefined) or `ms` has passed since the first call;
  * undefined then. `now`: the step's clock.
  */
-export async function waitFor<T>(now: () => number, ms: number, look: () => Promise<T | undefined>): Promise<T | undefined> {
+export async function waitFor<T>(
+  now: () => number,
+  ms: number,
+  look: () => Promise<T | undefined>,
+): Promise<T | undefined> {
   const until = now() + ms;
   for (;;) {
     const answer = await look();

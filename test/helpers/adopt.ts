@@ -42,7 +42,11 @@ const isData = (k: string) => k.split('/').every((s) => !s.startsWith('_') && !s
 export const dataOf = (t: Tree) => Object.fromEntries(Object.entries(t).filter(([k]) => isData(k)));
 
 /** The table `<root>/sales` as the killed engine job left it, leftover included. */
-export async function table(sb: StoreSandbox, root: string, c: EngineCase): Promise<{ root: string; target: string; leftover: string }> {
+export async function table(
+  sb: StoreSandbox,
+  root: string,
+  c: EngineCase,
+): Promise<{ root: string; target: string; leftover: string }> {
   const target = posix.join(root, 'sales');
   await writeTree(sb.store, target, c.before);
   return { root, target, leftover: posix.join(target, c.leftover) };
@@ -55,11 +59,17 @@ export async function assertFinished(sb: StoreSandbox, c: EngineCase, root: stri
   for (const [k, v] of Object.entries(c.after)) assert.equal(tree[k], v, `${k} is in the table`);
   const leftovers = Object.keys(tree).filter((k) => /^(_temporary|\.spark-staging|\.hive-staging)/.test(k));
   assert.deepEqual(leftovers, [], 'the leftover is gone from the table');
-  const staging = Object.keys(await readTree(sb.store, posix.join(root, '.stagecommit'))).filter((k) => !k.startsWith('sales/_log/'));
+  const staging = Object.keys(await readTree(sb.store, posix.join(root, '.stagecommit'))).filter(
+    (k) => !k.startsWith('sales/_log/'),
+  );
   assert.deepEqual(staging, [], 'no staging dir is left');
 }
 
 /** The leftover's own files (leftover-relative), as the engine case lays them out. */
 export function leftoverFiles(c: EngineCase): Tree {
-  return Object.fromEntries(Object.entries(c.before).filter(([p]) => p.startsWith(c.leftover + '/')).map(([p, v]) => [p.slice(c.leftover.length + 1), v]));
+  return Object.fromEntries(
+    Object.entries(c.before)
+      .filter(([p]) => p.startsWith(c.leftover + '/'))
+      .map(([p, v]) => [p.slice(c.leftover.length + 1), v]),
+  );
 }

@@ -27,7 +27,10 @@ export function cliEnv(opts: CliOptions): Record<string, string> {
 }
 
 /** Starts the CLI; `result` settles when it exits (the child is there to signal it meanwhile). */
-export function spawnCli(args: readonly string[], opts: CliOptions = {}): { child: ChildProcess; result: Promise<CliResult> } {
+export function spawnCli(
+  args: readonly string[],
+  opts: CliOptions = {},
+): { child: ChildProcess; result: Promise<CliResult> } {
   const env = cliEnv(opts);
   const child = spawn(process.execPath, [BIN, ...args], { env, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
   const result = new Promise<CliResult>((resolve, reject) => {

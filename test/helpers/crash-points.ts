@@ -23,7 +23,10 @@ export const planCreated: CallMatch = {
 export const killed = {
   /** commit-job: the table-log entry is held, the plan (the commit point) never written. */
   beforeCommitPoint: (): MutationHook => crashAt(planCreated),
-  /** commit-job: the plan and the table-log entry it names are both created (at once: the commit point), nothing else done. */
+  /**
+   * commit-job: the plan and the table-log entry it names are both created (at once: the commit point), nothing else
+   * done.
+   */
   atCommitPoint: (): MutationHook => {
     const seen = new Set<string>();
     return (n, op, path) => {
@@ -32,7 +35,10 @@ export const killed = {
       else if (op === 'createExclusive' && /\/_log\/\d{20}\.yaml$/.test(path)) seen.add('entry');
     };
   },
-  /** commit-job: the job is marked committing (with its plan, when small: the commit point); killed before its first change to the target. */
+  /**
+   * commit-job: the job is marked committing (with its plan, when small: the commit point); killed before its first
+   * change to the target.
+   */
   applying: (): MutationHook => crashAt({ op: 'writeFile', path: file('_job.yaml') }, { after: true }),
   /** commit-task: the claim is made (and the output moved, where directories rename), not marked committed. */
   claimed: (task: string): MutationHook => crashAt({ op: 'writeFile', path: new RegExp(`/_claims/${task}\\.yaml$`) }),

@@ -35,7 +35,9 @@ export function parseBody(text: string): Line[] {
 
 /** Renders fields and lists and appends a check line that matches them (a forged, valid file). */
 export function sign(lines: readonly Line[]): string {
-  const body = lines.map((l) => (l.items ? `${l.key}:\n${l.items.map((i) => `  - ${i}\n`).join('')}` : `${l.key}: ${l.value}\n`)).join('');
+  const body = lines
+    .map((l) => (l.items ? `${l.key}:\n${l.items.map((i) => `  - ${i}\n`).join('')}` : `${l.key}: ${l.value}\n`))
+    .join('');
   const lists = Object.fromEntries(lines.filter((l) => l.items).map((l) => [l.key, l.items!.length]));
   const n = body.split('\n').length - 1;
   return `${body}end: ${JSON.stringify({ lines: n, lists, sha256: createHash('sha256').update(body).digest('hex') })}\n`;
@@ -53,7 +55,12 @@ export function withField(text: string, key: string, value: string | undefined):
 }
 
 /** Re-signs after changing one list item (a JSON object) with `edit`. */
-export function withItem(text: string, list: string, index: number, edit: (o: Record<string, unknown>) => void): string {
+export function withItem(
+  text: string,
+  list: string,
+  index: number,
+  edit: (o: Record<string, unknown>) => void,
+): string {
   const lines = parseBody(text);
   const l = lines.find((x) => x.key === list)!;
   const o = JSON.parse(l.items![index]!) as Record<string, unknown>;
@@ -75,7 +82,7 @@ function retyped(raw: string): string {
 /** Deterministic pseudo-random numbers, so a failure names a reproducible case. */
 function rng(seed: number): () => number {
   let s = seed >>> 0;
-  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 }
 
 /**
@@ -85,14 +92,18 @@ function rng(seed: number): () => number {
  */
 export function damages(text: string, seed = 1): Variant[] {
   const out: Variant[] = [];
-  const lines = text.split('\n').slice(0, -1).map((l) => l + '\n');
+  const lines = text
+    .split('\n')
+    .slice(0, -1)
+    .map((l) => l + '\n');
   for (let k = 0; k < lines.length; k++) out.push({ name: `cut after line ${k}`, text: lines.slice(0, k).join('') });
   const r = rng(seed);
   for (let i = 0; i < 4; i++) {
     const at = 1 + Math.floor(r() * (text.length - 2));
     out.push({ name: `cut at byte ${at}`, text: text.slice(0, at) });
   }
-  for (let k = 0; k < lines.length; k++) out.push({ name: `line ${k + 1} removed`, text: lines.filter((_, i) => i !== k).join('') });
+  for (let k = 0; k < lines.length; k++)
+    out.push({ name: `line ${k + 1} removed`, text: lines.filter((_, i) => i !== k).join('') });
   for (let i = 0; i < 3; i++) {
     const at = Math.floor(r() * text.length);
     const b = Buffer.from(text);
@@ -101,7 +112,8 @@ export function damages(text: string, seed = 1): Variant[] {
   }
   for (const l of parseBody(text)) {
     out.push({ name: `field '${l.key}' removed (re-signed)`, text: withField(text, l.key, undefined) });
-    if (l.value !== undefined) out.push({ name: `field '${l.key}' retyped (re-signed)`, text: withField(text, l.key, retyped(l.value)) });
+    if (l.value !== undefined)
+      out.push({ name: `field '${l.key}' retyped (re-signed)`, text: withField(text, l.key, retyped(l.value)) });
   }
   return out;
 }

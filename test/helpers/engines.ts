@@ -20,7 +20,13 @@ function withCrc(dir: string, name: string, content: string): Tree {
 }
 
 export type SparkStage = 'tasks-running' | 'tasks-committed' | 'merging' | 'merged' | 'replacing';
-export const SPARK_STAGES: readonly SparkStage[] = ['tasks-running', 'tasks-committed', 'merging', 'merged', 'replacing'];
+export const SPARK_STAGES: readonly SparkStage[] = [
+  'tasks-running',
+  'tasks-committed',
+  'merging',
+  'merged',
+  'replacing',
+];
 
 export interface EngineCase {
   /** Table-relative path of the leftover. */
@@ -37,9 +43,14 @@ const OLD: Tree = {
   ...withCrc('dt=2026-11-29', 'part-00000-old.c000.snappy.parquet', 'old-29'),
 };
 /** Task t's output: partitions written by each of the three tasks. */
-const SPARK_TASKS: Record<number, string[]> = { 0: ['2026-11-28', '2026-11-29'], 1: ['2026-11-29', '2026-11-30'], 2: ['2026-11-30'] };
+const SPARK_TASKS: Record<number, string[]> = {
+  0: ['2026-11-28', '2026-11-29'],
+  1: ['2026-11-29', '2026-11-30'],
+  2: ['2026-11-30'],
+};
 const sparkFile = (t: number) => `part-${pad(t, 5)}-${UUID}.c000.snappy.parquet`;
-const sparkTask = (t: number): Tree => Object.assign({}, ...SPARK_TASKS[t]!.map((d) => withCrc(`dt=${d}`, sparkFile(t), `new-${t}-${d}`)));
+const sparkTask = (t: number): Tree =>
+  Object.assign({}, ...SPARK_TASKS[t]!.map((d) => withCrc(`dt=${d}`, sparkFile(t), `new-${t}-${d}`)));
 
 function prefixed(prefix: string, tree: Tree): Tree {
   return Object.fromEntries(Object.entries(tree).map(([k, v]) => [`${prefix}/${k}`, v]));
@@ -49,7 +60,8 @@ function prefixed(prefix: string, tree: Tree): Tree {
 export function sparkOverwrite(stage: SparkStage): EngineCase {
   const staging = `.spark-staging-${SPARK_JOB}`;
   const tmp = `${staging}/_temporary/0`;
-  const committed = (ts: number[]) => Object.assign({}, ...ts.map((t) => prefixed(`${tmp}/${taskDir(t)}`, sparkTask(t))));
+  const committed = (ts: number[]) =>
+    Object.assign({}, ...ts.map((t) => prefixed(`${tmp}/${taskDir(t)}`, sparkTask(t))));
   const merged = (ts: number[]) => prefixed(staging, Object.assign({}, ...ts.map(sparkTask)));
   const newParts = Object.assign({}, ...[0, 1, 2].map(sparkTask)) as Tree;
   const after: Tree = { ...withCrc('dt=2026-11-27', 'part-00000-old.c000.snappy.parquet', 'keep-27'), ...newParts };
@@ -72,7 +84,12 @@ export function sparkOverwrite(stage: SparkStage): EngineCase {
       // dt=28 already replaced, dt=29 deleted from the table and not yet moved, dt=30 still staged.
       const inTable = Object.fromEntries(Object.entries(newParts).filter(([k]) => k.startsWith('dt=2026-11-28/')));
       const staged = Object.fromEntries(Object.entries(newParts).filter(([k]) => !k.startsWith('dt=2026-11-28/')));
-      before = { ...withCrc('dt=2026-11-27', 'part-00000-old.c000.snappy.parquet', 'keep-27'), ...inTable, ...prefixed(staging, staged), [`${staging}/_SUCCESS`]: '' };
+      before = {
+        ...withCrc('dt=2026-11-27', 'part-00000-old.c000.snappy.parquet', 'keep-27'),
+        ...inTable,
+        ...prefixed(staging, staged),
+        [`${staging}/_SUCCESS`]: '',
+      };
       break;
     }
   }
@@ -91,7 +108,12 @@ export function hadoopV1(): EngineCase {
     ...prefixed(`_temporary/1/${taskDir(2)}`, out(2, 'task-2')),
     '_temporary/1/_temporary/': '',
   };
-  const after: Tree = { ...withCrc('', 'part-m-00000-earlier', 'earlier'), ...out(0, 'task-0'), ...out(1, 'rerun-1'), ...out(2, 'task-2') };
+  const after: Tree = {
+    ...withCrc('', 'part-m-00000-earlier', 'earlier'),
+    ...out(0, 'task-0'),
+    ...out(1, 'rerun-1'),
+    ...out(2, 'task-2'),
+  };
   return { leftover: '_temporary', before, after };
 }
 
@@ -101,9 +123,16 @@ export const HIVE_STAGING = '.hive-staging_hive_2026-11-30_22-15-03_123_45678901
 export function hiveInsert(): EngineCase {
   const before: Tree = {
     ...withCrc('', '000000_0', 'old'),
-    ...prefixed(`${HIVE_STAGING}/-ext-10000`, { ...withCrc('', '000000_0_copy_1', 'new-0'), '000001_0_copy_1': 'new-1' }),
+    ...prefixed(`${HIVE_STAGING}/-ext-10000`, {
+      ...withCrc('', '000000_0_copy_1', 'new-0'),
+      '000001_0_copy_1': 'new-1',
+    }),
     [`${HIVE_STAGING}/-ext-10002/stats`]: 's',
   };
-  const after: Tree = { ...withCrc('', '000000_0', 'old'), ...withCrc('', '000000_0_copy_1', 'new-0'), '000001_0_copy_1': 'new-1' };
+  const after: Tree = {
+    ...withCrc('', '000000_0', 'old'),
+    ...withCrc('', '000000_0_copy_1', 'new-0'),
+    '000001_0_copy_1': 'new-1',
+  };
   return { leftover: HIVE_STAGING, before, after };
 }

@@ -79,16 +79,29 @@ export async function stageTask(sb: StoreSandbox, job: string, t: TaskSpec, run:
   await must(run, args, { env: sb.env });
 }
 
-export function commitTask(sb: StoreSandbox, job: string, task: string, attempt = 0, run: Runner = cli): Promise<CliResult> {
+export function commitTask(
+  sb: StoreSandbox,
+  job: string,
+  task: string,
+  attempt = 0,
+  run: Runner = cli,
+): Promise<CliResult> {
   return run(['commit-task', '--job', job, '--task', task, '--attempt', String(attempt)], { env: sb.env });
 }
 
 /** Stages a job and its tasks, commits each task; returns the handle (commit-job not run). */
-export async function prepare(sb: StoreSandbox, spec: JobSpec, tasks: readonly TaskSpec[], run: Runner = inProcess): Promise<string> {
+export async function prepare(
+  sb: StoreSandbox,
+  spec: JobSpec,
+  tasks: readonly TaskSpec[],
+  run: Runner = inProcess,
+): Promise<string> {
   const job = await stage(sb, spec, run);
   for (const t of tasks) {
     await stageTask(sb, job, t, run);
-    await must(run, ['commit-task', '--job', job, '--task', t.task, '--attempt', String(t.attempt ?? 0)], { env: sb.env });
+    await must(run, ['commit-task', '--job', job, '--task', t.task, '--attempt', String(t.attempt ?? 0)], {
+      env: sb.env,
+    });
   }
   return job;
 }
@@ -98,7 +111,12 @@ export function commitJob(sb: StoreSandbox, job: string, extra: string[] = [], r
 }
 
 /** Stages, commits every task and the job; fails unless all exit 0. */
-export async function runJob(sb: StoreSandbox, spec: JobSpec, tasks: readonly TaskSpec[], run: Runner = inProcess): Promise<string> {
+export async function runJob(
+  sb: StoreSandbox,
+  spec: JobSpec,
+  tasks: readonly TaskSpec[],
+  run: Runner = inProcess,
+): Promise<string> {
   const job = await prepare(sb, spec, tasks, run);
   await must(run, ['commit-job', '--job', job], { env: sb.env });
   return job;

@@ -17,7 +17,11 @@ import { localFiles, type TaskSpec } from './jobs.js';
 /** A commit-job that carries a small plan in `_job.yaml` (off by default: plan-writer.ts). */
 export const INLINE_PLAN = { inlinePlanMaxBytes: 16 * 1024 } as const;
 
-export function testEnv(store: Store, hook?: MutationHook | StoreHooks, extra: Partial<StepEnv> = {}): StepEnv & { store: InstrumentedStore } {
+export function testEnv(
+  store: Store,
+  hook?: MutationHook | StoreHooks,
+  extra: Partial<StepEnv> = {},
+): StepEnv & { store: InstrumentedStore } {
   const inst = new InstrumentedStore(store, hook);
   return {
     user: 'tester',
@@ -50,11 +54,21 @@ export async function libStage(env: StepEnv, targetPath: string, sc: Scenario): 
 export async function libStageTask(env: StepEnv, stagingPath: string, t: TaskSpec): Promise<void> {
   if (t.writer) {
     const partition = (t.partition ?? []).map(parsePartitionArg);
-    await stageFiles(env, { stagingPath, task: t.task, attempt: t.attempt ?? 0, partition, files: [], printPath: true });
+    await stageFiles(env, {
+      stagingPath,
+      task: t.task,
+      attempt: t.attempt ?? 0,
+      partition,
+      files: [],
+      printPath: true,
+    });
     // The writer's own puts, straight to the store: not steps of ours, so not fault points.
     const raw = env.store instanceof InstrumentedStore ? env.store.inner : env.store;
     const job = (await loadJob(raw, new JobLayout(stagingPath)))!;
-    const dir = posix.join(new JobLayout(stagingPath).attemptDir(job.appAttempt, taskAttemptName(job.jobId, t.task, t.attempt ?? 0)), ...(t.partition ?? []));
+    const dir = posix.join(
+      new JobLayout(stagingPath).attemptDir(job.appAttempt, taskAttemptName(job.jobId, t.task, t.attempt ?? 0)),
+      ...(t.partition ?? []),
+    );
     for (const [name, content] of Object.entries(t.files)) await raw.writeFile(posix.join(dir, name), content);
     return;
   }
@@ -77,12 +91,21 @@ export async function libCommitJob(env: StepEnv, stagingPath: string): Promise<v
 }
 
 /** A v1 job of one id and mode, partitioned by `partitionBy` (dt), with no tasks of its own. */
-export function jobScenario(jobId: string, mode: 'overwrite' | 'append' | 'create', partitionBy: string[] = ['dt']): Scenario {
+export function jobScenario(
+  jobId: string,
+  mode: 'overwrite' | 'append' | 'create',
+  partitionBy: string[] = ['dt'],
+): Scenario {
   return { name: jobId, initial: null, job: { mode, algorithm: 'v1', partitionBy, jobId }, tasks: [] };
 }
 
 /** A job staged, its tasks staged and committed, in-process; returns the staging path. */
-export async function readyJob(store: Store, target: string, sc: Scenario, tasks: readonly TaskSpec[]): Promise<string> {
+export async function readyJob(
+  store: Store,
+  target: string,
+  sc: Scenario,
+  tasks: readonly TaskSpec[],
+): Promise<string> {
   const env = testEnv(store);
   const staging = await libStage(env, target, sc);
   for (const t of tasks) {

@@ -5,7 +5,11 @@ import { main } from '../../src/cli/main.js';
 import { cliEnv, type CliOptions, type CliResult } from './cli.js';
 
 /** Runs main() with captured stdout and stderr. */
-export async function runMain(args: string[], env: Record<string, string> = {}, input = ''): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function runMain(
+  args: string[],
+  env: Record<string, string> = {},
+  input = '',
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return inProcess(args, { env, input });
 }
 
@@ -16,7 +20,8 @@ export async function runMain(args: string[], env: Record<string, string> = {}, 
  */
 export async function inProcess(args: readonly string[], opts: CliOptions = {}): Promise<CliResult & { code: number }> {
   const env = cliEnv(opts);
-  if (env.STAGECOMMIT_TEST_KILL_AT) throw new Error('STAGECOMMIT_TEST_KILL_AT would kill the test process: run that step with cli()');
+  if (env.STAGECOMMIT_TEST_KILL_AT)
+    throw new Error('STAGECOMMIT_TEST_KILL_AT would kill the test process: run that step with cli()');
   const capture = () => {
     const s = new PassThrough();
     let text = '';
@@ -27,7 +32,13 @@ export async function inProcess(args: readonly string[], opts: CliOptions = {}):
   const err = capture();
   const stdin = new PassThrough();
   stdin.end(opts.input ?? '');
-  const code = await main([...args], { cwd: opts.cwd ?? process.cwd(), env, stdin, stdout: out.stream, stderr: err.stream });
+  const code = await main([...args], {
+    cwd: opts.cwd ?? process.cwd(),
+    env,
+    stdin,
+    stdout: out.stream,
+    stderr: err.stream,
+  });
   await new Promise((r) => setImmediate(r));
   return { code, signal: null, stdout: out.text(), stderr: err.text() };
 }

@@ -47,7 +47,13 @@ function quote(s: string): string {
 export function underPty(args: readonly string[], opts: PtyOptions): Promise<PtyResult> {
   const { cols, rows, timeoutMs = 10_000, maxBytes = 1 << 20 } = opts;
   // An interactive terminal: no CI marker, a real TERM, colours off to keep assertions simple.
-  const env: Record<string, string | undefined> = { ...process.env, CI: undefined, TERM: 'xterm-256color', NO_COLOR: '1', ...opts.env };
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    CI: undefined,
+    TERM: 'xterm-256color',
+    NO_COLOR: '1',
+    ...opts.env,
+  };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   const command = `stty cols ${cols} rows ${rows} && echo "cli-pid=$$" && exec ${[process.execPath, BIN, ...args].map(quote).join(' ')}`;
   const started = Date.now();

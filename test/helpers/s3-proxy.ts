@@ -11,14 +11,19 @@ export interface S3Proxy {
 }
 
 /** `intercept` answers a request itself and returns true, or returns false to pass it through. */
-export async function startS3Proxy(intercept: (req: IncomingMessage, res: ServerResponse) => boolean): Promise<S3Proxy> {
+export async function startS3Proxy(
+  intercept: (req: IncomingMessage, res: ServerResponse) => boolean,
+): Promise<S3Proxy> {
   const upstream = new URL(process.env.STAGECOMMIT_TEST_S3_ENDPOINT!);
   const server = createServer((req, res) => {
     if (intercept(req, res)) return;
-    const up = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
-      res.writeHead(r.statusCode ?? 502, r.headers);
-      r.pipe(res);
-    });
+    const up = request(
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+      (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+      },
+    );
     up.on('error', () => res.destroy());
     req.pipe(up);
   });

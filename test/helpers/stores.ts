@@ -19,7 +19,10 @@ export interface StoreSandbox {
   uri(p: string): string;
   /** Stores with multipart uploads: begin one at a path and leave it incomplete. */
   startUpload?(p: string): Promise<void>;
-  /** Stores whose directories have times: sets the modification time of everything under a path, itself included (S3 cannot). */
+  /**
+   * Stores whose directories have times: sets the modification time of everything under a path, itself included (S3
+   * cannot).
+   */
   backdate?(p: string, mtimeMs: number): Promise<void>;
   /** Environment for the CLI (config, credentials). */
   readonly env: Record<string, string>;
@@ -45,7 +48,15 @@ function memoryFixture(kind: MemoryStoreKind): StoreFixture {
       const base = '/sandbox';
       await store.mkdirs(base);
       const uri = (p: string) => store.toUri(p);
-      return { store, base, uri, pathOf: (u) => u.replace(/^memory:\/\//, ''), env: {}, listPage: undefined, close: async () => {} };
+      return {
+        store,
+        base,
+        uri,
+        pathOf: (u) => u.replace(/^memory:\/\//, ''),
+        env: {},
+        listPage: undefined,
+        close: async () => {},
+      };
     },
   };
 }
@@ -56,7 +67,15 @@ export const localFixture: StoreFixture = {
   async sandbox() {
     const base = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-test-'));
     const store = new LocalStore();
-    return { store, base, uri: (p) => p, pathOf: (u) => u, backdate: (p, ms) => backdateTree(p, ms), env: {}, close: () => rm(base, { recursive: true, force: true }) };
+    return {
+      store,
+      base,
+      uri: (p) => p,
+      pathOf: (u) => u,
+      backdate: (p, ms) => backdateTree(p, ms),
+      env: {},
+      close: () => rm(base, { recursive: true, force: true }),
+    };
   },
 };
 
@@ -72,17 +91,28 @@ export const s3Fixture: StoreFixture = {
   name: 's3',
   async sandbox() {
     const endpoint = process.env.STAGECOMMIT_TEST_S3_ENDPOINT;
-    if (!endpoint) throw new Error('STAGECOMMIT_TEST_S3_ENDPOINT is not set: run the tests with npm test, which starts Ceph RGW');
+    if (!endpoint)
+      throw new Error('STAGECOMMIT_TEST_S3_ENDPOINT is not set: run the tests with npm test, which starts Ceph RGW');
     const { S3Store } = await import('../../src/store/s3/s3-store.js');
     const { s3Settings } = await import('../../src/store/s3/settings.js');
     const { CreateBucketCommand, CreateMultipartUploadCommand } = await import('@aws-sdk/client-s3');
     // Files of 4 bytes and more are staged as pending uploads, so every suite covers both ways.
-    const settings = s3Settings({ multipartCopyThresholdBytes: 6 * 1024 * 1024, multipartCopyPartBytes: 5 * 1024 * 1024, pendingUploadMinBytes: 4 }, process.env);
+    const settings = s3Settings(
+      {
+        multipartCopyThresholdBytes: 6 * 1024 * 1024,
+        multipartCopyPartBytes: 5 * 1024 * 1024,
+        pendingUploadMinBytes: 4,
+      },
+      process.env,
+    );
     const store = new S3Store(settings);
     const bucket = `sc-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
     await store.client.send(new CreateBucketCommand({ Bucket: bucket }));
     const configFile = path.join(os.tmpdir(), `${bucket}.yaml`);
-    await writeFile(configFile, 's3:\n  multipartCopyThresholdBytes: 6291456\n  multipartCopyPartBytes: 5242880\n  pendingUploadMinBytes: 4\n');
+    await writeFile(
+      configFile,
+      's3:\n  multipartCopyThresholdBytes: 6291456\n  multipartCopyPartBytes: 5242880\n  pendingUploadMinBytes: 4\n',
+    );
     return {
       store,
       base: `/${bucket}/sandbox`,
@@ -114,8 +144,17 @@ export const hdfsFixture: StoreFixture = {
     const cluster = await new WebHdfsCluster({ root: dir, listLimit: 7 }).start(2);
     cluster.active = 1;
     const configFile = path.join(dir, '..', `${path.basename(dir)}.yaml`);
-    await writeFile(configFile, `webhdfs:\n  user: tester\n  retryBaseMs: 20\n  nameservices:\n    testcluster: [${cluster.nameNodeUrls.join(', ')}]\n`);
-    const store = new WebHdfsStore({ nameNodes: cluster.nameNodeUrls, uriPrefix: 'hdfs://testcluster', user: 'tester', retries: 4, retryBaseMs: 20 });
+    await writeFile(
+      configFile,
+      `webhdfs:\n  user: tester\n  retryBaseMs: 20\n  nameservices:\n    testcluster: [${cluster.nameNodeUrls.join(', ')}]\n`,
+    );
+    const store = new WebHdfsStore({
+      nameNodes: cluster.nameNodeUrls,
+      uriPrefix: 'hdfs://testcluster',
+      user: 'tester',
+      retries: 4,
+      retryBaseMs: 20,
+    });
     await store.mkdirs('/sandbox');
     return {
       store,

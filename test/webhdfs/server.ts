@@ -28,10 +28,16 @@ interface RemoteError {
   readonly message: string;
 }
 
-const err = (status: number, exception: string, pkg: string, message: string): RemoteError => ({ status, exception, javaClassName: `${pkg}.${exception}`, message });
+const err = (status: number, exception: string, pkg: string, message: string): RemoteError => ({
+  status,
+  exception,
+  javaClassName: `${pkg}.${exception}`,
+  message,
+});
 const notFound = (p: string) => err(404, 'FileNotFoundException', 'java.io', `File does not exist: ${p}`);
 const exists = (p: string) => err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `${p} already exists`);
-const parentNotDir = (p: string) => err(403, 'ParentNotDirectoryException', 'org.apache.hadoop.fs', `${p} (is not a directory)`);
+const parentNotDir = (p: string) =>
+  err(403, 'ParentNotDirectoryException', 'org.apache.hadoop.fs', `${p} (is not a directory)`);
 const illegal = (m: string) => err(400, 'IllegalArgumentException', 'java.lang', m);
 
 class Fail extends Error {
@@ -89,7 +95,9 @@ export class WebHdfsCluster {
     return path.join(this.opts.root, norm);
   }
 
-  /** HDFS resolves a path to create through directories only: a file on the way is ParentNotDirectoryException (403). */
+  /**
+   * HDFS resolves a path to create through directories only: a file on the way is ParentNotDirectoryException (403).
+   */
   private async throughDirs(p: string): Promise<void> {
     for (let d = path.posix.dirname(path.posix.normalize('/' + p)); d !== '/'; d = path.posix.dirname(d)) {
       const st = await fs.stat(this.local(d)).catch(() => null);
@@ -117,9 +125,22 @@ export class WebHdfsCluster {
       if (!url.pathname.startsWith('/webhdfs/v1/')) throw new Fail(illegal(`Invalid path: ${url.pathname}`));
       const p = decodeURIComponent(url.pathname.slice('/webhdfs/v1'.length)) || '/';
       const op = (url.searchParams.get('op') ?? '').toUpperCase();
-      this.log.push({ node: i, op, path: p, user: url.searchParams.get('user.name'), delegation: url.searchParams.get('delegation') });
+      this.log.push({
+        node: i,
+        op,
+        path: p,
+        user: url.searchParams.get('user.name'),
+        delegation: url.searchParams.get('delegation'),
+      });
       if (i !== this.active) {
-        throw new Fail(err(403, 'StandbyException', 'org.apache.hadoop.ipc', `Operation category ${req.method === 'GET' ? 'READ' : 'WRITE'} is not supported in state standby`));
+        throw new Fail(
+          err(
+            403,
+            'StandbyException',
+            'org.apache.hadoop.ipc',
+            `Operation category ${req.method === 'GET' ? 'READ' : 'WRITE'} is not supported in state standby`,
+          ),
+        );
       }
       await this.namespace(() => this.nameNodeOp(req, res, req.method ?? 'GET', op, p, url.searchParams));
     } catch (e) {
@@ -127,9 +148,17 @@ export class WebHdfsCluster {
     }
   }
 
-  private async nameNodeOp(req: IncomingMessage, res: ServerResponse, method: string, op: string, p: string, q: URLSearchParams): Promise<void> {
+  private async nameNodeOp(
+    req: IncomingMessage,
+    res: ServerResponse,
+    method: string,
+    op: string,
+    p: string,
+    q: URLSearchParams,
+  ): Promise<void> {
     const want = (m: string) => {
-      if (method !== m) throw new Fail(illegal(`Invalid value for webhdfs parameter "op": ${op} is not a valid ${method} operation`));
+      if (method !== m)
+        throw new Fail(illegal(`Invalid value for webhdfs parameter "op": ${op} is not a valid ${method} operation`));
     };
     const local = this.local(p);
     switch (op) {
@@ -149,12 +178,20 @@ export class WebHdfsCluster {
         const rest = from < 0 ? [] : all.slice(from);
         const limit = this.opts.listLimit ?? 1000;
         const page = rest.slice(0, limit);
-        return json(res, 200, { DirectoryListing: { partialListing: { FileStatuses: { FileStatus: page } }, remainingEntries: rest.length - page.length } });
+        return json(res, 200, {
+          DirectoryListing: {
+            partialListing: { FileStatuses: { FileStatus: page } },
+            remainingEntries: rest.length - page.length,
+          },
+        });
       }
       case 'MKDIRS': {
         want('PUT');
         const st = await fs.stat(local).catch(() => null);
-        if (st && !st.isDirectory()) throw new Fail(err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `Path is not a directory: ${p}`));
+        if (st && !st.isDirectory())
+          throw new Fail(
+            err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `Path is not a directory: ${p}`),
+          );
         await this.throughDirs(p);
         await fs.mkdir(local, { recursive: true });
         return json(res, 200, { boolean: true });
@@ -162,11 +199,19 @@ export class WebHdfsCluster {
       case 'RENAME': {
         want('PUT');
         const dst = q.get('destination');
-        if (!dst || !dst.startsWith('/')) throw new Fail(illegal(`Invalid value for webhdfs parameter "destination": ${dst}`));
+        if (!dst || !dst.startsWith('/'))
+          throw new Fail(illegal(`Invalid value for webhdfs parameter "destination": ${dst}`));
         const options = q.get('renameoptions');
         if (options !== null) {
           if (this.opts.noRename2) throw new Fail(illegal('Invalid parameter "renameoptions"'));
-          await this.rename2(p, dst, options.split(',').map((o) => o.trim().toUpperCase()).includes('OVERWRITE'));
+          await this.rename2(
+            p,
+            dst,
+            options
+              .split(',')
+              .map((o) => o.trim().toUpperCase())
+              .includes('OVERWRITE'),
+          );
           res.writeHead(200, { 'content-type': 'application/json' }).end();
           return;
         }
@@ -178,7 +223,15 @@ export class WebHdfsCluster {
         const st = await fs.lstat(local).catch(() => null);
         if (!st || p === '/') return json(res, 200, { boolean: false });
         if (st.isDirectory()) {
-          if (!recursive && (await fs.readdir(local)).length > 0) throw new Fail(err(403, 'PathIsNotEmptyDirectoryException', 'org.apache.hadoop.fs', `${p} is non empty': Directory is not empty`));
+          if (!recursive && (await fs.readdir(local)).length > 0)
+            throw new Fail(
+              err(
+                403,
+                'PathIsNotEmptyDirectoryException',
+                'org.apache.hadoop.fs',
+                `${p} is non empty': Directory is not empty`,
+              ),
+            );
           // The name node removes a tree from its namespace in one step: no listing sees it half gone.
           const away = `${this.opts.root}.deleted-${randomUUID()}`;
           await fs.rename(local, away);
@@ -252,16 +305,31 @@ export class WebHdfsCluster {
     const srcSt = await fs.lstat(s).catch(() => null);
     if (!srcSt) throw new Fail(notFound(src));
     if (src === dst) throw new Fail(exists(dst));
-    if (path.posix.normalize(dst + '/').startsWith(path.posix.normalize(src + '/'))) throw new Fail(err(403, 'IOException', 'java.io', `Rename destination ${dst} is a directory or file under source ${src}`));
+    if (path.posix.normalize(dst + '/').startsWith(path.posix.normalize(src + '/')))
+      throw new Fail(
+        err(403, 'IOException', 'java.io', `Rename destination ${dst} is a directory or file under source ${src}`),
+      );
     const dstSt = await fs.lstat(d).catch(() => null);
     if (dstSt) {
       if (!overwrite) throw new Fail(exists(dst));
-      if (dstSt.isDirectory() !== srcSt.isDirectory()) throw new Fail(err(403, 'IOException', 'java.io', `Source ${src} and destination ${dst} must both be directories or files`));
-      if (dstSt.isDirectory() && (await fs.readdir(d)).length > 0) throw new Fail(err(403, 'IOException', 'java.io', `rename destination directory is not empty: ${dst}`));
+      if (dstSt.isDirectory() !== srcSt.isDirectory())
+        throw new Fail(
+          err(403, 'IOException', 'java.io', `Source ${src} and destination ${dst} must both be directories or files`),
+        );
+      if (dstSt.isDirectory() && (await fs.readdir(d)).length > 0)
+        throw new Fail(err(403, 'IOException', 'java.io', `rename destination directory is not empty: ${dst}`));
     }
     const parent = await fs.stat(path.dirname(d)).catch(() => null);
     if (!parent) throw new Fail(notFound(path.posix.dirname(dst)));
-    if (!parent.isDirectory()) throw new Fail(err(403, 'ParentNotDirectoryException', 'org.apache.hadoop.fs', `Parent path is not a directory: ${path.posix.dirname(dst)}`));
+    if (!parent.isDirectory())
+      throw new Fail(
+        err(
+          403,
+          'ParentNotDirectoryException',
+          'org.apache.hadoop.fs',
+          `Parent path is not a directory: ${path.posix.dirname(dst)}`,
+        ),
+      );
     if (dstSt?.isDirectory()) await fs.rmdir(d);
     await fs.rename(s, d);
   }
@@ -304,7 +372,10 @@ export class WebHdfsCluster {
           await this.throughDirs(p);
           await fs.mkdir(path.dirname(local), { recursive: true });
           const st = await fs.lstat(local).catch(() => null);
-          if (st?.isDirectory()) throw new Fail(err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `${p} already exists as a directory`));
+          if (st?.isDirectory())
+            throw new Fail(
+              err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `${p} already exists as a directory`),
+            );
           // HDFS makes the file visible (empty) at create, before its bytes arrive.
           const fh = await fs.open(local, overwrite ? 'w' : 'wx').catch((e: NodeJS.ErrnoException) => {
             if (e.code === 'EEXIST') throw new Fail(exists(p));
@@ -324,7 +395,12 @@ export class WebHdfsCluster {
           await new Promise<void>((r) => sink.end(r));
         } else await pipeline(req, sink);
         if (fault === 'cut-after') return void req.socket.destroy();
-        res.writeHead(201, { location: `hdfs://localhost:8020${p.split("/").map(encodeURIComponent).join("/")}`, "content-length": 0 }).end();
+        res
+          .writeHead(201, {
+            location: `hdfs://localhost:8020${p.split('/').map(encodeURIComponent).join('/')}`,
+            'content-length': 0,
+          })
+          .end();
         return;
       }
       throw new Fail(illegal(`Invalid data node operation ${op}`));
@@ -362,7 +438,9 @@ function json(res: ServerResponse, code: number, body: unknown): void {
 function fail(res: ServerResponse, e: unknown): void {
   const remote = e instanceof Fail ? e.remote : err(500, 'IOException', 'java.io', (e as Error)?.message ?? String(e));
   if (res.headersSent) return void res.destroy();
-  json(res, remote.status, { RemoteException: { exception: remote.exception, javaClassName: remote.javaClassName, message: remote.message } });
+  json(res, remote.status, {
+    RemoteException: { exception: remote.exception, javaClassName: remote.javaClassName, message: remote.message },
+  });
 }
 
 function listen(s: Server): Promise<void> {

@@ -9,13 +9,16 @@ import type { Run } from '../runtime.js';
 
 function renderAbort(r: AbortDoc): string {
   if (r.outcome === 'nothing') return 'nothing to abort: no job at that handle (finished, aborted or never staged)';
-  if (r.scope === 'job') return `aborted job ${r.jobId}: its staged data is gone${r.leftoverGivenBack ? `, the adopted leftover is back at ${r.leftoverGivenBack}` : ''}; ${targetAfterAbort(r.publishedTasks)}`;
+  if (r.scope === 'job')
+    return `aborted job ${r.jobId}: its staged data is gone${r.leftoverGivenBack ? `, the adopted leftover is back at ${r.leftoverGivenBack}` : ''}; ${targetAfterAbort(r.publishedTasks)}`;
   return `aborted ${r.taskAttempt}${r.wasDenied ? ' (another attempt had won the task)' : ''}`;
 }
 
 export function abortCommand(run: Run): Command {
   const cmd = new Command('abort')
-    .description("throw away one task attempt (--task) or the whole job (an adopted job's leftover is given back, not thrown away); a handle that names no job any more is nothing to abort (exit 0), a committed job is refused (exit 4)")
+    .description(
+      "throw away one task attempt (--task) or the whole job (an adopted job's leftover is given back, not thrown away); a handle that names no job any more is nothing to abort (exit 0), a committed job is refused (exit 4)",
+    )
     .option('--job <job>', 'the job handle (default: $STAGECOMMIT_JOB)')
     .option('--task <t>', 'abort only this task attempt')
     .option('--attempt <n>', 'the task attempt (default 0)', wholeNumber('--attempt'))
@@ -32,7 +35,10 @@ export function abortCommand(run: Run): Command {
       }, c),
     );
   return withHelp(cmd, {
-    examples: ['stagecommit abort --job "$JOB"                       # the whole job; the target is not touched (v1)', 'stagecommit abort --job "$JOB" --task 3 --attempt 0   # one attempt'],
+    examples: [
+      'stagecommit abort --job "$JOB"                       # the whole job; the target is not touched (v1)',
+      'stagecommit abort --job "$JOB" --task 3 --attempt 0   # one attempt',
+    ],
     exitCodes: [0, 1, 2, 4],
   });
 }

@@ -12,8 +12,15 @@ export function commitJobCommand(run: Run): Command {
   const cmd = new Command('commit-job')
     .description('publish every committed task into the target, all at once')
     .option('--job <job>', 'the job handle (default: $STAGECOMMIT_JOB)')
-    .option('--parallelism <n>', 'store operations in flight (default: config concurrency, 32)', positiveInt('--parallelism'))
-    .option('--dry-run', 'print the plan (files, partitions, what an overwrite displaces, store operations); change nothing')
+    .option(
+      '--parallelism <n>',
+      'store operations in flight (default: config concurrency, 32)',
+      positiveInt('--parallelism'),
+    )
+    .option(
+      '--dry-run',
+      'print the plan (files, partitions, what an overwrite displaces, store operations); change nothing',
+    )
     .action(({ dryRun, ...o }: { job?: string; parallelism?: number; dryRun?: boolean }, c: Command) =>
       run(async (rt) => {
         if (dryRun) {
@@ -27,7 +34,11 @@ export function commitJobCommand(run: Run): Command {
       }, c),
     );
   return withHelp(cmd, {
-    examples: ['stagecommit commit-job --job "$JOB"', 'stagecommit commit-job --job "$JOB" --dry-run   # the plan; nothing changes', 'stagecommit --json commit-job --job "$JOB" --parallelism 64 | jq .files'],
+    examples: [
+      'stagecommit commit-job --job "$JOB"',
+      'stagecommit commit-job --job "$JOB" --dry-run   # the plan; nothing changes',
+      'stagecommit --json commit-job --job "$JOB" --parallelism 64 | jq .files',
+    ],
     exitCodes: [0, 1, 2, 4, 5],
   });
 }

@@ -17,16 +17,21 @@ export function commitTaskCommand(run: Run): Command {
       run(async (rt) => {
         const r = await commitTask(rt.session, { ...o, job: rt.job(o.job) });
         rt.output(r, () => undefined);
-        rt.ui.message(`${r.outcome === 'already' ? 'already committed' : 'committed'} task ${r.task} (${r.taskAttempt}): ${r.files} file(s), ${formatBytes(r.bytes)}`);
+        rt.ui.message(
+          `${r.outcome === 'already' ? 'already committed' : 'committed'} task ${r.task} (${r.taskAttempt}): ${r.files} file(s), ${formatBytes(r.bytes)}`,
+        );
       }, c),
     );
   return withHelp(cmd, {
     before:
-      "While a commit-job, recover or abort of the job runs, commit-task waits for it (up to 30 s, once\n" +
+      'While a commit-job, recover or abort of the job runs, commit-task waits for it (up to 30 s, once\n' +
       'its claim is made and once it is committed): a commit that read the tasks before this one leaves\n' +
       "it out, and commit-task then exits 4 (nothing of it kept); exit 0 means the job's commit includes\n" +
       'the task.',
-    examples: ['stagecommit commit-task --job "$JOB" --task 0', 'stagecommit commit-task --job "$JOB" --task 3 --attempt 1 || echo "another attempt won (exit 3)"'],
+    examples: [
+      'stagecommit commit-task --job "$JOB" --task 0',
+      'stagecommit commit-task --job "$JOB" --task 3 --attempt 1 || echo "another attempt won (exit 3)"',
+    ],
     exitCodes: [0, 1, 2, 3, 4],
   });
 }

@@ -7,10 +7,17 @@ import { renderRecoverDryRun, targetAfterAbort } from '../render-dry-run.js';
 import type { Run } from '../runtime.js';
 
 function renderRecover(r: RecoverDoc): string {
-  if (r.alreadyCommitted) return `job ${r.jobId} was already committed (${r.alreadyCommitted.success}, ${r.alreadyCommitted.committedAt}): nothing to do`;
+  if (r.alreadyCommitted)
+    return `job ${r.jobId} was already committed (${r.alreadyCommitted.success}, ${r.alreadyCommitted.committedAt}): nothing to do`;
   if (r.state === 'committed') return `job ${r.jobId} was past its commit point: rolled forward to committed`;
-  if (r.state === 'aborted') return `job ${r.jobId} was aborted: finished removing its staging dir${r.publishedTasks ? `; ${targetAfterAbort(r.publishedTasks)}` : ''}`;
-  const extra = [r.finished.length ? `finished ${r.finished.length} interrupted task commit(s)` : '', r.undone.length ? `undid ${r.undone.length}` : ''].filter(Boolean).join(', ');
+  if (r.state === 'aborted')
+    return `job ${r.jobId} was aborted: finished removing its staging dir${r.publishedTasks ? `; ${targetAfterAbort(r.publishedTasks)}` : ''}`;
+  const extra = [
+    r.finished.length ? `finished ${r.finished.length} interrupted task commit(s)` : '',
+    r.undone.length ? `undid ${r.undone.length}` : '',
+  ]
+    .filter(Boolean)
+    .join(', ');
   return `job ${r.jobId}: app attempt ${r.appAttempt}; ${r.committedTasks.length} task(s) kept, ${r.tasksToRun.length} to run${extra ? `; ${extra}` : ''}`;
 }
 
@@ -32,7 +39,10 @@ export function recoverCommand(run: Run): Command {
       }, c),
     );
   return withHelp(cmd, {
-    examples: ['stagecommit recover --job "$JOB" --dry-run', 'for t in $(stagecommit recover --job "$JOB"); do run-task "$t"; done'],
+    examples: [
+      'stagecommit recover --job "$JOB" --dry-run',
+      'for t in $(stagecommit recover --job "$JOB"); do run-task "$t"; done',
+    ],
     exitCodes: [0, 1, 2, 4],
   });
 }

@@ -26,7 +26,9 @@ interface StageFlags {
 
 async function newJob(rt: Runtime, o: StageFlags, files: string[]): Promise<void> {
   if (o.job !== undefined || o.task !== undefined || files.length) {
-    throw new UsageError('stage --target starts a new job and takes no --job, --task or files: stage files in a second call with --job');
+    throw new UsageError(
+      'stage --target starts a new job and takes no --job, --task or files: stage files in a second call with --job',
+    );
   }
   // The [files] flags (--attempt, --name, --print-path) are no options of a new job.
   const { job: _j, task: _t, attempt: _a, name: _n, printPath: _p, ...flags } = o;
@@ -37,9 +39,11 @@ async function newJob(rt: Runtime, o: StageFlags, files: string[]): Promise<void
 
 /** FILE arguments → files for the API: paths, or stdin once under --name. */
 function filesOf(ctx: CliContext, files: string[], o: StageFlags): FileSource[] {
-  if (o.name !== undefined && !files.includes('-')) throw new UsageError('--name names the data read from stdin: give FILE - as well');
+  if (o.name !== undefined && !files.includes('-'))
+    throw new UsageError('--name names the data read from stdin: give FILE - as well');
   if (files.filter((f) => f === '-').length > 1) throw new UsageError('stdin (-) can be read once per call');
-  if (o.printPath && files.length) throw new UsageError('--print-path takes no files: either print the dir or stage files');
+  if (o.printPath && files.length)
+    throw new UsageError('--print-path takes no files: either print the dir or stage files');
   return files.map((f) => {
     if (f !== '-') return f;
     if (!o.name) throw new UsageError('reading stdin (FILE -) needs --name NAME for the file it becomes');
@@ -48,11 +52,18 @@ function filesOf(ctx: CliContext, files: string[], o: StageFlags): FileSource[] 
 }
 
 async function taskFiles(rt: Runtime, o: StageFlags, files: string[]): Promise<void> {
-  if (o.task === undefined) throw new UsageError('stage needs --target URI (new job) or --job JOB --task T (task files)');
+  if (o.task === undefined)
+    throw new UsageError('stage needs --target URI (new job) or --job JOB --task T (task files)');
   const attempt = { job: rt.job(o.job), task: o.task, attempt: o.attempt, partition: o.partition };
   const list = filesOf(rt.ctx, files, o);
-  const r = o.printPath ? await attemptPath(rt.session, attempt) : await stageFiles(rt.session, { ...attempt, files: list });
-  rt.output(r, () => (o.printPath ? rt.ui.result(r.writeDir) : rt.ui.message(`staged ${r.files} file(s) for task ${r.task} attempt ${r.attempt}`)));
+  const r = o.printPath
+    ? await attemptPath(rt.session, attempt)
+    : await stageFiles(rt.session, { ...attempt, files: list });
+  rt.output(r, () =>
+    o.printPath
+      ? rt.ui.result(r.writeDir)
+      : rt.ui.message(`staged ${r.files} file(s) for task ${r.task} attempt ${r.attempt}`),
+  );
 }
 
 const FORMS = `Forms:
@@ -66,22 +77,41 @@ const FORMS = `Forms:
 export function stageCommand(run: Run): Command {
   const cmd = new Command('stage')
     .description("start a job (--target), or put a task attempt's files into it (--job --task)")
-    .usage('--target URI [options]  |  --job JOB --task T [--attempt N] [--partition K=V]… FILE…  |  --job JOB --task T --print-path')
+    .usage(
+      '--target URI [options]  |  --job JOB --task T [--attempt N] [--partition K=V]… FILE…  |  --job JOB --task T --print-path',
+    )
     .option('--target <uri>', '[new job] the table directory to write')
-    .addOption(new Option('--mode <mode>', '[new job] what the commit does to the target').choices(['create', 'append', 'overwrite']).default('create'))
-    .option('--partition-by <cols>', '[new job] all partition columns in order, for dynamic partitions (e.g. dt,region)')
+    .addOption(
+      new Option('--mode <mode>', '[new job] what the commit does to the target')
+        .choices(['create', 'append', 'overwrite'])
+        .default('create'),
+    )
+    .option(
+      '--partition-by <cols>',
+      '[new job] all partition columns in order, for dynamic partitions (e.g. dt,region)',
+    )
     .option('--staging-dir <uri>', "[new job] where the job's files wait (same store as the target)")
     .option('--job-id <id>', '[new job] the job id (default: a fresh UUID)')
-    .addOption(new Option('--algorithm <alg>', '[new job] v1: visible at commit-job; v2: each task at commit-task').choices(['v1', 'v2']).default('v1'))
+    .addOption(
+      new Option('--algorithm <alg>', '[new job] v1: visible at commit-job; v2: each task at commit-task')
+        .choices(['v1', 'v2'])
+        .default('v1'),
+    )
     .option('--tasks <n>', '[new job] declare tasks 0…N-1 that commit-job must find committed', positiveInt('--tasks'))
-    .option('--partition <k=v>', 'a partition value (repeat, in column order); raw value, escaped as Hive does', collect)
+    .option(
+      '--partition <k=v>',
+      'a partition value (repeat, in column order); raw value, escaped as Hive does',
+      collect,
+    )
     .option('--job <job>', '[files] the job handle printed by stage --target (default: $STAGECOMMIT_JOB)')
     .option('--task <t>', '[files] the task id (a number or a token)')
     .option('--attempt <n>', '[files] the task attempt (default 0)', wholeNumber('--attempt'))
     .option('--name <name>', '[files] the file name for data read from stdin (FILE -)')
     .option('--print-path', '[files] print the attempt dir for a writer that writes there itself')
     .argument('[files...]', 'files to stage; - reads stdin')
-    .action((files: string[], o: StageFlags, c: Command) => run((rt) => (o.target !== undefined ? newJob(rt, o, files) : taskFiles(rt, o, files)), c));
+    .action((files: string[], o: StageFlags, c: Command) =>
+      run((rt) => (o.target !== undefined ? newJob(rt, o, files) : taskFiles(rt, o, files)), c),
+    );
   return withHelp(cmd, {
     before: FORMS,
     examples: [

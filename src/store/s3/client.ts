@@ -15,15 +15,24 @@ export function fencedClient(settings: S3Settings, onRequest: () => void): S3Cli
     onRequest();
     const { method } = args.request as { method?: string };
     const { Bucket, Key } = args.input as { Bucket?: string; Key?: string };
-    const cut = method === 'GET' || method === 'HEAD' ? undefined : admitChange(Key === undefined ? `/${Bucket}` : `/${Bucket}/${Key}`);
+    const cut =
+      method === 'GET' || method === 'HEAD'
+        ? undefined
+        : admitChange(Key === undefined ? `/${Bucket}` : `/${Bucket}/${Key}`);
     if (!cut) return next(args);
     cuts.set(args.request as object, cut);
     return next(args).catch((e: unknown) => {
       throw cut.aborted ? cut.reason : e;
     });
   };
-  client.middlewareStack.addRelativeTo(requests, { name: 'stagecommitRequests', relation: 'after', toMiddleware: 'httpSigningMiddleware' });
-  const handler = client.config.requestHandler as { handle(r: object, o?: { abortSignal?: AbortSignal }): Promise<unknown> };
+  client.middlewareStack.addRelativeTo(requests, {
+    name: 'stagecommitRequests',
+    relation: 'after',
+    toMiddleware: 'httpSigningMiddleware',
+  });
+  const handler = client.config.requestHandler as {
+    handle(r: object, o?: { abortSignal?: AbortSignal }): Promise<unknown>;
+  };
   const handle = handler.handle.bind(handler);
   handler.handle = (r, o) => {
     const cut = cuts.get(r);

@@ -37,23 +37,38 @@ export interface DeleteContext {
  * of up to 1,000 as the keys need. Per-key errors other than NoSuchKey fail.
  */
 /** `what`: the path a failure names (a directory deleted whole), else the batch's first key. */
-export async function deleteKeys(cx: DeleteContext, bucket: string, keys: readonly string[], what: string | null): Promise<void> {
+export async function deleteKeys(
+  cx: DeleteContext,
+  bucket: string,
+  keys: readonly string[],
+  what: string | null,
+): Promise<void> {
   const plain = keys.filter((k) => !NOT_IN_XML.test(k));
   const odd = plain.length === keys.length ? [] : keys.filter((k) => NOT_IN_XML.test(k));
-  const count = Math.max(Math.ceil(plain.length / 1000), Math.min(DELETE_BATCHES_AT_ONCE, Math.floor(plain.length / MIN_SPLIT_BATCH)));
+  const count = Math.max(
+    Math.ceil(plain.length / 1000),
+    Math.min(DELETE_BATCHES_AT_ONCE, Math.floor(plain.length / MIN_SPLIT_BATCH)),
+  );
   const size = Math.ceil(plain.length / Math.max(1, count));
   const batches = Array.from({ length: count }, (_, i) => plain.slice(i * size, (i + 1) * size));
   await forEachLimit(batches, DELETE_BATCHES_AT_ONCE, async (batch) => {
     let r;
     try {
-      r = await cx.client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }));
+      r = await cx.client.send(
+        new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }),
+      );
     } catch (e) {
       throw cx.fail(e, 'delete', [what ?? `/${bucket}/${batch[0]}`]);
     }
     const errors = (r.Errors ?? []).filter((x) => x.Code !== 'NoSuchKey');
     if (errors.length) {
       const first = errors[0]!;
-      throw new StoreError('io', 'delete', [cx.toUri(`/${bucket}/${first.Key}`)], `${errors.length} key(s) not deleted, first: ${first.Code}: ${first.Message}`);
+      throw new StoreError(
+        'io',
+        'delete',
+        [cx.toUri(`/${bucket}/${first.Key}`)],
+        `${errors.length} key(s) not deleted, first: ${first.Code}: ${first.Message}`,
+      );
     }
   });
   await forEachLimit(odd, SINGLE_DELETES_AT_ONCE, async (Key) => {

@@ -77,7 +77,12 @@ export function parseListPage(xml: string): ListPage {
     const size = Number(rawTag(xml, 'Size', from, to) ?? '0');
     const modified = rawTag(xml, 'LastModified', from, to);
     const etag = detached(xmlDecode(rawTag(xml, 'ETag', from, to) ?? ''));
-    objects.push({ key: detached(xmlDecode(key)), size: Number.isFinite(size) ? size : 0, mtimeMs: modified ? Date.parse(modified) || 0 : 0, etag });
+    objects.push({
+      key: detached(xmlDecode(key)),
+      size: Number.isFinite(size) ? size : 0,
+      mtimeMs: modified ? Date.parse(modified) || 0 : 0,
+      etag,
+    });
   }
   const prefixes: string[] = [];
   for (const [from, to] of elements(xml, 'CommonPrefixes')) {
@@ -97,9 +102,22 @@ export async function listPage(signed: SignedRequests, client: S3Client, r: List
   if (r.maxKeys !== undefined) query['max-keys'] = String(r.maxKeys);
   const sent = await signed.send({ method: 'GET', bucket: r.bucket, key: '', query, expect: 'ListBucketResult' });
   if (sent) return parseListPage(sent.body);
-  const o = await client.send(new ListObjectsV2Command({ Bucket: r.bucket, Prefix: r.prefix, Delimiter: r.delimiter, ContinuationToken: r.token, MaxKeys: r.maxKeys }));
+  const o = await client.send(
+    new ListObjectsV2Command({
+      Bucket: r.bucket,
+      Prefix: r.prefix,
+      Delimiter: r.delimiter,
+      ContinuationToken: r.token,
+      MaxKeys: r.maxKeys,
+    }),
+  );
   return {
-    objects: (o.Contents ?? []).map((c) => ({ key: c.Key!, size: c.Size ?? 0, mtimeMs: c.LastModified?.getTime() ?? 0, etag: c.ETag ?? '' })),
+    objects: (o.Contents ?? []).map((c) => ({
+      key: c.Key!,
+      size: c.Size ?? 0,
+      mtimeMs: c.LastModified?.getTime() ?? 0,
+      etag: c.ETag ?? '',
+    })),
     prefixes: (o.CommonPrefixes ?? []).map((c) => c.Prefix!),
     next: o.IsTruncated ? o.NextContinuationToken : undefined,
   };

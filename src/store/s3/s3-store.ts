@@ -3,9 +3,23 @@
 
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
-import { CopyObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  CopyObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import { StoreError } from '../../errors.js';
-import type { Entry, ListOptions, PendingUpload, ReadyUpload, RenameOptions, Store, StoreCapabilities } from '../types.js';
+import type {
+  Entry,
+  ListOptions,
+  PendingUpload,
+  ReadyUpload,
+  RenameOptions,
+  Store,
+  StoreCapabilities,
+} from '../types.js';
 import { fencedClient } from './client.js';
 import { multipartCopy } from './copy.js';
 import { deleteKeys } from './delete.js';
@@ -48,8 +62,19 @@ export class S3Store implements Store {
   constructor(readonly settings: S3Settings) {
     this.client = fencedClient(settings, () => this.requests++);
     this.pendingUploadMinBytes = settings.pendingUploadMinBytes;
-    this.signed = new SignedRequests(this.client, typeof settings.client.maxAttempts === 'number' ? settings.client.maxAttempts : 6, settings.deadlines, () => this.requests++);
-    this.uploads = new S3Uploads(this.client, this.signed, splitPath, (e, op, paths) => this.fail(e, op, paths), Math.max(5 * 1024 ** 2, settings.multipartUploadPartSize));
+    this.signed = new SignedRequests(
+      this.client,
+      typeof settings.client.maxAttempts === 'number' ? settings.client.maxAttempts : 6,
+      settings.deadlines,
+      () => this.requests++,
+    );
+    this.uploads = new S3Uploads(
+      this.client,
+      this.signed,
+      splitPath,
+      (e, op, paths) => this.fail(e, op, paths),
+      Math.max(5 * 1024 ** 2, settings.multipartUploadPartSize),
+    );
   }
 
   requestCount(): number {
@@ -66,8 +91,12 @@ export class S3Store implements Store {
     const second = await this.createExclusive(probe, 'probe');
     await this.delete(probe, false);
     if (!first || second) {
-      throw new StoreError('refused', 'createExclusive', [this.toUri(probe)],
-        "this S3 server ignores 'If-None-Match: *' on PutObject, so commit claims cannot be made safely; use a server that supports conditional writes (AWS S3, Ceph RGW, MinIO)");
+      throw new StoreError(
+        'refused',
+        'createExclusive',
+        [this.toUri(probe)],
+        "this S3 server ignores 'If-None-Match: *' on PutObject, so commit claims cannot be made safely; use a server that supports conditional writes (AWS S3, Ceph RGW, MinIO)",
+      );
     }
   }
 
@@ -81,10 +110,22 @@ export class S3Store implements Store {
     const name = errName(e);
     if (name === 'NoSuchBucket') return noSuchBucket(op, splitPath(paths[0] ?? '').bucket);
     const denied = credentialProblem(e);
-    if (denied) return new StoreError('refused', op, paths.map((p) => this.toUri(p)), denied);
-    const kind = code === 404 || name === 'NoSuchKey' || name === 'NotFound' ? 'not-found' : code === 412 ? 'exists' : 'io';
+    if (denied)
+      return new StoreError(
+        'refused',
+        op,
+        paths.map((p) => this.toUri(p)),
+        denied,
+      );
+    const kind =
+      code === 404 || name === 'NoSuchKey' || name === 'NotFound' ? 'not-found' : code === 412 ? 'exists' : 'io';
     const msg = `${name || 'error'}${code ? ` (HTTP ${code})` : ''}: ${(e as Error)?.message ?? String(e)}`;
-    return new StoreError(kind, op, paths.map((p) => this.toUri(p)), msg);
+    return new StoreError(
+      kind,
+      op,
+      paths.map((p) => this.toUri(p)),
+      msg,
+    );
   }
 
   /** HEAD and a one-key listing at once: a missing file costs one round trip, not two. */
@@ -92,14 +133,21 @@ export class S3Store implements Store {
     const { bucket, key } = splitPath(p);
     if (key === '') return { name: bucket, path: p, kind: 'dir', size: 0, mtimeMs: 0 };
     const head = this.client.send(new HeadObjectCommand({ Bucket: bucket, Key: key })).then(
-      (h) => ({ name: posix.basename(p), path: p, kind: 'file' as const, size: h.ContentLength ?? 0, mtimeMs: h.LastModified?.getTime() ?? 0 }),
+      (h) => ({
+        name: posix.basename(p),
+        path: p,
+        kind: 'file' as const,
+        size: h.ContentLength ?? 0,
+        mtimeMs: h.LastModified?.getTime() ?? 0,
+      }),
       (e: unknown) => {
         if (status(e) !== 404) throw this.fail(e, 'stat', [p]);
         return null;
       },
     );
     const dir = listPage(this.signed, this.client, { bucket, prefix: key + '/', maxKeys: 1 }).then(
-      (r) => (r.objects.length > 0 ? { name: posix.basename(p), path: p, kind: 'dir' as const, size: 0, mtimeMs: 0 } : null),
+      (r) =>
+        r.objects.length > 0 ? { name: posix.basename(p), path: p, kind: 'dir' as const, size: 0, mtimeMs: 0 } : null,
       (e: unknown) => {
         throw this.fail(e, 'stat', [p]);
       },
@@ -135,7 +183,14 @@ export class S3Store implements Store {
       // holds bytes is no file either, and is listed as 'other' so that no step drops its bytes unseen.
       for (const o of page.objects) {
         if (o.key.endsWith('/') && o.size === 0) continue;
-        fn({ name: o.key.slice(prefix.length), path: `/${bucket}/${o.key}`, kind: o.key.endsWith('/') ? 'other' : 'file', size: o.size, mtimeMs: o.mtimeMs, ...versionOf(o) });
+        fn({
+          name: o.key.slice(prefix.length),
+          path: `/${bucket}/${o.key}`,
+          kind: o.key.endsWith('/') ? 'other' : 'file',
+          size: o.size,
+          mtimeMs: o.mtimeMs,
+          ...versionOf(o),
+        });
       }
       token = page.next;
     } while (token);
@@ -156,7 +211,14 @@ export class S3Store implements Store {
         for (const o of r.objects) {
           const name = o.key.slice(prefix.length);
           if (!name) continue; // a directory marker object
-          out.push({ name, path: posix.join(dir, name), kind: 'file', size: o.size, mtimeMs: o.mtimeMs, ...versionOf(o) });
+          out.push({
+            name,
+            path: posix.join(dir, name),
+            kind: 'file',
+            size: o.size,
+            mtimeMs: o.mtimeMs,
+            ...versionOf(o),
+          });
         }
         token = r.next;
       } while (token);
@@ -198,7 +260,9 @@ export class S3Store implements Store {
   async writeFile(p: string, data: Buffer | string): Promise<void> {
     const { bucket, key } = splitPath(p);
     try {
-      await this.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, ContentLength: Buffer.byteLength(data) }));
+      await this.client.send(
+        new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, ContentLength: Buffer.byteLength(data) }),
+      );
     } catch (e) {
       throw this.fail(e, 'writeFile', [p]);
     }
@@ -207,7 +271,15 @@ export class S3Store implements Store {
   async createExclusive(p: string, data: Buffer | string, conflicts = 0): Promise<boolean> {
     const { bucket, key } = splitPath(p);
     try {
-      await this.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: data, ContentLength: Buffer.byteLength(data), IfNoneMatch: '*' }));
+      await this.client.send(
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          Body: data,
+          ContentLength: Buffer.byteLength(data),
+          IfNoneMatch: '*',
+        }),
+      );
       return true;
     } catch (e) {
       if (status(e) === 412) return false;
@@ -226,7 +298,8 @@ export class S3Store implements Store {
 
   async rename(src: string, dst: string, opts: RenameOptions = {}): Promise<void> {
     // Copy, then delete: not atomic. Commits on S3 publish by copy (store/operations), never by this.
-    if (!opts.replace && (await this.stat(dst))) throw new StoreError('exists', 'rename', [this.toUri(src), this.toUri(dst)], 'destination exists');
+    if (!opts.replace && (await this.stat(dst)))
+      throw new StoreError('exists', 'rename', [this.toUri(src), this.toUri(dst)], 'destination exists');
     await this.copy(src, dst);
     await this.delete(src, false);
   }
@@ -241,7 +314,13 @@ export class S3Store implements Store {
         return;
       }
       const source = copySource(s.bucket, s.key);
-      const sent = await this.signed.send({ method: 'PUT', bucket: d.bucket, key: d.key, headers: { 'x-amz-copy-source': source }, expect: 'CopyObjectResult' });
+      const sent = await this.signed.send({
+        method: 'PUT',
+        bucket: d.bucket,
+        key: d.key,
+        headers: { 'x-amz-copy-source': source },
+        expect: 'CopyObjectResult',
+      });
       if (!sent) await this.client.send(new CopyObjectCommand({ Bucket: d.bucket, Key: d.key, CopySource: source }));
     } catch (e) {
       if (e instanceof StoreError) throw e;
@@ -279,16 +358,33 @@ export class S3Store implements Store {
   }
 
   private deleteKeys(bucket: string, keys: readonly string[], what: string | null): Promise<void> {
-    return deleteKeys({ client: this.client, toUri: (p) => this.toUri(p), fail: (e, op, paths) => this.fail(e, op, paths) }, bucket, keys, what);
+    return deleteKeys(
+      { client: this.client, toUri: (p) => this.toUri(p), fail: (e, op, paths) => this.fail(e, op, paths) },
+      bucket,
+      keys,
+      what,
+    );
   }
 
-  put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> { return this.uploads.put(dst, source); }
+  put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> {
+    return this.uploads.put(dst, source);
+  }
 
   // Multipart uploads (src/store/s3/uploads.ts): never completed under a prefix (clean-orphans,
   // job abort), and the pending uploads of `stage FILE` completed by commit-job.
-  listUploads(dir: string): Promise<PendingUpload[]> { return this.uploads.list(dir); }
-  abortUpload(u: PendingUpload): Promise<void> { return this.uploads.abort(u); }
-  beginUpload(path: string): Promise<string> { return this.uploads.begin(path); }
-  uploadParts(path: string, uploadId: string, localPath: string, size: number): Promise<string[]> { return this.uploads.uploadParts(path, uploadId, localPath, size); }
-  completeUpload(u: ReadyUpload): Promise<void> { return this.uploads.complete(u); }
+  listUploads(dir: string): Promise<PendingUpload[]> {
+    return this.uploads.list(dir);
+  }
+  abortUpload(u: PendingUpload): Promise<void> {
+    return this.uploads.abort(u);
+  }
+  beginUpload(path: string): Promise<string> {
+    return this.uploads.begin(path);
+  }
+  uploadParts(path: string, uploadId: string, localPath: string, size: number): Promise<string[]> {
+    return this.uploads.uploadParts(path, uploadId, localPath, size);
+  }
+  completeUpload(u: ReadyUpload): Promise<void> {
+    return this.uploads.complete(u);
+  }
 }

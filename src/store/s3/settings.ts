@@ -40,7 +40,8 @@ export interface S3Env {
 function num(section: Record<string, unknown>, key: string, def: number): number {
   const v = section[key];
   if (v === undefined) return def;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new UsageError(`config: 's3.${key}' must be a positive whole number`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1)
+    throw new UsageError(`config: 's3.${key}' must be a positive whole number`);
   return v;
 }
 
@@ -95,7 +96,9 @@ function sdkLogger(warn: (message: string) => void) {
     warn: (...parts: unknown[]) => {
       const text = parts.map(String).join(' ');
       if (/Multiple credential sources/.test(text)) {
-        return warn('AWS_PROFILE and AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY are both set: the profile is used; unset one of them');
+        return warn(
+          'AWS_PROFILE and AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY are both set: the profile is used; unset one of them',
+        );
       }
       warn(`AWS SDK: ${text.replace(/\s+/g, ' ').trim()}`);
     },

@@ -52,7 +52,15 @@ interface Endpoint {
   readonly signer: SigV4;
 }
 
-const RETRYABLE_CODES = new Set(['SlowDown', 'Throttling', 'ThrottlingException', 'RequestTimeout', 'RequestTimeTooSkewed', 'InternalError', 'ServiceUnavailable']);
+const RETRYABLE_CODES = new Set([
+  'SlowDown',
+  'Throttling',
+  'ThrottlingException',
+  'RequestTimeout',
+  'RequestTimeTooSkewed',
+  'InternalError',
+  'ServiceUnavailable',
+]);
 const BASE_DELAY_MS = 100;
 const MAX_DELAY_MS = 20_000;
 
@@ -63,7 +71,9 @@ const NAMED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', a
 export function xmlDecode(s: string): string {
   if (!s.includes('&')) return s;
   return s.replace(ENTITY, (_, dec?: string, hex?: string, name?: string) =>
-    name ? NAMED[name]! : String.fromCodePoint(dec !== undefined ? Number.parseInt(dec, 10) : Number.parseInt(hex!, 16)),
+    name
+      ? NAMED[name]!
+      : String.fromCodePoint(dec !== undefined ? Number.parseInt(dec, 10) : Number.parseInt(hex!, 16)),
   );
 }
 
@@ -74,13 +84,19 @@ function tag(xml: string, name: string): string {
 
 /** XML text with its five special characters escaped. */
 export function xmlText(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;');
+  return s
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&apos;');
 }
 
 /** Whether a failed request may be sent again: not when the credentials are missing or refused. */
 export function retryable(e: unknown): boolean {
   if (credentialProblem(e) !== null) return false;
-  if (e instanceof S3ResponseError) return e.$metadata.httpStatusCode >= 500 || e.$metadata.httpStatusCode === 429 || RETRYABLE_CODES.has(e.name);
+  if (e instanceof S3ResponseError)
+    return e.$metadata.httpStatusCode >= 500 || e.$metadata.httpStatusCode === 429 || RETRYABLE_CODES.has(e.name);
   // Anything else came from the connection (reset, refused, timed out): the request may be sent again.
   return true;
 }
@@ -134,7 +150,16 @@ export class SignedRequests {
     Object.assign(headers, ep.signer.sign({ method: req.method, path, query, headers }, await cfg.credentials(), now));
     this.onRequest();
     const qs = canonicalQuery(query);
-    const answer = await this.transport.send({ protocol: ep.protocol, hostname: ep.hostname, port: ep.port, method: req.method, path: qs ? `${path}?${qs}` : path, headers, body, signal });
+    const answer = await this.transport.send({
+      protocol: ep.protocol,
+      hostname: ep.hostname,
+      port: ep.port,
+      method: req.method,
+      path: qs ? `${path}?${qs}` : path,
+      headers,
+      body,
+      signal,
+    });
     const status = answer.status;
     const text = answer.body;
     const errorDoc = /^\s*(<\?xml[^>]*\?>\s*)?<Error>/.test(text);
@@ -144,7 +169,11 @@ export class SignedRequests {
       throw new S3ResponseError(code, tag(text, 'Message'), status >= 300 ? status : 500);
     }
     if (!text.includes(`<${req.expect}`) || !text.includes(`</${req.expect}>`)) {
-      throw new S3ResponseError('IncompleteAnswer', `the answer to ${req.method} ${path} is not a whole <${req.expect}> (${text.length} bytes${text ? `: ${JSON.stringify(text.slice(0, 60))}` : ''})`, 500);
+      throw new S3ResponseError(
+        'IncompleteAnswer',
+        `the answer to ${req.method} ${path} is not a whole <${req.expect}> (${text.length} bytes${text ? `: ${JSON.stringify(text.slice(0, 60))}` : ''})`,
+        500,
+      );
     }
     return { status, body: text };
   }
@@ -170,12 +199,22 @@ export class SignedRequests {
       UseDualStack: await cfg.useDualstackEndpoint(),
       ForcePathStyle: cfg.forcePathStyle,
       Accelerate: cfg.useAccelerateEndpoint,
-      ...(custom ? { Endpoint: `${custom.protocol}//${custom.hostname}${custom.port ? `:${custom.port}` : ''}${custom.path}` } : {}),
+      ...(custom
+        ? { Endpoint: `${custom.protocol}//${custom.hostname}${custom.port ? `:${custom.port}` : ''}${custom.path}` }
+        : {}),
     });
-    const scheme = (resolved.properties?.authSchemes as { name?: string; signingRegion?: string; signingName?: string }[] | undefined)?.[0];
+    const scheme = (
+      resolved.properties?.authSchemes as { name?: string; signingRegion?: string; signingName?: string }[] | undefined
+    )?.[0];
     if (scheme && scheme.name !== 'sigv4') return null;
     const url = resolved.url;
     const signer = new SigV4(scheme?.signingRegion ?? (await cfg.region()), scheme?.signingName ?? 's3');
-    return { protocol: url.protocol, hostname: url.hostname, ...(url.port ? { port: Number(url.port) } : {}), basePath: url.pathname.replace(/\/+$/, ''), signer };
+    return {
+      protocol: url.protocol,
+      hostname: url.hostname,
+      ...(url.port ? { port: Number(url.port) } : {}),
+      basePath: url.pathname.replace(/\/+$/, ''),
+      signer,
+    };
   }
 }

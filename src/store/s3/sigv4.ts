@@ -28,7 +28,10 @@ export interface ToSign {
 
 const ALGORITHM = 'AWS4-HMAC-SHA256';
 
-/** RFC 3986 encoding of one path segment or query component, as SigV4 canonicalises it (encodeURIComponent leaves !'()* alone). */
+/**
+ * RFC 3986 encoding of one path segment or query component, as SigV4 canonicalises it (encodeURIComponent leaves !'()*
+ * alone).
+ */
 export function encodeSegment(s: string): string {
   return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
@@ -55,7 +58,10 @@ export class SigV4 {
    * one, authorization), signed at `now`.
    */
   sign(req: ToSign, creds: Credentials, now: Date): Record<string, string> {
-    const amzDate = now.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, ''); // 20261201T190000Z
+    const amzDate = now
+      .toISOString()
+      .replace(/[-:]/g, '')
+      .replace(/\.\d{3}/, ''); // 20261201T190000Z
     const day = amzDate.slice(0, 8);
     const added: Record<string, string> = { 'x-amz-date': amzDate };
     if (creds.sessionToken) added['x-amz-security-token'] = creds.sessionToken;

@@ -36,7 +36,10 @@ export interface Answer {
 const MAX_SOCKETS = 50;
 
 export class Transport {
-  private readonly agents = { http: new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }), https: new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }) };
+  private readonly agents = {
+    http: new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
+    https: new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS }),
+  };
 
   constructor(private readonly deadlines: Deadlines) {}
 
@@ -47,13 +50,23 @@ export class Transport {
     const hostname = x.hostname.startsWith('[') && x.hostname.endsWith(']') ? x.hostname.slice(1, -1) : x.hostname;
     return new Promise<Answer>((resolve, reject) => {
       const req = (secure ? https : http).request(
-        { agent: secure ? this.agents.https : this.agents.http, hostname, port: x.port, method: x.method, path: x.path, headers: x.headers, timeout: requestTimeout },
+        {
+          agent: secure ? this.agents.https : this.agents.http,
+          hostname,
+          port: x.port,
+          method: x.method,
+          path: x.path,
+          headers: x.headers,
+          timeout: requestTimeout,
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
           res.on('error', reject);
-          res.on('aborted', () => reject(new Error(`the connection to ${x.hostname} closed in the middle of an answer`)));
+          res.on('aborted', () =>
+            reject(new Error(`the connection to ${x.hostname} closed in the middle of an answer`)),
+          );
         },
       );
       req.on('error', reject);
@@ -64,11 +77,20 @@ export class Transport {
         req.once('close', () => x.signal!.removeEventListener('abort', cut));
       }
       req.on('timeout', () =>
-        req.destroy(new Error(req.socket?.connecting ? `could not connect to ${x.hostname} in ${requestTimeout} ms` : `no answer from ${x.hostname} for ${requestTimeout} ms`)),
+        req.destroy(
+          new Error(
+            req.socket?.connecting
+              ? `could not connect to ${x.hostname} in ${requestTimeout} ms`
+              : `no answer from ${x.hostname} for ${requestTimeout} ms`,
+          ),
+        ),
       );
       req.on('socket', (socket) => {
         if (!socket.connecting) return;
-        const timer = setTimeout(() => req.destroy(new Error(`could not connect to ${x.hostname} in ${connectionTimeout} ms`)), connectionTimeout);
+        const timer = setTimeout(
+          () => req.destroy(new Error(`could not connect to ${x.hostname} in ${connectionTimeout} ms`)),
+          connectionTimeout,
+        );
         socket.once('connect', () => clearTimeout(timer));
         socket.once('close', () => clearTimeout(timer));
       });

@@ -32,7 +32,13 @@ export function multipartEtag(etags: readonly string[]): string {
 }
 
 export class S3Uploads {
-  constructor(private readonly client: S3Client, private readonly signed: SignedRequests, private readonly split: Split, private readonly fail: Fail, private readonly partSize: number) {}
+  constructor(
+    private readonly client: S3Client,
+    private readonly signed: SignedRequests,
+    private readonly split: Split,
+    private readonly fail: Fail,
+    private readonly partSize: number,
+  ) {}
 
   /** One file, uploaded whole (in parts above the part size): visible when done. */
   async put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> {
@@ -40,7 +46,13 @@ export class S3Uploads {
     try {
       const body = 'localPath' in source ? createReadStream(source.localPath) : source.stream;
       const { Upload } = await import('@aws-sdk/lib-storage'); // loaded only by steps that upload
-      const up = new Upload({ client: this.client, params: { Bucket: bucket, Key: key, Body: body }, partSize: this.partSize, queueSize: 4, leavePartsOnError: false });
+      const up = new Upload({
+        client: this.client,
+        params: { Bucket: bucket, Key: key, Body: body },
+        partSize: this.partSize,
+        queueSize: 4,
+        leavePartsOnError: false,
+      });
       await up.done();
     } catch (e) {
       throw this.fail(e, 'put', [dst]);
@@ -64,18 +76,30 @@ export class S3Uploads {
     const etags = new Array<string>(count);
     const fh = await open(localPath, 'r');
     try {
-      await forEachLimit(Array.from({ length: count }, (_, i) => i), 4, async (i) => {
-        const start = i * this.partSize;
-        const body = Buffer.alloc(Math.min(this.partSize, size - start));
-        const { bytesRead } = await fh.read(body, 0, body.length, start);
-        if (bytesRead !== body.length) throw new StoreError('io', 'put', [localPath], `changed while it was uploaded (read ${bytesRead} of ${body.length} bytes at ${start})`);
-        try {
-          const r = await this.client.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: i + 1, Body: body }));
-          etags[i] = r.ETag!;
-        } catch (e) {
-          throw this.fail(e, 'put', [path]);
-        }
-      });
+      await forEachLimit(
+        Array.from({ length: count }, (_, i) => i),
+        4,
+        async (i) => {
+          const start = i * this.partSize;
+          const body = Buffer.alloc(Math.min(this.partSize, size - start));
+          const { bytesRead } = await fh.read(body, 0, body.length, start);
+          if (bytesRead !== body.length)
+            throw new StoreError(
+              'io',
+              'put',
+              [localPath],
+              `changed while it was uploaded (read ${bytesRead} of ${body.length} bytes at ${start})`,
+            );
+          try {
+            const r = await this.client.send(
+              new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: i + 1, Body: body }),
+            );
+            etags[i] = r.ETag!;
+          } catch (e) {
+            throw this.fail(e, 'put', [path]);
+          }
+        },
+      );
     } finally {
       await fh.close();
     }
@@ -89,12 +113,27 @@ export class S3Uploads {
   async complete(u: ReadyUpload): Promise<void> {
     const { bucket, key } = this.split(u.path);
     try {
-      const parts = u.etags.map((etag, i) => `<Part><ETag>${xmlText(etag)}</ETag><PartNumber>${i + 1}</PartNumber></Part>`).join('');
+      const parts = u.etags
+        .map((etag, i) => `<Part><ETag>${xmlText(etag)}</ETag><PartNumber>${i + 1}</PartNumber></Part>`)
+        .join('');
       const body = `<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${parts}</CompleteMultipartUpload>`;
-      const sent = await this.signed.send({ method: 'POST', bucket, key, query: { uploadId: u.uploadId }, headers: { 'content-type': 'application/xml' }, body, expect: 'CompleteMultipartUploadResult' });
+      const sent = await this.signed.send({
+        method: 'POST',
+        bucket,
+        key,
+        query: { uploadId: u.uploadId },
+        headers: { 'content-type': 'application/xml' },
+        body,
+        expect: 'CompleteMultipartUploadResult',
+      });
       if (!sent) {
         await this.client.send(
-          new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: u.uploadId, MultipartUpload: { Parts: u.etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) } }),
+          new CompleteMultipartUploadCommand({
+            Bucket: bucket,
+            Key: key,
+            UploadId: u.uploadId,
+            MultipartUpload: { Parts: u.etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) },
+          }),
         );
       }
       return;
@@ -110,7 +149,16 @@ export class S3Uploads {
       if (status(e) !== 404) throw this.fail(e, 'complete', [u.path]);
     }
     if (got && got.size === u.size && got.etag === want) return;
-    throw this.fail(Object.assign(new Error(`upload ${u.uploadId} is gone and the key ${got ? `holds other bytes (ETag ${got.etag}, ${got.size} bytes)` : 'does not exist'}: the staged file was lost (aborted by someone else?)`), { name: 'NoSuchUpload' }), 'complete', [u.path]);
+    throw this.fail(
+      Object.assign(
+        new Error(
+          `upload ${u.uploadId} is gone and the key ${got ? `holds other bytes (ETag ${got.etag}, ${got.size} bytes)` : 'does not exist'}: the staged file was lost (aborted by someone else?)`,
+        ),
+        { name: 'NoSuchUpload' },
+      ),
+      'complete',
+      [u.path],
+    );
   }
 
   /** Multipart uploads never completed under a prefix. */
@@ -121,8 +169,16 @@ export class S3Uploads {
     let uploadIdMarker: string | undefined;
     try {
       do {
-        const r = await this.client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: key === '' ? '' : key + '/', KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }));
-        for (const u of r.Uploads ?? []) out.push({ path: `/${bucket}/${u.Key}`, uploadId: u.UploadId!, initiatedMs: u.Initiated?.getTime() ?? 0 });
+        const r = await this.client.send(
+          new ListMultipartUploadsCommand({
+            Bucket: bucket,
+            Prefix: key === '' ? '' : key + '/',
+            KeyMarker: keyMarker,
+            UploadIdMarker: uploadIdMarker,
+          }),
+        );
+        for (const u of r.Uploads ?? [])
+          out.push({ path: `/${bucket}/${u.Key}`, uploadId: u.UploadId!, initiatedMs: u.Initiated?.getTime() ?? 0 });
         keyMarker = r.IsTruncated ? r.NextKeyMarker : undefined;
         uploadIdMarker = r.IsTruncated ? r.NextUploadIdMarker : undefined;
       } while (keyMarker);

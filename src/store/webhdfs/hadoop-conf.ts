@@ -16,7 +16,12 @@ export const HTTPS_PORT = 9871;
 /** Reads the properties of core-site.xml and hdfs-site.xml (either may be absent); later files win. */
 export async function readHadoopConf(dir: string): Promise<HadoopConf> {
   const { XMLParser } = await import('fast-xml-parser');
-  const parser = new XMLParser({ ignoreAttributes: true, isArray: (name) => name === 'property', parseTagValue: false, trimValues: true });
+  const parser = new XMLParser({
+    ignoreAttributes: true,
+    isArray: (name) => name === 'property',
+    parseTagValue: false,
+    trimValues: true,
+  });
   const props = new Map<string, string>();
   let found = 0;
   for (const name of FILES) {
@@ -39,7 +44,10 @@ export async function readHadoopConf(dir: string): Promise<HadoopConf> {
       if (typeof p.name === 'string') props.set(p.name, typeof p.value === 'string' ? p.value : String(p.value ?? ''));
     }
   }
-  if (found === 0) throw new UsageError(`HADOOP_CONF_DIR=${dir} holds neither core-site.xml nor hdfs-site.xml: point it at the cluster's client config, or unset it`);
+  if (found === 0)
+    throw new UsageError(
+      `HADOOP_CONF_DIR=${dir} holds neither core-site.xml nor hdfs-site.xml: point it at the cluster's client config, or unset it`,
+    );
   return props;
 }
 
@@ -50,7 +58,11 @@ export function defaultFs(conf: HadoopConf): { scheme: string; authority: string
   return { scheme: m[1]!.toLowerCase(), authority: m[2]! };
 }
 
-const list = (v: string | undefined): string[] => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+const list = (v: string | undefined): string[] =>
+  (v ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /** An address setting as host:port; a wildcard host (0.0.0.0) means the host the RPC address names. */
 function address(value: string | undefined, host: string): string | null {
@@ -78,8 +90,12 @@ export function webHdfsUrls(conf: HadoopConf, authority: string, tls: boolean): 
     }
     const urls = nns.map((nn) => {
       const rpc = conf.get(`dfs.namenode.rpc-address.${authority}.${nn}`);
-      const http = address(conf.get(`${key}.${authority}.${nn}`), hostOf(rpc)) ?? (rpc ? `${hostOf(rpc)}:${port}` : null);
-      if (!http) throw new UsageError(`hdfs-site.xml (HADOOP_CONF_DIR) lists name node '${nn}' of '${authority}' but neither ${key}.${authority}.${nn} nor dfs.namenode.rpc-address.${authority}.${nn}`);
+      const http =
+        address(conf.get(`${key}.${authority}.${nn}`), hostOf(rpc)) ?? (rpc ? `${hostOf(rpc)}:${port}` : null);
+      if (!http)
+        throw new UsageError(
+          `hdfs-site.xml (HADOOP_CONF_DIR) lists name node '${nn}' of '${authority}' but neither ${key}.${authority}.${nn} nor dfs.namenode.rpc-address.${authority}.${nn}`,
+        );
       return `${scheme}://${http}`;
     });
     return urls;

@@ -23,23 +23,33 @@ const FLOOR_BYTES_PER_MS = 16;
  * byte for that long, and an upload slower than 16 KiB/s beyond it (a data node that stops
  * reading an upload, or stops sending a file).
  */
-export function httpFetch(input: string | URL | Request, init: RequestInit & { idleMs?: number } = {}): Promise<Response> {
+export function httpFetch(
+  input: string | URL | Request,
+  init: RequestInit & { idleMs?: number } = {},
+): Promise<Response> {
   const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
   const client = url.protocol === 'https:' ? https : http;
   return new Promise<Response>((resolve, reject) => {
     let answer: http.IncomingMessage | undefined;
-    const req = client.request(url, { method: init.method ?? 'GET', headers: headersOf(init.headers), signal: init.signal ?? undefined }, (res) => {
-      answer = res;
-      const headers = new Headers();
-      for (const [k, v] of Object.entries(res.headers)) for (const one of [v ?? []].flat()) headers.append(k, one);
-      const status = res.statusCode ?? 502;
-      const body = NULL_BODY.has(status) || init.method === 'HEAD' ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>);
-      if (!body) res.resume();
-      res.on('data', () => watch?.moved(0));
-      resolve(new Response(body, { status, statusText: res.statusMessage, headers }));
-    });
+    const req = client.request(
+      url,
+      { method: init.method ?? 'GET', headers: headersOf(init.headers), signal: init.signal ?? undefined },
+      (res) => {
+        answer = res;
+        const headers = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) for (const one of [v ?? []].flat()) headers.append(k, one);
+        const status = res.statusCode ?? 502;
+        const body =
+          NULL_BODY.has(status) || init.method === 'HEAD' ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>);
+        if (!body) res.resume();
+        res.on('data', () => watch?.moved(0));
+        resolve(new Response(body, { status, statusText: res.statusMessage, headers }));
+      },
+    );
     // As fetch does: a network failure is a TypeError whose cause says what happened.
-    req.on('error', (e) => reject(init.signal?.aborted ? init.signal.reason : new TypeError('fetch failed', { cause: e })));
+    req.on('error', (e) =>
+      reject(init.signal?.aborted ? init.signal.reason : new TypeError('fetch failed', { cause: e })),
+    );
     // The answer's stream fails with the cause too (destroying the request alone says 'aborted').
     const watch = init.idleMs
       ? stallWatch(init.idleMs, (e) => {

@@ -60,7 +60,8 @@ export class NameNodes {
   private readonly fetch: typeof fetch;
 
   constructor(readonly settings: WebHdfsSettings) {
-    if (settings.nameNodes.length === 0) throw new StoreError('refused', 'connect', [], 'WebHDFS: no name node configured');
+    if (settings.nameNodes.length === 0)
+      throw new StoreError('refused', 'connect', [], 'WebHDFS: no name node configured');
     this.fetch = settings.fetch ?? httpFetch;
   }
 
@@ -81,10 +82,16 @@ export class NameNodes {
    * move to the next name node (remembered); transient errors back off and retry. `tries.lost`
    * counts tries that got no answer: a name node may have done what such a try asked.
    */
-  async call(method: Method, op: string, p: string, params: Record<string, string | undefined> = {}, tries?: { lost: number }): Promise<Response> {
+  async call(
+    method: Method,
+    op: string,
+    p: string,
+    params: Record<string, string | undefined> = {},
+    tries?: { lost: number },
+  ): Promise<Response> {
     const n = this.settings.nameNodes.length;
     let lastError: unknown;
-    for (let attempt = 0, failovers = 0; ; ) {
+    for (let attempt = 0, failovers = 0; ;) {
       // Every try of a change asks the fence, and is cut off if it trips before the answer.
       const cut = method === 'GET' ? undefined : admitChange(p, params.destination);
       const base = this.settings.nameNodes[this.active]!;
@@ -95,12 +102,20 @@ export class NameNodes {
         this.requests++;
         // Bytes go to data nodes only (dataNode): every name node call gets the deadline.
         const due = deadline(this.settings.requestTimeoutMs ?? 60_000);
-        const got = await this.fetch(url, { method, redirect: 'manual', signal: cut ? AbortSignal.any([due, cut]) : due });
+        const got = await this.fetch(url, {
+          method,
+          redirect: 'manual',
+          signal: cut ? AbortSignal.any([due, cut]) : due,
+        });
         // A name node's answers are small: read whole here, so one that breaks off is retried like none.
         const bytes = await got.arrayBuffer().catch((e: unknown) => {
           throw new Error(`its answer broke off: ${causeOf(e)}`);
         });
-        res = new Response(NULL_BODY.has(got.status) ? null : bytes, { status: got.status, statusText: got.statusText, headers: got.headers });
+        res = new Response(NULL_BODY.has(got.status) ? null : bytes, {
+          status: got.status,
+          statusText: got.statusText,
+          headers: got.headers,
+        });
       } catch (e) {
         if (e instanceof StageCommitError) throw e; // a verdict, not a network failure (an RPC port given for HTTP)
         if (cut?.aborted) throw cut.reason;
@@ -114,7 +129,8 @@ export class NameNodes {
         failovers++;
         continue;
       }
-      const transient = res === null || res.status >= 500 || exception === 'RetriableException' || exception === 'StandbyException';
+      const transient =
+        res === null || res.status >= 500 || exception === 'RetriableException' || exception === 'StandbyException';
       if (!transient) return res!;
       if (attempt >= this.settings.retries) {
         if (res) return res;
@@ -124,7 +140,12 @@ export class NameNodes {
       failovers = 0;
       await this.backoff(++attempt);
     }
-    throw new StoreError('io', op, [this.toUri(p)], `no name node answered (${this.settings.nameNodes.join(', ')}): ${causeOf(lastError)}`);
+    throw new StoreError(
+      'io',
+      op,
+      [this.toUri(p)],
+      `no name node answered (${this.settings.nameNodes.join(', ')}): ${causeOf(lastError)}`,
+    );
   }
 
   async remote(res: Response): Promise<RemoteException | null> {
@@ -141,7 +162,12 @@ export class NameNodes {
     const kind = kindOf(res.status, remote?.exception);
     const detail = remote ? `${remote.exception}: ${remote.message}` : `HTTP ${res.status}`;
     const hint = kind === 'no-location' ? ': choose a location under a directory, or move the file' : '';
-    return new StoreError(kind, op, paths.map((p) => this.toUri(p)), detail + hint);
+    return new StoreError(
+      kind,
+      op,
+      paths.map((p) => this.toUri(p)),
+      detail + hint,
+    );
   }
 
   /**
@@ -163,7 +189,12 @@ export class NameNodes {
     }
     if (j !== null && typeof j === 'object' && fits(j)) return j as T;
     const shown = text.length > 80 ? `${text.slice(0, 80)}…` : text;
-    throw new StoreError('io', op, paths.map((p) => this.toUri(p)), `the name node's answer (HTTP ${status}) is not the WebHDFS answer to ${op}: ${JSON.stringify(shown)}; check that the address is a name node's HTTP port`);
+    throw new StoreError(
+      'io',
+      op,
+      paths.map((p) => this.toUri(p)),
+      `the name node's answer (HTTP ${status}) is not the WebHDFS answer to ${op}: ${JSON.stringify(shown)}; check that the address is a name node's HTTP port`,
+    );
   }
 
   /**
@@ -178,7 +209,12 @@ export class NameNodes {
     let res: Response;
     try {
       // Bytes may flow for as long as a file takes, but never stop for longer than the deadline.
-      res = await this.fetch(url, { ...init, redirect: 'manual', signal: cut, idleMs: this.settings.requestTimeoutMs ?? 60_000 } as RequestInit);
+      res = await this.fetch(url, {
+        ...init,
+        redirect: 'manual',
+        signal: cut,
+        idleMs: this.settings.requestTimeoutMs ?? 60_000,
+      } as RequestInit);
     } catch (e) {
       if (e instanceof StageCommitError) throw e;
       if (cut?.aborted) throw cut.reason;
@@ -186,10 +222,17 @@ export class NameNodes {
     }
     if (res.status < 500) return res;
     const remote = await this.remote(res);
-    throw new DataNodeError(op, [this.toUri(p)], `${where} answered HTTP ${res.status}${remote ? ` ${remote.exception}: ${remote.message}` : ''}`);
+    throw new DataNodeError(
+      op,
+      [this.toUri(p)],
+      `${where} answered HTTP ${res.status}${remote ? ` ${remote.exception}: ${remote.message}` : ''}`,
+    );
   }
 
-  /** Runs `once` again after a DataNodeError, with the backoff of the name node calls: for requests that are safe to send twice. */
+  /**
+   * Runs `once` again after a DataNodeError, with the backoff of the name node calls: for requests that are safe to
+   * send twice.
+   */
   async retryDataNode<T>(once: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {

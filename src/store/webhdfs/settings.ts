@@ -23,7 +23,12 @@ const RPC_PORTS = new Set(['8020', '9000', '54310']);
  * (or RPC address) in HADOOP_CONF_DIR's hdfs-site.xml, maps to its name nodes' HTTP addresses,
  * tried in order with failover on StandbyException; `hdfs:///…` is fs.defaultFS's.
  */
-export async function webHdfsSettings(scheme: string, authority: string, config: unknown, env: WebHdfsEnv): Promise<WebHdfsSettings> {
+export async function webHdfsSettings(
+  scheme: string,
+  authority: string,
+  config: unknown,
+  env: WebHdfsEnv,
+): Promise<WebHdfsSettings> {
   if (config !== undefined && (config === null || typeof config !== 'object' || Array.isArray(config))) {
     throw new UsageError("config: 'webhdfs' must be a mapping (user, nameservices, retries, caFile, …)");
   }
@@ -34,15 +39,21 @@ export async function webHdfsSettings(scheme: string, authority: string, config:
   if (name === '') {
     const fs = conf && defaultFs(conf);
     if (!fs) {
-      throw new UsageError(`${scheme}:/// names no name node: set HADOOP_CONF_DIR to the cluster's client config (core-site.xml with fs.defaultFS), or write ${scheme}://HOST:${tls ? HTTPS_PORT : HTTP_PORT}/path`);
+      throw new UsageError(
+        `${scheme}:/// names no name node: set HADOOP_CONF_DIR to the cluster's client config (core-site.xml with fs.defaultFS), or write ${scheme}://HOST:${tls ? HTTPS_PORT : HTTP_PORT}/path`,
+      );
     }
     name = fs.authority;
   }
-  const nameNodes = listedNameNodes(c, name) ?? (conf && webHdfsUrls(conf, name, tls)) ?? [`${tls ? 'https' : 'http'}://${name.includes(':') ? name : `${name}:${tls ? HTTPS_PORT : HTTP_PORT}`}`];
+  const nameNodes = listedNameNodes(c, name) ??
+    (conf && webHdfsUrls(conf, name, tls)) ?? [
+      `${tls ? 'https' : 'http'}://${name.includes(':') ? name : `${name}:${tls ? HTTPS_PORT : HTTP_PORT}`}`,
+    ];
   const num = (key: string, def: number) => {
     const v = c[key];
     if (v === undefined) return def;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new UsageError(`config: 'webhdfs.${key}' must be a whole number`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
+      throw new UsageError(`config: 'webhdfs.${key}' must be a whole number`);
     return v;
   };
   const str = (key: string) => {
@@ -61,7 +72,8 @@ export async function webHdfsSettings(scheme: string, authority: string, config:
     }
     const undici = await import('undici');
     const dispatcher = new undici.Agent({ connect: { ca } });
-    fetchWithCa = ((input: string, init?: RequestInit) => undici.fetch(input, { ...(init as object), dispatcher } as never)) as unknown as typeof fetch;
+    fetchWithCa = ((input: string, init?: RequestInit) =>
+      undici.fetch(input, { ...(init as object), dispatcher } as never)) as unknown as typeof fetch;
   }
   return {
     nameNodes,
@@ -80,8 +92,14 @@ function listedNameNodes(c: Record<string, unknown>, name: string): string[] | n
   const services = (c.nameservices ?? {}) as Record<string, unknown>;
   const listed = services[name];
   if (listed === undefined) return null;
-  if (!Array.isArray(listed) || listed.length === 0 || !listed.every((u) => typeof u === 'string' && /^https?:\/\//.test(u))) {
-    throw new UsageError(`config: 'webhdfs.nameservices.${name}' must list name node URLs, e.g. [http://nn1:9870, http://nn2:9870]`);
+  if (
+    !Array.isArray(listed) ||
+    listed.length === 0 ||
+    !listed.every((u) => typeof u === 'string' && /^https?:\/\//.test(u))
+  ) {
+    throw new UsageError(
+      `config: 'webhdfs.nameservices.${name}' must list name node URLs, e.g. [http://nn1:9870, http://nn2:9870]`,
+    );
   }
   return listed as string[];
 }
@@ -105,11 +123,18 @@ function guardRpcPorts(inner: typeof fetch): typeof fetch {
     try {
       res = await inner(input, init);
     } catch (e) {
-      if (RPC_PORTS.has(url.port)) throw rpcHint(url.host, `does not answer HTTP (${(e as { cause?: { code?: string } }).cause?.code ?? (e as Error).message}), and ${url.port} is the RPC port by default`);
+      if (RPC_PORTS.has(url.port))
+        throw rpcHint(
+          url.host,
+          `does not answer HTTP (${(e as { cause?: { code?: string } }).cause?.code ?? (e as Error).message}), and ${url.port} is the RPC port by default`,
+        );
       throw e;
     }
     if (res.status === 404 && !(res.headers.get('content-type') ?? '').includes('json')) {
-      const text = await res.clone().text().catch(() => '');
+      const text = await res
+        .clone()
+        .text()
+        .catch(() => '');
       if (/Hadoop IPC port/i.test(text)) throw rpcHint(url.host, 'is a Hadoop IPC (RPC) port');
     }
     return res;

@@ -43,7 +43,9 @@ export class WebHdfsStore implements Store {
       await res.body?.cancel();
       return null;
     }
-    const { FileStatus: s } = await this.nn.json<{ FileStatus: HdfsStatus }>(res, 'stat', [p], (j) => isStatus(j.FileStatus));
+    const { FileStatus: s } = await this.nn.json<{ FileStatus: HdfsStatus }>(res, 'stat', [p], (j) =>
+      isStatus(j.FileStatus),
+    );
     return entry(p, s);
   }
 
@@ -56,9 +58,15 @@ export class WebHdfsStore implements Store {
         await res.body?.cancel();
         return out;
       }
-      const j = await this.nn.json<{ DirectoryListing: { partialListing: { FileStatuses: { FileStatus: HdfsStatus[] } }; remainingEntries: number } }>(res, 'list', [dir], (j) => {
+      const j = await this.nn.json<{
+        DirectoryListing: { partialListing: { FileStatuses: { FileStatus: HdfsStatus[] } }; remainingEntries: number };
+      }>(res, 'list', [dir], (j) => {
         const l = j.DirectoryListing;
-        return Array.isArray(l?.partialListing?.FileStatuses?.FileStatus) && l.partialListing.FileStatuses.FileStatus.every(isStatus) && typeof l.remainingEntries === 'number';
+        return (
+          Array.isArray(l?.partialListing?.FileStatuses?.FileStatus) &&
+          l.partialListing.FileStatuses.FileStatus.every(isStatus) &&
+          typeof l.remainingEntries === 'number'
+        );
       });
       const page = j.DirectoryListing.partialListing.FileStatuses.FileStatus;
       for (const s of page) if (s.pathSuffix) out.push(entry(posix.join(dir, s.pathSuffix), s));
@@ -74,7 +82,8 @@ export class WebHdfsStore implements Store {
       if (res.status === 404) {
         // Hadoop answers a directory with FileNotFoundException too: "Path is not a file".
         const said = await res.text().catch(() => '');
-        if (/Path is not a file/.test(said)) throw new StoreError('io', 'readFile', [this.toUri(p)], 'is a directory (Path is not a file)');
+        if (/Path is not a file/.test(said))
+          throw new StoreError('io', 'readFile', [this.toUri(p)], 'is a directory (Path is not a file)');
         return null;
       }
       if (res.status !== 307) throw await this.nn.failure(res, 'readFile', [p]);
@@ -108,7 +117,12 @@ export class WebHdfsStore implements Store {
       // A data node answers 201 Created; a 200 with a body (a proxy's page) proves nothing.
       const text = (await put.text()).trim();
       if (put.status === 201 || text === '') return 'created';
-      throw new StoreError('io', 'create', [this.toUri(p)], `the data node's answer (HTTP ${put.status}) is not the WebHDFS answer to create: ${JSON.stringify(text.slice(0, 80))}; check the addresses the name node gives`);
+      throw new StoreError(
+        'io',
+        'create',
+        [this.toUri(p)],
+        `the data node's answer (HTTP ${put.status}) is not the WebHDFS answer to create: ${JSON.stringify(text.slice(0, 80))}; check the addresses the name node gives`,
+      );
     }
     const remote = await this.nn.remote(put.clone());
     if (!overwrite && remote?.exception === 'FileAlreadyExistsException') return 'exists';
@@ -129,10 +143,13 @@ export class WebHdfsStore implements Store {
       throw e;
     }
     // Someone else's temp of the same random name: not ours to publish or delete.
-    if (created === 'exists') throw new StoreError('exists', op, [this.toUri(tmp)], 'a temp file of that name exists already');
+    if (created === 'exists')
+      throw new StoreError('exists', op, [this.toUri(tmp)], 'a temp file of that name exists already');
     // A rename done whose answer was lost: the file holding our bytes says so (a stream's put has
     // only the rename's own evidence: its temp gone, the file there).
-    const ours = bytes ? async () => (await this.readFile(p).catch(() => null))?.equals(bytes) === true : () => this.moved(tmp, p);
+    const ours = bytes
+      ? async () => (await this.readFile(p).catch(() => null))?.equals(bytes) === true
+      : () => this.moved(tmp, p);
     try {
       await this.renameOrFind(tmp, p, { replace: true }, ours);
     } catch (e) {
@@ -191,11 +208,22 @@ export class WebHdfsStore implements Store {
    * source gone, and if every answer is lost the call fails though the rename happened. Either
    * way `done` (asked only then) decides, as Hadoop's name node retry cache does for RPC clients.
    */
-  private async renameOrFind(src: string, dst: string, opts: RenameOptions, done: () => Promise<boolean>): Promise<void> {
+  private async renameOrFind(
+    src: string,
+    dst: string,
+    opts: RenameOptions,
+    done: () => Promise<boolean>,
+  ): Promise<void> {
     const tries = { lost: 0 };
     let res: Response;
     try {
-      res = await this.nn.call('PUT', 'RENAME', src, { destination: dst, renameoptions: opts.replace ? 'OVERWRITE' : 'NONE' }, tries);
+      res = await this.nn.call(
+        'PUT',
+        'RENAME',
+        src,
+        { destination: dst, renameoptions: opts.replace ? 'OVERWRITE' : 'NONE' },
+        tries,
+      );
     } catch (e) {
       if (tries.lost > 0 && (await done().catch(() => false))) return;
       throw e;
@@ -224,7 +252,8 @@ export class WebHdfsStore implements Store {
   private async plainRename(src: string, dst: string, opts: RenameOptions): Promise<void> {
     const existing = await this.stat(dst);
     if (existing) {
-      if (!opts.replace || existing.kind === 'dir') throw new StoreError('exists', 'rename', [this.toUri(src), this.toUri(dst)], 'destination exists');
+      if (!opts.replace || existing.kind === 'dir')
+        throw new StoreError('exists', 'rename', [this.toUri(src), this.toUri(dst)], 'destination exists');
       await this.delete(dst, false);
     }
     const res = await this.nn.call('PUT', 'RENAME', src, { destination: dst });
@@ -236,8 +265,17 @@ export class WebHdfsStore implements Store {
   /** Why a rename answered `{"boolean": false}`: HDFS answers false for all of these. */
   private async refused(src: string, dst: string): Promise<StoreError> {
     const [s, d] = await Promise.all([this.stat(src), this.stat(dst)]);
-    const why = !s ? 'the source does not exist' : d ? 'the destination exists' : 'the destination\'s parent does not exist or the rename is not allowed';
-    return new StoreError(!s ? 'not-found' : d ? 'exists' : 'refused', 'rename', [this.toUri(src), this.toUri(dst)], `the name node answered {"boolean": false}: ${why}`);
+    const why = !s
+      ? 'the source does not exist'
+      : d
+        ? 'the destination exists'
+        : "the destination's parent does not exist or the rename is not allowed";
+    return new StoreError(
+      !s ? 'not-found' : d ? 'exists' : 'refused',
+      'rename',
+      [this.toUri(src), this.toUri(dst)],
+      `the name node answered {"boolean": false}: ${why}`,
+    );
   }
 
   /** No server-side copy in WebHDFS: the bytes pass through this process (the protocol renames instead). */
@@ -274,7 +312,14 @@ interface HdfsStatus {
 const isBoolean = (j: { boolean?: unknown }) => typeof j.boolean === 'boolean';
 
 function isStatus(s: Partial<HdfsStatus> | undefined): boolean {
-  return typeof s === 'object' && s !== null && typeof s.pathSuffix === 'string' && typeof s.length === 'number' && typeof s.modificationTime === 'number' && ['FILE', 'DIRECTORY', 'SYMLINK'].includes(s.type as string);
+  return (
+    typeof s === 'object' &&
+    s !== null &&
+    typeof s.pathSuffix === 'string' &&
+    typeof s.length === 'number' &&
+    typeof s.modificationTime === 'number' &&
+    ['FILE', 'DIRECTORY', 'SYMLINK'].includes(s.type as string)
+  );
 }
 
 function body(data: Buffer | string): BodyInit {
