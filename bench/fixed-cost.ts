@@ -18,7 +18,7 @@ import { commitTask } from '../src/steps/commit-task.js';
 import { stageFiles } from '../src/steps/stage-files.js';
 import { stageJob } from '../src/steps/stage-job.js';
 // The WebHDFS server the tests run against: the store needs a name node to talk to.
-import { WebHdfsCluster } from '../test/webhdfs/server.js';
+import { WebHdfsCluster } from '../testing/webhdfs-server.js';
 import { benchEnv, printTable, seconds } from './helpers.js';
 
 /**

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 // The WebHDFS server the tests run against: the store needs a name node to talk to.
-import { WebHdfsCluster } from '../test/webhdfs/server.js';
+import { WebHdfsCluster } from '../testing/webhdfs-server.js';
 import { WebHdfsStore } from '../src/store/webhdfs/webhdfs-store.js';
 import { forEachLimit } from '../src/util/pool.js';
 import {

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { S3Store } from '../src/store/s3/s3-store.js';
 import { s3Settings } from '../src/store/s3/settings.js';
-import { testEnv } from '../test/helpers/lib.js';
+import { testEnv } from '../testing/lib.js';
 import { stageJob } from '../src/steps/stage-job.js';
 import { stageFiles } from '../src/steps/stage-files.js';
 import { commitTask } from '../src/steps/commit-task.js';

@@ -8,11 +8,11 @@ import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { ok } from './helpers/cli.js';
-import { adoptRunners, assertFinished, dataOf, snapshot, table } from './helpers/adopt.js';
-import { hadoopV1, hiveInsert, SPARK_STAGES, sparkOverwrite, taskDir, type EngineCase } from './helpers/engines.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { readTree, writeTree } from './helpers/tree.js';
+import { ok } from '../testing/cli.js';
+import { adoptRunners, assertFinished, dataOf, snapshot, table } from '../testing/adopt.js';
+import { hadoopV1, hiveInsert, SPARK_STAGES, sparkOverwrite, taskDir, type EngineCase } from '../testing/engines.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { readTree, writeTree } from '../testing/tree.js';
 
 for (const fx of storeFixtures()) {
   describe(`adopt engines' leftovers on ${fx.name}`, () => {

@@ -9,12 +9,12 @@ import { mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { ConflictError } from '../src/errors.js';
 import { adopt } from '../src/steps/adopt.js';
-import { cli } from './helpers/cli.js';
-import { adoptRunners, assertFinished, leftoverFiles, snapshot, table } from './helpers/adopt.js';
-import { hadoopV1, sparkOverwrite } from './helpers/engines.js';
-import { testEnv } from './helpers/lib.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { readTree, writeTree } from './helpers/tree.js';
+import { cli } from '../testing/cli.js';
+import { adoptRunners, assertFinished, leftoverFiles, snapshot, table } from '../testing/adopt.js';
+import { hadoopV1, sparkOverwrite } from '../testing/engines.js';
+import { testEnv } from '../testing/lib.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { readTree, writeTree } from '../testing/tree.js';
 
 for (const fx of storeFixtures()) {
   describe(`adopt refusals and kills on ${fx.name}`, () => {

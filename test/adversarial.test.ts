@@ -15,13 +15,13 @@ import { isTempName } from '../src/store/temp-names.js';
 import { abort } from '../src/steps/abort.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import { recover } from '../src/steps/recover.js';
-import { cli, type CliResult } from './helpers/cli.js';
-import { inProcess } from './helpers/main.js';
-import { killed as killedAt } from './helpers/crash-points.js';
-import { driverDied, INLINE_PLAN, jobScenario, libStageTask, readyJob, testEnv, type Scenario } from './helpers/lib.js';
-import type { TaskSpec } from './helpers/jobs.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { data, readTree, writeTree } from './helpers/tree.js';
+import { cli, type CliResult } from '../testing/cli.js';
+import { inProcess } from '../testing/main.js';
+import { killed as killedAt } from '../testing/crash-points.js';
+import { driverDied, INLINE_PLAN, jobScenario, libStageTask, readyJob, testEnv, type Scenario } from '../testing/lib.js';
+import type { TaskSpec } from '../testing/jobs.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree, writeTree } from '../testing/tree.js';
 
 const remote = (store: string) => store !== 'local';
 /**

@@ -10,9 +10,9 @@ import path, { posix } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as sc from '../src/index.js';
-import { runMain } from './helpers/main.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { data, readTree, writeTree } from './helpers/tree.js';
+import { runMain } from '../testing/main.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree, writeTree } from '../testing/tree.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const INDEX = pathToFileURL(path.join(ROOT, 'dist/src/index.js')).href;

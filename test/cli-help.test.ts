@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { runMain } from './helpers/main.js';
+import { runMain } from '../testing/main.js';
 
 const COMMANDS = ['stage', 'commit-task', 'commit-job', 'abort', 'recover', 'status', 'clean-orphans', 'completion'];
 

@@ -6,9 +6,9 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { localFiles } from './helpers/jobs.js';
-import { runMain } from './helpers/main.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
+import { localFiles } from '../testing/jobs.js';
+import { runMain } from '../testing/main.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 
 const README = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
 

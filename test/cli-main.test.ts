@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { MANY_FILES, tightenHeapFor } from '../src/cli/heap.js';
-import { runMain } from './helpers/main.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { data, readTree, writeTree } from './helpers/tree.js';
+import { runMain } from '../testing/main.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree, writeTree } from '../testing/tree.js';
 
 for (const fx of storeFixtures()) {
   describe(`main() in-process on ${fx.name}`, () => {

@@ -7,10 +7,10 @@ import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { posix } from 'node:path';
 import { describe, test } from 'node:test';
-import { BIN, cli, type CliResult } from './helpers/cli.js';
-import { localFixture, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { stage } from './helpers/jobs.js';
-import { readTree } from './helpers/tree.js';
+import { BIN, cli, type CliResult } from '../testing/cli.js';
+import { localFixture, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { stage } from '../testing/jobs.js';
+import { readTree } from '../testing/tree.js';
 
 const STACK = /EPIPE|Error|\n\s+at /;
 

@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { BIN, cli, type CliResult } from './helpers/cli.js';
+import { BIN, cli, type CliResult } from '../testing/cli.js';
 
 const BUNDLE = fileURLToPath(new URL('../../dist/bundle/cli.cjs', import.meta.url));
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import os from 'node:os';
-import { BIN, cli, cliEnv, ok, spawnCli, until } from './helpers/cli.js';
+import { BIN, cli, cliEnv, ok, spawnCli, until } from '../testing/cli.js';
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import {
@@ -18,15 +18,15 @@ import {
   libStageTask,
   readyJob,
   testEnv,
-} from './helpers/lib.js';
+} from '../testing/lib.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commitJob as libCommitJobStep } from '../src/steps/commit-job.js';
-import { killed as killedAt, planCreated } from './helpers/crash-points.js';
+import { killed as killedAt, planCreated } from '../testing/crash-points.js';
 import { ConflictError, CorruptManifestError, InjectedFault, StoreError } from '../src/errors.js';
 import { loadJob, saveJob, withoutPlan } from '../src/job/job.js';
-import { commitJob, commitTask, prepare, stage, stageTask } from './helpers/jobs.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { data, readTree, writeTree } from './helpers/tree.js';
+import { commitJob, commitTask, prepare, stage, stageTask } from '../testing/jobs.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree, writeTree } from '../testing/tree.js';
 import { JobLayout, taskAttemptName } from '../src/job/layout.js';
 import { recover } from '../src/steps/recover.js';
 import { commitTask as commitTaskStep } from '../src/steps/commit-task.js';

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../src/cli/config.js';
-import { cli } from './helpers/cli.js';
+import { cli } from '../testing/cli.js';
 
 describe('config files', () => {
   let work: string;

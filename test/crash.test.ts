@@ -16,9 +16,9 @@ import { abort } from '../src/steps/abort.js';
 import { JobGoneError } from '../src/job/open.js';
 import type { Store } from '../src/store/types.js';
 import { walkFiles } from '../src/store/walk.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { data, readTree, writeTree, type Tree } from './helpers/tree.js';
-import { killed, planCreated } from './helpers/crash-points.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree, writeTree, type Tree } from '../testing/tree.js';
+import { killed, planCreated } from '../testing/crash-points.js';
 import { isTempName } from '../src/store/temp-names.js';
 import {
   driverDied,
@@ -31,10 +31,10 @@ import {
   readyJob,
   testEnv,
   type Scenario,
-} from './helpers/lib.js';
+} from '../testing/lib.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import { listJobs } from '../src/steps/jobs.js';
-import type { TaskSpec } from './helpers/jobs.js';
+import type { TaskSpec } from '../testing/jobs.js';
 
 const SCENARIOS: Scenario[] = [
   {

@@ -14,10 +14,10 @@ import { abort } from '../src/steps/abort.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import { recover } from '../src/steps/recover.js';
 import { status } from '../src/steps/status.js';
-import { cli } from './helpers/cli.js';
-import { killed as killedAt } from './helpers/crash-points.js';
-import { damages, parseBody, sign, withField, withItem, type Variant } from './helpers/damage.js';
-import type { TaskSpec } from './helpers/jobs.js';
+import { cli } from '../testing/cli.js';
+import { killed as killedAt } from '../testing/crash-points.js';
+import { damages, parseBody, sign, withField, withItem, type Variant } from '../testing/damage.js';
+import type { TaskSpec } from '../testing/jobs.js';
 import {
   driverDied,
   INLINE_PLAN,
@@ -26,13 +26,13 @@ import {
   readyJob,
   testEnv,
   type Scenario,
-} from './helpers/lib.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
+} from '../testing/lib.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 
 /** A damaged table-log file stops every commit to its table: the message says how to get past it. */
 const LOG_ADVICE =
   /no commit to this table can pass .*: restore the file .*; if no job of the table is committing \('stagecommit jobs .*' lists those in the default place; jobs staged with --staging-dir elsewhere count too\), abort every one, delete the log dir/;
-import { data, readTree, writeTree } from './helpers/tree.js';
+import { data, readTree, writeTree } from '../testing/tree.js';
 
 const real = storeFixtures().map((f) => f.name);
 

@@ -12,10 +12,10 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { WebHdfsStore } from '../src/store/webhdfs/webhdfs-store.js';
 import { yamlLib } from '../src/manifest/codec.js';
-import { BIN } from './helpers/cli.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { data, readTree } from './helpers/tree.js';
-import { WebHdfsCluster } from './webhdfs/server.js';
+import { BIN } from '../testing/cli.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree } from '../testing/tree.js';
+import { WebHdfsCluster } from '../testing/webhdfs-server.js';
 
 const EXAMPLES = fileURLToPath(new URL('../../examples/', import.meta.url));
 const STAGECOMMIT = `${process.execPath} ${BIN}`;

@@ -10,11 +10,11 @@ import { posix } from 'node:path';
 import { JobLayout } from '../src/job/layout.js';
 import { loadJob } from '../src/job/job.js';
 import type { MutationHook } from '../src/store/instrumented.js';
-import { cli } from './helpers/cli.js';
-import { inProcess } from './helpers/main.js';
-import { libCommitJob, libCommitTask, libStage, libStageTask, testEnv, type Scenario } from './helpers/lib.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { data, readTree, writeTree } from './helpers/tree.js';
+import { cli } from '../testing/cli.js';
+import { inProcess } from '../testing/main.js';
+import { libCommitJob, libCommitTask, libStage, libStageTask, testEnv, type Scenario } from '../testing/lib.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree, writeTree } from '../testing/tree.js';
 
 const SC: Scenario = {
   name: 'dynamic overwrite',

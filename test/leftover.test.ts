@@ -14,8 +14,8 @@ import {
   sparkOverwrite,
   taskDir,
   type EngineCase,
-} from './helpers/engines.js';
-import type { Tree } from './helpers/tree.js';
+} from '../testing/engines.js';
+import type { Tree } from '../testing/tree.js';
 
 /** The listing a walk of the leftover gives: every file and directory, relative to it. */
 function listing(c: EngineCase, mtimeMs = 1000): ListedEntry[] {

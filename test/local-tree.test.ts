@@ -11,7 +11,7 @@ import path from 'node:path';
 import { StoreError } from '../src/errors.js';
 import { LocalStore } from '../src/store/local.js';
 import { byParentInTurns } from '../src/store/local-tree.js';
-import { BIN, cli } from './helpers/cli.js';
+import { BIN, cli } from '../testing/cli.js';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 

@@ -7,10 +7,10 @@ import { posix } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { cleanOrphans } from '../src/steps/clean-orphans.js';
-import { cli } from './helpers/cli.js';
-import { testEnv } from './helpers/lib.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { readTree, writeTree } from './helpers/tree.js';
+import { cli } from '../testing/cli.js';
+import { testEnv } from '../testing/lib.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { readTree, writeTree } from '../testing/tree.js';
 
 interface JsonLeftover {
   kind: string;

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { cleanOrphans } from '../src/index.js';
-import { adoptRunners, leftoverFiles, table } from './helpers/adopt.js';
+import { adoptRunners, leftoverFiles, table } from '../testing/adopt.js';
 import {
   attemptDir,
   hadoopV1,
@@ -13,9 +13,9 @@ import {
   SPARK_STAGES,
   sparkOverwrite,
   type EngineCase,
-} from './helpers/engines.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { readTree } from './helpers/tree.js';
+} from '../testing/engines.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { readTree } from '../testing/tree.js';
 
 /** A Hive query killed while still writing: only `_tmp.-ext-10000`, nothing final. */
 function hiveWriting(): EngineCase {

@@ -6,14 +6,14 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError, CorruptManifestError, StoreError } from '../src/errors.js';
-import { damages, withItem } from './helpers/damage.js';
+import { damages, withItem } from '../testing/damage.js';
 import { abort } from '../src/steps/abort.js';
 import { cleanOrphans } from '../src/steps/clean-orphans.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import { recover } from '../src/steps/recover.js';
-import { libCommitJob, libCommitTask, libStage, libStageTask, testEnv, type Scenario } from './helpers/lib.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { data, readTree, writeTree } from './helpers/tree.js';
+import { libCommitJob, libCommitTask, libStage, libStageTask, testEnv, type Scenario } from '../testing/lib.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree, writeTree } from '../testing/tree.js';
 
 // The S3 sandbox stages files of 4 bytes and more as pending uploads; smaller ones are copied.
 const BIG_A = 'aaaaaaaaaa';

@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
-import { cli, ok } from './helpers/cli.js';
-import { commitJob, commitTask, localFiles, prepare, stage, stageTask } from './helpers/jobs.js';
-import { inProcess, okInProcess } from './helpers/main.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { data, readTree, writeTree } from './helpers/tree.js';
+import { cli, ok } from '../testing/cli.js';
+import { commitJob, commitTask, localFiles, prepare, stage, stageTask } from '../testing/jobs.js';
+import { inProcess, okInProcess } from '../testing/main.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree, writeTree } from '../testing/tree.js';
 import { JobLayout } from '../src/job/layout.js';
 
 for (const fx of storeFixtures()) {

@@ -5,16 +5,16 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
-import { cli, ok } from './helpers/cli.js';
-import { okInProcess } from './helpers/main.js';
-import { commitJob, commitTask, prepare, runJob, stage, stageTask } from './helpers/jobs.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { data, readTree } from './helpers/tree.js';
+import { cli, ok } from '../testing/cli.js';
+import { okInProcess } from '../testing/main.js';
+import { commitJob, commitTask, prepare, runJob, stage, stageTask } from '../testing/jobs.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree } from '../testing/tree.js';
 import { encodeLease } from '../src/job/lease.js';
 import { InjectedFault } from '../src/errors.js';
 import { JobLayout } from '../src/job/layout.js';
 import { commitJob as libCommitJob } from '../src/steps/commit-job.js';
-import { driverDied, testEnv } from './helpers/lib.js';
+import { driverDied, testEnv } from '../testing/lib.js';
 
 for (const fx of storeFixtures()) {
   describe(`reruns on ${fx.name}`, () => {

@@ -14,11 +14,11 @@ import { StoreError } from '../src/errors.js';
 import { withFence, type StoreFence } from '../src/store/fence.js';
 import { S3Store } from '../src/store/s3/s3-store.js';
 import { s3Settings } from '../src/store/s3/settings.js';
-import { cli } from './helpers/cli.js';
-import { prepare, runJob } from './helpers/jobs.js';
-import { startS3Proxy, type S3Proxy } from './helpers/s3-proxy.js';
-import { storeFixtures, type StoreSandbox } from './helpers/stores.js';
-import { data, readTree } from './helpers/tree.js';
+import { cli } from '../testing/cli.js';
+import { prepare, runJob } from '../testing/jobs.js';
+import { startS3Proxy, type S3Proxy } from '../testing/s3-proxy.js';
+import { storeFixtures, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree } from '../testing/tree.js';
 
 const s3 = storeFixtures().find((f) => f.name === 's3');
 

@@ -11,11 +11,11 @@ import { JobLayout } from '../src/job/layout.js';
 import { abort } from '../src/steps/abort.js';
 import { stageFiles } from '../src/steps/stage-files.js';
 import { commitTask } from '../src/steps/commit-task.js';
-import { cli, spawnCli } from './helpers/cli.js';
-import { prepare, stage, stageTask } from './helpers/jobs.js';
-import { libCommitJob, libCommitTask, testEnv } from './helpers/lib.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { data, readTree } from './helpers/tree.js';
+import { cli, spawnCli } from '../testing/cli.js';
+import { prepare, stage, stageTask } from '../testing/jobs.js';
+import { libCommitJob, libCommitTask, testEnv } from '../testing/lib.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree } from '../testing/tree.js';
 
 const ROUNDS = Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? 3);
 

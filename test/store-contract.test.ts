@@ -14,8 +14,8 @@ import { InstrumentedStore } from '../src/store/instrumented.js';
 import { promoteOutput } from '../src/store/operations.js';
 import { TEMP_PREFIX } from '../src/store/temp-names.js';
 import { mapLimit } from '../src/util/pool.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { data, readTree, writeTree } from './helpers/tree.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree, writeTree } from '../testing/tree.js';
 
 /** Names a partition value or a file may carry, each of which some layer has to escape. */
 const ODD_NAMES = [

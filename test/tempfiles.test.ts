@@ -12,11 +12,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test, type TestContext } from 'node:test';
 import { TEMP_PREFIX } from '../src/store/temp-names.js';
 import type { Store } from '../src/store/types.js';
-import { BIN, cli } from './helpers/cli.js';
-import { inProcess, okInProcess } from './helpers/main.js';
-import { commitJob, commitTask, localFiles, prepare, stage, stageTask } from './helpers/jobs.js';
-import { localFixture, storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { readTree } from './helpers/tree.js';
+import { BIN, cli } from '../testing/cli.js';
+import { inProcess, okInProcess } from '../testing/main.js';
+import { commitJob, commitTask, localFiles, prepare, stage, stageTask } from '../testing/jobs.js';
+import { localFixture, storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { readTree } from '../testing/tree.js';
 import { JobLayout } from '../src/job/layout.js';
 import { claimRootPath, readClaim } from '../src/job/claims.js';
 

@@ -4,13 +4,13 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { cli } from './helpers/cli.js';
-import { commitJob } from './helpers/jobs.js';
+import { cli } from '../testing/cli.js';
+import { commitJob } from '../testing/jobs.js';
 import { printable } from '../src/cli/ui.js';
-import { libCommitTask, libStage, libStageTask, testEnv } from './helpers/lib.js';
-import { HIDE_CURSOR, havePty, SHOW_CURSOR, underPty, type PtyResult } from './helpers/pty.js';
-import { localFixture, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { data, readTree } from './helpers/tree.js';
+import { libCommitTask, libStage, libStageTask, testEnv } from '../testing/lib.js';
+import { HIDE_CURSOR, havePty, SHOW_CURSOR, underPty, type PtyResult } from '../testing/pty.js';
+import { localFixture, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree } from '../testing/tree.js';
 
 const FILES = { 'a.csv': 'a\n', 'b.csv': 'b\n' };
 

@@ -11,12 +11,12 @@ import { after, before, describe, test } from 'node:test';
 import { parseUri } from '../src/store/resolve.js';
 import { UsageError } from '../src/errors.js';
 import { WebHdfsStore } from '../src/store/webhdfs/webhdfs-store.js';
-import { cli } from './helpers/cli.js';
-import { localFiles, type Runner } from './helpers/jobs.js';
-import { inProcess } from './helpers/main.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { data, readTree } from './helpers/tree.js';
-import { WebHdfsCluster } from './webhdfs/server.js';
+import { cli } from '../testing/cli.js';
+import { localFiles, type Runner } from '../testing/jobs.js';
+import { inProcess } from '../testing/main.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree } from '../testing/tree.js';
+import { WebHdfsCluster } from '../testing/webhdfs-server.js';
 
 /**
  * stage → stage a file → commit-task → commit-job, all through `target`; returns the handle. Each

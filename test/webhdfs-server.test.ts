@@ -10,7 +10,7 @@ import { Readable } from 'node:stream';
 import { createServer as createHttpServer, request as httpRequest, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { WebHdfsCluster } from './webhdfs/server.js';
+import { WebHdfsCluster } from '../testing/webhdfs-server.js';
 import { WebHdfsStore } from '../src/store/webhdfs/webhdfs-store.js';
 import { StoreError } from '../src/errors.js';
 import { isTempName } from '../src/store/temp-names.js';

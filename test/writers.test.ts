@@ -7,12 +7,12 @@ import { symlink } from 'node:fs/promises';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { isWriterMarker } from '../src/steps/attempt-output.js';
-import { cli } from './helpers/cli.js';
-import { okInProcess } from './helpers/main.js';
-import { stage } from './helpers/jobs.js';
-import { storeFixtures, useSandbox, type StoreSandbox } from './helpers/stores.js';
-import { data, readTree, writeTree } from './helpers/tree.js';
-import { stageTask } from './helpers/jobs.js';
+import { cli } from '../testing/cli.js';
+import { okInProcess } from '../testing/main.js';
+import { stage } from '../testing/jobs.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree, writeTree } from '../testing/tree.js';
+import { stageTask } from '../testing/jobs.js';
 
 test('writer markers by name: _SUCCESS, _started_*, _committed_* and their .crc files, nothing else', () => {
   for (const m of [

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { posix } from 'node:path';
-import type { Store } from '../../src/store/types.js';
+import type { Store } from '../src/store/types.js';
 import type { EngineCase } from './engines.js';
 import { cli, type CliResult } from './cli.js';
 import { inProcess, okInProcess } from './main.js';

@@ -1,7 +1,7 @@
 // Runs the CLI's main() in this process with stdout and stderr captured (no child process).
 
 import { PassThrough } from 'node:stream';
-import { main } from '../../src/cli/main.js';
+import { main } from '../src/cli/main.js';
 import { cliEnv, type CliOptions, type CliResult } from './cli.js';
 
 /** Runs main() with captured stdout and stderr. */

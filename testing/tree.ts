@@ -1,7 +1,7 @@
 // Builds fixture trees from object literals and reads trees back, through the Store interface.
 
 import { posix } from 'node:path';
-import type { Store } from '../../src/store/types.js';
+import type { Store } from '../src/store/types.js';
 
 export type Tree = Record<string, string>;
 

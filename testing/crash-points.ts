@@ -1,8 +1,8 @@
 // Mutation points named by what happens there (never by their number in the order of
 // operations), for tests that kill a step in-process at one place.
 
-import { InjectedFault } from '../../src/errors.js';
-import { crashAt, matches, type CallMatch, type MutationHook } from '../../src/store/instrumented.js';
+import { InjectedFault } from '../src/errors.js';
+import { crashAt, matches, type CallMatch, type MutationHook } from '../src/store/instrumented.js';
 
 const file = (name: string) => new RegExp(`/${name.replace(/\./g, '\\.')}$`);
 

@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 /** The command: bin/ of this checkout (under scripts/test.mjs it runs the bundle: STAGECOMMIT_BUNDLE=1). */
-export const BIN = fileURLToPath(new URL('../../../bin/stagecommit.js', import.meta.url));
+export const BIN = fileURLToPath(new URL('../../bin/stagecommit.js', import.meta.url));
 
 export interface CliResult {
   readonly code: number | null;

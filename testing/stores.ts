@@ -4,9 +4,9 @@ import { lstat, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises
 import { after, before } from 'node:test';
 import os from 'node:os';
 import path from 'node:path';
-import { LocalStore } from '../../src/store/local.js';
-import { MemoryStore, type MemoryStoreKind } from '../../src/store/memory.js';
-import type { Store } from '../../src/store/types.js';
+import { LocalStore } from '../src/store/local.js';
+import { MemoryStore, type MemoryStoreKind } from '../src/store/memory.js';
+import type { Store } from '../src/store/types.js';
 
 export interface StoreSandbox {
   /** A handle or printed URI → the path inside the store. */
@@ -93,8 +93,8 @@ export const s3Fixture: StoreFixture = {
     const endpoint = process.env.STAGECOMMIT_TEST_S3_ENDPOINT;
     if (!endpoint)
       throw new Error('STAGECOMMIT_TEST_S3_ENDPOINT is not set: run the tests with npm test, which starts Ceph RGW');
-    const { S3Store } = await import('../../src/store/s3/s3-store.js');
-    const { s3Settings } = await import('../../src/store/s3/settings.js');
+    const { S3Store } = await import('../src/store/s3/s3-store.js');
+    const { s3Settings } = await import('../src/store/s3/settings.js');
     const { CreateBucketCommand, CreateMultipartUploadCommand } = await import('@aws-sdk/client-s3');
     // Files of 4 bytes and more are staged as pending uploads, so every suite covers both ways.
     const settings = s3Settings(
@@ -132,14 +132,14 @@ export const s3Fixture: StoreFixture = {
 };
 
 /**
- * HDFS over WebHDFS on the project's own server (test/webhdfs/server.ts): an HA pair whose
+ * HDFS over WebHDFS on the project's own server (testing/webhdfs-server.ts): an HA pair whose
  * first name node is standby, so every client fails over; listings paged by 7.
  */
 export const hdfsFixture: StoreFixture = {
   name: 'hdfs',
   async sandbox() {
-    const { WebHdfsCluster } = await import('../webhdfs/server.js');
-    const { WebHdfsStore } = await import('../../src/store/webhdfs/webhdfs-store.js');
+    const { WebHdfsCluster } = await import('./webhdfs-server.js');
+    const { WebHdfsStore } = await import('../src/store/webhdfs/webhdfs-store.js');
     const dir = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-hdfs-'));
     const cluster = await new WebHdfsCluster({ root: dir, listLimit: 7 }).start(2);
     cluster.active = 1;

@@ -2,16 +2,16 @@
 
 import os from 'node:os';
 import { posix } from 'node:path';
-import { InstrumentedStore, type MutationHook, type StoreHooks } from '../../src/store/instrumented.js';
-import type { Store } from '../../src/store/types.js';
-import { isPidAliveLocal, type StepEnv } from '../../src/steps/env.js';
-import { stageJob, type StageJobInput } from '../../src/steps/stage-job.js';
-import { stageFiles } from '../../src/steps/stage-files.js';
-import { commitTask } from '../../src/steps/commit-task.js';
-import { commitJob } from '../../src/steps/commit-job.js';
-import { parsePartitionArg } from '../../src/paths.js';
-import { loadJob } from '../../src/job/job.js';
-import { JobLayout, taskAttemptName } from '../../src/job/layout.js';
+import { InstrumentedStore, type MutationHook, type StoreHooks } from '../src/store/instrumented.js';
+import type { Store } from '../src/store/types.js';
+import { isPidAliveLocal, type StepEnv } from '../src/steps/env.js';
+import { stageJob, type StageJobInput } from '../src/steps/stage-job.js';
+import { stageFiles } from '../src/steps/stage-files.js';
+import { commitTask } from '../src/steps/commit-task.js';
+import { commitJob } from '../src/steps/commit-job.js';
+import { parsePartitionArg } from '../src/paths.js';
+import { loadJob } from '../src/job/job.js';
+import { JobLayout, taskAttemptName } from '../src/job/layout.js';
 import { localFiles, type TaskSpec } from './jobs.js';
 
 /** A commit-job that carries a small plan in `_job.yaml` (off by default: plan-writer.ts). */
