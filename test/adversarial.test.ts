@@ -18,7 +18,15 @@ import { recover } from '../src/steps/recover.js';
 import { cli, type CliResult } from '../testing/cli.js';
 import { inProcess } from '../testing/main.js';
 import { killed as killedAt } from '../testing/crash-points.js';
-import { driverDied, INLINE_PLAN, jobScenario, libStageTask, readyJob, testEnv, type Scenario } from '../testing/lib.js';
+import {
+  driverDied,
+  INLINE_PLAN,
+  jobScenario,
+  libStageTask,
+  readyJob,
+  testEnv,
+  type Scenario,
+} from '../testing/lib.js';
 import type { TaskSpec } from '../testing/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 import { data, readTree, writeTree } from '../testing/tree.js';
