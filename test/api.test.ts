@@ -1,4 +1,4 @@
-// The library (src/index.ts) on every store: the README's Node ETL step runs as written, calls
+// The library (src/index.ts) on every store: the documented Node ETL step runs as written, calls
 // return what --json prints, and failures throw StagecommitError with exitCode and kind.
 
 import assert from 'node:assert/strict';
@@ -17,15 +17,14 @@ import { data, readTree, writeTree } from '../testing/tree.js';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const INDEX = pathToFileURL(path.join(ROOT, 'dist/src/index.js')).href;
 
-/** The ```js block of the README's Library section, which must be examples/etl-step.mjs. */
+/** The ```js block of docs/library.md, which must be examples/etl-step.mjs. */
 function readmeExample(): string {
-  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Library'));
+  const section = readFileSync(path.join(ROOT, 'docs', 'library.md'), 'utf8');
   const code = /```js\n([\s\S]*?)```/.exec(section)![1]!;
   assert.equal(
     code,
     readFileSync(path.join(ROOT, 'examples/etl-step.mjs'), 'utf8'),
-    'the README shows examples/etl-step.mjs as it is',
+    'docs/library.md shows examples/etl-step.mjs as it is',
   );
   return code;
 }
@@ -35,7 +34,7 @@ for (const fx of storeFixtures()) {
     let sb!: StoreSandbox;
     const dir = useSandbox(fx, (s) => (sb = s), 'a');
 
-    test("the README's ETL step publishes its partition, and again over it", async () => {
+    test('the documented ETL step publishes its partition, and again over it', async () => {
       const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'sc-etl-')), 'etl.mjs');
       writeFileSync(file, readmeExample().replace("from 'stagecommit'", `from '${INDEX}'`));
       const target = posix.join(dir(), 'sales');

@@ -10,12 +10,11 @@ import { localFiles } from '../testing/jobs.js';
 import { runMain } from '../testing/main.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 
-const README = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+const JSON_DOC = readFileSync(fileURLToPath(new URL('../../docs/json.md', import.meta.url)), 'utf8');
 
-/** The README's JSON table: command → the fields listed before any parenthesis. */
+/** docs/json.md's table: command → the fields listed before any parenthesis. */
 function documentedFields(): Map<string, string[]> {
-  const section = README.slice(README.indexOf('### JSON'), README.indexOf('## Library'));
-  const rows = section.split('\n').filter((l) => /^\| `/.test(l));
+  const rows = JSON_DOC.split('\n').filter((l) => /^\| `/.test(l));
   return new Map(
     rows.map((r) => {
       const [, cmd, fields] = r.split('|').map((c) => c.trim());
@@ -26,7 +25,7 @@ function documentedFields(): Map<string, string[]> {
 
 function assertFields(doc: Record<string, unknown>, command: string): void {
   const fields = documentedFields().get(command);
-  assert.ok(fields?.length, `the README's JSON table has a row for ${command}`);
+  assert.ok(fields?.length, `docs/json.md's table has a row for ${command}`);
   for (const f of fields!) assert.ok(f in doc, `${command} --json has '${f}' (got ${Object.keys(doc).join(', ')})`);
   for (const [k, v] of Object.entries(doc)) {
     if (k.endsWith('AtMs'))

@@ -73,7 +73,7 @@ describe('the packed package', () => {
           .join('/'),
       ),
     );
-    assert.deepEqual([...top].sort(), ['README.md', 'bin', 'dist/bundle', 'dist/src', 'package.json']);
+    assert.deepEqual([...top].sort(), ['LICENSE', 'README.md', 'bin', 'dist/bundle', 'dist/src', 'package.json']);
     assert.ok(
       files.includes('dist/bundle/cli.cjs') &&
         files.includes('dist/bundle/index.js') &&
