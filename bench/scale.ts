@@ -1,5 +1,5 @@
 // Benchmark: peak memory and time per file of commit-task and commit-job as the file count grows
-// (DESIGN §9: memory stays flat). Local filesystem, 100 partitions, 4 tasks, an absent target;
+// (protocol.md §9.2: memory stays flat). Local filesystem, 100 partitions, 4 tasks, an absent target;
 // every step runs as its own process under /usr/bin/time. BENCH_SCALE=100000,1000000 (default)
 // picks the sizes; BENCH_SCALE_MERGED=1 has every task write every partition. BENCH_SCALE_RECOVER=1 adds, per size,
 // `recover` of a commit-job killed while it

@@ -1,4 +1,4 @@
-// Typed errors; each carries the exit code of DESIGN §8 so only the entry point maps errors to exits.
+// Typed errors; each carries the exit code of protocol.md §8 so only the entry point maps errors to exits.
 
 export const ExitCode = {
   ok: 0,

@@ -1,5 +1,5 @@
 // A stdout or stderr that its reader closes early (`| head`, EPIPE) ends the step normally: its own
-// exit code, no stack trace, and the work done (DESIGN §5 invariant 13). Local store only: these
+// exit code, no stack trace, and the work done (protocol.md §5.13). Local store only: these
 // test the process's output streams, not the store.
 
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Crash safety (DESIGN §5.3): fail the store at every mutation of every step, heal with
+// Crash safety (protocol.md §5.3): fail the store at every mutation of every step, heal with
 // `recover` or by running the step again, and check the job ends exactly where an
 // uninterrupted run ends. Before the commit point the target must be untouched.
 
@@ -315,7 +315,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       const jobFile = posix.join(run.stagingPath, '_job.yaml');
       await act(sb.store, run, { kind: 'commit-job' }, sc, async (_n, op, path) => {
         // `_job.yaml` goes last: when it (or the whole dir) is deleted, nothing else is left to
-        // outlive it, should the process die right then (§5.12: no staging dir without a job).
+        // outlive it, should the process die right then (protocol.md §5.12: no staging dir without a job).
         // Where one delete removes a tree at once (HDFS), nothing can outlive it.
         if (op === 'delete' && (path === jobFile || path === run.stagingPath)) {
           lastDeletes++;

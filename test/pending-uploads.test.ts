@@ -1,4 +1,4 @@
-// Zero-copy commit (DESIGN §9): on stores with multipart uploads, `stage FILE` sends large files
+// Zero-copy commit (protocol.md §9.1): on stores with multipart uploads, `stage FILE` sends large files
 // to their final keys as uploads left pending, commit-job completes them, and every way a job or
 // an attempt ends without them aborts them. On other stores the same stories must end the same.
 

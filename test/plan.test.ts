@@ -1,5 +1,5 @@
 // The commit planner without a store: what moves where, what an overwrite displaces, and the
-// operation counts DESIGN §9 promises.
+// operation counts protocol.md §9.1 promises.
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -258,7 +258,7 @@ test('server-side copies in flight are paced by their bytes: 16 of 8 MiB, 32 of 
   assert.equal(copiesInFlight([{ op: 'mkdir', path: 't:x' }], 32), 32);
 });
 
-test('the output tree keeps its file names, not the paths they were cut from (DESIGN §9: a million files)', () => {
+test('the output tree keeps its file names, not the paths they were cut from (protocol.md §9.2)', () => {
   v8.setFlagsFromString('--expose-gc');
   const gc = vm.runInNewContext('gc') as () => void;
   // 10,000 paths of 4 KiB each (a long directory name): kept whole, they would be 40 MB.

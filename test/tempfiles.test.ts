@@ -1,4 +1,4 @@
-// Temp files (DESIGN §5.12) through the CLI: a `stage` killed mid-stream or mid-copy publishes no
+// Temp files (protocol.md §5.12) through the CLI: a `stage` killed mid-stream or mid-copy publishes no
 // partial file, its temp is never output and the next commit-task removes it; a full disk
 // (a small tmpfs, local only) fails the step with exit 1 and leaves no temp debris anywhere.
 

@@ -1,4 +1,4 @@
-// Every step ends on a real terminal (DESIGN §5 invariant 13): one of zero width, one of normal
+// Every step ends on a real terminal (protocol.md §5.13): one of zero width, one of normal
 // width with its spinner, and signals while a commit runs. Local store only: these test the
 // terminal, not the store.
 

@@ -19,7 +19,7 @@ export const planCreated: CallMatch = {
     (op === 'rename' && /\/\.stagecommit-tmp-[0-9a-f]+-_commit\.yaml$/.test(path)),
 };
 
-/** Points of commit-job and commit-task (paths as DESIGN §4 lays out a staging dir). */
+/** Points of commit-job and commit-task (paths as protocol.md §2.1 lays out a staging dir). */
 export const killed = {
   /** commit-job: the table-log entry is held, the plan (the commit point) never written. */
   beforeCommitPoint: (): MutationHook => crashAt(planCreated),

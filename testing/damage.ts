@@ -1,4 +1,4 @@
-// Ways to damage a manifest on purpose (DESIGN §5.10): cuts at every line and at bytes, lines
+// Ways to damage a manifest on purpose (protocol.md §5.10): cuts at every line and at bytes, lines
 // removed, bytes flipped — and, re-signed so the check line matches, fields removed, retyped or
 // given paths that escape. Each variant is a name and the damaged text.
 

@@ -1,5 +1,5 @@
 // What a failed API call throws, and the JSON document the CLI prints for it: both carry the
-// exit code of DESIGN §8 and one kind per error family.
+// exit code of protocol.md §8 and one kind per error family.
 
 import { ExitCode, StageCommitError } from '../errors.js';
 

@@ -220,7 +220,7 @@ async function sourceOf(s: Session, f: FileSource): Promise<StagedSource> {
 
 /**
  * Linux filesystems whose files the kernel makes up as they are read (statfs f_type): /proc's say
- * size 0 and copy as nothing; /sys's say 4096 and a copy of one spun for ever (helper-75).
+ * size 0 and copy as nothing; /sys's say 4096 and a copy of one spun for ever.
  */
 const PSEUDO_FILESYSTEMS = new Map<number, string>([
   [0x9fa0, 'procfs'],

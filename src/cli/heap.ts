@@ -10,7 +10,7 @@ let tightened = false;
 /**
  * A commit of a million files holds its output tree, about 100 MB. V8 lets the heap grow to
  * about three times what its last full collection kept before it collects again: 330 MB at the
- * peak. Growing by half instead peaks at 260 MB (DESIGN §9 asks for at most 300), for about 5%
+ * peak. Growing by half instead peaks at 260 MB (protocol.md §9.2 asks for at most 300), for about 5%
  * more time. Set only once a job is known to be large, before its tree is built: once a V8 flag
  * changes, Node compiles each of its own modules loaded afterwards from source, which at start-up
  * cost every command 19 ms. Not over a growth the user gave node, nor when node was told to

@@ -1,5 +1,5 @@
 // A claim's list of files: the format of one item, and the list built as the claim's text without
-// an object per file (commit-task at a million files, DESIGN §9).
+// an object per file (commit-task at a million files, protocol.md §9.2).
 
 import { createHash } from 'node:crypto';
 import { itemNumber, itemString } from '../manifest/codec.js';
@@ -30,7 +30,7 @@ function claimItem(f: TaskFile): object {
     : { path: f.path, size: f.size };
 }
 
-/** One claim item read back, its path checked as a path from the command line is (§5.11). */
+/** One claim item read back, its path checked as a path from the command line is (protocol.md §5.11). */
 export function fileOf(x: unknown): TaskFile {
   const path = itemString(x, 'path');
   checkRelativePath(path, 'file path');

@@ -94,7 +94,7 @@ function checkRoot(root: string, ctx: ClaimContext, taskAttempt: string): void {
   if (isAdoptedRoot(root)) {
     const rel = root.startsWith('t:') ? root.slice(2) : root;
     checkRelativePath(rel, 'claim root');
-    // Inside the target, only where no reader looks: under a name that is not data (§5.11).
+    // Inside the target, only where no reader looks: under a name that is not data (protocol.md §5.11).
     if (root.startsWith('t:') && rel.split('/').every(isDataName))
       throw new Error(`'${root}' is not inside a leftover (a '_' or '.' name) of the target`);
     return;
@@ -127,7 +127,7 @@ export interface ClaimRecord extends ClaimHeader {
   readonly fileCount: number;
   readonly bytes: number;
   /**
-   * Each file in order, checked as a path from the command line is (§5.11), then that the files
+   * Each file in order, checked as a path from the command line is (protocol.md §5.11), then that the files
    * add up to `bytes`. Once only: the file's text is let go afterwards.
    */
   eachFile(fn: (f: TaskFile) => void): void;

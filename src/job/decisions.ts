@@ -1,4 +1,4 @@
-// Per task attempt, the decision: commit or abort, whichever creates it first (DESIGN §5.9).
+// Per task attempt, the decision: commit or abort, whichever creates it first (protocol.md §5.9).
 // Created exclusively and checked on every read.
 
 import { CorruptManifestError } from '../errors.js';

@@ -151,7 +151,7 @@ export async function noJobEvidence(store: Store, stagingPath: string, concurren
  * The unfinished table-log entry of the job a handle without `_job.yaml` names (default staging
  * layout only, where the table is): a job that lost its manifest (a plan in it too) while it held
  * the log, or null. Read only where nothing else names the job. Each entry is read on its own: one
- * that cannot be read hides no other (helper-75), and is `unreadable` (it may be this job's).
+ * that cannot be read hides no other, and is `unreadable` (it may be this job's).
  */
 export async function unfinishedEntryOf(
   store: Store,

@@ -35,7 +35,7 @@ export interface JobManifest {
   readonly staticPartition: readonly PartitionValue[];
   /** Declared tasks 0…N-1, if any. */
   readonly tasks?: number;
-  /** The newest table-log entry when the job was staged (null: the log was empty), DESIGN §5.5. */
+  /** The newest table-log entry when the job was staged (null: the log was empty), protocol.md §5.5. */
   readonly logPosition: number | null;
   /** The table log's id when the job was staged, if it had one: a log made again has another. */
   readonly logId?: string;
@@ -167,7 +167,10 @@ export function decodeJob(text: string | Buffer, file: string, opts: DecodeOptio
   return job;
 }
 
-/** Version 2's `adopted`: null, or where the adopted leftover was (a path checked like any from a manifest, §5.11). */
+/**
+ * Version 2's `adopted`: null, or where the adopted leftover was (a path checked like any from a manifest,
+ * protocol.md §5.11).
+ */
 function adoptionOf(f: Fields, file: string): Adoption | undefined {
   if (!Object.hasOwn(f.doc, 'adopted'))
     throw new CorruptManifestError(file, 'adopted', 'is missing (write null for a job that was not adopted)');

@@ -1,4 +1,4 @@
-// Where everything lives in a staging dir (DESIGN §4), with Hadoop's names.
+// Where everything lives in a staging dir (protocol.md §2.1), with Hadoop's names.
 
 import { posix } from 'node:path';
 
@@ -10,7 +10,7 @@ export const OUTPUT_DIR = '_output';
 export const TRASH_DIR = '_trash';
 /** How many phases of the commit plan are done (so a replay never re-runs a finished phase). */
 export const PROGRESS_FILE = '_commit.progress';
-/** Where `adopt` renames an engine's leftover: its committed output stays put inside (DESIGN §3). */
+/** Where `adopt` renames an engine's leftover: its committed output stays put inside (protocol.md §6.2). */
 export const ADOPTED_DIR = '_adopted';
 /** On stores without directories, marks an attempt dir that `stage --print-path` made (never output). */
 export const ATTEMPT_MARKER = '.stagecommit-attempt';
@@ -70,7 +70,7 @@ export class JobLayout {
   claimFile(app: number, task: string): string {
     return posix.join(this.claimsDir(app), `${task}.yaml`);
   }
-  /** One file per task attempt, created exclusively: commit or abort, whichever comes first (§5.9). */
+  /** One file per task attempt, created exclusively: commit or abort, whichever comes first (protocol.md §5.9). */
   decisionsDir(app: number): string {
     return posix.join(this.appAttemptDir(app), '_decisions');
   }

@@ -1,4 +1,4 @@
-// The job lease: one driver of commit-job / abort / recover at a time (DESIGN §5.6).
+// The job lease: one driver of commit-job / abort / recover at a time (protocol.md §5.6, §10).
 // Leases are generations `_lease.<n>.yaml` created exclusively, so taking over a dead
 // holder's lease is itself arbitrated by create-if-absent.
 
@@ -46,7 +46,7 @@ export interface CurrentLease {
   readonly path: string;
   /** null: the file is still empty (a create whose bytes have not arrived). */
   readonly record: LeaseRecord | null;
-  /** When an empty lease file was made: empty past the TTL is dead (DESIGN §5.13). */
+  /** When an empty lease file was made: empty past the TTL is dead (protocol.md §5.13). */
   readonly emptySinceMs?: number;
 }
 
@@ -172,7 +172,7 @@ export class Lease implements StoreFence {
    * StoreFence, asked before every request that changes something: throws once a quarter of the
    * lease's time is all that is surely left (its renewals stopped landing: a store that holds
    * requests without answering), so that the driver stops changing the job before another may take
-   * it over (DESIGN §5.6), and for good: a renewal that lands after that point (or a process
+   * it over (protocol.md §5.6), and for good: a renewal that lands after that point (or a process
    * stopped and continued past it) proves nothing, as another driver may hold the job by then.
    * From then on no request goes, the lease file's own (a renewal landing after a successor took
    * the job would write over its lease) and temp files' included. The signal it returns cuts off,

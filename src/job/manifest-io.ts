@@ -48,7 +48,7 @@ export async function readManifestBytes(store: Store, path: string): Promise<Buf
 
 /**
  * The manifests in a directory, by file name (`*.yaml`): a file with a temp name is a write in
- * progress, or a killed one's debris (an empty file, locally), never a manifest (§5.12).
+ * progress, or a killed one's debris (an empty file, locally), never a manifest (protocol.md §5.12).
  */
 export async function manifestNames(store: Store, dir: string): Promise<string[]> {
   const named = (await store.list(dir)).filter((e) => e.name.endsWith('.yaml') && !isTempName(e.name));

@@ -57,7 +57,7 @@ function carriesPlan(job: JobManifest): job is JobManifest & { inlinePlan: strin
 }
 
 /**
- * What a plan not yet proven past the commit point by `_job.yaml` is (DESIGN §5): a staged job's
+ * What a plan not yet proven past the commit point by `_job.yaml` is (protocol.md §4.1): a staged job's
  * `_commit.yaml`, or the plan `_job.yaml` carries with 'committing'. Either is created at once
  * with the table-log entry it names. 'decided': past the commit point; a 'proposal' whose entry
  * did not land (another job took the number first, or the run was stopped between the two
@@ -139,7 +139,7 @@ export async function openJob(
   }
   // A plan outlives `_job.yaml` in no clean-up: this job is past its commit point and lost its manifest.
   if (plan) {
-    // A plan that landed after its job committed (a write its store held, DESIGN §5.6) made the
+    // A plan that landed after its job committed (a write its store held, protocol.md §5.15) made the
     // staging dir again: the job is finished, the plan a leftover.
     const done = await findCommitted(store, stagingPath);
     if (done) {
@@ -182,8 +182,8 @@ export async function openJob(
       `is missing, and an unfinished entry of the table log cannot be read (${unreadable.message}): it may be this job's, past its commit point; nothing was changed: repair or remove that entry, then run the step again`,
     );
   }
-  // A job that ended leaves none of its files: these are a job whose manifest went (helper-69:
-  // a --staging-dir of one's own, where no log is found from the handle).
+  // A job that ended leaves none of its files: these are a job whose manifest went
+  // (protocol.md §5.16: a --staging-dir of one's own, where no log is found from the handle).
   if (left.length) {
     const trash = left.includes(TRASH_DIR) ? ` (${TRASH_DIR} holds what an overwrite replaced)` : '';
     throw CorruptManifestError.document(

@@ -328,7 +328,7 @@ export async function ownedUploadIds(
 
 /**
  * Before the commit point: every upload the claims name must still be pending (a lifecycle rule
- * or another tool may have aborted it), or the task's output is gone (§5.9).
+ * or another tool may have aborted it), or the task's output is gone (protocol.md §5.9).
  */
 export async function checkUploadsPending(
   store: Store,

@@ -1,4 +1,4 @@
-// The table log (DESIGN §5.5, §5.8): numbered entries beside the default staging root, each
+// The table log (protocol.md §3.3, §5.5, §5.8): numbered entries beside the default staging root, each
 // created with the store's create-if-absent, as Delta Lake's `_delta_log/N.json`. A job records
 // the newest entry at `stage`; at its commit it creates the next entry. Whoever creates number N
 // first has it: the loser reads what it lost to and either conflicts or tries N+1. An entry is

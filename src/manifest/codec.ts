@@ -1,4 +1,4 @@
-// Self-checking YAML manifests (DESIGN §5.10). Written in YAML's JSON-compatible style: one
+// Self-checking YAML manifests (protocol.md §5.10). Written in YAML's JSON-compatible style: one
 // `key: <JSON>` line per field, one JSON flow mapping per list item, and a last line
 // `end: {"lines": N, "lists": {...}, "sha256": "…"}` that counts the lines and every list and
 // digests everything before it. A file cut short anywhere (also exactly at a line boundary),
@@ -27,7 +27,7 @@ export interface DecodeOptions {
 
 /**
  * A list of a checked manifest, parsed one item at a time as it is read: a claim of a million
- * files is walked through, never held as a million objects (DESIGN §9). Holds the file's text.
+ * files is walked through, never held as a million objects (protocol.md §9.2). Holds the file's text.
  */
 export class LazyList {
   constructor(

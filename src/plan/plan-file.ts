@@ -56,7 +56,7 @@ export function encodePlan(p: PersistedPlan): Buffer {
   );
 }
 
-/** A plan location read back: 's:' inside the staging areas or 't:' inside the target (DESIGN §5.11). */
+/** A plan location read back: 's:' inside the staging areas or 't:' inside the target (protocol.md §5.11). */
 function checkLoc(v: unknown, key: string): Loc {
   if (typeof v !== 'string') throw new Error(`'${key}' is missing or not a string`);
   const side = v.slice(0, 2);
@@ -248,7 +248,7 @@ export async function readProgress(store: Store, layout: JobLayout, plan: Persis
 
 /**
  * Creates the plan: the commit point. Created, never written over: a plan write that lands late (a
- * request a store held while its driver's lease lapsed, DESIGN §5.6) cannot replace a newer
+ * request a store held while its driver's lease lapsed, protocol.md §5.15) cannot replace a newer
  * attempt's plan. False when a plan other than this one is there already. Where a created file
  * shows before all its bytes (HDFS), the plan is written under a temp name and renamed into place
  * without replace, so that no reader ever sees part of it. A write that fails may still have

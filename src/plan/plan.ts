@@ -42,7 +42,7 @@ export const FILENAMES_KEPT = 100;
 
 /**
  * Counts, bytes, the first file names and the partitions of files seen one at a time: a million
- * paths are never held (DESIGN §9).
+ * paths are never held (protocol.md §9.2).
  */
 export class OutputStats {
   files = 0;
@@ -111,7 +111,7 @@ export function planTree(input: PlanInput, tree: OutputTree, partitionDepth: num
 /**
  * The target directories (table-relative, '' for the root) whose entries the plan changes: the
  * parent of everything it creates, moves or deletes there, and a deleted or swapped directory
- * itself. Checked for write access before the commit point (DESIGN §5.13).
+ * itself. Checked for write access before the commit point (protocol.md §5.13).
  */
 export function targetDirsChanged(phases: readonly PlanPhase[]): string[] {
   const out = new Set<string>();

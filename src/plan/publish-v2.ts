@@ -22,7 +22,7 @@ type Ctx = { readonly store: Store; readonly concurrency: number };
  * error to report when nothing of the task is published and no other run of it can be
  * publishing; the caller then lets the claim go. Only the run that made the claim (`fresh`) can
  * tell: a re-run after a kill cannot know that another re-run is not publishing beside it (both
- * see the same dead claimer, helper-49). Any other clash is thrown, saying the claim stays.
+ * see the same dead claimer). Any other clash is thrown, saying the claim stays.
  */
 export async function publishClaimedV2(
   ctx: Ctx,

@@ -57,7 +57,7 @@ export const childLoc = (loc: Loc, name: string): Loc => (loc.endsWith(':') ? lo
 /**
  * The output tree. A file costs its name, one map entry in its directory and a row of two typed
  * arrays (source, size) — no object of its own: at a million files objects per file are most of a
- * step's memory (DESIGN §9). Where the planner looks at a file, it gets a short-lived node.
+ * step's memory (protocol.md §9.2). Where the planner looks at a file, it gets a short-lived node.
  */
 export class OutputTree {
   readonly root: Node = newNode('');

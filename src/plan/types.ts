@@ -18,7 +18,7 @@ export type PlanOp =
   /**
    * Plain file moves (no `dir`, no `replace`) from the directory `from` into the directory `to`,
    * each file keeping its name: a `move` per file in the plan file, one object in memory (a
-   * million separate moves were most of a commit's memory, DESIGN §9). Built by ops.ts.
+   * million separate moves were most of a commit's memory, protocol.md §9.2). Built by ops.ts.
    */
   | { readonly op: 'moves'; readonly from: Loc; readonly to: Loc; readonly names: readonly string[] }
   /**

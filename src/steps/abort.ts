@@ -99,7 +99,7 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
 }
 
 /**
- * One decision per attempt (§5.9): the abort wins only by creating the attempt's decision
+ * One decision per attempt (protocol.md §5.9): the abort wins only by creating the attempt's decision
  * first. After a commit-task has decided, its output belongs to the job (exit 4).
  */
 async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: number): Promise<AbortResult> {
@@ -127,8 +127,8 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
         jobStagedAtMs: job.stagedAtMs,
       });
       if (claim?.taskAttempt === taskAttempt || !claim) {
-        // Its commit-task still committing: what it comes to decides (helper-70: a recover that undid
-        // it meanwhile dropped the attempt, and exit 4 said its files belonged to the job).
+        // Its commit-task still committing: what it comes to decides (protocol.md §5.19: a recover that
+        // undoes it meanwhile drops the attempt, whose files then do not belong to the job).
         const settled =
           claim?.state === 'committed' ? 'committed' : await settledCommit(env, open, task, taskAttempt, decision.by);
         if (settled === 'stuck') {
@@ -152,7 +152,7 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
     failed = e;
   }
   // The job ended (its abort or commit removed the staging dir) or a new job took its place while
-  // this decided: the decision written since is debris (§5.12), taken back as a commit-task's is.
+  // this decided: the decision written since is debris (protocol.md §5.12), taken back as a commit-task's is.
   // recover writes the next app attempt into _job.yaml before it prunes this one's decisions, so a
   // decision created here with the job still in this app attempt is one that recover sees.
   const now = await loadJob(store, layout).catch(() => null);
@@ -181,7 +181,7 @@ async function settledCommit(
   taskAttempt: string,
   by: string,
 ): Promise<'committed' | 'moved' | 'stuck' | undefined> {
-  // The decision names its commit-task: one known dead before its claim is not waited for either (helper-71).
+  // The decision names its commit-task: one known dead before its claim is not waited for either.
   const who = decider(by);
   return waitFor(env.now, Math.min(30_000, env.leaseTtlMs), async () => {
     const [claim, now] = await Promise.all([

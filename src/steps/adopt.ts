@@ -251,7 +251,7 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
     tasks,
     adopted,
   });
-  // Decided and claimed as commit-task would: a later `abort --task` of it is refused (§5.9).
+  // Decided and claimed as commit-task would: a later `abort --task` of it is refused (protocol.md §5.9).
   // Tasks go at once (one after another, 10,000 tasks took minutes on S3).
   await forEachLimit(claims, env.concurrency, async (c) => {
     await decide(store, layout, 0, {

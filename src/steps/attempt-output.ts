@@ -17,7 +17,7 @@ import type { StepEnv } from './env.js';
 
 /**
  * A task file's path, as commit-task checks it before the claim; `prefix` is the job's
- * staticPrefix. `pathsChecked`: the path was read from a claim, which checked it already (§5.11).
+ * staticPrefix. `pathsChecked`: the path was read from a claim, which checked it already (protocol.md §5.11).
  */
 export function checkTaskFile(job: JobManifest, path: string, prefix: string, pathsChecked = false): void {
   if (!pathsChecked) checkRelativePath(path, 'task file');

@@ -207,7 +207,7 @@ async function describe(
         : undefined;
   if (kind !== 'stagecommit') {
     if (protectedBy) return { ...base, action: 'skipped', reason: protectedBy };
-    // Invariant: clean-orphans never deletes the only copy of output (protocol.md, "Orphans").
+    // Invariant: clean-orphans never deletes the only copy of output (protocol.md §5.16).
     const kept = await unpublishedOutput(store, path, kind);
     if (!kept) return { ...base, action: 'would-delete' };
     return { ...base, unpublished: true, action: kept.adoptable ? 'adopt' : 'skipped', reason: kept.reason };

@@ -96,7 +96,7 @@ export async function rollForward(
   if (job.state !== 'committed') {
     if (removesInBulk(store)) listed = stagingKeys(store, layout).catch(() => null);
     // Before anything is published: a job whose plan is lost later is still known to be past its
-    // commit point, and never planned again (§5; helper-31 showed a parallel write losing that).
+    // commit point, and never planned again (protocol.md §5.10).
     if (job.state === 'staged') await saveJob(store, layout, { ...job, state: 'committing' });
     if (finished) await confirmFinished(store, open, plan);
     else await publish(env, open, plan, success, made);
@@ -204,7 +204,7 @@ async function publish(
     }),
   );
   await allDone([lastRecorded, successWritten]);
-  // A driver killed while writing _SUCCESS left its temp beside it: this re-run removes it (§5.12).
+  // A driver killed while writing _SUCCESS left its temp beside it: this re-run removes it (protocol.md §5.12).
   if (job.state === 'committing' && !made) await removeSuccessTemps(store, job.targetPath);
 }
 
@@ -246,7 +246,7 @@ export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<Co
       commitJobLocked(env, open, lease, { ahead }),
     );
   } catch (e) {
-    // A retried commit-job of a job that did commit is a success, not bad input (DESIGN §8).
+    // A retried commit-job of a job that did commit is a success, not bad input (protocol.md §8).
     const done = e instanceof JobGoneError ? e.committed : null;
     if (!done) throw e;
     const stray = (e as JobGoneError).strayWarning();

@@ -1,4 +1,4 @@
-// Reaching the commit point through the table log (DESIGN §5.5, §5.8): conflicts with commits
+// Reaching the commit point through the table log (protocol.md §4.3, §5.5, §5.8): conflicts with commits
 // made since the job was staged, waiting for (or naming) unfinished commits of the same
 // partitions, then creating the next log entry — the one decision two racing jobs cannot both win.
 
@@ -86,7 +86,7 @@ export async function reachCommitPoint<P>(
   const deadline = env.now() + (env.commitWaitMs ?? DEFAULT_WAIT_MS);
   const cache = new Map<number, LogEntry>();
   // A job that cannot commit is the user's to end: its staging dir, and on S3 its pending uploads in the table's
-  // prefix, stay until abort (helper-76).
+  // prefix, stay until abort.
   const restage = (what: string) =>
     againAdvice(
       job,
@@ -125,7 +125,7 @@ export async function reachCommitPoint<P>(
     const ownNumber = [...mine].find((n) => !done.has(n));
     const own = ownNumber === undefined ? null : cache.get(ownNumber)!;
 
-    // §5.5: a commit since this job's stage that touched what this job replaces wins over it.
+    // protocol.md §5.5: a commit since this job's stage that touched what this job replaces wins over it.
     for (const n of since) {
       const e = cache.get(n)!;
       if (mine.has(n)) continue;
@@ -137,7 +137,7 @@ export async function reachCommitPoint<P>(
       );
     }
 
-    // §5.8: an unfinished commit holds what it touches until its plan is applied.
+    // protocol.md §5.8: an unfinished commit holds what it touches until its plan is applied.
     let wait: LogEntry | null = null;
     let settled = round === 0 && opts.firstListing !== undefined;
     for (const n of unfinished) {

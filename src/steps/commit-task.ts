@@ -91,7 +91,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   if (before && before.taskAttempt !== taskAttempt) throw denied(before, taskAttempt);
   // A job being aborted commits nothing, whatever its claims say.
   if (open.state === 'aborted') await abortedJob(env, job, task, before);
-  // Read through all the same: its paths are checked as every claim's are (§5.11).
+  // Read through all the same: its paths are checked as every claim's are (protocol.md §5.11).
   if (before?.state === 'committed') return already(before);
   requireState(open, ['staged'], 'commit a task');
   // A v2 publication of this attempt still running here: a second run beside it could undo it.
@@ -262,7 +262,7 @@ async function otherRunCommitted(
   return seen;
 }
 
-/** The attempt's decision: commit, unless an abort of it came first (§5.9). */
+/** The attempt's decision: commit, unless an abort of it came first (protocol.md §5.9). */
 async function decideCommit(
   env: StepEnv,
   layout: JobLayout,

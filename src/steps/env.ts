@@ -23,7 +23,7 @@ export interface StepEnv {
   readonly leaseTtlMs: number;
   readonly isPidAlive: (pid: number) => boolean;
   readonly emit: (e: StepEvent) => void;
-  /** Store operations counted so far in this process (DESIGN §9). */
+  /** Store operations counted so far in this process (protocol.md §9.3). */
   readonly metrics: () => OpCounts;
   /** Accept a hand-written `_job.yaml` without its check line (--allow-unsigned-job). */
   readonly allowUnsignedJob?: boolean;
@@ -44,8 +44,8 @@ export function isPidAliveLocal(pid: number): boolean {
 
 /**
  * A process killed and not yet reaped by its parent (state Z in /proc/<pid>/stat, the field after
- * the command's closing parenthesis) has ended: nothing of it runs (helper-72/73: a container
- * whose init reaps late kept a killed step's lease "held" for its whole term). Where /proc is not,
+ * the command's closing parenthesis) has ended: nothing of it runs (a container whose init
+ * reaps late would keep a killed step's lease "held" for its whole term). Where /proc is not,
  * not known: not a zombie.
  */
 function isZombie(pid: number): boolean {

@@ -1,7 +1,7 @@
 // The plan of a job found past its commit point (in `_job.yaml`, or `_commit.yaml`), read once under
-// the lease, and whether the table log still lets it roll forward (DESIGN §5.8). A plan that never
+// the lease, and whether the table log still lets it roll forward (protocol.md §5.8). A plan that never
 // became the commit point (open.ts) is removed, unless it shows it was partly applied or landed
-// over a job that recover had moved on: writes a store held while the driver's lease lapsed (§5.6).
+// over a job that recover had moved on: writes a store held while the driver's lease lapsed (protocol.md §5.15).
 
 import { posix } from 'node:path';
 import { CorruptManifestError } from '../errors.js';
@@ -110,7 +110,7 @@ async function dropStalePlan(env: StepEnv, open: OpenJob, stale: StalePlan): Pro
   return { open: rest, plan: null };
 }
 
-/** A job past its commit point whose plan is gone: exit 1, never planned again (DESIGN §5.10). */
+/** A job past its commit point whose plan is gone: exit 1, never planned again (protocol.md §5.10). */
 export function planMissing(env: StepEnv, { layout }: OpenJob): CorruptManifestError {
   const { store } = env;
   return new CorruptManifestError(

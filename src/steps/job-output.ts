@@ -1,6 +1,6 @@
 // A job's committed output, as commit-job reads it: the committed claims of the current app
 // attempt, their files gathered into one output tree, and each task's output checked against
-// what is really on the store before the commit point (§5.9).
+// what is really on the store before the commit point (protocol.md §5.9).
 
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, IncompleteError, InternalError } from '../errors.js';
@@ -71,8 +71,8 @@ export interface JobOutput {
 }
 
 /**
- * The committed claims, checked like input from the command line (DESIGN §5.11) and against
- * what is on the store: a task whose output is gone is never committed (§5.9). Each claim's file
+ * The committed claims, checked like input from the command line (protocol.md §5.11) and against
+ * what is on the store: a task whose output is gone is never committed (protocol.md §5.9). Each claim's file
  * list goes straight into the output tree and is then let go: nothing holds a list per file.
  */
 export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput> {
@@ -162,8 +162,8 @@ export function takeTree(output: JobOutput): OutputTree | null {
 
 /**
  * Committed tasks whose paths clash: a commit is final (no attempt of a committed task commits
- * again), so the way out is the whole job's, not a task's (helper-73: the advice "rename one and
- * commit that task again" led to exit 3 and exit 4).
+ * again), so the way out is the whole job's, not a task's (the advice "rename one and commit
+ * that task again" would end in exit 3 or exit 4).
  */
 function finalClash(e: ConflictError, job: JobManifest): ConflictError {
   if (!(e instanceof PathClash)) return e;
@@ -217,7 +217,7 @@ class OutputCheck {
 
   /** One entry of the output dir, `name` relative to it. */
   see(e: Entry): void {
-    // An engine's own markers and work dirs sit beside the output it had merged (adopt, §3).
+    // An engine's own markers and work dirs sit beside the output it had merged (adopt, protocol.md §6.2).
     const top = e.name.split('/', 1)[0]!;
     if (this.adopted && !isDataName(top) && !this.listed(top)) return;
     if (e.kind === 'file') {

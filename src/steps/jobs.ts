@@ -112,7 +112,7 @@ async function rowOf(env: StepEnv, stagingPath: string): Promise<JobRow | null> 
     };
   } catch (e) {
     // Not a job (gone meanwhile, a lease file left behind). A job that lost `_job.yaml` while it
-    // may be past its commit point is one, unreadable: every step at it is exit 1 (helper-69: hidden).
+    // may be past its commit point is one, unreadable: every step at it is exit 1 (protocol.md §5.16).
     if (
       e instanceof JobGoneError ||
       (!(e instanceof CorruptManifestError) && (await store.stat(posix.join(stagingPath, JOB_FILE))) === null)

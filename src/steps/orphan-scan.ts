@@ -139,7 +139,7 @@ export async function scan(
         }
         // Any dir holding a stagecommit job's claims, decisions or commit progress without its
         // `_job.yaml` (a --staging-dir of one's own, which the log does not lead to): the job may
-        // be past its commit point, and its `_temporary` is its output (helper-69: deleted it).
+        // be past its commit point, and its `_temporary` is its output (protocol.md §5.16).
         const left = entries.some((e) => e.name === '_temporary' || e.name === PROGRESS_FILE)
           ? (await jobFilesLeft(store, path, entries)).filter((m) => m === PROGRESS_FILE || m.startsWith('_temporary/'))
           : [];

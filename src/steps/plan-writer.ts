@@ -12,7 +12,7 @@ import type { PlanWriter } from './prepare-plan.js';
 
 /**
  * Another plan was there when ours was created: a late write of an earlier attempt's plan (a request
- * its store held, DESIGN §5.6). One that never became a commit point is removed and ours created;
+ * its store held, protocol.md §5.15). One that never became a commit point is removed and ours created;
  * one that did is not ours to replace or to apply here: recover finishes it.
  */
 async function planAppeared(env: StepEnv, open: OpenJob, plan: PersistedPlan): Promise<void> {
@@ -27,7 +27,7 @@ async function planAppeared(env: StepEnv, open: OpenJob, plan: PersistedPlan): P
 }
 
 /**
- * Off (helper-68): `_job.yaml` is written over, not created, so a plan in it that a store held past
+ * Off (protocol.md §5.15): `_job.yaml` is written over, not created, so a plan in it that a store held past
  * its driver's lease can land over the next attempt's plan and destroy it; `_commit.yaml` is
  * created and never written over. Kept for a conditional write (If-Match) that would close that.
  */

@@ -151,7 +151,7 @@ export async function preparePlan(
         tree,
         job.partitionBy.length,
       );
-      // A directory the commit cannot change is found now, not after the commit point (§5.13).
+      // A directory the commit cannot change is found now, not after the commit point (protocol.md §5.13).
       const changed = targetDirsChanged(planned.phases).map((rel) =>
         rel === '' ? job.targetPath : posix.join(job.targetPath, rel),
       );

@@ -106,8 +106,8 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
   }
 
   // Not past the commit point: a table-log entry an interrupted commit-job made is given up
-  // first, so a damaged log stops recover before it changes anything (helper-70: it left a
-  // half-made next app attempt). v1 only: a v2 job holds no entry before its commit.
+  // first, so a damaged log stops recover before it changes anything (not a half-made next app
+  // attempt). v1 only: a v2 job holds no entry before its commit.
   await releaseLogEntry(env, opened);
 
   const app = job.appAttempt;

@@ -182,8 +182,8 @@ async function fingerprint(localPath: string): Promise<string | null> {
 }
 
 /**
- * A local file written to while it was copied (helper-72: a 20 MB file rewritten in place
- * mid-upload was published half old, half new, exit 0) is a copy of neither version: exit 4,
+ * A local file written to while it was copied (a 20 MB file rewritten in place mid-upload would
+ * be published half old, half new, with exit 0) is a copy of neither version: exit 4,
  * and staging it again replaces that copy (the last staging of a name wins).
  */
 async function checkUnchanged(

@@ -173,7 +173,7 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
     partitionBy,
     staticPartition: input.partition,
     tasks: input.tasks,
-    // Where the table log stands now: commits after this one are checked at commit-job (§5.5),
+    // Where the table log stands now: commits after this one are checked at commit-job (protocol.md §5.5),
     // in this log (its id), not in one made again after it was deleted.
     ...(await logState(store, targetPath)),
     appAttempt: 0,

@@ -5,7 +5,7 @@
 // looks again once its files are written (checkStillStaged), takes them back when nothing can
 // hold them, and says what happened (exit 3 or 4) instead of exit 0.
 // A commit-task of the same attempt lists the attempt's files again once it has decided: undecided
-// at this look means listed after the files landed, so they are in its claim (helper-56).
+// at this look means listed after the files landed, so they are in its claim (protocol.md §5.19).
 
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError } from '../errors.js';
@@ -181,7 +181,7 @@ async function takeBackUnlisted(
 /**
  * Removes what the run wrote: files, uploads (aborted) and their record, then the dirs that are
  * empty from the deepest one up to the attempt dir, or, when the job is gone (`gone`), up to the
- * staging dir itself (§5.12: a finished job leaves no staging dir).
+ * staging dir itself (protocol.md §5.12: a finished job leaves no staging dir).
  */
 async function takeBack(env: StepEnv, layout: JobLayout, app: number, w: StagedWrites, gone: boolean): Promise<void> {
   const { store } = env;

@@ -1,6 +1,6 @@
 // What a task-level step (commit-task, abort --task) leaves behind when its job ended while it
 // ran: its decision and claim, made after the staging dir went (debris, with the dirs their
-// creation made again), or made in a new job of the same id that took the dir (§5.12).
+// creation made again), or made in a new job of the same id that took the dir (protocol.md §5.12).
 
 import { readClaimRecord } from '../job/claims.js';
 import { readDecision } from '../job/decisions.js';
@@ -62,7 +62,7 @@ export async function removeOwnRecords(
 
 /**
  * A finished job's staging dir is gone, and this step's decision and claim, made after, would
- * linger as its debris, with the directories their creation made again (§5.12: a finished job
+ * linger as its debris, with the directories their creation made again (protocol.md §5.12: a finished job
  * leaves no staging dir). Those go; a directory that is not empty stays.
  */
 export async function removeDebris(

@@ -1,4 +1,4 @@
-// What may stop a store's changes: the job lease (DESIGN §5.6). A step's calls carry their fence
+// What may stop a store's changes: the job lease (protocol.md §5.6). A step's calls carry their fence
 // with them (AsyncLocalStorage), so two steps that share one store object in a process — two
 // jobs committed at once through the library — each answer to their own lease.
 

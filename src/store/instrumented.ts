@@ -1,4 +1,4 @@
-// A store wrapper that every call goes through: counts operations (DESIGN §9) and lets hooks run
+// A store wrapper that every call goes through: counts operations (protocol.md §9.3) and lets hooks run
 // before each call (fault injection wraps the real store here, never a mock). Faults are named by
 // operation and path (Hadoop's UnreliableManifestStoreOperations), or by a mutation's number.
 

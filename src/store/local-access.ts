@@ -1,4 +1,4 @@
-// Write access to local directories, checked before a commit point (DESIGN §5.13): a commit
+// Write access to local directories, checked before a commit point (protocol.md §5.13): a commit
 // that could not finish must fail before it starts, not halfway through.
 
 import { constants as fsc, promises as fs } from 'node:fs';

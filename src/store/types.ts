@@ -123,7 +123,7 @@ export interface Store {
   delete(path: string, recursive: boolean): Promise<boolean>;
   /** Optional: delete many files in few requests (S3 DeleteObjects). Missing files are fine. */
   deleteMany?(paths: readonly string[]): Promise<void>;
-  /** Optional: HTTP requests made so far, for stores that speak HTTP (DESIGN §9 metrics). */
+  /** Optional: HTTP requests made so far, for stores that speak HTTP (protocol.md §9.3 metrics). */
   requestCount?(): number;
   /** Optional: prove at `stage` that a capability the protocol relies on really works here. */
   verify?(dir: string): Promise<void>;
@@ -154,7 +154,7 @@ export interface Store {
   put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void>;
 }
 
-/** Operation names as counted in metrics (DESIGN §9). */
+/** Operation names as counted in metrics (protocol.md §9.3). */
 export type ReadOp = 'stat' | 'list' | 'readFile';
 export type MutatingOp =
   'writeFile' | 'createExclusive' | 'mkdirs' | 'rename' | 'copy' | 'delete' | 'put' | 'upload' | 'complete';

@@ -65,7 +65,7 @@ export async function walkFiles(store: Store, dir: string, opts: WalkOptions = {
  * per file is held here (forEachInTree), only the temps to remove and the entries that are not files.
  */
 export async function forEachFile(store: Store, dir: string, opts: WalkOptions, fn: (e: Entry) => void): Promise<void> {
-  // Temp files are never output; a killed step's ones go when the next step asks (§5.12).
+  // Temp files are never output; a killed step's ones go when the next step asks (protocol.md §5.12).
   const temps: Entry[] = [];
   await forEachInTree(store, dir, { details: opts.details ?? false }, (e) => {
     const segs = e.name.split('/');
@@ -90,7 +90,7 @@ export interface TreeMeasure {
 /**
  * Files, bytes and the newest modification inside a directory (not the directory's own time,
  * which a write deep inside does not change). An empty leftover has nothing inside to date it:
- * its own time is its age, so a `_temporary` made a second ago is not old (DESIGN §6).
+ * its own time is its age, so a `_temporary` made a second ago is not old (protocol.md §6.1).
  */
 export async function measureTree(store: Store, dir: string, concurrency: number): Promise<TreeMeasure> {
   const m: TreeMeasure = { files: 0, bytes: 0, newestMs: 0 };

@@ -2,7 +2,7 @@
 
 // V8 makes a substring of 13 or more characters a view into the string it was cut from, which
 // then lives as long as the piece does. A tree that keeps a million file names cut from their
-// paths would keep the million paths too (40 MB at a million files, DESIGN §9).
+// paths would keep the million paths too (40 MB at a million files, protocol.md §9.2).
 const VIEW_FROM = 13;
 const scratch = Buffer.allocUnsafe(1024);
 

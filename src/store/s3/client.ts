@@ -1,4 +1,4 @@
-// The SDK client, with what every request it sends must do here: be counted (DESIGN §9 counts
+// The SDK client, with what every request it sends must do here: be counted (protocol.md §9.3 counts
 // requests, retries included), and, when it changes something, ask the job lease's fence before
 // each try and be cut off if the fence trips before the answer (fence.ts).
 

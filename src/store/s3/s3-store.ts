@@ -167,7 +167,7 @@ export class S3Store implements Store {
     return out;
   }
 
-  /** listTree's entries handed over a page at a time: nothing is held but the page (§9). */
+  /** listTree's entries handed over a page at a time: nothing is held but the page (protocol.md §9.2). */
   async listTreeEach(dir: string, _opts: ListOptions, fn: (e: Entry) => void): Promise<void> {
     const { bucket, key } = splitPath(dir);
     const prefix = key === '' ? '' : key + '/';
