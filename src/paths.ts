@@ -1,4 +1,5 @@
 // Partition paths (Hive escaping), task ids and task-file paths: nothing may leave the target.
+// Keeps protocol.md §5.7 (no path leaves the target) and §5.11 (paths read back are checked alike).
 
 import { UsageError } from './errors.js';
 import { compareStrings } from './util/compare.js';

@@ -1,4 +1,5 @@
 // Where a command writes: stdout for the result, stderr for the rest; a spinner only on a fit terminal.
+// Keeps protocol.md §5.13 (progress output never keeps a step from ending).
 
 import chalk from 'chalk';
 import os from 'node:os';

@@ -1,6 +1,7 @@
 // An adopted job's leftover: whether adopt finished making the job, and giving the leftover back
 // to where the engine left it when the job is aborted (it may hold the only copy of partitions
 // the engine had already deleted from the table).
+// Keeps protocol.md §5.18 (an adopted leftover is never deleted unpublished).
 
 import { posix } from 'node:path';
 import { ConflictError, StoreError } from '../errors.js';

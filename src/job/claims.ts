@@ -1,6 +1,7 @@
 // Task coordination: per task, the commit claim (first attempt to create it wins; once committed,
 // the record of the task's files). Created exclusively and checked on every read. (The decision
 // per attempt is in decisions.ts.)
+// Keeps protocol.md §5.9 (first claim wins), §5.11 (paths read back) and §5.14 (a job is its instance).
 
 import { CorruptManifestError, StoreError } from '../errors.js';
 import { encodeManifest, encodeManifestBytes, decodeManifest, decodeManifestLazy, Fields } from '../manifest/codec.js';

@@ -2,6 +2,7 @@
 // leaves no staging dir, but in the default layout (`<parent>/.stagecommit/<table>/<jobId>`) the
 // handle leads to the table's `_SUCCESS` and to the table log beside the staging dirs; either
 // one naming the job, as committed, is the proof that makes a rerun of `commit-job` a success.
+// (protocol.md §8: a rerun whose work is done exits 0.)
 
 import { posix } from 'node:path';
 import { CorruptManifestError } from '../errors.js';

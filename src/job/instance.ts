@@ -2,6 +2,7 @@
 // user's own): a run of the earlier job that went on after its end can still write its claim or
 // decision there. Those records carry the stagedAtMs of the job they were made for, and a step of
 // the new job refuses them (exit 4) instead of taking them for its own.
+// Keeps protocol.md §5.14 (a job is its instance).
 
 import { ConflictError } from '../errors.js';
 

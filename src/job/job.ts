@@ -1,4 +1,5 @@
 // The job manifest `_job.yaml`: typed, versioned, validated on load, written whole.
+// Keeps protocol.md §5.4 (written whole), §5.10 (checks itself) and §5.11 (paths read back).
 
 import { CorruptManifestError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields, itemString, type DecodeOptions } from '../manifest/codec.js';

@@ -1,5 +1,6 @@
 // Reading a manifest file from a store: decode and check it, and on stores that show a created
 // file before its bytes arrive (WebHDFS), read a short or empty one again before calling it damaged.
+// Keeps protocol.md §5.10 (a manifest checks itself) on stores that show files early (§7.1 R2).
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CorruptManifestError } from '../errors.js';

@@ -1,6 +1,7 @@
 // Opening a job by its staging dir: its manifest, and the state it is really in — the one home
-// of the commit-point rule: an existing `_commit.yaml` means past the commit point once the
-// table-log entry it names (if any) is the job's. commit-job creates the two at once.
+// of the commit-point rule (protocol.md §4.1): an existing `_commit.yaml` means past the commit
+// point once the table-log entry it names (if any) is the job's, above its position and not void.
+// commit-job creates the two at once.
 
 import { ConflictError, CorruptManifestError, UsageError } from '../errors.js';
 import { decodeManifestLazy } from '../manifest/codec.js';

@@ -3,6 +3,7 @@
 // bytes, `commit-task` moves the records into its claim, `commit-job` completes them, and every
 // step that ends a job or an attempt aborts the recorded uploads nobody will complete. Only
 // uploads recorded here are ever aborted: another writer's uploads to the same keys are not ours.
+// Keeps protocol.md §5.17 (only a job's own uploads are aborted).
 
 import { randomUUID } from 'node:crypto';
 import { stat } from 'node:fs/promises';

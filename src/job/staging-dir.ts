@@ -1,4 +1,5 @@
 // Removing a job's staging dir when the job is over (committed or aborted).
+// Keeps protocol.md §5.12: `_job.yaml` goes last, so a half-done clean-up is still a job.
 
 import { StoreError } from '../errors.js';
 import type { Entry, PendingUpload, Store } from '../store/types.js';

@@ -1,6 +1,7 @@
 // Applies a commit plan. An operation is idempotent within its phase, not across phases (a later
 // phase may move on what an earlier one made), so the caller records each finished phase and an
 // interrupted plan resumes at the first unfinished one; applying it again from the start is unsafe.
+// Keeps protocol.md §5.3 (a crash and a rerun end where an uninterrupted run ends).
 
 import { posix } from 'node:path';
 import { InternalError, StoreError } from '../errors.js';

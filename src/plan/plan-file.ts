@@ -1,4 +1,5 @@
-// `_commit.yaml`: the persisted commit plan. Its existence is the commit point.
+// `_commit.yaml`: the persisted commit plan; with the table-log entry it names, the commit point
+// (protocol.md §4.1). Keeps protocol.md §5.10, §5.11 and §5.15 (created, never written over).
 
 import { CorruptManifestError, ExitCode, StageCommitError, StoreError } from '../errors.js';
 import { decodeManifest, decodeManifestLazy, encodeManifest, encodeManifestBytes, Fields } from '../manifest/codec.js';

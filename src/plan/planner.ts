@@ -1,5 +1,6 @@
 // The planner proper: turns the output tree and the target snapshot into ordered phases of
 // renames or copies, swaps and deletes.
+// Keeps protocol.md §5.2 (exactly the output) and §5.3 (old data goes once the new is in place).
 
 import { posix } from 'node:path';
 import { ConflictError, InternalError } from '../errors.js';

@@ -1,4 +1,5 @@
 // abort: throws away one task attempt, or the whole job's staged data (refused past the commit point).
+// Keeps protocol.md §5.9 (one decision per attempt) and §5.18 (an adopted leftover goes back).
 
 import { ConflictError, CorruptManifestError, StoreError } from '../errors.js';
 import { claimedUploads, readClaim } from '../job/claims.js';

@@ -1,6 +1,7 @@
 // adopt: turns what a killed Hadoop, Spark or Hive job left into a stagecommit job whose tasks are
 // the engine's committed output, moving no data byte: one rename of the leftover into the staging
 // dir where directories rename, or claims that point at the objects where they are (S3).
+// What it is: protocol.md §6.2; it keeps §5.18.
 
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';

@@ -1,6 +1,7 @@
 // clean-orphans: finds what killed jobs leave under some roots and, when told to, removes it.
 // Walks directories only (never reads a data file), never follows links, never enters a
 // leftover once found; nothing outside a listed leftover is ever removed.
+// Keeps protocol.md §5.16 (never the only copy of output) and §5.17 (only uploads no job owns).
 
 import { StageCommitError, StoreError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';

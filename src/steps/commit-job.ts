@@ -1,6 +1,7 @@
 // commit-job: checks the tasks, reaches the commit point through the table log, writes the plan
 // (the commit point), applies it, writes _SUCCESS and removes the staging dir. After the commit
 // point it only rolls forward.
+// How: protocol.md §4.2 and §4.4; it keeps §5.2, §5.3 and §5.19.
 
 import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, ExitCode, StageCommitError, StoreError } from '../errors.js';

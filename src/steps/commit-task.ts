@@ -1,5 +1,6 @@
 // commit-task: checks the attempt's files, decides the attempt (commit, unless an abort came
 // first), lists them again, claims the task for it (first claim wins), promotes and records them.
+// Keeps protocol.md §5.9 (one decision per attempt) and §5.19 (exit 0: the job commit includes the task).
 
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError, StoreError, UsageError } from '../errors.js';

@@ -1,5 +1,6 @@
 // clean-orphans' walk: which directories are leftovers, found by name or by `_job.yaml`, never
 // entering one once found and never reading a data file or following a link.
+// Keeps protocol.md §5.16: a dir holding a job's files without its manifest is never a leftover.
 
 import { UsageError } from '../errors.js';
 import { posix } from 'node:path';

@@ -1,4 +1,4 @@
-// Making a commit plan durable at the commit point (open.ts's rule): created at once with the
+// Making a commit plan durable at the commit point (protocol.md §4.1, §5.15): created at once with the
 // table-log entry it names: `_commit.yaml`, created and never written over. (A small plan inside
 // `_job.yaml`, written with 'committing', is built but off: INLINE_PLAN_MAX_BYTES.)
 

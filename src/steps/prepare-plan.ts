@@ -1,5 +1,6 @@
 // Planning a commit: the job's output and the target read, checked, and turned into a plan; the
 // table log's commit point reached (commit-point.ts). Nothing here changes the target.
+// How: protocol.md §4.2; it keeps §5.1 and §5.13 (what can fail, fails before the commit point).
 
 import { posix } from 'node:path';
 import { ConflictError } from '../errors.js';

@@ -1,6 +1,7 @@
 // recover: after a killed run, finishes or undoes interrupted task commits, keeps every committed
 // task, starts the next app attempt and lists the tasks still to run; past the commit point it
 // rolls the job forward to done.
+// Keeps protocol.md §5.3 (a crash and a rerun end where an uninterrupted run ends).
 
 import { ConflictError } from '../errors.js';
 import { encodeClaim, readClaims, type Claim } from '../job/claims.js';

@@ -1,6 +1,7 @@
 // The one way a step meets its job (Hadoop's AbstractJobOrTaskStage): open it, take its lease when
 // the step drives the job, check the state the step may run in, release the lease however the step
 // ends. Each step is then only its logic.
+// Keeps protocol.md §5.6 (one driver at a time).
 
 import { isDeepStrictEqual } from 'node:util';
 import { ConflictError, StoreError } from '../errors.js';

@@ -1,4 +1,5 @@
 // stage (task files): puts files into a task attempt's dir, or tells a writer where that dir is.
+// Keeps protocol.md §5.12 (a killed stage publishes no partial file).
 
 import { stat } from 'node:fs/promises';
 import { posix } from 'node:path';

@@ -1,4 +1,5 @@
 // stage (new job): checks the target and mode, creates the staging dir and `_job.yaml`.
+// Records the table log's position and id, which the conflict check starts from (protocol.md §5.5).
 
 import { randomUUID } from 'node:crypto';
 import { posix } from 'node:path';

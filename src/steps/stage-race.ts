@@ -6,6 +6,7 @@
 // hold them, and says what happened (exit 3 or 4) instead of exit 0.
 // A commit-task of the same attempt lists the attempt's files again once it has decided: undecided
 // at this look means listed after the files landed, so they are in its claim (protocol.md §5.19).
+// Keeps protocol.md §5.12 (no debris) and §5.19 (exit 0 is a promise).
 
 import { posix } from 'node:path';
 import { CommitDeniedError, ConflictError } from '../errors.js';

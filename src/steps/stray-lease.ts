@@ -2,6 +2,7 @@
 // trying the first lease and finding no job, or by a renewal landing after its job's staging dir
 // went; and, in the default layout, the empty parents of a clean-up killed before it tidied them.
 // Nothing else would ever remove them, so the next step that meets them there does.
+// Keeps protocol.md §5.12 (a finished job leaves nothing at its handle).
 
 import { isLeaseLive, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import type { JobLayout } from '../job/layout.js';

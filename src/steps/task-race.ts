@@ -2,6 +2,7 @@
 // recover, abort) may have read the claims before this one, finished the job, moved it to a new
 // app attempt, or aborted it. commit-task asks here once its claim exists (checkNotOverlooked)
 // and again after its commit (checkKept), and says which it was (exit 4), or goes on.
+// Keeps protocol.md §5.19 (exit 0 from commit-task means the job's commit includes the task).
 
 import { ConflictError } from '../errors.js';
 import { readClaimRecord, type ClaimRecord } from '../job/claims.js';

@@ -1,4 +1,4 @@
-// Whether an engine's leftover may hold the only copy of output: what clean-orphans keeps.
+// Whether an engine's leftover may hold the only copy of output: what clean-orphans keeps (protocol.md §5.16).
 
 import { posix } from 'node:path';
 import { UsageError } from '../errors.js';

@@ -1,4 +1,5 @@
 // The local filesystem store: atomic renames, real directories, claims by link().
+// What it provides of protocol.md §7.1, and its limits: §7.2.
 
 import { constants as fsc, createWriteStream, linkSync, promises as fs, unlinkSync } from 'node:fs';
 import path from 'node:path';

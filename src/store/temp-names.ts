@@ -1,4 +1,5 @@
 // The one reserved name pattern for temporary files: every store's temps carry it, no step takes them for output.
+// Keeps protocol.md §5.12 (no partial file is published).
 
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';

@@ -1,4 +1,5 @@
 // The one store interface every backend implements, with capabilities declared at construction.
+// What a store must provide: protocol.md §7.1.
 
 import type { Readable } from 'node:stream';
 import type { StoreError } from '../errors.js';

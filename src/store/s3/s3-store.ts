@@ -1,5 +1,6 @@
 // The S3 store: no rename and no directories; server-side copy (UploadPartCopy above a
 // threshold), DeleteObjects in batches of 1,000, paged listings, claims by If-None-Match.
+// What it provides of protocol.md §7.1, and its limits: §7.2.
 
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';

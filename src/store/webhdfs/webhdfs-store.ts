@@ -1,6 +1,7 @@
 // The HDFS store over WebHDFS on Node's fetch: atomic file and directory rename (rename2, never
 // "move inside"), create-if-absent by CREATE overwrite=false, the CREATE/OPEN redirects followed
 // by hand, RemoteException bodies turned into typed errors, HA failover on StandbyException.
+// What it provides of protocol.md §7.1, and its limits: §7.2.
 
 import { createReadStream } from 'node:fs';
 import { posix } from 'node:path';
