@@ -110,7 +110,7 @@ try {
   // S3 when a server is given (the RGW of scripts/rgw.sh: `set -a; . <(bash scripts/rgw.sh env)`).
   if (process.env.AWS_ENDPOINT_URL) {
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
-    const s3 = new S3Store(s3Settings(undefined, process.env));
+    const s3 = new S3Store(await s3Settings(undefined, process.env));
     const bucket = `fixed-${Date.now().toString(36)}`;
     await s3.client.send(new CreateBucketCommand({ Bucket: bucket }));
     rows.push(...(await oneFileJob('s3', s3, `/${bucket}`, file)));

@@ -68,7 +68,7 @@ if (peers.status !== 0) throw new Error('could not install the peer tools: run s
 // The SDK in this process reads credentials from the environment, so the server's go there too.
 Object.assign(process.env, rgwEnv(), { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
 const env: Record<string, string | undefined> = { ...process.env };
-const store = new S3Store(s3Settings(undefined, env));
+const store = new S3Store(await s3Settings(undefined, env));
 const bucket = `bench-${Date.now().toString(36)}`;
 await store.client.send(new CreateBucketCommand({ Bucket: bucket }));
 const work = mkdtempSync(path.join(os.tmpdir(), 'bench-s3-'));

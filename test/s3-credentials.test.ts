@@ -146,7 +146,7 @@ describe('S3 credentials that are refused or missing', { skip: !s3 && 'S3 is not
     });
     try {
       const env = { ...process.env, ...sb.env } as Record<string, string | undefined>;
-      const store = new S3Store(s3Settings({ endpoint: proxy.url, maxAttempts: 1 }, env));
+      const store = new S3Store(await s3Settings({ endpoint: proxy.url, maxAttempts: 1 }, env));
       const keys = ['a/one.csv', 'a/two.csv'].map((k) => `${sb.base}/denied/${k}`);
       for (const k of keys) await sb.store.writeFile(k, 'x');
       await assert.rejects(

@@ -113,7 +113,7 @@ describe(
       const fenced = (e: unknown) => e instanceof StoreError && e.message === 'fenced';
       try {
         const store = new S3Store(
-          s3Settings({ endpoint: fencedProxy.url }, { ...process.env, ...sb.env } as Record<
+          await s3Settings({ endpoint: fencedProxy.url }, { ...process.env, ...sb.env } as Record<
             string,
             string | undefined
           >),

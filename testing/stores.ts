@@ -97,7 +97,7 @@ export const s3Fixture: StoreFixture = {
     const { s3Settings } = await import('../src/store/s3/settings.js');
     const { CreateBucketCommand, CreateMultipartUploadCommand } = await import('@aws-sdk/client-s3');
     // Files of 4 bytes and more are staged as pending uploads, so every suite covers both ways.
-    const settings = s3Settings(
+    const settings = await s3Settings(
       {
         multipartCopyThresholdBytes: 6 * 1024 * 1024,
         multipartCopyPartBytes: 5 * 1024 * 1024,

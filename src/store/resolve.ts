@@ -136,7 +136,7 @@ export class StoreOpener {
           import('./s3/s3-store.js'),
           import('./s3/settings.js'),
         ]);
-        return new S3Store(s3Settings(this.settings.config.s3, this.settings.env, this.settings.warn));
+        return new S3Store(await s3Settings(this.settings.config.s3, this.settings.env, this.settings.warn));
       }
       case 'hdfs':
       case 'webhdfs':

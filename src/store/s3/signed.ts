@@ -36,11 +36,30 @@ export interface SignedResponse {
 /** An S3 error shaped as the SDK's are (name = S3 error code, $metadata.httpStatusCode), so one mapping serves both. */
 export class S3ResponseError extends Error {
   readonly $metadata: { httpStatusCode: number };
-  constructor(code: string, message: string, status: number) {
+  constructor(
+    code: string,
+    message: string,
+    status: number,
+    /** The region S3 says the bucket is in (x-amz-bucket-region), sent with a redirect. */
+    readonly bucketRegion?: string,
+  ) {
     super(message || code);
     this.name = code;
     this.$metadata = { httpStatusCode: status };
   }
+}
+
+/**
+ * The bucket's own region when an answer is a redirect to it, as the SDK's followRegionRedirects
+ * reads one: a 301 (PermanentRedirect), or a 400 IllegalLocationConstraintException, carrying
+ * x-amz-bucket-region.
+ */
+export function redirectRegion(e: unknown): string | undefined {
+  if (!(e instanceof S3ResponseError) || !e.bucketRegion) return undefined;
+  const status = e.$metadata.httpStatusCode;
+  return status === 301 || (status === 400 && e.name === 'IllegalLocationConstraintException')
+    ? e.bucketRegion
+    : undefined;
 }
 
 interface Endpoint {
@@ -120,14 +139,26 @@ export class SignedRequests {
    * An answer of 200 that carries an <Error> (CopyObject and CompleteMultipartUpload do this) is an error.
    */
   async send(req: SignedRequest): Promise<SignedResponse | null> {
-    const ep = await this.endpoint(req.bucket);
+    let ep = await this.endpoint(req.bucket);
     if (!ep) return null;
+    let redirected = false;
     for (let attempt = 1; ; attempt++) {
       const cut = req.method === 'GET' || req.method === 'HEAD' ? undefined : admitChange(`/${req.bucket}/${req.key}`);
       try {
         return await this.once(ep, req, cut);
       } catch (e) {
         if (cut?.aborted) throw cut.reason;
+        // A bucket in another region: its region from now on for this bucket, once per request.
+        const region = redirected ? undefined : redirectRegion(e);
+        if (region) {
+          redirected = true;
+          attempt--;
+          const moved = this.resolve(req.bucket, region);
+          this.endpoints.set(req.bucket, moved);
+          ep = await moved;
+          if (!ep) return null;
+          continue;
+        }
         if (attempt >= this.maxAttempts || !retryable(e)) throw e;
         await new Promise((r) => setTimeout(r, Math.random() * Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** attempt)));
       }
@@ -166,7 +197,7 @@ export class SignedRequests {
     if (status >= 300 || errorDoc) {
       const code = tag(text, 'Code') || (status === 404 ? 'NotFound' : `HTTP${status}`);
       // A 200 with an <Error> inside is a server failure after the headers went out: retried as a 500.
-      throw new S3ResponseError(code, tag(text, 'Message'), status >= 300 ? status : 500);
+      throw new S3ResponseError(code, tag(text, 'Message'), status >= 300 ? status : 500, answer.bucketRegion);
     }
     if (!text.includes(`<${req.expect}`) || !text.includes(`</${req.expect}>`)) {
       throw new S3ResponseError(
@@ -189,12 +220,17 @@ export class SignedRequests {
     return ep;
   }
 
-  private async resolve(bucket: string): Promise<Endpoint | null> {
+  /**
+   * The endpoint by the SDK's rules from the settings' one resolution (settings.ts resolveS3): the
+   * client is given the endpoint, or told to find none, so both paths reach the same host.
+   */
+  private async resolve(bucket: string, bucketRegion?: string): Promise<Endpoint | null> {
     const cfg = this.client.config;
     const custom = cfg.isCustomEndpoint && cfg.endpoint ? await cfg.endpoint() : undefined;
+    const region = bucketRegion ?? (await cfg.region());
     const resolved = cfg.endpointProvider({
       Bucket: bucket,
-      Region: await cfg.region(),
+      Region: region,
       UseFIPS: await cfg.useFipsEndpoint(),
       UseDualStack: await cfg.useDualstackEndpoint(),
       ForcePathStyle: cfg.forcePathStyle,
@@ -208,7 +244,7 @@ export class SignedRequests {
     )?.[0];
     if (scheme && scheme.name !== 'sigv4') return null;
     const url = resolved.url;
-    const signer = new SigV4(scheme?.signingRegion ?? (await cfg.region()), scheme?.signingName ?? 's3');
+    const signer = new SigV4(scheme?.signingRegion ?? region, scheme?.signingName ?? 's3');
     return {
       protocol: url.protocol,
       hostname: url.hostname,

@@ -30,6 +30,8 @@ export interface Exchange {
 export interface Answer {
   readonly status: number;
   readonly body: string;
+  /** x-amz-bucket-region, which S3 sends with a redirect to the bucket's own region. */
+  readonly bucketRegion?: string;
 }
 
 /** Sockets per host, as the SDK's handler allows by default. */
@@ -62,7 +64,14 @@ export class Transport {
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+          const region = res.headers['x-amz-bucket-region'];
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              body: Buffer.concat(chunks).toString('utf8'),
+              ...(typeof region === 'string' && region ? { bucketRegion: region } : {}),
+            }),
+          );
           res.on('error', reject);
           res.on('aborted', () =>
             reject(new Error(`the connection to ${x.hostname} closed in the middle of an answer`)),
