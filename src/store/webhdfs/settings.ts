@@ -3,7 +3,7 @@
 
 import { readFileSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
-import { defaultFs, HTTP_PORT, HTTPS_PORT, readHadoopConf, webHdfsUrls } from './hadoop-conf.js';
+import { defaultFs, HTTP_PORT, HTTPS_PORT, readHadoopConf, webHdfsUrls, type HadoopConfEnv } from './hadoop-conf.js';
 import { httpFetch } from './http-fetch.js';
 import type { WebHdfsSettings } from './webhdfs-store.js';
 
@@ -34,7 +34,8 @@ export async function webHdfsSettings(
   }
   const c = (config ?? {}) as Record<string, unknown>;
   const tls = scheme === 'swebhdfs';
-  const conf = env.HADOOP_CONF_DIR ? await readHadoopConf(env.HADOOP_CONF_DIR) : null;
+  // `${env.NAME}` in the XML may name any variable: the whole environment is passed on.
+  const conf = env.HADOOP_CONF_DIR ? await readHadoopConf(env.HADOOP_CONF_DIR, env as HadoopConfEnv) : null;
   let name = authority;
   if (name === '') {
     const fs = conf && defaultFs(conf);
