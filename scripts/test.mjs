@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// `npm test`: starts the servers the suites need (Ceph RGW for S3), runs every test file with
-// node's test runner, longest first, stops what it started. With CI set, a server that cannot
-// start fails the run; elsewhere its store's suites are left out with a warning. The suites' CLI
-// processes run the bundle, as the installed package does.
+// `npm test`: starts the servers the suites need (Ceph RGW for S3, an MIT KDC for secured
+// HDFS), runs every test file with node's test runner, longest first, stops what it started.
+// With CI set, a server that cannot start fails the run; elsewhere its store's suites are left
+// out with a warning. The suites' CLI processes run the bundle, as the installed package does.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { finished } from 'node:stream/promises';
@@ -52,6 +52,40 @@ function startS3() {
 }
 
 /**
+ * A private MIT KDC (scripts/kdc.sh) for the secured HDFS store, hdfs-kerberos: the WebHDFS test
+ * server verifies SPNEGO tickets with GSSAPI, the suites' processes hold tester's ticket.
+ */
+function startKdc() {
+  if (process.env.STAGECOMMIT_TEST_KDC === 'off' && !ci) return false;
+  // A KDC already up (another run's, or started by hand) is used and left running.
+  const wasRunning = sh('kdc.sh', ['status']).status === 0;
+  const install = sh('kdc.sh', ['install']);
+  const start = install.status === 0 ? sh('kdc.sh', ['start']) : install;
+  const env_ = start.status === 0 ? sh('kdc.sh', ['env']) : start;
+  let gss = env_.status === 0;
+  if (gss) {
+    // The GSSAPI binding (the optional package 'kerberos') must load, as a kerberised user's would.
+    gss = spawnSync(process.execPath, ['-e', "require('kerberos')"], { cwd: root, stdio: 'ignore' }).status === 0;
+  }
+  if (!gss) {
+    const msg =
+      "the Kerberos KDC (scripts/kdc.sh) could not be installed or started, or the 'kerberos' package not loaded";
+    if (ci) {
+      console.error(`test: ${msg}; CI is set, so this run fails`);
+      process.exit(1);
+    }
+    console.error(`test: warning: ${msg}: the hdfs-kerberos suites are left out`);
+    return false;
+  }
+  if (!wasRunning) stops.push(() => sh('kdc.sh', ['stop']));
+  for (const line of env_.stdout.trim().split('\n')) {
+    const [k, ...v] = line.split('=');
+    env[k] = v.join('=');
+  }
+  return true;
+}
+
+/**
  * The suites' CLI processes run the bundle, as the installed package does (STAGECOMMIT_BUNDLE=1
  * tells bin/stagecommit.js so), built now from the sources: the tsc output's many modules take a
  * third longer to start, and every suite starts hundreds of processes.
@@ -96,6 +130,7 @@ function testFiles() {
 }
 
 if (startS3()) stores.push('s3');
+if (startKdc()) stores.push('hdfs-kerberos');
 env.STAGECOMMIT_TEST_STORES = process.env.STAGECOMMIT_TEST_STORES ?? stores.join(',');
 buildBundle();
 env.STAGECOMMIT_BUNDLE = '1';

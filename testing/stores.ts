@@ -135,44 +135,55 @@ export const s3Fixture: StoreFixture = {
  * HDFS over WebHDFS on the project's own server (testing/webhdfs-server.ts): an HA pair whose
  * first name node is standby, so every client fails over; listings paged by 7.
  */
-export const hdfsFixture: StoreFixture = {
-  name: 'hdfs',
-  async sandbox() {
-    const { WebHdfsCluster } = await import('./webhdfs-server.js');
-    const { WebHdfsStore } = await import('../src/store/webhdfs/webhdfs-store.js');
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-hdfs-'));
-    const cluster = await new WebHdfsCluster({ root: dir, listLimit: 7 }).start(2);
-    cluster.active = 1;
-    const configFile = path.join(dir, '..', `${path.basename(dir)}.yaml`);
-    await writeFile(
-      configFile,
-      `webhdfs:\n  user: tester\n  retryBaseMs: 20\n  nameservices:\n    testcluster: [${cluster.nameNodeUrls.join(', ')}]\n`,
-    );
-    const store = new WebHdfsStore({
-      nameNodes: cluster.nameNodeUrls,
-      uriPrefix: 'hdfs://testcluster',
-      user: 'tester',
-      retries: 4,
-      retryBaseMs: 20,
-    });
-    await store.mkdirs('/sandbox');
-    return {
-      store,
-      base: '/sandbox',
-      listPage: 7,
-      uri: (p) => `hdfs://testcluster${p}`,
-      pathOf: (u) => u.replace(/^hdfs:\/\/testcluster/, ''),
-      // The test name node keeps its namespace in a local directory, and reports its times.
-      backdate: (p, ms) => backdateTree(path.join(dir, path.posix.normalize('/' + p)), ms),
-      env: { STAGECOMMIT_CONFIG: configFile },
-      close: async () => {
-        await cluster.stop();
-        await rm(dir, { recursive: true, force: true });
-        await rm(configFile, { force: true });
-      },
-    };
-  },
-};
+/**
+ * HDFS on the project's WebHDFS server; with `kerberos`, a secured one: SPNEGO verified by GSSAPI
+ * against the KDC scripts/kdc.sh runs (the tests' ticket cache is tester's, after kinit).
+ */
+function hdfsFixtureOf(name: string, kerberos: boolean): StoreFixture {
+  return {
+    name,
+    async sandbox() {
+      const { WebHdfsCluster } = await import('./webhdfs-server.js');
+      const { WebHdfsStore } = await import('../src/store/webhdfs/webhdfs-store.js');
+      const { Spnego } = await import('../src/store/webhdfs/spnego.js');
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-hdfs-'));
+      const cluster = await new WebHdfsCluster({ root: dir, listLimit: 7, spnego: kerberos }).start(2);
+      cluster.active = 1;
+      const configFile = path.join(dir, '..', `${path.basename(dir)}.yaml`);
+      await writeFile(
+        configFile,
+        `webhdfs:\n  ${kerberos ? 'kerberos: true' : 'user: tester'}\n  retryBaseMs: 20\n  nameservices:\n    testcluster: [${cluster.nameNodeUrls.join(', ')}]\n`,
+      );
+      const store = new WebHdfsStore({
+        nameNodes: cluster.nameNodeUrls,
+        uriPrefix: 'hdfs://testcluster',
+        ...(kerberos ? { spnego: new Spnego({}) } : { user: 'tester' }),
+        retries: 4,
+        retryBaseMs: 20,
+      });
+      await store.mkdirs('/sandbox');
+      return {
+        store,
+        base: '/sandbox',
+        listPage: 7,
+        uri: (p) => `hdfs://testcluster${p}`,
+        pathOf: (u) => u.replace(/^hdfs:\/\/testcluster/, ''),
+        // The test name node keeps its namespace in a local directory, and reports its times.
+        backdate: (p, ms) => backdateTree(path.join(dir, path.posix.normalize('/' + p)), ms),
+        env: { STAGECOMMIT_CONFIG: configFile },
+        close: async () => {
+          await cluster.stop();
+          await rm(dir, { recursive: true, force: true });
+          await rm(configFile, { force: true });
+        },
+      };
+    },
+  };
+}
+
+export const hdfsFixture = hdfsFixtureOf('hdfs', false);
+/** Run when scripts/test.mjs started the KDC (STAGECOMMIT_TEST_STORES names hdfs-kerberos). */
+export const hdfsKerberosFixture = hdfsFixtureOf('hdfs-kerberos', true);
 
 /**
  * The stores STAGECOMMIT_TEST_STORES names (default: local). Suites that run the steps in this
@@ -181,7 +192,7 @@ export const hdfsFixture: StoreFixture = {
  */
 export function storeFixtures(opts: { inProcess?: boolean } = {}): StoreFixture[] {
   const only = (process.env.STAGECOMMIT_TEST_STORES ?? 'local').split(',');
-  const real = [localFixture, s3Fixture, hdfsFixture];
+  const real = [localFixture, s3Fixture, hdfsFixture, hdfsKerberosFixture];
   const all = [...real, ...memoryFixtures];
   const unknown = only.filter((n) => !all.some((f) => f.name === n));
   if (unknown.length) throw new Error(`STAGECOMMIT_TEST_STORES names unknown stores: ${unknown.join(', ')}`);

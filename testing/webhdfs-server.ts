@@ -7,7 +7,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createWriteStream, promises as fs } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { pipeline } from 'node:stream/promises';
 
 export interface WebHdfsServerOptions {
@@ -19,6 +20,13 @@ export interface WebHdfsServerOptions {
   readonly noRename2?: boolean;
   /** Delay between a created file's appearance and its bytes (ms), to show the empty window. */
   readonly createDelayMs?: number;
+  /**
+   * Kerberos, as a secured cluster: every name node call carries `Authorization: Negotiate` that
+   * GSSAPI (the `kerberos` package, with the HTTP/localhost keytab KRB5_KTNAME names) verifies, or a
+   * delegation token this server issued (GETDELEGATIONTOKEN); a data node call carries the token
+   * the name node put in its redirect.
+   */
+  readonly spnego?: boolean;
 }
 
 interface RemoteError {
@@ -52,7 +60,17 @@ export class WebHdfsCluster {
   /** Index of the active name node; the others answer StandbyException. */
   active = 0;
   /** Every request the name nodes saw: op and user, for assertions. */
-  readonly log: { node: number; op: string; path: string; user: string | null; delegation: string | null }[] = [];
+  readonly log: {
+    node: number;
+    op: string;
+    path: string;
+    user: string | null;
+    delegation: string | null;
+    /** The Kerberos principal GSSAPI verified, with `spnego`. */
+    principal?: string;
+  }[] = [];
+  /** Delegation tokens issued (URL strings), with `spnego`; remove one to revoke it. */
+  readonly tokens = new Set<string>();
   private dnPort = 0;
   /**
    * Faults for the next data node requests, one each: the connection cut before anything is done,
@@ -65,8 +83,10 @@ export class WebHdfsCluster {
 
   constructor(readonly opts: WebHdfsServerOptions) {}
 
+  /** With `spnego`, by the host name of the service principal (HTTP/localhost), as a secured cluster is named. */
   get nameNodeUrls(): string[] {
-    return this.nameNodes.map((s) => `http://127.0.0.1:${(s.address() as AddressInfo).port}`);
+    const host = this.opts.spnego ? 'localhost' : '127.0.0.1';
+    return this.nameNodes.map((s) => `http://${host}:${(s.address() as AddressInfo).port}`);
   }
 
   async start(nameNodes = 2): Promise<this> {
@@ -125,13 +145,17 @@ export class WebHdfsCluster {
       if (!url.pathname.startsWith('/webhdfs/v1/')) throw new Fail(illegal(`Invalid path: ${url.pathname}`));
       const p = decodeURIComponent(url.pathname.slice('/webhdfs/v1'.length)) || '/';
       const op = (url.searchParams.get('op') ?? '').toUpperCase();
+      const principal = this.opts.spnego ? await this.authenticate(req, res, url.searchParams) : undefined;
+      if (principal === null) return;
       this.log.push({
         node: i,
         op,
         path: p,
         user: url.searchParams.get('user.name'),
         delegation: url.searchParams.get('delegation'),
+        ...(principal ? { principal } : {}),
       });
+      if (op === 'GETDELEGATIONTOKEN' && principal) return json(res, 200, { Token: { urlString: this.issue() } });
       if (i !== this.active) {
         throw new Fail(
           err(
@@ -257,9 +281,79 @@ export class WebHdfsCluster {
     }
   }
 
+  /**
+   * A secured name node's check: the principal GSSAPI verified from `Authorization: Negotiate`
+   * ('' for a delegation token this server issued), or null once it has answered 401 or 403.
+   */
+  private async authenticate(req: IncomingMessage, res: ServerResponse, q: URLSearchParams): Promise<string | null> {
+    const token = q.get('delegation');
+    if (token !== null) {
+      if (this.tokens.has(token)) return '';
+      fail(
+        res,
+        new Fail(err(403, 'InvalidToken', 'org.apache.hadoop.security.token.SecretManager', 'token is not valid')),
+      );
+      return null;
+    }
+    const m = /^Negotiate\s+(\S+)$/i.exec(req.headers.authorization ?? '');
+    if (!m) {
+      res
+        .writeHead(401, { 'www-authenticate': 'Negotiate', 'content-type': 'text/plain' })
+        .end('Authentication required');
+      return null;
+    }
+    let principal: string;
+    try {
+      const k = createRequire(import.meta.url)('kerberos') as {
+        initializeServer(service: string): Promise<{ step(t: string): Promise<string>; username: string }>;
+      };
+      const server = await k.initializeServer('HTTP@localhost');
+      await server.step(m[1]!);
+      principal = server.username;
+    } catch (e) {
+      res
+        .writeHead(401, { 'www-authenticate': 'Negotiate', 'content-type': 'text/plain' })
+        .end(`GSSException: ${(e as Error).message}`);
+      return null;
+    }
+    // The short name, as Hadoop's auth_to_local rules give it by default.
+    const short = principal.replace(/[/@].*$/, '');
+    const asked = q.get('user.name');
+    if (asked !== null && asked !== short) {
+      fail(
+        res,
+        new Fail(
+          err(403, 'SecurityException', 'java.lang', `Usernames not matched: name=${asked} != expected=${short}`),
+        ),
+      );
+      return null;
+    }
+    return principal;
+  }
+
+  /** A new delegation token's URL string: Hadoop's Writable Token (all lengths < 128) in URL-safe base64. */
+  private issue(): string {
+    const text = (s: string) => Buffer.concat([Buffer.from([Buffer.byteLength(s)]), Buffer.from(s)]);
+    const id = randomBytes(24);
+    const pw = randomBytes(20);
+    const bytes = Buffer.concat([
+      Buffer.from([id.length]),
+      id,
+      Buffer.from([pw.length]),
+      pw,
+      text('HDFS_DELEGATION_TOKEN'),
+      text('ha-hdfs:testcluster'),
+    ]);
+    const token = bytes.toString('base64url');
+    this.tokens.add(token);
+    return token;
+  }
+
   private redirect(res: ServerResponse, op: string, p: string, q: URLSearchParams): void {
     const params = new URLSearchParams(q);
     params.set('op', op);
+    // A secured name node hands the data node leg a delegation token of its own.
+    if (this.opts.spnego && !params.has('delegation')) params.set('delegation', this.issue());
     params.set('namenoderpcaddress', 'localhost:8020');
     const location = `http://127.0.0.1:${this.dnPort}/webhdfs/v1${p.split('/').map(encodeURIComponent).join('/')}?${params}`;
     res.writeHead(307, { location, 'content-type': 'application/json' }).end(JSON.stringify({ Location: location }));
@@ -340,6 +434,8 @@ export class WebHdfsCluster {
       const p = decodeURIComponent(url.pathname.slice('/webhdfs/v1'.length)) || '/';
       const op = url.searchParams.get('op');
       const local = this.local(p);
+      if (this.opts.spnego && !this.tokens.has(url.searchParams.get('delegation') ?? ''))
+        throw new Fail(err(403, 'InvalidToken', 'org.apache.hadoop.security.token.SecretManager', 'no valid token'));
       const fault = this.dataNodeFaults.shift();
       if (fault === 'cut-before') return void req.socket.destroy();
       if (fault === 'stall') return void req.pause();

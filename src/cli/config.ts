@@ -49,6 +49,7 @@ const KNOWN: Record<string, unknown> = {
     retryBaseMs: true,
     requestTimeoutMs: true,
     caFile: true,
+    kerberos: { principal: true, keytab: true },
     nameservices: { '*': true },
   },
 };

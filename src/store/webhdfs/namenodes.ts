@@ -2,7 +2,7 @@
 // RemoteException bodies turned into StoreErrors, data node redirects counted as requests.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StageCommitError, StoreError, type StoreErrorKind } from '../../errors.js';
+import { StageCommitError, StoreError, UsageError, type StoreErrorKind } from '../../errors.js';
 import { admitChange } from '../fence.js';
 import { httpFetch, NULL_BODY } from './http-fetch.js';
 
@@ -20,6 +20,8 @@ export interface WebHdfsSettings {
   readonly requestTimeoutMs?: number;
   /** A fetch with TLS settings (swebhdfs CA bundle); default: the global fetch. */
   readonly fetch?: typeof fetch;
+  /** Kerberos: an `Authorization: Negotiate …` for each name node call (not with a delegation token). */
+  readonly spnego?: { authorization(url: string): Promise<string> };
 }
 
 interface RemoteException {
@@ -72,8 +74,9 @@ export class NameNodes {
   private query(op: string, params: Record<string, string | undefined>): string {
     const q = new URLSearchParams({ op });
     for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, v);
+    // With Kerberos the ticket names the user: a user.name that differs is refused by the name node.
     if (this.settings.delegation) q.set('delegation', this.settings.delegation);
-    else if (this.settings.user) q.set('user.name', this.settings.user);
+    else if (this.settings.user && !this.settings.spnego) q.set('user.name', this.settings.user);
     return q.toString();
   }
 
@@ -102,9 +105,11 @@ export class NameNodes {
         this.requests++;
         // Bytes go to data nodes only (dataNode): every name node call gets the deadline.
         const due = deadline(this.settings.requestTimeoutMs ?? 60_000);
+        const spnego = this.settings.delegation ? undefined : this.settings.spnego;
         const got = await this.fetch(url, {
           method,
           redirect: 'manual',
+          ...(spnego ? { headers: { authorization: await spnego.authorization(url) } } : {}),
           signal: cut ? AbortSignal.any([due, cut]) : due,
         });
         // A name node's answers are small: read whole here, so one that breaks off is retried like none.
@@ -122,6 +127,7 @@ export class NameNodes {
         lastError = e;
         if (tries) tries.lost++;
       }
+      if (res?.status === 401) throw this.unauthorized(res, base);
       if (res && (res.status === 403 || res.status >= 500)) exception = (await this.remote(res.clone()))?.exception;
       // No answer, or a standby: the next name node, while one is left untried this round.
       if ((res === null || exception === 'StandbyException') && failovers < n - 1) {
@@ -145,6 +151,24 @@ export class NameNodes {
       op,
       [this.toUri(p)],
       `no name node answered (${this.settings.nameNodes.join(', ')}): ${causeOf(lastError)}`,
+    );
+  }
+
+  /** A 401: the name node wants credentials it was not given, or refused the ones it was. */
+  private unauthorized(res: Response, base: string): UsageError {
+    const negotiate = /negotiate/i.test(res.headers.get('www-authenticate') ?? '');
+    if (this.settings.delegation)
+      return new UsageError(
+        `the name node ${base} refused the delegation token (HTTP 401): it may have expired or been cancelled; fetch a new one (hdfs fetchdt) or use Kerberos`,
+      );
+    if (this.settings.spnego)
+      return new UsageError(
+        `the name node ${base} refused the Kerberos ticket (HTTP 401): check the principal with klist, and that the name node's realm trusts it`,
+      );
+    return new UsageError(
+      negotiate
+        ? `the name node ${base} requires Kerberos (HTTP 401, Negotiate): run kinit and set 'webhdfs.kerberos: true' in the config (or hadoop.security.authentication=kerberos in HADOOP_CONF_DIR), or give a delegation token (HADOOP_TOKEN_FILE_LOCATION)`
+        : `the name node ${base} requires authentication (HTTP 401): give a delegation token (HADOOP_TOKEN_FILE_LOCATION) or configure Kerberos (webhdfs.kerberos)`,
     );
   }
 

@@ -10,6 +10,7 @@ import type { WebHdfsSettings } from './webhdfs-store.js';
 export interface WebHdfsEnv {
   readonly HADOOP_USER_NAME?: string;
   readonly HADOOP_TOKEN?: string;
+  readonly HADOOP_TOKEN_FILE_LOCATION?: string;
   readonly USER?: string;
   readonly HADOOP_CONF_DIR?: string;
 }
@@ -76,16 +77,60 @@ export async function webHdfsSettings(
     fetchWithCa = ((input: string, init?: RequestInit) =>
       undici.fetch(input, { ...(init as object), dispatcher } as never)) as unknown as typeof fetch;
   }
+  const delegation = str('delegation') ?? env.HADOOP_TOKEN ?? (await tokenFromFile(env, name, nameNodes));
+  const kerberos = delegation ? undefined : kerberosSettings(c.kerberos, conf);
   return {
     nameNodes,
     uriPrefix: `${scheme}://${authority}`,
     user: str('user') ?? env.HADOOP_USER_NAME ?? env.USER,
-    delegation: str('delegation') ?? env.HADOOP_TOKEN,
+    ...(delegation ? { delegation } : {}),
+    ...(kerberos ? { spnego: new (await import('./spnego.js')).Spnego(kerberos) } : {}),
     retries: num('retries', 4),
     retryBaseMs: num('retryBaseMs', 200),
     requestTimeoutMs: num('requestTimeoutMs', 60_000),
     fetch: guardRpcPorts(fetchWithCa ?? httpFetch),
   };
+}
+
+/**
+ * The delegation token for this cluster from the token storage file HADOOP_TOKEN_FILE_LOCATION
+ * names (as Hadoop's own clients read it), when it holds one.
+ */
+async function tokenFromFile(env: WebHdfsEnv, name: string, nameNodes: readonly string[]): Promise<string | undefined> {
+  const file = env.HADOOP_TOKEN_FILE_LOCATION;
+  if (!file) return undefined;
+  const { readTokenFile, tokenFor, encodeToken } = await import('./tokens.js');
+  const tokens = await readTokenFile(file);
+  const token = tokenFor(tokens, name, nameNodes);
+  return token ? encodeToken(token) : undefined;
+}
+
+/**
+ * Kerberos (SPNEGO) when the config says so (`webhdfs.kerberos: true`, or a mapping with
+ * `principal` and `keytab`), or the cluster's core-site.xml has hadoop.security.authentication=kerberos.
+ */
+function kerberosSettings(
+  value: unknown,
+  conf: { get(name: string): string | undefined } | null,
+): { principal?: string; keytab?: string } | undefined {
+  if (value === false) return undefined;
+  if (value === undefined)
+    return conf?.get('hadoop.security.authentication')?.trim().toLowerCase() === 'kerberos' ? {} : undefined;
+  if (value === true) return {};
+  const bad = () =>
+    new UsageError(
+      "config: 'webhdfs.kerberos' must be true (the ticket cache, after kinit) or a mapping with 'principal' and 'keytab'",
+    );
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw bad();
+  const { principal, keytab } = value as Record<string, unknown>;
+  if (
+    (principal !== undefined && typeof principal !== 'string') ||
+    (keytab !== undefined && typeof keytab !== 'string')
+  )
+    throw bad();
+  if (keytab && !principal)
+    throw new UsageError("config: 'webhdfs.kerberos.keytab' needs 'webhdfs.kerberos.principal' (user@REALM) beside it");
+  return { ...(principal ? { principal } : {}), ...(keytab ? { keytab } : {}) };
 }
 
 /** The config file's own list of name nodes for a name service, if it has one. */
