@@ -3,7 +3,8 @@
 // be made standby) redirects OPEN and CREATE to a separate data node address, as HDFS does.
 // It does not mirror our client: test/webhdfs-server.test.ts checks it against the spec.
 
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { createWriteStream, promises as fs } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -27,6 +28,18 @@ export interface WebHdfsServerOptions {
    * the name node put in its redirect.
    */
   readonly spnego?: boolean;
+  /** The REST API's path: /webhdfs/v1 by default (a Knox gateway's: /gateway/<topology>/webhdfs/v1). */
+  readonly basePath?: string;
+  /** HTTPS with this key and certificate (PEM), for the name nodes and the data node alike. */
+  readonly tls?: { readonly key: string; readonly cert: string };
+  /** HTTP basic auth on every name node call (a Knox gateway's), 401 `Basic` without it. */
+  readonly basicAuth?: { readonly user: string; readonly password: string };
+  /**
+   * A gateway (HttpFS, Knox): the data leg of CREATE comes back to the same server (`data=true`,
+   * content type application/octet-stream required, as HttpFS does), and OPEN answers the bytes
+   * itself; no rename2.
+   */
+  readonly gateway?: boolean;
 }
 
 interface RemoteError {
@@ -86,11 +99,14 @@ export class WebHdfsCluster {
   /** With `spnego`, by the host name of the service principal (HTTP/localhost), as a secured cluster is named. */
   get nameNodeUrls(): string[] {
     const host = this.opts.spnego ? 'localhost' : '127.0.0.1';
-    return this.nameNodes.map((s) => `http://${host}:${(s.address() as AddressInfo).port}`);
+    const scheme = this.opts.tls ? 'https' : 'http';
+    return this.nameNodes.map((s) => `${scheme}://${host}:${(s.address() as AddressInfo).port}`);
   }
 
   async start(nameNodes = 2): Promise<this> {
     await fs.mkdir(this.opts.root, { recursive: true });
+    const createServer = (handler: (q: IncomingMessage, r: ServerResponse) => void) =>
+      this.opts.tls ? createHttpsServer(this.opts.tls, handler) : createHttpServer(handler);
     this.dataNode = createServer((q, r) => void this.serveDataNode(q, r));
     await listen(this.dataNode);
     this.dnPort = (this.dataNode.address() as AddressInfo).port;
@@ -142,8 +158,21 @@ export class WebHdfsCluster {
   private async serveNameNode(i: number, req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
       const url = new URL(req.url!, 'http://x');
-      if (!url.pathname.startsWith('/webhdfs/v1/')) throw new Fail(illegal(`Invalid path: ${url.pathname}`));
-      const p = decodeURIComponent(url.pathname.slice('/webhdfs/v1'.length)) || '/';
+      const base = this.opts.basePath ?? '/webhdfs/v1';
+      if (!url.pathname.startsWith(`${base}/`)) {
+        // A gateway answers a path outside its topology with its own 404 page, not WebHDFS JSON.
+        res.writeHead(404, { 'content-type': 'text/html' }).end('<html><body>Not Found</body></html>');
+        return;
+      }
+      if (this.opts.basicAuth) {
+        const { user, password } = this.opts.basicAuth;
+        if (req.headers.authorization !== `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`) {
+          res.writeHead(401, { 'www-authenticate': 'Basic realm="gateway"' }).end();
+          return;
+        }
+      }
+      const p = decodeURIComponent(url.pathname.slice(base.length)) || '/';
+
       const op = (url.searchParams.get('op') ?? '').toUpperCase();
       const principal = this.opts.spnego ? await this.authenticate(req, res, url.searchParams) : undefined;
       if (principal === null) return;
@@ -155,6 +184,9 @@ export class WebHdfsCluster {
         delegation: url.searchParams.get('delegation'),
         ...(principal ? { principal } : {}),
       });
+      // A gateway takes the data leg itself: CREATE's second request (data=true), and OPEN.
+      if (this.opts.gateway && (url.searchParams.get('data') === 'true' || (op === 'OPEN' && req.method === 'GET')))
+        return void this.serveDataNode(req, res, p);
       if (op === 'GETDELEGATIONTOKEN' && principal) return json(res, 200, { Token: { urlString: this.issue() } });
       if (i !== this.active) {
         throw new Fail(
@@ -355,7 +387,13 @@ export class WebHdfsCluster {
     // A secured name node hands the data node leg a delegation token of its own.
     if (this.opts.spnego && !params.has('delegation')) params.set('delegation', this.issue());
     params.set('namenoderpcaddress', 'localhost:8020');
-    const location = `http://127.0.0.1:${this.dnPort}/webhdfs/v1${p.split('/').map(encodeURIComponent).join('/')}?${params}`;
+    const encoded = p.split('/').map(encodeURIComponent).join('/');
+    const scheme = this.opts.tls ? 'https' : 'http';
+    let location = `${scheme}://127.0.0.1:${this.dnPort}/webhdfs/v1${encoded}?${params}`;
+    if (this.opts.gateway) {
+      params.set('data', 'true');
+      location = `${scheme}://${res.req.headers.host}${this.opts.basePath ?? '/webhdfs/v1'}${encoded}?${params}`;
+    }
     res.writeHead(307, { location, 'content-type': 'application/json' }).end(JSON.stringify({ Location: location }));
   }
 
@@ -428,10 +466,16 @@ export class WebHdfsCluster {
     await fs.rename(s, d);
   }
 
-  private async serveDataNode(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async serveDataNode(req: IncomingMessage, res: ServerResponse, gatewayPath?: string): Promise<void> {
     try {
       const url = new URL(req.url!, 'http://x');
-      const p = decodeURIComponent(url.pathname.slice('/webhdfs/v1'.length)) || '/';
+      const p = gatewayPath ?? (decodeURIComponent(url.pathname.slice('/webhdfs/v1'.length)) || '/');
+      if (
+        gatewayPath !== undefined &&
+        req.method === 'PUT' &&
+        req.headers['content-type'] !== 'application/octet-stream'
+      )
+        throw new Fail(illegal("Data upload requests must have content-type set to 'application/octet-stream'"));
       const op = url.searchParams.get('op');
       const local = this.local(p);
       if (this.opts.spnego && !this.tokens.has(url.searchParams.get('delegation') ?? ''))

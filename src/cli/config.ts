@@ -50,6 +50,8 @@ const KNOWN: Record<string, unknown> = {
     requestTimeoutMs: true,
     caFile: true,
     kerberos: { principal: true, keytab: true },
+    basePath: true,
+    basicAuth: { user: true, passwordFile: true },
     nameservices: { '*': true },
   },
 };

@@ -25,15 +25,21 @@ const FLOOR_BYTES_PER_MS = 16;
  */
 export function httpFetch(
   input: string | URL | Request,
-  init: RequestInit & { idleMs?: number } = {},
+  init: RequestInit & { idleMs?: number; agent?: https.Agent } = {},
 ): Promise<Response> {
   const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
-  const client = url.protocol === 'https:' ? https : http;
+  const secure = url.protocol === 'https:';
+  const client = secure ? https : http;
   return new Promise<Response>((resolve, reject) => {
     let answer: http.IncomingMessage | undefined;
     const req = client.request(
       url,
-      { method: init.method ?? 'GET', headers: headersOf(init.headers), signal: init.signal ?? undefined },
+      {
+        method: init.method ?? 'GET',
+        headers: headersOf(init.headers),
+        signal: init.signal ?? undefined,
+        ...(secure && init.agent ? { agent: init.agent } : {}),
+      },
       (res) => {
         answer = res;
         const headers = new Headers();
@@ -70,6 +76,13 @@ export function httpFetch(
       from.pipe(req);
     } else req.destroy(new TypeError('httpFetch: unsupported body'));
   });
+}
+
+/** httpFetch trusting the certificate authorities in `ca` (PEM) for https:// (swebhdfs, a gateway's own CA). */
+export function httpFetchWithCa(ca: string): typeof fetch {
+  const agent = new https.Agent({ ca, keepAlive: true });
+  return ((input: string | URL | Request, init?: RequestInit & { idleMs?: number }) =>
+    httpFetch(input, { ...init, agent })) as typeof fetch;
 }
 
 /** A deadline that progress pushes back: `moved(n)` after n bytes went out (0: an answer byte came in). */

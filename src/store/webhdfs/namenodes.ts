@@ -20,6 +20,13 @@ export interface WebHdfsSettings {
   readonly requestTimeoutMs?: number;
   /** A fetch with TLS settings (swebhdfs CA bundle); default: the global fetch. */
   readonly fetch?: typeof fetch;
+  /** The REST API's path on the name node: /webhdfs/v1 (a Knox gateway: /gateway/<topology>/webhdfs/v1). */
+  readonly basePath?: string;
+  /**
+   * HTTP basic auth (a Knox gateway's): the `Basic …` header for each name node call and each
+   * redirect back to a name node's own origin (Knox rewrites data node addresses to itself).
+   */
+  readonly basicAuth?: string;
   /** Kerberos: an `Authorization: Negotiate …` for each name node call (not with a delegation token). */
   readonly spnego?: { authorization(url: string): Promise<string> };
 }
@@ -98,7 +105,7 @@ export class NameNodes {
       // Every try of a change asks the fence, and is cut off if it trips before the answer.
       const cut = method === 'GET' ? undefined : admitChange(p, params.destination);
       const base = this.settings.nameNodes[this.active]!;
-      const url = `${base.replace(/\/$/, '')}/webhdfs/v1${encodePath(p)}?${this.query(op, params)}`;
+      const url = `${base.replace(/\/$/, '')}${this.settings.basePath ?? '/webhdfs/v1'}${encodePath(p)}?${this.query(op, params)}`;
       let res: Response | null = null;
       let exception: string | undefined;
       try {
@@ -110,6 +117,7 @@ export class NameNodes {
           method,
           redirect: 'manual',
           ...(spnego ? { headers: { authorization: await spnego.authorization(url) } } : {}),
+          ...(this.settings.basicAuth ? { headers: { authorization: this.settings.basicAuth } } : {}),
           signal: cut ? AbortSignal.any([due, cut]) : due,
         });
         // A name node's answers are small: read whole here, so one that breaks off is retried like none.
@@ -160,6 +168,10 @@ export class NameNodes {
     if (this.settings.delegation)
       return new UsageError(
         `the name node ${base} refused the delegation token (HTTP 401): it may have expired or been cancelled; fetch a new one (hdfs fetchdt) or use Kerberos`,
+      );
+    if (this.settings.basicAuth)
+      return new UsageError(
+        `the gateway ${base} refused the user and password of webhdfs.basicAuth (HTTP 401): check the user and the password file`,
       );
     if (this.settings.spnego)
       return new UsageError(
@@ -233,8 +245,12 @@ export class NameNodes {
     let res: Response;
     try {
       // Bytes may flow for as long as a file takes, but never stop for longer than the deadline.
+      // The password goes back only to a name node's own origin, never to a data node elsewhere.
+      const own = this.settings.nameNodes.some((n) => new URL(n).origin === new URL(url).origin);
+      const auth = this.settings.basicAuth && own ? { authorization: this.settings.basicAuth } : {};
       res = await this.fetch(url, {
         ...init,
+        headers: { ...(init.headers as Record<string, string> | undefined), ...auth },
         redirect: 'manual',
         signal: cut,
         idleMs: this.settings.requestTimeoutMs ?? 60_000,

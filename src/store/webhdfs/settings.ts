@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
 import { defaultFs, HTTP_PORT, HTTPS_PORT, readHadoopConf, webHdfsUrls, type HadoopConfEnv } from './hadoop-conf.js';
-import { httpFetch } from './http-fetch.js';
+import { httpFetch, httpFetchWithCa } from './http-fetch.js';
 import type { WebHdfsSettings } from './webhdfs-store.js';
 
 export interface WebHdfsEnv {
@@ -72,14 +72,21 @@ export async function webHdfsSettings(
     } catch (e) {
       throw new UsageError(`config: 'webhdfs.caFile' ${caFile} cannot be read: ${(e as Error).message}`);
     }
-    const undici = await import('undici');
-    const dispatcher = new undici.Agent({ connect: { ca } });
-    fetchWithCa = ((input: string, init?: RequestInit) =>
-      undici.fetch(input, { ...(init as object), dispatcher } as never)) as unknown as typeof fetch;
+    fetchWithCa = httpFetchWithCa(ca);
   }
   const delegation = str('delegation') ?? env.HADOOP_TOKEN ?? (await tokenFromFile(env, name, nameNodes));
   const kerberos = delegation ? undefined : kerberosSettings(c.kerberos, conf);
+  const basePath = str('basePath');
+  if (basePath !== undefined && !/^\/\S*[^/]$/.test(basePath))
+    throw new UsageError(
+      "config: 'webhdfs.basePath' must be a path such as /webhdfs/v1 or /gateway/default/webhdfs/v1 (no trailing /)",
+    );
+  const basicAuth = basicAuthHeader(c.basicAuth, nameNodes);
+  if (basicAuth && kerberos)
+    throw new UsageError("config: 'webhdfs.basicAuth' and Kerberos cannot both be used: choose one");
   return {
+    ...(basePath ? { basePath } : {}),
+    ...(basicAuth ? { basicAuth } : {}),
     nameNodes,
     uriPrefix: `${scheme}://${authority}`,
     user: str('user') ?? env.HADOOP_USER_NAME ?? env.USER,
@@ -131,6 +138,33 @@ function kerberosSettings(
   if (keytab && !principal)
     throw new UsageError("config: 'webhdfs.kerberos.keytab' needs 'webhdfs.kerberos.principal' (user@REALM) beside it");
   return { ...(principal ? { principal } : {}), ...(keytab ? { keytab } : {}) };
+}
+
+/**
+ * `webhdfs.basicAuth: {user, passwordFile}` (a Knox gateway's LDAP user) as an Authorization
+ * header; only over TLS, since basic auth sends the password as it is.
+ */
+function basicAuthHeader(value: unknown, nameNodes: readonly string[]): string | undefined {
+  if (value === undefined) return undefined;
+  const { user, passwordFile } = (value ?? {}) as Record<string, unknown>;
+  if (typeof user !== 'string' || typeof passwordFile !== 'string' || !user || user.includes(':'))
+    throw new UsageError(
+      "config: 'webhdfs.basicAuth' must be a mapping with 'user' (no ':') and 'passwordFile' (a file holding the password)",
+    );
+  const clear = nameNodes.find((u) => !u.startsWith('https:'));
+  if (clear)
+    throw new UsageError(
+      `config: 'webhdfs.basicAuth' would send the password in clear to ${clear}: use swebhdfs:// or https:// name node URLs`,
+    );
+  let password: string;
+  try {
+    password = readFileSync(passwordFile, 'utf8').replace(/\r?\n$/, '');
+  } catch (e) {
+    throw new UsageError(
+      `config: 'webhdfs.basicAuth.passwordFile' ${passwordFile} cannot be read: ${(e as Error).message}`,
+    );
+  }
+  return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 }
 
 /** The config file's own list of name nodes for a name service, if it has one. */

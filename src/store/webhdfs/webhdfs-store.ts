@@ -87,6 +87,8 @@ export class WebHdfsStore implements Store {
           throw new StoreError('io', 'readFile', [this.toUri(p)], 'is a directory (Path is not a file)');
         return null;
       }
+      // HttpFS sends the bytes itself; a name node redirects to a data node.
+      if (res.status === 200) return Buffer.from(await res.arrayBuffer());
       if (res.status !== 307) throw await this.nn.failure(res, 'readFile', [p]);
       const location = res.headers.get('location')!;
       await res.body?.cancel();
@@ -113,7 +115,13 @@ export class WebHdfsStore implements Store {
     }
     const location = res.headers.get('location')!;
     await res.body?.cancel();
-    const put = await this.nn.dataNode(location, 'create', p, { method: 'PUT', body, duplex: 'half' } as RequestInit);
+    // HttpFS refuses the data leg without this content type; data nodes take it as well.
+    const put = await this.nn.dataNode(location, 'create', p, {
+      method: 'PUT',
+      body,
+      duplex: 'half',
+      headers: { 'content-type': 'application/octet-stream' },
+    } as RequestInit);
     if (put.ok) {
       // A data node answers 201 Created; a 200 with a body (a proxy's page) proves nothing.
       const text = (await put.text()).trim();
