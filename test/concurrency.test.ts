@@ -91,7 +91,7 @@ for (const fx of storeFixtures()) {
     });
 
     const V2_ROUNDS = Math.min(ROUNDS, 4);
-    test(`two tasks of a v2 append publish one path with different bytes at once, ${V2_ROUNDS} rounds: one lands, the other is exit 4 and left free`, async () => {
+    test(`two v2 tasks publish one path with different bytes, ${V2_ROUNDS} rounds: one lands, one exits 4`, async () => {
       for (let round = 0; round < V2_ROUNDS; round++) {
         const target = posix.join(dir(), `v2-${round}`);
         const job = await stage(sb, { target, mode: 'append', algorithm: 'v2', partitionBy: 'dt' });
@@ -188,17 +188,18 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-0': 'from 1' });
     };
 
-    test('a v2 commit-task killed once claimed, then a clash from another task: the re-run is exit 4 and keeps the claim; abort ends it', async () => {
+    test('v2 commit-task killed once claimed, then a clash: the re-run exits 4, keeps the claim; abort ends it', async () => {
       const { target, job } = await killedThenClashed('v2-killed');
       await claimKept(await commitTask(sb, job, '0'), job, target);
     });
 
-    test('a v2 commit-task killed once claimed, then a clash from another task: recover is exit 4 and keeps the claim; abort ends it', async () => {
+    test('v2 commit-task killed once claimed, then a clash: recover exits 4, keeps the claim; abort ends it', async () => {
       const { target, job } = await killedThenClashed('v2-recovered');
       await claimKept(await cli(['recover', '--job', job], { env: sb.env }), job, target);
     });
 
-    test("two v2 tasks committed with one path (the other task's file moved aside, then recover): commit-job is exit 4 naming both, nothing marked done; abort ends it", async () => {
+    // The other task's file is moved aside, then recover runs: both tasks count as committed.
+    test('two v2 tasks committed with one path: commit-job exits 4 naming both, nothing done; abort ends it', async () => {
       const { target, job } = await killedThenClashed('v2-both');
       // The advice for a clash with an outside file, followed where the file was task 1's.
       await sb.store.rename(posix.join(target, 'dt=1', 'part-0'), posix.join(target, 'dt=1', 'aside'));
@@ -215,7 +216,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-0': 'from 0', 'dt=1/aside': 'from 1' });
     });
 
-    test('a second run of a v2 attempt while the first, on this host, publishes it is exit 4 and leaves the first alone', async () => {
+    test('a second run of a v2 attempt while the first publishes it on this host: exit 4, the first left alone', async () => {
       const target = posix.join(dir(), 'v2-twice');
       const job = await stage(sb, { target, mode: 'append', algorithm: 'v2' });
       await stageTask(sb, job, { task: '0', files: { a: 'a', b: 'b' } });
@@ -233,7 +234,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { a: 'a', b: 'b' });
     });
 
-    test('recover while a v2 commit-task on this host publishes: exit 4 naming it, nothing changed; run again once it has ended, it keeps the task', async () => {
+    test('recover while a v2 commit-task on this host publishes: exit 4, nothing changed; a later run keeps it', async () => {
       const target = posix.join(dir(), 'v2-recover-live');
       await writeTree(sb.store, target, { old: 'o' });
       const job = await stage(sb, { target, mode: 'append', algorithm: 'v2' });
@@ -300,7 +301,7 @@ for (const fx of storeFixtures()) {
       const r = await commitJob(sb, second);
       assert.equal(r.code, 4);
       assert.match(r.stderr, /job job-second conflicts with job job-first, which replaced 'dt=1'/);
-      // helper-76: the loser's staging dir (and on S3 its pending uploads in the table's prefix) stay until it is
+      // The loser's staging dir (and on S3 its pending uploads in the table's prefix) stay until it is
       // aborted: the advice says so.
       assert.ok(
         r.stderr
@@ -320,7 +321,9 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/c': 'third' });
     });
 
-    test("one --job-id given to two jobs in two staging dirs, both overwriting one partition, staged together: the second to commit fails with exit 4 (helper-67: it took the first one's log entry for its own and replaced its data)", async () => {
+    // Invariant: a job applies only its own table-log entry, never another job's (the two jobs here are
+    // staged together in two staging dirs; taking the first one's entry replaced its data).
+    test('one --job-id for two jobs overwriting one partition: the second to commit exits 4', async () => {
       const root = dir();
       const target = posix.join(root, 'sales');
       await writeTree(sb.store, target, { 'dt=1/old': 'o1' });
@@ -375,7 +378,7 @@ for (const fx of storeFixtures()) {
     });
 
     test(
-      'a commit-job killed and not yet reaped by its parent (a zombie) does not lock its job: recover takes over at once',
+      'a killed commit-job not yet reaped (a zombie) does not lock its job: recover takes over at once',
       { skip: process.platform !== 'linux' && 'zombies are read from /proc' },
       async () => {
         const target = posix.join(dir(), 'z');
@@ -385,8 +388,8 @@ for (const fx of storeFixtures()) {
           files: { f: String(i) },
         }));
         const job = await prepare(sb, { target, partitionBy: 'dt' }, tasks);
-        // Its parent is a `sleep` that never waits for it (helper-73: a slow reaper kept a killed step's pid for
-        // minutes).
+        // Its parent is a `sleep` that never waits for it, as a slow reaper keeps a killed step's pid for
+        // minutes: a dead step's lease is taken over at once.
         const parent = spawn(
           'sh',
           ['-c', `"$0" "$@" & echo $!; exec sleep 60`, process.execPath, BIN, 'commit-job', '--job', job],
@@ -495,7 +498,8 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(stagingPath), null, 'no claim left behind');
     });
 
-    test('a commit-task whose claim lands after commit-job read the claims, that commit-job killed at its commit point: exit 4, and recover publishes the plan without it', async () => {
+    // The commit-job is killed at its commit point: the late claim never joins its plan.
+    test('a claim landing after commit-job read the claims: exit 4; recover publishes the plan without it', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('k');
       const { taskEnv, made, claimMade } = signalsClaim(layout);
       let late: Promise<unknown> | undefined;
@@ -526,7 +530,9 @@ for (const fx of storeFixtures()) {
     });
 
     for (const form of ['inline', 'file'] as const) {
-      test(`a commit-job killed with its plan created (${form === 'inline' ? 'in _job.yaml' : 'as _commit.yaml'}) but not the table-log entry it names (the two are made at once): the plan never counts: a late commit-task exits 0, recover removes the plan with a warning, the job commits with the late task`, async () => {
+      // Invariant: a plan counts only with the table-log entry it names (the two are made at once): a late
+      // commit-task exits 0, recover removes the plan with a warning, and the job commits with the late task.
+      test(`a commit-job killed with its plan made ${form === 'inline' ? 'in _job.yaml' : 'as _commit.yaml'} but no table-log entry: no plan`, async () => {
         const { target, stagingPath, layout } = await lateTaskJob(`p-${form}`);
         let dead = false;
         const killed = libCommitJob(
@@ -575,7 +581,8 @@ for (const fx of storeFixtures()) {
         assert.equal(await sb.store.stat(stagingPath), null);
       });
     }
-    test('a plan in _job.yaml that lands late (a write its store held), after recover moved the job to its next app attempt: commit-job and recover exit 1 naming _job.yaml and change nothing; abort ends the job', async () => {
+    // The store held the plan's write. commit-job and recover exit 1 naming _job.yaml; abort ends the job.
+    test('a late plan in _job.yaml after recover moved the job to its next attempt: exit 1, nothing changed', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('late-carried');
       let dead = false;
       const killed = libCommitJob(
@@ -624,7 +631,7 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(stagingPath), null);
       assert.equal(await sb.store.stat(target), null);
     });
-    test('a commit-job whose staging dir an abort removes while it takes the lease: the job is gone (exit 2), never a raw not-found', async () => {
+    test('an abort removing the staging dir as commit-job takes the lease: exit 2, not a raw not-found', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('g');
       const racing = racingForLease(() => abort(testEnv(sb.store), { stagingPath }));
       const error = await libCommitJob(racing.env, stagingPath).then(
@@ -637,7 +644,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), {}, 'the aborted job published nothing');
     });
 
-    test('a commit-job whose job a recover moves on to its next app attempt while it takes the lease: it commits what the job holds then, not what it first read', async () => {
+    test('recover moving the job on as commit-job takes the lease: commit-job commits what the job then holds', async () => {
       const { target, stagingPath } = await lateTaskJob('r');
       const racing = racingForLease(() => recover(testEnv(sb.store), { stagingPath }));
       const r = await libCommitJobStep(racing.env, { stagingPath });
@@ -648,7 +655,7 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(stagingPath), null, 'the staging dir is gone');
     });
 
-    test('a commit-job whose lease file an abort removes while it is taken, the job still there: the lease is taken afresh and the abort holding it is named (exit 4)', async () => {
+    test("an abort removing commit-job's lease file as it is taken: taken afresh, exit 4 naming the abort", async () => {
       const { target, stagingPath, layout } = await lateTaskJob('h');
       const racing = racingForLease(async (p) => {
         // The abort took the lease and began removing the tree: our lease's temporary file went first.
@@ -679,7 +686,7 @@ for (const fx of storeFixtures()) {
       assert.ok(await sb.store.stat(layout.jobFile), 'the job is left to its abort');
     });
 
-    test('an abort whose job another abort finishes while it takes the lease: nothing to abort (exit 0), as when it comes later', async () => {
+    test('an abort whose job another abort finishes as it takes the lease: nothing to abort (exit 0)', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('k');
       const racing = racingForLease(() => abort(testEnv(sb.store), { stagingPath }));
       const r = await abort(racing.env, { stagingPath });
@@ -716,26 +723,26 @@ for (const fx of storeFixtures()) {
       {
         where: 'promotes',
         late: false,
-        name: 'the second whole while the first promotes: both exit 0 and the task is published once',
+        name: 'second whole as first promotes: both exit 0, published once',
       },
       {
         where: 'lists',
         late: false,
-        name: 'the second whole before the first lists the attempt: the first finds it committed (exit 0), not "never staged"',
+        name: 'second whole before first lists: first finds it committed, exit 0',
       },
       {
         where: 'promotes',
         late: true,
-        name: 'the second moving the files while the first promotes and marking them committed only later: both exit 0',
+        name: 'second moves files as first promotes, marks later: both exit 0',
       },
       {
         where: 'lists',
         late: true,
-        name: 'the second moving the files before the first lists them and marking them committed only later: the first waits for it and exits 0',
+        name: 'second moves files before first lists, marks later: first waits',
       },
     ] as const;
     for (const { where, late, name } of twoRuns) {
-      test(`two runs of one commit-task attempt, ${name}`, async () => {
+      test(`one commit-task attempt run twice, ${name}`, async () => {
         const { target, stagingPath, layout, job } = await lateTaskJob('t');
         let second: Promise<unknown> | undefined;
         let moved!: () => void;
@@ -776,7 +783,8 @@ for (const fx of storeFixtures()) {
     }
 
     for (const point of ['decides', 'claims'] as const) {
-      test(`a commit-task whose job is aborted and a new job of the same id staged in its place while it ${point}: exit 4 naming the new job; neither its decision nor its claim is left in the new job`, async () => {
+      // The job is aborted and a new job of the same id staged in its place: exit 4 names the new job.
+      test(`a job replaced by one of the same id as commit-task ${point}: exit 4, nothing of it in the new job`, async () => {
         const target = posix.join(dir(), `reused-${point}`);
         const handle = await stage(sb, { target, partitionBy: 'dt', jobId: 'reused' });
         await stageTask(sb, handle, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
@@ -816,7 +824,8 @@ for (const fx of storeFixtures()) {
     }
 
     for (const algorithm of ['v1', 'v2'] as const) {
-      test(`a claim and a decision that a run of an earlier job of the same id left in the new job (${algorithm}): the new job's steps refuse them (exit 4), never take them for its own`, async () => {
+      // The new job's steps never take them for their own.
+      test(`an earlier job's claim and decision left in a new job of the same id (${algorithm}): refused, exit 4`, async () => {
         const target = posix.join(dir(), `zombie-${algorithm}`);
         const handle = await stage(sb, { target, partitionBy: 'dt', jobId: 'zombie', algorithm, mode: 'append' });
         const layout = new JobLayout(sb.pathOf(handle));
@@ -865,7 +874,7 @@ for (const fx of storeFixtures()) {
       });
     }
 
-    test('a commit-task whose job an abort removes once the claim exists, before the claim is marked committed: exit 4, and nothing is left where the staging dir was', async () => {
+    test('an abort between a claim and its commit mark: commit-task exits 4, no staging dir left', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('t');
       let aborted: Promise<unknown> | undefined;
       let claimed = false;
@@ -900,7 +909,7 @@ for (const fx of storeFixtures()) {
       return { target, handle, stagingPath, layout: new JobLayout(stagingPath) };
     }
 
-    test('a job abort whose delete of a dir meets a file a racing step just wrote there (ENOTEMPTY): it looks again and removes it, exit 0, nothing left', async () => {
+    test('a job abort meeting a file a racing step just wrote (ENOTEMPTY): looks again, removes it, exit 0', async () => {
       const { target, stagingPath, layout } = await oneFileJob('abort-notempty');
       const late = posix.join(layout.attemptsDir(0), 'late-writer', 'x');
       // The delete of `_temporary` finds a file written after it listed the dir, as a local rmdir
@@ -919,7 +928,7 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(target), null);
     });
 
-    test('an abort --task whose job is aborted while it decides: nothing of it is left where the staging dir was', async () => {
+    test('an abort --task whose job is aborted as it decides: nothing of it left where the staging dir was', async () => {
       const { target, stagingPath, layout } = await oneFileJob('task-abort-race');
       let aborted: Promise<unknown> | undefined;
       const taskEnv = testEnv(sb.store, async (_n, op, p) => {
@@ -933,7 +942,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(await readTree(sb.store, target), {});
     });
 
-    test('a v2 commit-task whose job is aborted after it published: exit 4 saying its files were published and stay, never "nothing of it is kept"', async () => {
+    // Never "nothing of it is kept": its files are in the target.
+    test('a v2 commit-task whose job is aborted after it published: exit 4 saying its files stay', async () => {
       const { target, stagingPath, layout } = await oneFileJob('v2-aborted', { algorithm: 'v2', mode: 'append' });
       let aborted: Promise<unknown> | undefined;
       // Once published, before the claim says committed: the job is aborted.
@@ -955,8 +965,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(await readTree(sb.store, target), { 'dt=1/f': 'f' }, 'what the message says is in the target');
     });
 
-    for (const when of ['as it claims', 'as it lists the files it publishes'] as const) {
-      test(`a v2 commit-task whose job is aborted ${when}: exit 4 saying nothing of it was published, and no target made`, async () => {
+    for (const when of ['as it claims', 'as it lists its files'] as const) {
+      test(`a v2 commit-task whose job is aborted ${when}: exit 4, nothing published, no target`, async () => {
         const { target, stagingPath, layout } = await oneFileJob(`v2-aborted-early-${when.length}`, {
           algorithm: 'v2',
           mode: 'append',
@@ -993,7 +1003,8 @@ for (const fx of storeFixtures()) {
       });
     }
 
-    test('a v2 commit-task run again after a kill that left it published, whose job is aborted as it decides: exit 4 saying its files were published and stay', async () => {
+    // A kill left the first run published.
+    test('a v2 commit-task re-run after publishing, job aborted as it decides: exit 4, its files stay', async () => {
       const { target, stagingPath, layout } = await oneFileJob('v2-rerun-aborted', { algorithm: 'v2', mode: 'append' });
       // Killed once published, before its claim says committed.
       const killedEnv = testEnv(sb.store, (n, op, p) => {
@@ -1023,7 +1034,8 @@ for (const fx of storeFixtures()) {
       );
     });
 
-    test('a v2 commit-task run again after a kill that left it published, whose job is aborted before it reads the claim: exit 4 saying the job was aborted, never "never staged"', async () => {
+    // A kill left the first run published. The message says the job was aborted, never "never staged".
+    test('a v2 commit-task re-run after publishing, job aborted before it reads the claim: exit 4 "aborted"', async () => {
       const { target, stagingPath, layout } = await oneFileJob('v2-rerun-aborted-early', {
         algorithm: 'v2',
         mode: 'append',
@@ -1054,7 +1066,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' }, 'the earlier run published the file');
     });
 
-    test('a commit-task run again once its task committed, while recover carries the task into app attempt 1 before it reads the claim: exit 0, never "never staged"', async () => {
+    test('commit-task re-run as recover carries its committed task into attempt 1: exit 0, not "never staged"', async () => {
       const { target, stagingPath, layout } = await oneFileJob('rerun-carried', { mode: 'append' });
       await libCommitTask(testEnv(sb.store), stagingPath, { task: '0', files: {} });
       let recovered: Promise<unknown> | undefined;
@@ -1079,7 +1091,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' });
     });
 
-    test('a v2 commit-task run again while its job is being aborted (the abort killed in its clean-up): exit 4 saying its files stand in the target', async () => {
+    // The abort is killed in its clean-up.
+    test('a v2 commit-task re-run while its job is being aborted: exit 4 saying its files stand in the target', async () => {
       const { target, stagingPath, layout } = await oneFileJob('v2-rerun-aborting', {
         algorithm: 'v2',
         mode: 'append',
@@ -1106,7 +1119,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' });
     });
 
-    test('commit-task at a job that committed meanwhile (exit 2) says the task can no longer be committed into it, not "nothing more to do"', async () => {
+    // Not "nothing more to do": the task is not in the job.
+    test('commit-task at a job committed meanwhile: exit 2, the task can no longer be committed into it', async () => {
       const target = posix.join(dir(), 'late-task');
       const stagingPath = await readyJob(sb.store, target, jobScenario('L', 'append'), [
         { task: '0', partition: ['dt=1'], files: { a: 'a' } },
@@ -1125,7 +1139,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a' });
     });
 
-    test('two runs of one v2 attempt, the second whole while the first plans against the target: both exit 0, never an append clash with its own files', async () => {
+    test('two runs of one v2 attempt, the second whole as the first plans: both exit 0, no append clash', async () => {
       const { target, stagingPath } = await oneFileJob('v2-two-runs-plan', { algorithm: 'v2', mode: 'append' });
       // The partition holds a file already: the task's files move one by one.
       await writeTree(sb.store, target, { 'dt=1/old': 'o' });
@@ -1151,7 +1165,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f', 'dt=1/old': 'o' });
     });
 
-    test('two runs of one v2 attempt, the second claiming once the first has, and publishing after it: both exit 0, the claim stays and the job commits the task', async () => {
+    // The second publishes after the first; the claim stays.
+    test('two runs of one v2 attempt, the second claiming after the first: both exit 0, the job commits it', async () => {
       const { target, stagingPath, layout } = await oneFileJob('v2-two-runs', { algorithm: 'v2', mode: 'append' });
       // The partition holds a file already: the task's files move one by one.
       await writeTree(sb.store, target, { 'dt=1/old': 'o' });
@@ -1200,7 +1215,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f', 'dt=1/old': 'o' });
     });
 
-    test('a recover that reads a claim while its commit-task runs: the task is kept exactly when commit-task exits 0', async () => {
+    test('recover reading a claim while its commit-task runs: the task is kept exactly when it exits 0', async () => {
       const { target, job, stagingPath, layout } = await lateTaskJob('t');
       const claim = layout.claimFile(0, '1');
       let acted!: () => void;
@@ -1246,7 +1261,7 @@ for (const fx of storeFixtures()) {
       );
     });
 
-    test('a recover that removes what commit-task is writing into: commit-task tells what happened, never a raw not-found', async () => {
+    test('recover removing what commit-task writes into: commit-task says what happened, no raw not-found', async () => {
       const { target, job, stagingPath } = await lateTaskJob('t');
       const claim = new JobLayout(stagingPath).claimFile(0, '1');
       let rec: Promise<unknown> | undefined;
@@ -1266,7 +1281,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
     });
 
-    test('a commit-task whose claim is made but its answer lost, and a recover meanwhile: exit 0 and published when recover carried the claim (S3), else exit 4, never the raw store error', async () => {
+    // Recover carries the claim on S3; either way never the raw store error.
+    test('a claim made but its answer lost, recover meanwhile: exit 0 if recover carried it, else exit 4', async () => {
       const { target, job, stagingPath, layout } = await lateTaskJob('t');
       const claim = layout.claimFile(0, '1');
       let rec: Promise<unknown> | undefined;
@@ -1301,7 +1317,7 @@ for (const fx of storeFixtures()) {
       );
     });
 
-    test("a recover that runs whole between commit-task's claim and its look at the job: exit 0 exactly when the task is kept", async () => {
+    test("recover run whole between commit-task's claim and its look at the job: exit 0 iff the task is kept", async () => {
       const { target, job, stagingPath, layout } = await lateTaskJob('t');
       let claimed = false;
       let rec: Promise<unknown> | undefined;
@@ -1332,7 +1348,7 @@ for (const fx of storeFixtures()) {
       );
     });
 
-    test('a recover that removes the app attempt while commit-task decides: exit 4 naming it, never a raw not-found', async () => {
+    test('recover removing the app attempt as commit-task decides: exit 4 naming it, not a raw not-found', async () => {
       const { stagingPath, layout } = await lateTaskJob('t');
       let rec: Promise<unknown> | undefined;
       // recover runs whole right before the decision is created, which then finds its directory
@@ -1356,7 +1372,9 @@ for (const fx of storeFixtures()) {
     });
 
     for (const failed of [true, false]) {
-      test(`a recover that removes the app attempt while abort --task decides (${failed ? 'the create then fails' : 'the create then lands in the dir it made again'}): exit 0 saying recover dropped the attempt, never a raw not-found, nothing left of it`, async () => {
+      // The decision's create then fails, or lands in the dir it made again: abort --task says recover
+      // dropped the attempt, never a raw not-found, and nothing is left of it.
+      test(`recover removing the attempt as abort --task decides, ${failed ? 'create fails' : 'create lands'}: exit 0`, async () => {
         const { target, stagingPath, layout } = await lateTaskJob(`abort-task-recover-${failed}`);
         let rec: Promise<unknown> | undefined;
         const warnings: string[] = [];
@@ -1399,7 +1417,9 @@ for (const fx of storeFixtures()) {
     }
 
     for (const point of ['before its claim', 'once its claim exists'] as const) {
-      test(`an abort --task of an attempt whose commit-task decided to commit it and died ${point}: exit 4 at once, saying to run recover (it finishes or undoes the commit), never "its files belong to the job" (helper-71: it waited 30 s, then said so)`, async () => {
+      // Invariant: only recover finishes or undoes a commit a task decided: abort --task says so at once,
+      // never waiting out the lease, never "its files belong to the job".
+      test(`abort --task after commit-task died committing ${point}: exit 4 at once naming recover`, async () => {
         const { stagingPath } = await lateTaskJob(`abort-dead-${point.length}`);
         const dead = testEnv(
           sb.store,
@@ -1424,7 +1444,8 @@ for (const fx of storeFixtures()) {
       });
     }
 
-    test('a recover that carries a committed attempt into app attempt 1 while abort --task of it decides: exit 4 saying recover carried it, and the job commits it', async () => {
+    // Recover carries the attempt into app attempt 1; abort --task says so.
+    test('recover carrying a committed attempt on as abort --task decides: exit 4, the job commits it', async () => {
       const { target, job, stagingPath, layout } = await lateTaskJob('abort-task-carried');
       await commitTask(sb, job, '1');
       let rec: Promise<unknown> | undefined;
@@ -1447,7 +1468,7 @@ for (const fx of storeFixtures()) {
     });
 
     const LATE_ROUNDS = Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? (fx.name === 'local' ? 6 : 2));
-    test(`commit-task racing commit-job as processes, ${LATE_ROUNDS} rounds: its files are published exactly when it exits 0`, async (t) => {
+    test(`commit-task racing commit-job as processes, ${LATE_ROUNDS} rounds: published exactly when exit 0`, async (t) => {
       const seen: string[] = [];
       for (let round = 0; round < LATE_ROUNDS; round++) {
         const { target, job } = await lateTaskJob(`t${round}`);
@@ -1481,7 +1502,8 @@ for (const fx of storeFixtures()) {
       t.diagnostic(seen.join('; '));
     });
 
-    test('a driver whose lease renewals stop landing (a store holding requests unanswered) stops changing the job before its lease runs out; recover then finishes it', async () => {
+    // The store holds the requests unanswered.
+    test('a driver whose renewals stop landing stops before its lease runs out; recover finishes the job', async () => {
       const target = posix.join(dir(), 'hung');
       const tasks = Array.from({ length: 12 }, (_, i) => ({
         task: String(i),
@@ -1518,7 +1540,7 @@ for (const fx of storeFixtures()) {
       );
     });
 
-    test('a clean-up at the end of commit-job that outlasts the lease keeps renewing it: the job commits, nothing left', async () => {
+    test('a commit-job clean-up that outlasts the lease keeps renewing it: the job commits, nothing left', async () => {
       const target = posix.join(dir(), 'slowclean');
       const staging = await readyJob(sb.store, target, jobScenario('S', 'create'), [
         { task: '0', partition: ['dt=0'], files: { f: 'f' } },
@@ -1564,7 +1586,9 @@ for (const fx of storeFixtures()) {
       return { layout, lease, signal };
     }
 
-    test('a lease whose renewals stop landing cuts off the requests in flight when it may lapse, with no request asking; from then on nothing goes, its own file and temps included, and its file is left to expire', async () => {
+    // Invariant: a driver whose lease may have lapsed sends no request, even unasked, its own lease file
+    // and temps included; its lease file is left to expire.
+    test('a lease whose renewals stop landing cuts off requests in flight when it may lapse; then none go', async () => {
       const { layout, lease, signal } = await lapsingLease('cut');
       assert.ok(
         signal.reason instanceof StoreError && /this step stops changing the job/.test(signal.reason.message),
@@ -1583,7 +1607,8 @@ for (const fx of storeFixtures()) {
       assert.ok(await sb.store.stat(lease.path), 'its lease file is left to expire');
     });
 
-    test('a driver whose lease lapsed leaves its file to expire: its successor takes the next generation, and a renewal of the old one landing late does not make way for a third driver', async () => {
+    // Its successor takes the next generation.
+    test('a lapsed lease is left to expire: its late renewal does not make way for a third driver', async () => {
       const { layout, lease: a } = await lapsingLease('gen');
       await a.release();
       const left = await readCurrentLease(sb.store, layout);
@@ -1601,7 +1626,8 @@ for (const fx of storeFixtures()) {
       await b.release();
     });
 
-    test('a driver that wakes up after its lease ran out (the process was stopped) stops, saying its lease ran out how long ago, not "0 s before" (helper-69)', async () => {
+    // The process was stopped past its lease: the message gives the real time, not "0 s before".
+    test('a driver waking after its lease ran out stops, saying how long ago it ran out', async () => {
       const layout = new JobLayout(posix.join(dir(), 'woke'));
       let clock = Date.now();
       const lease = await Lease.acquire(
@@ -1699,7 +1725,8 @@ for (const fx of storeFixtures()) {
     const GIVEN_UP =
       /names table-log entry \d+, which was given up \(by recover or abort\) before the plan landed: it was never applied; removed it/;
 
-    test('a plan that lands after recover gave its table-log entry up (a write the store held) was never applied: commit-job commits afresh, recover and abort proceed, none is stuck', async () => {
+    // The store held the plan's write. commit-job commits afresh; recover and abort proceed.
+    test('a plan landing after recover gave its table-log entry up was never applied: no step is stuck', async () => {
       for (const step of ['commit-job', 'recover', 'abort'] as const) {
         const { target, staging, layout, plan } = await diedAfterPlan(`late-plan-${step}`);
         // The plan's temp (HDFS writes one): recover removes it, so a held rename of it publishes nothing.
@@ -1784,7 +1811,8 @@ for (const fx of storeFixtures()) {
       }
     });
 
-    test('a late plan of an aborted job landing in a new job that reuses its id (and staging dir) is removed as given up: the new job commits', async () => {
+    // The new job reuses the id and the staging dir.
+    test('a late plan of an aborted job, in a new job of the same id, is removed as given up: the job commits', async () => {
       const { target, staging, layout, plan } = await diedAfterPlan('reused-id');
       await abort(testEnv(sb.store), { stagingPath: staging });
       const again = await readyJob(sb.store, target, jobScenario('reused-id', 'overwrite'), [
@@ -1801,7 +1829,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/g': 'newer' });
     });
 
-    test('a plan naming a given-up entry is never dropped once _job.yaml says a driver began applying one: exit 1 naming it, nothing changed', async () => {
+    test('a plan naming a given-up entry is kept once _job.yaml says applying began: exit 1, nothing changed', async () => {
       const { target, staging, layout, plan } = await diedAfterPlan('late-plan-applying');
       await recover(testEnv(sb.store), { stagingPath: staging });
       await sb.store.writeFile(layout.commitFile, plan);
@@ -1819,7 +1847,9 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' });
     });
 
-    test('a late plan that lands while the next commit-job writes its own: never replaced by it nor replacing it; given up, it is removed and the commit goes on; live, the commit stops (exit 4) and recover finishes it', async () => {
+    // Given up, the late plan is removed and the commit goes on; live, the commit stops (exit 4) and
+    // recover finishes it.
+    test('a late plan landing while the next commit-job writes its own: neither replaces the other', async () => {
       for (const given of [true, false]) {
         const { target, staging, layout, plan } = await diedAfterPlan(`plan-race-${given}`);
         if (given) await recover(testEnv(sb.store), { stagingPath: staging });
@@ -1866,7 +1896,7 @@ for (const fx of storeFixtures()) {
       }
     });
 
-    test("a plan is created, never written over: a late write of another attempt's plan is refused, the same plan again is no error", async () => {
+    test("a plan is created, never written over: another attempt's late plan is refused, the same is no error", async () => {
       const { staging, layout, plan } = await diedAfterPlan('plan-create');
       await sb.store.writeFile(layout.commitFile, plan);
       const mine = await loadPlan(sb.store, layout, 'plan-create');
@@ -1910,7 +1940,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { a: 'a' });
     });
 
-    test('a live holder of a later lease generation (the first one gone with a takeover) blocks too: exit 4 naming it, and no lease of the blocked step is left', async () => {
+    // The first generation went with a takeover.
+    test('a live holder of a later lease generation blocks too: exit 4 naming it, no lease left by the step', async () => {
       const target = posix.join(dir(), 't');
       const job = await prepare(sb, { target }, [{ task: '0', files: { a: 'a' } }]);
       const layout = new JobLayout(sb.pathOf(job));
