@@ -57,7 +57,8 @@ for (const fx of storeFixtures()) {
     const killed = (staging: string) => driverDied(sb.store, staging);
     const ready = (target: string, sc: Scenario, tasks: readonly TaskSpec[]) => readyJob(sb.store, target, sc, tasks);
 
-    test(`two overwrites of one partition race commit-job, ${rounds(fx.name)} rounds: exactly one lands, the other exits 4 and changes nothing`, async (t) => {
+    // The one that exits 4 changes nothing.
+    test(`two overwrites of one partition race commit-job, ${rounds(fx.name)} rounds: one lands, one exits 4`, async (t) => {
       const wins = { A: 0, B: 0 };
       for (let round = 0; round < rounds(fx.name); round++) {
         const target = posix.join(dir(), 't');
@@ -123,7 +124,8 @@ for (const fx of storeFixtures()) {
       t.diagnostic(`commit won ${tally.committed}, abort won ${tally.aborted}`);
     });
 
-    test(`abort --task races recover and commit-task of the same attempt, ${rounds(fx.name, 8)} rounds: never exit 1, the attempt published exactly when commit-task exits 0, nothing left behind`, async () => {
+    // All on one attempt: never exit 1, and nothing is left behind.
+    test(`abort --task, recover and commit-task race, ${rounds(fx.name, 8)} rounds: published iff commit-task exits 0`, async () => {
       for (let round = 0; round < rounds(fx.name, 8); round++) {
         const target = posix.join(dir(), 't');
         await writeTree(sb.store, target, { 'dt=1/old': 'old' });
@@ -142,8 +144,8 @@ for (const fx of storeFixtures()) {
           [a, r, c].every((x) => x.code !== 1),
           where,
         );
-        // Exit 4 from abort says the attempt's files belong to the job: then they are in it (helper-70: a recover undid
-        // the commit after).
+        // Exit 4 from abort says the attempt's files belong to the job: then they are in it, and no
+        // recover undoes the commit after.
         if (a.code === 4) assert.match(a.stderr, /already committed|carried/, where);
         if (a.code === 4) assert.equal(c.code, 0, where);
         await commitJob(testEnv(sb.store), { stagingPath: staging });
@@ -306,7 +308,8 @@ for (const fx of storeFixtures()) {
 
     // A same-size rewrite shows where listings carry versions (S3's ETag, HDFS's modification
     // time); locally it would cost a stat per file, and is not looked for.
-    test('committed output changed after commit-task (a file removed, one added, a symbolic link, one rewritten to the same size) is refused before the commit point', async (t) => {
+    // The changes: a file removed, one added, a symbolic link, one rewritten to the same size.
+    test('committed output changed after commit-task is refused before the commit point', async (t) => {
       const changes = ['removed', 'added', ...(fx.name === 'local' ? ['symlink'] : ['rewritten'])];
       for (const change of changes) {
         const target = posix.join(dir(), 't');
@@ -337,7 +340,8 @@ for (const fx of storeFixtures()) {
       t.diagnostic(`${changes.join(', ')}: refused`);
     });
 
-    test('task ids whose attempt dirs share a prefix (1, 10): a file added to task 10 is blamed on 10, and an untouched pair commits', async () => {
+    // An untouched pair commits.
+    test('task ids whose attempt dirs share a prefix (1, 10): a file added to 10 is blamed on 10', async () => {
       const target = posix.join(dir(), 't');
       const tasks: TaskSpec[] = [
         { task: '1', partition: ['dt=1'], files: { a: 'a' } },
@@ -362,7 +366,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, clean)), { 'dt=1/a': 'a', 'dt=2/b': 'b' });
     });
 
-    test('scripts that would silently do nothing: never-staged attempt after recover, task id 01, create with the staging dir inside the target', async () => {
+    // A never-staged attempt after recover, task id 01, create with the staging dir inside the target.
+    test('scripts that would silently do nothing are refused', async () => {
       const target = posix.join(dir(), 't');
       const staging = await ready(
         target,
@@ -406,7 +411,9 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/fb': 'B', 'dt=1/old': 'old' });
     });
 
-    test('a plan carried in _job.yaml whose table-log entry is lost (the log damaged): once partly applied, every step exits 1 naming _job.yaml and changes nothing; before, it is removed and the job is planned again against the newer commit', async () => {
+    // The log is damaged. Once the plan is partly applied, every step exits 1 naming _job.yaml and changes
+    // nothing; before, the plan is removed and the job planned again against the newer commit.
+    test('a plan in _job.yaml whose table-log entry is lost: partly applied, exit 1; before, planned again', async () => {
       for (const applied of [true, false]) {
         const root = dir();
         const target = posix.join(root, 't');

@@ -38,7 +38,7 @@ import type { TaskSpec } from '../testing/jobs.js';
 
 const SCENARIOS: Scenario[] = [
   {
-    name: 'dynamic overwrite of existing partitions (swap, in-place merge, new partition)',
+    name: 'dynamic overwrite: swap, merge, new partition',
     initial: {
       'dt=1/old-a': 'A',
       'dt=1/old-b': 'B',
@@ -55,7 +55,7 @@ const SCENARIOS: Scenario[] = [
     ],
   },
   {
-    name: 'create from several tasks (merged in staging, one rename)',
+    name: 'create by tasks merged in staging, one rename',
     initial: null,
     job: { mode: 'create', algorithm: 'v1', partitionBy: ['dt'] },
     tasks: [
@@ -65,7 +65,8 @@ const SCENARIOS: Scenario[] = [
     ],
   },
   {
-    name: 'append by outside writers (--print-path; object stores copy their files at commit-job)',
+    // Object stores copy the writers' files at commit-job.
+    name: 'append by outside writers (--print-path)',
     initial: { 'dt=1/a': 'a' },
     job: { mode: 'append', algorithm: 'v1', partitionBy: ['dt'], tasks: 2 },
     tasks: [
@@ -228,7 +229,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
     const heals = (k: number) => (memory ? (['recover', 'rerun'] as const) : ([k % 2 ? 'recover' : 'rerun'] as const));
 
     for (const sc of scenarios) {
-      test(`every mutation of every step heals: ${sc.name} (${formName(sc)})`, async (t) => {
+      test(`a crash at any mutation heals: ${sc.name} (${formName(sc)})`, async (t) => {
         const actions = flow(sc);
         const base = await fresh(sc);
         const points: Record<string, number> = {};
@@ -300,7 +301,8 @@ for (const fx of storeFixtures({ inProcess: true })) {
       return run;
     };
 
-    test('what appears in the staging dir while commit-job publishes goes with it, before _job.yaml (object stores list it early)', async () => {
+    // Object stores list such files early.
+    test('what appears in the staging dir as commit-job publishes goes with it, before _job.yaml', async () => {
       const sc = SCENARIOS[1]!;
       const clean = await staged(sc);
       await act(sb.store, clean, { kind: 'commit-job' }, sc);
@@ -339,7 +341,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.equal(await sb.store.stat(run.stagingPath), null, 'staging dir removed, late files too');
     });
 
-    test('a commit-job that dies once it deleted copied sources heals both ways; a source removed by hand is never taken as copied', async () => {
+    test('commit-job dying after deleting copied sources heals; a hand-deleted source is never taken as copied', async () => {
       const sc = SCENARIOS[2]!; // outside writers: object stores copy their files at commit-job
       const clean = await staged(sc);
       await act(sb.store, clean, { kind: 'commit-job' }, sc);
@@ -513,7 +515,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       return { target, staging, published };
     };
 
-    test('a driver killed once its first file is published, whose plan (a _commit.yaml) is then lost: recover exits 1 naming the plan and plans nothing again', async () => {
+    test('a driver killed mid-publish, its _commit.yaml then lost: recover exits 1 naming it, plans nothing', async () => {
       const { target, staging, published } = await killedAfterFirstPublish('p', 'L', true);
       await sb.store.delete(new JobLayout(staging).commitFile, false);
       await assert.rejects(
@@ -523,7 +525,8 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.deepEqual(data(await readTree(sb.store, target)), published, 'nothing planned or moved again');
     });
 
-    test('a driver killed once its first file is published, whose table-log entry another job then marked finished: recover exits 1 naming the progress record and publishes nothing more', async () => {
+    // recover names the progress record and publishes nothing more.
+    test('a driver killed mid-publish whose entry another job marked finished: recover exits 1, adds nothing', async () => {
       const { target, staging, published } = await killedAfterFirstPublish('f', 'F');
       // What a later job does to an entry whose job it finds gone (its _job.yaml lost for a while).
       await new TableLog(sb.store, target).markDone({ number: 0, jobId: 'F' }, 'committed', Date.now());
@@ -552,7 +555,8 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.deepEqual(data(await readTree(sb.store, target)), published);
     });
 
-    test("a driver killed with its table-log entry marked done but 'committed' not written: a later job commits, and recover finishes the first without publishing or writing _SUCCESS again", async () => {
+    // A later job commits meanwhile; recover finishes the first without publishing or writing _SUCCESS again.
+    test("a driver killed with its entry marked done but 'committed' unwritten: recover finishes it", async () => {
       const target = posix.join(dir(), 'd');
       const staging = await readyJob(sb.store, target, jobScenario('D', 'append'), tasks);
       const layout = new JobLayout(staging);
@@ -581,7 +585,9 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.equal(await sb.store.stat(staging), null, 'the staging dir is gone');
     });
 
-    test('a job past its commit point that lost _job.yaml (its plan a _commit.yaml): every step exits 1 naming it, and clean-orphans --delete touches nothing under it', async () => {
+    // Invariant: clean-orphans never deletes a job's output past its commit point: --delete touches
+    // nothing under it.
+    test('a job past its commit point that lost _job.yaml (plan as _commit.yaml): every step exits 1 naming it', async () => {
       const root = dir();
       const target = posix.join(root, 'j');
       const staging = await readyJob(sb.store, target, jobScenario('M', 'append'), tasks);
@@ -606,7 +612,9 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.deepEqual(await readTree(sb.store, root), before, 'nothing changed');
     });
 
-    test('a job past its commit point that lost _job.yaml, and the plan it carried: every step exits 1 naming it (the table log holds its entry), and clean-orphans --delete touches nothing under it', async () => {
+    // The table log holds its entry. Invariant: clean-orphans never deletes a job's output past its
+    // commit point: --delete touches nothing under it.
+    test('a job past its commit point that lost _job.yaml and its plan: every step exits 1 naming it', async () => {
       const root = dir();
       const target = posix.join(root, 'j');
       // The default staging layout: the handle leads to the table log.
@@ -624,7 +632,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
         /_job\.yaml: is missing, but the table log holds job N's unfinished entry 0 for this staging dir: the job may be past its commit point/.test(
           e.message,
         );
-      // `jobs` of the table lists it, unreadable, saying why (helper-69: it was left out).
+      // `jobs` of the table lists it, unreadable, saying why: a job past its commit point is never left out.
       const rows = (await listJobs(testEnv(sb.store), { paths: [target] })).jobs;
       assert.deepEqual(
         rows.map((r) => [r.jobId, r.state]),
@@ -647,7 +655,10 @@ for (const fx of storeFixtures({ inProcess: true })) {
     });
 
     for (const point of ['atCommitPoint', 'applying'] as const) {
-      test(`a --staging-dir of one's own whose _job.yaml and plan are both gone, its commit-job killed ${point === 'applying' ? 'as it publishes' : 'at its commit point'}: every step exits 1 naming _job.yaml and the job's files left, and clean-orphans --delete touches nothing under it (helper-69: it deleted the job's output as a Hadoop _temporary)`, async () => {
+      // Invariant: clean-orphans never deletes a job's output past its commit point, even in a staging dir
+      // of the user's own that holds a _temporary: every step exits 1 naming _job.yaml and the job's files
+      // left, and clean-orphans --delete touches nothing under it.
+      test(`a --staging-dir with _job.yaml and plan gone, commit-job killed ${point === 'applying' ? 'as it publishes' : 'at its commit point'}: steps exit 1`, async () => {
         const root = dir();
         const target = posix.join(root, 'j');
         await writeTree(sb.store, target, { 'dt=1/old': 'old' });
@@ -689,7 +700,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       });
     }
 
-    test('after the commit point, exit 1 says the job is committing and that recover finishes it; before it, it does not', async () => {
+    test('exit 1 past the commit point says recover finishes the job; before the commit point it does not', async () => {
       const target = posix.join(dir(), 't');
       await writeTree(sb.store, target, { 'dt=9/keep': 'k' });
       const staging = await readyJob(sb.store, target, jobScenario('E', 'append'), tasks);

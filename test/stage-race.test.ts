@@ -69,7 +69,7 @@ for (const fx of storeFixtures()) {
       return error;
     };
 
-    test('a stage whose files land after commit-job removed the staging dir exits 4, and nothing is left where it was', async () => {
+    test('a stage whose files land after commit-job removed the staging dir exits 4, leaving nothing there', async () => {
       const { target, stagingPath } = await job('after-commit');
       // A large file goes up as a pending upload on S3: it is aborted, not left to the age rule.
       // A name with dirs in it (--name a/b/c) makes dirs below the partition's: they go too.
@@ -92,7 +92,8 @@ for (const fx of storeFixtures()) {
       if (sb.store.listUploads) assert.deepEqual(await sb.store.listUploads(target), [], 'no upload left pending');
     });
 
-    test('a stage whose write fails because commit-job removed the staging dir under it says so (exit 4), not the store error, and nothing is left', async () => {
+    // Not the store error.
+    test('a stage whose write fails as commit-job removed the staging dir: exit 4 saying so, nothing left', async () => {
       const { target, stagingPath } = await job('write-fails');
       const error = await stageWith(stagingPath, [{ name: 'b', bytes: 10 }], async () => {
         await libCommitJob(testEnv(sb.store), stagingPath);
@@ -104,7 +105,8 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(stagingPath), null);
     });
 
-    test('a stage whose job is aborted meanwhile and a new job of the same id staged in its place: exit 4, and the new job never takes in its files', async () => {
+    // The job is aborted and a new job of the same id staged in its place.
+    test('a stage whose job is replaced by one of the same id meanwhile: exit 4, the new job never takes it', async () => {
       const target = posix.join(dir(), 'same-id');
       const handle = await stage(sb, { target, partitionBy: 'dt', jobId: 'reused' });
       const stagingPath = sb.pathOf(handle);
@@ -125,7 +127,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
     });
 
-    test('a local file written to while stage copies it: exit 4 naming it; staged again, its new bytes are what commit-job publishes; a chmod or a hard link meanwhile is no change', async () => {
+    // A chmod or a hard link meanwhile is no change.
+    test('a local file written to while stage copies it: exit 4 naming it; staged again, its new bytes publish', async () => {
       const { target, stagingPath, handle } = await job('changed');
       // 2 MiB goes up as a pending upload on S3; 10 bytes as a plain copy.
       for (const [name, bytes] of [
@@ -163,7 +166,7 @@ for (const fx of storeFixtures()) {
       assert.equal(tree['dt=1/big'], 'x'.repeat(2 * 1024 ** 2) + 'y');
     });
 
-    test('a stage whose attempt is aborted meanwhile exits 3 and takes its files back; the job commits without them', async () => {
+    test('a stage whose attempt is aborted meanwhile exits 3, takes its files back; the job commits without', async () => {
       const { target, stagingPath, layout, handle } = await job('after-abort');
       const error = await stageWith(stagingPath, [{ name: 'b', bytes: 10 }], () =>
         abort(testEnv(sb.store), { stagingPath, task: '1', attempt: 0 }),
@@ -181,7 +184,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a' });
     });
 
-    test('a stage whose attempt a commit-task commits whole meanwhile exits 4 naming the file the commit lacks, and takes it back; the job commits without it', async () => {
+    // The commit lacks the file; the job commits without it.
+    test('a stage whose attempt a commit-task commits meanwhile exits 4 naming the file, and takes it back', async () => {
       const { target, stagingPath, handle } = await job('after-task');
       await stageTask(sb, handle, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
       const error = await stageWith(stagingPath, [{ name: 'c', bytes: 10 }], () =>
@@ -196,7 +200,9 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
     });
 
-    test('a stage whose file lands after a commit-task of its attempt listed the files, before that commit ends: exit 4, the file taken back from wherever the commit put it, and commit-job is not stopped by it', async () => {
+    // The commit has not ended: the file is taken back from wherever the commit put it, and commit-job
+    // is not stopped by it.
+    test('a stage whose file lands after commit-task listed the files: exit 4, the file taken back', async () => {
       const { target, stagingPath, handle, layout } = await job('mid-task');
       await stageTask(sb, handle, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
       let atPromote!: () => void;
@@ -245,7 +251,7 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(stagingPath), null);
     });
 
-    test('a stage of an attempt run whole before each store call of a commit-task of that attempt: when it exits 0, its file is published', async (t) => {
+    test('a stage run whole before each store call of a commit-task of its attempt: exit 0 means published', async (t) => {
       const outcomes: string[] = [];
       for (let k = 1; ; k++) {
         const { target, stagingPath, handle } = await job(`ct${k}`);
@@ -289,7 +295,8 @@ for (const fx of storeFixtures()) {
       t.diagnostic(outcomes.join('; '));
     });
 
-    test(`stage racing commit-job as processes, ${ROUNDS} rounds: exit 0 or a reason, the target has only the committed task, nothing left of the staging dir`, async (t) => {
+    // Each stage exits 0 or gives a reason; nothing is left of the staging dir.
+    test(`stage racing commit-job as processes, ${ROUNDS} rounds: the target has only committed tasks`, async (t) => {
       const seen: string[] = [];
       const file = await localFile('b', 10);
       for (let round = 0; round < ROUNDS; round++) {
