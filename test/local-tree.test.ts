@@ -31,7 +31,8 @@ test('a skewed level (20,000 parents of one child beside one parent of 20,000) k
   assert.equal(out[20_001], '/s/many/1');
 });
 
-test('mkdirs makes every missing level, accepts one that exists, and fails (never spins) where a parent exists but mkdir says it does not', async () => {
+// A lying parent: it exists but mkdir says it does not.
+test('mkdirs makes every missing level, accepts one that exists, fails (never spins) on a lying parent', async () => {
   const store = new LocalStore();
   const root = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-mkdirs-'));
   try {
@@ -58,7 +59,10 @@ test('mkdirs makes every missing level, accepts one that exists, and fails (neve
   }
 });
 
-test('commit-task refuses a file or directory whose name is not valid UTF-8 (exit 2, nothing committed), lists a name that holds U+FFFD, and commits once the name is fixed; stage refuses a file of /proc or /sys (exit 2)', async () => {
+// commit-task refuses a file or directory whose name is not valid UTF-8 (exit 2, nothing committed),
+// lists a name that holds U+FFFD, and commits once the name is fixed; stage refuses a file of /proc
+// or /sys (exit 2).
+test('names that are not UTF-8 are refused at commit-task (exit 2), U+FFFD is listed; /proc and /sys too', async () => {
   const root = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-names-'));
   try {
     const target = path.join(root, 't');
@@ -116,7 +120,7 @@ test('commit-task refuses a file or directory whose name is not valid UTF-8 (exi
       given.stderr,
       /cannot read .*f\uFFFD: no such file \(is its name valid UTF-8\? a name that is not cannot be given on the command line; rename it\); nothing was staged/,
     );
-    // Files the kernel makes up as they are read: /proc's copied as nothing, /sys's for ever (helper-75).
+    // Files the kernel makes up as they are read: /proc's copied as nothing, /sys's for ever: stage refuses them.
     for (const [made, fsName] of [
       ['/proc/self/status', 'procfs'],
       ['/sys/kernel/mm/transparent_hugepage/enabled', 'sysfs'],

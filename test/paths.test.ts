@@ -49,7 +49,8 @@ test('files must sit under a full partition path of the job', () => {
   assert.throws(() => partitionOfFile('a', ['dt'], ''), /not inside a partition/);
 });
 
-test('manifests: long lists one JSON line each, a check line at the end; hand-written YAML only when allowed; errors name the field', () => {
+// Hand-written YAML is read only where allowed.
+test('manifests: long lists one JSON line each, a check line at the end, errors naming the field', () => {
   const text = encodeManifest({ kind: 'k', version: 1, name: 'x: y' }, { files: [{ path: 'a b', size: 1 }] });
   assert.match(text, /^files:\n {2}- \{"path":"a b","size":1\}$/m);
   assert.match(text, /\nend: \{"lines":5,"lists":\{"files":1\},"sha256":"[0-9a-f]{64}"\}\n$/);
@@ -63,7 +64,7 @@ test('manifests: long lists one JSON line each, a check line at the end; hand-wr
   assert.throws(() => decodeManifest(handWritten, '/s/f.yaml'), /\/s\/f.yaml: has no 'end:' check line/);
   assert.deepEqual(decodeManifest(handWritten, 'f', { allowUnsigned: true }).files, [{ path: 'a', size: 2 }]);
   assert.throws(() => decodeManifest('', '/s/_job.yaml'), /\/s\/_job.yaml: is empty/);
-  // helper-53: a U+2028 (which JSON and YAML keep inside a value) before 'end:' starts no line.
+  // A U+2028 (which JSON and YAML keep inside a value) before 'end:' starts no line.
   assert.deepEqual(decodeManifest('kind: k\nname: "a\u2028end: b"\n', 'f', { allowUnsigned: true }), {
     kind: 'k',
     name: 'a\u2028end: b',

@@ -86,7 +86,8 @@ for (const fx of storeFixtures()) {
         assert.deepEqual([r.metrics.complete, r.metrics.copy], [1, 1], 'one completion, one copy');
     });
 
-    test("an outside writer's files, large ones too, are copied server-side by commit-job (on RGW a CopyObject shares the object's tail: cheaper than any upload)", async () => {
+    // On RGW a CopyObject shares the object's tail: cheaper than any upload.
+    test("an outside writer's files, large ones too, are copied server-side by commit-job", async () => {
       const { target, stagingPath } = await fresh({ mode: 'create', algorithm: 'v1', partitionBy: ['dt'] });
       await libStageTask(env(), stagingPath, {
         task: '0',
@@ -145,7 +146,7 @@ for (const fx of storeFixtures()) {
       assert.equal(await pending(posix.join(root, 'table')), 0);
     });
 
-    test("commit-job aborts the uploads of lost, denied and aborted attempts; the target holds the winners' bytes", async () => {
+    test("commit-job aborts the uploads of lost, denied and aborted attempts; the winners' bytes are published", async () => {
       const { target, stagingPath } = await fresh(
         { mode: 'append', algorithm: 'v1', partitionBy: ['dt'] },
         { 'dt=1/old': 'OLD' },
@@ -176,7 +177,8 @@ for (const fx of storeFixtures()) {
       assert.equal(await pending(target), 0);
     });
 
-    test('stage FILE whose upload record cannot be written fails, and leaves no upload behind (no record would ever name it)', async (t) => {
+    // No record would ever name such an upload.
+    test('stage FILE whose upload record cannot be written fails and leaves no upload behind', async (t) => {
       if (!sb.store.beginUpload) return t.skip('this store has no multipart uploads');
       const { target, stagingPath } = await fresh({ mode: 'create', algorithm: 'v1', partitionBy: ['dt'] });
       const refused = testEnv(sb.store, (_n, op, p) => {

@@ -79,7 +79,8 @@ describe('S3 credentials that are refused or missing', { skip: !s3 && 'S3 is not
     ],
   ];
   for (const [what, env, message] of cases) {
-    test(`${what}: every step exits 1 at once with one line that says what to check, and nothing changes`, async () => {
+    // One line, and nothing changes.
+    test(`${what}: every step exits 1 at once, saying what to check`, async () => {
       const before = await readTree(sb.store, sb.base);
       const runs = [
         ['stage', '--target', sb.uri(`${sb.base}/other`)],

@@ -94,7 +94,9 @@ describe(
       );
     });
 
-    test('a fence set on the store (a lapsed job lease) is asked before every try of a change: no retry is sent after it throws; one still unanswered when it trips is cut off', async () => {
+    // Invariant: a driver whose lease may have lapsed sends no request: no retry is sent after the fence
+    // throws, and one still unanswered when it trips is cut off.
+    test('the store fence is asked before every try of a change: no retry after it trips, in-flight ones cut', async () => {
       // Changes under fenced/ are answered 503 SlowDown, or never (under fenced/hang); the rest passes.
       let changes = 0;
       const held: ServerResponse[] = [];
@@ -168,8 +170,9 @@ describe(
       }
     });
 
+    // The store holds the requests; the process ends, and recover then finishes the job.
     test(
-      'a commit-job whose store holds its lease renewals and its copies unanswered stops on its lease, and its process ends (exit 1); recover then finishes the job',
+      'a commit-job whose lease renewals and copies go unanswered stops on its lease (exit 1)',
       { timeout: 120_000 },
       async () => {
         const target = posix.join(sb.base, 'held', 'sales');

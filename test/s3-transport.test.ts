@@ -38,7 +38,7 @@ describe('signed requests over a misbehaving connection', () => {
     for (const s of servers) (s.closeAllConnections(), s.close());
   });
 
-  test('a server that accepts and never answers: each attempt times out, then the request fails naming the wait', async () => {
+  test('a server that accepts and never answers: each attempt times out, then it fails naming the wait', async () => {
     const s = await serve(() => {});
     servers.push(s.server);
     const started = Date.now();
@@ -66,7 +66,7 @@ describe('signed requests over a misbehaving connection', () => {
     assert.equal(s.seen(), 2);
   });
 
-  test('a 200 carrying an <Error> is retried as a server failure, and its code comes out when retries run out', async () => {
+  test('a 200 carrying an <Error> is retried as a server failure; its code shows when retries run out', async () => {
     const s = await serve((_n, _req, res) => {
       res
         .writeHead(200, { 'content-type': 'application/xml' })
@@ -90,7 +90,8 @@ describe('signed requests over a misbehaving connection', () => {
     assert.equal(s.seen(), 2);
   });
 
-  test('a 200 that is not a whole result (empty, cut short, a proxy page) is retried, never taken for a done copy', async () => {
+  // Empty, cut short, or a proxy page.
+  test('a 200 that is not a whole result is retried, never taken for a done copy', async () => {
     const answers = [
       '',
       '<?xml version="1.0"?>\n<CopyObjectResult><ETag>&quot;e&quot;</ETag>',

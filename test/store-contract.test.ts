@@ -63,14 +63,16 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.deepEqual(await sb.store.list(posix.join(d, 'afile', 'sub')), []);
     });
 
-    test('readFile of a directory is an error, never null (a manifest replaced by a directory is damage, not absence)', async (t) => {
+    // A manifest replaced by a directory is damage, not absence.
+    test('readFile of a directory is an error, never null', async (t) => {
       if (!sb.store.caps.realDirectories) return t.skip('the store has no directories: a key and a prefix are apart');
       const d = posix.join(dir(), 'd.yaml');
       await sb.store.writeFile(posix.join(d, 'x'), 'x');
       await assert.rejects(sb.store.readFile(d), (e: unknown) => e instanceof StoreError);
     });
 
-    test('promoteOutput: one rename where directories rename (the output stays put elsewhere); run again, it finds the output promoted; vanished output is null; a missing parent is made', async () => {
+    // Elsewhere the output stays put. Run again, it finds the output promoted; a missing parent is made.
+    test('promoteOutput: one rename where directories rename; idempotent; vanished output is null', async () => {
       const d = dir();
       const attempt = posix.join(d, '_temporary', '0', '_temporary', 'attempt_0');
       const committed = posix.join(d, '_temporary', '0', '0');
@@ -141,7 +143,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.equal((await sb.store.readFile(claim))!.toString(), `creator ${won.indexOf(true)}`);
     });
 
-    test('rename: onto an existing file fails with exists unless replace; a missing source fails with not-found', async () => {
+    test('rename: onto an existing file fails with exists unless replace; a missing source is not-found', async () => {
       const d = dir();
       const [a, b, c] = ['a', 'b', 'c'].map((n) => posix.join(d, n));
       await writeTree(sb.store, d, { a: 'A', b: 'B' });
@@ -193,7 +195,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.equal(walked.length, n + 2);
     });
 
-    test('odd names (spaces, =, %, ?, #, +, unicode, control characters) are stored, listed, renamed and deleted as written', async () => {
+    test('odd names (spaces, =, %, ?, #, +, unicode, control characters) are stored, listed, renamed, deleted', async () => {
       const d = dir();
       for (const name of ODD_NAMES) await sb.store.writeFile(posix.join(d, name, name), `in ${name}`);
       assert.deepEqual((await sb.store.list(d)).map((e) => e.name).sort(), [...ODD_NAMES].sort());

@@ -48,7 +48,7 @@ test('s3a:// and s3n:// parse as S3; hdfs:/// as the default file system', () =>
   assert.throws(() => parseUri('s3a:///x', '/'), /names no bucket: use s3a:\/\/BUCKET\/path/);
 });
 
-test('a location holding a line break, written or percent-escaped, is a usage error (never a local path by mistake)', () => {
+test('a location holding a line break, written or percent-escaped, is a usage error, never a local path', () => {
   for (const raw of ['s3://b/raw\u2028y', 's3://b/ls%E2%80%A8x', 'hdfs://nn:8020/a%0Ab', '/tmp/a\nb', 's3://b/x\ry']) {
     assert.throws(
       () => parseUri(raw, '/'),
@@ -58,7 +58,8 @@ test('a location holding a line break, written or percent-escaped, is a usage er
   }
 });
 
-test("a '%' that starts no percent-escape is a usage error naming the URI (exit 2), not a bare 'URI malformed'", () => {
+// Not a bare 'URI malformed'.
+test("a '%' that starts no percent-escape is a usage error naming the URI (exit 2)", () => {
   assert.deepEqual(parseUri('s3://b/t%2541', '/'), { scheme: 's3', authority: 'b', path: '/t%41' });
   for (const raw of ['s3://b/x%bl', 'hdfs://nn:8020/50%', 'hdfs:/wh/%E0%A4%A']) {
     assert.throws(
@@ -93,7 +94,8 @@ for (const fx of storeFixtures()) {
   describe(`new jobs whose handles would not read back, on ${fx.name}`, () => {
     let sb!: StoreSandbox;
     const dir = useSandbox(fx, (s) => (sb = s), 'hs');
-    test("a target holding '%' (S3, HDFS: URIs are percent-decoded) or a control character is refused, exit 2, nothing written", async () => {
+    // On S3 and HDFS, URIs are percent-decoded.
+    test("a target holding '%' or a control character is refused, exit 2, nothing written", async () => {
       const remote = fx.name !== 'local';
       for (const [name, refused] of [
         ['t%41', remote],
@@ -154,7 +156,8 @@ for (const fx of storeFixtures()) {
   describe(`a target under a file, on ${fx.name}`, () => {
     let sb!: StoreSandbox;
     const dir = useSandbox(fx, (s) => (sb = s), 'uf');
-    test('is a place that cannot exist where paths are directories: exit 2 naming the file, nothing made; S3 keys have no such place', async () => {
+    // S3 keys have no such place.
+    test('is a place that cannot exist where paths are directories: exit 2 naming the file, nothing made', async () => {
       const base = dir();
       await sb.store.writeFile(path.posix.join(base, 'afile'), 'a file\n');
       const target = sb.uri(path.posix.join(base, 'afile/sales'));

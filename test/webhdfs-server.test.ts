@@ -78,7 +78,7 @@ after(async () => {
 });
 
 describe('WebHDFS test server follows the specification', () => {
-  test('CREATE and OPEN redirect (307) to a data node address; overwrite=false refuses an existing file (403)', async () => {
+  test('CREATE and OPEN redirect (307) to a data node; overwrite=false refuses an existing file (403)', async () => {
     const first = await op('PUT', '/spec/a.txt', 'op=CREATE&overwrite=false');
     assert.equal(first.status, 307);
     const loc = new URL(first.headers.get('location')!);
@@ -95,7 +95,8 @@ describe('WebHDFS test server follows the specification', () => {
     assert.equal(await (await fetch(open.headers.get('location')!)).text(), 'hello');
   });
 
-  test("OPEN of a directory: 404 FileNotFoundException 'Path is not a file' (the name node's getBlockLocations)", async () => {
+  // As the name node's getBlockLocations answers.
+  test("OPEN of a directory: 404 FileNotFoundException 'Path is not a file'", async () => {
     await op('PUT', '/opendir/d', 'op=MKDIRS');
     const r = await op('GET', '/opendir/d', 'op=OPEN');
     assert.equal(r.status, 404);
@@ -153,7 +154,8 @@ describe('WebHDFS test server follows the specification', () => {
     assert.equal(await (await fetch(open.headers.get('location')!)).text(), 'a');
   });
 
-  test('OPEN reads one version of a file whole while RENAME OVERWRITE replaces it (the data node opens the path once and sends that length, as WebHdfsHandler does)', async () => {
+  // The data node opens the path once and sends that length, as WebHdfsHandler does.
+  test('OPEN reads one version of a file whole while RENAME OVERWRITE replaces it', async () => {
     const versions = ['short\n', `${'long '.repeat(4000)}\n`];
     await create('/ov/f', versions[0]!);
     for (let round = 0; round < 60; round++) {
@@ -295,7 +297,7 @@ describe('WebHDFS client against the server', () => {
   });
 
   test(
-    'a name node that takes the connection and never answers is given up at the deadline, and the next one used',
+    'a name node that takes the connection and never answers is given up at the deadline, the next used',
     { timeout: 20_000 },
     async () => {
       cluster.active = 0;
@@ -337,7 +339,8 @@ describe('WebHDFS client against the server', () => {
     },
   );
 
-  test('a data node that cuts the connection or answers 500: reads and whole-file writes are sent again, a create-if-absent finds its own file', async () => {
+  // A create-if-absent sent again finds its own file.
+  test('a data node that cuts the connection or answers 500: reads and whole-file writes are sent again', async () => {
     cluster.active = 0;
     const c = client();
     const left = async (d: string) => (await c.list(d)).map((e) => e.name).sort();
@@ -366,7 +369,8 @@ describe('WebHDFS client against the server', () => {
     assert.equal(cluster.dataNodeFaults.length, 0, 'every fault was met');
   });
 
-  test('a data node that never answers: the step fails naming it and the cause, never a bare fetch failed, and leaves no temp', async () => {
+  // Never a bare "fetch failed".
+  test('a data node that never answers: the step fails naming it and the cause, leaving no temp', async () => {
     cluster.active = 0;
     const c = client({ retries: 1 });
     await c.mkdirs('/dn2');
@@ -394,8 +398,9 @@ describe('WebHDFS client against the server', () => {
     );
   });
 
+  // As a proxy without a back end does.
   test(
-    'a name node that hangs up as soon as it accepts (a proxy without a back end): the next one is used; alone, the call fails naming the cause',
+    'a name node that hangs up on accept: the next one is used; alone, the call fails naming the cause',
     { timeout: 20_000 },
     async () => {
       cluster.active = 0;
@@ -441,8 +446,9 @@ describe('WebHDFS client against the server', () => {
     },
   );
 
+  // The request fails once no byte moved for the deadline.
   test(
-    'a data node that stops reading an upload fails the request once no byte moved for the deadline: a write is sent again, a stream fails naming it',
+    'a data node that stops reading an upload: a write is sent again, a stream fails naming it',
     { timeout: 20_000 },
     async () => {
       cluster.active = 0;
@@ -500,7 +506,8 @@ describe('WebHDFS client against the server', () => {
     }
   });
 
-  test('every answer to a rename lost: a rename the name node did is found done (file, directory, put); one it could not do still fails', async () => {
+  // For a file, a directory and a put.
+  test('every answer to a rename lost: a rename the name node did is found done; one it could not do fails', async () => {
     cluster.active = 0;
     const proxy = await faultyNameNode({ RENAME: Infinity });
     try {
@@ -524,7 +531,8 @@ describe('WebHDFS client against the server', () => {
     }
   });
 
-  test("an answer that is not WebHDFS's (a proxy's page, '{}', a status without its fields) fails naming what came, never as a crash", async () => {
+  // A proxy's page, '{}', a status without its fields.
+  test("an answer that is not WebHDFS's fails naming what came, never as a crash", async () => {
     const answers = [
       '{}',
       '<html>502 Bad Gateway</html>',
@@ -572,7 +580,8 @@ describe('WebHDFS client against the server', () => {
     }
   });
 
-  test('a 200 to RENAME or CREATE is no proof by itself: an empty one or a boolean is the answer, a page is an error, {"boolean": false} says why', async () => {
+  // A page is an error; {"boolean": false} says why.
+  test('a 200 to RENAME or CREATE is no proof by itself: only an empty answer or a boolean is', async () => {
     let rename = '';
     let create = { status: 201, body: '' };
     const odd = createHttpServer((req, res) => {
@@ -635,7 +644,10 @@ describe('WebHDFS client against the server', () => {
     }
   });
 
-  test("a fence set on the store (a lapsed job lease) is asked before every try of a change, a temp's rename included: no request after it throws; one still unanswered when it trips is cut off", async () => {
+  // Invariant: a driver whose lease may have lapsed sends no request: the fence is asked before every
+  // try of a change, a temp's rename included; none goes after it throws, and one still unanswered when
+  // it trips is cut off.
+  test('the store fence is asked before every try of a change; when it trips, requests in flight are cut', async () => {
     const seen: string[] = [];
     const held: ServerResponse[] = [];
     const busy = createHttpServer((req, res) => {
