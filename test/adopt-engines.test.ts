@@ -29,7 +29,7 @@ for (const fx of storeFixtures()) {
       ['hive insert with a finished -ext-10000', hiveInsert],
     ];
     for (const [name, make] of cases) {
-      test(`${name}: adopt, commit-job --dry-run, commit-job leave what the engine would have`, async () => {
+      test(`${name}: adopt, dry run, commit: the engine's outcome`, async () => {
         const c = make();
         const { root, target, leftover } = await table(sb, dir(), c);
         const handle = await ok(['adopt', '--older-than', '0s', sb.uri(leftover)], { env: sb.env });
@@ -52,7 +52,7 @@ for (const fx of storeFixtures()) {
       });
     }
 
-    test('a Spark job killed while tasks ran, adopted with --tasks 3: commit-job refuses with exit 5 and changes nothing', async () => {
+    test('a Spark job killed while tasks ran, adopted with --tasks 3: commit-job exits 5, nothing changed', async () => {
       const c = sparkOverwrite('tasks-running');
       const { root, leftover } = await table(sb, dir(), c);
       const r = await run(['adopt', '--older-than', '0s', '--tasks', '3', '--json', sb.uri(leftover)]);
@@ -79,7 +79,8 @@ for (const fx of storeFixtures()) {
       assert.equal((await inproc(['abort', '--job', adopted.handle])).code, 0);
     });
 
-    test('a Spark staging dir holding absolute-path partition files is refused (exit 2), never adopted as a whole-table overwrite', async () => {
+    // Never adopted as a whole-table overwrite.
+    test('a Spark staging dir with absolute-path partition files is refused (exit 2), not adopted', async () => {
       const c = sparkOverwrite('replacing');
       const { root, target, leftover } = await table(sb, dir(), c);
       const flat = '3d9a7e10-2b4c-4f6e-8a1d-5c7b9e0f1a2b-part-00000-c0ffee00.c000.snappy.parquet';
@@ -100,7 +101,8 @@ for (const fx of storeFixtures()) {
       assert.equal((await readTree(sb.store, target))['dt=2026-11-27/part-00000-old.c000.snappy.parquet'], 'keep-27');
     });
 
-    test('gaps in the task numbering without --tasks declare the highest task + 1: commit-job refuses with exit 5 naming the missing task, which can be run after recover', async () => {
+    // Without --tasks, the highest task + 1 is declared; the missing task can be run after recover.
+    test('gaps in the task numbering: commit-job exits 5 naming the missing task', async () => {
       const c = hadoopV1();
       const { root, target, leftover } = await table(sb, dir(), c);
       // Task 1 never committed in either app attempt.
@@ -180,7 +182,8 @@ for (const fx of storeFixtures()) {
       assert.equal(left.length, 10);
     });
 
-    test('abort of an adopted Spark leftover killed in its job commit gives the leftover back (the only copy of dt=29); where its place is taken, it keeps it', async () => {
+    // It is the only copy of dt=29; where its place is taken, the job keeps it.
+    test('abort of an adopted Spark leftover killed in its job commit gives the leftover back', async () => {
       const c = sparkOverwrite('replacing');
       const { root, target, leftover } = await table(sb, dir(), c);
       const original = await readTree(sb.store, leftover);

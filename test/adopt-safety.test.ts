@@ -22,7 +22,8 @@ for (const fx of storeFixtures()) {
     const dir = useSandbox(fx, (s) => (sb = s), 'a');
     const { run, here, inproc, realOrDry } = adoptRunners(() => sb);
 
-    test('a leftover whose directories changed recently is live-looking (exit 4): a Spark driver in its job commit moves partition dirs out', async (t) => {
+    // A Spark driver in its job commit moves partition dirs out.
+    test('a leftover whose directories changed recently is live-looking (exit 4)', async (t) => {
       if (!sb.backdate) return t.skip('S3 dates only objects');
       const hourAgo = Date.now() - 3600_000;
       const changes: [string, (c: { target: string; leftover: string }) => Promise<unknown>][] = [
@@ -65,7 +66,7 @@ for (const fx of storeFixtures()) {
       }
     });
 
-    test('adopt of a live-looking leftover, of garbage and of a non-leftover dir exits non-zero and changes nothing', async () => {
+    test('adopt of a live-looking leftover, of garbage or of a non-leftover dir: non-zero, nothing changed', async () => {
       const c = hadoopV1();
       const { root, target, leftover } = await table(sb, dir(), c);
       await writeTree(sb.store, target, {
@@ -97,7 +98,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(await snapshot(sb.store, root), before);
     });
 
-    test('adopt SIGKILLed before each store mutation never loses the leftover: abort the half-made job, adopt again, commit', async (t) => {
+    // The way back each time: abort the half-made job, adopt again, commit.
+    test('adopt SIGKILLed before each store mutation never loses the leftover', async (t) => {
       // Only the killed adopt is a process of its own; what shows and heals its leftovers runs
       // through main() in this process (here, inproc: the same commands, no start-up each).
       for (let k = 1; ; k++) {
@@ -162,7 +164,7 @@ for (const fx of storeFixtures()) {
       }
     });
 
-    test('a --target that is the leftover or inside it, or (local) on another filesystem, is exit 2 before anything changes', async () => {
+    test('a --target that is the leftover, inside it or (local) on another filesystem: exit 2, nothing changed', async () => {
       const c = sparkOverwrite('replacing');
       const { root, leftover } = await table(sb, dir(), c);
       const before = await snapshot(sb.store, root);
@@ -204,7 +206,7 @@ for (const fx of storeFixtures()) {
       }
     });
 
-    test('small messages: adopt of / or of a link, jobs of a file, a conflict of an adopted job says to adopt again', async () => {
+    test('small messages: adopt of / or a link, jobs of a file, an adopted job in conflict says adopt again', async () => {
       const c = sparkOverwrite('replacing');
       const { root, target, leftover } = await table(sb, dir(), c);
       const jobsOfFile = await run([
@@ -245,7 +247,8 @@ for (const fx of storeFixtures()) {
       }
     });
 
-    test("a leftover moved away between adopt's look at it and its listing (the other of two adopts took it) is said to be taken (exit 4)", async (t) => {
+    // The other of two adopts moved it away.
+    test("a leftover taken between adopt's look and its listing is said to be taken (exit 4)", async (t) => {
       if (!sb.store.caps.directoryRename) return t.skip('on S3 adopt moves nothing');
       const { leftover } = await table(sb, dir(), sparkOverwrite('replacing'));
       // The interleaving the race below hits now and then, made certain: the rename lands just before the listing.
@@ -268,7 +271,7 @@ for (const fx of storeFixtures()) {
       assert.match(err.message, /was taken while adopting it .*made no job and changed nothing/);
     });
 
-    test('two adopts of one leftover at once: one job, and the loser says the leftover was taken and leaves no job', async (t) => {
+    test('two adopts of one leftover at once: one job; the loser says the leftover was taken, leaves no job', async (t) => {
       if (!sb.store.caps.directoryRename)
         return t.skip(
           'on S3 adopt moves nothing: the second adopt makes a second job, which the table log refuses at its commit',

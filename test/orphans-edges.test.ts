@@ -88,7 +88,8 @@ for (const fx of storeFixtures()) {
       );
     });
 
-    test('--older-than 0 takes what changed within the same millisecond as the scan (a file time finer than the clock is not in the future)', async () => {
+    // A file time finer than the clock is not in the future.
+    test('--older-than 0 takes what changed within the same millisecond as the scan', async () => {
       const root = newDir();
       const file = posix.join(root, 'sales', '_temporary', '0', 'part-0');
       await sb.store.writeFile(file, 'x');

@@ -257,7 +257,8 @@ for (const fx of storeFixtures()) {
       if (sb.store.listUploads) assert.deepEqual(await sb.store.listUploads(root), []);
     });
 
-    test('a handle holding nothing but lease files killed steps left: listed as a stagecommit leftover with no job, removed by one --delete once their holders are gone', async () => {
+    // Listed as a stagecommit leftover; one --delete removes it once the holders are gone.
+    test('a handle of only lease files that killed steps left: a leftover with no job, removed once holders go', async () => {
       const strayRoot = posix.join(sb.base, 'stray');
       const lease = (expiresAtMs: number) =>
         encodeLease({ op: 'commit-job', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: 0, expiresAtMs });
