@@ -169,7 +169,8 @@ for (const fx of storeFixtures({ inProcess: true })) {
      */
     const sample = (vs: Variant[]) => vs.filter((_, i) => sampled(fx.name, i));
 
-    test('every kind, cut at every line and at bytes, lines removed, bytes flipped, fields removed or retyped, paths escaping', async (t) => {
+    // Cut at every line and at bytes.
+    test('every kind, cut, with lines removed, bytes flipped, fields removed or retyped, paths escaping', async (t) => {
       const w = await world();
       const env = () => testEnv(sb.store);
       const jLayout = w.layout;
@@ -228,7 +229,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
           { name: 'file path escapes', text: withItem(claimText, 'files', 0, (o) => (o.path = 'dt=1/../../x')) },
           { name: 'file path absolute', text: withItem(claimText, 'files', 0, (o) => (o.path = '/etc/passwd')) },
           { name: 'file outside the partitions', text: withItem(claimText, 'files', 0, (o) => (o.path = 'loose')) },
-          // helper-53: was exit 4 "tasks 0 and 0 both wrote", as if two tasks clashed.
+          // A file listed twice is damage, not a clash of two tasks ("tasks 0 and 0 both wrote").
           {
             name: 'a file listed twice',
             text: sign(
@@ -306,7 +307,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
             name: 'delete of the whole target',
             text: withItem(planText, 'ops', ops - 1, (o) => Object.assign(o, { op: 'delete', path: 't:', dir: true })),
           },
-          // helper-52: a move onto itself lost the file (a local rename of one entry unlinked it).
+          // A move onto itself would lose the file (a local rename of one entry unlinks it).
           { name: 'a move or copy onto itself', text: withItem(planText, 'ops', ops - 1, (o) => (o.to = o.from)) },
           {
             name: 'a file moved or copied to become the target itself',
@@ -320,8 +321,8 @@ for (const fx of storeFixtures({ inProcess: true })) {
         () => recover(env(), { stagingPath: w.p }),
       );
 
-      // helper-52: a progress record counting past the plan skipped every phase, and the staging
-      // dir went with the job's files (exit 0).
+      // A progress record counting past the plan would skip every phase, and the staging dir would go
+      // with the job's files (exit 0).
       const progressText =
         (await sb.store.readFile(pLayout.progressFile))?.toString() ?? encodeProgress({ jobId: 'P' }, 0);
       await sb.store.writeFile(pLayout.progressFile, progressText);
@@ -379,7 +380,8 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 'other'))), { 'dt=5/p': 'p' });
     });
 
-    test("a table-log entry cut short: every commit to the table stops naming the way out, the entry's own job can still be aborted, and the way out works", async () => {
+    // The entry's own job can still be aborted.
+    test('a table-log entry cut short: commits to the table stop naming the way out, and the way out works', async () => {
       const root = dir();
       const target = posix.join(root, 't');
       await writeTree(sb.store, target, { 'dt=1/old': 'old' });
@@ -416,7 +418,9 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/m': 'm' });
     });
 
-    test("a finished job's handle whose proofs went (_SUCCESS, the entry's done marker) and whose table-log entry cannot be read: steps say the entry may be the job's (exit 1), never 'no job' (helper-75)", async () => {
+    // Invariant: a handle whose entry cannot be read may be past its commit point, so every step exits 1,
+    // never 'no job'. The proofs gone are _SUCCESS and the entry's done marker.
+    test("a finished job's unreadable table-log entry, its proofs gone: exit 1, the entry may be the job's", async () => {
       const root = dir();
       const target = posix.join(root, 't');
       const k = await ready(target, job('K', 'append'), [{ task: '0', partition: ['dt=1'], files: { k: 'k' } }]);
@@ -444,7 +448,8 @@ for (const fx of storeFixtures({ inProcess: true })) {
       }
     });
 
-    test("a job the way out missed (staged before the log dir was deleted) is refused with exit 4 once the log made again has passed its position, never committed over that log's commits", async () => {
+    // Once the new log has passed its position the job is never committed over that log's commits.
+    test('a job staged before its log dir was deleted and made again is refused with exit 4', async () => {
       const root = dir();
       const target = posix.join(root, 't');
       await writeTree(sb.store, target, { 'dt=1/old': 'old' });
@@ -479,7 +484,8 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/b': 'b', 'dt=2/c': 'c' }, "B's commit stands");
     });
 
-    test("a job staged in a log whose id was removed gives it a new one: once that log is deleted and made again, its commit exits 4, never replacing the new log's commits", async () => {
+    // The job gave the log a new id when its id was removed.
+    test("a job staged in a log deleted and made again exits 4, never replacing the new log's commits", async () => {
       const root = dir();
       const target = posix.join(root, 't');
       await commitJob(testEnv(sb.store), {
@@ -529,7 +535,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
         );
         assert.ok(refused instanceof CorruptManifestError, `${v.name}: exit 1, not ${String(refused)}`);
         assert.match(refused.message, LOG_ADVICE, v.name);
-        // recover too, before it changes anything (helper-70: it made the next app attempt's claims first).
+        // recover too, before it changes anything (not even the next app attempt's claims).
         const stopped = await recover(testEnv(sb.store), { stagingPath: l }).then(
           () => null,
           (e: unknown) => e,
@@ -559,7 +565,8 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a', 'dt=2/l': 'l' });
     });
 
-    test('through the CLI: exit 1, one line naming the file, a JSON error; a lost plan past the commit point is never made again', async (t) => {
+    // Past the commit point, a lost plan is never made again.
+    test('through the CLI: exit 1, one line naming the file, a JSON error; a lost plan is never made again', async (t) => {
       if (fx.inProcess) return t.skip('the CLI cannot open an in-memory store');
       const w = await world();
       const pLayout = new JobLayout(w.p);

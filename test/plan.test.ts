@@ -106,7 +106,8 @@ describe('planner', () => {
     assert.deepEqual(r.partitionsReplaced, ['dt=1']);
   });
 
-  test('a file or directory of the output where the target holds something else is refused, naming what is there', () => {
+  // A file or a directory of the output.
+  test('an output path where the target holds something else is refused, naming what is there', () => {
     const other: TargetSnapshot = {
       exists: true,
       dirs: new Map([
@@ -205,7 +206,7 @@ describe('planner', () => {
     assert.deepEqual(ops(r), [{ op: 'move', from: 's:_temporary/0/0/dt=1/b', to: 't:dt=1/b' }]);
   });
 
-  test('a million-file merge is held as one group of moves per pair of directories, and written and read back one move per file', () => {
+  test('a million-file merge is held as one group of moves per pair of dirs, written and read one per file', () => {
     // Three tasks each write part of two partitions, their files interleaved in the claims.
     const files = (t: number) => [0, 1, 2, 3, 4, 5].flatMap((i) => (i % 3 === t ? [`dt=1/f${i}`, `dt=2/f${i}`] : []));
     const r = plan({ sources: [src('0', files(0)), src('1', files(1)), src('2', files(2))] });
@@ -226,7 +227,7 @@ describe('planner', () => {
     assert.deepEqual(decodePlan(text, 'f').phases, r.phases);
   });
 
-  test('two tasks with one destination, or a file where a task has a directory, are refused, naming the tasks', () => {
+  test('two tasks with one destination, or a file where a task has a dir, are refused, naming the tasks', () => {
     assert.throws(() => buildTree([src('0', ['x']), src('1', ['x'])]), /tasks 0 and 1 both wrote 'x'/);
     assert.throws(
       () => buildTree([src('0', ['x']), src('1', ['x/y'])]),
@@ -243,7 +244,8 @@ describe('planner', () => {
   });
 });
 
-test('server-side copies in flight are paced by their bytes: 16 of 8 MiB, 32 of 1 KiB, 8 of 1 GiB; other phases keep the concurrency', () => {
+// Other phases keep the concurrency.
+test('server-side copies in flight are paced by bytes: 16 of 8 MiB, 32 of 1 KiB, 8 of 1 GiB', () => {
   const copies = (size: number, n = 10) =>
     Array.from({ length: n }, () => ({ op: 'copy' as const, from: 's:a' as const, to: 't:a' as const, size }));
   assert.equal(copiesInFlight(copies(8 * 1024 ** 2), 32), 16);

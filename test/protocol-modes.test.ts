@@ -82,7 +82,7 @@ for (const fx of storeFixtures()) {
       assert.equal((await cli(['status', '--job', job], { env: sb.env })).code, 0, 'the job is still there to abort');
     });
 
-    test('append: new files join; a clash with different bytes is exit 4 and changes nothing; identical bytes are fine', async () => {
+    test('append: new files join; a clash with other bytes exits 4, nothing changed; identical bytes are fine', async () => {
       const target = posix.join(dir(), 'events');
       await writeTree(sb.store, target, { 'dt=1/a.csv': 'a', 'dt=1/same.csv': 'same' });
       await runJob(sb, { target, mode: 'append', partitionBy: 'dt' }, [
@@ -106,7 +106,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(await readTree(sb.store, target), before);
     });
 
-    test('append: a file where the target has a directory is exit 4 naming it, nothing changed; a v2 task refused so is left free to commit other files', async () => {
+    // A v2 task refused so is left free to commit other files.
+    test('append: a file where the target has a directory exits 4 naming it, nothing changed', async () => {
       const target = posix.join(dir(), 'events');
       const before = { 'dt=1/x.csv/inner': 'old' };
       await writeTree(sb.store, target, before);
@@ -147,7 +148,7 @@ for (const fx of storeFixtures()) {
         { task: '0', files: { 'part-0.csv': 'new0' } },
         { task: '1', files: { 'part-1.csv': 'new1' } },
       ]);
-      // The dry run names everything the target loses, an old file replaced in place too (helper-52).
+      // The dry run names everything the target loses, an old file replaced in place too.
       const dry = JSON.parse(
         (await cli(['commit-job', '--job', job, '--dry-run', '--json'], { env: sb.env })).stdout,
       ) as { summary: { displaced: string[] }; operations: { to?: string; replace?: boolean }[] };
@@ -184,7 +185,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(s.partitionsWritten, ['dt=1']);
     });
 
-    test('overwrite of a partition whose place holds a file (mode 0644): replaced as old data where paths are directories; on S3 exit 4', async () => {
+    // The file has mode 0644; it is replaced where paths are directories.
+    test('overwrite of a partition whose place holds a file: replaced as old data; on S3 exit 4', async () => {
       const target = posix.join(dir(), 'sales');
       const before = { 'dt=1': 'a stray file', 'dt=2/a.csv': 'keep' };
       await writeTree(sb.store, target, before);
@@ -277,7 +279,7 @@ for (const fx of storeFixtures()) {
       assert.match(r.stderr, /v2 cannot be used with --mode overwrite/);
     });
 
-    test("abort of a v2 job names the tasks whose published files stay in the target (dry run too); a v1 job's abort leaves it untouched", async () => {
+    test("abort of a v2 job names the tasks whose files stay in the target (dry run too); v1's leaves it alone", async () => {
       const target = posix.join(dir(), 'v2abort');
       const job = await v2TaskZeroPublished(target);
       const dry = await cli(['abort', '--job', job, '--dry-run'], { env: sb.env });
@@ -309,7 +311,8 @@ for (const fx of storeFixtures()) {
       assert.equal(a.code, 0, a.stderr);
       assert.match(a.stderr, /its staged data is gone; the target was not touched/);
     });
-    test('an abort of a v2 job killed at any point: the abort or recover that finishes it still names the tasks whose files stay', async () => {
+    // The step that finishes it is the abort again or recover.
+    test('an abort of a v2 job killed at any point: the step that finishes it names the tasks whose files stay', async () => {
       const named =
         /v2 task\(s\) 0 had claimed their output: any file they published at commit-task stayed in the target/;
       for (let k = 1; k <= 12; k++) {
@@ -360,7 +363,8 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(target), null, 'the target never appeared');
     });
 
-    test('names and partition values holding U+2028 and U+2029 (raw in JSON): a commit-job killed at its commit point is rolled forward by recover', async () => {
+    // Both are raw in JSON. recover rolls the commit-job forward.
+    test('names and partition values with U+2028 and U+2029: a job killed at its commit point rolls forward', async () => {
       const target = posix.join(dir(), 'seps');
       const env = testEnv(sb.store);
       const stagingPath = await libStage(env, target, {

@@ -43,7 +43,7 @@ for (const fx of storeFixtures()) {
       const r = await commitJob(sb, job);
       assert.equal(r.code, 4);
       assert.match(r.stderr, /tasks 0 and 1 both wrote 'dt=2\/x.csv'/);
-      // helper-73: a committed task cannot commit again; the advice is the job's.
+      // A committed task cannot commit again; the advice is the job's.
       assert.match(
         r.stderr,
         /the tasks are committed, and a commit is final: nothing was changed; abort the job and run it again with distinct file names$/m,
@@ -67,7 +67,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'winner.csv': 'w' });
     });
 
-    test('abort: an aborted attempt can never commit; a job abort leaves the target untouched and is idempotent', async () => {
+    test('abort: an aborted attempt never commits; a job abort leaves the target untouched, is idempotent', async () => {
       const target = posix.join(dir(), 't');
       await writeTree(sb.store, target, { 'old.csv': 'old' });
       const job = await stage(sb, { target, mode: 'overwrite' });
@@ -111,7 +111,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(await readTree(sb.store, target), before);
     });
 
-    test('an empty claim (a commit-task stopped inside its create: HDFS shows the file before its bytes) is exit 1 saying what to do; deleted, the task commits', async () => {
+    // A commit-task stopped inside its create leaves one: HDFS shows the file before its bytes.
+    test('an empty claim is exit 1 saying what to do; deleted, the task commits', async () => {
       const target = posix.join(dir(), 't');
       const job = await stage(sb, { target, tasks: 1 });
       await stageTask(sb, job, { task: '0', attempt: 1, files: { 'a.csv': 'a' } });

@@ -112,7 +112,8 @@ for (const fx of storeFixtures()) {
       assert.match(r.stderr, /no job at .*finished \(committed or aborted\) or never existed/);
     });
 
-    test('a commit-job killed once it said committed, in its clean-up: the rerun finishes the clean-up and says only that, not "0 file(s)"', async () => {
+    // The rerun says only that, not "0 file(s)".
+    test('a commit-job killed in its clean-up after saying committed: the rerun finishes the clean-up', async () => {
       const target = posix.join(dir(), 'cleanup');
       const handle = await prepare(sb, { target, partitionBy: 'dt' }, [
         { task: '0', partition: ['dt=1'], files: { a: 'a' } },
@@ -145,7 +146,8 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(layout.root), null);
     });
 
-    test("a step at a handle whose job is gone tidies the default layout's empty parents, which a step killed in its clean-up left", async () => {
+    // The empty parents are the default layout's, left by a step killed in its clean-up.
+    test('a step at a handle whose job is gone tidies the empty parents a killed clean-up left', async () => {
       const target = posix.join(dir(), 'tidy');
       const handle = await stage(sb, { target, partitionBy: 'dt' });
       const stagingPath = sb.pathOf(handle);
@@ -159,7 +161,8 @@ for (const fx of storeFixtures()) {
         assert.equal(await sb.store.stat(posix.dirname(table)), null, 'no empty .stagecommit/<table>/ left');
     });
 
-    test('a --staging-dir of your own that holds only dead lease files: stage removes them (warning) and the job is made there; anything else there is named', async () => {
+    // stage warns that it removed them; anything else there is named.
+    test('a --staging-dir of your own with only dead lease files: stage removes them and makes the job there', async () => {
       const target = posix.join(dir(), 'own');
       const staging = posix.join(dir(), 'own-staging');
       const lease = (expiresAtMs: number) =>
@@ -185,7 +188,7 @@ for (const fx of storeFixtures()) {
       assert.match(full.stderr, /is not empty \(it holds 'a', 'b', 'c' and 1 more\)/);
     });
 
-    test('a task id outside --tasks N is exit 2 at stage and at commit-task, and nothing is staged or committed', async () => {
+    test('a task id outside --tasks N is exit 2 at stage and at commit-task; nothing is staged or committed', async () => {
       const target = posix.join(dir(), 'sales');
       const job = await stage(sb, { target, tasks: 2 });
       const staged = await cli(['stage', '--job', job, '--task', '7', '--print-path'], { env: sb.env });

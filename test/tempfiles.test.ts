@@ -142,7 +142,9 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(sb.pathOf(job)), null, 'the staging dir is gone');
     });
 
-    test("a stage's temp in flight: a commit-task that refuses the attempt leaves it alone; one carried into committed output is removed by commit-job, never published", async () => {
+    // A commit-task that refuses the attempt leaves it alone; one carried into committed output is
+    // removed by commit-job.
+    test("a stage's temp in flight is never published: left by a refused attempt, removed by commit-job", async () => {
       const target = posix.join(dir(), 'temps');
       const job = await stage(sb, { target, partitionBy: 'dt' });
       const layout = new JobLayout(sb.pathOf(job));
@@ -169,7 +171,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(Object.keys(await readTree(sb.store, target)).sort(), ['_SUCCESS', 'dt=1/a.csv']);
     });
 
-    test('an empty temp a killed recover left among the decisions is never read as one: recover, status and commit-job go on', async () => {
+    // recover, status and commit-job all go on.
+    test('an empty temp a killed recover left among the decisions is never read as one: the steps go on', async () => {
       const target = posix.join(dir(), 'table');
       const job = await prepare(sb, { target, partitionBy: 'dt' }, [
         { task: '0', partition: ['dt=0'], files: { a: 'a' } },

@@ -92,7 +92,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(Object.keys(await readTree(sb.store, target, { dirs: true })), ['_SUCCESS', 'dt=1/part-0']);
     });
 
-    test('a writer that makes _SUCCESS a directory, or leaves a link, is refused at commit-task (exit 2) and the attempt can still be aborted', async (t) => {
+    test('a _SUCCESS dir or a link a writer left is refused at commit-task (exit 2); the attempt can abort', async (t) => {
       const target = posix.join(dir(), 'links');
       const job = await stage(sb, { target, tasks: 1 });
       const attempt = sb.pathOf(
@@ -139,7 +139,8 @@ for (const fx of storeFixtures()) {
       assert.equal((await cli(['abort', '--job', job, '--task', '0', '--attempt', '1'], { env: sb.env })).code, 0);
     });
 
-    test('an empty _SUCCESS directory (or one holding only markers) in the attempt dir is refused at commit-task (exit 2), never moved into the target to stop the job past its commit point', async () => {
+    // Or one holding only markers: moved into the target, it would stop the job past its commit point.
+    test('an empty _SUCCESS dir in the attempt dir is refused at commit-task (exit 2), never moved', async () => {
       const target = posix.join(dir(), 'empty-success');
       const job = await stage(sb, { target, tasks: 1 });
       const attempt = sb.pathOf(
@@ -160,7 +161,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(Object.keys(await readTree(sb.store, target)).sort(), ['_SUCCESS', 'part-0']);
     });
 
-    test('a writer that wrote its output at the --print-path itself, not under it: exit 2 naming the file, nothing committed', async () => {
+    // Its output belongs under it, not at it.
+    test('a writer that wrote its output at the --print-path itself: exit 2 naming the file, nothing committed', async () => {
       const target = posix.join(dir(), 'at-path');
       const job = await stage(sb, { target, tasks: 1 });
       const attempt = sb.pathOf(
