@@ -83,7 +83,7 @@ for (const fx of storeFixtures()) {
       assert.equal(bad.exitCode, 2);
     });
 
-    test('options are checked before anything is done: unknown names, wrong types, missing ones are UsageErrors (exit 2)', async () => {
+    test('options are checked first: unknown names, wrong types, missing ones are UsageErrors (exit 2)', async () => {
       const env = { ...process.env, ...sb.env };
       const target = posix.join(dir(), 'sales');
       await writeTree(sb.store, target, { 'dt=1/keep.csv': 'keep\n', 'dt=2/keep.csv': 'keep\n' });

@@ -119,7 +119,8 @@ describe('output closed early', () => {
     assert.match(r.stderr, /^stagecommit: error: the root .*missing does not exist: [^\n]*\n$/);
   });
 
-  test('a reader that reads only after 3 s gets the whole result: recover --json listing 200,000 tasks to run (more than the pipe holds), exit 0', async () => {
+  // The result lists 200,000 tasks to run: more than the pipe holds.
+  test('a reader that reads only after 3 s gets the whole result of recover --json, exit 0', async () => {
     const job = await stage(sb, { target: posix.join(newDir(), 'sales'), tasks: 200_000 });
     const child = spawn(process.execPath, [BIN, '--json', 'recover', '--job', job], {
       env: { ...process.env, NO_COLOR: '1' },

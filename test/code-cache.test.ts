@@ -131,7 +131,7 @@ describe('the code cache of the CLI bundle', () => {
     }
   });
 
-  test("caches of other builds go once untouched for 30 days, and a killed run's temporary file after a day; this build's stay", async () => {
+  test("other builds' caches go once untouched for 30 days, a killed run's temp file after a day; ours stay", async () => {
     const home = path.join(work, 'rebuilt');
     const dir = path.join(home, 'stagecommit');
     await status(home);
@@ -162,14 +162,14 @@ describe('the code cache of the CLI bundle', () => {
     assert.deepEqual(temps, [tmpNew], 'a temporary file a day old goes, a younger one (being written) stays');
   });
 
-  test('a cache in use keeps its place: a run that uses it renews its time; of other builds, the 32 used last stay', async () => {
+  test('a cache in use keeps its place: a run renews its time; of other builds, the 32 used last stay', async () => {
     const home = path.join(work, 'in-use');
     const dir = path.join(home, 'stagecommit');
     await status(home);
     const [current] = await cacheFiles(home);
     const file = path.join(dir, current!);
-    // Used 20 days ago: this run uses it and renews its time (helper-74: it went 30 days after it was written, however
-    // often used).
+    // Used 20 days ago: this run uses it and renews its time, so it goes 30 days after its last use, not
+    // 30 days after it was written.
     const old = new Date(Date.now() - 20 * 24 * 3600 * 1000);
     await utimes(file, old, old);
     assert.deepEqual(seen(await status(home)), seen(expected));
@@ -260,7 +260,8 @@ describe('the code cache of the CLI bundle', () => {
     await chmod(dir, 0o700);
   });
 
-  test('a bundle replaced by other bytes of the same size, time and inode (a redeploy from a tarball) runs its own code', async () => {
+  // As a redeploy from a tarball replaces it.
+  test('a bundle replaced by other bytes of the same size, time and inode runs its own code', async () => {
     // A copy of the package: bin/, the bundle, package.json and the runtime dependency.
     const root = new URL('../../', import.meta.url);
     const pkg = path.join(work, 'pkg');

@@ -114,7 +114,7 @@ describe(
       ['SIGINT', 'Ctrl-C'],
       ['SIGTERM', 'SIGTERM'],
     ] as const) {
-      test(`80 columns: ${how} while the spinner runs ends the step at once with ${signal === 'SIGINT' ? 130 : 143}; running it again finishes it`, async () => {
+      test(`80 columns: ${how} while the spinner runs ends the step with ${signal === 'SIGINT' ? 130 : 143}; a rerun finishes it`, async () => {
         const { target, handle } = await job();
         let sentAt = 0;
         const r = await underPty(['commit-job', '--job', handle], {
@@ -146,7 +146,8 @@ describe(
   },
 );
 
-test('a name carrying terminal controls (ESC, BEL, CR) is printed escaped: no message can clear the screen or retitle the window', async () => {
+// No message can clear the screen or retitle the window.
+test('a name with terminal controls (ESC, BEL, CR) is printed escaped: no message clears or retitles', async () => {
   const evil = `/tmp/no-such-job-\x1b]0;pwned\x07\x1b[2J\r`;
   const r = await cli(['status', '--job', evil]);
   assert.equal(r.code, 2, r.stderr);
