@@ -321,8 +321,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/c': 'third' });
     });
 
-    // Invariant: a job applies only its own table-log entry, never another job's (the two jobs here are
-    // staged together in two staging dirs; taking the first one's entry replaced its data).
+    // Keeps protocol.md §5.14: an entry is a job's only when its staging dir is the job's too. The two
+    // jobs here are staged together in two staging dirs; taking the first one's entry replaced its data.
     test('one --job-id for two jobs overwriting one partition: the second to commit exits 4', async () => {
       const root = dir();
       const target = posix.join(root, 'sales');
@@ -530,8 +530,9 @@ for (const fx of storeFixtures()) {
     });
 
     for (const form of ['inline', 'file'] as const) {
-      // Invariant: a plan counts only with the table-log entry it names (the two are made at once): a late
-      // commit-task exits 0, recover removes the plan with a warning, and the job commits with the late task.
+      // Keeps protocol.md §5.15: a plan that never became a commit point (its table-log entry, made with
+      // it, is missing) never counts: a late commit-task exits 0, recover removes the plan with a warning,
+      // and the job commits with the late task.
       test(`a commit-job killed with its plan made ${form === 'inline' ? 'in _job.yaml' : 'as _commit.yaml'} but no table-log entry: no plan`, async () => {
         const { target, stagingPath, layout } = await lateTaskJob(`p-${form}`);
         let dead = false;
@@ -1417,8 +1418,8 @@ for (const fx of storeFixtures()) {
     }
 
     for (const point of ['before its claim', 'once its claim exists'] as const) {
-      // Invariant: only recover finishes or undoes a commit a task decided: abort --task says so at once,
-      // never waiting out the lease, never "its files belong to the job".
+      // Keeps protocol.md §5.9: only recover finishes or undoes a commit a task decided, so abort --task
+      // says so at once, never waiting out the lease, never "its files belong to the job".
       test(`abort --task after commit-task died committing ${point}: exit 4 at once naming recover`, async () => {
         const { stagingPath } = await lateTaskJob(`abort-dead-${point.length}`);
         const dead = testEnv(
@@ -1586,8 +1587,8 @@ for (const fx of storeFixtures()) {
       return { layout, lease, signal };
     }
 
-    // Invariant: a driver whose lease may have lapsed sends no request, even unasked, its own lease file
-    // and temps included; its lease file is left to expire.
+    // Keeps protocol.md §5.6: a driver whose lease may have lapsed sends no request, even unasked, its own
+    // lease file and temps included; its lease file is left to expire.
     test('a lease whose renewals stop landing cuts off requests in flight when it may lapse; then none go', async () => {
       const { layout, lease, signal } = await lapsingLease('cut');
       assert.ok(

@@ -585,7 +585,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.equal(await sb.store.stat(staging), null, 'the staging dir is gone');
     });
 
-    // Invariant: clean-orphans never deletes a job's output past its commit point: --delete touches
+    // Keeps protocol.md §5.16: clean-orphans never deletes a job past its commit point: --delete touches
     // nothing under it.
     test('a job past its commit point that lost _job.yaml (plan as _commit.yaml): every step exits 1 naming it', async () => {
       const root = dir();
@@ -612,7 +612,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.deepEqual(await readTree(sb.store, root), before, 'nothing changed');
     });
 
-    // The table log holds its entry. Invariant: clean-orphans never deletes a job's output past its
+    // The table log holds its entry. Keeps protocol.md §5.16: clean-orphans never deletes a job past its
     // commit point: --delete touches nothing under it.
     test('a job past its commit point that lost _job.yaml and its plan: every step exits 1 naming it', async () => {
       const root = dir();
@@ -655,9 +655,9 @@ for (const fx of storeFixtures({ inProcess: true })) {
     });
 
     for (const point of ['atCommitPoint', 'applying'] as const) {
-      // Invariant: clean-orphans never deletes a job's output past its commit point, even in a staging dir
-      // of the user's own that holds a _temporary: every step exits 1 naming _job.yaml and the job's files
-      // left, and clean-orphans --delete touches nothing under it.
+      // Keeps protocol.md §5.16: clean-orphans never deletes a job past its commit point, even in a
+      // staging dir of the user's own that holds a _temporary: every step exits 1 naming _job.yaml and the
+      // job's files left, and clean-orphans --delete touches nothing under it.
       test(`a --staging-dir with _job.yaml and plan gone, commit-job killed ${point === 'applying' ? 'as it publishes' : 'at its commit point'}: steps exit 1`, async () => {
         const root = dir();
         const target = posix.join(root, 'j');

@@ -418,8 +418,8 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/m': 'm' });
     });
 
-    // Invariant: a handle whose entry cannot be read may be past its commit point, so every step exits 1,
-    // never 'no job'. The proofs gone are _SUCCESS and the entry's done marker.
+    // Keeps protocol.md §5.10: a handle whose entry cannot be read may be past its commit point, so every
+    // step exits 1, never 'no job'. The proofs gone are _SUCCESS and the entry's done marker.
     test("a finished job's unreadable table-log entry, its proofs gone: exit 1, the entry may be the job's", async () => {
       const root = dir();
       const target = posix.join(root, 't');

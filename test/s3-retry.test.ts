@@ -94,8 +94,8 @@ describe(
       );
     });
 
-    // Invariant: a driver whose lease may have lapsed sends no request: no retry is sent after the fence
-    // throws, and one still unanswered when it trips is cut off.
+    // Keeps protocol.md §5.6: a driver whose lease may have lapsed sends no request: no retry is sent
+    // after the fence throws, and one still unanswered when it trips is cut off.
     test('the store fence is asked before every try of a change: no retry after it trips, in-flight ones cut', async () => {
       // Changes under fenced/ are answered 503 SlowDown, or never (under fenced/hang); the rest passes.
       let changes = 0;

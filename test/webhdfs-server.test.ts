@@ -644,9 +644,9 @@ describe('WebHDFS client against the server', () => {
     }
   });
 
-  // Invariant: a driver whose lease may have lapsed sends no request: the fence is asked before every
-  // try of a change, a temp's rename included; none goes after it throws, and one still unanswered when
-  // it trips is cut off.
+  // Keeps protocol.md §5.6: a driver whose lease may have lapsed sends no request: the fence is asked
+  // before every try of a change, a temp's rename included; none goes after it throws, and one still
+  // unanswered when it trips is cut off.
   test('the store fence is asked before every try of a change; when it trips, requests in flight are cut', async () => {
     const seen: string[] = [];
     const held: ServerResponse[] = [];
