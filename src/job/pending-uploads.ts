@@ -39,7 +39,12 @@ interface UploadRecord {
   readonly uploads: readonly RecordedUpload[];
 }
 
-export type LocalSource = { readonly localPath: string; readonly name: string };
+export type LocalSource = {
+  readonly localPath: string;
+  readonly name: string;
+  /** Hears how many of the file's bytes have gone up. */
+  readonly onBytes?: (sent: number) => void;
+};
 
 export function uploadsDir(layout: JobLayout, app?: number, taskAttempt?: string): string {
   const base = posix.join(layout.root, UPLOADS_DIR);
@@ -141,7 +146,13 @@ export async function stageAsUploads(
   }
   const etags: string[][] = new Array(big.length);
   await forEachLimit(big, concurrency, async (f, i) => {
-    etags[i] = await store.uploadParts!(posix.join(job.targetPath, rel(f.name)), ids[i]!, f.localPath, f.size);
+    etags[i] = await store.uploadParts!(
+      posix.join(job.targetPath, rel(f.name)),
+      ids[i]!,
+      f.localPath,
+      f.size,
+      f.onBytes,
+    );
   });
   await store.writeFile(
     record,

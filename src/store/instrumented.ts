@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream';
 import { InjectedFault } from '../errors.js';
 import type { StoreError } from '../errors.js';
 import type {
+  PutSource,
   Entry,
   ListOptions,
   MutatingOp,
@@ -172,10 +173,14 @@ export class InstrumentedStore implements Store {
     const f = this.inner.beginUpload?.bind(this.inner);
     return f && (async (p) => (await this.mutate('upload', p), this.fenced(() => f(p))));
   }
-  get uploadParts(): ((p: string, id: string, local: string, size: number) => Promise<string[]>) | undefined {
+  get uploadParts(): Store['uploadParts'] {
     const f = this.inner.uploadParts?.bind(this.inner);
     return (
-      f && (async (p, id, local, size) => (await this.mutate('upload', p), this.fenced(() => f(p, id, local, size))))
+      f &&
+      (async (p, id, local, size, onBytes) => (
+        await this.mutate('upload', p),
+        this.fenced(() => f(p, id, local, size, onBytes))
+      ))
     );
   }
   get completeUpload(): ((u: ReadyUpload) => Promise<void>) | undefined {
@@ -195,7 +200,7 @@ export class InstrumentedStore implements Store {
     await this.mutate('delete', p);
     return this.fenced(() => this.inner.delete(p, r));
   }
-  async put(d: string, src: { localPath: string } | { stream: Readable }): Promise<void> {
+  async put(d: string, src: PutSource): Promise<void> {
     await this.mutate('put', d);
     return this.fenced(() => this.inner.put(d, src));
   }

@@ -9,7 +9,8 @@ import { StoreError } from '../errors.js';
 import { checkWritableLocal } from './local-access.js';
 import { code, eachInTreeLocal, kindOf, listTreeLocal, mkdirsOnce, removeTreeLocal, wrap } from './local-tree.js';
 import { tempPathFor } from './temp-names.js';
-import type { Entry, ListOptions, RenameOptions, RenamePair, Store, StoreCapabilities } from './types.js';
+import { counted } from './counting.js';
+import type { Entry, ListOptions, PutSource, RenameOptions, RenamePair, Store, StoreCapabilities } from './types.js';
 
 const CAPS: StoreCapabilities = {
   directoryRename: true,
@@ -281,14 +282,16 @@ export class LocalStore implements Store {
   }
 
   /** Bytes go to a temp name and are renamed into place whole: a killed or failed put publishes nothing. */
-  async put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> {
+  async put(dst: string, source: PutSource): Promise<void> {
     try {
       await this.mkdirs(path.dirname(dst));
       await viaTemp(
         dst,
         async (tmp) => {
-          if ('localPath' in source) await fs.copyFile(source.localPath, tmp, fsc.COPYFILE_EXCL | fsc.COPYFILE_FICLONE);
-          else await pipeline(source.stream, createWriteStream(tmp, { flags: 'wx' }));
+          if ('localPath' in source) {
+            await fs.copyFile(source.localPath, tmp, fsc.COPYFILE_EXCL | fsc.COPYFILE_FICLONE);
+            source.onBytes?.((await fs.stat(tmp)).size);
+          } else await pipeline(counted(source.stream, source.onBytes), createWriteStream(tmp, { flags: 'wx' }));
           await syncFile(tmp);
         },
         (tmp) => fs.rename(tmp, dst),

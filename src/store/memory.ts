@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import { StoreError } from '../errors.js';
-import type { Entry, ListOptions, RenameOptions, Store, StoreCapabilities } from './types.js';
+import type { Entry, ListOptions, PutSource, RenameOptions, Store, StoreCapabilities } from './types.js';
 import { compareStrings } from '../util/compare.js';
 
 export type MemoryStoreKind = 'filesystem' | 'object';
@@ -218,7 +218,7 @@ export class MemoryStore implements Store {
     for (const p of paths) this.files.delete(norm(p));
   }
 
-  async put(destination: string, source: { localPath: string } | { stream: Readable }): Promise<void> {
+  async put(destination: string, source: PutSource): Promise<void> {
     const data =
       'localPath' in source ? await readFile(source.localPath) : Buffer.concat(await source.stream.toArray());
     await this.writeFile(destination, data);

@@ -4,6 +4,11 @@
 import type { Readable } from 'node:stream';
 import type { StoreError } from '../errors.js';
 
+/** What put stores: a local file (read again for a retry) or a stream; `onBytes` hears how many bytes of it have gone. */
+export type PutSource = ({ readonly localPath: string } | { readonly stream: Readable }) & {
+  readonly onBytes?: (sent: number) => void;
+};
+
 /** What a store can do; the protocol asks these, never which store it is. */
 export interface StoreCapabilities {
   /**
@@ -138,7 +143,13 @@ export interface Store {
    */
   readonly pendingUploadMinBytes?: number;
   beginUpload?(path: string): Promise<string>;
-  uploadParts?(path: string, uploadId: string, localPath: string, size: number): Promise<string[]>;
+  uploadParts?(
+    path: string,
+    uploadId: string,
+    localPath: string,
+    size: number,
+    onBytes?: (sent: number) => void,
+  ): Promise<string[]>;
   /** Idempotent: an upload completed before is success when the path holds its bytes. */
   completeUpload?(upload: ReadyUpload): Promise<void>;
   /**
@@ -152,7 +163,7 @@ export interface Store {
    */
   sameFilesystem?(a: string, b: string): Promise<boolean>;
   /** Stores a local file or a stream at dst, creating parents. */
-  put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void>;
+  put(dst: string, source: PutSource): Promise<void>;
 }
 
 /** Operation names as counted in metrics (protocol.md §9.3). */

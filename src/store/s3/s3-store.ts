@@ -13,6 +13,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { StoreError } from '../../errors.js';
 import type {
+  PutSource,
   Entry,
   ListOptions,
   PendingUpload,
@@ -367,7 +368,7 @@ export class S3Store implements Store {
     );
   }
 
-  put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> {
+  put(dst: string, source: PutSource): Promise<void> {
     return this.uploads.put(dst, source);
   }
 
@@ -382,8 +383,14 @@ export class S3Store implements Store {
   beginUpload(path: string): Promise<string> {
     return this.uploads.begin(path);
   }
-  uploadParts(path: string, uploadId: string, localPath: string, size: number): Promise<string[]> {
-    return this.uploads.uploadParts(path, uploadId, localPath, size);
+  uploadParts(
+    path: string,
+    uploadId: string,
+    localPath: string,
+    size: number,
+    onBytes?: (sent: number) => void,
+  ): Promise<string[]> {
+    return this.uploads.uploadParts(path, uploadId, localPath, size, onBytes);
   }
   completeUpload(u: ReadyUpload): Promise<void> {
     return this.uploads.complete(u);

@@ -16,7 +16,8 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { StoreError } from '../../errors.js';
-import type { PendingUpload, ReadyUpload } from '../types.js';
+import { counted } from '../counting.js';
+import type { PendingUpload, PutSource, ReadyUpload } from '../types.js';
 import { forEachLimit } from '../../util/pool.js';
 import { xmlText, type SignedRequests } from './signed.js';
 import { status } from './keys.js';
@@ -41,10 +42,10 @@ export class S3Uploads {
   ) {}
 
   /** One file, uploaded whole (in parts above the part size): visible when done. */
-  async put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> {
+  async put(dst: string, source: PutSource): Promise<void> {
     const { bucket, key } = this.split(dst);
     try {
-      const body = 'localPath' in source ? createReadStream(source.localPath) : source.stream;
+      const body = counted('localPath' in source ? createReadStream(source.localPath) : source.stream, source.onBytes);
       const { Upload } = await import('@aws-sdk/lib-storage'); // loaded only by steps that upload
       const up = new Upload({
         client: this.client,
@@ -70,10 +71,17 @@ export class S3Uploads {
   }
 
   /** Sends a local file as the upload's parts (4 at a time); returns their ETags in order. */
-  async uploadParts(path: string, uploadId: string, localPath: string, size: number): Promise<string[]> {
+  async uploadParts(
+    path: string,
+    uploadId: string,
+    localPath: string,
+    size: number,
+    onBytes?: (sent: number) => void,
+  ): Promise<string[]> {
     const { bucket, key } = this.split(path);
     const count = Math.max(1, Math.ceil(size / this.partSize));
     const etags = new Array<string>(count);
+    let sent = 0;
     const fh = await open(localPath, 'r');
     try {
       await forEachLimit(
@@ -95,6 +103,8 @@ export class S3Uploads {
               new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: i + 1, Body: body }),
             );
             etags[i] = r.ETag!;
+            sent += body.length;
+            onBytes?.(sent);
           } catch (e) {
             throw this.fail(e, 'put', [path]);
           }

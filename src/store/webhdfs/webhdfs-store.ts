@@ -8,7 +8,8 @@ import { posix } from 'node:path';
 import { Readable } from 'node:stream';
 import { StoreError } from '../../errors.js';
 import { tempPathFor } from '../temp-names.js';
-import type { Entry, ListOptions, RenameOptions, Store, StoreCapabilities } from '../types.js';
+import { counted } from '../counting.js';
+import type { Entry, ListOptions, PutSource, RenameOptions, Store, StoreCapabilities } from '../types.js';
 import { causeOf, DataNodeError, NameNodes, type WebHdfsSettings } from './namenodes.js';
 
 export type { WebHdfsSettings } from './namenodes.js';
@@ -304,8 +305,9 @@ export class WebHdfsStore implements Store {
    * Streams to a temp name and renames it into place whole: a killed or failed put publishes
    * nothing. A local file is read again for another try; a stream cannot be.
    */
-  async put(dst: string, source: { localPath: string } | { stream: Readable }): Promise<void> {
-    const once = (stream: Readable) => this.viaTemp(dst, Readable.toWeb(stream) as unknown as BodyInit, 'put');
+  async put(dst: string, source: PutSource): Promise<void> {
+    const once = (stream: Readable) =>
+      this.viaTemp(dst, Readable.toWeb(counted(stream, source.onBytes)) as unknown as BodyInit, 'put');
     if ('stream' in source) return once(source.stream);
     await this.nn.retryDataNode(() => once(createReadStream(source.localPath)));
   }
