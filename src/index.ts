@@ -8,7 +8,7 @@
 import { loadConfig } from './cli/config.js';
 import * as api from './api/index.js';
 import { StagecommitError } from './api/errors.js';
-import { checkOptions, LIBRARY_OPTIONS, type Operation } from './api/options.js';
+import { checkOptions, LIBRARY_OPTIONS, type Done, type Operation } from './api/options.js';
 import { Session, type ProgressEvent } from './api/session.js';
 
 export { StagecommitError } from './api/errors.js';
@@ -31,7 +31,7 @@ export interface LibraryOptions {
 }
 
 /** Checks the options (names, types, required ones: UsageError before anything is opened), then runs fn. */
-function call<O extends object, D>(fn: Operation<O, D>): (opts: O & LibraryOptions) => Promise<D> {
+function call<O extends object, D>(fn: Operation<O, D>): (opts: O & LibraryOptions) => Promise<Done<D>> {
   return async (opts) => {
     try {
       checkOptions(fn.op, { ...fn.options, ...LIBRARY_OPTIONS }, opts);

@@ -54,12 +54,14 @@ for (const fx of storeFixtures()) {
       const job = staged.handle as string;
       const [f] = await localFiles({ 'a.csv': 'abc' });
       const files = await json(['stage', '--job', job, '--task', '0', '--partition', 'dt=1', f!], sb.env);
-      assertFields(files, 'stage FILE… / --print-path');
+      assertFields(files, 'stage FILE… / DIR / --print-path');
       assert.equal(files.files, 1);
+      assert.equal(files.bytes, 3);
       assert.deepEqual(files.fileList, ['dt=1/a.csv']);
+      assert.equal(files.task, '0', 'a task id is a string, also when it is a number');
       assert.equal(files.writeDir, `${files.attemptDir}/dt=1`);
       const printed = await json(['stage', '--job', job, '--task', '1', '--partition', 'dt=2', '--print-path'], sb.env);
-      assertFields(printed, 'stage FILE… / --print-path');
+      assertFields(printed, 'stage FILE… / DIR / --print-path');
       assert.equal(printed.files, 0);
       assert.equal(printed.handle, job);
       const task = await json(['commit-task', '--job', job, '--task', '0'], sb.env);
@@ -68,6 +70,8 @@ for (const fx of storeFixtures()) {
       const st = await json(['status', '--job', job], sb.env);
       assertFields(st, 'status');
       assert.equal(st.handle, job);
+      assert.deepEqual(st.tasksToRun, ['1']);
+      assert.equal((st.job as { tasksDeclared: number }).tasksDeclared, 2);
       const manifest = st.job as { stagedAt: string; stagedAtMs: number; staging?: string };
       assert.equal(manifest.stagedAt, new Date(manifest.stagedAtMs).toISOString());
       assert.equal(manifest.staging, undefined, 'the handle has one name: handle');
@@ -92,6 +96,8 @@ for (const fx of storeFixtures()) {
         (listed.jobs as { handle: string }[]).map((j) => j.handle),
         [job],
       );
+      const owner = (listed.jobs as { owner: unknown }[])[0]!.owner;
+      assert.deepEqual(owner, (st.job as { owner: unknown }).owner, 'owner is one object in jobs and status');
       // The directory the table is in, and its .stagecommit, list the jobs of the tables in it.
       for (const dir of [posix.dirname(target), posix.join(posix.dirname(target), '.stagecommit')]) {
         assert.deepEqual(
@@ -125,6 +131,23 @@ for (const fx of storeFixtures()) {
     });
   });
 }
+
+describe('--json outside a job', () => {
+  test('--version --json is a JSON document with ok and the version', async () => {
+    const doc = await json(['--version'], {});
+    const pkg = JSON.parse(readFileSync(fileURLToPath(new URL('../../package.json', import.meta.url)), 'utf8')) as {
+      version: string;
+    };
+    assert.deepEqual(doc, { ok: true, version: pkg.version });
+  });
+
+  test('completion --json gives the script in a document', async () => {
+    const doc = await json(['completion', 'bash'], {});
+    assert.equal(doc.ok, true);
+    assert.equal(doc.shell, 'bash');
+    assert.match(doc.script as string, /^# stagecommit completion for bash/);
+  });
+});
 
 describe('--json usage errors', () => {
   for (const args of [

@@ -1,17 +1,20 @@
 // The package as a user gets it: `npm pack` of this checkout, installed from the tarball into a
 // fresh prefix (its one dependency from the npm cache, else the registry), then the installed `stagecommit` and
 // `import('stagecommit')`.
-// Checks what the tarball holds (bin and the built library, nothing of the checkout's tests,
+// Checks what the tarball holds (bin, the built library and the JSON schemas, nothing of the checkout's tests,
 // benchmarks, scripts or CI) and that its bundle is not older than the sources.
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { SCHEMA_DIR } from '../testing/schemas.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -73,7 +76,21 @@ describe('the packed package', () => {
           .join('/'),
       ),
     );
-    assert.deepEqual([...top].sort(), ['LICENSE', 'README.md', 'bin', 'dist/bundle', 'dist/src', 'package.json']);
+    assert.deepEqual([...top].sort(), [
+      'LICENSE',
+      'README.md',
+      'bin',
+      'dist/bundle',
+      'dist/src',
+      'package.json',
+      'schemas',
+    ]);
+    const schemas = readdirSync(SCHEMA_DIR).map((f) => `schemas/${f}`);
+    assert.deepEqual(
+      files.filter((f) => f.startsWith('schemas/')),
+      schemas.sort(),
+      'every JSON Schema ships',
+    );
     assert.ok(
       files.includes('dist/bundle/cli.cjs') &&
         files.includes('dist/bundle/index.js') &&
@@ -87,6 +104,21 @@ describe('the packed package', () => {
     const pkg = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
     const r = await run(bin, ['--version'], { cwd: prefix });
     assert.equal(r.stdout.trim(), pkg.version);
+  });
+
+  test("the installed --version --json matches the installed package's schemas/version.json", async () => {
+    const r = await run(bin, ['--version', '--json'], { cwd: prefix });
+    const dir = path.join(prefix, 'node_modules', 'stagecommit', 'schemas');
+    const ajv = new Ajv2020({ strict: true });
+    for (const f of readdirSync(dir)) ajv.addSchema(JSON.parse(readFileSync(path.join(dir, f), 'utf8')));
+    const validate = ajv.getSchema('urn:stagecommit:schema:version')!;
+    assert.ok(validate(JSON.parse(r.stdout)), JSON.stringify(validate.errors));
+    const resolved = await run(
+      process.execPath,
+      ['--input-type=module', '-e', "console.log(import.meta.resolve('stagecommit/schemas/stage.json'))"],
+      { cwd: prefix },
+    );
+    assert.ok(resolved.stdout.trim().endsWith('/node_modules/stagecommit/schemas/stage.json'), resolved.stdout);
   });
 
   test('the installed stagecommit runs a local job end to end', async () => {

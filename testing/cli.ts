@@ -2,6 +2,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { checkJsonOutput } from './schemas.js';
 
 /** The command: bin/ of this checkout (under scripts/test.mjs it runs the bundle: STAGECOMMIT_BUNDLE=1). */
 export const BIN = fileURLToPath(new URL('../../bin/stagecommit.js', import.meta.url));
@@ -26,7 +27,10 @@ export function cliEnv(opts: CliOptions): Record<string, string> {
   return env as Record<string, string>;
 }
 
-/** Starts the CLI; `result` settles when it exits (the child is there to signal it meanwhile). */
+/**
+ * Starts the CLI; `result` settles when it exits (the child is there to signal it meanwhile). Its
+ * `--json` output is checked against the published schema: a document that breaks it rejects.
+ */
 export function spawnCli(
   args: readonly string[],
   opts: CliOptions = {},
@@ -39,7 +43,14 @@ export function spawnCli(
     child.stdout!.setEncoding('utf8').on('data', (d) => (stdout += d));
     child.stderr!.setEncoding('utf8').on('data', (d) => (stderr += d));
     child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    child.on('close', (code, signal) => {
+      try {
+        checkJsonOutput(args, code, stdout);
+      } catch (e) {
+        return reject(e as Error);
+      }
+      resolve({ code, signal, stdout, stderr });
+    });
   });
   child.stdin!.end(opts.input ?? '');
   return { child, result };

@@ -3,6 +3,7 @@
 import { PassThrough } from 'node:stream';
 import { main } from '../src/cli/main.js';
 import { cliEnv, type CliOptions, type CliResult } from './cli.js';
+import { checkJsonOutput } from './schemas.js';
 
 /** Runs main() with captured stdout and stderr. */
 export async function runMain(
@@ -16,7 +17,8 @@ export async function runMain(
 /**
  * main() called as cli() calls the installed command: the same parsing, exit code, stdout and
  * stderr (cli-main.test.ts), without the start-up of a process. For the steps that set a test up
- * or are judged by their outcome alone; races and kills need real processes (cli()).
+ * or are judged by their outcome alone; races and kills need real processes (cli()). Its
+ * `--json` output is checked against the published schema.
  */
 export async function inProcess(args: readonly string[], opts: CliOptions = {}): Promise<CliResult & { code: number }> {
   const env = cliEnv(opts);
@@ -40,6 +42,7 @@ export async function inProcess(args: readonly string[], opts: CliOptions = {}):
     stderr: err.stream,
   });
   await new Promise((r) => setImmediate(r));
+  checkJsonOutput(args, code, out.text());
   return { code, signal: null, stdout: out.text(), stderr: err.text() };
 }
 

@@ -19,3 +19,4 @@ export type { AdoptOptions, AdoptDoc } from './adopt.js';
 export { jobs } from './jobs.js';
 export type { JobsOptions, JobsDoc } from './jobs.js';
 export type { PlannedOperation } from '../steps/dry-run.js';
+export type { Done } from './options.js';

@@ -107,9 +107,12 @@ export function checkOptions(op: string, table: Readonly<Record<string, Check>>,
   }
 }
 
+/** What every successful call returns (and `--json` prints): `ok: true`, then the operation's own fields. */
+export type Done<D> = { readonly ok: true } & D;
+
 /** An API operation with its options table: checks its options before it does anything. */
 export interface Operation<O, D> {
-  (s: Session, o: O): Promise<D>;
+  (s: Session, o: O): Promise<Done<D>>;
   readonly op: string;
   readonly options: OptionTable<O>;
 }
@@ -119,9 +122,9 @@ export function operation<O, D>(
   options: OptionTable<O>,
   body: (s: Session, o: O) => Promise<D>,
 ): Operation<O, D> {
-  const run = async (s: Session, o: O): Promise<D> => {
+  const run = async (s: Session, o: O): Promise<Done<D>> => {
     checkOptions(op, options, o);
-    return body(s, o);
+    return { ok: true, ...(await body(s, o)) };
   };
   return Object.assign(run, { op, options });
 }

@@ -1,6 +1,6 @@
 // stage in its three forms: a new job, task files into an attempt, the attempt dir for a writer.
 
-import { stat, statfs } from 'node:fs/promises';
+import { readdir, stat, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { UsageError } from '../errors.js';
@@ -8,6 +8,7 @@ import type { Algorithm, Mode } from '../job/job.js';
 import { parsePartitionArg, UNPRINTABLE } from '../paths.js';
 import { storeKey } from '../store/resolve.js';
 import { stageFiles as stageFilesStep, type StagedSource, type StageFilesResult } from '../steps/stage-files.js';
+import { isWriterMarker } from '../steps/attempt-output.js';
 import { stageJob } from '../steps/stage-job.js';
 import {
   either,
@@ -191,6 +192,8 @@ export interface StageFilesDoc {
   readonly writeDir: string;
   /** How many files were staged. */
   readonly files: number;
+  /** Their bytes. */
+  readonly bytes: number;
   /** Their table-relative paths. */
   readonly fileList: readonly string[];
 }
@@ -202,6 +205,12 @@ async function sourceOf(s: Session, f: FileSource): Promise<StagedSource> {
     return { name: f.name, stream: Readable.from([Buffer.from(f.data)]) };
   }
   const localPath = path.resolve(s.init.cwd, f);
+  await checkLocal(localPath);
+  return { localPath, name: path.basename(f) };
+}
+
+/** A local path to stage: there, a regular file, not on a kernel filesystem. */
+async function checkLocal(localPath: string): Promise<void> {
   const st = await stat(localPath).catch(() => null);
   // A name that is not valid UTF-8 reaches Node's argv with U+FFFD in it: a name no file has.
   const why = localPath.includes('\uFFFD')
@@ -209,13 +218,66 @@ async function sourceOf(s: Session, f: FileSource): Promise<StagedSource> {
     : 'no such file';
   if (!st) throw new UsageError(`cannot read ${localPath}: ${why}; nothing was staged`);
   if (!st.isFile())
-    throw new UsageError(`${localPath} is not a regular file: stage files, or use --print-path and write into the dir`);
+    throw new UsageError(
+      `${localPath} is not a regular file: stage files or one directory, or use --print-path and write into the dir`,
+    );
   const pseudo = PSEUDO_FILESYSTEMS.get((await statfs(localPath).catch(() => null))?.type ?? 0);
   if (pseudo)
     throw new UsageError(
       `${localPath} is on ${pseudo}, a kernel filesystem whose files do not hold the size they report (a copy comes out empty, or never ends): copy it to a regular file first (cat ${localPath} > FILE); nothing was staged`,
     );
-  return { localPath, name: path.basename(f) };
+}
+
+/**
+ * A local directory's files (stage DIR), named by their paths inside it; a writer's markers
+ * (`_SUCCESS` and the like) are left out, as commit-task leaves them out of an attempt dir. A
+ * symbolic link is refused, not followed: it may point outside the tree or back up it (a copy
+ * that never ends), and what it names depends on where the tree is read; rclone too copies none
+ * unless told (-L). Nothing is staged until every entry has passed.
+ */
+async function treeSources(root: string): Promise<StagedSource[]> {
+  const out: StagedSource[] = [];
+  const walk = async (dir: string, rel: string): Promise<void> => {
+    const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1));
+    for (const e of entries) {
+      const local = path.join(dir, e.name);
+      const name = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isSymbolicLink())
+        throw new UsageError(
+          `${local} is a symbolic link: stage DIR copies no links (one may point outside the tree, or loop); copy the tree with its links resolved (cp -rL) and stage that; nothing was staged`,
+        );
+      if (e.isDirectory()) await walk(local, name);
+      else if (!e.isFile())
+        throw new UsageError(
+          `${local} is not a regular file or directory (a FIFO, socket or device): take it out of the tree; nothing was staged`,
+        );
+      else if (!isWriterMarker(e.name)) out.push({ localPath: local, name });
+    }
+  };
+  await walk(root, '');
+  if (out.length === 0) throw new UsageError(`${root} holds no files to stage; nothing was staged`);
+  return out;
+}
+
+/** The one directory among the files given (stage DIR), or null; a directory beside other files is refused. */
+async function treeGiven(s: Session, files: readonly FileSource[]): Promise<string | null> {
+  const dirs: string[] = [];
+  for (const f of files) {
+    if (typeof f !== 'string') continue;
+    const p = path.resolve(s.init.cwd, f);
+    if ((await stat(p).catch(() => null))?.isDirectory()) dirs.push(p);
+  }
+  if (dirs.length === 0) return null;
+  if (files.length > 1)
+    throw new UsageError(
+      `${dirs[0]} is a directory: stage DIR takes one directory and nothing else; stage the other files in a call of their own`,
+    );
+  const pseudo = PSEUDO_FILESYSTEMS.get((await statfs(dirs[0]!).catch(() => null))?.type ?? 0);
+  if (pseudo)
+    throw new UsageError(
+      `${dirs[0]} is on ${pseudo}, a kernel filesystem whose files do not hold the size they report: copy it to a regular directory first; nothing was staged`,
+    );
+  return dirs[0]!;
 }
 
 /**
@@ -239,7 +301,7 @@ async function stageInto(
   s: Session,
   o: AttemptOptions,
   files: readonly StagedSource[],
-  printPath: boolean,
+  form: { readonly printPath?: boolean; readonly tree?: boolean },
 ): Promise<StageFilesDoc> {
   const job = await s.job(o.job);
   const r: StageFilesResult = await stageFilesStep(s.stepEnv(job.store), {
@@ -248,7 +310,7 @@ async function stageInto(
     attempt: o.attempt,
     partition: (o.partition ?? []).map(parsePartitionArg),
     files,
-    printPath,
+    ...form,
   });
   return {
     handle: job.store.toUri(job.path),
@@ -258,6 +320,7 @@ async function stageInto(
     attemptDir: r.attemptDir,
     writeDir: r.writeDir,
     files: r.files.length,
+    bytes: r.bytes,
     fileList: r.files,
   };
 }
@@ -266,9 +329,11 @@ export const stageFiles = operation(
   'stageFiles',
   STAGE_FILES_OPTIONS,
   async (s: Session, o: StageFilesOptions): Promise<StageFilesDoc> => {
+    const tree = await treeGiven(s, o.files);
+    if (tree !== null) return stageInto(s, o, await treeSources(tree), { tree: true });
     const sources: StagedSource[] = [];
     for (const f of o.files) sources.push(await sourceOf(s, f));
-    return stageInto(s, o, sources, false);
+    return stageInto(s, o, sources, {});
   },
 );
 
@@ -277,6 +342,6 @@ export const attemptPath = operation(
   'attemptPath',
   ATTEMPT_OPTIONS,
   async (s: Session, o: AttemptOptions): Promise<StageFilesDoc> => {
-    return stageInto(s, o, [], true);
+    return stageInto(s, o, [], { printPath: true });
   },
 );

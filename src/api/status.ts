@@ -11,8 +11,16 @@ export interface StatusOptions {
 
 const STATUS_OPTIONS: OptionTable<StatusOptions> = { job: required(handle) };
 
-/** The job's manifest as `status --json` shows it: the handle is top-level `handle`, not `staging`. */
-export type StatusJob = Omit<JobManifest, 'staging'> & { readonly stagedAt: string };
+/**
+ * The job's manifest as `status --json` shows it: the handle is top-level `handle`, not `staging`;
+ * the declared task count is `tasksDeclared` (null: none), as in every other document.
+ */
+export type StatusJob = Omit<JobManifest, 'staging' | 'tasks' | 'inlinePlan' | 'adopted'> & {
+  readonly tasksDeclared: number | null;
+  /** An adopted job: where its leftover was, and how many committed tasks adopt claims. */
+  readonly adopted?: { readonly leftover: string; readonly leftoverPath: string; readonly tasksAdopted: number };
+  readonly stagedAt: string;
+};
 
 export interface LiveStatusDoc extends Omit<StatusResult, 'job'> {
   readonly handle: string;
@@ -30,6 +38,17 @@ export const status = operation('status', STATUS_OPTIONS, async (s: Session, o: 
   const loc = await s.job(o.job);
   const r = await statusStep(s.stepEnv(loc.store), { stagingPath: loc.path });
   if ('finished' in r) return { handle: loc.store.toUri(loc.path), ...r };
-  const { staging, ...job } = r.job;
-  return { handle: staging, ...r, job: { ...job, stagedAt: iso(job.stagedAtMs) } };
+  const { staging, tasks, inlinePlan: _plan, adopted, ...job } = r.job;
+  return {
+    handle: staging,
+    ...r,
+    job: {
+      ...job,
+      tasksDeclared: tasks ?? null,
+      ...(adopted
+        ? { adopted: { leftover: adopted.leftover, leftoverPath: adopted.leftoverPath, tasksAdopted: adopted.tasks } }
+        : {}),
+      stagedAt: iso(job.stagedAtMs),
+    },
+  };
 });

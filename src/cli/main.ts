@@ -19,7 +19,7 @@ export async function main(argv: string[], ctx: CliContext): Promise<number> {
     await fn(rt);
     await rt.ui.stopSpinner();
     rt.opsLine();
-  });
+  }, wantsJson(argv));
   const out = uiFor(ctx, {});
   program.exitOverride();
   program.configureOutput({

@@ -46,10 +46,16 @@ again). JOB defaults to $STAGECOMMIT_JOB.
 Start-up: the installed CLI keeps the code V8 compiled for it in $XDG_CACHE_HOME/stagecommit
 (~/.cache/stagecommit) and starts faster from it; STAGECOMMIT_CODE_CACHE=off turns that off.`;
 
-export function buildProgram(run: Run): Command {
+/** `--version`: the version, or under --json the document `{ ok, version }`. */
+export function versionText(json: boolean): string {
+  const version = packageVersion();
+  return json ? JSON.stringify({ ok: true, version }, null, 2) : version;
+}
+
+export function buildProgram(run: Run, json = false): Command {
   const program = new Command('stagecommit')
     .description('All-or-nothing batch writes into table directories (local filesystem, S3, HDFS).')
-    .version(packageVersion())
+    .version(versionText(json))
     .option('--json', 'print the result as one JSON document on stdout')
     .option(
       '--config <file>',

@@ -77,10 +77,10 @@ export function renderStatus(s: StatusDoc): string {
     `mode      ${j.mode} (${j.algorithm})${j.partitionBy.length ? `, partitioned by ${j.partitionBy.join(', ')}` : ''}${j.staticPartition.length ? `, static ${j.staticPartition.map((p) => `${p.column}=${p.value}`).join('/')}` : ''}`,
     `attempt   app attempt ${j.appAttempt}`,
     `owner     ${j.owner.user}@${j.owner.host} (pid ${j.owner.pid}), staged ${formatAge(s.ageSeconds)} ago`,
-    `committed ${s.tasks.filter((t) => t.state === 'committed').length} task(s), ${s.files} file(s), ${formatBytes(s.bytes)}${j.tasks !== undefined ? ` of ${j.tasks} declared` : ''}`,
+    `committed ${s.tasks.filter((t) => t.state === 'committed').length} task(s), ${s.files} file(s), ${formatBytes(s.bytes)}${j.tasksDeclared !== null ? ` of ${j.tasksDeclared} declared` : ''}`,
   ];
-  if (s.declaredMissing.length) lines.push(`missing   ${summarize(s.declaredMissing, 10)}`);
-  if (s.lease) lines.push(`lease     ${s.lease.live ? chalk.yellow('held') : 'stale'}: ${s.lease.holder}`);
+  if (s.tasksToRun.length) lines.push(`missing   ${summarize(s.tasksToRun, 10)}`);
+  if (s.lease) lines.push(`lease     ${s.lease.alive ? chalk.yellow('held') : 'stale'}: ${s.lease.holder}`);
   if (s.tasks.length) {
     lines.push('', 'TASK        STATE        FILES      BYTES  ATTEMPTS');
     for (const t of s.tasks) {

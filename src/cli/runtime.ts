@@ -80,8 +80,8 @@ export class Runtime {
     return opt ?? this.ctx.env.STAGECOMMIT_JOB ?? '';
   }
 
-  /** Prints the document under --json, else the text a person reads. */
-  output(doc: unknown, text: () => void): void {
+  /** Prints the document under --json (every one has `ok: true`), else the text a person reads. */
+  output<D extends { readonly ok: true }>(doc: D, text: () => void): void {
     if (this.global.json) this.ui.json(doc);
     else text();
   }

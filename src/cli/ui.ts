@@ -5,6 +5,7 @@ import chalk from 'chalk';
 import os from 'node:os';
 import { UNPRINTABLE } from '../paths.js';
 import type { StepEvent } from '../steps/env.js';
+import { formatBytes } from './render.js';
 
 /** What the CLI prints on: process.stdout/stderr, or any writable stream in an in-process test. */
 export type UiStream = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
@@ -113,14 +114,14 @@ export class Ui {
   /** The phase running and when it began (--verbose prints each phase's time when the next begins). */
   private phase: { label: string; startMs: number } | undefined;
   /** The first progress count of the phase, and when: the rate is counted from there. */
-  private progressStart: { done: number; atMs: number } | undefined;
+  private progressStart: { done: number; bytes: number; atMs: number } | undefined;
 
   /** Progress from the steps: a spinner on a TTY, lines with --verbose, nothing otherwise. */
   event(e: StepEvent): void {
     if (e.type === 'warn') return this.message(chalk.yellow(`warning: ${e.message}`));
     if (e.type === 'output') return;
     if (e.type === 'phase') this.startPhase(e.label);
-    const text = e.type === 'progress' ? this.progressText(e.label, e.done, e.total) : e.label;
+    const text = e.type === 'progress' ? this.progressText(e) : e.label;
     if (e.type !== 'progress') this.verbose(text);
     if (!this.interactive) return;
     this.spinnerText = text;
@@ -152,14 +153,31 @@ export class Ui {
     this.phase = undefined;
   }
 
-  /** `publishing 1024/4000, 310/s, about 10s left`: the rate and time left once counts move. */
-  private progressText(label: string, done: number, total: number): string {
+  /**
+   * `publishing 1024/4000, 310/s, about 10s left`, or where bytes move `staging 3/40 files,
+   * 12.0 MiB/96.0 MiB, 4.1 MiB/s, about 21s left`: the rate and time left once counts move (by
+   * bytes when their total is known).
+   */
+  private progressText(e: Extract<StepEvent, { type: 'progress' }>): string {
     const now = Date.now();
-    this.progressStart ??= { done, atMs: now };
+    const bytes = e.bytes ?? 0;
+    this.progressStart ??= { done: e.done, bytes, atMs: now };
     const secs = (now - this.progressStart.atMs) / 1000;
-    const rate = secs > 0.5 ? (done - this.progressStart.done) / secs : 0;
-    if (rate <= 0 || done >= total) return `${label} ${done}/${total}`;
-    return `${label} ${done}/${total}, ${Math.round(rate)}/s, about ${Math.ceil((total - done) / rate)}s left`;
+    const counts = `${e.label} ${e.done}/${e.total}`;
+    if (e.bytes === undefined) {
+      const rate = secs > 0.5 ? (e.done - this.progressStart.done) / secs : 0;
+      if (rate <= 0 || e.done >= e.total) return counts;
+      return `${counts}, ${Math.round(rate)}/s, about ${Math.ceil((e.total - e.done) / rate)}s left`;
+    }
+    const moved =
+      e.bytesTotal !== undefined ? `${formatBytes(bytes)}/${formatBytes(e.bytesTotal)}` : formatBytes(bytes);
+    const rate = secs > 0.5 ? (bytes - this.progressStart.bytes) / secs : 0;
+    if (rate <= 0 || e.done >= e.total) return `${counts} files, ${moved}`;
+    const left =
+      e.bytesTotal !== undefined && e.bytesTotal > bytes
+        ? `, about ${Math.ceil((e.bytesTotal - bytes) / rate)}s left`
+        : '';
+    return `${counts} files, ${moved}, ${formatBytes(Math.round(rate))}/s${left}`;
   }
 
   async stopSpinner(): Promise<void> {

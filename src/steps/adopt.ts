@@ -15,6 +15,7 @@ import { checkRelativePath, isDataName, partitionOfFile } from '../paths.js';
 import type { Entry, Store } from '../store/types.js';
 import { forEachLimit, mapLimit } from '../util/pool.js';
 import type { StepEnv } from './env.js';
+import { Progress } from './progress.js';
 import { stageJob } from './stage-job.js';
 
 export interface AdoptInput {
@@ -47,13 +48,15 @@ export interface AdoptResult {
     readonly stage: string;
     readonly ageSeconds: number;
   };
-  readonly tasks: readonly string[];
+  /** The tasks whose output the leftover holds: committed in the new job. */
+  readonly committedTasks: readonly string[];
   readonly tasksDeclared: number | null;
   /** Who declared the task count: --tasks, or adopt itself for gaps in the numbering (highest task + 1). */
   readonly tasksDeclaredBy: 'option' | 'gaps' | null;
   /** Declared tasks without committed output: commit-job would exit 5 while any is listed. */
-  readonly missingTasks: readonly string[];
-  readonly gaps: readonly number[];
+  readonly tasksToRun: readonly string[];
+  /** Task ids missing from the numbering of the committed ones. */
+  readonly gaps: readonly string[];
   readonly discarded: Leftover['discarded'];
   readonly partitionBy: readonly string[];
   readonly partitions: readonly string[];
@@ -226,11 +229,11 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
       stage: leftover.stage,
       ageSeconds: Math.round(ageMs / 1000),
     },
-    tasks: leftover.tasks,
+    committedTasks: leftover.tasks,
     tasksDeclared: tasks ?? null,
     tasksDeclaredBy: input.tasks !== undefined ? 'option' : tasks !== undefined ? 'gaps' : null,
-    missingTasks: tasks === undefined ? [] : missingOf(tasks, new Set(leftover.tasks)),
-    gaps: leftover.gaps,
+    tasksToRun: tasks === undefined ? [] : missingOf(tasks, new Set(leftover.tasks)),
+    gaps: leftover.gaps.map(String),
     discarded: leftover.discarded,
     partitionBy: leftover.partitionBy,
     partitions: leftover.partitions,
@@ -254,6 +257,7 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   });
   // Decided and claimed as commit-task would: a later `abort --task` of it is refused (protocol.md §5.9).
   // Tasks go at once (one after another, 10,000 tasks took minutes on S3).
+  const progress = new Progress(env, 'claiming tasks', claims.length);
   await forEachLimit(claims, env.concurrency, async (c) => {
     await decide(store, layout, 0, {
       taskAttempt: c.taskAttempt,
@@ -263,6 +267,7 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
       jobStagedAtMs: job.stagedAtMs,
     });
     await store.createExclusive(layout.claimFile(0, c.task), encodeClaim({ ...c, jobStagedAtMs: job.stagedAtMs }));
+    progress.item(c.task);
   });
   // The rename comes last: until it, the leftover is where it was and the new job publishes nothing.
   if (store.caps.directoryRename) await moveLeftover(env, leftoverPath, stagingPath);

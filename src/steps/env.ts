@@ -6,7 +6,18 @@ import type { Store } from '../store/types.js';
 
 export type StepEvent =
   | { readonly type: 'phase'; readonly label: string }
-  | { readonly type: 'progress'; readonly label: string; readonly done: number; readonly total: number }
+  /**
+   * `done` of `total` items; where data moves, `bytes` moved so far and `bytesTotal` when known
+   * (a stream's size is not).
+   */
+  | {
+      readonly type: 'progress';
+      readonly label: string;
+      readonly done: number;
+      readonly total: number;
+      readonly bytes?: number;
+      readonly bytesTotal?: number;
+    }
   | { readonly type: 'warn'; readonly message: string }
   /** commit-job has read its claims and is about to read their files: how many there are. */
   | { readonly type: 'output'; readonly files: number };

@@ -9,6 +9,7 @@ import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
 import { mapLimit } from '../util/pool.js';
 import { JobGoneError, openJob } from '../job/open.js';
 import { halfMadeAdoption } from '../job/adoption.js';
+import type { Owner } from '../job/job.js';
 import type { StepEnv } from './env.js';
 
 export interface JobRow {
@@ -18,8 +19,8 @@ export interface JobRow {
   readonly mode: string | null;
   readonly target: string | null;
   readonly ageSeconds: number | null;
-  /** user@host pid of the process that staged (or adopted) it. */
-  readonly owner: string | null;
+  /** The process that staged (or adopted) it. */
+  readonly owner: Owner | null;
   /** The driver holding its lease now, if any, and whether that driver is alive. */
   readonly lease: { readonly holder: string; readonly alive: boolean } | null;
   readonly tasksCommitted: number | null;
@@ -103,7 +104,7 @@ async function rowOf(env: StepEnv, stagingPath: string): Promise<JobRow | null> 
       mode: job.mode,
       target: job.target,
       ageSeconds: Math.max(0, Math.round((env.now() - job.stagedAtMs) / 1000)),
-      owner: `${job.owner.user}@${job.owner.host} pid ${job.owner.pid}`,
+      owner: { ...job.owner },
       lease: lease ? { holder: describeHolder(lease.record), alive: isLeaseLive(lease, env) } : null,
       tasksCommitted: [...claims.values()].filter((c) => c.state === 'committed').length,
       tasksDeclared: job.tasks ?? null,

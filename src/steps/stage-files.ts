@@ -6,19 +6,21 @@ import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
 import { readDecision } from '../job/decisions.js';
-import type { JobManifest } from '../job/job.js';
+import { staticPrefix, type JobManifest } from '../job/job.js';
 import { ATTEMPT_MARKER, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
 import { stageAsUploads, type StagedUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionPath, type PartitionValue } from '../paths.js';
 import { isTempName, TEMP_PREFIX } from '../store/temp-names.js';
 import { forEachLimit } from '../util/pool.js';
 import type { OpenJob } from '../job/open.js';
-import { isWriterMarker } from './attempt-output.js';
+import { checkTaskFile, isWriterMarker } from './attempt-output.js';
 import { checkDeclared } from './commit-task.js';
 import type { StepEnv } from './env.js';
+import { Progress } from './progress.js';
 import { runStep } from './runner.js';
 import { checkStillStaged } from './stage-race.js';
 
+/** A file to stage: `name` is its path under the attempt's write dir (with '/' for a tree's dirs). */
 export type StagedSource =
   { readonly localPath: string; readonly name: string } | { readonly stream: Readable; readonly name: string };
 
@@ -29,6 +31,11 @@ export interface StageFilesInput {
   readonly partition: readonly PartitionValue[];
   readonly files: readonly StagedSource[];
   readonly printPath?: boolean;
+  /**
+   * The files are a directory tree (stage DIR): their `k=v` dirs give the partition columns after
+   * the ones in `partition`, and each is checked against the job's partitionBy.
+   */
+  readonly tree?: boolean;
 }
 
 export interface StageFilesResult {
@@ -41,6 +48,8 @@ export interface StageFilesResult {
   readonly writeDir: string;
   /** Table-relative paths of the staged files. */
   readonly files: readonly string[];
+  /** Their bytes. */
+  readonly bytes: number;
 }
 
 /** The partition path a task's files go to: the job's static values, then the task's own. */
@@ -97,8 +106,9 @@ async function stageInto(
   const { store } = env;
   const { job, layout } = open;
   checkDeclared(job, task, 'staged');
-  const part = taskPartitionPath(job, input.partition, !input.printPath);
+  const part = taskPartitionPath(job, input.partition, !input.printPath && !input.tree);
   const names = input.files.map((f) => checkRelativePath(f.name, 'file name'));
+  if (input.tree) for (const n of names) checkTreeFile(job, part ? `${part}/${n}` : n);
   const reserved = names.find((n) => n.split('/').some(isTempName));
   if (reserved !== undefined)
     throw new UsageError(
@@ -139,7 +149,15 @@ async function stageInto(
     const marker = store.caps.realDirectories ? [] : [posix.join(dir, ATTEMPT_MARKER)];
     for (const m of marker) await store.writeFile(m, '');
     await checkStillStaged(env, layout, job, { ...written, files: marker, uploads: [], uploadRecord: null });
-    return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(dir), writeDir: store.toUri(partDir), files: [] };
+    return {
+      jobId: job.jobId,
+      task,
+      attempt,
+      attemptDir: store.toUri(dir),
+      writeDir: store.toUri(partDir),
+      files: [],
+      bytes: 0,
+    };
   }
   // Large local files on S3 go up as uploads to their final keys, left pending (no copy at commit).
   const local = input.files.filter((f): f is Extract<StagedSource, { localPath: string }> => 'localPath' in f);
@@ -148,14 +166,23 @@ async function stageInto(
   // A write that fails (the job's end removed the dir under it, say) is told after the look at the job.
   let failed: { error: unknown } | null = null;
   const before = await Promise.all(local.map((f) => fingerprint(f.localPath)));
+  const sizes = new Map(await Promise.all(local.map(async (f) => [f.name, (await stat(f.localPath)).size] as const)));
+  const allLocal = local.length === input.files.length;
+  const progress = new Progress(env, 'staging', input.files.length, allLocal ? sum(sizes.values()) : undefined);
+  const sent = new Map<string, number>();
+  const onBytes = (name: string) => (n: number) => (sent.set(name, n), progress.bytes(name, n));
   try {
-    uploaded = await stageAsUploads(store, layout, job, taskAttempt, part, local, env.concurrency, env.now());
+    const watched = local.map((f) => ({ ...f, onBytes: onBytes(f.name) }));
+    uploaded = await stageAsUploads(store, layout, job, taskAttempt, part, watched, env.concurrency, env.now());
+    for (const n of uploaded.names) progress.item(n, sizes.get(n));
     small = input.files.filter((f) => !uploaded.names.has(f.name));
     await forEachLimit(small, env.concurrency, async (f) => {
+      const watch = onBytes(f.name);
       await store.put(
         posix.join(partDir, f.name),
-        'localPath' in f ? { localPath: f.localPath } : { stream: f.stream },
+        'localPath' in f ? { localPath: f.localPath, onBytes: watch } : { stream: f.stream, onBytes: watch },
       );
+      progress.item(f.name, sizes.get(f.name) ?? sent.get(f.name) ?? 0);
     });
   } catch (error) {
     failed = { error };
@@ -169,7 +196,40 @@ async function stageInto(
   });
   if (failed) throw failed.error;
   await checkUnchanged(local, before);
-  return { jobId: job.jobId, task, attempt, attemptDir: store.toUri(dir), writeDir: store.toUri(partDir), files: full };
+  const bytes = sum(input.files.map((f) => sizes.get(f.name) ?? sent.get(f.name) ?? 0));
+  return {
+    jobId: job.jobId,
+    task,
+    attempt,
+    attemptDir: store.toUri(dir),
+    writeDir: store.toUri(partDir),
+    files: full,
+    bytes,
+  };
+}
+
+function sum(ns: Iterable<number>): number {
+  let total = 0;
+  for (const n of ns) total += n;
+  return total;
+}
+
+const PARTITION_DIR = /^([a-z0-9][a-z0-9_]*)=/;
+
+/**
+ * A file of a staged tree, its table-relative path `rel`: under a full partition path of the job,
+ * as commit-task will check it, and no `k=v` dir below that (a partition of a column the job does
+ * not have, or one given twice).
+ */
+function checkTreeFile(job: JobManifest, rel: string): void {
+  checkTaskFile(job, rel, staticPrefix(job));
+  const dirs = rel.split('/').slice(0, -1);
+  const extra = dirs.findIndex((d, i) => i >= job.partitionBy.length && PARTITION_DIR.test(d));
+  if (extra < 0) return;
+  const col = PARTITION_DIR.exec(dirs[extra]!)![1]!;
+  throw new UsageError(
+    `dir '${dirs.slice(0, extra + 1).join('/')}' is a partition of column '${col}' at depth ${extra + 1}, but the job's partition columns are ${job.partitionBy.join(', ') || 'none'}: lay the tree out as ${[...job.partitionBy.map((c) => `${c}=…`), 'FILE'].join('/')} (after the --partition values given); nothing was staged`,
+  );
 }
 
 /**

@@ -28,10 +28,11 @@ export interface StatusResult {
   readonly job: JobManifest;
   readonly ageSeconds: number;
   readonly tasks: readonly TaskStatus[];
-  readonly declaredMissing: readonly string[];
+  /** Declared tasks not committed yet: commit-job refuses (exit 5) while any is listed. */
+  readonly tasksToRun: readonly string[];
   readonly files: number;
   readonly bytes: number;
-  readonly lease: { readonly live: boolean; readonly holder: string } | null;
+  readonly lease: { readonly holder: string; readonly alive: boolean } | null;
   /** An adopted job whose adoption did not finish: what is missing (commit-job refuses it). */
   readonly halfMade?: string;
 }
@@ -96,7 +97,7 @@ async function statusOf(env: StepEnv, open: OpenJob): Promise<StatusResult> {
     };
   });
   tasks.sort((a, b) => compareTasks(a.task, b.task));
-  const declaredMissing = declaredNotCommitted(job, claims);
+  const tasksToRun = declaredNotCommitted(job, claims);
   const lease = await readCurrentLease(store, layout);
   const halfMade = open.state === 'staged' ? await halfMadeAdoption(store, layout, job, claims) : null;
   const committed = tasks.filter((t) => t.state === 'committed');
@@ -106,10 +107,10 @@ async function statusOf(env: StepEnv, open: OpenJob): Promise<StatusResult> {
     job,
     ageSeconds: Math.max(0, Math.round((env.now() - job.stagedAtMs) / 1000)),
     tasks,
-    declaredMissing,
+    tasksToRun,
     files: committed.reduce((a, t) => a + t.files, 0),
     bytes: committed.reduce((a, t) => a + t.bytes, 0),
-    lease: lease ? { live: isLeaseLive(lease, env), holder: describeHolder(lease.record) } : null,
+    lease: lease ? { holder: describeHolder(lease.record), alive: isLeaseLive(lease, env) } : null,
     ...(halfMade !== null ? { halfMade } : {}),
   };
 }

@@ -18,10 +18,10 @@ export function renderAdopt(r: AdoptDoc): string {
   const lines = [
     `${r.dryRun ? 'dry run: would adopt' : `${chalk.green('✔')} adopted`} ${l.kind} ${l.path}${l.engineJobId ? ` (engine job ${l.engineJobId})` : ''}, last changed ${formatAge(l.ageSeconds)} ago`,
     `  found      ${l.stage}`,
-    `  tasks      ${r.tasks.length} committed task dir(s)${r.tasks.length ? ` (${shortList(r.tasks)})` : ''}${r.tasksDeclared !== null ? ` of ${r.tasksDeclared} declared${r.tasksDeclaredBy === 'gaps' ? ' (the highest task + 1, for the gaps)' : ''}` : ''}; gaps: ${shortList(r.gaps.map(String))}`,
-    ...(r.missingTasks.length
+    `  tasks      ${r.committedTasks.length} committed task dir(s)${r.committedTasks.length ? ` (${shortList(r.committedTasks)})` : ''}${r.tasksDeclared !== null ? ` of ${r.tasksDeclared} declared${r.tasksDeclaredBy === 'gaps' ? ' (the highest task + 1, for the gaps)' : ''}` : ''}; gaps: ${shortList(r.gaps)}`,
+    ...(r.tasksToRun.length
       ? [
-          `  missing    ${shortList(r.missingTasks, 20)} of the ${r.tasksDeclared} declared: commit-job will refuse (exit 5) until they are committed (after 'stagecommit recover' they can be run again), or give --tasks with the job's real task count`,
+          `  missing    ${shortList(r.tasksToRun, 20)} of the ${r.tasksDeclared} declared: commit-job will refuse (exit 5) until they are committed (after 'stagecommit recover' they can be run again), or give --tasks with the job's real task count`,
         ]
       : []),
     `  discarded  ${r.discarded.length} (${discarded.files} file(s), ${formatBytes(discarded.bytes)})${

@@ -9,7 +9,12 @@ export function completionCommand(run: Run): Command {
   const cmd = new Command('completion')
     .description('print a shell completion script (bash, zsh or fish)')
     .addArgument(new Argument('<shell>', 'the shell').choices(Object.keys(SHELLS)))
-    .action((shell: Shell, _o: unknown, c: Command) => run(async (rt) => rt.ui.result(SHELLS[shell](c.parent!)), c));
+    .action((shell: Shell, _o: unknown, c: Command) =>
+      run(async (rt) => {
+        const script = SHELLS[shell](c.parent!);
+        rt.output({ ok: true, shell, script }, () => rt.ui.result(script));
+      }, c),
+    );
   return withHelp(cmd, {
     examples: [
       'eval "$(stagecommit completion bash)"          # in ~/.bashrc',

@@ -24,7 +24,7 @@ export function renderJobs(r: JobsDoc): string {
       const state = j.halfMade
         ? `${chalk.red('half-made adoption')} (${j.halfMade}: abort it, adopt the leftover again)`
         : j.state;
-      return `${j.jobId}  ${state}  ${j.mode}  ${formatAge(j.ageSeconds ?? 0)}  ${j.owner}  ${lease}  ${tasks}  ${j.handle}`;
+      return `${j.jobId}  ${state}  ${j.mode}  ${formatAge(j.ageSeconds ?? 0)}  ${j.owner ? `${j.owner.user}@${j.owner.host} pid ${j.owner.pid}` : ''}  ${lease}  ${tasks}  ${j.handle}`;
     })
     .join('\n');
 }

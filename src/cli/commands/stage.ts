@@ -71,6 +71,10 @@ const FORMS = `Forms:
       start a job; prints its handle (JOB)
   stage --job JOB --task T [--attempt N] [--partition K=V]… FILE…   (FILE - reads stdin, with --name)
       put files into task T's attempt N
+  stage --job JOB --task T [--attempt N] [--partition K=V]… DIR
+      put a local tree into task T's attempt N as it is laid out: its k=v dirs are the partition
+      columns after the --partition values given (checked against --partition-by; exit 2 naming a
+      dir that is not); _SUCCESS markers are left out, a symbolic link is refused (exit 2)
   stage --job JOB --task T [--attempt N] [--partition K=V]… --print-path
       create and print the attempt dir, for a writer that writes there itself`;
 
@@ -78,7 +82,7 @@ export function stageCommand(run: Run): Command {
   const cmd = new Command('stage')
     .description("start a job (--target), or put a task attempt's files into it (--job --task)")
     .usage(
-      '--target URI [options]  |  --job JOB --task T [--attempt N] [--partition K=V]… FILE…  |  --job JOB --task T --print-path',
+      '--target URI [options]  |  --job JOB --task T [--attempt N] [--partition K=V]… FILE…|DIR  |  --job JOB --task T --print-path',
     )
     .option('--target <uri>', '[new job] the table directory to write')
     .addOption(
@@ -108,7 +112,7 @@ export function stageCommand(run: Run): Command {
     .option('--attempt <n>', '[files] the task attempt (default 0)', wholeNumber('--attempt'))
     .option('--name <name>', '[files] the file name for data read from stdin (FILE -)')
     .option('--print-path', '[files] print the attempt dir for a writer that writes there itself')
-    .argument('[files...]', 'files to stage; - reads stdin')
+    .argument('[files...]', 'files to stage, or one directory (its tree); - reads stdin')
     .action((files: string[], o: StageFlags, c: Command) =>
       run((rt) => (o.target !== undefined ? newJob(rt, o, files) : taskFiles(rt, o, files)), c),
     );
@@ -118,6 +122,7 @@ export function stageCommand(run: Run): Command {
       'JOB=$(stagecommit stage --target s3://lake/wh/sales --mode overwrite --partition-by dt --tasks 2)',
       'stagecommit stage --job "$JOB" --task 0 --partition dt=2026-11-30 part-0.parquet',
       'gzip -c log.txt | stagecommit stage --job "$JOB" --task 1 --partition dt=2026-11-30 --name log.txt.gz -',
+      'stagecommit stage --job "$JOB" --task 2 out/   # out/dt=2026-11-30/part-0.parquet, …',
       'DIR=$(stagecommit stage --job "$JOB" --task 1 --print-path)   # a writer writes into $DIR',
     ],
     exitCodes: [0, 1, 2, 3, 4],

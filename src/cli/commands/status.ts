@@ -17,7 +17,7 @@ export function statusCommand(run: Run): Command {
       }, c),
     );
   return withHelp(cmd, {
-    examples: ['stagecommit status --job "$JOB"', 'stagecommit --json status --job "$JOB" | jq .declaredMissing'],
+    examples: ['stagecommit status --job "$JOB"', 'stagecommit --json status --job "$JOB" | jq .tasksToRun'],
     exitCodes: [0, 1, 2],
   });
 }
