@@ -59,7 +59,7 @@ for (const fx of storeFixtures()) {
       assert.equal(r.code, 0, r.stderr);
       const adopted = JSON.parse(r.stdout);
       assert.deepEqual(
-        [adopted.tasks, adopted.gaps, adopted.missingTasks, adopted.discarded.length, adopted.mode],
+        [adopted.committedTasks, adopted.gaps, adopted.tasksToRun, adopted.discarded.length, adopted.mode],
         [['0', '1'], [], ['2'], 1, 'overwrite'],
       );
       const before = await snapshot(sb.store, root);
@@ -113,8 +113,8 @@ for (const fx of storeFixtures()) {
       assert.equal(r.code, 0, r.stderr);
       const adopted = JSON.parse(r.stdout);
       assert.deepEqual(
-        [adopted.tasks, adopted.gaps, adopted.tasksDeclared, adopted.tasksDeclaredBy, adopted.missingTasks],
-        [['0', '2'], [1], 3, 'gaps', ['1']],
+        [adopted.committedTasks, adopted.gaps, adopted.tasksDeclared, adopted.tasksDeclaredBy, adopted.tasksToRun],
+        [['0', '2'], ['1'], 3, 'gaps', ['1']],
       );
       assert.match(
         text,
@@ -152,7 +152,7 @@ for (const fx of storeFixtures()) {
       assert.equal(dry.code, 0, dry.stderr);
       const planned = JSON.parse(dry.stdout);
       assert.equal(planned.dryRun, true);
-      assert.deepEqual(planned.tasks, ['0', '1', '2']);
+      assert.deepEqual(planned.committedTasks, ['0', '1', '2']);
       assert.ok(planned.discarded.some((d: { path: string }) => d.path === `0/${taskDir(1)}`));
       assert.deepEqual(await snapshot(sb.store, root), before);
       const handle = await here(['adopt', '--older-than', '0s', sb.uri(leftover)]);

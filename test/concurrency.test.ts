@@ -1934,7 +1934,7 @@ for (const fx of storeFixtures()) {
         lease(os.hostname(), 2 ** 22 + 12345, Date.now() + 3_600_000),
       );
       const st = JSON.parse(await ok(['status', '--job', job, '--json'], { env: sb.env }));
-      assert.equal(st.lease.live, false);
+      assert.equal(st.lease.alive, false);
       await sb.store.writeFile(posix.join(layout.root, '_lease.0.yaml'), lease('other-host', 1, Date.now() - 1000));
       const c = await commitJob(sb, job);
       assert.equal(c.code, 0, c.stderr);

@@ -150,7 +150,7 @@ for (const fx of storeFixtures()) {
           ['1', 'attempted'],
         ],
       );
-      assert.deepEqual(j.declaredMissing, ['1']);
+      assert.deepEqual(j.tasksToRun, ['1']);
     });
 
     test('stdin staging, and a writer that writes into --print-path itself', async () => {
