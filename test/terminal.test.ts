@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { cli } from '../testing/cli.js';
-import { commitJob } from '../testing/jobs.js';
+import { commitJob, localFiles } from '../testing/jobs.js';
 import { printable } from '../src/cli/ui.js';
 import { libCommitTask, libStage, libStageTask, testEnv } from '../testing/lib.js';
 import { HIDE_CURSOR, havePty, SHOW_CURSOR, underPty, type PtyResult } from '../testing/pty.js';
@@ -108,6 +108,29 @@ describe(
       assert.ok(r.bytes < 64 * 1024, describeRun(r));
       assert.match(r.output, /committed job .*: 2 file\(s\)/);
       await assertCommitted(target);
+    });
+
+    test('80 columns: stage shows files and bytes as they go; a pipe, --json and --quiet show none', async () => {
+      const target = newDir();
+      const handle = (await cli(['stage', '--target', sb.uri(target)], { env: sb.env })).stdout.trim();
+      const files = await localFiles(
+        Object.fromEntries(['a', 'b', 'c', 'd'].map((n) => [`${n}.bin`, 'x'.repeat(300 * 1024)])),
+      );
+      // Slow mutations, so the stage lasts long enough for the spinner to draw its counts.
+      const env = { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '150' };
+      const args = (task: string) => ['stage', '--job', handle, '--task', task, ...files];
+      const r = await underPty(args('0'), { cols: 100, rows: 24, timeoutMs: 15000, env });
+      assert.equal(r.code, 0, describeRun(r));
+      assert.match(r.output, /staging files \d\/4, [\d.]+ (B|KiB|MiB)\/1\.2 MiB/, describeRun(r));
+      for (const quiet of [['--json'], ['--quiet']]) {
+        const q = await underPty([...quiet, ...args(`q${quiet[0]}`)], { cols: 100, rows: 24, timeoutMs: 15000, env });
+        assert.equal(q.code, 0, describeRun(q));
+        assert.doesNotMatch(q.output, /staging files/, describeRun(q));
+        assert.ok(!q.output.includes(HIDE_CURSOR), describeRun(q));
+      }
+      const piped = await cli(args('p'), { env });
+      assert.equal(piped.code, 0, piped.stderr);
+      assert.equal(piped.stderr, 'staged 4 file(s) for task p attempt 0\n');
     });
 
     for (const [signal, how] of [

@@ -154,7 +154,7 @@ export class Ui {
   }
 
   /**
-   * `publishing 1024/4000, 310/s, about 10s left`, or where bytes move `staging 3/40 files,
+   * `publishing 1024/4000, 310/s, about 10s left`, or where bytes move `staging files 3/40,
    * 12.0 MiB/96.0 MiB, 4.1 MiB/s, about 21s left`: the rate and time left once counts move (by
    * bytes when their total is known).
    */
@@ -172,12 +172,12 @@ export class Ui {
     const moved =
       e.bytesTotal !== undefined ? `${formatBytes(bytes)}/${formatBytes(e.bytesTotal)}` : formatBytes(bytes);
     const rate = secs > 0.5 ? (bytes - this.progressStart.bytes) / secs : 0;
-    if (rate <= 0 || e.done >= e.total) return `${counts} files, ${moved}`;
+    if (rate <= 0 || e.done >= e.total) return `${counts}, ${moved}`;
     const left =
       e.bytesTotal !== undefined && e.bytesTotal > bytes
         ? `, about ${Math.ceil((e.bytesTotal - bytes) / rate)}s left`
         : '';
-    return `${counts} files, ${moved}, ${formatBytes(Math.round(rate))}/s${left}`;
+    return `${counts}, ${moved}, ${formatBytes(Math.round(rate))}/s${left}`;
   }
 
   async stopSpinner(): Promise<void> {

@@ -14,7 +14,12 @@ import { ConflictError, StoreError } from '../errors.js';
 import { buildTree, planTree, V2_CLASH_ADVICE, type CommitPlan, type SourceTree } from './plan.js';
 import { identicalClashes, snapshotTarget } from './target.js';
 
-type Ctx = { readonly store: Store; readonly concurrency: number };
+type Ctx = {
+  readonly store: Store;
+  readonly concurrency: number;
+  /** Hears the files published so far, of how many. */
+  readonly onPublished?: (done: number, total: number) => void;
+};
 
 /**
  * Publishes a claimed v2 task. A clash met on the way (its plan refused, or a rename that finds
@@ -51,7 +56,13 @@ export async function publishClaimedV2(
   if (plan.files === 0) return null;
   try {
     await applyPhases(
-      { store: ctx.store, stagingPath: layout.root, targetPath: job.targetPath, concurrency: ctx.concurrency },
+      {
+        store: ctx.store,
+        stagingPath: layout.root,
+        targetPath: job.targetPath,
+        concurrency: ctx.concurrency,
+        onProgress: ctx.onPublished,
+      },
       plan.phases,
     );
   } catch (e) {

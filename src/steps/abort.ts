@@ -88,6 +88,7 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
     // An adopted leftover goes back where the engine left it, never with the staging dir.
     const back = await leftoverToGiveBack(env.store, layout, job);
     await giveBackLeftover(env.store, layout, job);
+    env.emit({ type: 'phase', label: 'removing the staging dir' });
     await removeStagingDir(env.store, layout, lease);
     return {
       jobId: job.jobId,

@@ -14,6 +14,7 @@ import { measureTree } from '../store/walk.js';
 import { mapLimit } from '../util/pool.js';
 import { abort } from './abort.js';
 import type { StepEnv } from './env.js';
+import { Progress } from './progress.js';
 import { recover } from './recover.js';
 import { compareStrings } from '../util/compare.js';
 import { checkRoots, isLeaseFile, scan, type LeftoverKind, type ScanProblem } from './orphan-scan.js';
@@ -93,6 +94,10 @@ async function staleUploads(
     });
 }
 
+function sumBytes(ls: readonly { readonly bytes: number }[]): number {
+  return ls.reduce((a, l) => a + l.bytes, 0);
+}
+
 export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Promise<CleanOrphansResult> {
   const { store } = env;
   const now = env.now();
@@ -104,13 +109,17 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
   const found = [...new Map(scanned.found.map((f) => [f.path, f])).values()];
 
   env.emit({ type: 'phase', label: `measuring ${found.length} leftover(s)` });
+  const measuring = new Progress(env, 'measuring', found.length);
   const owned = new Set<string>();
   let jobUnread = false;
   const leftovers = (
     await mapLimit(found, Math.max(1, Math.floor(env.concurrency / 4)), async (f): Promise<Leftover | null> => {
       try {
-        return await describe(env, f.path, f.kind, now, input.olderThanMs, owned);
+        const l = await describe(env, f.path, f.kind, now, input.olderThanMs, owned);
+        measuring.item(f.path, l.bytes);
+        return l;
       } catch (e) {
+        measuring.item(f.path);
         if (f.kind === 'stagecommit') jobUnread = true;
         problems.push({ path: store.toUri(f.path), message: (e as Error).message });
         return null;
@@ -135,19 +144,19 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
   leftovers.sort((a, b) => compareStrings(a.uri, b.uri));
 
   if (input.delete) {
-    for (const l of leftovers) {
-      if (!isActedOn(l, input)) continue;
+    const acted = leftovers.filter((l) => isActedOn(l, input));
+    const removing = new Progress(env, 'removing', acted.length, sumBytes(acted));
+    for (const l of acted) {
       try {
         await act(env, l, input);
       } catch (e) {
         l.action = 'skipped';
         l.reason = e instanceof StageCommitError || e instanceof StoreError ? e.message : String(e);
       }
+      removing.item(l.path, l.bytes);
     }
   }
-  const reclaimableBytes = leftovers
-    .filter((l) => l.action === 'would-delete' || l.action === 'deleted')
-    .reduce((a, l) => a + l.bytes, 0);
+  const reclaimableBytes = sumBytes(leftovers.filter((l) => l.action === 'would-delete' || l.action === 'deleted'));
   return {
     roots: input.roots.map((r) => store.toUri(r)),
     olderThanSeconds: Math.round(input.olderThanMs / 1000),

@@ -117,6 +117,7 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
   }
   // Checked before the decision: output refused here leaves the attempt free to abort or fix (a
   // stage's temp, which may be in flight, is not touched).
+  env.emit({ type: 'phase', label: `reading the files of ${taskAttempt}` });
   const looked = before
     ? null
     : await attemptOutput(env, layout, job, task, taskAttempt, false).catch((e: unknown) =>
@@ -153,6 +154,9 @@ async function commitAttempt(env: StepEnv, open: OpenJob, task: string, attempt:
         if (other) return already(other.claim);
       }
     }
+    const claiming = output?.files ?? (before ? claimFilesOfRecord(before) : null);
+    if (claiming)
+      env.emit({ type: 'progress', label: 'claiming', done: 0, total: claiming.list.length, bytes: claiming.bytes });
     ({ claim, files } = await claimTask(env, layout, job, { task, attempt, taskAttempt }, before, output, mine));
   } catch (e) {
     // A recover or abort that ran meanwhile removes the app attempt's dirs, and a store reports that
@@ -385,7 +389,10 @@ async function promote(
 ): Promise<string> {
   const { store } = env;
   if (job.algorithm === 'v2') {
-    const clash = await publishClaimedV2(env, layout, job, attemptDir, taskFilesOf(files), fresh);
+    env.emit({ type: 'phase', label: `publishing ${files.list.length} file(s)` });
+    const onPublished = (done: number, total: number) =>
+      env.emit({ type: 'progress', label: 'publishing', done, total });
+    const clash = await publishClaimedV2({ ...env, onPublished }, layout, job, attemptDir, taskFilesOf(files), fresh);
     if (clash) {
       await store.delete(layout.claimFile(job.appAttempt, task), false);
       throw clash;

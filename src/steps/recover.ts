@@ -23,6 +23,7 @@ import type { JobGoneError, OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
 import { attemptsByTask, declaredNotCommitted } from '../job/tasks.js';
 import { otherLiveProcessHere, type StepEnv } from './env.js';
+import { Progress } from './progress.js';
 import { runStep } from './runner.js';
 import { forEachLimit } from '../util/pool.js';
 import { isTempName } from '../store/temp-names.js';
@@ -90,6 +91,7 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
   if (opened.state === 'aborted') {
     const published = await publishedV2Tasks(store, layout, job);
     await abortJobUploads(env, opened);
+    env.emit({ type: 'phase', label: 'removing the staging dir' });
     await removeStagingDir(store, layout, lease);
     return {
       ...base,
@@ -136,8 +138,10 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
 
   // Carry committed tasks, their decisions and every abort into the next app attempt; files stay put.
   // Many tasks' records go at once: one after another, 10,000 tasks took minutes on S3.
+  const carrying = new Progress(env, 'keeping committed tasks', claims.size);
   await forEachLimit([...claims.values()], env.concurrency, async (claim) => {
     await store.createExclusive(layout.claimFile(next, claim.task), encodeClaim({ ...claim, appAttempt: next }));
+    carrying.item(claim.task);
   });
   const winners = new Set([...claims.values()].map((c) => c.taskAttempt));
   const carried = [...decisions.values()].filter((d) => d.outcome === 'abort' || winners.has(d.taskAttempt));

@@ -168,7 +168,7 @@ async function stageInto(
   const before = await Promise.all(local.map((f) => fingerprint(f.localPath)));
   const sizes = new Map(await Promise.all(local.map(async (f) => [f.name, (await stat(f.localPath)).size] as const)));
   const allLocal = local.length === input.files.length;
-  const progress = new Progress(env, 'staging', input.files.length, allLocal ? sum(sizes.values()) : undefined);
+  const progress = new Progress(env, 'staging files', input.files.length, allLocal ? sum(sizes.values()) : undefined);
   const sent = new Map<string, number>();
   const onBytes = (name: string) => (n: number) => (sent.set(name, n), progress.bytes(name, n));
   try {
