@@ -74,10 +74,15 @@ const LIST_PARALLELISM = 16;
  * entries right after it. The directories of one level are listed at once (one after another,
  * a leftover of 100 tasks × 20 partitions took 2,100 round trips in a row).
  */
-export async function listLeftover(store: Store, dir: string): Promise<ListedEntry[]> {
+export async function listLeftover(
+  store: Store,
+  dir: string,
+  onListed?: (dirs: number) => void,
+): Promise<ListedEntry[]> {
   const inside = new Map<string, Entry[]>();
   for (let level = [dir]; level.length;) {
     const listed = await mapLimit(level, LIST_PARALLELISM, (d) => store.list(d, { details: true }));
+    onListed?.(inside.size + level.length);
     const next: string[] = [];
     listed.forEach((entries, i) => {
       inside.set(level[i]!, entries);
@@ -113,9 +118,12 @@ const TAKEN =
  * The leftover as its listing shows it. A listing cut short because the leftover moved away after
  * adopt looked at it (the other of two adopts renamed it first) is said to be that, not "empty".
  */
-async function recognised(store: Store, leftoverPath: string, ownMtimeMs: number): Promise<Leftover> {
+async function recognised(env: StepEnv, leftoverPath: string, ownMtimeMs: number): Promise<Leftover> {
+  const { store } = env;
   const uri = store.toUri(leftoverPath);
-  const entries = await listLeftover(store, leftoverPath);
+  const entries = await listLeftover(store, leftoverPath, (n) =>
+    env.emit({ type: 'progress', label: 'reading the leftover: directories', done: n, total: n }),
+  );
   try {
     return recogniseLeftover(uri, posix.basename(leftoverPath), entries, ownMtimeMs);
   } catch (e) {
@@ -173,7 +181,7 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   // The name first: a listing of something else (`adopt /`) could be a walk of the whole store.
   if (kindOfName(posix.basename(leftoverPath)) === null)
     recogniseLeftover(uri, posix.basename(leftoverPath), [], self.mtimeMs);
-  const leftover = await recognised(store, leftoverPath, self.mtimeMs);
+  const leftover = await recognised(env, leftoverPath, self.mtimeMs);
   const ageMs = env.now() - leftover.newestMtimeMs;
   if (leftover.newestMtimeMs < 0 || ageMs < input.olderThanMs) {
     throw new ConflictError(

@@ -12,6 +12,8 @@ export class Progress {
   /** Bytes of items still in flight, by item. */
   private readonly partial = new Map<unknown, number>();
   private lastMs = -Infinity;
+  /** Whether bytes move at all (a total given, or some counted): counts alone otherwise. */
+  private movesBytes: boolean;
 
   /** `bytesTotal` undefined: not known (data read from a stream). */
   constructor(
@@ -20,12 +22,14 @@ export class Progress {
     private readonly total: number,
     private readonly bytesTotal?: number,
   ) {
+    this.movesBytes = bytesTotal !== undefined;
     this.send(true);
   }
 
   /** Bytes of an item so far, as they go. */
   bytes(item: unknown, sent: number): void {
     this.partial.set(item, sent);
+    this.movesBytes = true;
     this.send(false);
   }
 
@@ -34,12 +38,13 @@ export class Progress {
     this.partial.delete(item);
     this.done++;
     this.bytesDone += bytes;
+    if (bytes > 0) this.movesBytes = true;
     this.send(this.done === this.total);
   }
 
   private send(force: boolean): void {
     const now = this.env.now();
-    if (!force && now - this.lastMs < EVERY_MS) return;
+    if (this.total === 0 || (!force && now - this.lastMs < EVERY_MS)) return;
     this.lastMs = now;
     let bytes = this.bytesDone;
     for (const b of this.partial.values()) bytes += b;
@@ -48,7 +53,7 @@ export class Progress {
       label: this.label,
       done: this.done,
       total: this.total,
-      bytes,
+      ...(this.movesBytes ? { bytes } : {}),
       ...(this.bytesTotal !== undefined ? { bytesTotal: this.bytesTotal } : {}),
     });
   }
