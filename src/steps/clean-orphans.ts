@@ -94,6 +94,21 @@ async function staleUploads(
     });
 }
 
+/** --delete: each leftover it applies to, one after another, counted with its bytes; a failure is that one's reason. */
+async function actOn(env: StepEnv, leftovers: readonly Leftover[], input: CleanOrphansInput): Promise<void> {
+  const acted = leftovers.filter((l) => isActedOn(l, input));
+  const removing = new Progress(env, 'removing', acted.length, sumBytes(acted));
+  for (const l of acted) {
+    try {
+      await act(env, l, input);
+    } catch (e) {
+      l.action = 'skipped';
+      l.reason = e instanceof StageCommitError || e instanceof StoreError ? e.message : String(e);
+    }
+    removing.item(l.path, l.bytes);
+  }
+}
+
 function sumBytes(ls: readonly { readonly bytes: number }[]): number {
   return ls.reduce((a, l) => a + l.bytes, 0);
 }
@@ -143,19 +158,7 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
   }
   leftovers.sort((a, b) => compareStrings(a.uri, b.uri));
 
-  if (input.delete) {
-    const acted = leftovers.filter((l) => isActedOn(l, input));
-    const removing = new Progress(env, 'removing', acted.length, sumBytes(acted));
-    for (const l of acted) {
-      try {
-        await act(env, l, input);
-      } catch (e) {
-        l.action = 'skipped';
-        l.reason = e instanceof StageCommitError || e instanceof StoreError ? e.message : String(e);
-      }
-      removing.item(l.path, l.bytes);
-    }
-  }
+  if (input.delete) await actOn(env, leftovers, input);
   const reclaimableBytes = sumBytes(leftovers.filter((l) => l.action === 'would-delete' || l.action === 'deleted'));
   return {
     roots: input.roots.map((r) => store.toUri(r)),

@@ -2,7 +2,6 @@
 // before each call (fault injection wraps the real store here, never a mock). Faults are named by
 // operation and path (Hadoop's UnreliableManifestStoreOperations), or by a mutation's number.
 
-import type { Readable } from 'node:stream';
 import { InjectedFault } from '../errors.js';
 import type { StoreError } from '../errors.js';
 import type {

@@ -4,7 +4,6 @@
 import { constants as fsc, createWriteStream, linkSync, promises as fs, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { Readable } from 'node:stream';
 import { StoreError } from '../errors.js';
 import { checkWritableLocal } from './local-access.js';
 import { code, eachInTreeLocal, kindOf, listTreeLocal, mkdirsOnce, removeTreeLocal, wrap } from './local-tree.js';

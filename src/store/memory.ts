@@ -4,7 +4,6 @@
 
 import { readFile } from 'node:fs/promises';
 import { posix } from 'node:path';
-import type { Readable } from 'node:stream';
 import { StoreError } from '../errors.js';
 import type { Entry, ListOptions, PutSource, RenameOptions, Store, StoreCapabilities } from './types.js';
 import { compareStrings } from '../util/compare.js';

@@ -3,7 +3,6 @@
 // What it provides of protocol.md §7.1, and its limits: §7.2.
 
 import { posix } from 'node:path';
-import type { Readable } from 'node:stream';
 import {
   CopyObjectCommand,
   GetObjectCommand,
