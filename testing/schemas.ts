@@ -64,7 +64,9 @@ export function checkJsonOutput(args: readonly string[], code: number | null, st
     const errors = (validate.errors ?? []).map(
       (e) => `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`,
     );
-    throw new Error(`${where}: --json output does not match schemas/${name}.json: ${errors.slice(0, 8).join('; ')}`);
+    throw new Error(
+      `${where}: --json output does not match schemas/${name}.json: ${errors.slice(0, 8).join('; ')}; the document: ${stdout.slice(0, 600)}`,
+    );
   }
   const d = doc as { ok?: unknown; error?: { exitCode?: unknown } };
   if (code === 0 && d.ok !== true) throw new Error(`${where}: exit 0 with a document whose ok is not true`);

@@ -1,18 +1,35 @@
 // What a failed API call throws, and the JSON document the CLI prints for it: both carry the
 // exit code of protocol.md §8 and one kind per error family.
 
-import { ExitCode, StageCommitError } from '../errors.js';
+import {
+  CommitDeniedError,
+  ConflictError,
+  CorruptManifestError,
+  ExitCode,
+  IncompleteError,
+  StageCommitError,
+  StoreError,
+  UsageError,
+} from '../errors.js';
+
+/** The error families, by the name `kind` gives them (literal: a bundler may rename classes). */
+const FAMILIES = [
+  ['UsageError', UsageError],
+  ['CommitDeniedError', CommitDeniedError],
+  ['ConflictError', ConflictError],
+  ['IncompleteError', IncompleteError],
+  ['CorruptManifestError', CorruptManifestError],
+  ['StoreError', StoreError],
+] as const;
 
 /**
  * The family of an error: the error class directly below StageCommitError (UsageError,
  * CommitDeniedError, ConflictError, IncompleteError, CorruptManifestError, StoreError), or
- * 'InternalError' for anything else (a bug: exit 1).
+ * 'InternalError' for anything else (a bug: exit 1). Named from a table, not the class's name,
+ * which the bundle may change ('_CorruptManifestError' where two classes had one name).
  */
 export function errorKind(e: unknown): string {
-  if (!(e instanceof StageCommitError)) return 'InternalError';
-  let proto: object | null = Object.getPrototypeOf(e);
-  while (proto && Object.getPrototypeOf(proto) !== StageCommitError.prototype) proto = Object.getPrototypeOf(proto);
-  return (proto?.constructor as { name?: string } | undefined)?.name ?? 'StageCommitError';
+  return FAMILIES.find(([, family]) => e instanceof family)?.[0] ?? 'InternalError';
 }
 
 export function errorExitCode(e: unknown): number {
