@@ -102,6 +102,7 @@ function buildBundle() {
  * removed is stale.
  */
 const LONGEST_FIRST = [
+  'simulate',
   'adversarial',
   'adopt-engines',
   'concurrency',
