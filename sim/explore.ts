@@ -35,6 +35,8 @@ export interface ExhaustiveReport {
   /** Schedules whose run stopped at the limit (the search was cut off). */
   readonly complete: boolean;
   readonly failures: Failure[];
+  /** How many schedules ran until the first failing one (0: none failed). */
+  readonly firstFailureAt: number;
   readonly ms: number;
 }
 
@@ -49,18 +51,23 @@ export async function exhaustive(
   faults: Faults,
   limit = Infinity,
   keepFailures = 5,
+  /** Which failures count (default: all); the search stops at the first that counts when `stopAtFirst`. */
+  filter: (violations: readonly string[]) => boolean = () => true,
+  stopAtFirst = false,
 ): Promise<ExhaustiveReport> {
   const t0 = Date.now();
   let prefix: number[] = [];
   let schedules = 0;
   const failures: Failure[] = [];
   const seen = new Set<string>();
+  let firstFailureAt = 0;
   for (;;) {
     const chooser = new Replay(prefix);
     const result = await runSchedule(sc, chooser, { kind, faults });
     schedules++;
     const choices = chooser.taken.map((t) => t.i);
-    if (result.violations.length) {
+    if (result.violations.length && filter(result.violations)) {
+      firstFailureAt ||= schedules;
       const key = result.violations.map(normalise).join('\n');
       if (!seen.has(key) && failures.length < keepFailures) {
         seen.add(key);
@@ -69,9 +76,11 @@ export async function exhaustive(
     }
     const t = chooser.taken;
     while (t.length && t[t.length - 1]!.i + 1 >= t[t.length - 1]!.n) t.pop();
-    if (!t.length) return { scenario: sc.name, kind, schedules, complete: true, failures, ms: Date.now() - t0 };
-    if (schedules >= limit)
-      return { scenario: sc.name, kind, schedules, complete: false, failures, ms: Date.now() - t0 };
+    const done = (complete: boolean): ExhaustiveReport => {
+      return { scenario: sc.name, kind, schedules, complete, failures, firstFailureAt, ms: Date.now() - t0 };
+    };
+    if (!t.length) return done(true);
+    if (schedules >= limit || (stopAtFirst && firstFailureAt)) return done(false);
     prefix = t.map((x) => x.i);
     prefix[prefix.length - 1]!++;
   }

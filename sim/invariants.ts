@@ -128,6 +128,24 @@ function holdsJob(files: Map<string, string>, sc: Scenario, job: string, outcome
     else if (there.some((s) => s.attempt !== p.attempt))
       out.push(`${p.task} attempt ${p.attempt} committed by ${p.by}, yet another attempt was published`);
   }
+  for (const o of outcomes) {
+    const t = o.step.task;
+    if (o.step.jobId !== job || !t || o.proc.state !== 'exited') continue;
+    const published = mine.some((s) => s.task === t.task && s.attempt === String(t.attempt));
+    // stage exit 0: its files are in the attempt, so in the job once that attempt is published.
+    if (o.step.kind === 'stage' && ok(o) && published) {
+      const missing = t.files.filter((n) => !mine.some((s) => s.task === t.task && s.name === n));
+      if (missing.length)
+        out.push(
+          `${o.proc.label} '${o.step.label}' exited 0, yet its attempt was published without ${missing.join(', ')}`,
+        );
+    }
+    // commit-task exit 2, 3 or 4 says the attempt is not committed (or not into this job).
+    if (o.step.kind === 'commit-task' && [2, 3, 4].includes(o.proc.exitCode!) && published)
+      out.push(
+        `${o.proc.label} '${o.step.label}' exited ${o.proc.exitCode} (${firstLine(o.proc.error)}), yet its attempt was published`,
+      );
+  }
   return out;
 }
 
@@ -186,6 +204,10 @@ export async function checkEnd(w: World, sc: Scenario, outcomes: readonly Outcom
         out.push(`left in the table after recovery: ${p}`);
     }
   }
+  const dirs = (w.store as unknown as { dirs: Map<string, number> }).dirs;
+  for (const d of sc.damaged ? [] : dirs.keys())
+    if (d.startsWith('/w/.stagecommit') && d !== LOG_DIR && ![...files.keys()].some((f) => f.startsWith(d + '/')))
+      out.push(`an empty dir left after recovery: ${d}`);
   if (sc.leftover && files.get(`${TABLE}/dt=3/part-m-00000`) !== 'hadoop|dt=3')
     out.push("the Hadoop leftover's committed output is not in the table after recovery");
 
@@ -236,9 +258,24 @@ export async function checkEnd(w: World, sc: Scenario, outcomes: readonly Outcom
   return out;
 }
 
+const firstLine = (e: unknown): string =>
+  String((e as Error)?.message ?? e)
+    .split('\n')[0]!
+    .slice(0, 160);
+
 function honest(w: World, sc: Scenario, o: Outcome): string[] {
   const p = o.proc;
   if (p.state !== 'exited' || p.exitCode === 0) return [];
+  const t = o.step.task;
+  const staged =
+    t &&
+    sc.setup.some(
+      (s) => s.kind === 'stage' && s.jobId === o.step.jobId && s.task?.task === t.task && s.task.attempt === t.attempt,
+    );
+  if (o.step.kind === 'commit-task' && staged && /never staged/.test(String((p.error as Error)?.message)))
+    return [
+      `${p.label} '${o.step.label}' exits ${p.exitCode} saying the attempt was never staged (it was): ${firstLine(p.error)}`,
+    ];
   const e = p.error;
   const who = `${p.label} '${o.step.label}' exits ${p.exitCode}`;
   const msg = String((e as Error)?.message ?? e).split('\n')[0];

@@ -23,6 +23,8 @@ export const HADOOP_LEFTOVER = '/w/sales/_temporary';
 
 const t0: TaskDef = { task: 't0', attempt: 0, files: ['a.csv'] };
 const t0b: TaskDef = { task: 't0', attempt: 1, files: ['a.csv'] };
+/** More files staged into t0's attempt 0 (a writer adding to it). */
+const t0more: TaskDef = { task: 't0', attempt: 0, files: ['d.csv'] };
 const t1: TaskDef = { task: 't1', attempt: 0, files: ['b.csv', 'c.csv'] };
 const J = 'j1';
 const J2 = 'j2';
@@ -104,9 +106,27 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     name: 'stage / commit-task (same attempt)',
+    jobs: [job1one],
+    setup: staged(J, t0),
+    procs: [steps.stage(J, t0more), steps.commitTask(J, t0)],
+  },
+  {
+    name: 'stage / commit-job',
     jobs: [job1],
-    setup: staged(J, t1),
-    procs: [steps.stage(J, t0), steps.commitTask(J, t0)],
+    setup: committed(J, t0),
+    procs: [steps.stage(J, t1), steps.commitJob(J)],
+  },
+  {
+    name: 'stage / abort',
+    jobs: [job1],
+    setup: committed(J, t0),
+    procs: [steps.stage(J, t1), steps.abort(J)],
+  },
+  {
+    name: 'stage / recover',
+    jobs: [job1],
+    setup: committed(J, t0),
+    procs: [steps.stage(J, t1), steps.recover(J)],
   },
   {
     name: 'commit-job / commit-job',

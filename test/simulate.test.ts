@@ -27,12 +27,12 @@ after(uninstallTimers);
 
 /** Violations no known failure accounts for, each with its replay key and trace. */
 function unexplained(
-  failures: readonly { result: { violations: readonly string[]; trace: readonly string[] } }[],
+  failures: readonly { scenario: string; result: { violations: readonly string[]; trace: readonly string[] } }[],
   key: (i: number) => string,
 ): string[] {
   const out: string[] = [];
   failures.forEach((f, i) => {
-    const fresh = f.result.violations.filter((v) => !isKnown(v));
+    const fresh = f.result.violations.filter((v) => !isKnown(v, f.scenario));
     if (fresh.length)
       out.push(`${fresh.join('\n')}\nreplay: npm run simulate -- --replay '${key(i)}'\n${f.result.trace.join('\n')}`);
   });
@@ -53,7 +53,7 @@ describe('simulation: every schedule of each pair within the bound', () => {
           const r = await exhaustive(sc, kind, faults);
           t.diagnostic(`${r.schedules} schedules, ${(r.ms / 1000).toFixed(1)} s`);
           for (const f of r.failures)
-            for (const v of f.result.violations) if (isKnown(v)) t.diagnostic(`known failure: ${v}`);
+            for (const v of f.result.violations) if (isKnown(v, sc.name)) t.diagnostic(`known failure: ${v}`);
           const fresh = unexplained(r.failures, (i) => replayKey(r.failures[i]!, exhaustiveMode(faults)));
           assert.deepEqual(fresh, []);
         });
