@@ -23,7 +23,7 @@ import {
   shrink,
   type Failure,
 } from './explore.js';
-import { KNOWN_FAILURES, runKnown } from './known-failures.js';
+import { isKnown, KNOWN_FAILURES, runKnown } from './known-failures.js';
 import { CROWDS, SCENARIOS, type Scenario } from './scenarios.js';
 import { runSchedule, type Faults } from './schedule.js';
 import { installTimers } from './clock.js';
@@ -43,6 +43,7 @@ const { values } = parseArgs({
     replay: { type: 'string' },
     known: { type: 'boolean', default: false },
     quiet: { type: 'boolean', default: false },
+    'stop-first': { type: 'boolean', default: false },
   },
 });
 
@@ -100,12 +101,15 @@ async function main(): Promise<number> {
     );
     for (const sc of chosen(SCENARIOS)) {
       for (const kind of kinds) {
-        const r = await exhaustive(sc, kind, faults, limit);
+        const fresh = (vs: readonly string[]) => vs.some((v) => !isKnown(v, sc.name));
+        const r = await exhaustive(sc, kind, faults, limit, 5, fresh, values['stop-first']);
         total += r.schedules;
         const distinct = new Set(r.failures.map((f) => normalise(f.result.violations[0]!)));
         console.log(
-          `  ${sc.name.padEnd(46)} ${kind.padEnd(10)} ${String(r.schedules).padStart(7)} schedules${r.complete ? '' : ' (cut at --limit)'}  ${(r.ms / 1000).toFixed(1)}s  ${distinct.size ? `${distinct.size} failing` : 'ok'}`,
+          `  ${sc.name.padEnd(46)} ${kind.padEnd(10)} ${String(r.schedules).padStart(7)} schedules${r.complete ? '' : r.firstFailureAt ? ' (stopped at the first failure)' : ' (cut at --limit)'}  ${(r.ms / 1000).toFixed(1)}s  ${distinct.size ? `${distinct.size} failing` : 'ok'}`,
         );
+        if (r.firstFailureAt)
+          console.log(`    first failure at schedule ${r.firstFailureAt}, ${r.failures[0]!.result.actions} actions`);
         for (const f of r.failures) {
           const key = normalise(f.result.violations[0]!);
           if (!found.has(key)) found.set(key, { ...f, mode: exhaustiveMode(faults) });
