@@ -140,6 +140,18 @@ function holdsJob(files: Map<string, string>, sc: Scenario, job: string, outcome
           `${o.proc.label} '${o.step.label}' exited 0, yet its attempt was published without ${missing.join(', ')}`,
         );
     }
+    // abort --task exit 0: the attempt is not in the job; exit 4 'its files belong to the job': it is.
+    if (o.step.kind === 'abort-task' && ok(o) && published)
+      out.push(`${o.proc.label} '${o.step.label}' exited 0 (aborted), yet its attempt was published`);
+    if (
+      o.step.kind === 'abort-task' &&
+      o.proc.exitCode === 4 &&
+      /belong to the job/.test(firstLine(o.proc.error)) &&
+      !published
+    )
+      out.push(
+        `${o.proc.label} '${o.step.label}' exited 4 saying its files belong to the job, yet the job was published without them`,
+      );
     // commit-task exit 2, 3 or 4 says the attempt is not committed (or not into this job).
     if (o.step.kind === 'commit-task' && [2, 3, 4].includes(o.proc.exitCode!) && published)
       out.push(
