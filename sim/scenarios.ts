@@ -159,6 +159,12 @@ export const SCENARIOS: readonly Scenario[] = [
     procs: [steps.recover(J), steps.recover(J)],
   },
   {
+    name: 'commit-task / abort --task / recover',
+    jobs: [job1],
+    setup: [...committed(J, t1), steps.stage(J, t0)],
+    procs: [steps.commitTask(J, t0), steps.abortTask(J, t0), steps.recover(J)],
+  },
+  {
     name: 'abort --task / recover',
     jobs: [job1],
     setup: [...committed(J, t1), steps.stage(J, t0)],
