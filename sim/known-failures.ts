@@ -49,6 +49,17 @@ export const KNOWN_FAILURES: readonly KnownFailure[] = [
     key: 'exhaustive-1-0|stage / abort|filesystem||0.0.0.0.1',
     violation: /an empty dir left after recovery: \/w\/\.stagecommit(\/sales)?$/,
   },
+  {
+    title: 'a commit-task killed taking its decision back from an aborted job leaves a dir every step refuses',
+    key: 'exhaustive-1-1|commit-task / abort|filesystem||0.0.0.0.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.1',
+    violation:
+      /_job\.yaml: is missing, but the staging dir still holds a job's files \(_temporary\/0\/_(decisions|claims)\)/,
+  },
+  {
+    title: 'a commit-task killed after its job committed leaves its claim and decision where the job was',
+    key: 'exhaustive-1-1|commit-task / commit-job|filesystem||0.0.0.0.0.0.0.0.0.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.1',
+    violation: /left after recovery: \/w\/\.stagecommit\/sales\/j1\/_temporary\/0\/_(claims|decisions)\//,
+  },
 ];
 
 export function isKnown(violation: string, scenario: string): KnownFailure | undefined {

@@ -32,7 +32,7 @@ const { values } = parseArgs({
   options: {
     pair: { type: 'string' },
     store: { type: 'string' },
-    preemptions: { type: 'string', default: '2' },
+    preemptions: { type: 'string', default: '1' },
     crashes: { type: 'string', default: '1' },
     pauses: { type: 'string', default: '0' },
     limit: { type: 'string' },
@@ -101,7 +101,7 @@ async function main(): Promise<number> {
     );
     for (const sc of chosen(SCENARIOS)) {
       for (const kind of kinds) {
-        const fresh = (vs: readonly string[]) => vs.some((v) => !isKnown(v, sc.name));
+        const fresh = (vs: readonly string[]) => !vs.some((v) => isKnown(v, sc.name));
         const r = await exhaustive(sc, kind, faults, limit, 5, fresh, values['stop-first']);
         total += r.schedules;
         const distinct = new Set(r.failures.map((f) => normalise(f.result.violations[0]!)));

@@ -32,7 +32,8 @@ function unexplained(
 ): string[] {
   const out: string[] = [];
   failures.forEach((f, i) => {
-    const fresh = f.result.violations.filter((v) => !isKnown(v, f.scenario));
+    // A schedule that shows a known defect shows its other symptoms too: it is that defect's.
+    const fresh = f.result.violations.some((v) => isKnown(v, f.scenario)) ? [] : f.result.violations;
     if (fresh.length)
       out.push(`${fresh.join('\n')}\nreplay: npm run simulate -- --replay '${key(i)}'\n${f.result.trace.join('\n')}`);
   });
