@@ -74,7 +74,7 @@ async function fromLog(
   for (let i = 0; i < recent.length; i += concurrency) {
     const entries = await log.readMany(recent.slice(i, i + concurrency), concurrency).catch(() => []);
     const own = entries.find((e) => e.jobId === jobId && e.staging === stagingPath);
-    if (own) return (await log.readDone(own.number).catch(() => null)) === 'committed' ? own.atMs : null;
+    if (own) return (await log.readDone(own.number, own.jobId).catch(() => null)) === 'committed' ? own.atMs : null;
   }
   return null;
 }

@@ -59,6 +59,19 @@ export interface LogListing {
 }
 
 /**
+ * The highest number taken in the log (null: none): an entry's, or a done marker's whose entry
+ * went. A marker is made only beside its entry, so a marker alone proves its number was taken: a
+ * commit that created that number again would pass over the commit it recorded (and that commit's
+ * marker would then seem to finish this one).
+ */
+export function lastTaken(listing: Pick<LogListing, 'numbers' | 'done'>): number | null {
+  const top = listing.numbers.length ? listing.numbers[listing.numbers.length - 1]! : null;
+  let last = top;
+  for (const n of listing.done) if (last === null || n > last) last = n;
+  return last;
+}
+
+/**
  * The first path of `a` where two sets of table-relative paths overlap (one inside the other; ''
  * is the whole table), the deeper of the two, or null. Linear in both: a job of 20,000 partitions
  * checked against another's took 3.3 s per log entry as a pair-by-pair scan.
@@ -123,10 +136,10 @@ export class TableLog {
     return { numbers, done, id };
   }
 
-  /** The newest entry number (null: no entry yet) and the log's id, recorded by `stage`. */
+  /** The newest number taken (null: none yet) and the log's id, recorded by `stage`. */
   async position(): Promise<{ position: number | null; id: string | null }> {
-    const { numbers, id } = await this.list();
-    return { position: numbers.length ? numbers[numbers.length - 1]! : null, id };
+    const listing = await this.list();
+    return { position: lastTaken(listing), id: listing.id };
   }
 
   private get idPath(): string {
@@ -214,16 +227,22 @@ export class TableLog {
       throw e;
     });
     const own = entry !== null && isOwnEntry(entry, owner);
-    const outcome = own ? await this.readDone(n) : null;
+    const outcome = own ? await this.readDone(n, owner.jobId) : null;
     return { entry, own, givenUp: outcome === 'void', finished: outcome === 'committed' };
   }
 
-  async readDone(n: number): Promise<DoneOutcome | null> {
+  /**
+   * The outcome entry N's done marker records (null: none yet). `jobId`: the job entry N names; a
+   * marker naming another job is not this entry's (its own entry went, and N was made again):
+   * it is damage, never an outcome of this entry.
+   */
+  async readDone(n: number, jobId: string): Promise<DoneOutcome | null> {
     return readManifestFile(this.store, this.donePath(n), (text, file) => {
       const f = new Fields(decodeManifest(text, file), file);
       f.kind(DONE, 1);
       if (f.count('number') !== n) throw new CorruptManifestError(file, 'number', `is not ${n}, the entry it finishes`);
-      f.string('jobId');
+      const of = f.string('jobId');
+      if (of !== jobId) throw new CorruptManifestError(file, 'jobId', `is ${of}, but entry ${n} is job ${jobId}'s`);
       f.count('atMs');
       return f.oneOf('outcome', ['committed', 'void'] as const);
     }).catch(this.withAdvice);

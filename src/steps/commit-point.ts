@@ -12,6 +12,7 @@ import { isLeaseLive, readCurrentLease } from '../job/lease.js';
 import {
   describeUnit,
   isOwnEntry,
+  lastTaken,
   overlap,
   TableLog,
   type DoneOutcome,
@@ -99,7 +100,7 @@ export async function reachCommitPoint<P>(
   };
   // Done markers never change either: each is read once, and only where it decides something.
   const outcomes = new Map<number, Promise<DoneOutcome | null>>();
-  const outcome = (n: number) => outcomes.get(n) ?? outcomes.set(n, log.readDone(n)).get(n)!;
+  const outcome = (n: number) => outcomes.get(n) ?? outcomes.set(n, log.readDone(n, cache.get(n)!.jobId)).get(n)!;
   for (let round = 0; ; round++) {
     // A listing taken before this call is as good as a new one: creating the entry decides races.
     const listing = await (round === 0 && opts.firstListing ? opts.firstListing : log.list());
@@ -110,7 +111,8 @@ export async function reachCommitPoint<P>(
         `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: it is not the log the job was staged against (${listing.id === null ? 'the log has no id now: its log-id.yaml, or the whole log dir, was deleted' : 'the log dir was deleted and made again since'}), so commits made meanwhile are unknown: nothing was changed; ${restage('stage the job again')}`,
       );
     }
-    const max = numbers.length ? numbers[numbers.length - 1]! : null;
+    // A done marker whose entry went still holds its number (lastTaken): the gap below stops this job.
+    const max = lastTaken(listing);
     const since = numbers.filter((n) => pos === null || n > pos);
     if (since.length !== (max ?? -1) - (pos ?? -1)) {
       throw new ConflictError(
