@@ -44,10 +44,15 @@ export class JobGoneError extends UsageError {
   }
 }
 
-/** A plan that never became its job's commit point, and the table-log entry it names. */
+/**
+ * A plan that never became its job's commit point, and the table-log entry it names. 'superseded': made in an earlier
+ * app attempt than the job's (`appAttempt`): recover reset the job before the plan landed.
+ */
 export interface StalePlan {
-  readonly kind: 'proposal' | 'given-up';
+  readonly kind: 'proposal' | 'given-up' | 'superseded';
   readonly entry: number;
+  /** 'superseded': the app attempt the plan was made in. */
+  readonly appAttempt?: number;
   /** The plan as `_job.yaml` carried it (undefined: a `_commit.yaml`). */
   readonly carried?: string;
 }
@@ -62,7 +67,11 @@ function carriesPlan(job: JobManifest): job is JobManifest & { inlinePlan: strin
  * `_commit.yaml`, or the plan `_job.yaml` carries with 'committing'. Either is created at once
  * with the table-log entry it names. 'decided': past the commit point; a 'proposal' whose entry
  * did not land (another job took the number first, or the run was stopped between the two
- * creates); 'given-up' when its entry was given up (by recover or abort) before the plan landed.
+ * creates); 'given-up' when its entry was given up (by recover or abort) before the plan landed;
+ * 'superseded' when it was made in an earlier app attempt than the job's: its writer was stopped
+ * with both creates sent, recover took the lease over and reset the job (finding neither yet),
+ * and then both landed. The app attempt is the job's epoch: what was decided in an earlier one
+ * never counts, whatever lands when.
  * Neither of the last two was ever applied: publishing starts only once both creates are done. A
  * plan or entry that cannot be read is 'decided' here: the step that holds the lease reads it and
  * reports the damage. 'absent': the plan went meanwhile.
@@ -80,13 +89,16 @@ export async function planVerdict(
     const plan = decodeManifestLazy(data, store.toUri(inline ? layout.jobFile : layout.commitFile));
     const n = plan.logEntry;
     if (plan.jobId !== job.jobId || typeof n !== 'number') return 'decided';
-    const own = await new TableLog(store, job.targetPath).readOwn(n, { jobId: job.jobId, staging: layout.root });
     const carried = inline ? { carried: job.inlinePlan } : {};
+    const own = await new TableLog(store, job.targetPath).readOwn(n, { jobId: job.jobId, staging: layout.root });
     if (!own.own) return { kind: 'proposal', entry: n, ...carried };
     // An entry made before this job's stage is an earlier job's of this id (aborted, its id staged again).
-    return own.givenUp || (job.logPosition !== null && n <= job.logPosition)
-      ? { kind: 'given-up', entry: n, ...carried }
-      : 'decided';
+    if (own.givenUp || (job.logPosition !== null && n <= job.logPosition))
+      return { kind: 'given-up', entry: n, ...carried };
+    const made = plan.appAttempt;
+    if (typeof made === 'number' && made < job.appAttempt)
+      return { kind: 'superseded', entry: n, appAttempt: made, ...carried };
+    return 'decided';
   } catch {
     return 'decided';
   }

@@ -84,7 +84,7 @@ async function refuseApplied(env: StepEnv, { job, layout }: OpenJob, stale: Stal
   throw new CorruptManifestError(
     env.store.toUri(layout.jobFile),
     'plan',
-    `names table-log entry ${stale.entry}, which ${stale.kind === 'given-up' ? 'was given up' : "is not this job's (lost, or taken by another job)"}, but the plan was partly applied: rolling it forward could undo newer commits, and planning again would take what it published for old data; nothing was changed: restore the log, or check the target by hand against the plan and then abort the job`,
+    `names table-log entry ${stale.entry}, which ${stale.kind === 'given-up' ? 'was given up' : stale.kind === 'superseded' ? `was made in app attempt ${stale.appAttempt}, before recover reset the job` : "is not this job's (lost, or taken by another job)"}, but the plan was partly applied: rolling it forward could undo newer commits, and planning again would take what it published for old data; nothing was changed: restore the log, or check the target by hand against the plan and then abort the job`,
   );
 }
 
@@ -93,7 +93,9 @@ async function dropStalePlan(env: StepEnv, open: OpenJob, stale: StalePlan): Pro
   const why =
     stale.kind === 'given-up'
       ? 'which was given up (by recover or abort) before the plan landed'
-      : "which is not this job's (the run that wrote the plan lost that number to another job, or was stopped before it made the entry)";
+      : stale.kind === 'superseded'
+        ? `and was made in app attempt ${stale.appAttempt}: recover reset the job to app attempt ${open.job.appAttempt} before the plan landed`
+        : "which is not this job's (the run that wrote the plan lost that number to another job, or was stopped before it made the entry)";
   const where =
     stale.carried !== undefined
       ? `${env.store.toUri(layout.jobFile)} carries a commit plan that`
