@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { posix } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { encodeLease } from '../src/job/lease.js';
 import { describe, test } from 'node:test';
 import { InjectedFault, StageCommitError } from '../src/errors.js';
 import { JobLayout } from '../src/job/layout.js';
@@ -289,20 +290,26 @@ for (const fx of storeFixtures()) {
       );
     });
 
-    test('an empty lease file blocks only until the lease TTL, then is taken over', async () => {
+    test('an empty lease file is watched: filled in meanwhile it blocks (exit 4), left empty for the TTL it is taken over', async () => {
       const target = posix.join(dir(), 't');
       const staging = await ready(target, job('E', 'create'), [{ task: '0', partition: ['dt=1'], files: { f: 'f' } }]);
-      await sb.store.writeFile(posix.join(staging, '_lease.0.yaml'), '');
+      const file = posix.join(staging, '_lease.0.yaml');
+      await sb.store.writeFile(file, '');
       // A TTL long enough that the commit's own renewals land in time on a loaded machine.
-      const ttl = { leaseTtlMs: 10_000 };
+      const ttl = { leaseTtlMs: 3000 };
+      const blocked = commitJob(testEnv(sb.store, undefined, ttl), { stagingPath: staging });
+      await sleep(500);
+      const at = Date.now();
+      const holder = { op: 'recover', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: at };
+      await sb.store.writeFile(file, encodeLease({ ...holder, expiresAtMs: at + 3000, ttlMs: 3000, renewal: 0 }));
       await assert.rejects(
-        commitJob(testEnv(sb.store, undefined, ttl), { stagingPath: staging }),
-        (e: StageCommitError) => e.exitCode === 4 && /being written/.test(e.message),
+        blocked,
+        (e: StageCommitError) => e.exitCode === 4 && /locked: recover by someone on other-host/.test(e.message),
       );
-      // A driver whose clock reads past the TTL (an empty lease is dated by its file's time; S3 keeps whole seconds).
-      await commitJob(testEnv(sb.store, undefined, { ...ttl, now: () => Date.now() + 11_600 }), {
-        stagingPath: staging,
-      });
+      await sb.store.writeFile(file, '');
+      const started = Date.now();
+      await commitJob(testEnv(sb.store, undefined, ttl), { stagingPath: staging });
+      assert.ok(Date.now() - started >= 3000, 'taken over once unchanged for the TTL');
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'f' });
     });
 

@@ -5,8 +5,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
-import { ConflictError, InjectedFault } from '../src/errors.js';
-import { commitLogDir } from '../src/job/layout.js';
+import { ConflictError, InjectedFault, StoreError } from '../src/errors.js';
+import { commitLogDir, JobLayout } from '../src/job/layout.js';
+import { encodeLease, Lease, readCurrentLease } from '../src/job/lease.js';
+import { cleanOrphans } from '../src/steps/clean-orphans.js';
 import type { MutatingOp } from '../src/store/types.js';
 import { recover } from '../src/steps/recover.js';
 import { status } from '../src/steps/status.js';
@@ -17,6 +19,9 @@ import { data, readTree } from '../testing/tree.js';
 
 /** A pid no process has: the holder of a lease with it on this host is known dead. */
 const DEAD_PID = 2 ** 22 + 12345;
+
+/** Ten minutes ahead: the skew of the attack this suite repeats. */
+const AHEAD_MS = 10 * 60_000;
 
 const rejection = (p: Promise<unknown>): Promise<unknown> =>
   p.then(
@@ -107,6 +112,118 @@ for (const fx of storeFixtures()) {
         warnings.join('\n'),
       );
       assert.equal(await sb.store.stat(staging), null, 'the staging dir went');
+    });
+
+    test('a live holder keeps its lease against a recover or commit-job whose clock is 10 minutes ahead (exit 4)', async () => {
+      const target = posix.join(dir(), 'sales');
+      const staging = await readyJob(sb.store, target, jobScenario('skew', 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { a: 'a' } },
+      ]);
+      const layout = new JobLayout(staging);
+      const ttl = { leaseTtlMs: 1500 };
+      const holder = await Lease.acquire(
+        sb.store,
+        layout,
+        testEnv(sb.store, undefined, { ...ttl, host: 'host-a' }),
+        'commit-job',
+      );
+      try {
+        const ahead = testEnv(sb.store, undefined, { ...ttl, host: 'host-b', now: () => Date.now() + AHEAD_MS });
+        for (const [step, run] of [
+          ['recover', () => recover(ahead, { stagingPath: staging })],
+          ['commit-job', () => libCommitJob(ahead, staging)],
+        ] as const) {
+          const err = await rejection(run());
+          assert.ok(err instanceof ConflictError, `${step}: exit 4, not: ${String(err)}`);
+          assert.match((err as Error).message, /is locked: commit-job by tester on host-a/);
+          assert.equal((await readCurrentLease(sb.store, layout))?.path, holder.path, `${step} left the lease alone`);
+          assert.doesNotThrow(() => holder.admit(layout.jobFile), 'the holder goes on');
+        }
+        assert.deepEqual(await readTree(sb.store, target), {}, 'nothing published');
+      } finally {
+        await holder.release();
+      }
+    });
+
+    test('a holder whose lease a successor took learns it at its next renewal and stops writing, saying so', async () => {
+      const staging = await readyJob(sb.store, posix.join(dir(), 'sales'), jobScenario('lost', 'create'), []);
+      const layout = new JobLayout(staging);
+      const holder = await Lease.acquire(
+        sb.store,
+        layout,
+        testEnv(sb.store, undefined, { leaseTtlMs: 1500, host: 'host-a' }),
+        'commit-job',
+      );
+      // A successor (its holder judged this one expired) takes the next generation and removes this one's file.
+      const successor = encodeLease({
+        op: 'recover',
+        owner: 'tester',
+        host: 'host-b',
+        pid: 7,
+        acquiredAtMs: Date.now(),
+        expiresAtMs: Date.now() + 60_000,
+        ttlMs: 60_000,
+        renewal: 0,
+      });
+      await sb.store.writeFile(posix.join(staging, '_lease.1.yaml'), successor);
+      await sb.store.delete(holder.path, false);
+      await until('the holder stops', async () => {
+        try {
+          holder.admit(layout.jobFile);
+          return false;
+        } catch (e) {
+          assert.ok(e instanceof StoreError, String(e));
+          assert.match(
+            e.message,
+            /recover by tester on host-b \(pid 7, .*\) took the job over: this process lost the job's lease .* and stops changing the job now/,
+          );
+          return true;
+        }
+      });
+      await holder.release();
+      assert.equal(await sb.store.stat(holder.path), null, 'its renewal did not bring back the file it lost');
+      assert.equal((await sb.store.readFile(posix.join(staging, '_lease.1.yaml')))?.toString(), successor);
+    });
+
+    test('a killed holder whose clock was 10 minutes ahead locks the job for its TTL of the next step, not 10 minutes', async () => {
+      const target = posix.join(dir(), 'sales');
+      const staging = await readyJob(sb.store, target, jobScenario('ahead', 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { a: 'a' } },
+      ]);
+      const at = Date.now() + AHEAD_MS;
+      const lease = { op: 'commit-job', owner: 'tester', host: 'host-c', pid: 7, acquiredAtMs: at };
+      await sb.store.writeFile(
+        posix.join(staging, '_lease.0.yaml'),
+        encodeLease({ ...lease, expiresAtMs: at + 1500, ttlMs: 1500, renewal: 3 }),
+      );
+      const started = Date.now();
+      const r = await recover(testEnv(sb.store, undefined, { leaseTtlMs: 1500 }), { stagingPath: staging });
+      const took = Date.now() - started;
+      assert.equal(r.state, 'staged');
+      assert.ok(took >= 1500 && took < 10_000, `taken over after ${took} ms`);
+      await libCommitJob(testEnv(sb.store), staging);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a' });
+    });
+
+    test('clean-orphans --delete under a clock two days ahead keeps a job staged seconds before', async () => {
+      const root = dir();
+      const staging = await readyJob(sb.store, posix.join(root, 'sales'), jobScenario('young', 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { a: 'a' } },
+      ]);
+      const ahead = testEnv(sb.store, undefined, { now: () => Date.now() + 2 * 24 * 3600_000 });
+      const r = await cleanOrphans(ahead, { roots: [root], olderThanMs: 24 * 3600_000, delete: true });
+      assert.deepEqual(
+        r.leftovers.map((l) => [l.jobId, l.action]),
+        [['young', 'skipped']],
+      );
+      assert.match(r.leftovers[0]!.reason!, /newer than --older-than/);
+      assert.ok(r.leftovers[0]!.ageSeconds < 600, `aged ${r.leftovers[0]!.ageSeconds} s by the store's clock`);
+      assert.ok(await sb.store.stat(posix.join(staging, '_job.yaml')), 'the job is still staged');
+      assert.deepEqual(
+        (await sb.store.list(root)).map((e) => e.name).filter((n) => n.startsWith('.stagecommit-tmp-')),
+        [],
+        'no probe left',
+      );
     });
   });
 }

@@ -7,7 +7,8 @@ import { posix } from 'node:path';
 import os from 'node:os';
 import { BIN, cli, cliEnv, ok, spawnCli, until } from '../testing/cli.js';
 import { spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import {
   driverDied,
   INLINE_PLAN,
@@ -346,7 +347,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'first' });
     });
 
-    test('two commit-job on one job at once: one proceeds, the other exits 4 naming the holder', async () => {
+    test('two commit-job on one job at once: one proceeds, the other sees its lease renewed and exits 4 naming it', async () => {
       const target = posix.join(dir(), 't');
       const tasks = Array.from({ length: 4 }, (_, i) => ({
         task: String(i),
@@ -354,8 +355,14 @@ for (const fx of storeFixtures()) {
         files: { f: String(i) },
       }));
       const job = await prepare(sb, { target, partitionBy: 'dt' }, tasks);
-      const slow = spawnCli(['commit-job', '--job', job], { env: { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '150' } });
-      // Barrier: the first holds the lease (its file has its bytes), and is stopped while the second runs.
+      // A 6 s lease (renewed every 2 s, each renewal delayed 400 ms like every change), from the user's config layer:
+      // the second sees a renewal within two seconds.
+      const home = await mkdtemp(path.join(os.tmpdir(), 'sc-ttl-'));
+      await mkdir(path.join(home, 'stagecommit'));
+      await writeFile(path.join(home, 'stagecommit', 'config.yaml'), 'leaseTtlSeconds: 6\n');
+      const env = { ...sb.env, XDG_CONFIG_HOME: home };
+      const slow = spawnCli(['commit-job', '--job', job], { env: { ...env, STAGECOMMIT_TEST_DELAY_MS: '400' } });
+      // Barrier: the first holds the lease (its file has its bytes).
       const staging = sb.pathOf(job);
       const leaseHeld = async () => {
         for (const e of await sb.store.list(staging))
@@ -363,14 +370,9 @@ for (const fx of storeFixtures()) {
         return false;
       };
       await until('the first commit-job holds the lease', leaseHeld);
-      slow.child.kill('SIGSTOP');
-      let second;
-      try {
-        second = await cli(['commit-job', '--job', job], { env: sb.env });
-      } finally {
-        slow.child.kill('SIGCONT');
-      }
+      const second = await cli(['commit-job', '--job', job], { env });
       const first = await slow.result;
+      await rm(home, { recursive: true, force: true });
       assert.equal(first.code, 0, first.stderr);
       assert.equal(second.code, 4, second.stderr);
       assert.match(second.stderr, /is locked: commit-job by .* on .* \(pid \d+/);
@@ -658,17 +660,15 @@ for (const fx of storeFixtures()) {
 
     test("an abort removing commit-job's lease file as it is taken: taken afresh, exit 4 naming the abort", async () => {
       const { target, stagingPath, layout } = await lateTaskJob('h');
+      let holder: Lease | undefined;
       const racing = racingForLease(async (p) => {
         // The abort took the lease and began removing the tree: our lease's temporary file went first.
-        const holder = encodeLease({
-          op: 'abort',
-          owner: 'someone',
-          host: 'other-host',
-          pid: 1,
-          acquiredAtMs: Date.now(),
-          expiresAtMs: Date.now() + 3_600_000,
-        });
-        await sb.store.writeFile(posix.join(layout.root, '_lease.0.yaml'), holder);
+        holder = await Lease.acquire(
+          sb.store,
+          layout,
+          testEnv(sb.store, undefined, { user: 'someone', host: 'other-host', pid: 1, leaseTtlMs: 1500 }),
+          'abort',
+        );
         throw new StoreError(
           'not-found',
           'createExclusive',
@@ -680,6 +680,7 @@ for (const fx of storeFixtures()) {
         () => null,
         (e: unknown) => e,
       );
+      await holder?.release();
       assert.ok(racing.raced(), 'the lease was raced');
       assert.ok(error instanceof ConflictError, `exit 4, not: ${String(error)}`);
       assert.match((error as Error).message, /is locked: abort by someone on other-host/);
@@ -1916,17 +1917,20 @@ for (const fx of storeFixtures()) {
       );
     });
 
-    test('a lease held by a live process blocks; an expired one, or a dead pid on this host, is taken over', async () => {
+    test('a lease renewed by a live process blocks; one unchanged for its TTL, or a dead pid on this host, is taken over', async () => {
       const target = posix.join(dir(), 't');
       const job = await prepare(sb, { target }, [{ task: '0', files: { a: 'a' } }]);
       const layout = new JobLayout(sb.pathOf(job));
       const lease = (host: string, pid: number, expiresAtMs: number) =>
-        encodeLease({ op: 'commit-job', owner: 'someone', host, pid, acquiredAtMs: 0, expiresAtMs });
-      await sb.store.writeFile(
-        posix.join(layout.root, '_lease.0.yaml'),
-        lease('other-host', 1, Date.now() + 3_600_000),
+        encodeLease({ op: 'commit-job', owner: 'someone', host, pid, acquiredAtMs: 0, expiresAtMs, ttlMs: 1500 });
+      const holder = await Lease.acquire(
+        sb.store,
+        layout,
+        testEnv(sb.store, undefined, { user: 'someone', host: 'other-host', pid: 1, leaseTtlMs: 1500 }),
+        'commit-job',
       );
       const blocked = await cli(['abort', '--job', job], { env: sb.env });
+      await holder.release();
       assert.equal(blocked.code, 4);
       assert.match(blocked.stderr, /locked: commit-job by someone on other-host/);
       await sb.store.writeFile(
@@ -1935,7 +1939,11 @@ for (const fx of storeFixtures()) {
       );
       const st = JSON.parse(await ok(['status', '--job', job, '--json'], { env: sb.env }));
       assert.equal(st.lease.alive, false);
-      await sb.store.writeFile(posix.join(layout.root, '_lease.0.yaml'), lease('other-host', 1, Date.now() - 1000));
+      // Its holder's clock says it runs for an hour more; it is never renewed.
+      await sb.store.writeFile(
+        posix.join(layout.root, '_lease.0.yaml'),
+        lease('other-host', 1, Date.now() + 3_600_000),
+      );
       const c = await commitJob(sb, job);
       assert.equal(c.code, 0, c.stderr);
       assert.deepEqual(data(await readTree(sb.store, target)), { a: 'a' });
@@ -1946,21 +1954,25 @@ for (const fx of storeFixtures()) {
       const target = posix.join(dir(), 't');
       const job = await prepare(sb, { target }, [{ task: '0', files: { a: 'a' } }]);
       const layout = new JobLayout(sb.pathOf(job));
-      const holder = encodeLease({
-        op: 'recover',
-        owner: 'someone',
-        host: 'other-host',
-        pid: 1,
-        acquiredAtMs: 0,
-        expiresAtMs: Date.now() + 3_600_000,
-      });
-      await sb.store.writeFile(posix.join(layout.root, '_lease.3.yaml'), holder);
-      for (const step of ['commit-job', 'abort', 'recover']) {
-        const r = await cli([step, '--job', job], { env: sb.env });
-        assert.equal(r.code, 4, `${step}: ${r.stderr}`);
-        assert.match(r.stderr, /locked: recover by someone on other-host/);
-        const leases = (await sb.store.list(layout.root)).map((e) => e.name).filter((n) => n.startsWith('_lease.'));
-        assert.deepEqual(leases, ['_lease.3.yaml'], `${step} left only the holder's lease`);
+      // A dead holder of generation 2 on this host, taken over by a live one on another host: generation 3.
+      const dead = { op: 'recover', owner: 'someone', host: os.hostname(), pid: 2 ** 22 + 12345, acquiredAtMs: 0 };
+      await sb.store.writeFile(posix.join(layout.root, '_lease.2.yaml'), encodeLease({ ...dead, expiresAtMs: 0 }));
+      const holder = await Lease.acquire(
+        sb.store,
+        layout,
+        testEnv(sb.store, undefined, { user: 'someone', host: 'other-host', pid: 1, leaseTtlMs: 1500 }),
+        'recover',
+      );
+      try {
+        for (const step of ['commit-job', 'abort', 'recover']) {
+          const r = await cli([step, '--job', job], { env: sb.env });
+          assert.equal(r.code, 4, `${step}: ${r.stderr}`);
+          assert.match(r.stderr, /locked: recover by someone on other-host/);
+          const leases = (await sb.store.list(layout.root)).map((e) => e.name).filter((n) => n.startsWith('_lease.'));
+          assert.deepEqual(leases, ['_lease.3.yaml'], `${step} left only the holder's lease`);
+        }
+      } finally {
+        await holder.release();
       }
       assert.deepEqual(data(await readTree(sb.store, target)), {});
     });

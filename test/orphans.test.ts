@@ -11,7 +11,8 @@ import { storeFixtures, type StoreSandbox } from '../testing/stores.js';
 import { readTree, writeTree, type Tree } from '../testing/tree.js';
 import { cleanOrphans, kindByName } from '../src/steps/clean-orphans.js';
 import { parseDuration } from '../src/api/clean-orphans.js';
-import { encodeLease } from '../src/job/lease.js';
+import { encodeLease, Lease } from '../src/job/lease.js';
+import { JobLayout } from '../src/job/layout.js';
 import { unreliable } from '../src/store/instrumented.js';
 import { InjectedFault, StoreError } from '../src/errors.js';
 import { killed } from '../testing/crash-points.js';
@@ -257,20 +258,35 @@ for (const fx of storeFixtures()) {
       if (sb.store.listUploads) assert.deepEqual(await sb.store.listUploads(root), []);
     });
 
-    // Listed as a stagecommit leftover; one --delete removes it once the holders are gone.
-    test('a handle of only lease files that killed steps left: a leftover with no job, removed once holders go', async () => {
+    // Listed as a stagecommit leftover; one --delete removes it once unchanged past the holders' TTL.
+    test('a handle of only lease files that killed steps left: a leftover with no job, removed once stale', async () => {
       const strayRoot = posix.join(sb.base, 'stray');
-      const lease = (expiresAtMs: number) =>
-        encodeLease({ op: 'commit-job', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: 0, expiresAtMs });
+      // Their holders' clocks say they run for an hour more: never renewed, they are dead after their 1 s TTL.
+      const lease = () =>
+        encodeLease({
+          op: 'commit-job',
+          owner: 'someone',
+          host: 'other-host',
+          pid: 1,
+          acquiredAtMs: 0,
+          expiresAtMs: Date.now() + 3_600_000,
+          ttlMs: 1000,
+        });
       const dead = posix.join(strayRoot, '.stagecommit', 'sales', 'gone-job');
       const held = posix.join(strayRoot, '.stagecommit', 'sales', 'held-job');
-      await sb.store.writeFile(posix.join(dead, '_lease.0.yaml'), lease(Date.now() - 1000));
+      await sb.store.writeFile(posix.join(dead, '_lease.0.yaml'), lease());
       // An older generation beside it (one run was refused two removals apart).
-      await sb.store.writeFile(posix.join(dead, '_lease.1.yaml'), lease(Date.now() - 500));
-      await sb.store.writeFile(posix.join(held, '_lease.0.yaml'), lease(Date.now() + 3_600_000));
+      await sb.store.writeFile(posix.join(dead, '_lease.1.yaml'), lease());
       // Look-alikes that are anyone's data: a partition holding only a file of a lease's name.
       await writeTree(sb.store, strayRoot, { 'sales/dt=1/part-0': 'data' });
-      await sb.store.writeFile(posix.join(strayRoot, 'sales', 'dt=2', '_lease.1.yaml'), lease(Date.now() - 1000));
+      await sb.store.writeFile(posix.join(strayRoot, 'sales', 'dt=2', '_lease.1.yaml'), lease());
+      await sleep(2100); // S3 dates in whole seconds
+      const holder = await Lease.acquire(
+        sb.store,
+        new JobLayout(held),
+        testEnv(sb.store, undefined, { user: 'someone', host: 'other-host', pid: 1, leaseTtlMs: 3000 }),
+        'commit-job',
+      );
       const listed = (r: { stdout: string }) =>
         JSON.parse(r.stdout).leftovers.map(
           (l: { path: string; kind: string; jobState?: string; action: string; reason?: string }) => [
@@ -290,7 +306,7 @@ for (const fx of storeFixtures()) {
           'stagecommit',
           'no job: a lease file left behind',
           'skipped',
-          'a live process holds its lease',
+          'a live process may hold its lease (renewed within its TTL)',
         ],
       ]);
       const del = await cli(['clean-orphans', sb.uri(strayRoot), '--older-than', '0s', '--delete', '--json'], {
@@ -306,6 +322,7 @@ for (const fx of storeFixtures()) {
         'sales/dt=1/part-0',
         'sales/dt=2/_lease.1.yaml',
       ]);
+      await holder.release();
     });
 
     test('uploads never completed: listed as multipart-upload, aborted with --delete, and by a job abort', async (t) => {

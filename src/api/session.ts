@@ -79,6 +79,7 @@ export class Session {
       host: os.hostname(),
       pid: process.pid,
       now: () => Date.now(),
+      monotonicNow: () => performance.now(),
       concurrency: concurrency ?? this.init.config.concurrency,
       leaseTtlMs: this.init.config.leaseTtlSeconds * 1000,
       isPidAlive: isPidAliveLocal,

@@ -1,9 +1,20 @@
 // The job lease: one driver of commit-job / abort / recover at a time (protocol.md §5.6, §10).
 // Leases are generations `_lease.<n>.yaml` created exclusively, so taking over a dead
 // holder's lease is itself arbitrated by create-if-absent.
+//
+// The clock rule: no decision compares two hosts' clocks. A holder renews its file (a new
+// `renewal` count) every third of its TTL and stops changing the job once a quarter of the TTL,
+// on its own clock since its last renewal was sent, is all that is surely left. An observer
+// judges the lease expired only by its own elapsed time: it notes the file's bytes when it first
+// sees them and takes the lease over once they have not changed for the holder's TTL (LeaseWatch),
+// as HDFS's NameNode and ZooKeeper's leader time leases on their own clocks. The times in the
+// file are for people to read. Only a holder on this host whose pid is gone is known dead at once.
+// A holder reads its file before each renewal: a successor's generation means it lost the job,
+// and it stops (the renewal is not sent: it would write a file the successor replaced).
 
 import { setMaxListeners } from 'node:events';
 import { posix } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ConflictError, CorruptManifestError, StoreError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
 import type { StoreFence } from '../store/fence.js';
@@ -17,7 +28,12 @@ export interface LeaseRecord {
   readonly host: string;
   readonly pid: number;
   readonly acquiredAtMs: number;
+  /** The holder's own clock: for people to read, never compared with another clock. */
   readonly expiresAtMs: number;
+  /** How long the holder lets go without a renewal (absent: written before leases said). */
+  readonly ttlMs?: number;
+  /** Renewals written so far: each one changes the file, whatever the holder's clock says. */
+  readonly renewal?: number;
 }
 
 /**
@@ -36,6 +52,8 @@ export interface LeaseClock {
   readonly host: string;
   readonly pid: number;
   readonly now: () => number;
+  /** This process's elapsed time (monotonic), which judges leases; `now` when not given. */
+  readonly monotonicNow?: () => number;
   readonly leaseTtlMs: number;
   readonly isPidAlive: (pid: number) => boolean;
   readonly emit: (e: { type: 'warn'; message: string }) => void;
@@ -46,8 +64,8 @@ export interface CurrentLease {
   readonly path: string;
   /** null: the file is still empty (a create whose bytes have not arrived). */
   readonly record: LeaseRecord | null;
-  /** When an empty lease file was made: empty past the TTL is dead (protocol.md §5.13). */
-  readonly emptySinceMs?: number;
+  /** The file as read (its generation and bytes): a renewal, or a new holder, changes it. */
+  readonly stamp: string;
 }
 
 const KIND = 'stagecommit/lease';
@@ -59,6 +77,8 @@ export function encodeLease(r: LeaseRecord): string {
 function decodeLease(text: string | Buffer, file: string): LeaseRecord {
   const f = new Fields(decodeManifest(text, file), file);
   f.kind(KIND, 1);
+  // Leases written before the clock rule lack the last two: the observer's own TTL stands in.
+  const since = (field: string) => (Object.hasOwn(f.doc, field) ? { [field]: f.count(field) } : {});
   return {
     op: f.string('op'),
     owner: f.string('owner'),
@@ -66,13 +86,28 @@ function decodeLease(text: string | Buffer, file: string): LeaseRecord {
     pid: f.count('pid'),
     acquiredAtMs: f.count('acquiredAtMs'),
     expiresAtMs: (f.string('expiresAt'), f.count('expiresAtMs')),
+    ...since('ttlMs'),
+    ...since('renewal'),
   };
 }
 
 function newRecord(env: LeaseClock, op: string): LeaseRecord {
   const now = env.now();
-  return { op, owner: env.user, host: env.host, pid: env.pid, acquiredAtMs: now, expiresAtMs: now + env.leaseTtlMs };
+  const ttlMs = env.leaseTtlMs;
+  return {
+    op,
+    owner: env.user,
+    host: env.host,
+    pid: env.pid,
+    acquiredAtMs: now,
+    expiresAtMs: now + ttlMs,
+    ttlMs,
+    renewal: 0,
+  };
 }
+
+/** This process's elapsed time, which alone judges a lease. */
+const elapsed = (env: Pick<LeaseClock, 'now' | 'monotonicNow'>): number => (env.monotonicNow ?? env.now)();
 
 /** Whether a listed lease is the file `path` with `record` as this process wrote it. */
 function isWrittenBy(c: CurrentLease | null, path: string, record: LeaseRecord): boolean {
@@ -85,7 +120,7 @@ function isWrittenBy(c: CurrentLease | null, path: string, record: LeaseRecord):
 const leaseName = (gen: number): string => `${LEASE_PREFIX}${gen}.yaml`;
 
 /** The newest lease generation in a staging dir, if any. */
-export async function readCurrentLease(store: Store, layout: JobLayout): Promise<CurrentLease | null> {
+export async function readCurrentLease(store: Store, layout: Pick<JobLayout, 'root'>): Promise<CurrentLease | null> {
   for (;;) {
     let best: { gen: number; path: string } | null = null;
     for (const e of await store.list(layout.root)) {
@@ -98,10 +133,8 @@ export async function readCurrentLease(store: Store, layout: JobLayout): Promise
     const lease = await readManifestFile<CurrentLease>(
       store,
       found.path,
-      (text) => ({ ...found, record: decodeLease(text, file) }),
-      {
-        onEmpty: async () => ({ ...found, record: null, emptySinceMs: (await store.stat(found.path))?.mtimeMs ?? 0 }),
-      },
+      (text) => ({ ...found, record: decodeLease(text, file), stamp: `${found.path}\n${text.toString('utf8')}` }),
+      { onEmpty: async () => ({ ...found, record: null, stamp: `${found.path}\n` }) },
     ).catch((e: unknown) => {
       throw holderUnreadable(e, file);
     });
@@ -129,14 +162,79 @@ export function processGone(
   return who.host === env.host && !env.isPidAlive(who.pid);
 }
 
-export function isLeaseLive(
-  lease: Pick<CurrentLease, 'record' | 'emptySinceMs'>,
-  env: Pick<LeaseClock, 'now' | 'host' | 'isPidAlive' | 'leaseTtlMs'>,
+/**
+ * What one look at a lease tells: its holder is known dead only when it ran on this host and its
+ * pid is gone. Anything else may be live: only watching it unchanged for its TTL tells (LeaseWatch).
+ */
+export function holderKnownDead(
+  lease: Pick<CurrentLease, 'record'>,
+  env: Pick<LeaseClock, 'host' | 'isPidAlive'>,
 ): boolean {
-  const r = lease.record;
-  if (r === null) return env.now() - (lease.emptySinceMs ?? 0) < env.leaseTtlMs;
-  if (r.expiresAtMs <= env.now()) return false;
-  return !processGone(r, env);
+  return lease.record !== null && processGone(lease.record, env);
+}
+
+/** How long a lease may go unchanged while its holder lives: the holder's own TTL, as it wrote it. */
+export function leaseTtl(lease: Pick<CurrentLease, 'record'>, env: Pick<LeaseClock, 'leaseTtlMs'>): number {
+  return lease.record?.ttlMs ?? env.leaseTtlMs;
+}
+
+/**
+ * An observer's view of one job's lease over time, on its own elapsed time only: when it first
+ * saw the lease as it is now. A lease seen unchanged for its TTL is expired: its holder has sent
+ * no renewal that landed for that long, and stopped changing the job a quarter of it before.
+ */
+export class LeaseWatch {
+  private seen: { stamp: string; atMs: number } | null = null;
+  constructor(private readonly env: Pick<LeaseClock, 'now' | 'monotonicNow' | 'host' | 'isPidAlive' | 'leaseTtlMs'>) {}
+
+  /** Notes `lease` as just read; whether its holder is dead: known dead, or unchanged for its TTL. */
+  expired(lease: CurrentLease): boolean {
+    if (holderKnownDead(lease, this.env)) return true;
+    const now = elapsed(this.env);
+    if (this.seen?.stamp !== lease.stamp) {
+      this.seen = { stamp: lease.stamp, atMs: now };
+      return false;
+    }
+    return now - this.seen.atMs >= leaseTtl(lease, this.env);
+  }
+
+  /** How long, of this process's time, the lease has been seen unchanged. */
+  unchangedForMs(): number {
+    return this.seen ? elapsed(this.env) - this.seen.atMs : 0;
+  }
+}
+
+/** What watching a lease until it expires or changes found. */
+export type Watched =
+  | { readonly outcome: 'expired'; readonly lease: CurrentLease }
+  | { readonly outcome: 'changed'; readonly lease: CurrentLease }
+  | { readonly outcome: 'gone' };
+
+/**
+ * Watches the lease `first` until it changes (renewed, or taken by another: its holder lives), goes
+ * (released), or stays unchanged for its TTL of this process's own time (expired). A holder that
+ * renews is seen renewing within a third of its TTL.
+ */
+export async function watchLease(
+  store: Store,
+  layout: Pick<JobLayout, 'root'>,
+  env: LeaseClock,
+  first: CurrentLease,
+): Promise<Watched> {
+  const watch = new LeaseWatch(env);
+  watch.expired(first);
+  const ttl = leaseTtl(first, env);
+  env.emit({
+    type: 'warn',
+    message: `waiting for the lease of ${describeHolder(first.record)}: it is taken over if it is not renewed within ${Math.round(ttl / 1000)} s`,
+  });
+  for (;;) {
+    await sleep(Math.max(20, Math.min(2000, Math.floor(ttl / 12))));
+    const now = await readCurrentLease(store, layout);
+    if (now === null) return { outcome: 'gone' };
+    if (now.stamp !== first.stamp && !holderKnownDead(now, env)) return { outcome: 'changed', lease: now };
+    if (watch.expired(now)) return { outcome: 'expired', lease: now };
+  }
 }
 
 export function describeHolder(r: LeaseRecord | null): string {
@@ -148,9 +246,14 @@ export class Lease implements StoreFence {
   private timer: NodeJS.Timeout | undefined;
   private renewing: Promise<void> | undefined;
   private released = false;
-  /** Until when the lease is surely ours: the expiry of the last record the store took. */
+  /**
+   * Until when the lease is surely ours, on this process's elapsed time: its TTL after the last
+   * renewal the store took was sent (an observer saw it no earlier, and waits a TTL from then).
+   */
   private confirmedUntilMs: number;
   private lastFailure: string | undefined;
+  /** Who took the job over, as a renewal found (its lease file is a successor's generation, or gone). */
+  private takenBy: string | undefined;
   /** Set for good once the lease may have lapsed: no renewal landing later brings it back. */
   private lost = false;
   /** Aborted when the lease is lost: the requests in flight are cut off (admit). */
@@ -163,8 +266,9 @@ export class Lease implements StoreFence {
     readonly path: string,
     private record: LeaseRecord,
     private readonly env: LeaseClock,
+    sentAtMs: number,
   ) {
-    this.confirmedUntilMs = record.expiresAtMs;
+    this.confirmedUntilMs = sentAtMs + env.leaseTtlMs;
     setMaxListeners(0, this.cut.signal); // every request in flight listens to it
   }
 
@@ -186,7 +290,14 @@ export class Lease implements StoreFence {
   }
 
   private lapse(): StoreError {
-    const left = this.confirmedUntilMs - this.env.now();
+    if (this.takenBy !== undefined)
+      return new StoreError(
+        'io',
+        'renew lease',
+        [this.store.toUri(this.path)],
+        `${this.takenBy}: this process lost the job's lease (no renewal of it landed for its TTL: the process was stopped, or the store held its requests) and stops changing the job now`,
+      );
+    const left = this.confirmedUntilMs - elapsed(this.env);
     const seconds = (ms: number) => (ms >= 10_000 ? String(Math.round(ms / 1000)) : (ms / 1000).toFixed(1));
     // A process stopped (SIGSTOP, a paused VM) wakes up past the point: it says so, not "0 s before".
     const when =
@@ -216,12 +327,13 @@ export class Lease implements StoreFence {
     tryCreate: boolean,
   ): Promise<FirstLook> {
     const record = newRecord(env, op);
+    const sentAt = elapsed(env);
     const path = posix.join(layout.root, leaseName(0));
     const [listing, made] = await Promise.allSettled([
       readCurrentLease(store, layout),
       tryCreate && store.createExclusive(path, encodeLease(record)),
     ]);
-    const mine = made.status === 'fulfilled' && made.value ? new Lease(store, path, record, env) : null;
+    const mine = made.status === 'fulfilled' && made.value ? new Lease(store, path, record, env, sentAt) : null;
     if (listing.status === 'rejected') {
       await mine?.release();
       throw listing.reason;
@@ -248,18 +360,20 @@ export class Lease implements StoreFence {
     op: string,
     current?: CurrentLease | null,
   ): Promise<Lease> {
-    const record = newRecord(env, op);
     if (current === undefined) current = await readCurrentLease(store, layout);
-    let gen = 0;
-    if (current) {
-      const mine = current.record?.host === env.host && current.record.pid === env.pid;
-      if (!mine && isLeaseLive(current, env)) {
+    const mine = current?.record?.host === env.host && current.record.pid === env.pid;
+    if (current && !mine && !holderKnownDead(current, env)) {
+      // Only this process's own time tells a holder that stopped renewing from one that lives.
+      const seen = await watchLease(store, layout, env, current);
+      if (seen.outcome === 'changed')
         throw new ConflictError(
-          `job ${store.toUri(layout.root)} is locked: ${describeHolder(current.record)}; wait for it to finish`,
+          `job ${store.toUri(layout.root)} is locked: ${describeHolder(seen.lease.record)}; wait for it to finish`,
         );
-      }
-      gen = current.gen + 1;
+      current = seen.outcome === 'gone' ? null : seen.lease;
     }
+    const gen = current ? current.gen + 1 : 0;
+    const record = newRecord(env, op);
+    const sentAt = elapsed(env);
     const path = posix.join(layout.root, leaseName(gen));
     if (!(await store.createExclusive(path, encodeLease(record)))) {
       const winner = await readCurrentLease(store, layout);
@@ -270,7 +384,7 @@ export class Lease implements StoreFence {
         );
     }
     if (current) await store.delete(current.path, false);
-    return new Lease(store, path, record, env).start();
+    return new Lease(store, path, record, env, sentAt).start();
   }
 
   private startRenewal(): void {
@@ -280,16 +394,9 @@ export class Lease implements StoreFence {
       if (this.renewing) return;
       // A lease that may have lapsed is never written again: that could bring back a taken-over file.
       if (this.mayLapse()) return void clearInterval(this.timer);
-      const next = { ...this.record, expiresAtMs: this.env.now() + this.env.leaseTtlMs };
-      this.record = next;
-      this.renewing = this.store
-        .writeFile(this.path, encodeLease(next))
+      this.renewing = this.renew()
         .then(
-          () => {
-            if (this.mayLapse()) return;
-            this.confirmedUntilMs = next.expiresAtMs;
-            this.armTrip();
-          },
+          () => undefined,
           (e: unknown) => {
             if (this.lost) return; // cut off at the trip: the step's own error says so
             this.lastFailure = `could not renew the job lease: ${(e as Error).message}`;
@@ -301,8 +408,45 @@ export class Lease implements StoreFence {
     this.timer.unref();
   }
 
+  /**
+   * One renewal: the lease file read first, since a successor may have taken the job over while
+   * this process was stopped (its lease unchanged for its TTL): then the job is lost, and nothing
+   * more is written, the renewal included (it would bring back a file the successor replaced).
+   */
+  private async renew(): Promise<void> {
+    const found = await readCurrentLease(this.store, { root: posix.dirname(this.path) });
+    // Released, or its staging dir going (stopRenewal): what the read found is the step's own doing.
+    if (this.lost || this.released || this.timer === undefined) return;
+    if (!isWrittenBy(found, this.path, this.record)) {
+      this.takenBy = found
+        ? `${describeHolder(found.record)} took the job over`
+        : `its lease file ${this.store.toUri(this.path)} is gone (another process took the job over)`;
+      this.loseNow();
+      return;
+    }
+    if (this.mayLapse()) return;
+    const next = {
+      ...this.record,
+      expiresAtMs: this.env.now() + this.env.leaseTtlMs,
+      renewal: (this.record.renewal ?? 0) + 1,
+    };
+    const sentAt = elapsed(this.env);
+    this.record = next;
+    await this.store.writeFile(this.path, encodeLease(next));
+    if (this.mayLapse()) return;
+    this.confirmedUntilMs = sentAt + this.env.leaseTtlMs;
+    this.armTrip();
+  }
+
+  private loseNow(): void {
+    this.lost = true;
+    clearInterval(this.timer);
+    clearTimeout(this.tripTimer);
+    this.cut.abort(this.lapse());
+  }
+
   private mayLapse(): boolean {
-    if (this.lost || this.confirmedUntilMs - this.env.now() > this.env.leaseTtlMs / 4) return this.lost;
+    if (this.lost || this.confirmedUntilMs - elapsed(this.env) > this.env.leaseTtlMs / 4) return this.lost;
     this.lost = true;
     clearTimeout(this.tripTimer);
     this.cut.abort(this.lapse());
@@ -312,7 +456,7 @@ export class Lease implements StoreFence {
   /** The lease is lost when only a quarter of its confirmed time is left: then, not at the next look. */
   private armTrip(): void {
     clearTimeout(this.tripTimer);
-    const wait = this.confirmedUntilMs - this.env.leaseTtlMs / 4 - this.env.now();
+    const wait = this.confirmedUntilMs - this.env.leaseTtlMs / 4 - elapsed(this.env);
     this.tripTimer = setTimeout(() => void (this.mayLapse() || this.armTrip()), Math.max(0, wait) + 1);
     this.tripTimer.unref();
   }

@@ -7,7 +7,7 @@ import { StageCommitError, StoreError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
 import { canHoldTable, defaultStagingRoot, JobLayout, JOB_FILE } from '../job/layout.js';
 import { isPastCommitPoint, stateOnStore } from '../job/open.js';
-import { isLeaseLive, readCurrentLease } from '../job/lease.js';
+import { holderKnownDead, leaseTtl, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import { ownedUploadIds } from '../job/pending-uploads.js';
 import type { PendingUpload } from '../store/types.js';
 import { measureTree } from '../store/walk.js';
@@ -16,6 +16,7 @@ import { abort } from './abort.js';
 import type { StepEnv } from './env.js';
 import { Progress } from './progress.js';
 import { recover } from './recover.js';
+import { storeClock } from './store-clock.js';
 import { compareStrings } from '../util/compare.js';
 import { checkRoots, isLeaseFile, scan, type LeftoverKind, type ScanProblem } from './orphan-scan.js';
 import { unpublishedOutput } from './unpublished.js';
@@ -95,12 +96,17 @@ async function staleUploads(
 }
 
 /** --delete: each leftover it applies to, one after another, counted with its bytes; a failure is that one's reason. */
-async function actOn(env: StepEnv, leftovers: readonly Leftover[], input: CleanOrphansInput): Promise<void> {
+async function actOn(
+  env: StepEnv,
+  leftovers: readonly Leftover[],
+  input: CleanOrphansInput,
+  clock: () => number,
+): Promise<void> {
   const acted = leftovers.filter((l) => isActedOn(l, input));
   const removing = new Progress(env, 'removing', acted.length, sumBytes(acted));
   for (const l of acted) {
     try {
-      await act(env, l, input);
+      await act(env, l, input, clock());
     } catch (e) {
       l.action = 'skipped';
       l.reason = e instanceof StageCommitError || e instanceof StoreError ? e.message : String(e);
@@ -115,10 +121,14 @@ function sumBytes(ls: readonly { readonly bytes: number }[]): number {
 
 export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Promise<CleanOrphansResult> {
   const { store } = env;
-  const now = env.now();
   const problems: ScanProblem[] = [];
 
   await checkRoots(store, input.roots, env.concurrency);
+  // Ages that decide a deletion are the store's times against the store's clock: this machine's
+  // may be far off (a clock days ahead took a job staged seconds before for days old). A dry run
+  // writes nothing, so it dates by this machine's clock.
+  const clock = input.delete ? await storeClock(env, input.roots[0]!) : env.now;
+  const now = clock();
   const scanned = await scan(env, input.roots, input.maxDepth ?? 16, problems);
   // Roots may repeat or nest (`s3://b s3://b/wh`): each leftover is listed, and acted on, once.
   const found = [...new Map(scanned.found.map((f) => [f.path, f])).values()];
@@ -158,7 +168,7 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
   }
   leftovers.sort((a, b) => compareStrings(a.uri, b.uri));
 
-  if (input.delete) await actOn(env, leftovers, input);
+  if (input.delete) await actOn(env, leftovers, input, clock);
   const reclaimableBytes = sumBytes(leftovers.filter((l) => l.action === 'would-delete' || l.action === 'deleted'));
   return {
     roots: input.roots.map((r) => store.toUri(r)),
@@ -232,7 +242,7 @@ async function describe(
   } catch (e) {
     return { ...base, action: 'skipped', reason: `unreadable ${JOB_FILE}: ${(e as Error).message}` };
   }
-  if (!job) return strayLeases(env, path, base, protectedBy);
+  if (!job) return strayLeases(env, path, base, protectedBy, now);
   if (owned && store.listUploads) {
     for (const id of await ownedUploadIds(store, layout, job, env.concurrency)) owned.add(id);
   }
@@ -240,8 +250,8 @@ async function describe(
   const past = isPastCommitPoint(state);
   const withJob = { ...base, jobId: job.jobId, jobState: state };
   const lease = await readCurrentLease(store, layout);
-  if (lease && isLeaseLive(lease, env))
-    return { ...withJob, action: 'skipped', reason: 'a live process holds its lease' };
+  if (await mayBeHeld(env, lease, now))
+    return { ...withJob, action: 'skipped', reason: 'a live process may hold its lease (renewed within its TTL)' };
   if (past)
     return {
       ...withJob,
@@ -263,15 +273,27 @@ async function strayLeases(
   path: string,
   base: Omit<Leftover, 'action'>,
   protectedBy: string | undefined,
+  now: number,
 ): Promise<Leftover> {
   const entries = await env.store.list(path);
   if (entries.length === 0 || !entries.every(isLeaseFile))
     return { ...base, action: 'skipped', reason: `${JOB_FILE} vanished during the scan` };
   const stray = { ...base, jobState: 'no job: a lease file left behind' };
   const lease = await readCurrentLease(env.store, new JobLayout(path));
-  if (lease && isLeaseLive(lease, env))
-    return { ...stray, action: 'skipped', reason: 'a live process holds its lease' };
+  if (await mayBeHeld(env, lease, now))
+    return { ...stray, action: 'skipped', reason: 'a live process may hold its lease (renewed within its TTL)' };
   return protectedBy ? { ...stray, action: 'skipped', reason: protectedBy } : { ...stray, action: 'would-delete' };
+}
+
+/**
+ * Whether a lease's holder may be alive, as far as a scan tells: not known dead, and its file
+ * changed within its TTL by the store's times against `now`. Only a guide: the abort or recover
+ * that acts on the job takes the lease, and watches it for its TTL first (lease.ts).
+ */
+async function mayBeHeld(env: StepEnv, lease: CurrentLease | null, now: number): Promise<boolean> {
+  if (!lease || holderKnownDead(lease, env)) return false;
+  const changed = (await env.store.stat(lease.path))?.mtimeMs ?? 0;
+  return changed <= 0 || now - changed < leaseTtl(lease, env);
 }
 
 /** What --delete removes (or rolls forward); output the table may not have only when told so. */
@@ -280,7 +302,7 @@ function isActedOn(l: Leftover, input: CleanOrphansInput): boolean {
   return l.action === 'would-delete' || l.pastCommit === true;
 }
 
-async function act(env: StepEnv, l: Leftover, input: CleanOrphansInput): Promise<void> {
+async function act(env: StepEnv, l: Leftover, input: CleanOrphansInput, now: number): Promise<void> {
   const { store } = env;
   if (l.kind === 'multipart-upload') {
     await store.abortUpload!(l.upload!);
@@ -288,7 +310,7 @@ async function act(env: StepEnv, l: Leftover, input: CleanOrphansInput): Promise
     return;
   }
   // Re-check just before acting: a leftover that changed since it was listed is left alone.
-  const again = await describe(env, l.path, l.kind, env.now(), input.olderThanMs);
+  const again = await describe(env, l.path, l.kind, now, input.olderThanMs);
   if (
     !isActedOn(again, input) ||
     again.files !== l.files ||
@@ -306,7 +328,15 @@ async function act(env: StepEnv, l: Leftover, input: CleanOrphansInput): Promise
       l.reason = undefined;
     } else {
       await abort(env, { stagingPath: l.path });
-      // A handle with no job: the abort removed its dead lease file (and the dir it alone kept), or left it.
+      // A handle with no job: the abort removed a lease file whose holder is known dead (and the dir it alone kept).
+      // One of another host's is removed here: the re-check found it unchanged past its TTL and --older-than.
+      if (l.jobId === undefined) {
+        const left = await store.list(l.path);
+        if (left.length > 0 && left.every(isLeaseFile)) {
+          for (const e of left) await store.delete(e.path, false);
+          if (store.caps.realDirectories) await store.delete(l.path, false).catch(() => false);
+        }
+      }
       if (l.jobId === undefined && (await store.list(l.path)).length > 0) {
         l.action = 'skipped';
         l.reason = 'its lease file could not be removed';

@@ -8,7 +8,7 @@ import { ConflictError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
 import { stateOnStore, type OpenJob } from '../job/open.js';
 import { JobLayout } from '../job/layout.js';
-import { isLeaseLive, readCurrentLease } from '../job/lease.js';
+import { LeaseWatch, readCurrentLease } from '../job/lease.js';
 import {
   describeUnit,
   isOwnEntry,
@@ -33,16 +33,17 @@ const DEFAULT_WAIT_MS = 60_000;
 type HolderState = 'finished' | 'void' | 'live' | 'stopped' | 'undecided';
 
 /**
- * What an unfinished entry's job is doing: done, given up, running (its lease is live), stopped
- * past its commit point, or stopped after taking the entry but before writing its plan.
+ * What an unfinished entry's job is doing: done, given up, running (its lease is not yet seen
+ * expired by `watch`, this process's own look at it over the rounds), stopped past its commit
+ * point, or stopped after taking the entry but before writing its plan.
  */
-async function holderState(env: StepEnv, e: LogEntry): Promise<HolderState> {
+async function holderState(env: StepEnv, e: LogEntry, watch: LeaseWatch): Promise<HolderState> {
   const layout = new JobLayout(e.staging);
   const job = await loadJob(env.store, layout);
   if (!job || job.jobId !== e.jobId || job.state === 'committed') return 'finished';
   if (job.state === 'aborted') return 'void';
   const lease = await readCurrentLease(env.store, layout);
-  if (lease && isLeaseLive(lease, env)) return 'live';
+  if (lease && !watch.expired(lease)) return 'live';
   return (await stateOnStore(env.store, layout, job)) === 'committing' ? 'stopped' : 'undecided';
 }
 
@@ -86,6 +87,8 @@ export async function reachCommitPoint<P>(
   const pos = job.logPosition;
   const deadline = env.now() + (env.commitWaitMs ?? DEFAULT_WAIT_MS);
   const cache = new Map<number, LogEntry>();
+  const watches = new Map<number, LeaseWatch>();
+  const watchOf = (n: number) => watches.get(n) ?? watches.set(n, new LeaseWatch(env)).get(n)!;
   // A job that cannot commit is the user's to end: its staging dir, and on S3 its pending uploads in the table's
   // prefix, stay until abort.
   const restage = (what: string) =>
@@ -149,7 +152,7 @@ export async function reachCommitPoint<P>(
       const where = overlap(units.touches, e.touches);
       if (where === null) continue;
       settled = false;
-      const state = await holderState(env, e);
+      const state = await holderState(env, e, watchOf(n));
       if (state === 'finished' || state === 'void') {
         if (!opts.dryRun) await log.markDone(e, state === 'void' ? 'void' : 'committed', env.now());
         continue;

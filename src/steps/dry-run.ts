@@ -9,7 +9,7 @@ import { readDecision } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
 import { ADOPTED_DIR, taskAttemptName, SUCCESS_FILE, type JobLayout } from '../job/layout.js';
 import { giveBackProblem, leftoverToGiveBack } from '../job/adoption.js';
-import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
+import { describeHolder, holderKnownDead, leaseTtl, readCurrentLease } from '../job/lease.js';
 import { resolveLoc } from '../plan/apply.js';
 import { loadJobPlan, readProgress, type PersistedPlan } from '../plan/plan-file.js';
 import { singleOps, type PlanPhase } from '../plan/plan.js';
@@ -47,13 +47,16 @@ export interface CommitJobDryRun extends CommitJobResult {
   readonly operations: readonly PlannedOperation[];
 }
 
-/** A driver holding a live lease would make the real step exit 4: so does its dry run. */
+/**
+ * A lease held by a process not known dead: the real step watches it for up to its TTL and exits 4 if it is renewed;
+ * one look cannot tell, so the dry run exits 4 saying so.
+ */
 async function checkUnlocked(env: StepEnv, layout: JobLayout): Promise<void> {
   const current = await readCurrentLease(env.store, layout);
   const mine = current?.record?.host === env.host && current.record.pid === env.pid;
-  if (current && !mine && isLeaseLive(current, env)) {
+  if (current && !mine && !holderKnownDead(current, env)) {
     throw new ConflictError(
-      `job ${env.store.toUri(layout.root)} is locked: ${describeHolder(current.record)}; wait for it to finish`,
+      `job ${env.store.toUri(layout.root)} is locked: ${describeHolder(current.record)}; wait for it to finish (the step itself takes the lease over if it sees no renewal of it for ${Math.round(leaseTtl(current, env) / 1000)} s)`,
     );
   }
 }

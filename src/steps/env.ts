@@ -27,7 +27,10 @@ export interface StepEnv {
   readonly user: string;
   readonly host: string;
   readonly pid: number;
+  /** Wall-clock time: written into files for people, never compared with another host's. */
   readonly now: () => number;
+  /** This process's elapsed time (monotonic), which alone judges leases and waits; `now` when not given. */
+  readonly monotonicNow?: () => number;
   /** Bounded parallelism for store operations. */
   readonly concurrency: number;
   /** How long a lease lives without renewal. */

@@ -5,7 +5,7 @@ import { posix } from 'node:path';
 import { CorruptManifestError, UsageError } from '../errors.js';
 import { readClaims } from '../job/claims.js';
 import { canHoldTable, defaultStagingRoot, JOB_FILE, STAGING_PARENT } from '../job/layout.js';
-import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
+import { describeHolder, holderKnownDead, readCurrentLease } from '../job/lease.js';
 import { mapLimit } from '../util/pool.js';
 import { JobGoneError, openJob } from '../job/open.js';
 import { halfMadeAdoption } from '../job/adoption.js';
@@ -105,7 +105,7 @@ async function rowOf(env: StepEnv, stagingPath: string): Promise<JobRow | null> 
       target: job.target,
       ageSeconds: Math.max(0, Math.round((env.now() - job.stagedAtMs) / 1000)),
       owner: { ...job.owner },
-      lease: lease ? { holder: describeHolder(lease.record), alive: isLeaseLive(lease, env) } : null,
+      lease: lease ? { holder: describeHolder(lease.record), alive: !holderKnownDead(lease, env) } : null,
       tasksCommitted: [...claims.values()].filter((c) => c.state === 'committed').length,
       tasksDeclared: job.tasks ?? null,
       handle,

@@ -2,7 +2,7 @@
 
 import { readClaims } from '../job/claims.js';
 import { readDecisions } from '../job/decisions.js';
-import { describeHolder, isLeaseLive, readCurrentLease } from '../job/lease.js';
+import { describeHolder, holderKnownDead, readCurrentLease } from '../job/lease.js';
 import type { JobManifest } from '../job/job.js';
 import { taskOfAttempt } from '../job/layout.js';
 import { attemptsByTask, declaredNotCommitted } from '../job/tasks.js';
@@ -110,7 +110,8 @@ async function statusOf(env: StepEnv, open: OpenJob): Promise<StatusResult> {
     tasksToRun,
     files: committed.reduce((a, t) => a + t.files, 0),
     bytes: committed.reduce((a, t) => a + t.bytes, 0),
-    lease: lease ? { holder: describeHolder(lease.record), alive: isLeaseLive(lease, env) } : null,
+    // One look tells only a holder known dead (lease.ts): any other may be live.
+    lease: lease ? { holder: describeHolder(lease.record), alive: !holderKnownDead(lease, env) } : null,
     ...(halfMade !== null ? { halfMade } : {}),
   };
 }

@@ -4,14 +4,14 @@
 // Nothing else would ever remove them, so the next step that meets them there does.
 // Keeps protocol.md §5.12 (a finished job leaves nothing at its handle).
 
-import { isLeaseLive, readCurrentLease, type CurrentLease } from '../job/lease.js';
+import { holderKnownDead, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import type { JobLayout } from '../job/layout.js';
 import { tidyStagingParents } from '../job/staging-dir.js';
 import type { StepEnv } from './env.js';
 
-/** Removes `lease` unless its holder may be alive; whether it went. */
+/** Removes `lease` if its holder is known dead (a step of this host, its pid gone); whether it went. */
 async function removeStrayLease(env: StepEnv, lease: CurrentLease | null): Promise<boolean> {
-  if (!lease || isLeaseLive(lease, env)) return false;
+  if (!lease || !holderKnownDead(lease, env)) return false;
   if (!(await env.store.delete(lease.path, false).catch(() => false))) return false;
   env.emit({
     type: 'warn',

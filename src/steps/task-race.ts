@@ -11,7 +11,7 @@ import { publishedV2Count } from '../plan/publish-v2.js';
 import { JobGoneError, stateOnStore } from '../job/open.js';
 import { findCommitted } from '../job/finished.js';
 import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
-import { describeHolder, isLeaseLive, readCurrentLease, type CurrentLease } from '../job/lease.js';
+import { describeHolder, LeaseWatch, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import type { JobLayout } from '../job/layout.js';
 import { waitFor } from '../util/wait.js';
 import type { StepEnv } from './env.js';
@@ -37,6 +37,7 @@ async function jobWithoutHolder(
 ): Promise<JobManifest | null> {
   const { store } = env;
   let holder: CurrentLease | null = null;
+  const watch = new LeaseWatch(env);
   const found = await waitFor(env.now, Math.min(HOLDER_WAIT_MS, env.leaseTtlMs), async () => {
     const [now, lease, plan] = await Promise.all([
       loadJob(store, layout),
@@ -44,7 +45,7 @@ async function jobWithoutHolder(
       store.stat(layout.commitFile),
     ]);
     holder = lease;
-    if (!now || !lease || !isLeaseLive(lease, env))
+    if (!now || !lease || watch.expired(lease))
       return { now: now && { ...now, state: await stateOnStore(store, layout, now, plan !== null) } };
     return undefined;
   });
