@@ -9,6 +9,11 @@ import { ConflictError, InjectedFault, StoreError } from '../src/errors.js';
 import { commitLogDir, JobLayout } from '../src/job/layout.js';
 import { encodeLease, Lease, readCurrentLease } from '../src/job/lease.js';
 import { cleanOrphans } from '../src/steps/clean-orphans.js';
+import { adopt } from '../src/steps/adopt.js';
+import { snapshot, table } from '../testing/adopt.js';
+import { sparkOverwrite } from '../testing/engines.js';
+import { TableLog } from '../src/job/table-log.js';
+import { mapLimit } from '../src/util/pool.js';
 import type { MutatingOp } from '../src/store/types.js';
 import { recover } from '../src/steps/recover.js';
 import { status } from '../src/steps/status.js';
@@ -224,6 +229,48 @@ for (const fx of storeFixtures()) {
         [],
         'no probe left',
       );
+    });
+
+    test('the table log keeps its last week of entries under a clock 8 days ahead: pruning dates them by store times', async () => {
+      const target = posix.join(dir(), 'sales');
+      const log = new TableLog(sb.store, target);
+      // 1001 finished entries of other jobs, made now: only those beyond the newest 1000 could go, and only once a week old.
+      await mapLimit(
+        Array.from({ length: 1001 }, (_, n) => n),
+        32,
+        async (n) => {
+          const entry = {
+            number: n,
+            jobId: `old-${n}`,
+            staging: posix.join(target, `old-${n}`),
+            handle: `old-${n}`,
+            touches: [`dt=${n}`],
+            replaces: [`dt=${n}`],
+            atMs: Date.now(),
+          };
+          await log.tryAppend(entry);
+          await log.markDone(entry, 'committed', Date.now());
+        },
+      );
+      const staging = await readyJob(sb.store, target, jobScenario('new', 'overwrite'), [
+        { task: '0', partition: ['dt=new'], files: { a: 'a' } },
+      ]);
+      await libCommitJob(testEnv(sb.store, undefined, { now: () => Date.now() + 8 * 24 * 3600_000 }), staging);
+      const { numbers } = await log.list();
+      assert.equal(numbers.length, 1002, 'no entry pruned');
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=new/a': 'a' });
+    });
+
+    test('adopt under a clock two days ahead refuses a leftover written seconds before (exit 4), changing nothing', async () => {
+      const { root, leftover } = await table(sb, dir(), sparkOverwrite('replacing'));
+      // Paths only: the probe that read the store's clock came and went beside the leftover (its dir's time moved).
+      const paths = async () => Object.keys(await snapshot(sb.store, root)).sort();
+      const before = await paths();
+      const ahead = testEnv(sb.store, undefined, { now: () => Date.now() + 2 * 24 * 3600_000 });
+      const err = await rejection(adopt(ahead, { leftoverPath: leftover, olderThanMs: 15 * 60_000 }));
+      assert.ok(err instanceof ConflictError, `exit 4, not: ${String(err)}`);
+      assert.match((err as Error).message, /was changed \d+s ago, more recently than --older-than allows/);
+      assert.deepEqual(await paths(), before, 'nothing moved, no probe left');
     });
   });
 }

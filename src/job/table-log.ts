@@ -282,13 +282,21 @@ export class TableLog {
   /**
    * Removes the oldest finished entries beyond the newest KEEP_ENTRIES, once a week old: only a
    * contiguous run from the start, so a job staged earlier sees a gap and conflicts (never a miss).
+   * A week old by the store's times alone (protocol.md §10): an entry's modification time against
+   * the newest entry's, which the commit that prunes has just made; never an `at` written by
+   * another host's clock, nor this machine's.
    */
-  async prune(listing: LogListing, nowMs: number): Promise<void> {
+  async prune(listing: LogListing): Promise<void> {
     const { numbers, done } = listing;
+    if (numbers.length <= KEEP_ENTRIES) return;
+    const times = new Map((await this.store.list(this.dir, { details: true })).map((e) => [e.name, e.mtimeMs]));
+    const timeOf = (n: number) => times.get(posix.basename(this.entryPath(n))) ?? -1;
+    const now = timeOf(numbers[numbers.length - 1]!);
+    if (now <= 0) return;
     for (let i = 0; i < numbers.length - KEEP_ENTRIES && i < 64; i++) {
       const n = numbers[i]!;
-      if (!done.has(n)) return;
-      if (nowMs - (await this.read(n)).atMs < KEEP_MS) return;
+      const made = timeOf(n);
+      if (!done.has(n) || made <= 0 || now - made < KEEP_MS) return;
       await this.store.delete(this.entryPath(n), false);
       await this.store.delete(this.donePath(n), false);
     }

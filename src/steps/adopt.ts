@@ -17,6 +17,7 @@ import { forEachLimit, mapLimit } from '../util/pool.js';
 import type { StepEnv } from './env.js';
 import { Progress } from './progress.js';
 import { stageJob } from './stage-job.js';
+import { storeClock } from './store-clock.js';
 
 export interface AdoptInput {
   readonly leftoverPath: string;
@@ -182,7 +183,10 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   if (kindOfName(posix.basename(leftoverPath)) === null)
     recogniseLeftover(uri, posix.basename(leftoverPath), [], self.mtimeMs);
   const leftover = await recognised(env, leftoverPath, self.mtimeMs);
-  const ageMs = env.now() - leftover.newestMtimeMs;
+  // The leftover's times are the store's: its age is measured on the store's clock (a probe), never this machine's,
+  // which may be far ahead and take a running engine's output for abandoned (protocol.md §10). A dry run writes nothing.
+  const now = input.dryRun ? env.now() : (await storeClock(env, posix.dirname(leftoverPath)))();
+  const ageMs = now - leftover.newestMtimeMs;
   if (leftover.newestMtimeMs < 0 || ageMs < input.olderThanMs) {
     throw new ConflictError(
       `${uri} was changed ${leftover.newestMtimeMs < 0 ? 'at a time the store cannot tell' : `${Math.max(0, Math.round(ageMs / 1000))}s ago`}, more recently than --older-than allows: its engine may still be writing it; nothing was changed; adopt it once the engine is surely gone (or lower --older-than)`,

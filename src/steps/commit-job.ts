@@ -124,7 +124,7 @@ export async function rollForward(
   const pruned =
     made?.listing &&
     log
-      .prune(made.listing, env.now())
+      .prune(made.listing)
       .catch((e: unknown) =>
         env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }),
       );

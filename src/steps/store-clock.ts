@@ -36,6 +36,6 @@ function cannotTell(env: StepEnv, probe: string, why: string): StoreError {
     'io',
     'writeFile',
     [env.store.toUri(probe)],
-    `cannot read the store's clock, which dates what --older-than deletes (a probe file, removed at once: ${why}): nothing was deleted; run again once the root takes a write`,
+    `cannot read the store's clock, which dates a leftover's age for --older-than (a probe file, removed at once: ${why}): nothing was deleted; run again once the root takes a write`,
   );
 }
