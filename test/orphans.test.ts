@@ -284,7 +284,8 @@ for (const fx of storeFixtures()) {
       const holder = await Lease.acquire(
         sb.store,
         new JobLayout(held),
-        testEnv(sb.store, undefined, { user: 'someone', host: 'other-host', pid: 1, leaseTtlMs: 3000 }),
+        // Renewed every 20 s: no renewal's temp file beside it while the scans look.
+        testEnv(sb.store, undefined, { user: 'someone', host: 'other-host', pid: 1, leaseTtlMs: 60_000 }),
         'commit-job',
       );
       const listed = (r: { stdout: string }) =>

@@ -183,15 +183,12 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   if (kindOfName(posix.basename(leftoverPath)) === null)
     recogniseLeftover(uri, posix.basename(leftoverPath), [], self.mtimeMs);
   const leftover = await recognised(env, leftoverPath, self.mtimeMs);
-  // The leftover's times are the store's: its age is measured on the store's clock (a probe), never this machine's,
-  // which may be far ahead and take a running engine's output for abandoned (protocol.md §10). A dry run writes nothing.
-  const now = input.dryRun ? env.now() : (await storeClock(env, posix.dirname(leftoverPath)))();
-  const ageMs = now - leftover.newestMtimeMs;
-  if (leftover.newestMtimeMs < 0 || ageMs < input.olderThanMs) {
-    throw new ConflictError(
+  const tooYoung = (ageMs: number) =>
+    new ConflictError(
       `${uri} was changed ${leftover.newestMtimeMs < 0 ? 'at a time the store cannot tell' : `${Math.max(0, Math.round(ageMs / 1000))}s ago`}, more recently than --older-than allows: its engine may still be writing it; nothing was changed; adopt it once the engine is surely gone (or lower --older-than)`,
     );
-  }
+  const ageMs = env.now() - leftover.newestMtimeMs;
+  if (leftover.newestMtimeMs < 0 || ageMs < input.olderThanMs) throw tooYoung(ageMs);
   const targetPath = (input.targetPath ?? posix.dirname(leftoverPath)).replace(/\/+$/, '') || '/';
   const leftoverRel = await checkTarget(store, leftoverPath, targetPath);
   checkDeclaredTasks(uri, leftover, input.tasks);
@@ -254,6 +251,10 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
     operations,
   };
   if (input.dryRun) return result;
+  // The leftover's times are the store's: old enough by this machine's clock, it must be so by the store's too (a
+  // probe), as a clock far ahead takes a running engine's output for abandoned (protocol.md §10).
+  const storeAgeMs = (await storeClock(env, posix.dirname(leftoverPath)))() - leftover.newestMtimeMs;
+  if (storeAgeMs < input.olderThanMs) throw tooYoung(storeAgeMs);
 
   const adopted = { leftover: uri, leftoverPath, tasks: claims.length };
   const { job } = await stageJob(env, {

@@ -7,26 +7,26 @@ import { tempPathFor } from '../store/temp-names.js';
 import type { StepEnv } from './env.js';
 
 /**
- * The store's "now", read once from a probe file written in `dir` and removed at once (a temp
- * name: no step takes it for anything), then carried forward by this process's elapsed time. Its
- * modification time is the store's (S3: the server's, in whole seconds, so it reads up to a second
- * early: ages come out short, never long).
+ * The store's "now", read once from a probe file written in a temp dir of `dir` and removed at
+ * once (a temp name: no step takes it for anything), then carried forward by this process's
+ * elapsed time. Its modification time is the store's, as a listing gives it: the precision of the
+ * times it is compared with (an S3 HEAD gives whole seconds, a listing milliseconds).
  */
 export async function storeClock(env: StepEnv, dir: string): Promise<() => number> {
   const { store } = env;
-  const probe = tempPathFor(posix.join(dir, 'clock-probe'));
+  const probeDir = tempPathFor(posix.join(dir, 'clock-probe'));
   const elapsed = env.monotonicNow ?? env.now;
   let mtimeMs: number | undefined;
   try {
-    await store.writeFile(probe, '');
-    mtimeMs = (await store.stat(probe))?.mtimeMs;
+    await store.writeFile(posix.join(probeDir, 'probe'), '');
+    mtimeMs = (await store.list(probeDir, { details: true })).find((e) => e.name === 'probe')?.mtimeMs;
   } catch (e) {
-    throw cannotTell(env, probe, (e as Error).message);
+    throw cannotTell(env, probeDir, (e as Error).message);
   } finally {
-    await store.delete(probe, false).catch(() => false);
+    await store.delete(probeDir, true).catch(() => false);
   }
   if (mtimeMs === undefined || !(mtimeMs > 0))
-    throw cannotTell(env, probe, 'the store kept no modification time for it');
+    throw cannotTell(env, probeDir, 'the store kept no modification time for it');
   const at = elapsed();
   return () => mtimeMs + (elapsed() - at);
 }
