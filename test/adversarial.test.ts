@@ -290,7 +290,7 @@ for (const fx of storeFixtures()) {
       );
     });
 
-    test('an empty lease file is watched: filled in meanwhile it blocks (exit 4), left empty for the TTL it is taken over', async () => {
+    test('an empty lease file filled in meanwhile blocks (exit 4); one left empty for its TTL is taken over', async () => {
       const target = posix.join(dir(), 't');
       const staging = await ready(target, job('E', 'create'), [{ task: '0', partition: ['dt=1'], files: { f: 'f' } }]);
       const file = posix.join(staging, '_lease.0.yaml');

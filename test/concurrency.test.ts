@@ -347,7 +347,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'first' });
     });
 
-    test('two commit-job on one job at once: one proceeds, the other sees its lease renewed and exits 4 naming it', async () => {
+    test('two commit-job on one job at once: one proceeds, the other sees its lease renewed and exits 4', async () => {
       const target = posix.join(dir(), 't');
       const tasks = Array.from({ length: 4 }, (_, i) => ({
         task: String(i),
@@ -1917,7 +1917,7 @@ for (const fx of storeFixtures()) {
       );
     });
 
-    test('a lease renewed by a live process blocks; one unchanged for its TTL, or a dead pid on this host, is taken over', async () => {
+    test('a lease being renewed blocks; one unchanged for its TTL, or of a dead pid on this host, goes', async () => {
       const target = posix.join(dir(), 't');
       const job = await prepare(sb, { target }, [{ task: '0', files: { a: 'a' } }]);
       const layout = new JobLayout(sb.pathOf(job));
