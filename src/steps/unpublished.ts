@@ -31,7 +31,12 @@ export async function unpublishedOutput(store: Store, path: string, kind: Leftov
   try {
     entries = await listLeftover(store, path);
   } catch (e) {
-    if (e instanceof UsageError) return null; // an entry that is neither file nor dir: no engine's layout
+    // An entry that is neither file nor dir: no engine's layout, but what beside it is output is unknown.
+    if (e instanceof UsageError)
+      return {
+        adoptable: false,
+        reason: `cannot be judged: ${e.message.replace(/; nothing was changed$/, '')}; ${RISK}`,
+      };
     throw e;
   }
   if (kind === 'spark-staging') {
@@ -47,8 +52,15 @@ export async function unpublishedOutput(store: Store, path: string, kind: Leftov
   try {
     committed = committedOutput(uri, name, entries);
   } catch (e) {
-    if (e instanceof UsageError) return null; // not an engine's layout, or nothing final in it
-    throw e;
+    if (!(e instanceof UsageError)) throw e;
+    // Not a layout the recogniser reads (two jobs' tasks in one `_temporary`, a stray file, another
+    // Hive sink): what looks like committed output in it is kept all the same.
+    const n = looksCommitted(kind, entries);
+    if (n === 0) return null;
+    return {
+      adoptable: false,
+      reason: `holds ${n} file(s) that look like committed output the table may not have, in a layout adopt cannot read (${e.message.replace(`${uri} `, '').split(';')[0]}); ${RISK}`,
+    };
   }
   if (!committed || (!committed.jobCommitBegun && kind !== 'hadoop-temporary')) return null;
   const what = `holds ${committed.files} output file(s) the table may not have (${committed.stage})`;
@@ -59,4 +71,19 @@ export async function unpublishedOutput(store: Store, path: string, kind: Leftov
     return { adoptable: false, reason: `${what}, which adopt cannot publish (${e.message}); ${RISK}` };
   }
   return { adoptable: true, reason: `${what}: publish it with 'stagecommit adopt ${uri}', or ${RISK}` };
+}
+
+/**
+ * Files that sit where an engine puts committed output, whatever else the leftover holds: a Hadoop
+ * committed task dir (`<n>/task_…/…`), a partition dir at the top of a Spark staging dir (its job
+ * commit had begun), a finished Hive sink (`-ext-<n>/…`).
+ */
+function looksCommitted(kind: LeftoverKind, entries: readonly ListedEntry[]): number {
+  const committed = (segs: string[]): boolean => {
+    if (kind === 'hadoop-temporary') return segs.length >= 3 && /^\d+$/.test(segs[0]!) && segs[1]!.startsWith('task_');
+    if (kind === 'spark-staging') return segs.length >= 2 && isDataName(segs[0]!);
+    if (kind === 'hive-staging') return segs.length >= 2 && /^-ext-\d+$/.test(segs[0]!);
+    return false;
+  };
+  return entries.filter((e) => e.kind === 'file' && committed(e.path.split('/'))).length;
 }
