@@ -250,4 +250,14 @@ describe('S3 settings resolved once for every request', { skip: !s3 && 'S3 is no
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /services section 'gone'.*add \[services gone\]/);
   });
+
+  test('AWS_PROFILE naming a profile in neither file: exit 2 naming it, nothing made', async () => {
+    await writeFile(path.join(home, 'config'), `[profile lake]\nregion = us-east-1\n`);
+    const r = await cli(['stage', '--target', sb.uri(`${sb.base}/noprofile`), '--tasks', '1'], {
+      env: { ...sb.env, ...bare(), AWS_PROFILE: 'laek' },
+    });
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /AWS profile 'laek' \(AWS_PROFILE\) is in neither .*config nor .*credentials/);
+    assert.deepEqual(await readTree(sb.store, `${sb.base}/noprofile`), {});
+  });
 });

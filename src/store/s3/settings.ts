@@ -152,6 +152,11 @@ async function sharedProfile(
   const configFilepath = env.AWS_CONFIG_FILE || path.join(home, '.aws', 'config');
   const filepath = env.AWS_SHARED_CREDENTIALS_FILE || path.join(home, '.aws', 'credentials');
   const { configFile, credentialsFile } = await loadSharedConfigFiles({ filepath, configFilepath, ignoreCache: true });
+  // A profile named in AWS_PROFILE that neither file has is a typo, not "no credentials" (exit 1).
+  if (env.AWS_PROFILE && !configFile[name] && !credentialsFile[name])
+    throw new UsageError(
+      `AWS profile '${name}' (AWS_PROFILE) is in neither ${configFilepath} nor ${filepath}: add [profile ${name}] to the config file, or fix or unset AWS_PROFILE`,
+    );
   const profile = { ...configFile[name], ...credentialsFile[name] };
   const section = profile['services'];
   if (section === undefined) return { profile };
