@@ -78,6 +78,21 @@ describe('Hadoop XML as Hadoop reads it', () => {
     );
   });
 
+  test('files that include the next twice, 15 deep: exit-2 error at once, not 2^15 reads', async () => {
+    const files: Record<string, string> = { 'f15.xml': `<configuration>${prop('a', 'b')}</configuration>` };
+    for (let i = 0; i < 15; i++) {
+      const inc = `<xi:include href="f${i + 1}.xml"/>`;
+      files[i === 0 ? 'core-site.xml' : `f${i}.xml`] = `<configuration ${XI}>${inc}${inc}</configuration>`;
+    }
+    const start = Date.now();
+    await assert.rejects(readHadoopConf(await confDir(files)), (e: Error) => {
+      assert.ok(e instanceof UsageError);
+      assert.match(e.message, /more than 1000 xi:includes read \(at f\d+\.xml\): .*Include each file once/);
+      return true;
+    });
+    assert.ok(Date.now() - start < 10_000, `took ${Date.now() - start} ms`);
+  });
+
   test('a final property in core-site.xml is not overridden by hdfs-site.xml', async () => {
     const d = await confDir({
       'core-site.xml': `<configuration>${prop('fs.defaultFS', 'hdfs://lake', '<final>true</final>')}</configuration>`,

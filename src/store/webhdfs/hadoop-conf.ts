@@ -16,6 +16,8 @@ export const HTTPS_PORT = 9871;
 const MAX_SUBST = 20;
 /** Includes inside includes: deeper is taken as a loop. */
 const MAX_INCLUDE_DEPTH = 16;
+/** Includes in all (files including one file twice, level after level, would read 2^16 files). */
+const MAX_INCLUDES = 1000;
 
 /** What `${…}` may name besides other properties: the environment (`${env.NAME}`) and the two Java system properties a client config uses. */
 export interface HadoopConfEnv {
@@ -111,6 +113,7 @@ interface Reading {
   readonly props: Map<string, Prop>;
   readonly finals: Set<string>;
   readonly parser: Parser;
+  includes: number;
 }
 
 /**
@@ -171,6 +174,10 @@ async function include(r: Reading, children: Node[], attrs: Record<string, strin
     throw new UsageError(
       `${file} (HADOOP_CONF_DIR): xi:include of ${href} is ${depth} includes deep: a loop of files?`,
     );
+  if (++r.includes > MAX_INCLUDES)
+    throw new UsageError(
+      `${file} (HADOOP_CONF_DIR): more than ${MAX_INCLUDES} xi:includes read (at ${href}): files including each other over and over? Include each file once`,
+    );
   if (/^[a-z][a-z0-9+.-]*:/i.test(href) && !href.startsWith('file:'))
     throw new UsageError(
       `${file} (HADOOP_CONF_DIR): xi:include of ${href}: only files are read, not URLs; copy it into a file`,
@@ -203,7 +210,7 @@ export async function readHadoopConf(dir: string, env: HadoopConfEnv = {}): Prom
     parseAttributeValue: false,
     trimValues: true,
   }) as Parser;
-  const r: Reading = { props: new Map(), finals: new Set(), parser };
+  const r: Reading = { props: new Map(), finals: new Set(), parser, includes: 0 };
   let found = 0;
   for (const name of FILES) {
     const file = path.join(dir, name);
