@@ -3,6 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { posix } from 'node:path';
 import { cleanOrphans } from '../src/index.js';
 import { adoptRunners, leftoverFiles, table } from '../testing/adopt.js';
 import {
@@ -15,7 +16,7 @@ import {
   type EngineCase,
 } from '../testing/engines.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
-import { readTree } from '../testing/tree.js';
+import { readTree, writeTree } from '../testing/tree.js';
 
 /** A Hive query killed while still writing: only `_tmp.-ext-10000`, nothing final. */
 function hiveWriting(): EngineCase {
@@ -98,6 +99,26 @@ for (const fx of storeFixtures()) {
         assert.deepEqual(await readTree(sb.store, leftover), {});
       });
     }
+
+    // Keeps protocol.md §5.16: an S3A magic commit's records name uploads not yet completed.
+    test('an S3A magic commit with records is kept, and the uploads beside it', async () => {
+      const target = posix.join(dir(), 'sales');
+      const magic = posix.join(target, '__magic_job-7');
+      await writeTree(sb.store, target, { '__magic_job-7/tasks/attempt_1/dt=1/part-0.pending': '{}' });
+      await sb.startUpload?.(posix.join(target, 'dt=1', 'part-0'));
+      const args = ['clean-orphans', sb.uri(target), '--older-than', '0s', '--json'];
+      const del = await run([...args, '--delete']);
+      assert.equal(del.code, 0, del.stderr);
+      const acts = JSON.parse(del.stdout).leftovers.map((l: { kind: string; action: string }) => [l.kind, l.action]);
+      const upload = sb.startUpload ? [['multipart-upload', 'skipped']] : [];
+      assert.deepEqual(acts, [['s3a-magic', 'skipped'], ...upload]);
+      assert.deepEqual(Object.keys(await readTree(sb.store, magic)), ['tasks/attempt_1/dt=1/part-0.pending']);
+      if (sb.store.listUploads) assert.equal((await sb.store.listUploads(target)).length, 1);
+      const gone = await run([...args, '--delete', '--delete-unpublished']);
+      assert.equal(gone.code, 0, gone.stderr);
+      assert.deepEqual(await readTree(sb.store, magic), {});
+      if (sb.store.listUploads) assert.deepEqual(await sb.store.listUploads(target), []);
+    });
 
     test('library: deleteUnpublished is needed to remove a leftover to adopt', async () => {
       const c = sparkOverwrite('replacing');

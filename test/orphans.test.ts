@@ -32,7 +32,7 @@ const OLD: Tree = {
   'sales/dt=2026-11-27/.hive-staging_hive_2026-11-29_10-00-00_123_4567890123-1/-ext-10000/000000_0': 'hive',
   // S3A magic committer
   'sales/__magic_job-42/tasks/attempt_1/part-0.pending': 'magic-job',
-  'logs/__magic/abc.pendingset': 'magic',
+  'logs/__magic/abc.tmp': 'magic',
   // data
   'sales/dt=2026-11-27/part-0.parquet': 'data-27',
   // look-alikes that are data
@@ -158,6 +158,10 @@ for (const fx of storeFixtures()) {
         'hive-staging',
       );
       assert.equal(by.get('logs/__magic')!.kind, 's3a-magic');
+      assert.equal(by.get('logs/__magic')!.action, 'would-delete', 'no commit records: nothing to keep');
+      // An S3A magic commit's records name uploads not yet completed: the only copy of that output.
+      assert.equal(by.get('sales/__magic_job-42')!.action, 'skipped');
+      assert.match(by.get('sales/__magic_job-42')!.reason!, /^holds 1 S3A magic commit record\(s\)/);
       assert.equal(by.get('.stagecommit/sales/dead-job')!.action, 'would-delete');
       assert.equal(by.get('.stagecommit/events/committing-job')!.action, 'skipped');
       assert.match(by.get('.stagecommit/events/committing-job')!.reason!, /past its commit point/);
@@ -169,7 +173,7 @@ for (const fx of storeFixtures()) {
       assert.match(text.stdout, /^KIND\s+PATH\s+AGE\s+FILES\s+BYTES\s+JOB\s+ACTION/m);
       assert.match(
         text.stdout,
-        /\n\d+ leftover\(s\) to remove, .* reclaimable; 3 kept: output to adopt \(see ACTION\), 3 skipped \(see ACTION\); dry run: nothing was changed, add --delete to remove them\n$/,
+        /\n\d+ leftover\(s\) to remove, .* reclaimable; 3 kept: output to adopt \(see ACTION\), 4 skipped \(see ACTION\); dry run: nothing was changed, add --delete to remove them\n$/,
       );
       // All of them too young: the summary says what was left, not "0 to remove" alone.
       const young = await cli(['clean-orphans', sb.uri(root), '--older-than', '30d'], { env: sb.env });
@@ -244,6 +248,7 @@ for (const fx of storeFixtures()) {
           'sales/_temporary/0/_temporary/attempt_202611291000_0001_m_000000_0/dt=2026-11-28/part-00000',
           'sales/_temporary/0/task_202611291000_0001_m_000001/dt=2026-11-28/part-00001',
           'sales/dt=2026-11-27/.hive-staging_hive_2026-11-29_10-00-00_123_4567890123-1/-ext-10000/000000_0',
+          'sales/__magic_job-42/tasks/attempt_1/part-0.pending',
           'sales/dt=2026-11-27/_temporary.csv',
           'sales/dt=2026-11-27/part-0.parquet',
           'sales/note=.spark-staging/part-0',

@@ -3,6 +3,7 @@
 // leftover once found; nothing outside a listed leftover is ever removed.
 // Keeps protocol.md §5.16 (never the only copy of output) and §5.17 (only uploads no job owns).
 
+import { posix } from 'node:path';
 import { StageCommitError, StoreError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
 import { canHoldTable, defaultStagingRoot, JobLayout, JOB_FILE } from '../job/layout.js';
@@ -152,18 +153,10 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
     })
   ).filter((l): l is Leftover => l !== null);
   if (store.listUploads && !(await ownUploadsBeside(env, input.roots, owned))) jobUnread = true;
+  const magic = magicTables(leftovers);
   for (const root of input.roots) {
     for (const u of await staleUploads(env, root, now, input.olderThanMs, owned)) {
-      // A job we could not read may own any of them: its uploads are not ours to judge.
-      leftovers.push(
-        jobUnread && u.action === 'would-delete'
-          ? {
-              ...u,
-              action: 'skipped',
-              reason: 'a stagecommit job under the roots could not be read, and it may own this upload',
-            }
-          : u,
-      );
+      leftovers.push(judgeUpload(u, jobUnread, magic));
     }
   }
   leftovers.sort((a, b) => compareStrings(a.uri, b.uri));
@@ -179,6 +172,30 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
     problems,
     reclaimableBytes,
   };
+}
+
+/** The dirs holding an S3A magic commit that clean-orphans keeps: uploads under them may be its output. */
+function magicTables(leftovers: readonly Leftover[]): string[] {
+  return leftovers.filter((l) => l.kind === 's3a-magic' && l.unpublished).map((l) => posix.dirname(l.path));
+}
+
+function judgeUpload(u: Leftover, jobUnread: boolean, magic: readonly string[]): Leftover {
+  if (u.action !== 'would-delete') return u;
+  const table = magic.find((d) => u.path.startsWith(`${d}/`));
+  // An S3A magic commit's records name uploads under its table: they may be its only output.
+  if (table !== undefined) {
+    const reason = `an S3A magic commit kept under ${u.uri.slice(0, u.uri.length - u.path.length + table.length)} may name it; remove it only with --delete --delete-unpublished, which loses that output`;
+    return { ...u, unpublished: true, action: 'skipped', reason };
+  }
+  // A job we could not read may own any of them: its uploads are not ours to judge.
+  if (jobUnread) {
+    return {
+      ...u,
+      action: 'skipped',
+      reason: 'a stagecommit job under the roots could not be read, and it may own this upload',
+    };
+  }
+  return u;
 }
 
 /**

@@ -25,7 +25,8 @@ const RISK = 'remove it only with --delete --delete-unpublished, which loses tha
  */
 export async function unpublishedOutput(store: Store, path: string, kind: LeftoverKind): Promise<Unpublished | null> {
   const name = posix.basename(path);
-  if (kindOfName(name) === null) return null; // s3a-magic and stagecommit are judged elsewhere
+  if (kind === 's3a-magic') return magicCommit(store, path);
+  if (kindOfName(name) === null) return null; // stagecommit jobs are judged elsewhere
   const uri = store.toUri(path);
   let entries: ListedEntry[];
   try {
@@ -86,4 +87,28 @@ function looksCommitted(kind: LeftoverKind, entries: readonly ListedEntry[]): nu
     return false;
   };
   return entries.filter((e) => e.kind === 'file' && committed(e.path.split('/'))).length;
+}
+
+/** S3A's magic committer records each pending upload in a `.pending` or `.pendingset` file. */
+const MAGIC_RECORD = /\.pending(set)?$/;
+
+/**
+ * An S3A magic committer's dir that still holds commit records: its job was killed before or in
+ * its job commit, and the uploads those records name (in the table, beside the dir) are the only
+ * copy of output not yet completed. Only Hadoop can finish it; removing it loses that output.
+ */
+async function magicCommit(store: Store, path: string): Promise<Unpublished | null> {
+  let entries: ListedEntry[];
+  try {
+    entries = await listLeftover(store, path);
+  } catch (e) {
+    if (e instanceof UsageError) return { adoptable: false, reason: `cannot be judged: ${e.message}; ${RISK}` };
+    throw e;
+  }
+  const records = entries.filter((e) => e.kind === 'file' && MAGIC_RECORD.test(e.path)).length;
+  if (records === 0) return null;
+  return {
+    adoptable: false,
+    reason: `holds ${records} S3A magic commit record(s) (.pending/.pendingset) naming uploads not yet completed, which may be the only copy of that output: finish or abort the job with Hadoop, or ${RISK}`,
+  };
 }
