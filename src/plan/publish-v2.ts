@@ -21,6 +21,14 @@ type Ctx = {
   readonly onPublished?: (done: number, total: number) => void;
 };
 
+/** A claimed v2 task to publish: its job, the attempt dir that holds its files, and the files its claim lists. */
+export interface V2Task {
+  readonly layout: JobLayout;
+  readonly job: JobManifest;
+  readonly attemptDir: string;
+  readonly files: readonly TaskFile[];
+}
+
 /**
  * Publishes a claimed v2 task. A clash met on the way (its plan refused, or a rename that finds
  * its destination taken: another task published there at the same moment) comes back as the
@@ -29,14 +37,8 @@ type Ctx = {
  * tell: a re-run after a kill cannot know that another re-run is not publishing beside it (both
  * see the same dead claimer). Any other clash is thrown, saying the claim stays.
  */
-export async function publishClaimedV2(
-  ctx: Ctx,
-  layout: JobLayout,
-  job: JobManifest,
-  attemptDir: string,
-  files: readonly TaskFile[],
-  fresh: boolean,
-): Promise<ConflictError | null> {
+export async function publishClaimedV2(ctx: Ctx, task: V2Task, fresh: boolean): Promise<ConflictError | null> {
+  const { layout, job, attemptDir, files } = task;
   const untouched = async (applied: boolean) =>
     fresh && (!applied || (await unpublishedV2(ctx.store, attemptDir, files.length)));
   const held = (clash: string) =>
@@ -45,7 +47,7 @@ export async function publishClaimedV2(
     );
   let plan: CommitPlan;
   try {
-    plan = await planV2(ctx, layout, job, attemptDir, files);
+    plan = await planV2(ctx, task);
   } catch (e) {
     if (!(e instanceof ConflictError)) throw e;
     if (await untouched(false)) return e;
@@ -79,14 +81,9 @@ export async function publishClaimedV2(
 }
 
 /** What publishing the task would do; an append clash or a file where the target has a directory is a ConflictError. */
-export async function planV2(
-  ctx: Ctx,
-  layout: JobLayout,
-  job: JobManifest,
-  attemptDir: string,
-  files: readonly TaskFile[],
-): Promise<CommitPlan> {
+export async function planV2(ctx: Ctx, v2: V2Task): Promise<CommitPlan> {
   const { store, concurrency } = ctx;
+  const { layout, job, attemptDir, files } = v2;
   // Files already published by an interrupted run of this commit are no longer in the attempt dir.
   const present = new Set((await attemptFiles(store, attemptDir)).map((e) => e.name));
   const task = taskOfAttempt(job.jobId, posix.basename(attemptDir)) ?? posix.basename(attemptDir);

@@ -7,7 +7,6 @@ import { decide, decidedBy, decider } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
 import { isSameJob, loadJob, saveJob, type JobManifest } from '../job/job.js';
 import { waitFor } from '../util/wait.js';
-import { taskAttemptName } from '../job/layout.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
 import { abortRecordedUploads, settleAttemptUploads } from '../job/pending-uploads.js';
 import { releaseLogEntry } from './commit-point.js';
@@ -15,6 +14,7 @@ import { requireState, type JobGoneError, type OpenJob } from '../job/open.js';
 import { processGone } from '../job/lease.js';
 import { removeStagingDir } from '../job/staging-dir.js';
 import { giveBackLeftover, leftoverToGiveBack } from '../job/adoption.js';
+import { attemptContext, attemptDirOf, claimContextOf, type AttemptContext } from './attempt-context.js';
 import type { StepEnv } from './env.js';
 import { readHeldPlan } from './held-plan.js';
 import { runStep } from './runner.js';
@@ -58,7 +58,9 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
     return { outcome: 'nothing', scope };
   };
   if (task !== undefined)
-    return runStep(env, input.stagingPath, { name: 'abort', ifGone }, (open) => abortTask(env, open, task, attempt));
+    return runStep(env, input.stagingPath, { name: 'abort', ifGone }, (open) =>
+      abortTask(attemptContext(env, open, task, attempt), open),
+    );
   return runStep(env, input.stagingPath, { name: 'abort', lease: true, ifGone }, async (opened, lease) => {
     // A plan that never became the commit point was never applied: removed, the job may be aborted.
     const locked =
@@ -104,49 +106,16 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
  * One decision per attempt (protocol.md §5.9): the abort wins only by creating the attempt's decision
  * first. After a commit-task has decided, its output belongs to the job (exit 4).
  */
-async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: number): Promise<AbortResult> {
+async function abortTask(a: AttemptContext, open: OpenJob): Promise<AbortResult> {
+  const { env, layout, job, taskAttempt } = a;
   const { store } = env;
-  const { job, layout } = open;
   requireState(open, ['staged'], 'abort a task attempt');
   const app = job.appAttempt;
-  const taskAttempt = taskAttemptName(job.jobId, task, attempt);
   const ours = { atMs: env.now(), by: decidedBy(env) };
   let wasDenied = false;
   let failed: StoreError | null = null;
   try {
-    const decision = await decide(
-      store,
-      layout,
-      app,
-      { taskAttempt, outcome: 'abort', ...ours, jobStagedAtMs: job.stagedAtMs },
-      job,
-    );
-    if (decision.outcome === 'commit') {
-      const claim = await readClaim(store, layout, {
-        jobId: job.jobId,
-        task,
-        appAttempt: app,
-        jobStagedAtMs: job.stagedAtMs,
-      });
-      if (claim?.taskAttempt === taskAttempt || !claim) {
-        // Its commit-task still committing: what it comes to decides (protocol.md §5.19: a recover that
-        // undoes it meanwhile drops the attempt, whose files then do not belong to the job).
-        const settled =
-          claim?.state === 'committed' ? 'committed' : await settledCommit(env, open, task, taskAttempt, decision.by);
-        if (settled === 'stuck') {
-          // Its outcome is recover's to decide: abort cannot say the files belong to the job.
-          throw new ConflictError(
-            `cannot abort ${taskAttempt} yet: its commit-task (${decision.by}) decided to commit it and died before it finished: run 'stagecommit recover' (it finishes or undoes that commit), then abort again if the attempt is still there`,
-          );
-        }
-        if (settled !== 'moved') {
-          const what = settled === 'committed' ? 'already committed' : 'committing (its commit-task decided first)';
-          throw new ConflictError(
-            `cannot abort ${taskAttempt}: it is ${what} and its files belong to the job; abort the whole job, or commit another attempt${settled === 'committed' ? '' : " (run 'stagecommit recover' if its commit-task was killed)"}`,
-          );
-        }
-      } else wasDenied = true; // another attempt won the task: this one's files were never going to appear
-    }
+    wasDenied = await decideAbort(a, ours);
   } catch (e) {
     // A recover or an abort that ran meanwhile removes the app attempt's dirs, and a store reports
     // that as it may (not found, a directory that went as it was made): said below, if so.
@@ -158,17 +127,51 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
   // recover writes the next app attempt into _job.yaml before it prunes this one's decisions, so a
   // decision created here with the job still in this app attempt is one that recover sees.
   const now = await loadJob(store, layout).catch(() => null);
-  if (await takeBackIfEnded(env, layout, job, now, task, taskAttempt, { decision: ours }))
-    return aborted(job, taskAttempt, wasDenied);
+  if (await takeBackIfEnded(a, now, { decision: ours })) return aborted(job, taskAttempt, wasDenied);
   if (now && now.appAttempt !== app) {
     // What recover carried (a committed attempt, its files and uploads where they were staged) is not touched.
-    await droppedByRecover(env, open, now, task, taskAttempt, ours);
+    await droppedByRecover(a, now, ours);
     return aborted(job, taskAttempt, wasDenied);
   }
   if (failed) throw failed;
-  await store.delete(layout.attemptDir(app, taskAttempt), true);
+  await store.delete(attemptDirOf(a), true);
   await settleAttemptUploads(store, layout, job, taskAttempt, [], env.concurrency);
   return aborted(job, taskAttempt, wasDenied);
+}
+
+/**
+ * The abort's decision for the attempt. True when another attempt won the task: this one's files
+ * were never going to appear. A commit decided first wins, unless its commit-task's outcome moved
+ * the attempt out of the job (exit 4 otherwise).
+ */
+async function decideAbort(a: AttemptContext, ours: { atMs: number; by: string }): Promise<boolean> {
+  const { env, layout, job, taskAttempt } = a;
+  const decision = await decide(
+    env.store,
+    layout,
+    job.appAttempt,
+    { taskAttempt, outcome: 'abort', ...ours, jobStagedAtMs: job.stagedAtMs },
+    job,
+  );
+  if (decision.outcome !== 'commit') return false;
+  const claim = await readClaim(env.store, layout, claimContextOf(a));
+  if (claim && claim.taskAttempt !== taskAttempt) return true;
+  // Its commit-task still committing: what it comes to decides (protocol.md §5.19: a recover that
+  // undoes it meanwhile drops the attempt, whose files then do not belong to the job).
+  const settled = claim?.state === 'committed' ? 'committed' : await settledCommit(a, decision.by);
+  if (settled === 'stuck') {
+    // Its outcome is recover's to decide: abort cannot say the files belong to the job.
+    throw new ConflictError(
+      `cannot abort ${taskAttempt} yet: its commit-task (${decision.by}) decided to commit it and died before it finished: run 'stagecommit recover' (it finishes or undoes that commit), then abort again if the attempt is still there`,
+    );
+  }
+  if (settled !== 'moved') {
+    const what = settled === 'committed' ? 'already committed' : 'committing (its commit-task decided first)';
+    throw new ConflictError(
+      `cannot abort ${taskAttempt}: it is ${what} and its files belong to the job; abort the whole job, or commit another attempt${settled === 'committed' ? '' : " (run 'stagecommit recover' if its commit-task was killed)"}`,
+    );
+  }
+  return false;
 }
 
 /**
@@ -176,23 +179,13 @@ async function abortTask(env: StepEnv, open: OpenJob, task: string, attempt: num
  * time): 'committed', 'moved' when its job ended or recover started the next app attempt (said
  * after), 'stuck' when its commit-task is known dead, undefined while it is still committing.
  */
-async function settledCommit(
-  env: StepEnv,
-  { job, layout }: OpenJob,
-  task: string,
-  taskAttempt: string,
-  by: string,
-): Promise<'committed' | 'moved' | 'stuck' | undefined> {
+async function settledCommit(a: AttemptContext, by: string): Promise<'committed' | 'moved' | 'stuck' | undefined> {
+  const { env, layout, job, taskAttempt } = a;
   // The decision names its commit-task: one known dead before its claim is not waited for either.
   const who = decider(by);
   return waitFor(env.now, Math.min(30_000, env.leaseTtlMs), async () => {
     const [claim, now] = await Promise.all([
-      readClaim(env.store, layout, {
-        jobId: job.jobId,
-        task,
-        appAttempt: job.appAttempt,
-        jobStagedAtMs: job.stagedAtMs,
-      }).catch(() => null),
+      readClaim(env.store, layout, claimContextOf(a)).catch(() => null),
       loadJob(env.store, layout).catch(() => null),
     ]);
     if (claim?.taskAttempt === taskAttempt && claim.state === 'committed') return 'committed';
@@ -220,19 +213,17 @@ const aborted = (job: JobManifest, taskAttempt: string, wasDenied: boolean): Abo
  * directory its creation made again) goes.
  */
 async function droppedByRecover(
-  env: StepEnv,
-  { job, layout }: OpenJob,
+  a: AttemptContext,
   now: JobManifest,
-  task: string,
-  taskAttempt: string,
   ours: Required<RunRecords>['decision'],
 ): Promise<void> {
-  if (await carried(env, layout, job, now, task, taskAttempt)) {
+  const { env, layout, job, taskAttempt } = a;
+  if (await carried(a, now)) {
     throw new ConflictError(
       `cannot abort ${taskAttempt}: recover carried it, committed, into app attempt ${now.appAttempt} of job ${job.jobId} while this abort ran, and its files belong to the job; abort the whole job, or commit another attempt`,
     );
   }
-  await removeOwnRecords(env, layout, job, task, taskAttempt, { decision: ours });
+  await removeOwnRecords(a, { decision: ours });
   if (env.store.caps.realDirectories)
     await removeEmptyDirs(env.store, [layout.decisionsDir(job.appAttempt)], layout.root, true);
   env.emit({

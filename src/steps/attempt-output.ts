@@ -13,6 +13,7 @@ import { checkRelativePath, partitionOfFile } from '../paths.js';
 import { removeEmptyDirs } from '../store/operations.js';
 import type { Entry } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
+import { attemptDirOf, type AttemptContext } from './attempt-context.js';
 import type { StepEnv } from './env.js';
 
 /**
@@ -67,21 +68,50 @@ export function abortedError(taskAttempt: string, decision: { atMs: number; by: 
   );
 }
 
+/** What one walk of an attempt dir found, read alongside the dir itself and its pending uploads. */
+interface AttemptListing {
+  readonly found: AttemptFileList;
+  readonly versions: VersionDigest;
+  /** Entries that are not regular files (a symbolic link, a pipe; on S3 a dir key holding bytes). */
+  readonly others: Entry[];
+  /** The writer's own markers, not data. */
+  readonly markers: Entry[];
+  /** Names read back with U+FFFD: maybe not valid UTF-8. */
+  readonly replaced: string[];
+  readonly uploads: AttemptUploads;
+  readonly dir: Entry | null;
+  readonly success: Entry | null;
+}
+
 /**
  * The attempt's output as its claim lists it: the files of its dir and its pending uploads, every
  * path checked. The walk streams into an AttemptFileList, so no object per file is kept. A killed
  * `stage` left its temp files here: they are not listed, and go before the dir moves.
  */
 export async function attemptOutput(
-  env: StepEnv,
-  layout: JobLayout,
-  job: JobManifest,
-  task: string,
-  taskAttempt: string,
+  a: AttemptContext,
   removeTemps = true,
 ): Promise<{ files: ClaimFiles; pending: AttemptUploads; versionDigest: string | null }> {
-  const { store } = env;
-  const attemptDir = layout.attemptDir(job.appAttempt, taskAttempt);
+  const { env, job, taskAttempt } = a;
+  const attemptDir = attemptDirOf(a);
+  const listing = await listAttempt(a, removeTemps);
+  const { found, uploads } = listing;
+  await checkOnlyFiles(a, listing);
+  await dropWriterMarkers(env, attemptDir, listing.markers);
+  checkStagedOnce(uploads, (path) => found.has(path), taskAttempt);
+  if (found.length + uploads.files.length === 0 && listing.dir === null) throw await notStaged(a);
+  const prefix = staticPrefix(job);
+  return {
+    files: found.encode(uploads.files, (path) => checkTaskFile(job, path, prefix)),
+    pending: uploads,
+    versionDigest: listing.versions.value(),
+  };
+}
+
+/** One walk of the attempt dir, its files sorted from the writer's markers and what is not a file. */
+async function listAttempt(a: AttemptContext, removeTemps: boolean): Promise<AttemptListing> {
+  const { store } = a.env;
+  const attemptDir = attemptDirOf(a);
   const found = new AttemptFileList();
   const versions = new VersionDigest();
   const others: Entry[] = [];
@@ -101,10 +131,19 @@ export async function attemptOutput(
   // meets, and moved into the target it would stop the job's own marker past the commit point.
   const [, uploads, dir, success] = await Promise.all([
     walked,
-    readAttemptUploads(store, layout, job, taskAttempt, env.concurrency),
+    readAttemptUploads(store, a.layout, a.job, a.taskAttempt, a.env.concurrency),
     store.stat(attemptDir),
     store.stat(posix.join(attemptDir, SUCCESS_FILE)),
   ]);
+  return { found, versions, others, markers, replaced, uploads, dir, success };
+}
+
+/** A task's output is regular files under its attempt dir, with names that read back as written. */
+async function checkOnlyFiles(a: AttemptContext, listing: AttemptListing): Promise<void> {
+  const { taskAttempt } = a;
+  const { store } = a.env;
+  const attemptDir = attemptDirOf(a);
+  const { dir, success, others } = listing;
   if (success?.kind === 'dir') {
     throw new UsageError(
       `${taskAttempt} holds a directory '${SUCCESS_FILE}', which would collide with the job's own marker '${SUCCESS_FILE}': remove it and run commit-task again (nothing was committed)`,
@@ -115,7 +154,7 @@ export async function attemptOutput(
       `${taskAttempt}'s dir ${store.toUri(attemptDir)} is a file: the writer wrote its output at the path --print-path gave, not under it; move it under that path (e.g. ${store.toUri(attemptDir)}/part-00000) and run commit-task again (nothing was committed)`,
     );
   }
-  await checkNamesRoundTrip(store, attemptDir, replaced, taskAttempt);
+  await checkNamesRoundTrip(store, attemptDir, listing.replaced, taskAttempt);
   if (others.length) {
     const what =
       others[0]!.kind === 'symlink'
@@ -125,16 +164,6 @@ export async function attemptOutput(
       `${taskAttempt} holds '${others[0]!.name}', which is not a regular file (${what}): a task's output is files only; remove it and run commit-task again (nothing was committed)`,
     );
   }
-  await dropWriterMarkers(env, attemptDir, markers);
-  checkStagedOnce(uploads, (path) => found.has(path), taskAttempt);
-  if (found.length + uploads.files.length === 0 && dir === null)
-    throw await notStaged(store, layout, job, task, taskAttempt);
-  const prefix = staticPrefix(job);
-  return {
-    files: found.encode(uploads.files, (path) => checkTaskFile(job, path, prefix)),
-    pending: uploads,
-    versionDigest: versions.value(),
-  };
 }
 
 /**
@@ -162,13 +191,8 @@ async function checkNamesRoundTrip(
 }
 
 /** Why an attempt has no dir: aborted (its decision says so), or never staged in this app attempt. */
-async function notStaged(
-  store: StepEnv['store'],
-  layout: JobLayout,
-  job: JobManifest,
-  task: string,
-  taskAttempt: string,
-): Promise<Error> {
+async function notStaged({ env, layout, job, task, taskAttempt }: AttemptContext): Promise<Error> {
+  const { store } = env;
   const app = job.appAttempt;
   const aborted = await readDecision(store, layout, app, taskAttempt, job);
   if (aborted?.outcome === 'abort') return abortedError(taskAttempt, aborted);

@@ -223,7 +223,7 @@ async function finishableRoot(env: StepEnv, layout: JobLayout, job: JobManifest,
   if (job.algorithm === 'v2') {
     // Some files may already be visible: undoing is impossible, so the publish is completed (a
     // clash is thrown, the claim kept: recover cannot know that no re-run is publishing it).
-    await publishClaimedV2(env, layout, job, attemptDir, claim.files, false);
+    await publishClaimedV2(env, { layout, job, attemptDir, files: claim.files }, false);
     return '';
   }
   const root = await promotedOutput(

@@ -5,10 +5,9 @@
 import { readClaimRecord } from '../job/claims.js';
 import { readDecision } from '../job/decisions.js';
 import { isSameJob, type JobManifest } from '../job/job.js';
-import type { JobLayout } from '../job/layout.js';
 import { tidyStagingParents } from '../job/staging-dir.js';
 import { removeEmptyDirs } from '../store/operations.js';
-import type { StepEnv } from './env.js';
+import type { AttemptContext } from './attempt-context.js';
 
 /**
  * What this run of a task-level step (commit-task, abort --task) wrote into the job's dir, once
@@ -30,14 +29,8 @@ export interface RunRecords {
  * In a new job: deletes this run's decision and claim where they still stand as it wrote them (read back: host, pid and
  * time match).
  */
-export async function removeOwnRecords(
-  env: StepEnv,
-  layout: JobLayout,
-  job: JobManifest,
-  task: string,
-  taskAttempt: string,
-  mine: RunRecords,
-): Promise<void> {
+export async function removeOwnRecords(a: AttemptContext, mine: RunRecords): Promise<void> {
+  const { env, layout, job, task, taskAttempt } = a;
   const { store } = env;
   const app = job.appAttempt;
   const [decision, claim] = await Promise.all([
@@ -65,13 +58,9 @@ export async function removeOwnRecords(
  * linger as its debris, with the directories their creation made again (protocol.md §5.12: a finished job
  * leaves no staging dir). Those go; a directory that is not empty stays.
  */
-export async function removeDebris(
-  env: StepEnv,
-  layout: JobLayout,
-  app: number,
-  task: string,
-  taskAttempt: string,
-): Promise<void> {
+export async function removeDebris(a: AttemptContext): Promise<void> {
+  const { env, layout, task, taskAttempt } = a;
+  const app = a.job.appAttempt;
   const { store } = env;
   await Promise.all(
     [layout.claimFile(app, task), layout.decisionFile(app, taskAttempt)].map((f) =>
@@ -91,17 +80,9 @@ export async function removeDebris(
  * was (`now` null), or this run's own records in a new job that took the dir. False while `now` is
  * still the run's job.
  */
-export async function takeBackIfEnded(
-  env: StepEnv,
-  layout: JobLayout,
-  job: JobManifest,
-  now: JobManifest | null,
-  task: string,
-  taskAttempt: string,
-  mine: RunRecords,
-): Promise<boolean> {
-  if (now && isSameJob(now, job)) return false;
-  if (now) await removeOwnRecords(env, layout, job, task, taskAttempt, mine);
-  else await removeDebris(env, layout, job.appAttempt, task, taskAttempt);
+export async function takeBackIfEnded(a: AttemptContext, now: JobManifest | null, mine: RunRecords): Promise<boolean> {
+  if (now && isSameJob(now, a.job)) return false;
+  if (now) await removeOwnRecords(a, mine);
+  else await removeDebris(a);
   return true;
 }

@@ -12,8 +12,8 @@ import { JobGoneError, stateOnStore } from '../job/open.js';
 import { findCommitted } from '../job/finished.js';
 import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import { describeHolder, LeaseWatch, readCurrentLease, type CurrentLease } from '../job/lease.js';
-import type { JobLayout } from '../job/layout.js';
 import { waitFor } from '../util/wait.js';
+import type { AttemptContext } from './attempt-context.js';
 import type { StepEnv } from './env.js';
 import { takeBackIfEnded, type RunRecords } from './task-debris.js';
 
@@ -29,12 +29,7 @@ const HOLDER_WAIT_MS = 30_000;
  * a written plan as 'committing', as every step's does: a commit-job killed just after its
  * commit point left `_job.yaml` saying 'staged', and recover rolls that plan forward.
  */
-async function jobWithoutHolder(
-  env: StepEnv,
-  layout: JobLayout,
-  job: JobManifest,
-  task: string,
-): Promise<JobManifest | null> {
+async function jobWithoutHolder({ env, layout, job, task }: AttemptContext): Promise<JobManifest | null> {
   const { store } = env;
   let holder: CurrentLease | null = null;
   const watch = new LeaseWatch(env);
@@ -61,18 +56,11 @@ async function jobWithoutHolder(
  * app attempt, the commit goes on. A commit-job that ran meanwhile either met this claim and
  * stopped at it ("still committing") or read the claims before it and committed without it.
  */
-export async function checkNotOverlooked(
-  env: StepEnv,
-  layout: JobLayout,
-  job: JobManifest,
-  task: string,
-  taskAttempt: string,
-  mine: RunRecords,
-): Promise<'go' | 'carried'> {
-  const now = await jobWithoutHolder(env, layout, job, task);
+export async function checkNotOverlooked(a: AttemptContext, mine: RunRecords): Promise<'go' | 'carried'> {
+  const { env, layout, job, task } = a;
+  const now = await jobWithoutHolder(a);
   if (now && isSameJob(now, job) && now.state === 'staged' && now.appAttempt === job.appAttempt) return 'go';
-  if ((await takeBackIfEnded(env, layout, job, now, task, taskAttempt, mine)) && now)
-    throw newJobStaged(env, layout, job, now, task, await publishedStays(mine));
+  if ((await takeBackIfEnded(a, now, mine)) && now) throw newJobStaged(a, now, await publishedStays(mine));
   // A job that left no staging dir was aborted unless its commit left a record (as checkKept asks).
   if (now ? now.state === 'aborted' : !(await findCommitted(env.store, layout.root))) {
     throw new ConflictError(
@@ -80,7 +68,7 @@ export async function checkNotOverlooked(
     );
   }
   if (now && now.appAttempt !== job.appAttempt) {
-    if (await carried(env, layout, job, now, task, taskAttempt)) return 'carried';
+    if (await carried(a, now)) return 'carried';
     throw new ConflictError(
       `recover started app attempt ${now.appAttempt} of job ${job.jobId} while task ${task} committed in app attempt ${job.appAttempt}: ${(await publishedStays(mine)) ?? 'nothing of it was published; run the task again'}`,
     );
@@ -113,22 +101,15 @@ async function publishedStays(mine: RunRecords): Promise<string | undefined> {
  * recover may have started the next app attempt without it. Exit 4 when the task is not kept;
  * true when the job is still in this app attempt.
  */
-export async function checkKept(
-  env: StepEnv,
-  layout: JobLayout,
-  job: JobManifest,
-  task: string,
-  taskAttempt: string,
-  mine: RunRecords,
-): Promise<boolean> {
-  const now = await jobWithoutHolder(env, layout, job, task);
+export async function checkKept(a: AttemptContext, mine: RunRecords): Promise<boolean> {
+  const { env, layout, job, taskAttempt } = a;
+  const now = await jobWithoutHolder(a);
   const outcome = () => publishedStays(mine);
   const nothingKept = 'nothing of it is kept';
   // The job's staging dir went meanwhile (what this step wrote since made it again, as debris), or
   // a new job took it: what this run wrote goes.
-  if ((await takeBackIfEnded(env, layout, job, now, task, taskAttempt, mine)) && now)
-    throw newJobStaged(env, layout, job, now, task, await outcome());
-  if (now && now.appAttempt !== job.appAttempt && !(await carried(env, layout, job, now, task, taskAttempt))) {
+  if ((await takeBackIfEnded(a, now, mine)) && now) throw newJobStaged(a, now, await outcome());
+  if (now && now.appAttempt !== job.appAttempt && !(await carried(a, now))) {
     throw new ConflictError(
       `recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${job.appAttempt}, without it: ${(await outcome()) ?? `${nothingKept}; run the task again`}`,
     );
@@ -142,16 +123,10 @@ export async function checkKept(
 }
 
 /** Whether recover finished this attempt's claim and carried it, committed, into the job's current app attempt. */
-export async function carried(
-  env: StepEnv,
-  layout: JobLayout,
-  job: JobManifest,
-  now: JobManifest,
-  task: string,
-  taskAttempt: string,
-): Promise<boolean> {
-  const c = await readClaimRecord(env.store, layout, { jobId: job.jobId, task, appAttempt: now.appAttempt });
-  return c?.taskAttempt === taskAttempt && c.state === 'committed';
+export async function carried(a: AttemptContext, now: JobManifest): Promise<boolean> {
+  const { job, task } = a;
+  const c = await readClaimRecord(a.env.store, a.layout, { jobId: job.jobId, task, appAttempt: now.appAttempt });
+  return c?.taskAttempt === a.taskAttempt && c.state === 'committed';
 }
 
 /**
@@ -159,14 +134,7 @@ export async function carried(
  * staged again after an abort): never commit into it (the decision and the claim this run made
  * there are taken back: an attempt of the new job may have the same name).
  */
-function newJobStaged(
-  env: StepEnv,
-  layout: JobLayout,
-  job: JobManifest,
-  now: JobManifest,
-  task: string,
-  published?: string,
-): ConflictError {
+function newJobStaged({ env, layout, job, task }: AttemptContext, now: JobManifest, published?: string): ConflictError {
   return new ConflictError(
     `job ${job.jobId} finished while task ${task} committed, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${env.store.toUri(layout.root)}: ${published ?? `nothing of task ${task} was published; run the job again`}`,
   );
