@@ -517,7 +517,7 @@ for (const fx of storeFixtures()) {
             void late.then(() => claimMade());
             await made;
           }
-          dies(n, op, p);
+          await dies(n, op, p);
         }),
         stagingPath,
       );
