@@ -48,7 +48,7 @@ function testHooks(env: NodeJS.ProcessEnv): MutationHook | undefined {
   if (!kill && !delay) return undefined;
   return async (n, op, p) => {
     if (delay) await new Promise((r) => setTimeout(r, delay));
-    kill?.(n, op, p);
+    await kill?.(n, op, p);
   };
 }
 

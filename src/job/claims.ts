@@ -4,7 +4,7 @@
 // Keeps protocol.md §5.9 (first claim wins), §5.11 (paths read back) and §5.14 (a job is its instance).
 
 import { CorruptManifestError, StoreError } from '../errors.js';
-import { encodeManifest, encodeManifestBytes, decodeManifest, decodeManifestLazy, Fields } from '../manifest/codec.js';
+import { encodeManifestBytes, decodeManifestLazy, Fields } from '../manifest/codec.js';
 import { posix } from 'node:path';
 import { checkRelativePath, checkTaskId, isDataName } from '../paths.js';
 import type { Entry, Store } from '../store/types.js';
@@ -224,7 +224,7 @@ export function decodeClaimRecord(text: string | Buffer, file: string, ctx: Clai
 }
 
 export function decodeClaim(text: string | Buffer, file: string, ctx: ClaimContext): Claim {
-  const { fileCount, bytes, eachFile, ...header } = decodeClaimRecord(text, file, ctx);
+  const { fileCount: _fileCount, bytes: _bytes, eachFile, ...header } = decodeClaimRecord(text, file, ctx);
   const files: TaskFile[] = [];
   eachFile((t) => files.push(t));
   return { ...header, files };

@@ -6,7 +6,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { ConflictError, StoreError } from '../errors.js';
 import { type JobState } from '../job/job.js';
-import { Lease, readCurrentLease, type CurrentLease } from '../job/lease.js';
+import { Lease, type CurrentLease } from '../job/lease.js';
 import { JobLayout } from '../job/layout.js';
 import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.js';
 import { InstrumentedStore } from '../store/instrumented.js';
