@@ -138,9 +138,35 @@ export function decodeClaimRecord(text: string | Buffer, file: string, ctx: Clai
   const f = new Fields(decodeManifestLazy(text, file), file);
   f.kind(KIND, VERSION);
   const state = f.oneOf('state', ['claimed', 'committed'] as const);
-  const fail = (field: string, e: unknown): never => {
-    throw new CorruptManifestError(file, field, (e as Error).message);
+  const who = claimedBy(f, file, ctx);
+  const root = state === 'committed' ? committedRoot(f, file, ctx, who.taskAttempt) : undefined;
+  const fileCount = f.length('files');
+  const bytes = f.count('bytes');
+  // Version 1 claims (before the digest) have none; from version 2 it is there, null or a digest.
+  const versionDigest = f.doc.version === 1 ? null : f.nullableText('versionDigest');
+  if (versionDigest !== null && !/^[0-9a-f]{64}$/.test(versionDigest))
+    throw new CorruptManifestError(file, 'versionDigest', 'is not 64 hex digits');
+  const jobStagedAtMs = (f.doc.version as number) >= 3 ? f.count('jobStagedAtMs') : undefined;
+  checkOfInstance(
+    { file, what: `the claim of task ${who.task}, made by ${who.taskAttempt}`, stagedAtMs: jobStagedAtMs },
+    { jobId: ctx.jobId, stagedAtMs: ctx.jobStagedAtMs },
+    'abort this job and stage it again (under a new --job-id runs of the earlier job cannot reach it)',
+  );
+  const header = {
+    ...who,
+    state,
+    claimedAtMs: f.count('claimedAtMs'),
+    host: f.string('host'),
+    pid: f.count('pid'),
+    root,
+    versionDigest,
+    ...(jobStagedAtMs === undefined ? {} : { jobStagedAtMs }),
   };
+  return { ...header, fileCount, bytes, eachFile: fileReader(f, file, bytes) };
+}
+
+/** Which attempt made the claim, each name checked against the file's place: its task and app attempt. */
+function claimedBy(f: Fields, file: string, ctx: ClaimContext) {
   const task = f.string('task');
   if (task !== ctx.task)
     throw new CorruptManifestError(file, 'task', `is '${task}', but the file is the claim of task '${ctx.task}'`);
@@ -160,45 +186,24 @@ export function decodeClaimRecord(text: string | Buffer, file: string, ctx: Clai
       'appAttempt',
       `is ${appAttempt}, but the file is in app attempt ${ctx.appAttempt}`,
     );
-  let root: string | undefined;
-  if (state === 'committed') {
-    root = f.text('root');
-    try {
-      checkRoot(root, ctx, taskAttempt);
-    } catch (e) {
-      fail('root', e);
-    }
+  return { task, attempt, taskAttempt, appAttempt };
+}
+
+/** A committed claim's root, checked to be the task's own dir (§5.11). */
+function committedRoot(f: Fields, file: string, ctx: ClaimContext, taskAttempt: string): string {
+  const root = f.text('root');
+  try {
+    checkRoot(root, ctx, taskAttempt);
+  } catch (e) {
+    throw new CorruptManifestError(file, 'root', (e as Error).message);
   }
-  const fileCount = f.length('files');
-  const bytes = f.count('bytes');
-  // Version 1 claims (before the digest) have none; from version 2 it is there, null or a digest.
-  const versionDigest = f.doc.version === 1 ? null : f.nullableText('versionDigest');
-  if (versionDigest !== null && !/^[0-9a-f]{64}$/.test(versionDigest))
-    throw new CorruptManifestError(file, 'versionDigest', 'is not 64 hex digits');
-  const jobStagedAtMs = (f.doc.version as number) >= 3 ? f.count('jobStagedAtMs') : undefined;
-  checkOfInstance(
-    file,
-    `the claim of task ${task}, made by ${taskAttempt}`,
-    ctx.jobId,
-    jobStagedAtMs,
-    ctx.jobStagedAtMs,
-    'abort this job and stage it again (under a new --job-id runs of the earlier job cannot reach it)',
-  );
-  const header = {
-    task,
-    attempt,
-    taskAttempt,
-    appAttempt,
-    state,
-    claimedAtMs: f.count('claimedAtMs'),
-    host: f.string('host'),
-    pid: f.count('pid'),
-    root,
-    versionDigest,
-    ...(jobStagedAtMs === undefined ? {} : { jobStagedAtMs }),
-  };
+  return root;
+}
+
+/** ClaimRecord.eachFile: the claim's files read once, in order, then checked to add up to `bytes`. */
+function fileReader(f: Fields, file: string, bytes: number): ClaimRecord['eachFile'] {
   let files: Fields | null = f;
-  const eachFile = (fn: (t: TaskFile) => void): void => {
+  return (fn: (t: TaskFile) => void): void => {
     if (!files) throw new Error(`internal: the files of ${file} were read already`);
     let sum = 0;
     // The reader's own errors (a clash between tasks) pass through; only the file's are the file's.
@@ -220,7 +225,6 @@ export function decodeClaimRecord(text: string | Buffer, file: string, ctx: Clai
     files = null;
     if (bytes !== sum) throw new CorruptManifestError(file, 'bytes', `is ${bytes}, but the files add up to ${sum}`);
   };
-  return { ...header, fileCount, bytes, eachFile };
 }
 
 export function decodeClaim(text: string | Buffer, file: string, ctx: ClaimContext): Claim {
@@ -258,7 +262,9 @@ export async function claimedUploads(
 ): Promise<TaskFile[]> {
   if (unreadable) return lenientUploads(store, layout, job, concurrency, unreadable);
   const out: TaskFile[] = [];
-  for (const c of (await readClaimRecords(store, layout, job.jobId, job.appAttempt, concurrency)).values()) {
+  for (const c of (
+    await readClaimRecords(store, layout, { jobId: job.jobId, appAttempt: job.appAttempt }, concurrency)
+  ).values()) {
     c.eachFile((f) => {
       if (f.upload) out.push(f);
     });
@@ -293,19 +299,18 @@ async function lenientUploads(
   return out;
 }
 
+/** Which claims: those of one app attempt of a job (refusing those of an earlier job of its id, when its stagedAtMs is given). */
+export type AppAttemptClaims = Omit<ClaimContext, 'task'>;
+
 /** Every claim of one app attempt, by task; a file there that is not a claim is reported. */
 export async function readClaims(
   store: Store,
   layout: JobLayout,
-  jobId: string,
-  app: number,
+  of: AppAttemptClaims,
   concurrency = 16,
-  jobStagedAtMs?: number,
 ): Promise<Map<string, Claim>> {
-  const tasks = await claimTasks(store, layout, app);
-  const claims = await mapLimit(tasks, concurrency, (task) =>
-    readClaim(store, layout, { jobId, task, appAttempt: app, jobStagedAtMs }),
-  );
+  const tasks = await claimTasks(store, layout, of.appAttempt);
+  const claims = await mapLimit(tasks, concurrency, (task) => readClaim(store, layout, { ...of, task }));
   const out = new Map<string, Claim>();
   for (const c of claims) if (c) out.set(c.task, c);
   return out;
@@ -346,13 +351,11 @@ export function claimTaskOf(e: Entry): string | null {
 export async function readClaimRecords(
   store: Store,
   layout: JobLayout,
-  jobId: string,
-  app: number,
+  of: AppAttemptClaims,
   concurrency = 16,
-  jobStagedAtMs?: number,
 ): Promise<Map<string, ClaimRecord>> {
-  const read = await mapLimit(await claimTasks(store, layout, app), concurrency, (task) =>
-    readClaimRecord(store, layout, { jobId, task, appAttempt: app, jobStagedAtMs }),
+  const read = await mapLimit(await claimTasks(store, layout, of.appAttempt), concurrency, (task) =>
+    readClaimRecord(store, layout, { ...of, task }),
   );
   const out = new Map<string, ClaimRecord>();
   for (const c of read) if (c) out.set(c.task, c);

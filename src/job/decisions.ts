@@ -59,11 +59,8 @@ function decodeDecision(text: string | Buffer, file: string, taskAttempt: string
     );
   if (job)
     checkOfInstance(
-      file,
-      `the decision (${d.outcome}) of ${taskAttempt}`,
-      job.jobId,
-      jobStagedAtMs,
-      job.stagedAtMs,
+      { file, what: `the decision (${d.outcome}) of ${taskAttempt}`, stagedAtMs: jobStagedAtMs },
+      job,
       'stage the task as a new --attempt',
     );
   return d;

@@ -6,18 +6,25 @@
 
 import { ConflictError } from '../errors.js';
 
+/** A claim or decision as read: its file, what it is, and the stagedAtMs of the job it was made for. */
+export interface InstanceRecord {
+  readonly file: string;
+  readonly what: string;
+  readonly stagedAtMs: number | undefined;
+}
+
 /**
- * Throws when a record made for job `jobId` staged at `made` is read by the job of that id staged
- * at `expected` (each unknown: nothing to compare, a record of an earlier version).
+ * Throws when a record made for the job of its id staged at `record.stagedAtMs` is read by the
+ * job of that id staged at `job.stagedAtMs` (each unknown: nothing to compare, a record of an
+ * earlier version).
  */
 export function checkOfInstance(
-  file: string,
-  what: string,
-  jobId: string,
-  made: number | undefined,
-  expected: number | undefined,
+  record: InstanceRecord,
+  job: { readonly jobId: string; readonly stagedAtMs: number | undefined },
   advice: string,
 ): void {
+  const { file, what, stagedAtMs: made } = record;
+  const { jobId, stagedAtMs: expected } = job;
   if (made === undefined || expected === undefined || made === expected) return;
   throw new ConflictError(
     `${what} (${file}) was made for an earlier job ${jobId}, staged ${new Date(made).toISOString()}, by a run that went on after that job ended; this job was staged ${new Date(expected).toISOString()}: nothing was changed; ${advice}`,

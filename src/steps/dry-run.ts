@@ -185,7 +185,7 @@ export async function abortDryRun(
     requireState(open, ['staged'], 'abort a task attempt');
     const taskAttempt = taskAttemptName(job.jobId, task, attempt);
     const decision = await readDecision(store, layout, job.appAttempt, taskAttempt);
-    const claims = await readClaims(store, layout, job.jobId, job.appAttempt);
+    const claims = await readClaims(store, layout, { jobId: job.jobId, appAttempt: job.appAttempt });
     if (decision?.outcome === 'commit' && (claims.get(task)?.taskAttempt ?? taskAttempt) === taskAttempt) {
       throw new ConflictError(
         `cannot abort ${taskAttempt}: it is ${claims.get(task)?.state === 'committed' ? 'already committed' : 'committing (its commit-task decided first)'} and its files belong to the job; abort the whole job, or commit another attempt`,
@@ -277,7 +277,7 @@ export async function recoverDryRun(env: StepEnv, input: { stagingPath: string }
       commit: await commitJobDryRun(env, input),
     };
   }
-  const claims = await readClaims(store, layout, job.jobId, job.appAttempt);
+  const claims = await readClaims(store, layout, { jobId: job.jobId, appAttempt: job.appAttempt });
   const committed = [...claims.values()]
     .filter((c) => c.state === 'committed')
     .map((c) => c.task)

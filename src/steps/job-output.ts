@@ -79,7 +79,12 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
   const { store } = env;
   const { job, layout } = open;
   // A claim made for an earlier job of this id (staged again after an abort) stops the commit (exit 4).
-  const read = await readClaimRecords(store, layout, job.jobId, job.appAttempt, env.concurrency, job.stagedAtMs);
+  const read = await readClaimRecords(
+    store,
+    layout,
+    { jobId: job.jobId, appAttempt: job.appAttempt, jobStagedAtMs: job.stagedAtMs },
+    env.concurrency,
+  );
   // A half-made adoption would commit nothing (or part of the leftover) and write a _SUCCESS.
   const halfMade = await halfMadeAdoption(store, layout, job, read);
   if (halfMade !== null)

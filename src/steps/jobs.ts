@@ -94,7 +94,7 @@ async function rowOf(env: StepEnv, stagingPath: string): Promise<JobRow | null> 
     const open = await openJob(env, stagingPath);
     const { job, layout } = open;
     const [claims, lease] = await Promise.all([
-      readClaims(store, layout, job.jobId, job.appAttempt),
+      readClaims(store, layout, { jobId: job.jobId, appAttempt: job.appAttempt }),
       readCurrentLease(store, layout),
     ]);
     const halfMade = open.state === 'staged' ? await halfMadeAdoption(store, layout, job, claims) : null;

@@ -116,7 +116,7 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
   const app = job.appAttempt;
   const next = app + 1;
   const [claims, decisions] = await Promise.all([
-    readClaims(store, layout, job.jobId, app, env.concurrency, job.stagedAtMs),
+    readClaims(store, layout, { jobId: job.jobId, appAttempt: app, jobStagedAtMs: job.stagedAtMs }, env.concurrency),
     readDecisions(store, layout, app, env.concurrency, job),
   ]);
   const finished: string[] = [];

@@ -60,7 +60,7 @@ async function statusOf(env: StepEnv, open: OpenJob): Promise<StatusResult> {
   const { job, layout } = open;
   const app = job.appAttempt;
   const [claims, decisions] = await Promise.all([
-    readClaims(store, layout, job.jobId, app),
+    readClaims(store, layout, { jobId: job.jobId, appAttempt: app }),
     readDecisions(store, layout, app),
   ]);
   const byTask = new Map<string, { attempts: Set<string>; aborted: Set<string> }>();
