@@ -93,6 +93,13 @@ export interface StagedUploads {
   readonly record: string | null;
 }
 
+/** The task attempt whose uploads these are, in its job's staging dir. */
+export interface UploadsOf {
+  readonly layout: JobLayout;
+  readonly job: JobManifest;
+  readonly taskAttempt: string;
+}
+
 /**
  * Stages the large local files as pending uploads to their final keys; returns the names it
  * staged (the rest go into the attempt dir as before), with the uploads and their record. The
@@ -101,25 +108,21 @@ export interface StagedUploads {
  */
 export async function stageAsUploads(
   store: Store,
-  layout: JobLayout,
-  job: JobManifest,
-  taskAttempt: string,
+  of: UploadsOf,
   part: string,
   files: readonly LocalSource[],
-  concurrency: number,
-  nowMs: number,
+  run: { readonly concurrency: number; readonly nowMs: number },
 ): Promise<StagedUploads> {
+  const { layout, job, taskAttempt } = of;
+  const { concurrency } = run;
   const none: StagedUploads = { names: new Set(), uploads: [], record: null };
   if (!usesPendingUploads(store, job)) return none;
-  const sizes = await mapLimit(files, concurrency, async (f) => (await stat(f.localPath)).size);
-  const big = files
-    .map((f, i) => ({ ...f, size: sizes[i]! }))
-    .filter((f) => f.size > 0 && f.size >= store.pendingUploadMinBytes!);
+  const big = await largeFiles(store, files, concurrency);
   if (big.length === 0) return none;
   const rel = (name: string) => (part ? `${part}/${name}` : name);
   const record = posix.join(
     uploadsDir(layout, job.appAttempt, taskAttempt),
-    `${String(nowMs).padStart(15, '0')}-${randomUUID().slice(0, 8)}.yaml`,
+    `${String(run.nowMs).padStart(15, '0')}-${randomUUID().slice(0, 8)}.yaml`,
   );
   const ids: string[] = new Array(big.length);
   try {
@@ -169,6 +172,18 @@ export async function stageAsUploads(
   };
 }
 
+/** The local files large enough to go as pending uploads, with their sizes. */
+async function largeFiles(
+  store: Store,
+  files: readonly LocalSource[],
+  concurrency: number,
+): Promise<(LocalSource & { size: number })[]> {
+  const sizes = await mapLimit(files, concurrency, async (f) => (await stat(f.localPath)).size);
+  return files
+    .map((f, i) => ({ ...f, size: sizes[i]! }))
+    .filter((f) => f.size > 0 && f.size >= store.pendingUploadMinBytes!);
+}
+
 async function readRecords(
   store: Store,
   dir: string,
@@ -192,13 +207,8 @@ export interface AttemptUploads {
   readonly recordFiles: readonly string[];
 }
 
-export async function readAttemptUploads(
-  store: Store,
-  layout: JobLayout,
-  job: JobManifest,
-  taskAttempt: string,
-  concurrency: number,
-): Promise<AttemptUploads> {
+export async function readAttemptUploads(store: Store, of: UploadsOf, concurrency: number): Promise<AttemptUploads> {
+  const { layout, job, taskAttempt } = of;
   if (!usesPendingUploads(store, job)) return { files: [], stale: [], recordFiles: [] };
   const dir = uploadsDir(layout, job.appAttempt, taskAttempt);
   const records = await readRecords(store, dir, taskAttempt, concurrency);
@@ -242,15 +252,14 @@ export function checkStagedOnce(
  */
 export async function settleAttemptUploads(
   store: Store,
-  layout: JobLayout,
-  job: JobManifest,
-  taskAttempt: string,
+  of: UploadsOf,
   claimed: readonly TaskFile[],
   concurrency: number,
   known?: AttemptUploads,
 ): Promise<void> {
+  const { job } = of;
   if (!usesPendingUploads(store, job)) return;
-  const mine = known ?? (await readAttemptUploads(store, layout, job, taskAttempt, concurrency));
+  const mine = known ?? (await readAttemptUploads(store, of, concurrency));
   const keep = new Set(claimed.filter((f) => f.upload).map((f) => f.upload!.id));
   const all = [
     ...mine.stale,
@@ -302,13 +311,15 @@ export async function abortRecordedUploads(
   layout: JobLayout,
   keep: ReadonlySet<string>,
   concurrency: number,
-  targetPath: string,
   opts: {
+    /** The job's target: the records name paths relative to it. */
+    targetPath: string;
     extra?: readonly TaskFile[] | Promise<readonly TaskFile[]>;
     beforeApp?: number;
     recorded?: Promise<RecordedUploads>;
-  } = {},
+  },
 ): Promise<number> {
+  const { targetPath } = opts;
   if (!store.abortUpload) return 0;
   // The extra files may still be being read: both reads go at once.
   const [{ apps, uploads }, extra] = await Promise.all([

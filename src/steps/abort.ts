@@ -135,7 +135,7 @@ async function abortTask(a: AttemptContext, open: OpenJob): Promise<AbortResult>
   }
   if (failed) throw failed;
   await store.delete(attemptDirOf(a), true);
-  await settleAttemptUploads(store, layout, job, taskAttempt, [], env.concurrency);
+  await settleAttemptUploads(store, a, [], env.concurrency);
   return aborted(job, taskAttempt, wasDenied);
 }
 
@@ -245,5 +245,8 @@ export async function abortJobUploads(env: StepEnv, open: OpenJob): Promise<void
       message: `${file} could not be read (${e.message}): any pending upload it named is left for 'stagecommit clean-orphans'`,
     }),
   );
-  await abortRecordedUploads(store, layout, new Set(), env.concurrency, job.targetPath, { extra: claimed });
+  await abortRecordedUploads(store, layout, new Set(), env.concurrency, {
+    targetPath: job.targetPath,
+    extra: claimed,
+  });
 }

@@ -131,7 +131,7 @@ async function listAttempt(a: AttemptContext, removeTemps: boolean): Promise<Att
   // meets, and moved into the target it would stop the job's own marker past the commit point.
   const [, uploads, dir, success] = await Promise.all([
     walked,
-    readAttemptUploads(store, a.layout, a.job, a.taskAttempt, a.env.concurrency),
+    readAttemptUploads(store, a, a.env.concurrency),
     store.stat(attemptDir),
     store.stat(posix.join(attemptDir, SUCCESS_FILE)),
   ]);

@@ -113,7 +113,8 @@ export async function rollForward(
       : log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now()),
   ]);
   env.emit({ type: 'phase', label: 'removing the staging dir' });
-  await abortRecordedUploads(store, layout, plannedUploads(plan.phases), env.concurrency, job.targetPath, {
+  await abortRecordedUploads(store, layout, plannedUploads(plan.phases), env.concurrency, {
+    targetPath: job.targetPath,
     extra: dropped,
     recorded,
   });

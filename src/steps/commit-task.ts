@@ -238,7 +238,7 @@ async function promoteAndRecord(
   files: ClaimFiles,
 ): Promise<Committed | StoreError | OutputVanished | null> {
   const { a, mine, before } = run;
-  const { env, layout, job, task, taskAttempt } = a;
+  const { env, layout, job, task } = a;
   try {
     // Only the run that made the claim may let it go (another run of this attempt may be publishing under it).
     const root = await promote(a, files, mine.claim !== undefined);
@@ -247,15 +247,7 @@ async function promoteAndRecord(
       layout.claimFile(app, task),
       encodeClaimWith({ ...claim, state: 'committed', root }, files),
     );
-    await settleAttemptUploads(
-      env.store,
-      layout,
-      job,
-      taskAttempt,
-      files.uploads,
-      env.concurrency,
-      run.output?.pending,
-    );
+    await settleAttemptUploads(env.store, a, files.uploads, env.concurrency, run.output?.pending);
     return null;
   } catch (e) {
     // v2: another run of this attempt made the claim after this one began, and published the same

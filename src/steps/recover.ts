@@ -177,7 +177,7 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
   await store.delete(layout.trash, true);
   // Uploads of the earlier attempts that no kept claim holds will never be completed (S3).
   const kept = new Set([...claims.values()].flatMap((c) => c.files.map((f) => f.upload?.id ?? '')));
-  await abortRecordedUploads(store, layout, kept, env.concurrency, job.targetPath, { beforeApp: next });
+  await abortRecordedUploads(store, layout, kept, env.concurrency, { targetPath: job.targetPath, beforeApp: next });
 
   const committedTasks = [...claims.keys()].sort(compareTasks);
   // Every claim left is committed now: the interrupted ones were finished or undone above.

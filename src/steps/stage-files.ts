@@ -173,7 +173,10 @@ async function stageInto(
   const onBytes = (name: string) => (n: number) => (sent.set(name, n), progress.bytes(name, n));
   try {
     const watched = local.map((f) => ({ ...f, onBytes: onBytes(f.name) }));
-    uploaded = await stageAsUploads(store, layout, job, taskAttempt, part, watched, env.concurrency, env.now());
+    uploaded = await stageAsUploads(store, { layout, job, taskAttempt }, part, watched, {
+      concurrency: env.concurrency,
+      nowMs: env.now(),
+    });
     for (const n of uploaded.names) progress.item(n, sizes.get(n));
     small = input.files.filter((f) => !uploaded.names.has(f.name));
     await forEachLimit(small, env.concurrency, async (f) => {
