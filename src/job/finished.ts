@@ -58,12 +58,11 @@ async function fromSuccess(store: Store, successPath: string, jobId: string): Pr
  */
 async function fromLog(
   store: Store,
-  targetPath: string,
-  stagingPath: string,
-  jobId: string,
+  job: { readonly targetPath: string; readonly stagingPath: string; readonly jobId: string },
   concurrency: number,
   listing?: Promise<LogListing | null>,
 ): Promise<number | null> {
+  const { targetPath, stagingPath, jobId } = job;
   const log = new TableLog(store, targetPath);
   const listed = await (listing ?? log.list().catch(() => null));
   if (!listed) return null;
@@ -108,7 +107,7 @@ export async function findCommitted(
       evidence: '_SUCCESS',
     };
   }
-  const at = await fromLog(store, targetPath, stagingPath, jobId, concurrency, listing);
+  const at = await fromLog(store, { targetPath, stagingPath, jobId }, concurrency, listing);
   if (at === null) return null;
   return {
     ...base,

@@ -10,6 +10,15 @@ import { PhaseOps } from './ops.js';
 import { childLoc, join, newNode, type Node, type OutputTree } from './tree.js';
 import type { Loc, PlanInput, PlanOp, PlanPhase, TargetKind } from './types.js';
 
+/** A directory of the output merged into one that exists: `existing` lists what it held before the job. */
+interface MergeInto {
+  readonly node: Node;
+  /** Table-relative. */
+  readonly rel: string;
+  readonly dest: Loc;
+  readonly existing: ReadonlyMap<string, TargetKind> | null;
+}
+
 export class Planner {
   private readonly phases: PhaseOps[] = [];
   private readonly replaceUnits: Set<string>;
@@ -98,7 +107,10 @@ export class Planner {
       const childDest = childLoc(dest, name);
       const childRel = join(rel, name);
       if (child.sources.has(lead))
-        last = Math.max(last, this.mergeInto(child, childRel, childDest, inPlace, phase + 1, null));
+        last = Math.max(
+          last,
+          this.mergeInto({ node: child, rel: childRel, dest: childDest, existing: null }, inPlace, phase + 1),
+        );
       else last = Math.max(last, this.moveIntoAbsent(child, childRel, childDest, inPlace, phase + 1));
     }
     return last;
@@ -108,14 +120,8 @@ export class Planner {
    * Merges `node` into the existing directory `dest`. `existing` lists what dest held before the
    * job (null when dest was created by this plan: only `placed` sources are there).
    */
-  private mergeInto(
-    node: Node,
-    rel: string,
-    dest: Loc,
-    placed: ReadonlySet<number>,
-    phase: number,
-    existing: ReadonlyMap<string, TargetKind> | null,
-  ): number {
+  private mergeInto(into: MergeInto, placed: ReadonlySet<number>, phase: number): number {
+    const { node, rel, dest, existing } = into;
     let last = phase;
     for (const [name, child] of this.tree.children(node)) {
       const childRel = join(rel, name);
@@ -133,7 +139,10 @@ export class Planner {
         if (old !== undefined && old !== 'dir')
           throw new ConflictError(`'${childRel}' is a directory in the job's output but ${inTarget(old)}`);
         const childExisting = old !== undefined && dest.startsWith('t:') ? this.targetChildren(childRel) : null;
-        last = Math.max(last, this.mergeInto(child, childRel, childDest, placed, phase, childExisting));
+        last = Math.max(
+          last,
+          this.mergeInto({ node: child, rel: childRel, dest: childDest, existing: childExisting }, placed, phase),
+        );
       }
     }
     return last;
@@ -262,7 +271,7 @@ export class Planner {
    */
   private mergeSkipping(node: Node, rel: string, swapped: ReadonlySet<string>, holding: ReadonlySet<string>): void {
     if (swapped.size === 0) {
-      this.mergeInto(node, rel, 't:' + rel, new Set(), 0, this.targetChildren(rel));
+      this.mergeInto({ node, rel, dest: 't:' + rel, existing: this.targetChildren(rel) }, new Set(), 0);
       return;
     }
     const pruned = newNode(node.name);
@@ -276,7 +285,11 @@ export class Planner {
       pruned.children.set(name, child);
       for (const [si, n] of child.sources) pruned.sources.set(si, (pruned.sources.get(si) ?? 0) + n);
     }
-    this.mergeInto(pruned, rel, rel === '' ? 't:' : 't:' + rel, new Set(), 0, this.targetChildren(rel));
+    this.mergeInto(
+      { node: pruned, rel, dest: rel === '' ? 't:' : 't:' + rel, existing: this.targetChildren(rel) },
+      new Set(),
+      0,
+    );
   }
 
   replacedUnits(): string[] {

@@ -82,7 +82,7 @@ export async function publishClaimedV2(ctx: Ctx, task: V2Task, fresh: boolean): 
 
 /** What publishing the task would do; an append clash or a file where the target has a directory is a ConflictError. */
 export async function planV2(ctx: Ctx, v2: V2Task): Promise<CommitPlan> {
-  const { store, concurrency } = ctx;
+  const { store } = ctx;
   const { layout, job, attemptDir, files } = v2;
   // Files already published by an interrupted run of this commit are no longer in the attempt dir.
   const present = new Set((await attemptFiles(store, attemptDir)).map((e) => e.name));
@@ -91,8 +91,8 @@ export async function planV2(ctx: Ctx, v2: V2Task): Promise<CommitPlan> {
     { task, root: layout.relative(attemptDir), files: files.filter((f) => present.has(f.path)) },
   ];
   const tree = buildTree(sources);
-  const target = await snapshotTarget(store, job.targetPath, tree, [], concurrency);
-  const identical = await identicalClashes(store, layout, job.targetPath, sources, tree, target, concurrency);
+  const target = await snapshotTarget(ctx, job.targetPath, tree, []);
+  const identical = await identicalClashes(ctx, { layout, targetPath: job.targetPath, sources, tree }, target);
   for (const rel of identical) tree.remove(rel);
   return planTree(
     { mode: 'append', replaceUnits: [], strategy: publishStrategy(store), sources, target, identical, v2: true },

@@ -25,6 +25,12 @@ function prefixes(paths: Iterable<string>, includeSelf: boolean): Set<string> {
 
 export type TargetRoot = [Entry | null, Entry[]];
 
+/** The store the target is read from, and how many reads run at once. */
+export interface TargetReader {
+  readonly store: Store;
+  readonly concurrency: number;
+}
+
 /** The target's root: its stat and its listing, at once (neither depends on the other; a listing of nothing is []). */
 export function readTargetRoot(store: Store, targetPath: string): Promise<TargetRoot> {
   return Promise.all([store.stat(targetPath), store.list(targetPath)]);
@@ -35,11 +41,10 @@ export function readTargetRoot(store: Store, targetPath: string): Promise<Target
  * listing per existing directory touched, never the whole table.
  */
 export async function snapshotTarget(
-  store: Store,
+  { store, concurrency }: TargetReader,
   targetPath: string,
   tree: OutputTree,
   replaceUnits: readonly string[],
-  concurrency: number,
   first?: Promise<TargetRoot>,
 ): Promise<TargetSnapshot> {
   const [root, rootEntries] = await (first ?? readTargetRoot(store, targetPath));
@@ -67,16 +72,21 @@ export async function snapshotTarget(
   return { exists: true, dirs };
 }
 
+/** The output of a job as planned: where its sources are staged, and the tree they make in the target. */
+export interface PlannedOutput {
+  readonly layout: JobLayout;
+  readonly targetPath: string;
+  readonly sources: readonly SourceTree[];
+  readonly tree: OutputTree;
+}
+
 /** Append clashes whose bytes equal the existing file's: those staged copies are dropped. */
 export async function identicalClashes(
-  store: Store,
-  layout: JobLayout,
-  targetPath: string,
-  sources: readonly SourceTree[],
-  tree: OutputTree,
+  { store, concurrency }: TargetReader,
+  output: PlannedOutput,
   target: TargetSnapshot,
-  concurrency: number,
 ): Promise<Set<string>> {
+  const { layout, targetPath, sources, tree } = output;
   const clashes = findClashes(tree, target);
   if (clashes.length === 0) return new Set();
   const same = await mapLimit(clashes, concurrency, async (rel) => {

@@ -127,14 +127,7 @@ export async function preparePlan(
     units,
     async (settled) => {
       env.emit({ type: 'phase', label: 'reading the target' });
-      const target = await snapshotTarget(
-        store,
-        job.targetPath,
-        tree,
-        units.replaces,
-        env.concurrency,
-        settled ? targetRoot : undefined,
-      );
+      const target = await snapshotTarget(env, job.targetPath, tree, units.replaces, settled ? targetRoot : undefined);
       if (job.mode === 'create' && target.exists) {
         throw new ConflictError(
           `the target ${job.target} appeared after job ${job.jobId} was staged, and --mode create never replaces anything: nothing was changed; abort this job, or stage it again with --mode append or overwrite`,
@@ -144,7 +137,7 @@ export async function preparePlan(
       if (marker !== undefined && marker !== 'file') throw successInTheWay(env, job);
       const identical =
         job.mode === 'append'
-          ? await identicalClashes(store, layout, job.targetPath, sources, tree, target, env.concurrency)
+          ? await identicalClashes(env, { layout, targetPath: job.targetPath, sources, tree }, target)
           : undefined;
       for (const rel of identical ?? []) tree.remove(rel);
       const planned = planTree(
