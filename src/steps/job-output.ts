@@ -76,8 +76,16 @@ export interface JobOutput {
  * list goes straight into the output tree and is then let go: nothing holds a list per file.
  */
 export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput> {
+  const claims = await committedClaims(env, open);
+  const { tree, stats, uploads, inDir } = gatherFiles(env, open, claims);
+  const sources: SourceTree[] = claims.map((c) => ({ task: c.task, root: c.root ?? '', files: [] }));
+  const checks = tree ? await checkOnStore(env, open, { claims, tree, inDir, uploads }) : undefined;
+  return { claims, sources, tree, stats, inDir, uploads, temps: checks?.flatMap((c) => c.temps) ?? [] };
+}
+
+/** The committed claims of the job's app attempt, in task order: a half-made adoption commits nothing. */
+async function committedClaims(env: StepEnv, { job, layout }: OpenJob): Promise<ClaimRecord[]> {
   const { store } = env;
-  const { job, layout } = open;
   // A claim made for an earlier job of this id (staged again after an abort) stops the commit (exit 4).
   const read = await readClaimRecords(
     store,
@@ -93,6 +101,11 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
     );
   const claims = committedTasks(job, read);
   env.emit({ type: 'output', files: claims.reduce((n, c) => n + c.fileCount, 0) });
+  return claims;
+}
+
+/** Every claim's files, read once each: checked, into the output tree (v1) or against the others (v2). */
+function gatherFiles(env: StepEnv, { job, layout }: OpenJob, claims: readonly ClaimRecord[]) {
   const tree = job.algorithm === 'v1' ? new OutputTree(claims.map((c) => c.task)) : null;
   // v2: the tasks published already; two of them that wrote one path left the target with one of them.
   const published = job.algorithm === 'v2' ? new OutputTree(claims.map((c) => c.task)) : null;
@@ -111,7 +124,7 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
         // Two tasks with one path are a conflict; anything else is the claim's own damage.
         if (e instanceof ConflictError) throw finalClash(e, job);
         throw new CorruptManifestError(
-          store.toUri(layout.claimFile(job.appAttempt, c.task)),
+          env.store.toUri(layout.claimFile(job.appAttempt, c.task)),
           'files',
           (e as Error).message,
         );
@@ -122,39 +135,52 @@ export async function readOutput(env: StepEnv, open: OpenJob): Promise<JobOutput
     });
     inDir.push(n);
   });
-  const sources: SourceTree[] = claims.map((c) => ({ task: c.task, root: c.root ?? '', files: [] }));
-  let checks: OutputCheck[] | undefined;
-  if (tree) {
-    checks = claims.map(
-      (c, si) =>
-        new OutputCheck(
-          claimRootPath(layout, job.targetPath, c.root!),
-          tree,
-          si,
-          inDir[si]!,
-          isAdoptedRoot(c.root!),
-          c.versionDigest ?? null,
-        ),
+  return { tree, stats, uploads, inDir };
+}
+
+/**
+ * Each committed task's output dir holds what its claim lists, and every pending upload is still
+ * pending (listed at the same time as the output dirs).
+ */
+async function checkOnStore(
+  env: StepEnv,
+  { job, layout }: OpenJob,
+  read: {
+    claims: readonly ClaimRecord[];
+    tree: OutputTree;
+    inDir: readonly number[];
+    uploads: readonly TaskFile[];
+  },
+): Promise<OutputCheck[]> {
+  const { store } = env;
+  const { claims, tree, inDir } = read;
+  const checks = claims.map(
+    (c, si) =>
+      new OutputCheck(tree, {
+        root: claimRootPath(layout, job.targetPath, c.root!),
+        si,
+        expected: inDir[si]!,
+        adopted: isAdoptedRoot(c.root!),
+        versionDigest: c.versionDigest ?? null,
+      }),
+  );
+  const pending = checkUploadsPending(store, job.targetPath, read.uploads);
+  pending.catch(() => undefined); // awaited below
+  await listOutputs(store, checks, env.concurrency);
+  const problems = await mapLimit(checks, env.concurrency, (c) => c.problem(store));
+  const i = problems.findIndex((p) => p !== null);
+  if (i >= 0) {
+    const c = claims[i]!;
+    throw new ConflictError(
+      `the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(claimRootPath(layout, job.targetPath, c.root!))} ${problems[i]}: nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`,
     );
-    // The pending uploads are listed at the same time as the output dirs.
-    const pending = checkUploadsPending(store, job.targetPath, uploads);
-    pending.catch(() => undefined); // awaited below
-    await listOutputs(store, checks, env.concurrency);
-    const problems = await mapLimit(checks, env.concurrency, (c) => c.problem(store));
-    const i = problems.findIndex((p) => p !== null);
-    if (i >= 0) {
-      const c = claims[i]!;
-      throw new ConflictError(
-        `the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(claimRootPath(layout, job.targetPath, c.root!))} ${problems[i]}: nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`,
-      );
-    }
-    const lost = await pending;
-    if (lost !== null)
-      throw new ConflictError(
-        `the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`,
-      );
   }
-  return { claims, sources, tree, stats, inDir, uploads, temps: checks?.flatMap((c) => c.temps) ?? [] };
+  const lost = await pending;
+  if (lost !== null)
+    throw new ConflictError(
+      `the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`,
+    );
+  return checks;
 }
 
 /** The output's tree, let go by `output` (see JobOutput.tree); once only. */
@@ -206,14 +232,24 @@ class OutputCheck {
   /** Temp files seen (store paths): a stage's, never data; removed before the commit point. */
   readonly temps: string[] = [];
 
+  readonly root: string;
+  /** The claim's source index in the tree. */
+  readonly si: number;
+  /** How many of the claim's files are in the dir (not pending uploads). */
+  private readonly expected: number;
+  private readonly adopted: boolean;
+  private readonly versionDigest: string | null;
+
   constructor(
-    readonly root: string,
     private readonly tree: OutputTree,
-    readonly si: number,
-    private readonly expected: number,
-    private readonly adopted: boolean,
-    private readonly versionDigest: string | null,
-  ) {}
+    claimed: { root: string; si: number; expected: number; adopted: boolean; versionDigest: string | null },
+  ) {
+    this.root = claimed.root;
+    this.si = claimed.si;
+    this.expected = claimed.expected;
+    this.adopted = claimed.adopted;
+    this.versionDigest = claimed.versionDigest;
+  }
 
   private listed(path: string): FileInfo | undefined {
     const f = this.tree.at(path)?.file;
