@@ -62,7 +62,7 @@ export async function runStep<T, A = never>(
   }
   if (look.status === 'rejected') throw look.reason;
   const start = found!.held ?? found!.from;
-  return withJobLease(env, open, rule.name, start, rule.readAhead, async (locked, lease, ahead) => {
+  return withJobLease(env, open, { op: rule.name, current: start }, rule.readAhead, async (locked, lease, ahead) => {
     if (rule.states) requireState(locked, rule.states.allowed, rule.states.doing);
     return body(locked, lease, ahead);
   }).catch((e: unknown) => {
@@ -78,12 +78,11 @@ export async function runStep<T, A = never>(
 async function withJobLease<T, A>(
   env: StepEnv,
   open: OpenJob,
-  op: string,
-  current: Lease | CurrentLease | null | undefined,
+  take: { readonly op: string; readonly current: Lease | CurrentLease | null | undefined },
   readAhead: ((open: OpenJob) => A) | undefined,
   fn: (open: OpenJob, lease: Lease, ahead?: A) => Promise<T>,
 ): Promise<T> {
-  const lease = await takeLease(env, open, op, current);
+  const lease = await takeLease(env, open, take.op, take.current);
   let again: OpenJob;
   let ahead: A | undefined;
   try {
