@@ -141,7 +141,7 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
   const leftovers = (
     await mapLimit(found, Math.max(1, Math.floor(env.concurrency / 4)), async (f): Promise<Leftover | null> => {
       try {
-        const l = await describe(env, f.path, f.kind, now, input.olderThanMs, owned);
+        const l = await describe(env, f, now, input.olderThanMs, owned);
         measuring.item(f.path, l.bytes);
         return l;
       } catch (e) {
@@ -227,8 +227,7 @@ async function ownUploadsBeside(env: StepEnv, roots: readonly string[], owned: S
 /** `owned` collects the upload ids of the stagecommit jobs described (their uploads are theirs, not stale). */
 async function describe(
   env: StepEnv,
-  path: string,
-  kind: LeftoverKind,
+  { path, kind }: { readonly path: string; readonly kind: LeftoverKind },
   now: number,
   olderThanMs: number,
   owned?: Set<string>,
@@ -327,7 +326,7 @@ async function act(env: StepEnv, l: Leftover, input: CleanOrphansInput, now: num
     return;
   }
   // Re-check just before acting: a leftover that changed since it was listed is left alone.
-  const again = await describe(env, l.path, l.kind, now, input.olderThanMs);
+  const again = await describe(env, l, now, input.olderThanMs);
   if (
     !isActedOn(again, input) ||
     again.files !== l.files ||

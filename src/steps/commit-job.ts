@@ -83,10 +83,9 @@ export async function rollForward(
   env: StepEnv,
   open: OpenJob,
   plan: PersistedPlan,
-  lease?: Lease,
-  made?: JustPlanned,
-  finished = false,
+  run: { readonly lease?: Lease; readonly made?: JustPlanned; readonly finished?: boolean } = {},
 ): Promise<{ success: string }> {
+  const { lease, made, finished = false } = run;
   const { store } = env;
   const { job, layout } = open;
   const success = posix.join(job.targetPath, SUCCESS_FILE);
@@ -313,7 +312,7 @@ export async function commitJobLocked(
   const outcome = plan ? 'rolled-forward' : 'committed';
   if (!plan && open.state === 'committed') {
     // Only the clean-up was left: the plan is removed just before `_job.yaml`.
-    const { success } = await rollForward(env, open, emptyPlan(job), lease).catch(pastCommitPoint(store, open));
+    const { success } = await rollForward(env, open, emptyPlan(job), { lease }).catch(pastCommitPoint(store, open));
     return {
       jobId: job.jobId,
       target: job.target,
@@ -342,7 +341,7 @@ export async function commitJobLocked(
     const carried = writer.carried();
     if (carried) open = { ...open, job: carried, state: 'committing' };
   }
-  const { success } = await rollForward(env, open, plan, lease, made, finished).catch(pastCommitPoint(store, open));
+  const { success } = await rollForward(env, open, plan, { lease, made, finished }).catch(pastCommitPoint(store, open));
   return {
     jobId: job.jobId,
     target: job.target,

@@ -198,7 +198,9 @@ export async function reachCommitPoint<P>(
     ]);
     if (persisted.status === 'rejected') throw persisted.reason;
     const appended =
-      tried.status === 'fulfilled' ? tried.value : await landed(env, open, log, entry, tried.reason, opts.withdraw);
+      tried.status === 'fulfilled'
+        ? tried.value
+        : await landed(env, open, { log, entry, withdraw: opts.withdraw }, tried.reason);
     // Past the commit point now: a log left without its id gets one from the next commit.
     if (id.status === 'rejected')
       env.emit({ type: 'warn', message: `could not give the table log its id: ${(id.reason as Error).message}` });
@@ -216,11 +218,10 @@ export async function reachCommitPoint<P>(
 async function landed(
   env: StepEnv,
   open: OpenJob,
-  log: TableLog,
-  entry: LogEntry,
+  created: { readonly log: TableLog; readonly entry: LogEntry; readonly withdraw?: () => Promise<unknown> },
   e: unknown,
-  withdraw?: () => Promise<unknown>,
 ): Promise<true> {
+  const { log, entry, withdraw } = created;
   if (!withdraw) throw e;
   const now = await log
     .readOwn(entry.number, { jobId: open.job.jobId, staging: open.layout.root })

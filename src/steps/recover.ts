@@ -171,7 +171,7 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
   const keep = new Set([...claims.values()].map((c) => c.root ?? '').filter((r) => r !== ''));
   const holding = dirsHolding(keep);
   for (const e of await store.list(layout.temporary)) {
-    if (e.name !== String(next)) await pruneExcept(store, layout, e.path, keep, holding, env.concurrency);
+    if (e.name !== String(next)) await pruneExcept(store, layout, e.path, { keep, holding }, env.concurrency);
   }
   await store.delete(layout.output, true);
   await store.delete(layout.trash, true);
@@ -240,10 +240,10 @@ async function pruneExcept(
   store: Store,
   layout: JobLayout,
   dir: string,
-  keep: ReadonlySet<string>,
-  holding: ReadonlySet<string>,
+  kept: { readonly keep: ReadonlySet<string>; readonly holding: ReadonlySet<string> },
   concurrency: number,
 ): Promise<void> {
+  const { keep, holding } = kept;
   const rel = layout.relative(dir);
   if (keep.has(rel)) return;
   if (!holding.has(rel)) {
@@ -254,7 +254,7 @@ async function pruneExcept(
   for (const e of await store.list(dir)) {
     const r = layout.relative(e.path);
     if (keep.has(r)) continue;
-    if (e.kind === 'dir' && holding.has(r)) await pruneExcept(store, layout, e.path, keep, holding, concurrency);
+    if (e.kind === 'dir' && holding.has(r)) await pruneExcept(store, layout, e.path, kept, concurrency);
     else gone.push(e);
   }
   // The losing attempts of many tasks go at once, not one after another.

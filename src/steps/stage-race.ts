@@ -107,14 +107,10 @@ export async function checkStillStaged(
   if (unlisted.length === 0) return;
   // A whole claim holds what it lists and nothing else: the rest would stop commit-job (a file its
   // claim does not list), so it goes from wherever the commit put it.
-  await takeBackUnlisted(
-    env,
-    layout,
-    job.appAttempt,
-    w,
-    unlisted,
-    claim.taskAttempt === w.taskAttempt ? claim.root : undefined,
-  );
+  await takeBackUnlisted(env, layout, job.appAttempt, w, {
+    paths: unlisted,
+    root: claim.taskAttempt === w.taskAttempt ? claim.root : undefined,
+  });
   const more = unlisted.length > 1 ? ` and ${unlisted.length - 1} more` : '';
   throw new ConflictError(
     claim.taskAttempt === w.taskAttempt
@@ -154,9 +150,9 @@ async function takeBackUnlisted(
   layout: JobLayout,
   app: number,
   w: StagedWrites,
-  unlisted: readonly string[],
-  root: string | undefined,
+  committed: { readonly paths: readonly string[]; readonly root: string | undefined },
 ): Promise<void> {
+  const { paths: unlisted, root } = committed;
   const { store } = env;
   const roots = [layout.attemptDir(app, w.taskAttempt)];
   if (root && !root.startsWith('t:') && posix.join(layout.root, root) !== roots[0])
