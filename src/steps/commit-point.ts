@@ -62,6 +62,78 @@ function sameSet(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
 }
 
+/** What reachCommitPoint may be given beside the plan. */
+export interface CommitPointOptions<P> {
+  dryRun?: boolean;
+  firstListing?: Promise<LogListing>;
+  persist?: (planned: P, entry: number) => Promise<void>;
+  withdraw?: () => Promise<unknown>;
+}
+
+/**
+ * One job's reading of the table log on its way to its commit point. Entries never change once
+ * made, and neither do done markers: each is read once, and only where it decides something.
+ */
+class LogReading {
+  readonly log: TableLog;
+  private readonly entries = new Map<number, LogEntry>();
+  private readonly outcomes = new Map<number, Promise<DoneOutcome | null>>();
+  /** This process's own look at each holder's lease over the rounds (protocol.md §10). */
+  private readonly watches = new Map<number, LeaseWatch>();
+  readonly deadline: number;
+
+  constructor(
+    readonly env: StepEnv,
+    readonly open: OpenJob,
+    readonly units: CommitUnits,
+  ) {
+    this.log = new TableLog(env.store, open.job.targetPath);
+    this.deadline = env.now() + (env.commitWaitMs ?? DEFAULT_WAIT_MS);
+  }
+
+  async read(ns: readonly number[]): Promise<void> {
+    const missing = ns.filter((n) => !this.entries.has(n));
+    for (const e of await this.log.readMany(missing, this.env.concurrency)) this.entries.set(e.number, e);
+  }
+
+  watch(n: number): LeaseWatch {
+    return this.watches.get(n) ?? this.watches.set(n, new LeaseWatch(this.env)).get(n)!;
+  }
+
+  entry(n: number): LogEntry {
+    return this.entries.get(n)!;
+  }
+
+  outcome(n: number): Promise<DoneOutcome | null> {
+    return this.outcomes.get(n) ?? this.outcomes.set(n, this.log.readDone(n, this.entry(n).jobId)).get(n)!;
+  }
+
+  /**
+   * A job that cannot commit is the user's to end: its staging dir, and on S3 its pending uploads
+   * in the table's prefix, stay until abort.
+   */
+  restage(what: string): string {
+    return againAdvice(
+      this.open.job,
+      `abort it ('stagecommit abort --job ${this.env.store.toUri(this.open.layout.root)}' removes its staging dir and uploads) and ${what}`,
+    );
+  }
+}
+
+/** One listing of the log, as this job reads it. */
+interface LogRound {
+  readonly listing: LogListing;
+  /** The newest entry's number (null: the log is empty). */
+  readonly max: number | null;
+  /** Entries made since the job was staged. */
+  readonly since: readonly number[];
+  readonly unfinished: readonly number[];
+  /** This job's own entries among `since`. */
+  readonly mine: ReadonlySet<number>;
+  /** This job's unfinished entry, made by an interrupted run. */
+  readonly own: LogEntry | null;
+}
+
 /**
  * Runs `plan` once the table is stable where the job writes, and returns it with the log entry
  * this job now holds. Throws ConflictError (exit 4) before the commit point, changing nothing
@@ -75,139 +147,158 @@ export async function reachCommitPoint<P>(
   open: OpenJob,
   units: CommitUnits,
   plan: (firstListingSettled: boolean) => Promise<P>,
-  opts: {
-    dryRun?: boolean;
-    firstListing?: Promise<LogListing>;
-    persist?: (planned: P, entry: number) => Promise<void>;
-    withdraw?: () => Promise<unknown>;
-  } = {},
+  opts: CommitPointOptions<P> = {},
 ): Promise<{ plan: P; entry: LogEntry; listing: LogListing }> {
-  const { job } = open;
-  const log = new TableLog(env.store, job.targetPath);
-  const pos = job.logPosition;
-  const deadline = env.now() + (env.commitWaitMs ?? DEFAULT_WAIT_MS);
-  const cache = new Map<number, LogEntry>();
-  const watches = new Map<number, LeaseWatch>();
-  const watchOf = (n: number) => watches.get(n) ?? watches.set(n, new LeaseWatch(env)).get(n)!;
-  // A job that cannot commit is the user's to end: its staging dir, and on S3 its pending uploads in the table's
-  // prefix, stay until abort.
-  const restage = (what: string) =>
-    againAdvice(
-      job,
-      `abort it ('stagecommit abort --job ${env.store.toUri(open.layout.root)}' removes its staging dir and uploads) and ${what}`,
-    );
-  const read = async (ns: readonly number[]) => {
-    const missing = ns.filter((n) => !cache.has(n));
-    for (const e of await log.readMany(missing, env.concurrency)) cache.set(e.number, e);
-    return ns.map((n) => cache.get(n)!);
-  };
-  // Done markers never change either: each is read once, and only where it decides something.
-  const outcomes = new Map<number, Promise<DoneOutcome | null>>();
-  const outcome = (n: number) => outcomes.get(n) ?? outcomes.set(n, log.readDone(n, cache.get(n)!.jobId)).get(n)!;
+  const r = new LogReading(env, open, units);
   for (let round = 0; ; round++) {
     // A listing taken before this call is as good as a new one: creating the entry decides races.
-    const listing = await (round === 0 && opts.firstListing ? opts.firstListing : log.list());
-    const { numbers, done } = listing;
-    // A log deleted and made again numbers its entries afresh: this job's position means nothing in it.
-    if (job.logId !== undefined && listing.id !== job.logId) {
-      throw new ConflictError(
-        `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: it is not the log the job was staged against (${listing.id === null ? 'the log has no id now: its log-id.yaml, or the whole log dir, was deleted' : 'the log dir was deleted and made again since'}), so commits made meanwhile are unknown: nothing was changed; ${restage('stage the job again')}`,
-      );
-    }
-    // A done marker whose entry went still holds its number (lastTaken): the gap below stops this job.
-    const max = lastTaken(listing);
-    const since = numbers.filter((n) => pos === null || n > pos);
-    if (since.length !== (max ?? -1) - (pos ?? -1)) {
-      throw new ConflictError(
-        `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: entries made since it was staged are missing (pruned after a week, or removed): nothing was changed; ${restage('stage the job again')}`,
-      );
-    }
-    const unfinished = numbers.filter((n) => !done.has(n));
-    await read([...new Set([...since, ...unfinished])]);
-    const mine = new Set(
-      since.filter((n) => isOwnEntry(cache.get(n)!, { jobId: job.jobId, staging: open.layout.root })),
-    );
-    const ownNumber = [...mine].find((n) => !done.has(n));
-    const own = ownNumber === undefined ? null : cache.get(ownNumber)!;
-
-    // protocol.md §5.5: a commit since this job's stage that touched what this job replaces wins over it.
-    for (const n of since) {
-      const e = cache.get(n)!;
-      if (mine.has(n)) continue;
-      const where = overlap(units.replaces, e.touches);
-      if (where === null || (done.has(n) && (await outcome(n)) === 'void')) continue;
-      const did = overlap(units.replaces, e.replaces) !== null ? 'replaced' : 'wrote into';
-      throw new ConflictError(
-        `job ${job.jobId} conflicts with job ${e.jobId}${e.jobId === job.jobId ? ` (another job given the same --job-id, staged at ${e.handle})` : ''}, which ${did} ${describeUnit(where)} at ${new Date(e.atMs).toISOString()} after this job was staged: nothing was changed; ${restage('stage the job again on the new data')}`,
-      );
-    }
-
-    // protocol.md §5.8: an unfinished commit holds what it touches until its plan is applied.
-    let wait: LogEntry | null = null;
-    let settled = round === 0 && opts.firstListing !== undefined;
-    for (const n of unfinished) {
-      const e = cache.get(n)!;
-      // Entries after our own were made by jobs that saw ours: they wait for us, not we for them.
-      if (mine.has(n) || (own && n > own.number)) continue;
-      const where = overlap(units.touches, e.touches);
-      if (where === null) continue;
-      settled = false;
-      const state = await holderState(env, e, watchOf(n));
-      if (state === 'finished' || state === 'void') {
-        if (!opts.dryRun) await log.markDone(e, state === 'void' ? 'void' : 'committed', env.now());
-        continue;
-      }
-      if (state === 'live' && env.now() < deadline && !opts.dryRun) {
-        wait = e;
-        continue;
-      }
-      throw heldBy(job, e, where, state);
-    }
-    if (wait) {
-      env.emit({ type: 'phase', label: `waiting for job ${wait.jobId} to finish its commit` });
+    const firstListed = round === 0 && opts.firstListing !== undefined;
+    const listing = await (firstListed ? opts.firstListing! : r.log.list());
+    const seen = await readRound(r, listing);
+    await checkNoConflict(r, seen);
+    const held = await unfinishedHolders(r, seen, opts.dryRun === true);
+    if (held.wait) {
+      env.emit({ type: 'phase', label: `waiting for job ${held.wait.jobId} to finish its commit` });
       await sleep(Math.min(1000, 100 * (round + 1)));
       continue;
     }
-
-    const planned = await plan(settled);
-    if (own && sameSet(own.touches, units.touches) && sameSet(own.replaces, units.replaces)) {
-      // An interrupted run made the entry but not the plan: the plan alone is the commit point now.
-      await opts.persist?.(planned, own.number);
-      return { plan: planned, entry: own, listing };
-    }
-    const entry: LogEntry = {
-      number: (max ?? -1) + 1,
-      jobId: job.jobId,
-      staging: open.layout.root,
-      handle: job.staging,
-      touches: units.touches,
-      replaces: units.replaces,
-      atMs: env.now(),
-    };
-    // A dry run stops here: the entry it would create, created by nobody.
-    if (opts.dryRun) return { plan: planned, entry, listing };
-    // An interrupted run held an entry for other partitions (tasks committed since): give it up.
-    if (own) await log.markDone(own, 'void', env.now());
-    // The commit point in one round trip: the entry and the plan naming it, created at once (the
-    // plan counts once its entry is this job's: open.ts). The log's first entry (or the first
-    // since logs have ids) gives it its id, beside them.
-    const [tried, id, persisted] = await Promise.allSettled([
-      log.tryAppend(entry),
-      listing.id === null ? log.makeId() : undefined,
-      opts.persist?.(planned, entry.number),
-    ]);
-    if (persisted.status === 'rejected') throw persisted.reason;
-    const appended =
-      tried.status === 'fulfilled'
-        ? tried.value
-        : await landed(env, open, { log, entry, withdraw: opts.withdraw }, tried.reason);
-    // Past the commit point now: a log left without its id gets one from the next commit.
-    if (id.status === 'rejected')
-      env.emit({ type: 'warn', message: `could not give the table log its id: ${(id.reason as Error).message}` });
-    if (appended) return { plan: planned, entry, listing: { ...listing, numbers: [...numbers, entry.number] } };
+    const planned = await plan(firstListed && held.settled);
+    const reached = await createEntry(r, seen, planned, opts);
+    if (reached) return reached;
     // Another job took that number first: the plan naming it goes; read what that job did, then try the next one.
     await opts.withdraw?.();
   }
+}
+
+/** The log as listed: it must be the log the job was staged against, with every entry since. */
+async function readRound(r: LogReading, listing: LogListing): Promise<LogRound> {
+  const { env, open, log } = r;
+  const { job } = open;
+  const pos = job.logPosition;
+  const { numbers, done } = listing;
+  // A log deleted and made again numbers its entries afresh: this job's position means nothing in it.
+  if (job.logId !== undefined && listing.id !== job.logId) {
+    throw new ConflictError(
+      `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: it is not the log the job was staged against (${listing.id === null ? 'the log has no id now: its log-id.yaml, or the whole log dir, was deleted' : 'the log dir was deleted and made again since'}), so commits made meanwhile are unknown: nothing was changed; ${r.restage('stage the job again')}`,
+    );
+  }
+  // A done marker whose entry went still holds its number (lastTaken): the gap below stops this job.
+  const max = lastTaken(listing);
+  const since = numbers.filter((n) => pos === null || n > pos);
+  if (since.length !== (max ?? -1) - (pos ?? -1)) {
+    throw new ConflictError(
+      `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: entries made since it was staged are missing (pruned after a week, or removed): nothing was changed; ${r.restage('stage the job again')}`,
+    );
+  }
+  const unfinished = numbers.filter((n) => !done.has(n));
+  await r.read([...new Set([...since, ...unfinished])]);
+  const mine = new Set(since.filter((n) => isOwnEntry(r.entry(n), { jobId: job.jobId, staging: open.layout.root })));
+  const ownNumber = [...mine].find((n) => !done.has(n));
+  const own = ownNumber === undefined ? null : r.entry(ownNumber);
+  return { listing, max, since, unfinished, mine, own };
+}
+
+/** protocol.md §5.5: a commit since this job's stage that touched what this job replaces wins over it. */
+async function checkNoConflict(r: LogReading, seen: LogRound): Promise<void> {
+  const { job } = r.open;
+  const { replaces } = r.units;
+  for (const n of seen.since) {
+    const e = r.entry(n);
+    if (seen.mine.has(n)) continue;
+    const where = overlap(replaces, e.touches);
+    if (where === null || (seen.listing.done.has(n) && (await r.outcome(n)) === 'void')) continue;
+    const did = overlap(replaces, e.replaces) !== null ? 'replaced' : 'wrote into';
+    throw new ConflictError(
+      `job ${job.jobId} conflicts with job ${e.jobId}${e.jobId === job.jobId ? ` (another job given the same --job-id, staged at ${e.handle})` : ''}, which ${did} ${describeUnit(where)} at ${new Date(e.atMs).toISOString()} after this job was staged: nothing was changed; ${r.restage('stage the job again on the new data')}`,
+    );
+  }
+}
+
+/**
+ * protocol.md §5.8: an unfinished commit holds what it touches until its plan is applied. One whose job
+ * finished or gave up is marked so; a live one is waited for (`wait`) until the deadline; any
+ * other stops this commit. `settled`: no unfinished entry touched what this job does.
+ */
+async function unfinishedHolders(
+  r: LogReading,
+  seen: LogRound,
+  dryRun: boolean,
+): Promise<{ wait: LogEntry | null; settled: boolean }> {
+  const { env, log } = r;
+  const { own, mine } = seen;
+  let wait: LogEntry | null = null;
+  let settled = true;
+  for (const n of seen.unfinished) {
+    const e = r.entry(n);
+    // Entries after our own were made by jobs that saw ours: they wait for us, not we for them.
+    if (mine.has(n) || (own && n > own.number)) continue;
+    const where = overlap(r.units.touches, e.touches);
+    if (where === null) continue;
+    settled = false;
+    const state = await holderState(env, e, r.watch(n));
+    if (state === 'finished' || state === 'void') {
+      if (!dryRun) await log.markDone(e, state === 'void' ? 'void' : 'committed', env.now());
+      continue;
+    }
+    if (state === 'live' && env.now() < r.deadline && !dryRun) {
+      wait = e;
+      continue;
+    }
+    throw heldBy(r.open.job, e, where, state);
+  }
+  return { wait, settled };
+}
+
+/**
+ * The commit point: the next entry and the plan naming it, created at once. Null when another
+ * job took that number first.
+ */
+async function createEntry<P>(
+  r: LogReading,
+  seen: LogRound,
+  planned: P,
+  opts: CommitPointOptions<P>,
+): Promise<{ plan: P; entry: LogEntry; listing: LogListing } | null> {
+  const { env, open, log, units } = r;
+  const { job } = open;
+  const { own, listing } = seen;
+  if (own && sameSet(own.touches, units.touches) && sameSet(own.replaces, units.replaces)) {
+    // An interrupted run made the entry but not the plan: the plan alone is the commit point now.
+    await opts.persist?.(planned, own.number);
+    return { plan: planned, entry: own, listing };
+  }
+  const entry: LogEntry = {
+    number: (seen.max ?? -1) + 1,
+    jobId: job.jobId,
+    staging: open.layout.root,
+    handle: job.staging,
+    touches: units.touches,
+    replaces: units.replaces,
+    atMs: env.now(),
+  };
+  // A dry run stops here: the entry it would create, created by nobody.
+  if (opts.dryRun) return { plan: planned, entry, listing };
+  // An interrupted run held an entry for other partitions (tasks committed since): give it up.
+  if (own) await log.markDone(own, 'void', env.now());
+  // The commit point in one round trip: the entry and the plan naming it, created at once (the
+  // plan counts once its entry is this job's: open.ts). The log's first entry (or the first
+  // since logs have ids) gives it its id, beside them.
+  const [tried, id, persisted] = await Promise.allSettled([
+    log.tryAppend(entry),
+    listing.id === null ? log.makeId() : undefined,
+    opts.persist?.(planned, entry.number),
+  ]);
+  if (persisted.status === 'rejected') throw persisted.reason;
+  const appended =
+    tried.status === 'fulfilled'
+      ? tried.value
+      : await landed(env, open, { log, entry, withdraw: opts.withdraw }, tried.reason);
+  // Past the commit point now: a log left without its id gets one from the next commit.
+  if (id.status === 'rejected')
+    env.emit({ type: 'warn', message: `could not give the table log its id: ${(id.reason as Error).message}` });
+  return appended
+    ? { plan: planned, entry, listing: { ...listing, numbers: [...listing.numbers, entry.number] } }
+    : null;
 }
 
 /**
