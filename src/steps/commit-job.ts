@@ -288,6 +288,28 @@ function pastCommitPoint(store: Store, open: OpenJob): (e: unknown) => never {
   };
 }
 
+/** A committed job whose clean-up was left: rolled forward with nothing to publish. */
+async function cleanUpCommitted(
+  env: StepEnv,
+  open: OpenJob,
+  job: JobManifest,
+  lease: Lease | undefined,
+): Promise<CommitJobResult> {
+  const { success } = await rollForward(env, open, emptyPlan(job), { lease }).catch(pastCommitPoint(env.store, open));
+  return {
+    jobId: job.jobId,
+    target: job.target,
+    outcome: 'rolled-forward',
+    files: 0,
+    bytes: 0,
+    partitionsWritten: [],
+    partitionsReplaced: [],
+    success,
+    metrics: env.metrics(),
+    cleanupOnly: true,
+  };
+}
+
 /**
  * commit-job's work, for a caller that holds the job lease (commit-job itself, recover).
  * `known.held`: the plan the caller read under the lease (recover); `known.ahead`: the planning
@@ -310,22 +332,8 @@ export async function commitJobLocked(
   let { open } = held;
   let plan = held.plan;
   const outcome = plan ? 'rolled-forward' : 'committed';
-  if (!plan && open.state === 'committed') {
-    // Only the clean-up was left: the plan is removed just before `_job.yaml`.
-    const { success } = await rollForward(env, open, emptyPlan(job), { lease }).catch(pastCommitPoint(store, open));
-    return {
-      jobId: job.jobId,
-      target: job.target,
-      outcome: 'rolled-forward',
-      files: 0,
-      bytes: 0,
-      partitionsWritten: [],
-      partitionsReplaced: [],
-      success,
-      metrics: env.metrics(),
-      cleanupOnly: true,
-    };
-  }
+  // Only the clean-up was left: the plan is removed just before `_job.yaml`.
+  if (!plan && open.state === 'committed') return cleanUpCommitted(env, open, job, lease);
   if (!plan && open.state === 'committing') {
     throw planMissing(env, open);
   }
