@@ -5,7 +5,7 @@
 
 import { ConflictError } from '../errors.js';
 import { encodeClaim, readClaims, type Claim } from '../job/claims.js';
-import { decide, readDecisions } from '../job/decisions.js';
+import { decide, readDecisions, type Decision } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
 import { saveJob, type JobManifest } from '../job/job.js';
 import { COMMIT_FILE, taskOfAttempt, type JobLayout } from '../job/layout.js';
@@ -78,8 +78,7 @@ export async function recover(env: StepEnv, input: RecoverInput): Promise<Recove
 }
 
 async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promise<RecoverResult> {
-  const { store } = env;
-  const { job, layout } = opened;
+  const { job } = opened;
   const base = {
     jobId: job.jobId,
     appAttempt: job.appAttempt,
@@ -88,18 +87,7 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
     finished: [],
     undone: [],
   };
-  if (opened.state === 'aborted') {
-    const published = await publishedV2Tasks(store, layout, job);
-    await abortJobUploads(env, opened);
-    env.emit({ type: 'phase', label: 'removing the staging dir' });
-    await removeStagingDir(store, layout, lease);
-    return {
-      ...base,
-      state: 'aborted',
-      rolledForward: false,
-      ...(published.length ? { publishedTasks: published } : {}),
-    };
-  }
+  if (opened.state === 'aborted') return { ...base, ...(await finishAbort(env, opened, lease)) };
   // A plan given up before it landed is removed: the job is then recovered as a staged one.
   const held = await readHeldPlan(env, opened);
   if (held.open.state === 'committing' || held.open.state === 'committed') {
@@ -107,78 +95,48 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
     await commitJobLocked(env, held.open, lease, { held });
     return { ...base, state: 'committed', rolledForward: true };
   }
-
   // Not past the commit point: a table-log entry an interrupted commit-job made is given up
   // first, so a damaged log stops recover before it changes anything (not a half-made next app
   // attempt). v1 only: a v2 job holds no entry before its commit.
   await releaseLogEntry(env, opened);
+  return startNextAppAttempt(env, opened);
+}
 
+/** An abort that was killed: its clean-up is finished. */
+async function finishAbort(env: StepEnv, opened: OpenJob, lease: Lease) {
+  const { job, layout } = opened;
+  const published = await publishedV2Tasks(env.store, layout, job);
+  await abortJobUploads(env, opened);
+  env.emit({ type: 'phase', label: 'removing the staging dir' });
+  await removeStagingDir(env.store, layout, lease);
+  return {
+    state: 'aborted' as const,
+    rolledForward: false,
+    ...(published.length ? { publishedTasks: published } : {}),
+  };
+}
+
+/**
+ * The job's next app attempt: interrupted task commits finished or undone, committed tasks and
+ * decisions carried into it (their files stay put), then what no committed claim refers to in
+ * the earlier app attempts discarded.
+ */
+async function startNextAppAttempt(env: StepEnv, opened: OpenJob): Promise<RecoverResult> {
+  const { store } = env;
+  const { job, layout } = opened;
   const app = job.appAttempt;
   const next = app + 1;
   const [claims, decisions] = await Promise.all([
     readClaims(store, layout, { jobId: job.jobId, appAttempt: app, jobStagedAtMs: job.stagedAtMs }, env.concurrency),
     readDecisions(store, layout, app, env.concurrency, job),
   ]);
-  const finished: string[] = [];
-  const undone: string[] = [];
   refuseLiveV2Claims(env, job, claims.values());
-  for (const claim of [...claims.values()].filter((c) => c.state === 'claimed')) {
-    const root = await finishableRoot(env, layout, job, claim);
-    if (root === null) {
-      await store.delete(layout.claimFile(app, claim.task), false);
-      claims.delete(claim.task);
-      undone.push(claim.taskAttempt);
-    } else {
-      const done: Claim = { ...claim, state: 'committed', root };
-      await store.writeFile(layout.claimFile(app, claim.task), encodeClaim(done));
-      claims.set(claim.task, done);
-      finished.push(claim.taskAttempt);
-    }
-  }
-
-  // Carry committed tasks, their decisions and every abort into the next app attempt; files stay put.
-  // Many tasks' records go at once: one after another, 10,000 tasks took minutes on S3.
-  const carrying = new Progress(env, 'keeping committed tasks', claims.size);
-  await forEachLimit([...claims.values()], env.concurrency, async (claim) => {
-    await store.createExclusive(layout.claimFile(next, claim.task), encodeClaim({ ...claim, appAttempt: next }));
-    carrying.item(claim.task);
-  });
-  const winners = new Set([...claims.values()].map((c) => c.taskAttempt));
-  const carried = [...decisions.values()].filter((d) => d.outcome === 'abort' || winners.has(d.taskAttempt));
-  await forEachLimit(carried, env.concurrency, async (d) => void (await decide(store, layout, next, d)));
-  // A task whose files went as pending uploads (S3) has an uploads record even without files.
-  const [byTask, uploaded] = await Promise.all([
-    attemptsByTask(store, layout, job.jobId, app),
-    store.list(uploadsDir(layout, app)),
-  ]);
-  const attempted = new Set(byTask.keys());
-  for (const e of uploaded) {
-    const task = taskOfAttempt(job.jobId, e.name);
-    if (task) attempted.add(task);
-  }
-  for (const d of decisions.values()) {
-    const task = taskOfAttempt(job.jobId, d.taskAttempt);
-    if (task) attempted.add(task);
-  }
-  // The temp of an interrupted commit-job's plan goes (HDFS: a rename of it held by the store
-  // then has nothing to publish). Only the plan's: a lease's temp at the top may be another process's write.
-  for (const e of await store.list(layout.root))
-    if (e.kind === 'file' && isTempName(e.name) && e.name.endsWith(`-${COMMIT_FILE}`))
-      await store.delete(e.path, false);
+  const { finished, undone } = await settleInterruptedClaims(env, opened, claims);
+  await carryForward(env, opened, claims, decisions);
+  const attempted = await attemptedTasks(env, opened, decisions);
+  await removePlanTemps(store, layout);
   await saveJob(store, layout, { ...job, appAttempt: next });
-
-  // Discard what no committed claim refers to in the earlier app attempts.
-  const keep = new Set([...claims.values()].map((c) => c.root ?? '').filter((r) => r !== ''));
-  const holding = dirsHolding(keep);
-  for (const e of await store.list(layout.temporary)) {
-    if (e.name !== String(next)) await pruneExcept(store, layout, e.path, { keep, holding }, env.concurrency);
-  }
-  await store.delete(layout.output, true);
-  await store.delete(layout.trash, true);
-  // Uploads of the earlier attempts that no kept claim holds will never be completed (S3).
-  const kept = new Set([...claims.values()].flatMap((c) => c.files.map((f) => f.upload?.id ?? '')));
-  await abortRecordedUploads(store, layout, kept, env.concurrency, { targetPath: job.targetPath, beforeApp: next });
-
+  await discardEarlierAttempts(env, opened, claims);
   const committedTasks = [...claims.keys()].sort(compareTasks);
   // Every claim left is committed now: the interrupted ones were finished or undone above.
   const tasksToRun =
@@ -195,6 +153,107 @@ async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promi
     undone,
     rolledForward: false,
   };
+}
+
+/** Each claim still 'claimed' (its commit-task was interrupted) is finished, or undone; `claims` follows. */
+async function settleInterruptedClaims(
+  env: StepEnv,
+  { job, layout }: OpenJob,
+  claims: Map<string, Claim>,
+): Promise<{ finished: string[]; undone: string[] }> {
+  const { store } = env;
+  const app = job.appAttempt;
+  const finished: string[] = [];
+  const undone: string[] = [];
+  for (const claim of [...claims.values()].filter((c) => c.state === 'claimed')) {
+    const root = await finishableRoot(env, layout, job, claim);
+    if (root === null) {
+      await store.delete(layout.claimFile(app, claim.task), false);
+      claims.delete(claim.task);
+      undone.push(claim.taskAttempt);
+    } else {
+      const done: Claim = { ...claim, state: 'committed', root };
+      await store.writeFile(layout.claimFile(app, claim.task), encodeClaim(done));
+      claims.set(claim.task, done);
+      finished.push(claim.taskAttempt);
+    }
+  }
+  return { finished, undone };
+}
+
+/**
+ * Carry committed tasks, their decisions and every abort into the next app attempt; files stay put.
+ * Many tasks' records go at once: one after another, 10,000 tasks took minutes on S3.
+ */
+async function carryForward(
+  env: StepEnv,
+  { job, layout }: OpenJob,
+  claims: ReadonlyMap<string, Claim>,
+  decisions: ReadonlyMap<string, Decision>,
+): Promise<void> {
+  const { store } = env;
+  const next = job.appAttempt + 1;
+  const carrying = new Progress(env, 'keeping committed tasks', claims.size);
+  await forEachLimit([...claims.values()], env.concurrency, async (claim) => {
+    await store.createExclusive(layout.claimFile(next, claim.task), encodeClaim({ ...claim, appAttempt: next }));
+    carrying.item(claim.task);
+  });
+  const winners = new Set([...claims.values()].map((c) => c.taskAttempt));
+  const carried = [...decisions.values()].filter((d) => d.outcome === 'abort' || winners.has(d.taskAttempt));
+  await forEachLimit(carried, env.concurrency, async (d) => void (await decide(store, layout, next, d)));
+}
+
+/** The tasks that were attempted in the app attempt: a dir, an uploads record (S3: even without files) or a decision. */
+async function attemptedTasks(
+  env: StepEnv,
+  { job, layout }: OpenJob,
+  decisions: ReadonlyMap<string, Decision>,
+): Promise<Set<string>> {
+  const app = job.appAttempt;
+  const [byTask, uploaded] = await Promise.all([
+    attemptsByTask(env.store, layout, job.jobId, app),
+    env.store.list(uploadsDir(layout, app)),
+  ]);
+  const attempted = new Set(byTask.keys());
+  for (const e of uploaded) {
+    const task = taskOfAttempt(job.jobId, e.name);
+    if (task) attempted.add(task);
+  }
+  for (const d of decisions.values()) {
+    const task = taskOfAttempt(job.jobId, d.taskAttempt);
+    if (task) attempted.add(task);
+  }
+  return attempted;
+}
+
+/**
+ * The temp of an interrupted commit-job's plan goes (HDFS: a rename of it held by the store then
+ * has nothing to publish). Only the plan's: a lease's temp at the top may be another process's write.
+ */
+async function removePlanTemps(store: Store, layout: JobLayout): Promise<void> {
+  for (const e of await store.list(layout.root))
+    if (e.kind === 'file' && isTempName(e.name) && e.name.endsWith(`-${COMMIT_FILE}`))
+      await store.delete(e.path, false);
+}
+
+/** Discard what no committed claim refers to in the earlier app attempts, and their uploads (S3). */
+async function discardEarlierAttempts(
+  env: StepEnv,
+  { job, layout }: OpenJob,
+  claims: ReadonlyMap<string, Claim>,
+): Promise<void> {
+  const { store } = env;
+  const next = job.appAttempt + 1;
+  const keep = new Set([...claims.values()].map((c) => c.root ?? '').filter((r) => r !== ''));
+  const holding = dirsHolding(keep);
+  for (const e of await store.list(layout.temporary)) {
+    if (e.name !== String(next)) await pruneExcept(store, layout, e.path, { keep, holding }, env.concurrency);
+  }
+  await store.delete(layout.output, true);
+  await store.delete(layout.trash, true);
+  // Uploads of the earlier attempts that no kept claim holds will never be completed.
+  const kept = new Set([...claims.values()].flatMap((c) => c.files.map((f) => f.upload?.id ?? '')));
+  await abortRecordedUploads(store, layout, kept, env.concurrency, { targetPath: job.targetPath, beforeApp: next });
 }
 
 /**
