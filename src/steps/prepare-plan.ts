@@ -10,8 +10,15 @@ import { SUCCESS_FILE } from '../job/layout.js';
 import type { OpenJob } from '../job/open.js';
 import { TableLog, type LogListing } from '../job/table-log.js';
 import type { PersistedPlan } from '../plan/plan-file.js';
-import { planTree, targetDirsChanged, type CommitPlan, type SourceTree } from '../plan/plan.js';
-import { identicalClashes, readTargetRoot, snapshotTarget } from '../plan/target.js';
+import {
+  planTree,
+  targetDirsChanged,
+  type CommitPlan,
+  type OutputStats,
+  type OutputTree,
+  type SourceTree,
+} from '../plan/plan.js';
+import { identicalClashes, readTargetRoot, snapshotTarget, type TargetRoot } from '../plan/target.js';
 import { deleteFiles, publishStrategy } from '../store/operations.js';
 import { reachCommitPoint, type CommitUnits } from './commit-point.js';
 import type { StepEnv } from './env.js';
@@ -80,7 +87,7 @@ export async function preparePlan(
   writer?: PlanWriter,
 ): Promise<{ plan: PersistedPlan; listing?: LogListing; uploads?: readonly TaskFile[] }> {
   const { store } = env;
-  const { job, layout } = open;
+  const { job } = open;
   const { output, firstListing } = ahead ?? startPlanReads(env, open);
   // The target's root, read after that listing: current if the listing shows no unfinished commit where this job
   // writes.
@@ -93,24 +100,7 @@ export async function preparePlan(
   const tree = takeTree(read);
   const base = { jobId: job.jobId, appAttempt: job.appAttempt, tasks: claims.map((c) => c.task) };
   const partitions = stats.partitionsWritten();
-  if (!tree) {
-    const marker = await store.stat(posix.join(job.targetPath, SUCCESS_FILE));
-    if (marker && marker.kind !== 'file') throw successInTheWay(env, job);
-    // Every task published itself at commit-task; the job commit only marks success.
-    return {
-      plan: {
-        ...base,
-        createdAtMs: env.now(),
-        logEntry: null,
-        phases: [],
-        files: stats.files,
-        bytes: stats.bytes,
-        filenames: stats.filenames(),
-        partitionsWritten: partitions,
-        partitionsReplaced: [],
-      },
-    };
-  }
+  if (!tree) return { plan: await successOnlyPlan(env, job, base, stats) };
   const units = commitUnitsOf(job, partitions);
   const persisted = (planned: CommitPlan, entry: number): PersistedPlan => ({
     ...base,
@@ -125,36 +115,71 @@ export async function preparePlan(
     env,
     open,
     units,
-    async (settled) => {
-      env.emit({ type: 'phase', label: 'reading the target' });
-      const target = await snapshotTarget(env, job.targetPath, tree, units.replaces, settled ? targetRoot : undefined);
-      if (job.mode === 'create' && target.exists) {
-        throw new ConflictError(
-          `the target ${job.target} appeared after job ${job.jobId} was staged, and --mode create never replaces anything: nothing was changed; abort this job, or stage it again with --mode append or overwrite`,
-        );
-      }
-      const marker = target.dirs.get('')?.get(SUCCESS_FILE);
-      if (marker !== undefined && marker !== 'file') throw successInTheWay(env, job);
-      const identical =
-        job.mode === 'append'
-          ? await identicalClashes(env, { layout, targetPath: job.targetPath, sources, tree }, target)
-          : undefined;
-      for (const rel of identical ?? []) tree.remove(rel);
-      const planned = planTree(
-        { mode: job.mode, replaceUnits: units.replaces, strategy: publishStrategy(store), sources, target, identical },
-        tree,
-        job.partitionBy.length,
-      );
-      // A directory the commit cannot change is found now, not after the commit point (protocol.md §5.13).
-      const changed = targetDirsChanged(planned.phases).map((rel) =>
-        rel === '' ? job.targetPath : posix.join(job.targetPath, rel),
-      );
-      if (changed.length > 0) await store.checkWritable?.(changed);
-      return withLeftoversRemoved(planned, sources);
-    },
+    (settled) => planOnTarget(env, open, { tree, sources, units }, settled ? targetRoot : undefined),
     { dryRun, firstListing, ...(persist && writer ? { persist, withdraw: writer.withdraw } : {}) },
   );
   return { plan: written ?? persisted(plan, entry.number), listing, uploads };
+}
+
+/** v2: every task published itself at commit-task; the job commit only marks success. */
+async function successOnlyPlan(
+  env: StepEnv,
+  job: JobManifest,
+  base: { jobId: string; appAttempt: number; tasks: string[] },
+  stats: OutputStats,
+): Promise<PersistedPlan> {
+  const marker = await env.store.stat(posix.join(job.targetPath, SUCCESS_FILE));
+  if (marker && marker.kind !== 'file') throw successInTheWay(env, job);
+  return {
+    ...base,
+    createdAtMs: env.now(),
+    logEntry: null,
+    phases: [],
+    files: stats.files,
+    bytes: stats.bytes,
+    filenames: stats.filenames(),
+    partitionsWritten: stats.partitionsWritten(),
+    partitionsReplaced: [],
+  };
+}
+
+/**
+ * The commit planned against the target as it is now (read where the output reaches into it;
+ * `targetRoot`: its root, read already and still current).
+ */
+async function planOnTarget(
+  env: StepEnv,
+  { job, layout }: OpenJob,
+  output: { tree: OutputTree; sources: readonly SourceTree[]; units: CommitUnits },
+  targetRoot: Promise<TargetRoot> | undefined,
+): Promise<CommitPlan> {
+  const { store } = env;
+  const { tree, sources, units } = output;
+  env.emit({ type: 'phase', label: 'reading the target' });
+  const target = await snapshotTarget(env, job.targetPath, tree, units.replaces, targetRoot);
+  if (job.mode === 'create' && target.exists) {
+    throw new ConflictError(
+      `the target ${job.target} appeared after job ${job.jobId} was staged, and --mode create never replaces anything: nothing was changed; abort this job, or stage it again with --mode append or overwrite`,
+    );
+  }
+  const marker = target.dirs.get('')?.get(SUCCESS_FILE);
+  if (marker !== undefined && marker !== 'file') throw successInTheWay(env, job);
+  const identical =
+    job.mode === 'append'
+      ? await identicalClashes(env, { layout, targetPath: job.targetPath, sources, tree }, target)
+      : undefined;
+  for (const rel of identical ?? []) tree.remove(rel);
+  const planned = planTree(
+    { mode: job.mode, replaceUnits: units.replaces, strategy: publishStrategy(store), sources, target, identical },
+    tree,
+    job.partitionBy.length,
+  );
+  // A directory the commit cannot change is found now, not after the commit point (protocol.md §5.13).
+  const changed = targetDirsChanged(planned.phases).map((rel) =>
+    rel === '' ? job.targetPath : posix.join(job.targetPath, rel),
+  );
+  if (changed.length > 0) await store.checkWritable?.(changed);
+  return withLeftoversRemoved(planned, sources);
 }
 
 /** An adopted leftover left in the target (stores without rename) goes once its files are published. */
