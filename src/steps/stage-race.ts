@@ -61,21 +61,11 @@ export async function checkStillStaged(
   const same = now !== null && isSameJob(now, job);
   // A written plan is past the commit point though `_job.yaml` may still say staged (a killed commit-job).
   const state = now && (await stateOnStore(store, layout, now, plan !== null));
-  const taken = w.paths.length ? 'the files were taken back' : 'what it made was taken back';
+  const taken = takenBack(w);
+  // A claim made after the job moved on is in no output either: nothing can hold the files.
   if (!same || state !== 'staged' || now.appAttempt !== job.appAttempt) {
-    // A claim made after the job moved on is in no output either: nothing can hold the files.
     await takeBack(env, layout, job.appAttempt, w, !same);
-    if (!same)
-      throw new ConflictError(
-        `job ${job.jobId} finished while this stage ran${now ? `, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${store.toUri(layout.root)}` : ''}: its output cannot have these files, and ${taken}; stage them into a new job`,
-      );
-    if (state !== 'staged')
-      throw new ConflictError(
-        `job ${job.jobId} was ${state} while this stage ran: its output cannot have these files, and ${taken}; stage them into a new job`,
-      );
-    throw new ConflictError(
-      `recover started app attempt ${now.appAttempt} of job ${job.jobId} while this stage ran in app attempt ${job.appAttempt}: ${taken}; run the task again`,
-    );
+    throw movedOn(env, layout, job, { now, state }, w);
   }
   if (decision instanceof ConflictError) {
     await takeBack(env, layout, job.appAttempt, w, false);
@@ -93,8 +83,15 @@ export async function checkStillStaged(
     throw new ConflictError(
       `task attempt ${w.taskAttempt} was committed while this stage ran: files written there now would never appear; stage into a new --attempt`,
     );
-  // A commit-task of this attempt decided meanwhile: it may have listed the files before they
-  // landed. Its claim says which it has, once it is whole.
+  await checkClaimHolds(env, layout, job, w);
+}
+
+/**
+ * A commit-task of this attempt decided meanwhile: it may have listed the files before they
+ * landed. Its claim says which it has, once it is whole; the files it does not list go.
+ */
+async function checkClaimHolds(env: StepEnv, layout: JobLayout, job: JobManifest, w: StagedWrites): Promise<void> {
+  const taken = takenBack(w);
   const claim = await finishedClaim(env, layout, job, w.task);
   if (!claim) {
     throw new ConflictError(
@@ -116,6 +113,34 @@ export async function checkStillStaged(
     claim.taskAttempt === w.taskAttempt
       ? `task attempt ${w.taskAttempt} was committed while this stage ran, without '${unlisted[0]}'${more}: those files were taken back; stage them as another task, or run the job again`
       : `task ${w.task} was committed by ${claim.taskAttempt} while this stage ran: this attempt never commits, and ${taken}`,
+  );
+}
+
+/** What the step says of the files it took back. */
+function takenBack(w: StagedWrites): string {
+  return w.paths.length ? 'the files were taken back' : 'what it made was taken back';
+}
+
+/** The job finished, left 'staged' or started its next app attempt while this stage ran. */
+function movedOn(
+  env: StepEnv,
+  layout: JobLayout,
+  job: JobManifest,
+  found: { now: JobManifest | null; state: string | null },
+  w: StagedWrites,
+): ConflictError {
+  const { now, state } = found;
+  const taken = takenBack(w);
+  if (!now || !isSameJob(now, job))
+    return new ConflictError(
+      `job ${job.jobId} finished while this stage ran${now ? `, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${env.store.toUri(layout.root)}` : ''}: its output cannot have these files, and ${taken}; stage them into a new job`,
+    );
+  if (state !== 'staged')
+    return new ConflictError(
+      `job ${job.jobId} was ${state} while this stage ran: its output cannot have these files, and ${taken}; stage them into a new job`,
+    );
+  return new ConflictError(
+    `recover started app attempt ${now.appAttempt} of job ${job.jobId} while this stage ran in app attempt ${job.appAttempt}: ${taken}; run the task again`,
   );
 }
 
