@@ -10,7 +10,7 @@ import { canHoldTable, defaultStagingRoot, JobLayout, LEASE_PREFIX } from '../jo
 import { readCurrentLease } from '../job/lease.js';
 import { TableLog } from '../job/table-log.js';
 import { isDataName, normalizeColumn, type PartitionValue } from '../paths.js';
-import type { Store } from '../store/types.js';
+import type { Entry, Store } from '../store/types.js';
 import type { StepEnv } from './env.js';
 import { removeStrayLeases } from './stray-lease.js';
 
@@ -99,8 +99,8 @@ function checkStagingPlace(env: StepEnv, targetPath: string, stagingPath: string
   }
 }
 
-export async function stageJob(env: StepEnv, input: StageJobInput): Promise<StageJobResult> {
-  const { store } = env;
+/** The options that need no store: v2 never overwrites, a whole number of tasks, a valid job id. */
+function checkOptions(input: StageJobInput): { partitionBy: string[]; jobId: string } {
   if (input.algorithm === 'v2' && input.mode === 'overwrite') {
     throw new UsageError(
       '--algorithm v2 cannot be used with --mode overwrite: v2 publishes each task as it commits, so a failed job would leave the old data deleted and the new data half written; use v1 (the default)',
@@ -114,24 +114,27 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
   if (!JOB_ID.test(jobId)) {
     throw new UsageError(`invalid --job-id '${jobId}': use letters, digits, '.', '_' and '-' (up to 128, not first)`);
   }
-  const targetPath = input.targetPath.replace(/\/+$/, '') || '/';
-  checkTableDir(store, targetPath);
+  return { partitionBy, jobId };
+}
 
-  const stagingPath = (
-    input.stagingPath ?? posix.join(input.stagingRoot ?? defaultStagingRoot(targetPath), jobId)
-  ).replace(/\/+$/, '');
-  checkStagingPlace(env, targetPath, stagingPath, input.mode);
-
+/** The target is a directory, or absent; --mode create wants it absent. */
+async function checkTarget(store: Store, targetPath: string, mode: StageJobInput['mode']): Promise<Entry | null> {
   const target = await store.stat(targetPath);
   if (target && target.kind !== 'dir') {
     throw new UsageError(`the target ${store.toUri(targetPath)} exists and is not a directory: give a table directory`);
   }
-  if (input.mode === 'create' && target) {
+  if (mode === 'create' && target) {
     throw new UsageError(
       `the target ${store.toUri(targetPath)} already exists and --mode create never replaces anything: use --mode append or --mode overwrite, or choose a new target`,
     );
   }
-  const layout = new JobLayout(stagingPath);
+  return target;
+}
+
+/** A job never adopts files it did not stage: its staging dir is empty (stray leases of ended steps aside). */
+async function checkStagingEmpty(env: StepEnv, layout: JobLayout, input: StageJobInput, jobId: string): Promise<void> {
+  const { store } = env;
+  const stagingPath = layout.root;
   let existing = await store.list(stagingPath);
   // Only lease files whose holders are gone: steps on a job that was here ended before removing them.
   if (
@@ -153,6 +156,22 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
         : `job id '${jobId}' is already in use (${store.toUri(stagingPath)}): choose another --job-id, or leave it out for a fresh UUID`,
     );
   }
+}
+
+export async function stageJob(env: StepEnv, input: StageJobInput): Promise<StageJobResult> {
+  const { store } = env;
+  const { partitionBy, jobId } = checkOptions(input);
+  const targetPath = input.targetPath.replace(/\/+$/, '') || '/';
+  checkTableDir(store, targetPath);
+
+  const stagingPath = (
+    input.stagingPath ?? posix.join(input.stagingRoot ?? defaultStagingRoot(targetPath), jobId)
+  ).replace(/\/+$/, '');
+  checkStagingPlace(env, targetPath, stagingPath, input.mode);
+
+  const target = await checkTarget(store, targetPath, input.mode);
+  const layout = new JobLayout(stagingPath);
+  await checkStagingEmpty(env, layout, input, jobId);
 
   // A job id chosen by hand may name a job that committed here: reusing it would make a rerun of
   // commit-job answer 'already-committed' for data that was never published.
