@@ -189,7 +189,7 @@ function claimedBy(f: Fields, file: string, ctx: ClaimContext) {
   return { task, attempt, taskAttempt, appAttempt };
 }
 
-/** A committed claim's root, checked to be the task's own dir (§5.11). */
+/** A committed claim's root, checked to be the task's own dir (protocol.md §5.11). */
 function committedRoot(f: Fields, file: string, ctx: ClaimContext, taskAttempt: string): string {
   const root = f.text('root');
   try {
