@@ -215,6 +215,11 @@ async function main(): Promise<void> {
   if (ALL) cases.push(['absent', 1], ['absent', 10], ['new partitions', 1], ['new partitions', 10]);
   const rows: Row[] = [];
   for (const [target, tpp] of cases) rows.push(await scenario(target, tpp));
+  printRows(rows);
+}
+
+/** The table of the scenarios measured, and how to read it. */
+function printRows(rows: readonly Row[]): void {
   const m = (r: Row, f: (x: Round) => number) => median(r.rounds.map(f));
   const count = (x: number) => (Number.isNaN(x) ? '-' : String(Math.round(x)));
   printTable(

@@ -246,15 +246,19 @@ function row(
   console.log(rows.at(-1));
 }
 
-async function caseMany(
-  label: string,
-  files: number,
-  partitions: number,
-  size: number,
-  hows: readonly ('writer' | 'stage-file')[],
-  goals: string,
-  rounds = 1,
-): Promise<void> {
+/** One measured case: `files` files of `size` bytes in `partitions` partitions, staged each way in `hows`. */
+interface ManyCase {
+  readonly label: string;
+  readonly files: number;
+  readonly partitions: number;
+  readonly size: number;
+  readonly hows: readonly ('writer' | 'stage-file')[];
+  readonly goals: string;
+  readonly rounds?: number;
+}
+
+async function caseMany(c: ManyCase): Promise<void> {
+  const { label, files, partitions, size, hows, goals, rounds = 1 } = c;
   const fileNames = names(files, partitions);
   const body = Buffer.alloc(size, 'x');
   const ours: Record<string, Ours[]> = {};
@@ -480,30 +484,30 @@ try {
   // BENCH_FILES scales it (default 2,000).
   const small = Number(process.env.BENCH_FILES ?? 2000);
   if (only.includes('small'))
-    await caseMany(
-      `${small.toLocaleString('en')} × 1 KiB in 20 partitions`,
-      small,
-      20,
-      KiB,
-      ['writer'],
-      '≥2× aws, faster than rclone',
+    await caseMany({
+      label: `${small.toLocaleString('en')} × 1 KiB in 20 partitions`,
+      files: small,
+      partitions: 20,
+      size: KiB,
+      hows: ['writer'],
+      goals: '≥2× aws, faster than rclone',
       rounds,
-    );
+    });
   // BENCH_LARGE_FILES scales the 8 MiB case (the test RGW's in-memory OSD holds 4 GiB and its
   // garbage collector, set by scripts/rgw.sh to run every 15 s, frees what the cases delete).
   const large = Number(process.env.BENCH_LARGE_FILES ?? 100);
   // BENCH_LARGE_ROUNDS: runs of the 8 MiB case (default 1: the test RGW holds little).
   const largeRounds = Number(process.env.BENCH_LARGE_ROUNDS ?? 1);
   if (only.includes('large'))
-    await caseMany(
-      `${large} × 8 MiB in 10 partitions`,
-      large,
-      10,
-      8 * MiB,
-      ['stage-file', 'writer'],
-      'stage FILE: ≥3× aws, ≥1× rclone; every row faster than both',
-      largeRounds,
-    );
+    await caseMany({
+      label: `${large} × 8 MiB in 10 partitions`,
+      files: large,
+      partitions: 10,
+      size: 8 * MiB,
+      hows: ['stage-file', 'writer'],
+      goals: 'stage FILE: ≥3× aws, ≥1× rclone; every row faster than both',
+      rounds: largeRounds,
+    });
   console.log(
     `\n=== S3 (Ceph RGW) commit-job, ${new Date().toISOString()}\n${rows.join('\n')}\nstagecommit times are whole processes (start-up included), as rclone's and aws's are.`,
   );
