@@ -83,6 +83,7 @@ for (const fx of storeFixtures()) {
       assert.equal(bad.exitCode, 2);
     });
 
+    // eslint-disable-next-line local/describe-size -- not yet split (issue 40)
     test('options are checked first: unknown names, wrong types, missing ones are UsageErrors (exit 2)', async () => {
       const env = { ...process.env, ...sb.env };
       const target = posix.join(dir(), 'sales');

@@ -1728,6 +1728,7 @@ for (const fx of storeFixtures()) {
       /names table-log entry \d+, which was given up \(by recover or abort\) before the plan landed: it was never applied; removed it/;
 
     // The store held the plan's write. commit-job commits afresh; recover and abort proceed.
+    // eslint-disable-next-line local/describe-size -- not yet split (issue 40)
     test('a plan landing after recover gave its table-log entry up was never applied: no step is stuck', async () => {
       for (const step of ['commit-job', 'recover', 'abort'] as const) {
         const { target, staging, layout, plan } = await diedAfterPlan(`late-plan-${step}`);

@@ -62,6 +62,7 @@ test('mkdirs makes every missing level, accepts one that exists, fails (never sp
 // commit-task refuses a file or directory whose name is not valid UTF-8 (exit 2, nothing committed),
 // lists a name that holds U+FFFD, and commits once the name is fixed; stage refuses a file of /proc
 // or /sys (exit 2).
+// eslint-disable-next-line local/describe-size -- not yet split (issue 40)
 test('names that are not UTF-8 are refused at commit-task (exit 2), U+FFFD is listed; /proc and /sys too', async () => {
   const root = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-names-'));
   try {

@@ -115,6 +115,7 @@ for (const fx of storeFixtures()) {
       await sb.close();
     });
 
+    // eslint-disable-next-line local/describe-size -- not yet split (issue 40)
     test('dry run: lists every kind with age, files and bytes, and changes nothing', async () => {
       const before = await readTree(sb.store, root);
       const r = await cli(['clean-orphans', sb.uri(root), '--older-than', olderThan(), '--json'], { env: sb.env });

@@ -50,6 +50,7 @@ test('files must sit under a full partition path of the job', () => {
 });
 
 // Hand-written YAML is read only where allowed.
+// eslint-disable-next-line local/describe-size -- not yet split (issue 40)
 test('manifests: long lists one JSON line each, a check line at the end, errors naming the field', () => {
   const text = encodeManifest({ kind: 'k', version: 1, name: 'x: y' }, { files: [{ path: 'a b', size: 1 }] });
   assert.match(text, /^files:\n {2}- \{"path":"a b","size":1\}$/m);

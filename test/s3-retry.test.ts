@@ -96,6 +96,7 @@ describe(
 
     // Keeps protocol.md §5.6: a driver whose lease may have lapsed sends no request: no retry is sent
     // after the fence throws, and one still unanswered when it trips is cut off.
+    // eslint-disable-next-line local/describe-size -- not yet split (issue 40)
     test('the store fence is asked before every try of a change: no retry after it trips, in-flight ones cut', async () => {
       // Changes under fenced/ are answered 503 SlowDown, or never (under fenced/hang); the rest passes.
       let changes = 0;

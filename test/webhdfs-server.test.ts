@@ -581,6 +581,7 @@ describe('WebHDFS client against the server', () => {
   });
 
   // A page is an error; {"boolean": false} says why.
+  // eslint-disable-next-line local/describe-size -- not yet split (issue 40)
   test('a 200 to RENAME or CREATE is no proof by itself: only an empty answer or a boolean is', async () => {
     let rename = '';
     let create = { status: 201, body: '' };
@@ -647,6 +648,7 @@ describe('WebHDFS client against the server', () => {
   // Keeps protocol.md §5.6: a driver whose lease may have lapsed sends no request: the fence is asked
   // before every try of a change, a temp's rename included; none goes after it throws, and one still
   // unanswered when it trips is cut off.
+  // eslint-disable-next-line local/describe-size -- not yet split (issue 40)
   test('the store fence is asked before every try of a change; when it trips, requests in flight are cut', async () => {
     const seen: string[] = [];
     const held: ServerResponse[] = [];

@@ -204,6 +204,7 @@ export class WebHdfsCluster {
     }
   }
 
+  // eslint-disable-next-line max-lines-per-function, max-params -- not yet split (issue 40)
   private async nameNodeOp(
     req: IncomingMessage,
     res: ServerResponse,
@@ -466,6 +467,7 @@ export class WebHdfsCluster {
     await fs.rename(s, d);
   }
 
+  // eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
   private async serveDataNode(req: IncomingMessage, res: ServerResponse, gatewayPath?: string): Promise<void> {
     try {
       const url = new URL(req.url!, 'http://x');

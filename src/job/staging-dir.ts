@@ -44,6 +44,7 @@ const SETTLE_BESIDE = 1000;
  * it publishes). Whatever appears after a listing is found by the next one: `_job.yaml` goes only
  * when a listing shows nothing else (but our lease) is left.
  */
+// eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
 export async function removeStagingDir(
   store: Store,
   layout: JobLayout,

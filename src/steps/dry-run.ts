@@ -164,6 +164,7 @@ export interface AbortDryRun {
   readonly operations: readonly PlannedOperation[];
 }
 
+// eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
 export async function abortDryRun(
   env: StepEnv,
   input: { stagingPath: string; task?: string; attempt?: number },

@@ -96,6 +96,7 @@ export async function stageFiles(env: StepEnv, input: StageFilesInput): Promise<
   );
 }
 
+// eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
 async function stageInto(
   env: StepEnv,
   open: OpenJob,

@@ -24,6 +24,7 @@ const RPC_PORTS = new Set(['8020', '9000', '54310']);
  * (or RPC address) in HADOOP_CONF_DIR's hdfs-site.xml, maps to its name nodes' HTTP addresses,
  * tried in order with failover on StandbyException; `hdfs:///…` is fs.defaultFS's.
  */
+// eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
 export async function webHdfsSettings(
   scheme: string,
   authority: string,
