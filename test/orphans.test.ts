@@ -45,6 +45,32 @@ const FRESH: Tree = {
   [`sales/.spark-staging-${U2}/dt=2026-11-30/part-00000.parquet`]: 'running spark job',
 };
 
+/** A lease whose holder's clock says it runs an hour more: never renewed, it is dead after its 1 s TTL. */
+function staleLease(): string {
+  return encodeLease({
+    op: 'commit-job',
+    owner: 'someone',
+    host: 'other-host',
+    pid: 1,
+    acquiredAtMs: 0,
+    expiresAtMs: Date.now() + 3_600_000,
+    ttlMs: 1000,
+  });
+}
+
+/** clean-orphans --json's leftovers under `base`: path below it, kind, job state, action, reason. */
+function listedUnder(base: string): (r: { stdout: string }) => unknown[][] {
+  type Doc = { path: string; kind: string; jobState?: string; action: string; reason?: string };
+  return (r) =>
+    JSON.parse(r.stdout).leftovers.map((l: Doc) => [
+      l.path.slice(base.length + 1),
+      l.kind,
+      l.jobState,
+      l.action,
+      l.reason,
+    ]);
+}
+
 for (const fx of storeFixtures()) {
   describe(`clean-orphans on ${fx.name}`, () => {
     let sb: StoreSandbox;
@@ -267,17 +293,7 @@ for (const fx of storeFixtures()) {
     // Listed as a stagecommit leftover; one --delete removes it once unchanged past the holders' TTL.
     test('a handle of only lease files that killed steps left: a leftover with no job, removed once stale', async () => {
       const strayRoot = posix.join(sb.base, 'stray');
-      // Their holders' clocks say they run for an hour more: never renewed, they are dead after their 1 s TTL.
-      const lease = () =>
-        encodeLease({
-          op: 'commit-job',
-          owner: 'someone',
-          host: 'other-host',
-          pid: 1,
-          acquiredAtMs: 0,
-          expiresAtMs: Date.now() + 3_600_000,
-          ttlMs: 1000,
-        });
+      const lease = staleLease;
       const dead = posix.join(strayRoot, '.stagecommit', 'sales', 'gone-job');
       const held = posix.join(strayRoot, '.stagecommit', 'sales', 'held-job');
       await sb.store.writeFile(posix.join(dead, '_lease.0.yaml'), lease());
@@ -294,16 +310,7 @@ for (const fx of storeFixtures()) {
         testEnv(sb.store, undefined, { user: 'someone', host: 'other-host', pid: 1, leaseTtlMs: 60_000 }),
         'commit-job',
       );
-      const listed = (r: { stdout: string }) =>
-        JSON.parse(r.stdout).leftovers.map(
-          (l: { path: string; kind: string; jobState?: string; action: string; reason?: string }) => [
-            l.path.slice(sb.uri(strayRoot).length + 1),
-            l.kind,
-            l.jobState,
-            l.action,
-            l.reason,
-          ],
-        );
+      const listed = listedUnder(sb.uri(strayRoot));
       const dry = await cli(['clean-orphans', sb.uri(strayRoot), '--older-than', '0s', '--json'], { env: sb.env });
       assert.equal(dry.code, 0, dry.stderr);
       assert.deepEqual(listed(dry), [
