@@ -362,7 +362,8 @@ async function claimTask(
     await decideCommit(a, mine);
     // A re-run after a killed commit: temps must not move into the committed dir with the rest.
     await eachAttemptFile(store, attemptDirOf(a), { removeTemps: true }, () => {});
-    return { claim: headerOf(before!), files: claimFilesOfRecord(before!) };
+    // A claim's file list is read once: `claiming` holds it.
+    return { claim: headerOf(before!), files: claiming! };
   }
   const fresh: ClaimHeader = {
     task,
