@@ -3,7 +3,8 @@
 
 import { posix } from 'node:path';
 import { StoreError } from '../errors.js';
-import { tempPathFor } from '../store/temp-names.js';
+import { isTempName, tempPathFor } from '../store/temp-names.js';
+import type { Store } from '../store/types.js';
 import type { StepEnv } from './env.js';
 
 /**
@@ -28,7 +29,24 @@ export async function storeClock(env: StepEnv, dir: string): Promise<() => numbe
   if (mtimeMs === undefined || !(mtimeMs > 0))
     throw cannotTell(env, probeDir, 'the store kept no modification time for it');
   const at = elapsed();
+  await removeStaleProbes(store, dir, mtimeMs);
   return () => mtimeMs + (elapsed() - at);
+}
+
+/** A probe older than this, by the store's clock, was left by a run killed while it read the clock. */
+const STALE_PROBE_MS = 3_600_000;
+
+/**
+ * The probe dirs a killed run left in `dir` go with the next reading of the clock there
+ * (protocol.md §5.12: the next step removes a killed step's temps); a running one's is minutes old.
+ */
+async function removeStaleProbes(store: Store, dir: string, nowMs: number): Promise<void> {
+  const probes = (await store.list(dir)).filter((e) => isTempName(e.name) && e.name.endsWith('-clock-probe'));
+  for (const p of probes) {
+    const inside = await store.list(p.path, { details: true });
+    const newest = inside.reduce((a, e) => Math.max(a, e.mtimeMs), 0);
+    if (nowMs - newest > STALE_PROBE_MS) await store.delete(p.path, true).catch(() => false);
+  }
 }
 
 function cannotTell(env: StepEnv, probe: string, why: string): StoreError {
