@@ -1,6 +1,6 @@
 // Schedules the simulation found failing in today's code, kept as regression cases: each is
 // expected to fail until its defect is fixed (the test marks them todo; `npm run simulate --
-// --known` says which still fail). A violation that matches one of them is reported, not failed on,
+// --known` says which still fail), then moves to sim/fixed-failures.ts. A violation that matches one of them is reported, not failed on,
 // by the exhaustive and random runs.
 
 import { parseReplayKey, Replay, settingFor } from './explore.js';
@@ -19,32 +19,6 @@ export interface KnownFailure {
 
 export const KNOWN_FAILURES: readonly KnownFailure[] = [
   {
-    title: "a commit-job whose clock is days ahead takes a live abort's lease: both exit 0",
-    key: 'far|commit-job / abort|object|94|0.0.5.3.0.1.1.1.1.0.0.0.0.0.0.0.3.0.1',
-    violation: /both published \(exit 0\) and aborted|aborting j1, but dt=1 holds/,
-  },
-  {
-    title: "a recover whose clock is ahead takes a live commit-job's lease and calls its plan damaged",
-    key: 'far|crowd: two jobs, recover, clean-orphans|object|82|10.10.5.6.4.3.6.1.2.0.2.3.3.8.0.5.1.5.0.0.9.1.3.1.0.3.5.0.0.0.1.0.0.0.3.0.2.1.1.2.0.2.0.2.0.2.0.1.4.1.1',
-    violation: /'recover j1' exits 1 calling a manifest damaged .*past its commit point, but its plan is missing/,
-  },
-  {
-    title: "commit-task judges a live commit-job's lease by its own far-off clock: exit 0, task not published",
-    key: 'far|commit-task / commit-job|filesystem|169|0.0.1.0.1.0.0.0.1.1.0.0.0.0.1.1.1.1.1.0.3.3.3',
-    violation: /t0 committed by .*'commit-task j1 t0\/0' \(exit 0\) is not in the published job/,
-  },
-  {
-    title: 'a deleted newest table-log entry whose .done remains lets an older overwrite commit over newer data',
-    key: 'exhaustive-0-0|two jobs, the newer entry deleted by hand|filesystem||',
-    violation: /both j2 and j1 committed an overwrite of dt=1/,
-    scenario: 'two jobs, the newer entry deleted by hand',
-  },
-  {
-    title: 'clean-orphans --delete with a clock days ahead aborts a job staged seconds earlier',
-    key: 'far|clean-orphans / commit-task (fresh job)|filesystem|12|',
-    violation: /'clean-orphans --delete' acted on j1, staged 0 s of true time before it ran/,
-  },
-  {
     title: "stage that takes its files back after an abort leaves the default layout's empty parents",
     key: 'exhaustive-1-0|stage / abort|filesystem||0.0.0.0.1',
     violation: /an empty dir left after recovery: \/w\/\.stagecommit(\/sales)?$/,
@@ -59,6 +33,21 @@ export const KNOWN_FAILURES: readonly KnownFailure[] = [
     title: 'a commit-task killed after its job committed leaves its claim and decision where the job was',
     key: 'exhaustive-1-1|commit-task / commit-job|filesystem||0.0.0.0.0.0.0.0.0.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.1',
     violation: /left after recovery: \/w\/\.stagecommit\/sales\/j1\/_temporary\/0\/_(claims|decisions)\//,
+  },
+  {
+    title: 'a clean-orphans killed after writing its clock probe leaves the probe in the root it walks',
+    key: 'exhaustive-0-1|clean-orphans / commit-task (fresh job)|filesystem||0.0.0.1',
+    violation: /a file outside the table and its staging dirs: .*clock-probe\/probe$/,
+  },
+  {
+    title: 'an adopt killed after writing its clock probe leaves the probe under the target',
+    key: 'exhaustive-0-1|adopt / commit-job|filesystem||0.0.0.0.0.0.0.0.1',
+    violation: /left in the table after recovery: .*clock-probe\/probe$/,
+  },
+  {
+    title: 'the same commit-task attempt run twice at once: the second exits 1 with an internal error',
+    key: 'exhaustive-1-0|commit-task / commit-task (one attempt)|object||0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.1',
+    violation: /exits 1 with a raw error: Error: internal: the files of .* were read already/,
   },
 ];
 

@@ -23,6 +23,7 @@ import {
   shrink,
   type Failure,
 } from './explore.js';
+import { FIXED_FAILURES, runFixed } from './fixed-failures.js';
 import { isKnown, KNOWN_FAILURES, runKnown } from './known-failures.js';
 import { CROWDS, SCENARIOS, type Scenario } from './scenarios.js';
 import { runSchedule, type Faults } from './schedule.js';
@@ -88,6 +89,13 @@ async function main(): Promise<number> {
       console.log(`${r.violations.length ? 'still fails' : 'FIXED      '}  ${k.title}`);
     }
     console.log(`${still} of ${KNOWN_FAILURES.length} known failures still fail`);
+    let again = 0;
+    for (const k of FIXED_FAILURES) {
+      const runs = await runFixed(k);
+      again += runs.length ? 1 : 0;
+      for (const r of runs) console.log(`FAILS AGAIN  ${k.title}\n  violation: ${r.violations[0]}`);
+    }
+    console.log(`${again} of ${FIXED_FAILURES.length} fixed failures fail again`);
     return 0;
   }
   const limit = values.limit ? Number(values.limit) : Infinity;

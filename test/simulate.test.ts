@@ -2,7 +2,8 @@
 // call a point where the harness picks what happens next. Every pair's schedules with one
 // preemption, and with one crash at every point followed by recovery; random schedules of three
 // or more processes on hosts with drifting clocks, store faults and pauses, by seed. Failures the
-// simulation found in today's code are todo cases until fixed (sim/known-failures.ts).
+// simulation found in today's code are todo cases until fixed (sim/known-failures.ts); fixed
+// ones must pass (sim/fixed-failures.ts).
 // The full run is `npm run simulate`.
 
 import assert from 'node:assert/strict';
@@ -17,6 +18,7 @@ import {
   replayKey,
   exhaustiveMode,
 } from '../sim/explore.js';
+import { FIXED_FAILURES, runFixed } from '../sim/fixed-failures.js';
 import { isKnown, KNOWN_FAILURES, runKnown } from '../sim/known-failures.js';
 import { CROWDS, SCENARIOS } from '../sim/scenarios.js';
 import { runSchedule, type Faults } from '../sim/schedule.js';
@@ -92,6 +94,19 @@ describe("simulation: failures found in today's code (todo until fixed)", () => 
     test(k.title, { todo: 'a known defect: sim/known-failures.ts' }, async () => {
       const r = await runKnown(k);
       assert.deepEqual(r.violations, [], r.trace.join('\n'));
+    });
+  }
+});
+
+describe('simulation: failures found once and fixed since', () => {
+  for (const k of FIXED_FAILURES) {
+    test(k.title, async () => {
+      const runs = await runFixed(k);
+      assert.deepEqual(
+        runs.map((r) => r.violations),
+        [],
+        runs.map((r) => r.trace.join('\n')).join('\n\n'),
+      );
     });
   }
 });
