@@ -35,6 +35,16 @@ export const KNOWN_FAILURES: readonly KnownFailure[] = [
     violation: /left after recovery: \/w\/\.stagecommit\/sales\/j1\/_temporary\/0\/_(claims|decisions)\//,
   },
   {
+    title: 'a commit-job that finds its job aborted leaves the parents its lease file made again',
+    key: 'far|commit-job / abort|filesystem|82|4.0.1.1.1.0.2.1',
+    violation: /an empty dir left after recovery: \/w\/\.stagecommit(\/sales)?$/,
+  },
+  {
+    title: 'an abort killed after removing its job dir leaves the empty parents; no recovery removes them',
+    key: 'far|commit-task / abort|filesystem|74|0.1.0.1.0.3.0.4.3.2.1.0.0.0.1.0.1.0.1.0.0.0.1.0.0.0.2.1',
+    violation: /an empty dir left after recovery: \/w\/\.stagecommit(\/sales)?$/,
+  },
+  {
     title: 'a clean-orphans killed after writing its clock probe leaves the probe in the root it walks',
     key: 'exhaustive-0-1|clean-orphans / commit-task (fresh job)|filesystem||0.0.0.1',
     violation: /a file outside the table and its staging dirs: .*clock-probe\/probe$/,
