@@ -142,7 +142,8 @@ console.error(`test: stores ${env.STAGECOMMIT_TEST_STORES}`);
 Object.assign(process.env, env);
 let failed = false;
 const report = run({ files, concurrency: 2 })
-  .on('test:fail', () => (failed = true))
+  // A todo test that fails is expected to (a known defect): it does not fail the run.
+  .on('test:fail', (e) => (failed ||= !e.todo))
   .compose(spec);
 report.pipe(process.stdout);
 await finished(report);
