@@ -15,6 +15,11 @@ export interface FixedFailure {
 }
 
 export const FIXED_FAILURES: readonly FixedFailure[] = [
+  // §5.19 exit codes are honest: a second run of a committing attempt never ends in a raw error.
+  {
+    title: 'the same commit-task attempt run twice at once: the second exits 1 with an internal error',
+    key: 'exhaustive-1-0|commit-task / commit-task (one attempt)|object||0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.1',
+  },
   // §5.6 one driver at a time; §10 rule 2: a lease is expired only by its observer's elapsed time.
   {
     title: "a commit-job whose clock is days ahead takes a live abort's lease: both exit 0",

@@ -54,11 +54,6 @@ export const KNOWN_FAILURES: readonly KnownFailure[] = [
     key: 'exhaustive-0-1|adopt / commit-job|filesystem||0.0.0.0.0.0.0.0.1',
     violation: /left in the table after recovery: .*clock-probe\/probe$/,
   },
-  {
-    title: 'the same commit-task attempt run twice at once: the second exits 1 with an internal error',
-    key: 'exhaustive-1-0|commit-task / commit-task (one attempt)|object||0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.1',
-    violation: /exits 1 with a raw error: Error: internal: the files of .* were read already/,
-  },
 ];
 
 export function isKnown(violation: string, scenario: string): KnownFailure | undefined {
