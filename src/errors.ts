@@ -7,6 +7,7 @@ export const ExitCode = {
   denied: 3,
   conflict: 4,
   incomplete: 5,
+  blocked: 6,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
@@ -33,11 +34,31 @@ export class CommitDeniedError extends StageCommitError {
   }
 }
 
-/** Job locked, wrong state, target changed under the job, overlapping overwrite (exit 4). */
+/**
+ * A conflict that passes on its own: the same step run again later can succeed once another
+ * process is done (a lease held by a live step, a job still committing): exit 4, "retry later".
+ */
 export class ConflictError extends StageCommitError {
-  constructor(message: string) {
-    super(ExitCode.conflict, message);
+  constructor(message: string, exitCode: ExitCode = ExitCode.conflict) {
+    super(exitCode, message);
   }
+}
+
+/**
+ * A conflict that will never pass as it is (an append clash, a create target that appeared, two
+ * tasks writing one path, a partition replaced by another job): running the same step again
+ * cannot help until someone acts as the message says (exit 6). A ConflictError still, for callers
+ * that only ask whether it is one.
+ */
+export class BlockedError extends ConflictError {
+  constructor(message: string) {
+    super(message, ExitCode.blocked);
+  }
+}
+
+/** Whether an exit code means the same step, run again later unchanged, may pass (4, 130, 143). */
+export function isRetryable(exitCode: number): boolean {
+  return exitCode === ExitCode.conflict || exitCode === 130 || exitCode === 143;
 }
 
 /** Declared tasks are missing at commit-job (exit 5). */

@@ -219,7 +219,7 @@ for (const fx of storeFixtures()) {
       await writeTree(sb.store, leftover, { 'dt=2026-11-30/other': 'rerun' });
       for (const dry of [['--dry-run'], []]) {
         const r = await realOrDry(dry)(['abort', '--job', handle, ...dry]);
-        assert.equal(r.code, 4, r.stderr);
+        assert.equal(r.code, 6, r.stderr);
         assert.match(
           r.stderr,
           new RegExp(
@@ -232,7 +232,7 @@ for (const fx of storeFixtures()) {
         original,
         'the leftover is kept in the staging dir',
       );
-      assert.equal((await inproc(['commit-job', '--job', handle])).code, 4, 'the job is aborted');
+      assert.equal((await inproc(['commit-job', '--job', handle])).code, 6, 'the job is aborted');
       await sb.store.delete(leftover, true);
       const again = await run(['abort', '--job', handle]);
       assert.equal(again.code, 0, again.stderr);

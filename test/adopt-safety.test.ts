@@ -139,7 +139,7 @@ for (const fx of storeFixtures()) {
             assert.match(await here(['status', '--job', j.handle]), /half-made adoption/);
             for (const dry of [['--dry-run'], []]) {
               const r = await inproc(['commit-job', '--job', j.handle, ...dry]);
-              assert.equal(r.code, 4, `killed at ${k}: commit-job ${dry.join('')} ${r.stderr}`);
+              assert.equal(r.code, 6, `killed at ${k}: commit-job ${dry.join('')} ${r.stderr}`);
               assert.match(
                 r.stderr,
                 new RegExp(
@@ -237,7 +237,7 @@ for (const fx of storeFixtures()) {
       await here(['commit-job', '--job', other]);
       for (const dry of [['--dry-run'], []]) {
         const r = await realOrDry(dry)(['commit-job', '--job', handle, ...dry]);
-        assert.equal(r.code, 4, r.stderr);
+        assert.equal(r.code, 6, r.stderr);
         assert.match(
           r.stderr,
           new RegExp(
@@ -249,7 +249,7 @@ for (const fx of storeFixtures()) {
     });
 
     // The other of two adopts moved it away.
-    test("a leftover taken between adopt's look and its listing is said to be taken (exit 4)", async (t) => {
+    test("a leftover taken between adopt's look and its listing is said to be taken (exit 6)", async (t) => {
       if (!sb.store.caps.directoryRename) return t.skip('on S3 adopt moves nothing');
       const { leftover } = await table(sb, dir(), sparkOverwrite('replacing'));
       // The interleaving the race below hits now and then, made certain: the rename lands just before the listing.
@@ -268,7 +268,7 @@ for (const fx of storeFixtures()) {
         (e: unknown) => e,
       );
       assert.ok(taken, 'adopt listed the leftover');
-      assert.ok(err instanceof ConflictError, `expected exit 4, got ${String(err)}`);
+      assert.ok(err instanceof ConflictError, `expected exit 6, got ${String(err)}`);
       assert.match(err.message, /was taken while adopting it .*made no job and changed nothing/);
     });
 

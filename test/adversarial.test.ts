@@ -114,8 +114,8 @@ for (const fx of storeFixtures()) {
           racer(sb, ['abort', '--job', h, '--task', '0']),
         ]);
         const where = `round ${round}: commit-task ${c.code}, abort ${a.code}: ${c.stderr}${a.stderr}`;
-        assert.ok((c.code === 0 && a.code === 4) || (c.code === 3 && a.code === 0), where);
-        if (a.code === 4) assert.match(a.stderr, /already committed|committing/, where);
+        assert.ok((c.code === 0 && a.code === 6) || (c.code === 3 && a.code === 0), where);
+        if (a.code === 6) assert.match(a.stderr, /already committed|committing/, where);
         // commit-job never wedges, and an exit-0 commit-task's file is in the table.
         await commitJob(testEnv(sb.store), { stagingPath: staging });
         const want = c.code === 0 ? { 'dt=1/old': 'old', 'dt=1/new': 'new' } : { 'dt=1/old': 'old' };
@@ -145,10 +145,10 @@ for (const fx of storeFixtures()) {
           [a, r, c].every((x) => x.code !== 1),
           where,
         );
-        // Exit 4 from abort says the attempt's files belong to the job: then they are in it, and no
+        // Exit 6 from abort says the attempt's files belong to the job: then they are in it, and no
         // recover undoes the commit after.
-        if (a.code === 4) assert.match(a.stderr, /already committed|carried/, where);
-        if (a.code === 4) assert.equal(c.code, 0, where);
+        if (a.code === 6) assert.match(a.stderr, /already committed|carried/, where);
+        if (a.code === 6) assert.equal(c.code, 0, where);
         await commitJob(testEnv(sb.store), { stagingPath: staging });
         const want =
           c.code === 0
@@ -227,7 +227,7 @@ for (const fx of storeFixtures()) {
       const z = await ready(target, job('Z', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { z: 'Z' } }]);
       const env = { ...sb.env };
       const rz = await cli(['commit-job', '--job', sb.uri(z)], { env });
-      assert.equal(rz.code, 4, rz.stderr);
+      assert.equal(rz.code, 6, rz.stderr);
       assert.match(
         rz.stderr,
         new RegExp(
@@ -241,7 +241,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/x': 'X' });
       // The steps after the roll-forward through main() in this process (the same commands).
       const ry = await inProcess(['commit-job', '--job', sb.uri(y)], { env });
-      assert.equal(ry.code, 4, ry.stderr);
+      assert.equal(ry.code, 6, ry.stderr);
       assert.match(ry.stderr, /job Y conflicts with job X, which replaced 'dt=1'/);
       const rz2 = await inProcess(['commit-job', '--job', sb.uri(z)], { env });
       assert.equal(rz2.code, 0, rz2.stderr);
@@ -337,7 +337,7 @@ for (const fx of storeFixtures()) {
         if (change === 'rewritten') await sb.store.writeFile(posix.join(root, 'dt=2/b'), 'B');
         const before = await readTree(sb.store, target);
         const r = await cli(['commit-job', '--job', sb.uri(staging)], { env: sb.env });
-        assert.equal(r.code, 4, `${change}: ${r.stderr}`);
+        assert.equal(r.code, 6, `${change}: ${r.stderr}`);
         assert.match(
           r.stderr,
           /committed output of task 1 .* (has lost 'dt=2\/b'|holds 'dt=2\/extra'|holds 'dt=2\/link'|has a file written again since its commit-task)/,
@@ -363,7 +363,7 @@ for (const fx of storeFixtures()) {
       );
       await sb.store.writeFile(posix.join(root, 'dt=2/extra'), 'x');
       const r = await cli(['commit-job', '--job', sb.uri(staging)], { env: sb.env });
-      assert.equal(r.code, 4, r.stderr);
+      assert.equal(r.code, 6, r.stderr);
       assert.match(r.stderr, /committed output of task 10 .* holds 'dt=2\/extra'/);
       assert.equal(await sb.store.stat(target), null, 'nothing published');
       const clean = posix.join(dir(), 'u');

@@ -92,7 +92,7 @@ for (const fx of storeFixtures()) {
     });
 
     const V2_ROUNDS = Math.min(ROUNDS, 4);
-    test(`two v2 tasks publish one path with different bytes, ${V2_ROUNDS} rounds: one lands, one exits 4`, async () => {
+    test(`two v2 tasks publish one path with different bytes, ${V2_ROUNDS} rounds: one lands, one exits 6`, async () => {
       for (let round = 0; round < V2_ROUNDS; round++) {
         const target = posix.join(dir(), `v2-${round}`);
         const job = await stage(sb, { target, mode: 'append', algorithm: 'v2', partitionBy: 'dt' });
@@ -111,7 +111,7 @@ for (const fx of storeFixtures()) {
           assert.match((await readTree(sb.store, target))['dt=1/part-0'] ?? '', /^from [01]$/, why);
           // commit-job finds the two claims of one path: the job is not marked done.
           const done = await commitJob(sb, job);
-          assert.equal(done.code, 4, `${why}; commit-job: ${done.stderr}`);
+          assert.equal(done.code, 6, `${why}; commit-job: ${done.stderr}`);
           assert.match(done.stderr, /tasks 0 and 1 both wrote 'dt=1\/part-0'; v2 published both/, why);
           continue;
         }
@@ -173,14 +173,14 @@ for (const fx of storeFixtures()) {
     /**
      * Only the run that made a claim may let it go: a re-run, or recover, cannot know that no other
      * re-run of the attempt is publishing beside it (both see the same dead claimer). The claim
-     * stays (exit 4), its message says so, and abort is the way out.
+     * stays (exit 6), its message says so, and abort is the way out.
      */
     const claimKept = async (
       r: { code: number | null; stderr: string },
       job: string,
       target: string,
     ): Promise<void> => {
-      assert.equal(r.code, 4, r.stderr);
+      assert.equal(r.code, 6, r.stderr);
       assert.match(
         r.stderr,
         /the task stays claimed, as part of it may be published: if another task of this job wrote that path, the two clash \(abort the job\)/,
@@ -189,25 +189,25 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-0': 'from 1' });
     };
 
-    test('v2 commit-task killed once claimed, then a clash: the re-run exits 4, keeps the claim; abort ends it', async () => {
+    test('v2 commit-task killed once claimed, then a clash: the re-run exits 6, keeps the claim; abort ends it', async () => {
       const { target, job } = await killedThenClashed('v2-killed');
       await claimKept(await commitTask(sb, job, '0'), job, target);
     });
 
-    test('v2 commit-task killed once claimed, then a clash: recover exits 4, keeps the claim; abort ends it', async () => {
+    test('v2 commit-task killed once claimed, then a clash: recover exits 6, keeps the claim; abort ends it', async () => {
       const { target, job } = await killedThenClashed('v2-recovered');
       await claimKept(await cli(['recover', '--job', job], { env: sb.env }), job, target);
     });
 
     // The other task's file is moved aside, then recover runs: both tasks count as committed.
-    test('two v2 tasks committed with one path: commit-job exits 4 naming both, nothing done; abort ends it', async () => {
+    test('two v2 tasks committed with one path: commit-job exits 6 naming both, nothing done; abort ends it', async () => {
       const { target, job } = await killedThenClashed('v2-both');
       // The advice for a clash with an outside file, followed where the file was task 1's.
       await sb.store.rename(posix.join(target, 'dt=1', 'part-0'), posix.join(target, 'dt=1', 'aside'));
       const rec = await cli(['recover', '--job', job], { env: sb.env });
       assert.equal(rec.code, 0, rec.stderr);
       const r = await commitJob(sb, job);
-      assert.equal(r.code, 4, r.stderr);
+      assert.equal(r.code, 6, r.stderr);
       assert.match(
         r.stderr,
         /tasks 0 and 1 both wrote 'dt=1\/part-0'; v2 published both at commit-task, .*the job is not committed; abort it/,
@@ -289,7 +289,7 @@ for (const fx of storeFixtures()) {
       });
     });
 
-    test('two overwrites of one partition staged together: the second to commit fails with exit 4 naming both', async () => {
+    test('two overwrites of one partition staged together: the second to commit fails with exit 6 naming both', async () => {
       const target = posix.join(dir(), 'sales');
       await writeTree(sb.store, target, { 'dt=1/old': 'o1' });
       const first = await prepare(sb, { target, mode: 'overwrite', partitionBy: 'dt', jobId: 'job-first' }, [
@@ -300,7 +300,7 @@ for (const fx of storeFixtures()) {
       ]);
       assert.equal((await commitJob(sb, first)).code, 0);
       const r = await commitJob(sb, second);
-      assert.equal(r.code, 4);
+      assert.equal(r.code, 6);
       assert.match(r.stderr, /job job-second conflicts with job job-first, which replaced 'dt=1'/);
       // The loser's staging dir (and on S3 its pending uploads in the table's prefix) stay until it is
       // aborted: the advice says so.
@@ -324,7 +324,7 @@ for (const fx of storeFixtures()) {
 
     // Keeps protocol.md §5.14: an entry is a job's only when its staging dir is the job's too. The two
     // jobs here are staged together in two staging dirs; taking the first one's entry replaced its data.
-    test('one --job-id for two jobs overwriting one partition: the second to commit exits 4', async () => {
+    test('one --job-id for two jobs overwriting one partition: the second to commit exits 6', async () => {
       const root = dir();
       const target = posix.join(root, 'sales');
       await writeTree(sb.store, target, { 'dt=1/old': 'o1' });
@@ -339,7 +339,7 @@ for (const fx of storeFixtures()) {
       const second = await prepare(sb, spec('s2'), [{ task: '0', partition: ['dt=1'], files: { b: 'second' } }]);
       assert.equal((await commitJob(sb, first)).code, 0);
       const r = await commitJob(sb, second);
-      assert.equal(r.code, 4, r.stderr);
+      assert.equal(r.code, 6, r.stderr);
       assert.match(
         r.stderr,
         /job daily conflicts with job daily \(another job given the same --job-id, staged at \S+\/s1\), which replaced 'dt=1'/,
@@ -501,7 +501,7 @@ for (const fx of storeFixtures()) {
     });
 
     // The commit-job is killed at its commit point: the late claim never joins its plan.
-    test('a claim landing after commit-job read the claims: exit 4; recover publishes the plan without it', async () => {
+    test('a claim landing after commit-job read the claims: exit 6; recover publishes the plan without it', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('k');
       const { taskEnv, made, claimMade } = signalsClaim(layout);
       let late: Promise<unknown> | undefined;
@@ -785,8 +785,8 @@ for (const fx of storeFixtures()) {
     }
 
     for (const point of ['decides', 'claims'] as const) {
-      // The job is aborted and a new job of the same id staged in its place: exit 4 names the new job.
-      test(`a job replaced by one of the same id as commit-task ${point}: exit 4, nothing of it in the new job`, async () => {
+      // The job is aborted and a new job of the same id staged in its place: exit 6 names the new job.
+      test(`a job replaced by one of the same id as commit-task ${point}: exit 6, nothing of it in the new job`, async () => {
         const target = posix.join(dir(), `reused-${point}`);
         const handle = await stage(sb, { target, partitionBy: 'dt', jobId: 'reused' });
         await stageTask(sb, handle, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
@@ -827,7 +827,7 @@ for (const fx of storeFixtures()) {
 
     for (const algorithm of ['v1', 'v2'] as const) {
       // The new job's steps never take them for their own.
-      test(`an earlier job's claim and decision left in a new job of the same id (${algorithm}): refused, exit 4`, async () => {
+      test(`an earlier job's claim and decision left in a new job of the same id (${algorithm}): refused, exit 6`, async () => {
         const target = posix.join(dir(), `zombie-${algorithm}`);
         const handle = await stage(sb, { target, partitionBy: 'dt', jobId: 'zombie', algorithm, mode: 'append' });
         const layout = new JobLayout(sb.pathOf(handle));
@@ -847,13 +847,13 @@ for (const fx of storeFixtures()) {
         await stageTask(sb, handle, { task: '0', partition: ['dt=1'], files: { 'new.txt': 'new' } });
         await sb.store.writeFile(layout.claimFile(0, '0'), claim!);
         const ct = await commitTask(sb, handle, '0');
-        assert.equal(ct.code, 4, `commit-task: ${ct.stderr}`);
+        assert.equal(ct.code, 6, `commit-task: ${ct.stderr}`);
         assert.match(
           ct.stderr,
           /the claim of task 0, made by attempt_zombie_0_0 \(.*\) was made for an earlier job zombie, staged .*: nothing was changed; abort this job and stage it again/,
         );
         const cj = await commitJob(sb, handle);
-        assert.equal(cj.code, 4, `commit-job: ${cj.stderr}`);
+        assert.equal(cj.code, 6, `commit-job: ${cj.stderr}`);
         assert.match(cj.stderr, /was made for an earlier job zombie/);
         assert.deepEqual(
           await readTree(sb.store, target),
@@ -864,7 +864,7 @@ for (const fx of storeFixtures()) {
         await sb.store.delete(layout.claimFile(0, '0'), false);
         await sb.store.writeFile(layout.decisionFile(0, attempt0), decision!);
         const again = await commitTask(sb, handle, '0');
-        assert.equal(again.code, 4, `commit-task: ${again.stderr}`);
+        assert.equal(again.code, 6, `commit-task: ${again.stderr}`);
         assert.match(
           again.stderr,
           /the decision \(commit\) of attempt_zombie_0_0 \(.*\) was made for an earlier job zombie, .*stage the task as a new --attempt/,
@@ -876,7 +876,7 @@ for (const fx of storeFixtures()) {
       });
     }
 
-    test('an abort between a claim and its commit mark: commit-task exits 4, no staging dir left', async () => {
+    test('an abort between a claim and its commit mark: commit-task exits 6, no staging dir left', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('t');
       let aborted: Promise<unknown> | undefined;
       let claimed = false;
@@ -945,7 +945,7 @@ for (const fx of storeFixtures()) {
     });
 
     // Never "nothing of it is kept": its files are in the target.
-    test('a v2 commit-task whose job is aborted after it published: exit 4 saying its files stay', async () => {
+    test('a v2 commit-task whose job is aborted after it published: exit 6 saying its files stay', async () => {
       const { target, stagingPath, layout } = await oneFileJob('v2-aborted', { algorithm: 'v2', mode: 'append' });
       let aborted: Promise<unknown> | undefined;
       // Once published, before the claim says committed: the job is aborted.
@@ -968,7 +968,7 @@ for (const fx of storeFixtures()) {
     });
 
     for (const when of ['as it claims', 'as it lists its files'] as const) {
-      test(`a v2 commit-task whose job is aborted ${when}: exit 4, nothing published, no target`, async () => {
+      test(`a v2 commit-task whose job is aborted ${when}: exit 6, nothing published, no target`, async () => {
         const { target, stagingPath, layout } = await oneFileJob(`v2-aborted-early-${when.length}`, {
           algorithm: 'v2',
           mode: 'append',
@@ -1006,7 +1006,7 @@ for (const fx of storeFixtures()) {
     }
 
     // A kill left the first run published.
-    test('a v2 commit-task re-run after publishing, job aborted as it decides: exit 4, its files stay', async () => {
+    test('a v2 commit-task re-run after publishing, job aborted as it decides: exit 6, its files stay', async () => {
       const { target, stagingPath, layout } = await oneFileJob('v2-rerun-aborted', { algorithm: 'v2', mode: 'append' });
       // Killed once published, before its claim says committed.
       const killedEnv = testEnv(sb.store, (n, op, p) => {
@@ -1037,7 +1037,7 @@ for (const fx of storeFixtures()) {
     });
 
     // A kill left the first run published. The message says the job was aborted, never "never staged".
-    test('a v2 commit-task re-run after publishing, job aborted before it reads the claim: exit 4 "aborted"', async () => {
+    test('a v2 commit-task re-run after publishing, job aborted before it reads the claim: exit 6 "aborted"', async () => {
       const { target, stagingPath, layout } = await oneFileJob('v2-rerun-aborted-early', {
         algorithm: 'v2',
         mode: 'append',
@@ -1094,7 +1094,7 @@ for (const fx of storeFixtures()) {
     });
 
     // The abort is killed in its clean-up.
-    test('a v2 commit-task re-run while its job is being aborted: exit 4 saying its files stand in the target', async () => {
+    test('a v2 commit-task re-run while its job is being aborted: exit 6 saying its files stand in the target', async () => {
       const { target, stagingPath, layout } = await oneFileJob('v2-rerun-aborting', {
         algorithm: 'v2',
         mode: 'append',
@@ -1284,7 +1284,7 @@ for (const fx of storeFixtures()) {
     });
 
     // Recover carries the claim on S3; either way never the raw store error.
-    test('a claim made but its answer lost, recover meanwhile: exit 0 if recover carried it, else exit 4', async () => {
+    test('a claim made but its answer lost, recover meanwhile: exit 0 if recover carried it, else exit 6', async () => {
       const { target, job, stagingPath, layout } = await lateTaskJob('t');
       const claim = layout.claimFile(0, '1');
       let rec: Promise<unknown> | undefined;
@@ -1305,12 +1305,12 @@ for (const fx of storeFixtures()) {
       });
       const outcome = await libCommitTask(testEnv(lossy), stagingPath, { task: '1', files: {} }).then(
         () => 0,
-        (e: unknown) => (e instanceof ConflictError ? 4 : e),
+        (e: unknown) => (e instanceof ConflictError ? e.exitCode : e),
       );
       assert.ok(rec, 'recover ran');
       // S3 leaves a claimed task's files where they were staged, so recover can finish the claim;
       // local and HDFS move them at commit-task, so recover undoes it.
-      assert.equal(outcome, sb.store.caps.directoryRename ? 4 : 0, String(outcome));
+      assert.equal(outcome, sb.store.caps.directoryRename ? 6 : 0, String(outcome));
       const again = await commitJob(sb, job);
       assert.equal(again.code, 0, again.stderr);
       assert.deepEqual(
@@ -1336,7 +1336,7 @@ for (const fx of storeFixtures()) {
       });
       const outcome = await libCommitTask(taskEnv, stagingPath, { task: '1', files: {} }).then(
         () => 0,
-        (e: unknown) => (e instanceof ConflictError ? 4 : e),
+        (e: unknown) => (e instanceof ConflictError ? e.exitCode : e),
       );
       assert.ok(rec, 'recover ran');
       assert.ok(outcome === 0 || outcome === 4, String(outcome));
@@ -1350,7 +1350,7 @@ for (const fx of storeFixtures()) {
       );
     });
 
-    test('recover removing the app attempt as commit-task decides: exit 4 naming it, not a raw not-found', async () => {
+    test('recover removing the app attempt as commit-task decides: exit 6 naming it, not a raw not-found', async () => {
       const { stagingPath, layout } = await lateTaskJob('t');
       let rec: Promise<unknown> | undefined;
       // recover runs whole right before the decision is created, which then finds its directory
@@ -1421,7 +1421,7 @@ for (const fx of storeFixtures()) {
     for (const point of ['before its claim', 'once its claim exists'] as const) {
       // Keeps protocol.md §5.9: only recover finishes or undoes a commit a task decided, so abort --task
       // says so at once, never waiting out the lease, never "its files belong to the job".
-      test(`abort --task after commit-task died committing ${point}: exit 4 at once naming recover`, async () => {
+      test(`abort --task after commit-task died committing ${point}: exit 6 at once naming recover`, async () => {
         const { stagingPath } = await lateTaskJob(`abort-dead-${point.length}`);
         const dead = testEnv(
           sb.store,
@@ -1447,7 +1447,7 @@ for (const fx of storeFixtures()) {
     }
 
     // Recover carries the attempt into app attempt 1; abort --task says so.
-    test('recover carrying a committed attempt on as abort --task decides: exit 4, the job commits it', async () => {
+    test('recover carrying a committed attempt on as abort --task decides: exit 6, the job commits it', async () => {
       const { target, job, stagingPath, layout } = await lateTaskJob('abort-task-carried');
       await commitTask(sb, job, '1');
       let rec: Promise<unknown> | undefined;

@@ -450,7 +450,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
     });
 
     // Once the new log has passed its position the job is never committed over that log's commits.
-    test('a job staged before its log dir was deleted and made again is refused with exit 4', async () => {
+    test('a job staged before its log dir was deleted and made again is refused with exit 6', async () => {
       const root = dir();
       const target = posix.join(root, 't');
       await writeTree(sb.store, target, { 'dt=1/old': 'old' });
@@ -477,7 +477,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
         () => null,
         (e: unknown) => e,
       );
-      assert.ok(refused instanceof ConflictError, `exit 4, not ${String(refused)}`);
+      assert.ok(refused instanceof ConflictError, `exit 6, not ${String(refused)}`);
       assert.match(
         refused.message,
         /job J cannot check its commit against the table log .*: it is not the log the job was staged against \(the log dir was deleted and made again since\).*nothing was changed; .*stage the job again/,
@@ -510,7 +510,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
         () => null,
         (e: unknown) => e,
       );
-      assert.ok(refused instanceof ConflictError, `exit 4, not ${String(refused)}`);
+      assert.ok(refused instanceof ConflictError, `exit 6, not ${String(refused)}`);
       assert.deepEqual(
         data(await readTree(sb.store, target)),
         { 'dt=0/a': 'a', 'dt=1/k': 'k', 'dt=2/l': 'l' },

@@ -4,7 +4,7 @@
 // Kubernetes manifest are checked for syntax (neither engine runs here).
 
 import assert from 'node:assert/strict';
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -71,7 +71,7 @@ describe('examples', () => {
     assert.equal(spawnSync('test', ['-e', path.join(work, 'other')]).status, 1, 'the target was never made');
   });
 
-  test('scheduler-wrapper.sh: 3 is skip (99), 4 is retried then fails, 5 fails, 0 is ok', async () => {
+  test('scheduler-wrapper.sh: 3 is skip (99), 4 is retried then fails, 5 and 6 fail at once, 0 is ok', async () => {
     const env = { RETRIES: '2', DELAY: '0' };
     assert.equal((await script('scheduler-wrapper.sh', ['sh', '-c', 'exit 0'], env)).code, 0);
     const skip = await script('scheduler-wrapper.sh', ['sh', '-c', 'exit 3'], env);
@@ -82,6 +82,10 @@ describe('examples', () => {
     assert.equal(retry.stderr.match(/^run$/gm)?.length, 2, retry.stderr);
     assert.match(retry.stderr, /retry 1\/2/);
     assert.equal((await script('scheduler-wrapper.sh', ['sh', '-c', 'exit 5'], env)).code, 5);
+    const never = await script('scheduler-wrapper.sh', ['sh', '-c', 'echo run >&2; exit 6'], env);
+    assert.equal(never.code, 6);
+    assert.equal(never.stderr.match(/^run$/gm)?.length, 1, 'exit 6 is never retried');
+    assert.match(never.stderr, /will never pass as it is \(exit 6\), not retried/);
     // A real denial: a second attempt of a committed task.
     const target = path.join(work, 'denied');
     const sc = (...a: string[]) => spawnSync(process.execPath, [BIN, ...a], { encoding: 'utf8' });
@@ -96,6 +100,65 @@ describe('examples', () => {
       env,
     );
     assert.equal(denied.code, 99, denied.stderr);
+    // A real append clash: exit 6, tried once.
+    const table = path.join(work, 'clash');
+    await writeFile(path.join(work, 'c.csv'), 'other bytes\n');
+    const first = sc('stage', '--target', table, '--tasks', '1').stdout.trim();
+    sc('stage', '--job', first, '--task', '0', path.join(work, 'd.csv'));
+    sc('commit-task', '--job', first, '--task', '0');
+    assert.equal(sc('commit-job', '--job', first).status, 0);
+    const clash = sc('stage', '--target', table, '--mode', 'append', '--tasks', '1').stdout.trim();
+    await writeFile(path.join(work, 'd.csv'), 'new bytes\n');
+    sc('stage', '--job', clash, '--task', '0', path.join(work, 'd.csv'));
+    sc('commit-task', '--job', clash, '--task', '0');
+    const blocked = await script('scheduler-wrapper.sh', [process.execPath, BIN, 'commit-job', '--job', clash], env);
+    assert.equal(blocked.code, 6, blocked.stderr);
+    assert.equal(blocked.stderr.match(/append would overwrite/g)?.length, 1, blocked.stderr);
+    assert.equal(await readFile(path.join(table, 'd.csv'), 'utf8'), 'd\n');
+  });
+
+  test("rerun-pipeline.sh: a run killed mid-way, run again from the top: one job's data, nothing staged", async () => {
+    const target = path.join(work, 'daily');
+    const env = { TASKS: '4', TASK_SECONDS: '0.3' };
+    // The first run is killed (SIGKILL, as a scheduler's timeout does) once two tasks are committed.
+    const staging = path.join(work, '.stagecommit', 'daily', 'daily-2026-12-01');
+    const first = spawn('bash', [path.join(EXAMPLES, 'rerun-pipeline.sh'), target, '2026-12-01'], {
+      env: { ...process.env, STAGECOMMIT, NO_COLOR: '1', ...env },
+      detached: true,
+      stdio: 'ignore',
+    });
+    const ended = new Promise<number | null>((r) => first.on('exit', (code) => r(code)));
+    const toRun = () =>
+      spawnSync(process.execPath, [BIN, 'status', '--job', staging, '--tasks-to-run'], { encoding: 'utf8' });
+    for (let i = 0; i < 200; i++) {
+      const st = toRun();
+      if (st.status === 0 && st.stdout.trim().split('\n').length <= 2) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    process.kill(-first.pid!, 'SIGKILL'); // the script and the step it runs, as a scheduler's timeout does
+    assert.notEqual(await ended, 0, 'the first run was killed');
+    assert.equal(spawnSync('test', ['-e', target]).status, 1, 'nothing published by the killed run');
+    const st = toRun();
+    assert.equal(st.status, 0, st.stderr);
+    const left = st.stdout.trim().split('\n');
+    assert.ok(left.length >= 1 && left.length <= 2, `tasks still to run: ${st.stdout}`);
+
+    const again = await script('rerun-pipeline.sh', [target, '2026-12-01'], env);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stderr, /resumed job daily-2026-12-01 .*: [23] of 4 task\(s\) committed, kept/);
+    const rows = await Promise.all(
+      ['0', '1', '2', '3'].map((t) => readFile(path.join(target, 'dt=2026-12-01', `part-${t}.csv`), 'utf8')),
+    );
+    assert.deepEqual(
+      rows,
+      ['0', '1', '2', '3'].map((t) => `dt=2026-12-01,task=${t}\n`),
+    );
+    const jobs = spawnSync(process.execPath, [BIN, '--json', 'jobs', target], { encoding: 'utf8' });
+    assert.deepEqual(JSON.parse(jobs.stdout).jobs, [], 'no staged job left');
+
+    const third = await script('rerun-pipeline.sh', [target, '2026-12-01'], env);
+    assert.equal(third.code, 0, third.stderr);
+    assert.match(third.stderr, /already committed/);
   });
 
   test('hdfs-nameservice.sh: hdfs:/// through HADOOP_CONF_DIR, first name node standby', async () => {

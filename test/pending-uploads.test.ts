@@ -269,7 +269,7 @@ for (const fx of storeFixtures()) {
       assert.equal(await pending(a.target), 0);
     });
 
-    test("an upload aborted behind the job's back stops commit-job before its commit point (exit 4)", async (t) => {
+    test("an upload aborted behind the job's back stops commit-job before its commit point (exit 6)", async (t) => {
       if (!sb.store.listUploads || !sb.store.abortUpload) return t.skip('no multipart uploads on this store');
       const initial = { 'dt=1/old': 'OLD' };
       const { target, stagingPath } = await fresh({ mode: 'append', algorithm: 'v1', partitionBy: ['dt'] }, initial);

@@ -64,7 +64,7 @@ for (const fx of storeFixtures()) {
       assert.match(again.stdout, /committed \(finished: no staging dir left\)/);
     });
 
-    test('create refuses an existing target at stage (exit 2) and one that appeared by commit-job (exit 4)', async () => {
+    test('create refuses an existing target at stage (exit 2) and one that appeared by commit-job (exit 6)', async () => {
       const target = posix.join(dir(), 't');
       await writeTree(sb.store, target, { 'old.csv': 'old' });
       const r = await cli(['stage', '--target', sb.uri(target)], { env: sb.env });
@@ -76,13 +76,13 @@ for (const fx of storeFixtures()) {
       const job = await prepare(sb, { target: target2 }, [{ task: '0', files: { 'a.csv': 'new' } }]);
       await writeTree(sb.store, target2, { 'intruder.csv': 'x' });
       const c = await commitJob(sb, job);
-      assert.equal(c.code, 4);
+      assert.equal(c.code, 6);
       assert.match(c.stderr, /appeared after job/);
       assert.deepEqual(await readTree(sb.store, target2), { 'intruder.csv': 'x' });
       assert.equal((await cli(['status', '--job', job], { env: sb.env })).code, 0, 'the job is still there to abort');
     });
 
-    test('append: new files join; a clash with other bytes exits 4, nothing changed; identical bytes are fine', async () => {
+    test('append: new files join; a clash with other bytes exits 6, nothing changed; identical bytes are fine', async () => {
       const target = posix.join(dir(), 'events');
       await writeTree(sb.store, target, { 'dt=1/a.csv': 'a', 'dt=1/same.csv': 'same' });
       await runJob(sb, { target, mode: 'append', partitionBy: 'dt' }, [
@@ -101,13 +101,13 @@ for (const fx of storeFixtures()) {
         { task: '0', partition: ['dt=1'], files: { 'a.csv': 'different', 'd.csv': 'd' } },
       ]);
       const r = await commitJob(sb, job);
-      assert.equal(r.code, 4);
+      assert.equal(r.code, 6);
       assert.match(r.stderr, /append would overwrite 1 existing file.*dt=1\/a.csv/);
       assert.deepEqual(await readTree(sb.store, target), before);
     });
 
     // A v2 task refused so is left free to commit other files.
-    test('append: a file where the target has a directory exits 4 naming it, nothing changed', async () => {
+    test('append: a file where the target has a directory exits 6 naming it, nothing changed', async () => {
       const target = posix.join(dir(), 'events');
       const before = { 'dt=1/x.csv/inner': 'old' };
       await writeTree(sb.store, target, before);
@@ -116,7 +116,7 @@ for (const fx of storeFixtures()) {
         { task: '0', partition: ['dt=1'], files: { 'x.csv': 'new' } },
       ]);
       const r = await commitJob(sb, v1);
-      assert.equal(r.code, 4, r.stderr);
+      assert.equal(r.code, 6, r.stderr);
       assert.match(r.stderr, clash);
       assert.equal((await cli(['abort', '--job', v1], { env: sb.env })).code, 0);
       assert.deepEqual(data(await readTree(sb.store, target)), before);
@@ -124,7 +124,7 @@ for (const fx of storeFixtures()) {
       const v2 = await stage(sb, { target, mode: 'append', algorithm: 'v2', partitionBy: 'dt' });
       await stageTask(sb, v2, { task: '0', partition: ['dt=1'], files: { 'x.csv': 'new' } });
       const t = await commitTask(sb, v2, '0');
-      assert.equal(t.code, 4, t.stderr);
+      assert.equal(t.code, 6, t.stderr);
       assert.match(t.stderr, clash);
       assert.deepEqual(data(await readTree(sb.store, target)), before);
       await stageTask(sb, v2, { task: '0', attempt: 1, partition: ['dt=1'], files: { 'y.csv': 'y' } });
@@ -186,7 +186,7 @@ for (const fx of storeFixtures()) {
     });
 
     // The file has mode 0644; it is replaced where paths are directories.
-    test('overwrite of a partition whose place holds a file: replaced as old data; on S3 exit 4', async () => {
+    test('overwrite of a partition whose place holds a file: replaced as old data; on S3 exit 6', async () => {
       const target = posix.join(dir(), 'sales');
       const before = { 'dt=1': 'a stray file', 'dt=2/a.csv': 'keep' };
       await writeTree(sb.store, target, before);
@@ -197,7 +197,7 @@ for (const fx of storeFixtures()) {
         // The key 'dt=1' and the keys under 'dt=1/' could both stand: the stray object is not taken for the partition.
         await assert.rejects(
           job,
-          /exited 4: stagecommit: error: 'dt=1' is a directory in the job's output but a file in the target/,
+          /exited 6: stagecommit: error: 'dt=1' is a directory in the job's output but a file in the target/,
         );
         return assert.deepEqual(data(await readTree(sb.store, target)), before);
       }

@@ -33,7 +33,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { a: 'a', b: 'b', c: 'c' });
     });
 
-    test('two tasks writing one destination: exit 4 before the commit point', async () => {
+    test('two tasks writing one destination: exit 6 before the commit point', async () => {
       const target = posix.join(dir(), 't');
       await writeTree(sb.store, target, { 'dt=1/keep': 'k' });
       const job = await prepare(sb, { target, mode: 'append', partitionBy: 'dt' }, [
@@ -41,7 +41,7 @@ for (const fx of storeFixtures()) {
         { task: '1', partition: ['dt=2'], files: { 'x.csv': 'from-1' } },
       ]);
       const r = await commitJob(sb, job);
-      assert.equal(r.code, 4);
+      assert.equal(r.code, 6);
       assert.match(r.stderr, /tasks 0 and 1 both wrote 'dt=2\/x.csv'/);
       // A committed task cannot commit again; the advice is the job's.
       assert.match(
@@ -105,7 +105,7 @@ for (const fx of storeFixtures()) {
         ['abort', '--job', job, '--task', '0'],
       ]) {
         const r = await cli(args, { env: sb.env });
-        assert.equal(r.code, 4, `${args.join(' ')}: ${r.stderr}`);
+        assert.equal(r.code, 6, `${args.join(' ')}: ${r.stderr}`);
         assert.match(r.stderr, /cannot abort: job \S+ is committed \(.*_SUCCESS, .*\); nothing was changed/);
       }
       assert.deepEqual(await readTree(sb.store, target), before);

@@ -93,7 +93,7 @@ for (const fx of storeFixtures()) {
     });
 
     // Not the store error.
-    test('a stage whose write fails as commit-job removed the staging dir: exit 4 saying so, nothing left', async () => {
+    test('a stage whose write fails as commit-job removed the staging dir: exit 6 saying so, nothing left', async () => {
       const { target, stagingPath } = await job('write-fails');
       const error = await stageWith(stagingPath, [{ name: 'b', bytes: 10 }], async () => {
         await libCommitJob(testEnv(sb.store), stagingPath);
@@ -106,7 +106,7 @@ for (const fx of storeFixtures()) {
     });
 
     // The job is aborted and a new job of the same id staged in its place.
-    test('a stage whose job is replaced by one of the same id meanwhile: exit 4, the new job never takes it', async () => {
+    test('a stage whose job is replaced by one of the same id meanwhile: exit 6, the new job never takes it', async () => {
       const target = posix.join(dir(), 'same-id');
       const handle = await stage(sb, { target, partitionBy: 'dt', jobId: 'reused' });
       const stagingPath = sb.pathOf(handle);
@@ -202,7 +202,7 @@ for (const fx of storeFixtures()) {
 
     // The commit has not ended: the file is taken back from wherever the commit put it, and commit-job
     // is not stopped by it.
-    test('a stage whose file lands after commit-task listed the files: exit 4, the file taken back', async () => {
+    test('a stage whose file lands after commit-task listed the files: exit 6, the file taken back', async () => {
       const { target, stagingPath, handle, layout } = await job('mid-task');
       await stageTask(sb, handle, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
       let atPromote!: () => void;
@@ -317,10 +317,10 @@ for (const fx of storeFixtures()) {
           ),
         ]);
         assert.equal(cj.code, 0, cj.stderr);
-        // Before the job ended, or once it has (2: finished, 4: committing), or while it ended (4).
+        // Before the job ended, or once it has (2: finished, 4: committing), or while it ended (6).
         assert.ok(
           st.code === 0 ||
-            ((st.code === 2 || st.code === 4) &&
+            ((st.code === 2 || st.code === 4 || st.code === 6) &&
               /^stagecommit: error: .*(finished|while this stage ran|cannot stage files)/.test(st.stderr)),
           `round ${round}: stage exit ${st.code}: ${st.stderr}`,
         );

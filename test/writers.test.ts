@@ -184,33 +184,34 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(target), null);
     });
 
-    test('_SUCCESS as a directory in the target is exit 4 before the commit point; the target is unchanged', async () => {
+    test('_SUCCESS as a directory in the target is exit 6 before the commit point; the target is unchanged', async () => {
       const target = posix.join(dir(), 'wedge');
       await writeTree(sb.store, target, { 'old.csv': 'old', '_SUCCESS/x': 'not a marker' });
       const job = await stage(sb, { target, mode: 'append', tasks: 1 });
       await stageTask(sb, job, { task: '0', files: { 'new.csv': 'new' } });
       await okInProcess(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
       const r = await cli(['commit-job', '--job', job], { env: sb.env });
-      assert.equal(r.code, 4, r.stderr);
+      assert.equal(r.code, 6, r.stderr);
       assert.match(r.stderr, /_SUCCESS is not a file, and the commit must write its marker there: nothing was changed/);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'old.csv': 'old', '_SUCCESS/x': 'not a marker' });
       assert.equal((await cli(['abort', '--job', job], { env: sb.env })).code, 0, 'still before its commit point');
     });
 
-    test('a --job-id that already committed into the table is refused at stage (exit 2)', async () => {
+    test('a --job-id that already committed into the table: stage again says so (exit 0), nothing changes', async () => {
       const target = posix.join(dir(), 'reuse');
       const job = await stage(sb, { target, mode: 'append', tasks: 1, jobId: 'etl-sales' });
       await stageTask(sb, job, { task: '0', files: { 'a.csv': 'a' } });
       await okInProcess(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
       await okInProcess(['commit-job', '--job', job], { env: sb.env });
+      const before = await readTree(sb.store, target);
       const again = await cli(['stage', '--target', sb.uri(target), '--mode', 'append', '--job-id', 'etl-sales'], {
         env: sb.env,
       });
-      assert.equal(again.code, 2, again.stderr);
-      assert.match(
-        again.stderr,
-        /job id 'etl-sales' names a job that already committed into .*: choose another --job-id/,
-      );
+      assert.equal(again.code, 0, again.stderr);
+      assert.equal(again.stdout.trim(), job);
+      assert.match(again.stderr, /job etl-sales was already committed into .*: nothing to do/);
+      assert.deepEqual(await readTree(sb.store, target), before);
+      assert.equal(await sb.store.stat(sb.pathOf(job)), null, 'no staging dir made again');
     });
   });
 }

@@ -7,6 +7,7 @@ import {
   CorruptManifestError,
   ExitCode,
   IncompleteError,
+  isRetryable,
   StageCommitError,
   StoreError,
   UsageError,
@@ -40,21 +41,36 @@ export function errorExitCode(e: unknown): number {
 export class StagecommitError extends Error {
   readonly exitCode: number;
   readonly kind: string;
+  /**
+   * Whether the same call, made again later unchanged, may pass (exit 4: a live step holds the job,
+   * another job is still committing); false for everything else, exit 6 ("will never pass as it
+   * is") included.
+   */
+  readonly retryable: boolean;
   constructor(cause: unknown) {
     super((cause as Error)?.message ?? String(cause), { cause });
     this.name = 'StagecommitError';
     this.exitCode = errorExitCode(cause);
     this.kind = errorKind(cause);
+    this.retryable = isRetryable(this.exitCode);
   }
 }
 
 export interface ErrorDoc {
   readonly ok: false;
-  readonly error: { readonly kind: string; readonly message: string; readonly exitCode: number };
+  readonly error: {
+    readonly kind: string;
+    readonly message: string;
+    readonly exitCode: number;
+    readonly retryable: boolean;
+  };
 }
 
 /** The one JSON document for a failure (--json): the same fields as StagecommitError. */
 export function errorDoc(e: unknown): ErrorDoc {
   const err = e instanceof StagecommitError ? e : new StagecommitError(e);
-  return { ok: false, error: { kind: err.kind, message: err.message, exitCode: err.exitCode } };
+  return {
+    ok: false,
+    error: { kind: err.kind, message: err.message, exitCode: err.exitCode, retryable: err.retryable },
+  };
 }

@@ -9,7 +9,7 @@ import { parsePartitionArg, UNPRINTABLE } from '../paths.js';
 import { storeKey } from '../store/resolve.js';
 import { stageFiles as stageFilesStep, type StagedSource, type StageFilesResult } from '../steps/stage-files.js';
 import { isWriterMarker } from '../steps/attempt-output.js';
-import { stageJob } from '../steps/stage-job.js';
+import { stageOrResume } from '../steps/stage-job.js';
 import {
   either,
   handle,
@@ -62,8 +62,17 @@ export interface StageDoc {
   readonly partitionBy: readonly string[];
   /** Declared task count, null when not declared. */
   readonly tasksDeclared: number | null;
-  readonly stagedAt: string;
-  readonly stagedAtMs: number;
+  /** null for a rerun that found its job committed and its staging dir gone. */
+  readonly stagedAt: string | null;
+  readonly stagedAtMs: number | null;
+  /** Whether `--job-id` named a job staged before (a rerun), which this call goes on with. */
+  readonly resumed: boolean;
+  /** 'staged' (new or resumed), 'committing' (past its commit point: commit-job finishes it), 'committed'. */
+  readonly state: 'staged' | 'committing' | 'committed';
+  /** Tasks the job has committed (0 for a new job; null when committed and gone). */
+  readonly tasksCommitted: number | null;
+  /** A resumed job that committed: when. */
+  readonly committedAt?: string;
 }
 
 /**
@@ -112,7 +121,7 @@ export const stage = operation('stage', STAGE_OPTIONS, async (s: Session, o: Sta
   const staging = await stagingOf(s, o, storeKey(target.uri));
   const partitionBy =
     typeof o.partitionBy === 'string' ? o.partitionBy.split(',').filter((c) => c !== '') : o.partitionBy;
-  const r = await stageJob(s.stepEnv(target.store), {
+  const r = await stageOrResume(s.stepEnv(target.store), {
     targetPath: target.path,
     ...staging,
     mode,
@@ -123,16 +132,22 @@ export const stage = operation('stage', STAGE_OPTIONS, async (s: Session, o: Sta
     tasks: o.tasks,
   });
   const j = r.job;
+  const found = r.found;
+  const done = found?.state === 'committed' ? found.committed : undefined;
   return {
     handle: r.handle,
     jobId: r.jobId,
-    target: j.target,
-    mode: j.mode,
-    algorithm: j.algorithm,
-    partitionBy: j.partitionBy,
-    tasksDeclared: j.tasks ?? null,
-    stagedAt: iso(j.stagedAtMs),
-    stagedAtMs: j.stagedAtMs,
+    target: j?.target ?? target.store.toUri(target.path),
+    mode: j?.mode ?? mode,
+    algorithm: j?.algorithm ?? algorithm,
+    partitionBy: j?.partitionBy ?? partitionBy ?? [],
+    tasksDeclared: j ? (j.tasks ?? null) : (o.tasks ?? null),
+    stagedAt: j ? iso(j.stagedAtMs) : null,
+    stagedAtMs: j ? j.stagedAtMs : null,
+    resumed: found !== undefined,
+    state: found?.state === 'committed' || found?.state === 'committing' ? found.state : 'staged',
+    tasksCommitted: !found ? 0 : found.state === 'committed' ? null : found.tasksCommitted,
+    ...(done ? { committedAt: done.committedAt } : {}),
   };
 });
 
@@ -196,6 +211,8 @@ export interface StageFilesDoc {
   readonly bytes: number;
   /** Their table-relative paths. */
   readonly fileList: readonly string[];
+  /** The attempt had committed already (a rerun): nothing was staged; its committed files stand. */
+  readonly alreadyCommitted: boolean;
 }
 
 async function sourceOf(s: Session, f: FileSource): Promise<StagedSource> {
@@ -322,6 +339,7 @@ async function stageInto(
     files: r.files.length,
     bytes: r.bytes,
     fileList: r.files,
+    alreadyCommitted: r.alreadyCommitted === true,
   };
 }
 

@@ -8,8 +8,9 @@ export const EXIT_MEANINGS: Record<number, string> = {
   1: 'failed: a store error or a damaged manifest; nothing changed, unless the message says the job is past its commit point (recover finishes it)',
   2: 'bad usage or input; nothing changed',
   3: 'commit denied: another attempt won the task, or it was aborted',
-  4: 'conflict: locked by a live step, wrong state, or the target changed',
+  4: 'retry later: locked by a live step, or another job is still committing the same partitions',
   5: 'incomplete: declared tasks are not committed',
+  6: 'blocked: will never pass as it is (append clash, create target appeared, two tasks wrote one path, a partition replaced by another job, wrong state); do what the message says',
 };
 
 export interface CommandHelp {

@@ -38,10 +38,12 @@ Example:
 
 Exit codes: 0 done, 1 failed (store error, damaged manifest: nothing changed, unless the message
 says the job is past its commit point: recover finishes it), 2 bad usage or input,
-3 commit denied (another attempt won, or it was aborted), 4 conflict (locked, wrong state,
-target changed, another job replaced or is still committing the same partitions),
-5 incomplete (declared tasks missing), 130/143 stopped by SIGINT/SIGTERM (run the step
-again). JOB defaults to $STAGECOMMIT_JOB.
+3 commit denied (another attempt won, or it was aborted), 4 retry later (locked by a live
+step, another job still committing the same partitions), 5 incomplete (declared tasks
+missing), 6 blocked: will never pass as it is (append clash, create target appeared, two
+tasks wrote one path, a partition replaced by another job, wrong state: do what the message
+says), 130/143 stopped by SIGINT/SIGTERM (run the step again). With --json an error's
+"retryable" is true for 4 alone. JOB defaults to $STAGECOMMIT_JOB.
 
 Start-up: the installed CLI keeps the code V8 compiled for it in $XDG_CACHE_HOME/stagecommit
 (~/.cache/stagecommit) and starts faster from it; STAGECOMMIT_CODE_CACHE=off turns that off.`;

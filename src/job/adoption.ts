@@ -4,7 +4,7 @@
 // Keeps protocol.md §5.18 (an adopted leftover is never deleted unpublished).
 
 import { posix } from 'node:path';
-import { ConflictError, StoreError } from '../errors.js';
+import { BlockedError, StoreError } from '../errors.js';
 import type { Store } from '../store/types.js';
 import type { Claim } from './claims.js';
 import type { JobManifest } from './job.js';
@@ -84,12 +84,12 @@ export async function giveBackLeftover(store: Store, layout: JobLayout, job: Job
   const back = await leftoverToGiveBack(store, layout, job);
   if (!back) return;
   const problem = await giveBackProblem(store, job, back);
-  if (problem) throw new ConflictError(problem);
+  if (problem) throw new BlockedError(problem);
   try {
     await store.rename(back.from, back.to!);
   } catch (e) {
     if (e instanceof StoreError && e.kind === 'exists')
-      throw new ConflictError(takenMessage(store, back.from, back.to!));
+      throw new BlockedError(takenMessage(store, back.from, back.to!));
     throw e;
   }
 }

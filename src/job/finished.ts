@@ -121,6 +121,33 @@ export async function findCommitted(
   };
 }
 
+/**
+ * The committed job the table log records for this job id and staging dir, in any staging layout
+ * (a finished job's handle outside the default layout leads to no table): only the log knows it.
+ */
+export async function committedViaLog(
+  store: Store,
+  targetPath: string,
+  stagingPath: string,
+  jobId: string,
+  concurrency = 16,
+): Promise<FinishedJob | null> {
+  const at = await fromLog(store, { targetPath, stagingPath, jobId }, concurrency);
+  if (at === null) return null;
+  return {
+    jobId,
+    target: store.toUri(targetPath),
+    success: store.toUri(posix.join(targetPath, SUCCESS_FILE)),
+    committedAtMs: at,
+    committedAt: new Date(at).toISOString(),
+    files: 0,
+    bytes: 0,
+    partitionsWritten: [],
+    partitionsReplaced: [],
+    evidence: 'table-log',
+  };
+}
+
 /** What a handle without `_job.yaml` or a plan still tells (openJob weighs it in this order). */
 export interface NoJobEvidence {
   readonly done: FinishedJob | null;

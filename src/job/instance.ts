@@ -4,7 +4,7 @@
 // the new job refuses them (exit 4) instead of taking them for its own.
 // Keeps protocol.md §5.14 (a job is its instance).
 
-import { ConflictError } from '../errors.js';
+import { BlockedError } from '../errors.js';
 
 /** A claim or decision as read: its file, what it is, and the stagedAtMs of the job it was made for. */
 export interface InstanceRecord {
@@ -26,7 +26,7 @@ export function checkOfInstance(
   const { file, what, stagedAtMs: made } = record;
   const { jobId, stagedAtMs: expected } = job;
   if (made === undefined || expected === undefined || made === expected) return;
-  throw new ConflictError(
+  throw new BlockedError(
     `${what} (${file}) was made for an earlier job ${jobId}, staged ${new Date(made).toISOString()}, by a run that went on after that job ended; this job was staged ${new Date(expected).toISOString()}: nothing was changed; ${advice}`,
   );
 }

@@ -3,7 +3,7 @@
 // point once the table-log entry it names (if any) is the job's, above its position and not void.
 // commit-job creates the two at once.
 
-import { ConflictError, CorruptManifestError, UsageError } from '../errors.js';
+import { BlockedError, ConflictError, CorruptManifestError, UsageError } from '../errors.js';
 import { decodeManifestLazy } from '../manifest/codec.js';
 import type { Store } from '../store/types.js';
 import { loadJob, withoutPlan, type JobManifest, type JobState } from './job.js';
@@ -218,6 +218,8 @@ export function requireState(open: OpenJob, allowed: readonly JobState[], doing:
       open.state === 'committing'
         ? "it is past its commit point: its commit-job finishes it, or, if that was killed, run 'stagecommit recover' to finish it"
         : "only its clean-up is left: the step that ended it finishes it, or, if that was killed, run 'stagecommit recover' to remove its staging dir";
-    throw new ConflictError(`cannot ${doing}: job ${open.job.jobId} is ${open.state}; ${hint}`);
+    // Committing: its commit-job (or recover) finishes it, and a retry then finds it committed.
+    const message = `cannot ${doing}: job ${open.job.jobId} is ${open.state}; ${hint}`;
+    throw open.state === 'committing' ? new ConflictError(message) : new BlockedError(message);
   }
 }

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { posix } from 'node:path';
-import { ConflictError, CorruptManifestError } from '../errors.js';
+import { BlockedError, CorruptManifestError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields, itemNumber, itemString } from '../manifest/codec.js';
 import { checkRelativePath } from '../paths.js';
 import { deleteFiles } from '../store/operations.js';
@@ -243,7 +243,7 @@ export function checkStagedOnce(
 ): void {
   const both = uploads.files.find((f) => inAttemptDir(f.path));
   if (both)
-    throw new ConflictError(
+    throw new BlockedError(
       `${taskAttempt} staged '${both.path}' twice, once as a small file and once as a large one: nothing was committed; abort this attempt and stage the task into a new --attempt`,
     );
 }

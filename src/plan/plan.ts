@@ -1,7 +1,7 @@
 // The commit plan as data: what moves where and what an overwrite displaces. Pure: no store.
 
 import { posix } from 'node:path';
-import { ConflictError, InternalError } from '../errors.js';
+import { BlockedError, InternalError } from '../errors.js';
 import { Planner } from './planner.js';
 import { buildTree, childLoc, findClashes, type OutputTree } from './tree.js';
 import type { CommitPlan, Loc, PlanInput, PlanPhase } from './types.js';
@@ -89,7 +89,7 @@ export function planTree(input: PlanInput, tree: OutputTree, partitionDepth: num
   if (input.mode === 'append' && input.target.exists) {
     const clashes = findClashes(tree, input.target);
     if (clashes.length) {
-      throw new ConflictError(
+      throw new BlockedError(
         `append would overwrite ${clashes.length} existing file(s) not shown to hold the same bytes (other bytes, or a staged S3 upload of more than one part, which cannot be compared), first '${clashes[0]}': ${input.v2 ? V2_CLASH_ADVICE : 'use --mode overwrite or rename the files'}`,
       );
     }

@@ -3,7 +3,7 @@
 // Keeps protocol.md §5.2 (exactly the output) and §5.3 (old data goes once the new is in place).
 
 import { posix } from 'node:path';
-import { ConflictError, InternalError } from '../errors.js';
+import { BlockedError, InternalError } from '../errors.js';
 import { OUTPUT_DIR, TRASH_DIR } from '../job/layout.js';
 import { dirsHolding, isDataName } from '../paths.js';
 import { PhaseOps } from './ops.js';
@@ -133,11 +133,11 @@ export class Planner {
         last = Math.max(last, this.publishNew(child, childRel, childDest, placed, phase));
       } else if (child.file) {
         if (old !== undefined && old !== 'file')
-          throw new ConflictError(`'${childRel}' is a file in the job's output but ${inTarget(old)}`);
+          throw new BlockedError(`'${childRel}' is a file in the job's output but ${inTarget(old)}`);
         this.add(phase, this.fileOp(this.src(child.file.source, childRel), childDest, old !== undefined, child.file));
       } else {
         if (old !== undefined && old !== 'dir')
-          throw new ConflictError(`'${childRel}' is a directory in the job's output but ${inTarget(old)}`);
+          throw new BlockedError(`'${childRel}' is a directory in the job's output but ${inTarget(old)}`);
         const childExisting = old !== undefined && dest.startsWith('t:') ? this.targetChildren(childRel) : null;
         last = Math.max(
           last,

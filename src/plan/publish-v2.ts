@@ -10,7 +10,7 @@ import { publishStrategy } from '../store/operations.js';
 import { forEachLimit } from '../util/pool.js';
 import type { Store } from '../store/types.js';
 import { applyPhases } from './apply.js';
-import { ConflictError, StoreError } from '../errors.js';
+import { BlockedError, ConflictError, StoreError } from '../errors.js';
 import { buildTree, planTree, V2_CLASH_ADVICE, type CommitPlan, type SourceTree } from './plan.js';
 import { identicalClashes, snapshotTarget } from './target.js';
 
@@ -42,7 +42,7 @@ export async function publishClaimedV2(ctx: Ctx, task: V2Task, fresh: boolean): 
   const untouched = async (applied: boolean) =>
     fresh && (!applied || (await unpublishedV2(ctx.store, attemptDir, files.length)));
   const held = (clash: string) =>
-    new ConflictError(
+    new BlockedError(
       `${clash}; the task stays claimed, as part of it may be published: if another task of this job wrote that path, the two clash (abort the job); else move the file in the target aside and run 'stagecommit recover' to finish the task, or abort the job`,
     );
   let plan: CommitPlan;
@@ -72,7 +72,7 @@ export async function publishClaimedV2(ctx: Ctx, task: V2Task, fresh: boolean): 
     if (!(e instanceof StoreError && (e.kind === 'exists' || e.kind === 'no-location'))) throw e;
     const clash = `${e.message}: another task or writer published there while this task did`;
     if (await untouched(true))
-      return new ConflictError(
+      return new BlockedError(
         `${clash}; nothing of this task was published: rename the files and commit the task again`,
       );
     throw held(clash);

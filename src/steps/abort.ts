@@ -1,7 +1,7 @@
 // abort: throws away one task attempt, or the whole job's staged data (refused past the commit point).
 // Keeps protocol.md §5.9 (one decision per attempt) and §5.18 (an adopted leftover goes back).
 
-import { ConflictError, CorruptManifestError, StoreError } from '../errors.js';
+import { BlockedError, CorruptManifestError, StoreError } from '../errors.js';
 import { claimedUploads, readClaim } from '../job/claims.js';
 import { decide, decidedBy, decider } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
@@ -51,7 +51,7 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
   const ifGone = (gone: JobGoneError): AbortResult => {
     const done = gone.committed;
     if (done)
-      throw new ConflictError(
+      throw new BlockedError(
         `cannot abort: job ${done.jobId} is committed (${done.success}, ${done.committedAt}); nothing was changed`,
       );
     if (gone.stray) env.emit({ type: 'warn', message: gone.message });
@@ -161,13 +161,13 @@ async function decideAbort(a: AttemptContext, ours: { atMs: number; by: string }
   const settled = claim?.state === 'committed' ? 'committed' : await settledCommit(a, decision.by);
   if (settled === 'stuck') {
     // Its outcome is recover's to decide: abort cannot say the files belong to the job.
-    throw new ConflictError(
+    throw new BlockedError(
       `cannot abort ${taskAttempt} yet: its commit-task (${decision.by}) decided to commit it and died before it finished: run 'stagecommit recover' (it finishes or undoes that commit), then abort again if the attempt is still there`,
     );
   }
   if (settled !== 'moved') {
     const what = settled === 'committed' ? 'already committed' : 'committing (its commit-task decided first)';
-    throw new ConflictError(
+    throw new BlockedError(
       `cannot abort ${taskAttempt}: it is ${what} and its files belong to the job; abort the whole job, or commit another attempt${settled === 'committed' ? '' : " (run 'stagecommit recover' if its commit-task was killed)"}`,
     );
   }
@@ -219,7 +219,7 @@ async function droppedByRecover(
 ): Promise<void> {
   const { env, layout, job, taskAttempt } = a;
   if (await carried(a, now)) {
-    throw new ConflictError(
+    throw new BlockedError(
       `cannot abort ${taskAttempt}: recover carried it, committed, into app attempt ${now.appAttempt} of job ${job.jobId} while this abort ran, and its files belong to the job; abort the whole job, or commit another attempt`,
     );
   }

@@ -5,7 +5,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
-import { ConflictError, UsageError } from '../errors.js';
+import { BlockedError, ConflictError, UsageError } from '../errors.js';
 import { encodeClaim, type Claim } from '../job/claims.js';
 import { decide, decidedBy } from '../job/decisions.js';
 import { ADOPTED_DIR, defaultStagingRoot, JobLayout, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
@@ -128,8 +128,7 @@ async function recognised(env: StepEnv, leftoverPath: string, ownMtimeMs: number
   try {
     return recogniseLeftover(uri, posix.basename(leftoverPath), entries, ownMtimeMs);
   } catch (e) {
-    if (e instanceof UsageError && (await store.stat(leftoverPath)) === null)
-      throw new ConflictError(`${uri} ${TAKEN}`);
+    if (e instanceof UsageError && (await store.stat(leftoverPath)) === null) throw new BlockedError(`${uri} ${TAKEN}`);
     throw e;
   }
 }
@@ -348,7 +347,7 @@ async function moveLeftover(env: StepEnv, leftoverPath: string, stagingPath: str
     await store.delete(stagingPath, true).catch(() => false);
     if ((await store.stat(leftoverPath)) === null) {
       // The loser of two adopts of one leftover: the other one renamed it first.
-      throw new ConflictError(
+      throw new BlockedError(
         `${store.toUri(leftoverPath)} ${TAKEN}; 'stagecommit jobs ${store.toUri(posix.dirname(stagingPath))}' shows the job that took it`,
       );
     }

@@ -4,7 +4,7 @@
 // How: protocol.md §4.2 and §4.4; it keeps §5.2, §5.3 and §5.19.
 
 import { posix } from 'node:path';
-import { ConflictError, CorruptManifestError, ExitCode, StageCommitError, StoreError } from '../errors.js';
+import { BlockedError, CorruptManifestError, ExitCode, StageCommitError, StoreError } from '../errors.js';
 import { claimedUploads, type TaskFile } from '../job/claims.js';
 import { saveJob, withoutPlan, type JobManifest } from '../job/job.js';
 import { defaultStagingRoot, SUCCESS_FILE } from '../job/layout.js';
@@ -324,7 +324,7 @@ export async function commitJobLocked(
   const { store } = env;
   const { job } = opened;
   if (opened.state === 'aborted')
-    throw new ConflictError(
+    throw new BlockedError(
       `cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`,
     );
   // Under the lease, a job that openJob found before its commit point has no plan to read.

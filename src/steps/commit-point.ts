@@ -4,7 +4,7 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { againAdvice } from '../job/adoption.js';
-import { ConflictError } from '../errors.js';
+import { BlockedError, ConflictError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
 import { stateOnStore, type OpenJob } from '../job/open.js';
 import { JobLayout } from '../job/layout.js';
@@ -49,7 +49,8 @@ async function holderState(env: StepEnv, e: LogEntry, watch: LeaseWatch): Promis
 
 /** Why this job cannot commit while `e` holds `where`: its holder is running, or stopped. */
 function heldBy(job: JobManifest, e: LogEntry, where: string, state: HolderState): ConflictError {
-  return new ConflictError(
+  // A live holder finishes on its own (retry later); a stopped one waits for someone to run recover.
+  return new (state === 'live' ? ConflictError : BlockedError)(
     state === 'live'
       ? `job ${job.jobId} waited for job ${e.jobId}, which is still committing ${describeUnit(where)} (${e.handle}): nothing was changed; run commit-job again when it has finished`
       : state === 'stopped'
@@ -178,7 +179,7 @@ async function readRound(r: LogReading, listing: LogListing): Promise<LogRound> 
   const { numbers, done } = listing;
   // A log deleted and made again numbers its entries afresh: this job's position means nothing in it.
   if (job.logId !== undefined && listing.id !== job.logId) {
-    throw new ConflictError(
+    throw new BlockedError(
       `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: it is not the log the job was staged against (${listing.id === null ? 'the log has no id now: its log-id.yaml, or the whole log dir, was deleted' : 'the log dir was deleted and made again since'}), so commits made meanwhile are unknown: nothing was changed; ${r.restage('stage the job again')}`,
     );
   }
@@ -186,7 +187,7 @@ async function readRound(r: LogReading, listing: LogListing): Promise<LogRound> 
   const max = lastTaken(listing);
   const since = numbers.filter((n) => pos === null || n > pos);
   if (since.length !== (max ?? -1) - (pos ?? -1)) {
-    throw new ConflictError(
+    throw new BlockedError(
       `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: entries made since it was staged are missing (pruned after a week, or removed): nothing was changed; ${r.restage('stage the job again')}`,
     );
   }
@@ -208,7 +209,7 @@ async function checkNoConflict(r: LogReading, seen: LogRound): Promise<void> {
     const where = overlap(replaces, e.touches);
     if (where === null || (seen.listing.done.has(n) && (await r.outcome(n)) === 'void')) continue;
     const did = overlap(replaces, e.replaces) !== null ? 'replaced' : 'wrote into';
-    throw new ConflictError(
+    throw new BlockedError(
       `job ${job.jobId} conflicts with job ${e.jobId}${e.jobId === job.jobId ? ` (another job given the same --job-id, staged at ${e.handle})` : ''}, which ${did} ${describeUnit(where)} at ${new Date(e.atMs).toISOString()} after this job was staged: nothing was changed; ${r.restage('stage the job again on the new data')}`,
     );
   }

@@ -3,7 +3,7 @@
 // the error (and exit code) the real step would.
 
 import { posix } from 'node:path';
-import { ConflictError } from '../errors.js';
+import { BlockedError, ConflictError } from '../errors.js';
 import { readClaims } from '../job/claims.js';
 import { readDecision } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
@@ -111,7 +111,7 @@ export async function commitJobDryRun(env: StepEnv, input: { stagingPath: string
   const { job, layout } = open;
   await checkUnlocked(env, layout);
   if (open.state === 'aborted')
-    throw new ConflictError(
+    throw new BlockedError(
       `cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`,
     );
   // A plan that never became the commit point is removed by the real run, which then plans afresh.
@@ -188,7 +188,7 @@ export async function abortDryRun(
     const decision = await readDecision(store, layout, job.appAttempt, taskAttempt);
     const claims = await readClaims(store, layout, { jobId: job.jobId, appAttempt: job.appAttempt });
     if (decision?.outcome === 'commit' && (claims.get(task)?.taskAttempt ?? taskAttempt) === taskAttempt) {
-      throw new ConflictError(
+      throw new BlockedError(
         `cannot abort ${taskAttempt}: it is ${claims.get(task)?.state === 'committed' ? 'already committed' : 'committing (its commit-task decided first)'} and its files belong to the job; abort the whole job, or commit another attempt`,
       );
     }
@@ -221,7 +221,7 @@ export async function abortDryRun(
   const thrown = files.filter((f) => !f.name.startsWith(ADOPTED_DIR + '/'));
   const sum = (fs: typeof files) => fs.reduce((a, f) => a + Math.max(0, f.size), 0);
   const problem = back && (await giveBackProblem(store, job, back));
-  if (problem) throw new ConflictError(problem);
+  if (problem) throw new BlockedError(problem);
   const published = await publishedV2Tasks(store, layout, job);
   return {
     dryRun: true,

@@ -3,7 +3,7 @@
 // what is really on the store before the commit point (protocol.md §5.9).
 
 import { posix } from 'node:path';
-import { ConflictError, CorruptManifestError, IncompleteError, InternalError } from '../errors.js';
+import { BlockedError, ConflictError, CorruptManifestError, IncompleteError, InternalError } from '../errors.js';
 import {
   claimRootPath,
   isAdoptedRoot,
@@ -96,7 +96,7 @@ async function committedClaims(env: StepEnv, { job, layout }: OpenJob): Promise<
   // A half-made adoption would commit nothing (or part of the leftover) and write a _SUCCESS.
   const halfMade = await halfMadeAdoption(store, layout, job, read);
   if (halfMade !== null)
-    throw new ConflictError(
+    throw new BlockedError(
       `job ${job.jobId} is a half-made adoption (${halfMade}): nothing was changed; ${halfMadeAdvice(job)}`,
     );
   const claims = committedTasks(job, read);
@@ -171,13 +171,13 @@ async function checkOnStore(
   const i = problems.findIndex((p) => p !== null);
   if (i >= 0) {
     const c = claims[i]!;
-    throw new ConflictError(
+    throw new BlockedError(
       `the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(claimRootPath(layout, job.targetPath, c.root!))} ${problems[i]}: nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`,
     );
   }
   const lost = await pending;
   if (lost !== null)
-    throw new ConflictError(
+    throw new BlockedError(
       `the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`,
     );
   return checks;
@@ -198,7 +198,7 @@ export function takeTree(output: JobOutput): OutputTree | null {
  */
 function finalClash(e: ConflictError, job: JobManifest): ConflictError {
   if (!(e instanceof PathClash)) return e;
-  return new ConflictError(
+  return new BlockedError(
     `${e.what}: ${e.rule}; the tasks are committed, and a commit is final: nothing was changed; ${againAdvice(job, 'abort the job and run it again with distinct file names')}`,
   );
 }
@@ -211,7 +211,7 @@ function addPublished(published: OutputTree, si: number, path: string): void {
     if (!(e instanceof PathClash)) throw e;
     // Of one path written twice, the target holds one: what follows says so.
     const what = e.kind === 'same-path' ? e.what : `${e.what}: ${e.rule}`;
-    throw new ConflictError(
+    throw new BlockedError(
       `${what}; v2 published both at commit-task, and one path holds one of them (the last to land; on S3 a key and keys below it can stand side by side): the job is not committed; abort it (what its tasks published stays in the target) and run it again with distinct file names`,
     );
   }

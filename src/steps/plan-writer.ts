@@ -2,7 +2,7 @@
 // table-log entry it names: `_commit.yaml`, created and never written over. (A small plan inside
 // `_job.yaml`, written with 'committing', is built but off: INLINE_PLAN_MAX_BYTES.)
 
-import { ConflictError, ExitCode, StageCommitError } from '../errors.js';
+import { BlockedError, ExitCode, StageCommitError } from '../errors.js';
 import { planVerdict, type OpenJob } from '../job/open.js';
 import { encodeJob, saveJob, type JobManifest } from '../job/job.js';
 import { encodePlan, writePlan, type PersistedPlan } from '../plan/plan-file.js';
@@ -21,7 +21,7 @@ async function planAppeared(env: StepEnv, open: OpenJob, plan: PersistedPlan): P
     if (verdict !== 'absent') await readHeldPlan(env, { ...open, stalePlan: verdict });
     if (await writePlan(env.store, open.layout, plan)) return;
   }
-  throw new ConflictError(
+  throw new BlockedError(
     `a commit plan of an earlier attempt of job ${open.job.jobId} appeared while this one was made (a write its store held): nothing was changed; run 'stagecommit recover --job ${env.store.toUri(open.layout.root)}', which finishes it`,
   );
 }

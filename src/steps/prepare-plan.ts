@@ -3,7 +3,7 @@
 // How: protocol.md §4.2; it keeps §5.1 and §5.13 (what can fail, fails before the commit point).
 
 import { posix } from 'node:path';
-import { ConflictError } from '../errors.js';
+import { BlockedError, ConflictError } from '../errors.js';
 import { leftoverOfRoot, type TaskFile } from '../job/claims.js';
 import { isFullyStatic, staticPrefix, type JobManifest } from '../job/job.js';
 import { SUCCESS_FILE } from '../job/layout.js';
@@ -44,7 +44,7 @@ export function commitUnitsOf(job: JobManifest, partitions: readonly string[]): 
 
 /** `_SUCCESS` as something other than a file would stop the commit after its commit point. */
 function successInTheWay(env: StepEnv, job: JobManifest): ConflictError {
-  return new ConflictError(
+  return new BlockedError(
     `${env.store.toUri(posix.join(job.targetPath, SUCCESS_FILE))} is not a file, and the commit must write its marker there: nothing was changed; move it away and run commit-job again`,
   );
 }
@@ -158,7 +158,7 @@ async function planOnTarget(
   env.emit({ type: 'phase', label: 'reading the target' });
   const target = await snapshotTarget(env, job.targetPath, tree, units.replaces, targetRoot);
   if (job.mode === 'create' && target.exists) {
-    throw new ConflictError(
+    throw new BlockedError(
       `the target ${job.target} appeared after job ${job.jobId} was staged, and --mode create never replaces anything: nothing was changed; abort this job, or stage it again with --mode append or overwrite`,
     );
   }

@@ -4,7 +4,7 @@
 import { stat } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
-import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
+import { BlockedError, CommitDeniedError, ConflictError, UsageError } from '../errors.js';
 import { readDecision } from '../job/decisions.js';
 import { staticPrefix, type JobManifest } from '../job/job.js';
 import { ATTEMPT_MARKER, SUCCESS_FILE, taskAttemptName } from '../job/layout.js';
@@ -50,6 +50,8 @@ export interface StageFilesResult {
   readonly files: readonly string[];
   /** Their bytes. */
   readonly bytes: number;
+  /** The attempt had committed already (a rerun): nothing was staged, its committed files stand. */
+  readonly alreadyCommitted?: boolean;
 }
 
 /** The partition path a task's files go to: the job's static values, then the task's own. */
@@ -135,12 +137,26 @@ async function stageInto(
       `task attempt ${taskAttempt} was aborted: it can never commit; stage into a new --attempt`,
     );
   }
-  if (decision?.outcome === 'commit') {
-    throw new ConflictError(
-      `task attempt ${taskAttempt} has already committed (or is committing): files staged now would never appear; stage into a new --attempt`,
-    );
-  }
   const dir = layout.attemptDir(job.appAttempt, taskAttempt);
+  if (decision?.outcome === 'commit') {
+    // A rerun's stage of a task it committed before: the committed files stand (exit 0). A writer
+    // asking where to write would write where nothing is ever committed.
+    if (input.printPath)
+      throw new BlockedError(
+        `task attempt ${taskAttempt} has already committed (or is committing): files written now would never appear; write into a new --attempt`,
+      );
+    const here = store.toUri(part ? posix.join(dir, part) : dir);
+    return {
+      jobId: job.jobId,
+      task,
+      attempt,
+      attemptDir: store.toUri(dir),
+      writeDir: here,
+      files: [],
+      bytes: 0,
+      alreadyCommitted: true,
+    };
+  }
   const partDir = part ? posix.join(dir, part) : dir;
   const written = { task, taskAttempt, paths: full, dir: partDir };
   if (input.printPath) {

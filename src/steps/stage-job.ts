@@ -4,15 +4,16 @@
 import { randomUUID } from 'node:crypto';
 import { posix } from 'node:path';
 import { findCommitted } from '../job/finished.js';
-import { UsageError } from '../errors.js';
-import { encodeJob, type Adoption, type Algorithm, type JobManifest, type Mode } from '../job/job.js';
-import { canHoldTable, defaultStagingRoot, JobLayout, LEASE_PREFIX } from '../job/layout.js';
+import { BlockedError, UsageError } from '../errors.js';
+import { encodeJob, loadJob, type Adoption, type Algorithm, type JobManifest, type Mode } from '../job/job.js';
+import { canHoldTable, defaultStagingRoot, JOB_FILE, JobLayout, LEASE_PREFIX } from '../job/layout.js';
 import { readCurrentLease } from '../job/lease.js';
 import { TableLog } from '../job/table-log.js';
 import { isDataName, normalizeColumn, type PartitionValue } from '../paths.js';
 import type { Entry, Store } from '../store/types.js';
 import type { StepEnv } from './env.js';
 import { removeStrayLeases } from './stray-lease.js';
+import { findRerunJob, type FoundJob, type RerunParams } from './resume-job.js';
 
 export interface StageJobInput {
   readonly targetPath: string;
@@ -150,15 +151,21 @@ async function checkStagingEmpty(env: StepEnv, layout: JobLayout, input: StageJo
         .slice(0, 3)
         .map((e) => `'${e.name}'`)
         .join(', ') + (existing.length > 3 ? ` and ${existing.length - 3} more` : '');
+    // A rerun that left out --job-id is told the one it needs to go on with the job there.
+    const there = existing.some((e) => e.name === JOB_FILE)
+      ? await loadJob(store, layout, { allowUnsigned: env.allowUnsignedJob }).catch(() => null)
+      : null;
+    const resume = there ? `; to go on with job ${there.jobId} staged there, give --job-id ${there.jobId}` : '';
     throw new UsageError(
       input.stagingPath
-        ? `the staging dir ${store.toUri(stagingPath)} is not empty (it holds ${names}): a job never adopts files it did not stage; choose an empty or new --staging-dir`
+        ? `the staging dir ${store.toUri(stagingPath)} is not empty (it holds ${names}): a job never adopts files it did not stage; choose an empty or new --staging-dir${resume}`
         : `job id '${jobId}' is already in use (${store.toUri(stagingPath)}): choose another --job-id, or leave it out for a fresh UUID`,
     );
   }
 }
 
-export async function stageJob(env: StepEnv, input: StageJobInput): Promise<StageJobResult> {
+/** The input checked, with the job id and staging dir it comes to. */
+function checkInput(env: StepEnv, input: StageJobInput): RerunParams {
   const { store } = env;
   const { partitionBy, jobId } = checkOptions(input);
   const targetPath = input.targetPath.replace(/\/+$/, '') || '/';
@@ -168,7 +175,63 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
     input.stagingPath ?? posix.join(input.stagingRoot ?? defaultStagingRoot(targetPath), jobId)
   ).replace(/\/+$/, '');
   checkStagingPlace(env, targetPath, stagingPath, input.mode);
+  return { ...input, targetPath, stagingPath, jobId, partitionBy };
+}
 
+/** A job id staged again meanwhile (an exclusive create lost): a rerun looks at that job. */
+class JobIdTaken extends UsageError {}
+
+/** What a rerun of `stage --target --job-id` found, or a new job. */
+export interface StageOrResumeResult {
+  readonly jobId: string;
+  readonly handle: string;
+  readonly stagingPath: string;
+  /** The job's manifest; null for a rerun that found its job committed and gone. */
+  readonly job: JobManifest | null;
+  /** Set when `--job-id` named a job staged before (a rerun): what was found. */
+  readonly found?: FoundJob;
+}
+
+/**
+ * `stage --target`: a new job, or, when `--job-id` names a job staged at the same staging dir
+ * (a rerun), that job: staged or committing (goes on), committed (says so); a job staged with other
+ * parameters is exit 2. The lookup comes before the target is judged: a create job's target exists
+ * once it committed.
+ */
+export async function stageOrResume(env: StepEnv, input: StageJobInput): Promise<StageOrResumeResult> {
+  const p = checkInput(env, input);
+  const rerun = input.jobId !== undefined && !input.adopted;
+  const found = rerun ? await findRerunJob(env, p) : null;
+  if (found) return rerunResult(env, p, found);
+  try {
+    return await createJob(env, input, p);
+  } catch (e) {
+    // Another run of the same rerun staged it first: go on with that job, as a later rerun would.
+    const now = rerun && e instanceof JobIdTaken ? await findRerunJob(env, p) : null;
+    if (now) return rerunResult(env, p, now);
+    throw e;
+  }
+}
+
+/** A rerun's answer: the job it found; exit 6 for one aborted and not yet cleaned up. */
+function rerunResult(env: StepEnv, p: RerunParams, found: FoundJob): StageOrResumeResult {
+  const handle = env.store.toUri(p.stagingPath);
+  if (found.state === 'aborted') {
+    throw new BlockedError(
+      `job id '${p.jobId}' names a job that was aborted and whose clean-up was stopped (${handle}): run 'stagecommit recover --job ${handle}' to finish it, then stage the job again`,
+    );
+  }
+  return { jobId: p.jobId, handle, stagingPath: p.stagingPath, job: found.job ?? null, found };
+}
+
+/** A new job (adopt's too): never one staged before. */
+export async function stageJob(env: StepEnv, input: StageJobInput): Promise<StageJobResult> {
+  return createJob(env, input, checkInput(env, input));
+}
+
+async function createJob(env: StepEnv, input: StageJobInput, p: RerunParams): Promise<StageJobResult> {
+  const { store } = env;
+  const { targetPath, stagingPath, jobId, partitionBy } = p;
   const target = await checkTarget(store, targetPath, input.mode);
   const layout = new JobLayout(stagingPath);
   await checkStagingEmpty(env, layout, input, jobId);
@@ -210,7 +273,7 @@ export async function stageJob(env: StepEnv, input: StageJobInput): Promise<Stag
     // A create retried after a lost response finds its own first attempt: that is a success.
     const existing = await store.readFile(layout.jobFile);
     if (existing?.toString('utf8') !== body) {
-      throw new UsageError(
+      throw new JobIdTaken(
         `job id '${jobId}' is already in use (${store.toUri(stagingPath)}): choose another --job-id`,
       );
     }

@@ -9,7 +9,7 @@
 // Keeps protocol.md §5.12 (no debris) and §5.19 (exit 0 is a promise).
 
 import { posix } from 'node:path';
-import { CommitDeniedError, ConflictError } from '../errors.js';
+import { BlockedError, CommitDeniedError, ConflictError } from '../errors.js';
 import { readClaimRecord, type ClaimRecord } from '../job/claims.js';
 import { readDecision } from '../job/decisions.js';
 import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
@@ -80,7 +80,7 @@ export async function checkStillStaged(
   }
   // --print-path: what a writer puts there from now on would never appear.
   if (w.paths.length === 0)
-    throw new ConflictError(
+    throw new BlockedError(
       `task attempt ${w.taskAttempt} was committed while this stage ran: files written there now would never appear; stage into a new --attempt`,
     );
   await checkClaimHolds(env, layout, job, w);
@@ -94,7 +94,7 @@ async function checkClaimHolds(env: StepEnv, layout: JobLayout, job: JobManifest
   const taken = takenBack(w);
   const claim = await finishedClaim(env, layout, job, w.task);
   if (!claim) {
-    throw new ConflictError(
+    throw new BlockedError(
       `task attempt ${w.taskAttempt} was committed while this stage ran, and its commit is still being made (or its commit-task was killed): it may not have these files, which stay where they are; once it has ended, see 'stagecommit status'`,
     );
   }
@@ -109,7 +109,7 @@ async function checkClaimHolds(env: StepEnv, layout: JobLayout, job: JobManifest
     root: claim.taskAttempt === w.taskAttempt ? claim.root : undefined,
   });
   const more = unlisted.length > 1 ? ` and ${unlisted.length - 1} more` : '';
-  throw new ConflictError(
+  throw new BlockedError(
     claim.taskAttempt === w.taskAttempt
       ? `task attempt ${w.taskAttempt} was committed while this stage ran, without '${unlisted[0]}'${more}: those files were taken back; stage them as another task, or run the job again`
       : `task ${w.task} was committed by ${claim.taskAttempt} while this stage ran: this attempt never commits, and ${taken}`,
@@ -132,14 +132,14 @@ function movedOn(
   const { now, state } = found;
   const taken = takenBack(w);
   if (!now || !isSameJob(now, job))
-    return new ConflictError(
+    return new BlockedError(
       `job ${job.jobId} finished while this stage ran${now ? `, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${env.store.toUri(layout.root)}` : ''}: its output cannot have these files, and ${taken}; stage them into a new job`,
     );
   if (state !== 'staged')
-    return new ConflictError(
+    return new BlockedError(
       `job ${job.jobId} was ${state} while this stage ran: its output cannot have these files, and ${taken}; stage them into a new job`,
     );
-  return new ConflictError(
+  return new BlockedError(
     `recover started app attempt ${now.appAttempt} of job ${job.jobId} while this stage ran in app attempt ${job.appAttempt}: ${taken}; run the task again`,
   );
 }

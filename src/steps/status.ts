@@ -28,7 +28,12 @@ export interface StatusResult {
   readonly job: JobManifest;
   readonly ageSeconds: number;
   readonly tasks: readonly TaskStatus[];
-  /** Declared tasks not committed yet: commit-job refuses (exit 5) while any is listed. */
+  /**
+   * The tasks a rerun still has to run, in order: a staged job's declared tasks not committed (all
+   * its tasks not committed when none were declared); none once the job is past its commit point
+   * or aborted. The list recover prints, read without starting an app attempt. While tasks were
+   * declared, commit-job refuses (exit 5) as long as any is listed.
+   */
   readonly tasksToRun: readonly string[];
   readonly files: number;
   readonly bytes: number;
@@ -41,6 +46,8 @@ export interface StatusResult {
 export interface FinishedStatusResult extends FinishedJob {
   readonly state: 'committed';
   readonly finished: true;
+  /** Always empty: a committed job has nothing left to run. */
+  readonly tasksToRun: readonly string[];
 }
 
 export async function status(
@@ -50,9 +57,16 @@ export async function status(
   try {
     return await runStep(env, input.stagingPath, { name: 'status' }, (open) => statusOf(env, open));
   } catch (e) {
-    if (e instanceof JobGoneError && e.committed) return { ...e.committed, state: 'committed', finished: true };
+    if (e instanceof JobGoneError && e.committed)
+      return { ...e.committed, state: 'committed', finished: true, tasksToRun: [] };
     throw e;
   }
+}
+
+function tasksToRun(open: OpenJob, tasks: readonly TaskStatus[], declaredMissing: readonly string[]): string[] {
+  if (open.state !== 'staged') return [];
+  if (open.job.tasks !== undefined) return [...declaredMissing];
+  return tasks.filter((t) => t.state !== 'committed').map((t) => t.task);
 }
 
 async function statusOf(env: StepEnv, open: OpenJob): Promise<StatusResult> {
@@ -97,7 +111,7 @@ async function statusOf(env: StepEnv, open: OpenJob): Promise<StatusResult> {
     };
   });
   tasks.sort((a, b) => compareTasks(a.task, b.task));
-  const tasksToRun = declaredNotCommitted(job, claims);
+  const declaredMissing = declaredNotCommitted(job, claims);
   const lease = await readCurrentLease(store, layout);
   const halfMade = open.state === 'staged' ? await halfMadeAdoption(store, layout, job, claims) : null;
   const committed = tasks.filter((t) => t.state === 'committed');
@@ -107,7 +121,7 @@ async function statusOf(env: StepEnv, open: OpenJob): Promise<StatusResult> {
     job,
     ageSeconds: Math.max(0, Math.round((env.now() - job.stagedAtMs) / 1000)),
     tasks,
-    tasksToRun,
+    tasksToRun: tasksToRun(open, tasks, declaredMissing),
     files: committed.reduce((a, t) => a + t.files, 0),
     bytes: committed.reduce((a, t) => a + t.bytes, 0),
     // One look tells only a holder known dead (lease.ts): any other may be live.

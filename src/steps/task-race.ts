@@ -4,7 +4,7 @@
 // and again after its commit (checkKept), and says which it was (exit 4), or goes on.
 // Keeps protocol.md §5.19 (exit 0 from commit-task means the job's commit includes the task).
 
-import { ConflictError } from '../errors.js';
+import { BlockedError, ConflictError } from '../errors.js';
 import { readClaimRecord, type ClaimRecord } from '../job/claims.js';
 import { claimFilesOfRecord, taskFilesOf } from '../job/claim-files.js';
 import { publishedV2Count } from '../plan/publish-v2.js';
@@ -63,18 +63,18 @@ export async function checkNotOverlooked(a: AttemptContext, mine: RunRecords): P
   if ((await takeBackIfEnded(a, now, mine)) && now) throw newJobStaged(a, now, await publishedStays(mine));
   // A job that left no staging dir was aborted unless its commit left a record (as checkKept asks).
   if (now ? now.state === 'aborted' : !(await findCommitted(env.store, layout.root))) {
-    throw new ConflictError(
+    throw new BlockedError(
       `job ${job.jobId} was aborted while task ${task} committed: ${(await publishedStays(mine)) ?? 'nothing of it was published'}`,
     );
   }
   if (now && now.appAttempt !== job.appAttempt) {
     if (await carried(a, now)) return 'carried';
-    throw new ConflictError(
+    throw new BlockedError(
       `recover started app attempt ${now.appAttempt} of job ${job.jobId} while task ${task} committed in app attempt ${job.appAttempt}: ${(await publishedStays(mine)) ?? 'nothing of it was published; run the task again'}`,
     );
   }
   const published = await publishedStays(mine);
-  throw new ConflictError(
+  throw new BlockedError(
     `job ${job.jobId} ${now ? `was ${now.state}` : 'finished'} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it: ${published ?? "nothing of it was published; run the job again, or stage this task's output in a new job"}`,
   );
 }
@@ -110,12 +110,12 @@ export async function checkKept(a: AttemptContext, mine: RunRecords): Promise<bo
   // a new job took it: what this run wrote goes.
   if ((await takeBackIfEnded(a, now, mine)) && now) throw newJobStaged(a, now, await outcome());
   if (now && now.appAttempt !== job.appAttempt && !(await carried(a, now))) {
-    throw new ConflictError(
+    throw new BlockedError(
       `recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${job.appAttempt}, without it: ${(await outcome()) ?? `${nothingKept}; run the task again`}`,
     );
   }
   if (now ? now.state === 'aborted' : !(await findCommitted(env.store, layout.root))) {
-    throw new ConflictError(
+    throw new BlockedError(
       `job ${job.jobId} was aborted while ${taskAttempt} committed: ${(await outcome()) ?? nothingKept}`,
     );
   }
@@ -135,7 +135,7 @@ export async function carried(a: AttemptContext, now: JobManifest): Promise<bool
  * there are taken back: an attempt of the new job may have the same name).
  */
 function newJobStaged({ env, layout, job, task }: AttemptContext, now: JobManifest, published?: string): ConflictError {
-  return new ConflictError(
+  return new BlockedError(
     `job ${job.jobId} finished while task ${task} committed, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${env.store.toUri(layout.root)}: ${published ?? `nothing of task ${task} was published; run the job again`}`,
   );
 }
@@ -172,7 +172,7 @@ export async function abortedJob(
         'it had claimed its output: any file it published at commit-task (v2 publishes per task) stays in the target';
     else if (published) stays = FILES_STAY;
   }
-  throw new ConflictError(
+  throw new BlockedError(
     `cannot commit task ${task}: job ${job.jobId} was aborted (only its clean-up is left: the abort finishes it, or, if that was killed, 'stagecommit recover' does): ${stays}`,
   );
 }

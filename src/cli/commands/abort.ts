@@ -39,6 +39,6 @@ export function abortCommand(run: Run): Command {
       'stagecommit abort --job "$JOB"                       # the whole job; the target is not touched (v1)',
       'stagecommit abort --job "$JOB" --task 3 --attempt 0   # one attempt',
     ],
-    exitCodes: [0, 1, 2, 4],
+    exitCodes: [0, 1, 2, 4, 6],
   });
 }

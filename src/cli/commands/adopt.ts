@@ -83,6 +83,6 @@ export function adoptCommand(run: Run): Command {
       'stagecommit adopt /data/sales/.spark-staging-6f1c --dry-run      # what it would become',
       'JOB=$(stagecommit adopt /data/sales/_temporary --tasks 8) && stagecommit commit-job --job "$JOB" --dry-run',
     ],
-    exitCodes: [0, 1, 2, 4],
+    exitCodes: [0, 1, 2, 4, 6],
   });
 }

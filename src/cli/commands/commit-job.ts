@@ -39,6 +39,6 @@ export function commitJobCommand(run: Run): Command {
       'stagecommit commit-job --job "$JOB" --dry-run   # the plan; nothing changes',
       'stagecommit --json commit-job --job "$JOB" --parallelism 64 | jq .files',
     ],
-    exitCodes: [0, 1, 2, 4, 5],
+    exitCodes: [0, 1, 2, 4, 5, 6],
   });
 }

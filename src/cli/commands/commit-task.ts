@@ -32,6 +32,6 @@ export function commitTaskCommand(run: Run): Command {
       'stagecommit commit-task --job "$JOB" --task 0',
       'stagecommit commit-task --job "$JOB" --task 3 --attempt 1 || echo "another attempt won (exit 3)"',
     ],
-    exitCodes: [0, 1, 2, 3, 4],
+    exitCodes: [0, 1, 2, 3, 4, 6],
   });
 }

@@ -43,6 +43,6 @@ export function recoverCommand(run: Run): Command {
       'stagecommit recover --job "$JOB" --dry-run',
       'for t in $(stagecommit recover --job "$JOB"); do run-task "$t"; done',
     ],
-    exitCodes: [0, 1, 2, 4],
+    exitCodes: [0, 1, 2, 4, 6],
   });
 }

@@ -34,7 +34,18 @@ async function newJob(rt: Runtime, o: StageFlags, files: string[]): Promise<void
   const { job: _j, task: _t, attempt: _a, name: _n, printPath: _p, ...flags } = o;
   const r = await stage(rt.session, { ...flags, target: o.target! });
   rt.output(r, () => rt.ui.result(r.handle));
-  rt.ui.message(`staged job ${r.jobId} for ${r.target} (${r.mode}, ${r.algorithm})`);
+  rt.ui.message(stagedMessage(r));
+}
+
+/** What stage --target did: a new job, or the job a rerun's --job-id found. */
+function stagedMessage(r: Awaited<ReturnType<typeof stage>>): string {
+  if (!r.resumed) return `staged job ${r.jobId} for ${r.target} (${r.mode}, ${r.algorithm})`;
+  if (r.state === 'committed')
+    return `job ${r.jobId} was already committed into ${r.target}${r.committedAt ? ` (${r.committedAt})` : ''}: nothing to do; its steps say so`;
+  if (r.state === 'committing')
+    return `job ${r.jobId} is past its commit point: its commit-job finishes it (run commit-job again, or recover if it was killed)`;
+  const of = r.tasksDeclared !== null ? ` of ${r.tasksDeclared}` : '';
+  return `resumed job ${r.jobId} for ${r.target} (${r.mode}, ${r.algorithm}): ${r.tasksCommitted}${of} task(s) committed, kept`;
 }
 
 /** FILE arguments → files for the API: paths, or stdin once under --name. */
@@ -62,7 +73,11 @@ async function taskFiles(rt: Runtime, o: StageFlags, files: string[]): Promise<v
   rt.output(r, () =>
     o.printPath
       ? rt.ui.result(r.writeDir)
-      : rt.ui.message(`staged ${r.files} file(s) for task ${r.task} attempt ${r.attempt}`),
+      : rt.ui.message(
+          r.alreadyCommitted
+            ? `task ${r.task} attempt ${r.attempt} has already committed: nothing staged; its committed files stand`
+            : `staged ${r.files} file(s) for task ${r.task} attempt ${r.attempt}`,
+        ),
   );
 }
 
@@ -95,7 +110,10 @@ export function stageCommand(run: Run): Command {
       '[new job] all partition columns in order, for dynamic partitions (e.g. dt,region)',
     )
     .option('--staging-dir <uri>', "[new job] where the job's files wait (same store as the target)")
-    .option('--job-id <id>', '[new job] the job id (default: a fresh UUID)')
+    .option(
+      '--job-id <id>',
+      '[new job] the job id (default: a fresh UUID); run again with the same id and parameters, stage goes on with that job',
+    )
     .addOption(
       new Option('--algorithm <alg>', '[new job] v1: visible at commit-job; v2: each task at commit-task')
         .choices(['v1', 'v2'])
@@ -124,7 +142,8 @@ export function stageCommand(run: Run): Command {
       'gzip -c log.txt | stagecommit stage --job "$JOB" --task 1 --partition dt=2026-11-30 --name log.txt.gz -',
       'stagecommit stage --job "$JOB" --task 2 out/   # out/dt=2026-11-30/part-0.parquet, …',
       'DIR=$(stagecommit stage --job "$JOB" --task 1 --print-path)   # a writer writes into $DIR',
+      'JOB=$(stagecommit stage --target /data/sales --mode overwrite --partition-by dt --job-id "sales-$DT")   # a rerun goes on with it',
     ],
-    exitCodes: [0, 1, 2, 3, 4],
+    exitCodes: [0, 1, 2, 3, 4, 6],
   });
 }

@@ -10,14 +10,22 @@ export function statusCommand(run: Run): Command {
   const cmd = new Command('status')
     .description('show a job: state, tasks, files, bytes, age, owner')
     .option('--job <job>', 'the job handle (default: $STAGECOMMIT_JOB)')
-    .action((o: { job?: string }, c: Command) =>
+    .option(
+      '--tasks-to-run',
+      'print only the tasks still to run, one a line (none once the job is committing, committed or aborted)',
+    )
+    .action((o: { job?: string; tasksToRun?: boolean }, c: Command) =>
       run(async (rt) => {
         const r = await status(rt.session, { job: rt.job(o.job) });
-        rt.output(r, () => rt.ui.result(renderStatus(r)));
+        rt.output(r, () => rt.ui.result(o.tasksToRun ? r.tasksToRun.join('\n') : renderStatus(r)));
       }, c),
     );
   return withHelp(cmd, {
-    examples: ['stagecommit status --job "$JOB"', 'stagecommit --json status --job "$JOB" | jq .tasksToRun'],
+    examples: [
+      'stagecommit status --job "$JOB"',
+      'for t in $(stagecommit status --job "$JOB" --tasks-to-run); do ./run-task.sh "$t"; done',
+      'stagecommit --json status --job "$JOB" | jq .tasksToRun',
+    ],
     exitCodes: [0, 1, 2],
   });
 }

@@ -1,0 +1,81 @@
+// stage --job-id again: a rerun finds the job its id names at the same staging dir and goes on
+// with it (staged, committing) or answers that it committed; other parameters are refused. A job
+// id names one staging dir, so only that job's own `_job.yaml` there is ever resumed.
+
+import { isDeepStrictEqual } from 'node:util';
+import { UsageError } from '../errors.js';
+import { readClaims } from '../job/claims.js';
+import { committedViaLog, type FinishedJob } from '../job/finished.js';
+import type { Algorithm, JobManifest, JobState, Mode } from '../job/job.js';
+import { JobGoneError, openJob } from '../job/open.js';
+import type { PartitionValue } from '../paths.js';
+import type { StepEnv } from './env.js';
+
+/** The parameters a rerun gives `stage --target`: they must be the job's own. */
+export interface RerunParams {
+  readonly targetPath: string;
+  readonly stagingPath: string;
+  readonly jobId: string;
+  readonly mode: Mode;
+  readonly algorithm: Algorithm;
+  readonly partition: readonly PartitionValue[];
+  readonly partitionBy: readonly string[];
+  readonly tasks?: number;
+}
+
+/** A job found again: staged or committing (its manifest), or committed and gone (what proves it). */
+export type FoundJob =
+  | {
+      readonly state: Exclude<JobState, 'committed'>;
+      readonly job: JobManifest;
+      readonly tasksCommitted: number;
+    }
+  | { readonly state: 'committed'; readonly job?: JobManifest; readonly committed?: FinishedJob };
+
+const show = (v: unknown) => (v === undefined ? 'none' : Array.isArray(v) ? v.join(',') || 'none' : String(v));
+
+/** The first parameter of the rerun that is not the job's, as "--mode append (the job has overwrite)". */
+function difference(job: JobManifest, p: RerunParams, uri: (path: string) => string): string | null {
+  if (job.adopted) return `the job was made by 'stagecommit adopt' from ${job.adopted.leftover}`;
+  if (job.targetPath !== p.targetPath) return `--target ${uri(p.targetPath)} (the job's is ${job.target})`;
+  const statics = (ps: readonly PartitionValue[]) => ps.map((x) => `${x.column}=${x.value}`);
+  const pairs: [string, unknown, unknown][] = [
+    ['--mode', p.mode, job.mode],
+    ['--algorithm', p.algorithm, job.algorithm],
+    ['--partition-by', p.partitionBy, job.partitionBy],
+    ['--partition', statics(p.partition), statics(job.staticPartition)],
+    ['--tasks', p.tasks, job.tasks],
+  ];
+  for (const [flag, given, own] of pairs)
+    if (!isDeepStrictEqual(given, own)) return `${flag} ${show(given)} (the job's is ${show(own)})`;
+  return null;
+}
+
+/**
+ * The job a rerun's `--job-id` names at its staging dir, or null when there is none (never
+ * staged, or aborted: the id may be staged again). A job staged with other parameters is exit 2
+ * naming the first difference; a damaged one is the error openJob gives (exit 1), never a new job.
+ */
+export async function findRerunJob(env: StepEnv, p: RerunParams): Promise<FoundJob | null> {
+  const { store } = env;
+  try {
+    const open = await openJob(env, p.stagingPath);
+    const { job } = open;
+    const diff = job.jobId === p.jobId ? difference(job, p, (x) => store.toUri(x)) : `another job (${job.jobId})`;
+    if (diff !== null) {
+      throw new UsageError(
+        `job id '${p.jobId}' names a job staged at ${store.toUri(p.stagingPath)} with other parameters: ${diff}; run it with the job's own parameters to go on with it, or choose another --job-id`,
+      );
+    }
+    if (open.state === 'committed') return { state: 'committed', job };
+    const claims = await readClaims(store, open.layout, { jobId: job.jobId, appAttempt: job.appAttempt });
+    const tasksCommitted = [...claims.values()].filter((c) => c.state === 'committed').length;
+    return { state: open.state, job, tasksCommitted };
+  } catch (e) {
+    if (!(e instanceof JobGoneError)) throw e;
+    if (e.committed) return { state: 'committed', committed: e.committed };
+  }
+  // Outside the default layout a finished job's handle tells nothing: the table log still knows it.
+  const committed = await committedViaLog(store, p.targetPath, p.stagingPath, p.jobId, env.concurrency);
+  return committed ? { state: 'committed', committed } : null;
+}
