@@ -98,19 +98,23 @@ function checkHandleSafe(loc: Location, raw: string, what: string): void {
 async function stagingOf(
   s: Session,
   o: StageOptions,
-  targetKey: string,
+  target: Location,
 ): Promise<{ stagingPath?: string; stagingRoot?: string }> {
   const raw = o.stagingDir ?? s.config.stagingRoot;
   if (!raw) return {};
   const what = o.stagingDir ? '--staging-dir' : 'stagingRoot';
   const loc = await s.location(raw);
   checkHandleSafe(loc, raw, what);
-  if (storeKey(loc.uri) !== targetKey) {
+  const targetKey = storeKey(target.uri);
+  // The same cluster in another spelling (its name service, one of its name nodes) is the same store.
+  const path =
+    storeKey(loc.uri) === targetKey ? loc.path : (target.store.pathOfUri?.(loc.store.toUri(loc.path)) ?? null);
+  if (path === null) {
     throw new UsageError(
       `${what} ${raw} is not on the target's store (${targetKey}): the staging dir must be on the same store, bucket or namespace`,
     );
   }
-  return o.stagingDir ? { stagingPath: loc.path } : { stagingRoot: loc.path };
+  return o.stagingDir ? { stagingPath: path } : { stagingRoot: path };
 }
 
 export const stage = operation('stage', STAGE_OPTIONS, async (s: Session, o: StageOptions): Promise<StageDoc> => {
@@ -118,7 +122,7 @@ export const stage = operation('stage', STAGE_OPTIONS, async (s: Session, o: Sta
   const algorithm: Algorithm = o.algorithm ?? 'v1';
   const target = await s.location(o.target);
   checkHandleSafe(target, o.target, '--target');
-  const staging = await stagingOf(s, o, storeKey(target.uri));
+  const staging = await stagingOf(s, o, target);
   const partitionBy =
     typeof o.partitionBy === 'string' ? o.partitionBy.split(',').filter((c) => c !== '') : o.partitionBy;
   const r = await stageOrResume(s.stepEnv(target.store), {

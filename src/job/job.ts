@@ -6,7 +6,7 @@ import { decodeManifest, encodeManifest, Fields, itemString, type DecodeOptions 
 import { posix } from 'node:path';
 import { kindOfName } from '../leftover/recognise.js';
 import { checkStorePath, checkTaskId, normalizeColumn, partitionPath, type PartitionValue } from '../paths.js';
-import type { Store } from '../store/types.js';
+import { sameLocation, type Store } from '../store/types.js';
 import type { JobLayout } from './layout.js';
 import { readManifestBytes } from './manifest-io.js';
 
@@ -209,14 +209,15 @@ export async function loadJob(store: Store, layout: JobLayout, opts: DecodeOptio
   if (data === null) return null;
   const file = store.toUri(layout.jobFile);
   const job = decodeJob(data, file, opts);
-  if (job.target !== store.toUri(job.targetPath)) {
+  // A URI names its location in any spelling (a name service or its name node, s3a:// or s3://).
+  if (!sameLocation(store, job.target, job.targetPath)) {
     throw new CorruptManifestError(
       file,
       'target',
       `is ${job.target}, but targetPath is ${store.toUri(job.targetPath)}`,
     );
   }
-  if (job.adopted && job.adopted.leftover !== store.toUri(job.adopted.leftoverPath)) {
+  if (job.adopted && !sameLocation(store, job.adopted.leftover, job.adopted.leftoverPath)) {
     throw new CorruptManifestError(
       file,
       'adopted.leftover',
@@ -224,7 +225,7 @@ export async function loadJob(store: Store, layout: JobLayout, opts: DecodeOptio
     );
   }
   // A staging dir copied or moved elsewhere is not the job it names: never adopt its files.
-  if (job.staging !== store.toUri(layout.root)) {
+  if (!sameLocation(store, job.staging, layout.root)) {
     throw new CorruptManifestError(
       file,
       'staging',

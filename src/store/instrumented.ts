@@ -154,6 +154,10 @@ export class InstrumentedStore implements Store {
   get sameFilesystem(): ((a: string, b: string) => Promise<boolean>) | undefined {
     return this.inner.sameFilesystem?.bind(this.inner);
   }
+  get pathOfUri(): ((uri: string) => string | null) | undefined {
+    return this.inner.pathOfUri?.bind(this.inner);
+  }
+
   get verify(): ((dir: string) => Promise<void>) | undefined {
     return this.inner.verify?.bind(this.inner);
   }

@@ -96,6 +96,12 @@ export interface Store {
   /** The URI a user would type for this path. */
   toUri(path: string): string;
   /**
+   * Optional: the path in this store that a URI written in another spelling names (a name service
+   * and one of its name nodes' HTTP addresses are one cluster), or null when it names another
+   * store. Without it, only toUri's own spelling names this store (sameLocation).
+   */
+  pathOfUri?(uri: string): string | null;
+  /**
    * Optional: how many leading path segments name a namespace rather than a directory (S3: 1,
    * the bucket); a path that deep or less cannot hold a table. Default 0: only the root.
    */
@@ -171,3 +177,8 @@ export type ReadOp = 'stat' | 'list' | 'readFile';
 export type MutatingOp =
   'writeFile' | 'createExclusive' | 'mkdirs' | 'rename' | 'copy' | 'delete' | 'put' | 'upload' | 'complete';
 export type StoreOp = ReadOp | MutatingOp;
+
+/** Whether `uri` (as a manifest recorded it) names `path` in this store, in whatever spelling of its location. */
+export function sameLocation(store: Store, uri: string, path: string): boolean {
+  return uri === store.toUri(path) || store.pathOfUri?.(uri) === path;
+}

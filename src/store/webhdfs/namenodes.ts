@@ -11,6 +11,11 @@ export interface WebHdfsSettings {
   readonly nameNodes: readonly string[];
   /** How this store's URIs are written back: 'hdfs://mycluster'. */
   readonly uriPrefix: string;
+  /**
+   * Whether a URI's scheme and authority (another spelling: 'webhdfs', 'nn1:9870') name this
+   * cluster: the name nodes it resolves to include one of this store's.
+   */
+  readonly sameCluster?: (scheme: string, authority: string) => boolean;
   readonly user?: string;
   readonly delegation?: string;
   /** Transient failures (connection reset, 5xx, RetriableException) retried this many times. */

@@ -35,23 +35,18 @@ export async function webHdfsSettings(
     throw new UsageError("config: 'webhdfs' must be a mapping (user, nameservices, retries, caFile, …)");
   }
   const c = (config ?? {}) as Record<string, unknown>;
-  const tls = scheme === 'swebhdfs';
   // `${env.NAME}` in the XML may name any variable: the whole environment is passed on.
   const conf = env.HADOOP_CONF_DIR ? await readHadoopConf(env.HADOOP_CONF_DIR, env as HadoopConfEnv) : null;
-  let name = authority;
-  if (name === '') {
-    const fs = conf && defaultFs(conf);
-    if (!fs) {
-      throw new UsageError(
-        `${scheme}:/// names no name node: set HADOOP_CONF_DIR to the cluster's client config (core-site.xml with fs.defaultFS), or write ${scheme}://HOST:${tls ? HTTPS_PORT : HTTP_PORT}/path`,
-      );
+  const { name, nameNodes } = resolveNameNodes(scheme, authority, c, conf);
+  const mine = new Set(nameNodes.map(canonicalUrl));
+  // Another spelling of a location on this cluster: a URI whose name nodes include one of ours.
+  const sameCluster = (s: string, a: string): boolean => {
+    try {
+      return resolveNameNodes(s, a, c, conf).nameNodes.some((u) => mine.has(canonicalUrl(u)));
+    } catch {
+      return false;
     }
-    name = fs.authority;
-  }
-  const nameNodes = listedNameNodes(c, name) ??
-    (conf && webHdfsUrls(conf, name, tls)) ?? [
-      `${tls ? 'https' : 'http'}://${name.includes(':') ? name : `${name}:${tls ? HTTPS_PORT : HTTP_PORT}`}`,
-    ];
+  };
   const num = (key: string, def: number) => {
     const v = c[key];
     if (v === undefined) return def;
@@ -90,6 +85,7 @@ export async function webHdfsSettings(
     ...(basicAuth ? { basicAuth } : {}),
     nameNodes,
     uriPrefix: `${scheme}://${authority}`,
+    sameCluster,
     user: str('user') ?? env.HADOOP_USER_NAME ?? env.USER,
     ...(delegation ? { delegation } : {}),
     ...(kerberos ? { spnego: new (await import('./spnego.js')).Spnego(kerberos) } : {}),
@@ -166,6 +162,48 @@ function basicAuthHeader(value: unknown, nameNodes: readonly string[]): string |
     );
   }
   return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+}
+
+type Conf = Parameters<typeof webHdfsUrls>[0];
+
+/**
+ * The name an authority comes to ('' is fs.defaultFS's) and its name nodes' base URLs: the config
+ * file's name service, HADOOP_CONF_DIR's (a name service or an RPC address), else the authority
+ * itself as an HTTP(S) address.
+ */
+function resolveNameNodes(
+  scheme: string,
+  authority: string,
+  c: Record<string, unknown>,
+  conf: Conf | null,
+): { name: string; nameNodes: string[] } {
+  const tls = scheme === 'swebhdfs';
+  let name = authority;
+  if (name === '') {
+    const fs = conf && defaultFs(conf);
+    if (!fs) {
+      throw new UsageError(
+        `${scheme}:/// names no name node: set HADOOP_CONF_DIR to the cluster's client config (core-site.xml with fs.defaultFS), or write ${scheme}://HOST:${tls ? HTTPS_PORT : HTTP_PORT}/path`,
+      );
+    }
+    name = fs.authority;
+  }
+  const nameNodes = listedNameNodes(c, name) ??
+    (conf && webHdfsUrls(conf, name, tls)) ?? [
+      `${tls ? 'https' : 'http'}://${name.includes(':') ? name : `${name}:${tls ? HTTPS_PORT : HTTP_PORT}`}`,
+    ];
+  return { name, nameNodes };
+}
+
+/** A name node URL as protocol://host:port, the host lower-cased and the port written out. */
+function canonicalUrl(u: string): string {
+  try {
+    const url = new URL(u);
+    const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+    return `${url.protocol}//${url.hostname.toLowerCase()}:${port}`;
+  } catch {
+    return u;
+  }
 }
 
 /** The config file's own list of name nodes for a name service, if it has one. */

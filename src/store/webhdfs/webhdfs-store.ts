@@ -39,6 +39,17 @@ export class WebHdfsStore implements Store {
     return `${this.settings.uriPrefix}${p}`;
   }
 
+  /** hdfs://, webhdfs:// and swebhdfs:// URIs of this cluster, in any spelling of it (toUri writes paths as they are). */
+  pathOfUri(uri: string): string | null {
+    const m = /^(hdfs|webhdfs|swebhdfs):\/\/([^/]*)(\/.*)?$/i.exec(uri);
+    if (!m) return null;
+    const scheme = m[1]!.toLowerCase();
+    const authority = m[2]!;
+    const mine =
+      `${scheme}://${authority}` === this.settings.uriPrefix || this.settings.sameCluster?.(scheme, authority);
+    return mine ? (m[3] ?? '/') : null;
+  }
+
   async stat(p: string): Promise<Entry | null> {
     const res = await this.nn.call('GET', 'GETFILESTATUS', p);
     if (res.status === 404) {
