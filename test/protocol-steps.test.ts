@@ -221,12 +221,18 @@ for (const fx of storeFixtures()) {
       const jobId = await okInProcess(['stage', '--target', sb.uri(posix.join(root, 'v')), '--job-id', 'fixed-id'], {
         env: sb.env,
       });
-      const dup = await inProcess(['stage', '--target', sb.uri(posix.join(root, 'v')), '--job-id', 'fixed-id'], {
+      // The same id with other parameters names the difference; with the same ones it is a rerun.
+      const dup = await inProcess(
+        ['stage', '--target', sb.uri(posix.join(root, 'v')), '--job-id', 'fixed-id', '--mode', 'append'],
+        { env: sb.env },
+      );
+      assert.equal(dup.code, 2);
+      assert.match(dup.stderr, /with other parameters: --mode append \(the job's is create\)/);
+      assert.ok(jobId.endsWith('fixed-id'));
+      const rerun = await okInProcess(['stage', '--target', sb.uri(posix.join(root, 'v')), '--job-id', 'fixed-id'], {
         env: sb.env,
       });
-      assert.equal(dup.code, 2);
-      assert.match(dup.stderr, /already in use/);
-      assert.ok(jobId.endsWith('fixed-id'));
+      assert.equal(rerun, jobId);
     });
 
     test('a writer that puts files outside the partition layout is refused at commit-task (exit 2)', async () => {
