@@ -56,6 +56,16 @@ describe('completion', () => {
     assert.ok(complete(['stagecommit', 'stage', '--']).includes('--print-path'));
     assert.deepEqual(complete(['stagecommit', 'stage', '--mode', 'o']), ['overwrite']);
     assert.deepEqual(complete(['stagecommit', '--json', 'commit-job', '--par']), ['--parallelism']);
+    // Each subcommand offers its own choices; a number or an id completes to nothing, a path to files.
+    assert.deepEqual(complete(['stagecommit', 'adopt', '--mode', '']), ['append', 'overwrite']);
+    assert.deepEqual(complete(['stagecommit', 'stage', '--mode', '']), ['create', 'append', 'overwrite']);
+    const inDir = path.dirname(file) + '/';
+    for (const opt of ['--task', '--tasks', '--attempt', '--job-id']) {
+      assert.deepEqual(complete(['stagecommit', 'stage', opt, inDir]), [], opt);
+    }
+    assert.deepEqual(complete(['stagecommit', 'commit-job', '--parallelism', inDir]), []);
+    assert.deepEqual(complete(['stagecommit', 'status', '--job', inDir]), [file]);
+    assert.deepEqual(complete(['stagecommit', '--config', file]), [file]);
     assert.ok(bash(file, 'complete -p stagecommit').stdout.includes('_stagecommit'));
   });
 
@@ -67,6 +77,13 @@ describe('completion', () => {
       assert.match(zsh, new RegExp(`'${c}:`));
       assert.match(fish, new RegExp(`-a ${c} -d`));
     }
+    // zsh and fish offer each subcommand's own choices, and file names only for paths.
+    assert.match(zsh, /\(adopt\) _arguments [^\n]*'--mode\[[^\]]*\]:value:\(append overwrite\)'/);
+    assert.match(zsh, /\(stage\) _arguments [^\n]*'--tasks\[[^\]]*\]:value: '/);
+    assert.match(zsh, /\(stage\) _arguments [^\n]*'--target\[[^\]]*\]:value:_files'/);
+    assert.match(fish, /__fish_seen_subcommand_from adopt' -l mode -x -a 'append overwrite'/);
+    assert.match(fish, /__fish_seen_subcommand_from stage' -l task -x -d/);
+    assert.match(fish, /__fish_seen_subcommand_from stage' -l target -r -d/);
     assert.equal((await runMain(['completion', 'tcsh'])).code, 2);
   });
 });

@@ -14,21 +14,40 @@ function specs(program: Command): Spec[] {
 }
 
 const longs = (opts: readonly Option[]) => opts.map((o) => o.long).filter((l): l is string => Boolean(l));
-const valued = (opts: readonly Option[]) => opts.filter((o) => o.required || o.optional);
+const takesValue = (o: Option) => o.required || o.optional;
 const quote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
+
+/** Options whose value is a file, a path or a URI: only these complete file names. */
+const PATH_OPTIONS = new Set(['--config', '--target', '--staging-dir', '--job']);
+/** What a value completes to: the option's own choices, file names, or nothing (a number, an id). */
+function valueKind(o: Option): 'choices' | 'files' | 'none' {
+  if (o.argChoices) return 'choices';
+  return PATH_OPTIONS.has(o.long ?? '') ? 'files' : 'none';
+}
+
+/** One bash case arm per option that takes a value, keyed by subcommand: each offers its own choices. */
+function bashValueCases(program: Command, cmds: readonly Spec[]): string[] {
+  const arm = (key: string, o: Option) => {
+    const kind = valueKind(o);
+    const reply =
+      kind === 'choices'
+        ? `COMPREPLY=( $(compgen -W ${quote(o.argChoices!.join(' '))} -- "$cur") )`
+        : kind === 'files'
+          ? 'COMPREPLY=( $(compgen -f -- "$cur") )'
+          : 'COMPREPLY=()';
+    return `    ${key}) ${reply}; return ;;`;
+  };
+  const own = cmds.flatMap((c) =>
+    c.options.filter((o) => o.long && takesValue(o)).map((o) => arm(`${c.name}:${o.long}`, o)),
+  );
+  const globals = program.options.filter((o) => o.long && takesValue(o)).map((o) => arm(`*:${o.long}`, o));
+  return [...own, ...globals];
+}
 
 function bash(program: Command): string {
   const cmds = specs(program);
   const globals = longs(program.options).join(' ');
   const cases = cmds.map((c) => `    ${c.name}) opts=${quote(longs(c.options).join(' '))} ;;`).join('\n');
-  const choices = [...program.options, ...cmds.flatMap((c) => c.options)]
-    .filter((o) => o.argChoices && o.long)
-    .map((o) => `    ${o.long}) COMPREPLY=( $(compgen -W ${quote(o.argChoices!.join(' '))} -- "$cur") ); return ;;`);
-  const needsValue = [
-    ...new Set(
-      [...valued(program.options), ...cmds.flatMap((c) => valued(c.options))].map((o) => o.long).filter(Boolean),
-    ),
-  ].join('|');
   return `# stagecommit completion for bash: eval "$(stagecommit completion bash)"
 _stagecommit() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}"
@@ -36,9 +55,8 @@ _stagecommit() {
   for ((i = 1; i < COMP_CWORD; i++)); do
     case " $cmds " in *" \${COMP_WORDS[i]} "*) sub="\${COMP_WORDS[i]}"; break ;; esac
   done
-  case "$prev" in
-${[...new Set(choices)].join('\n')}
-    ${needsValue}) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
+  case "$sub:$prev" in
+${bashValueCases(program, cmds).join('\n')}
   esac
   if [[ -z "$sub" ]]; then
     COMPREPLY=( $(compgen -W "$cmds $globals" -- "$cur") ); return
@@ -55,7 +73,14 @@ complete -o filenames -F _stagecommit stagecommit
 
 function zshArg(o: Option): string {
   const desc = o.description.replace(/[[\]':]/g, ' ');
-  const value = o.argChoices ? `:value:(${o.argChoices.join(' ')})` : o.required || o.optional ? ':value:_files' : '';
+  const kind = valueKind(o);
+  const value = !takesValue(o)
+    ? ''
+    : kind === 'choices'
+      ? `:value:(${o.argChoices!.join(' ')})`
+      : kind === 'files'
+        ? ':value:_files'
+        : ':value: ';
   return quote(`${o.long}[${desc}]${value}`);
 }
 
@@ -97,7 +122,15 @@ compdef _stagecommit stagecommit
 function fish(program: Command): string {
   const cmds = specs(program);
   const flag = (o: Option, cond: string) => {
-    const value = o.argChoices ? ` -x -a ${quote(o.argChoices.join(' '))}` : o.required || o.optional ? ' -r' : '';
+    // -x: a value and no file names; -r: a value, file names offered.
+    const kind = valueKind(o);
+    const value = !takesValue(o)
+      ? ''
+      : kind === 'choices'
+        ? ` -x -a ${quote(o.argChoices!.join(' '))}`
+        : kind === 'files'
+          ? ' -r'
+          : ' -x';
     return `complete -c stagecommit${cond} -l ${o.long!.slice(2)}${value} -d ${quote(o.description)}`;
   };
   const lines = [
