@@ -215,8 +215,6 @@ export interface StageFilesDoc {
   readonly bytes: number;
   /** Their table-relative paths. */
   readonly fileList: readonly string[];
-  /** The attempt had committed already (a rerun): nothing was staged; its committed files stand. */
-  readonly alreadyCommitted: boolean;
 }
 
 async function sourceOf(s: Session, f: FileSource): Promise<StagedSource> {
@@ -343,7 +341,6 @@ async function stageInto(
     files: r.files.length,
     bytes: r.bytes,
     fileList: r.files,
-    alreadyCommitted: r.alreadyCommitted === true,
   };
 }
 

@@ -50,8 +50,6 @@ export interface StageFilesResult {
   readonly files: readonly string[];
   /** Their bytes. */
   readonly bytes: number;
-  /** The attempt had committed already (a rerun): nothing was staged, its committed files stand. */
-  readonly alreadyCommitted?: boolean;
 }
 
 /** The partition path a task's files go to: the job's static values, then the task's own. */
@@ -137,26 +135,14 @@ async function stageInto(
       `task attempt ${taskAttempt} was aborted: it can never commit; stage into a new --attempt`,
     );
   }
-  const dir = layout.attemptDir(job.appAttempt, taskAttempt);
+  // Files staged into an attempt that committed would never appear: never exit 0 for them (a rerun
+  // skips committed tasks: status --tasks-to-run).
   if (decision?.outcome === 'commit') {
-    // A rerun's stage of a task it committed before: the committed files stand (exit 0). A writer
-    // asking where to write would write where nothing is ever committed.
-    if (input.printPath)
-      throw new BlockedError(
-        `task attempt ${taskAttempt} has already committed (or is committing): files written now would never appear; write into a new --attempt`,
-      );
-    const here = store.toUri(part ? posix.join(dir, part) : dir);
-    return {
-      jobId: job.jobId,
-      task,
-      attempt,
-      attemptDir: store.toUri(dir),
-      writeDir: here,
-      files: [],
-      bytes: 0,
-      alreadyCommitted: true,
-    };
+    throw new BlockedError(
+      `task attempt ${taskAttempt} has already committed (or is committing): files staged now would never appear; a rerun skips it ('stagecommit status --tasks-to-run' lists the tasks still to run); else stage into a new --attempt`,
+    );
   }
+  const dir = layout.attemptDir(job.appAttempt, taskAttempt);
   const partDir = part ? posix.join(dir, part) : dir;
   const written = { task, taskAttempt, paths: full, dir: partDir };
   if (input.printPath) {

@@ -73,11 +73,7 @@ async function taskFiles(rt: Runtime, o: StageFlags, files: string[]): Promise<v
   rt.output(r, () =>
     o.printPath
       ? rt.ui.result(r.writeDir)
-      : rt.ui.message(
-          r.alreadyCommitted
-            ? `task ${r.task} attempt ${r.attempt} has already committed: nothing staged; its committed files stand`
-            : `staged ${r.files} file(s) for task ${r.task} attempt ${r.attempt}`,
-        ),
+      : rt.ui.message(`staged ${r.files} file(s) for task ${r.task} attempt ${r.attempt}`),
   );
 }
 
