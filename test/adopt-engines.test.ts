@@ -159,7 +159,7 @@ for (const fx of storeFixtures()) {
       before = await snapshot(sb.store, root);
       for (const step of [['recover'], ['abort'], ['commit-job'], ['abort', '--task', '0']]) {
         const r = await inproc([...step, '--job', handle, '--dry-run', '--json']);
-        assert.equal(r.code, step.includes('--task') ? 4 : 0, `${step.join(' ')}: ${r.stderr}`);
+        assert.equal(r.code, step.includes('--task') ? 6 : 0, `${step.join(' ')}: ${r.stderr}`);
         if (r.code === 0) assert.equal(JSON.parse(r.stdout).dryRun, true);
         assert.deepEqual(await snapshot(sb.store, root), before, `${step.join(' ')} --dry-run changed nothing`);
       }
