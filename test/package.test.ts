@@ -121,6 +121,22 @@ describe('the packed package', () => {
     assert.ok(resolved.stdout.trim().endsWith('/node_modules/stagecommit/schemas/stage.json'), resolved.stdout);
   });
 
+  test('the install check works from any directory: version, package and library path, exit 0', async () => {
+    const pkg = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const r = await run(bin, ['--version', '--verbose'], { cwd: '/' });
+    const installed = path.join(prefix, 'node_modules', 'stagecommit');
+    assert.equal(
+      r.stdout,
+      [
+        `stagecommit ${pkg.version}`,
+        `package  ${installed}`,
+        `library  ${path.join(installed, 'dist', 'bundle', 'index.js')} (loads: stage, commitTask, commitJob, …)`,
+        `node     ${process.version}`,
+        '',
+      ].join('\n'),
+    );
+  });
+
   test('the installed stagecommit runs a local job end to end', async () => {
     const target = path.join(work, 'table');
     const input = path.join(work, 'part-0.csv');

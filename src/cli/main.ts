@@ -4,6 +4,7 @@ import { ExitCode } from '../errors.js';
 import { buildProgram } from './program.js';
 import { reportError, Runtime, uiFor, wantsJson, type CliContext, type GlobalOptions } from './runtime.js';
 import type { Ui } from './ui.js';
+import { versionReport } from './version.js';
 
 export type { CliContext, GlobalOptions } from './runtime.js';
 export { v8FlagsChanged } from './heap.js';
@@ -32,6 +33,10 @@ export async function main(argv: string[], ctx: CliContext): Promise<number> {
     c.configureOutput(program.configureOutput());
   }
   try {
+    if (isVersionCheck(argv)) {
+      out.result(versionReport());
+      return ExitCode.ok;
+    }
     await program.parseAsync(argv, { from: 'user' });
     return ExitCode.ok;
   } catch (e) {
@@ -39,4 +44,10 @@ export async function main(argv: string[], ctx: CliContext): Promise<number> {
     const opts = { ...globals, json: globals.json ?? wantsJson(argv) };
     return reportError(e, ui ?? uiFor(ctx, opts), opts);
   }
+}
+
+/** `--version --verbose` (or -V -v) alone: the install check. */
+function isVersionCheck(argv: readonly string[]): boolean {
+  const set = new Set(argv);
+  return (set.has('--version') || set.has('-V')) && (set.has('--verbose') || set.has('-v')) && set.size === 2;
 }

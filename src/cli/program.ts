@@ -45,6 +45,9 @@ tasks wrote one path, a partition replaced by another job, wrong state: do what 
 says), 130/143 stopped by SIGINT/SIGTERM (run the step again). With --json an error's
 "retryable" is true for 4 alone. JOB defaults to $STAGECOMMIT_JOB.
 
+Install check: stagecommit --version --verbose (the version, the package's path and its
+library, loaded), from any directory.
+
 Start-up: the installed CLI keeps the code V8 compiled for it in $XDG_CACHE_HOME/stagecommit
 (~/.cache/stagecommit) and starts faster from it; STAGECOMMIT_CODE_CACHE=off turns that off.`;
 

@@ -1,11 +1,13 @@
 // The version the installed package says it is: read from its package.json at run time, so a
 // release never needs a code change (the tsc output and the bundle sit at different depths).
 
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
-export function packageVersion(from: string = import.meta.url): string {
+/** The installed package's root and version, found upward from this file; null when none is ours. */
+function findPackage(from: string): { root: string; version: string } | null {
   let dir = path.dirname(fileURLToPath(from));
   for (;;) {
     try {
@@ -13,12 +15,41 @@ export function packageVersion(from: string = import.meta.url): string {
         name?: string;
         version?: string;
       };
-      if (pkg.name === 'stagecommit' && typeof pkg.version === 'string') return pkg.version;
+      if (pkg.name === 'stagecommit' && typeof pkg.version === 'string') return { root: dir, version: pkg.version };
     } catch {
       // no package.json here, or not ours: look one level up
     }
     const up = path.dirname(dir);
-    if (up === dir) return 'unknown';
+    if (up === dir) return null;
     dir = up;
   }
+}
+
+export function packageVersion(from: string = import.meta.url): string {
+  return findPackage(from)?.version ?? 'unknown';
+}
+
+/**
+ * `stagecommit --version --verbose`, the install check that works from any directory: the
+ * version, where the package is, and the library loaded from there (what `import 'stagecommit'`
+ * gives a project that has it installed). Throws when the library does not load.
+ */
+export function versionReport(from: string = import.meta.url): string {
+  const pkg = findPackage(from);
+  if (!pkg) throw new Error('the stagecommit package.json was not found above the running code: reinstall it');
+  const library = path.join(pkg.root, 'dist', 'bundle', 'index.js');
+  // Loaded by a node of its own, as a project's `import` would (the CLI itself may run from a code cache, where a
+  // dynamic import is not available).
+  const probe = `const m = await import(${JSON.stringify(pathToFileURL(library).href)}); for (const n of ['stage', 'commitTask', 'commitJob']) if (typeof m[n] !== 'function') throw new Error('lacks ' + n);`;
+  const loaded = spawnSync(process.execPath, ['--input-type=module', '-e', probe], { encoding: 'utf8' });
+  if (loaded.status !== 0) {
+    const why = (loaded.stderr || String(loaded.error ?? '')).trim().split('\n').filter(Boolean).pop() ?? 'no answer';
+    throw new Error(`the library ${library} does not load (${why}): reinstall stagecommit`);
+  }
+  return [
+    `stagecommit ${pkg.version}`,
+    `package  ${pkg.root}`,
+    `library  ${library} (loads: stage, commitTask, commitJob, …)`,
+    `node     ${process.version}`,
+  ].join('\n');
 }
