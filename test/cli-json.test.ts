@@ -88,6 +88,7 @@ for (const fx of storeFixtures()) {
         kind: 'IncompleteError',
         message: (incomplete.error as { message: string }).message,
         exitCode: 5,
+        retryable: false,
       });
       const abPlan = await json(['abort', '--job', job, '--task', '1', '--dry-run'], sb.env);
       assertFields(abPlan, 'abort --dry-run');
