@@ -58,8 +58,8 @@ for (const fx of storeFixtures()) {
     const killed = (staging: string) => driverDied(sb.store, staging);
     const ready = (target: string, sc: Scenario, tasks: readonly TaskSpec[]) => readyJob(sb.store, target, sc, tasks);
 
-    // The one that exits 4 changes nothing.
-    test(`two overwrites of one partition race commit-job, ${rounds(fx.name)} rounds: one lands, one exits 4`, async (t) => {
+    // The one that exits 6 changes nothing.
+    test(`two overwrites of one partition race commit-job, ${rounds(fx.name)} rounds: one lands, one exits 6`, async (t) => {
       const wins = { A: 0, B: 0 };
       for (let round = 0; round < rounds(fx.name); round++) {
         const target = posix.join(dir(), 't');
@@ -76,7 +76,7 @@ for (const fx of storeFixtures()) {
           racer(sb, ['commit-job', '--job', sb.uri(b!)]),
         ]);
         const where = `round ${round}: exits ${ra.code}/${rb.code}: ${ra.stderr}${rb.stderr}`;
-        assert.deepEqual([ra.code, rb.code].sort(), [0, 4], where);
+        assert.deepEqual([ra.code, rb.code].sort(), [0, 6], where);
         const [winner, loser, lr] = ra.code === 0 ? ['A', 'B', rb] : ['B', 'A', ra];
         wins[winner as 'A' | 'B']++;
         assert.match(
@@ -204,7 +204,10 @@ for (const fx of storeFixtures()) {
           racer(sb, ['commit-job', '--job', sb.uri(staging)], 80),
         ]);
         const where = `round ${round}: ${rs.map((r) => `${r.code} ${r.stderr}`).join(' | ')}`;
-        assert.ok(rs.some((r) => r.code === 0) && rs.every((r) => r.code === 0 || r.code === 4 || r.code === 2), where);
+        assert.ok(
+          rs.some((r) => r.code === 0) && rs.every((r) => r.code === 0 || r.code === 4 || r.code === 6 || r.code === 2),
+          where,
+        );
         assert.deepEqual(
           data(await readTree(sb.store, target)),
           { 'dt=0/f': '0', 'dt=1/f': '1', 'dt=2/f': '2' },

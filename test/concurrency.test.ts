@@ -115,7 +115,7 @@ for (const fx of storeFixtures()) {
           assert.match(done.stderr, /tasks 0 and 1 both wrote 'dt=1\/part-0'; v2 published both/, why);
           continue;
         }
-        assert.ok(winner >= 0 && codes[1 - winner] === 4, why);
+        assert.ok(winner >= 0 && codes[1 - winner] === 6, why);
         // Refused by its plan, or by a rename that found the winner's file (both before it published anything).
         assert.match(
           results[1 - winner]!.stderr,
@@ -1339,7 +1339,7 @@ for (const fx of storeFixtures()) {
         (e: unknown) => (e instanceof ConflictError ? e.exitCode : e),
       );
       assert.ok(rec, 'recover ran');
-      assert.ok(outcome === 0 || outcome === 4, String(outcome));
+      assert.ok(outcome === 0 || outcome === 6, String(outcome));
       const again = await commitJob(sb, job);
       assert.equal(again.code, 0, again.stderr);
       const tree = data(await readTree(sb.store, target));
@@ -1497,7 +1497,7 @@ for (const fx of storeFixtures()) {
           ct.code === 0,
           `round ${round}: commit-task exit ${ct.code} (${ct.stderr.trim()}), target ${JSON.stringify(tree)}`,
         );
-        assert.ok([0, 2, 4].includes(ct.code!), ct.stderr);
+        assert.ok([0, 2, 4, 6].includes(ct.code!), ct.stderr);
         assert.equal(await sb.store.stat(sb.pathOf(job)), null, 'staging dir gone');
         seen.push(`cj ${first.code} ct ${ct.code}`);
       }

@@ -95,7 +95,7 @@ for (const fx of storeFixtures()) {
       assert.match(c.stderr, /finished .*or never existed/);
     });
 
-    test('abort of a committed job, or of a task in it, exits 4 saying it is committed, and changes nothing', async () => {
+    test('abort of a committed job, or of a task in it, exits 6 saying it is committed, and changes nothing', async () => {
       const target = posix.join(dir(), 't');
       const job = await prepare(sb, { target }, [{ task: '0', files: { 'a.csv': 'a' } }]);
       assert.equal((await commitJob(sb, job)).code, 0);
