@@ -473,7 +473,7 @@ for (const fx of storeFixtures()) {
       return { env, raced: () => ran };
     };
 
-    test('a commit-task whose claim lands after commit-job read the claims exits 4 and is not published', async () => {
+    test('a commit-task whose claim lands after commit-job read the claims exits 6 and is not published', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('t');
       const { taskEnv, made, claimMade } = signalsClaim(layout);
       let late: Promise<unknown> | undefined;
@@ -698,7 +698,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), {});
     });
 
-    test('a commit-task that decides after commit-job removed the staging dir exits 4 and leaves nothing there', async () => {
+    test('a commit-task that decides after commit-job removed the staging dir exits 6 and leaves nothing there', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('t');
       let committed: Promise<unknown> | undefined;
       // The whole commit-job runs between commit-task's look at its output and its decision.

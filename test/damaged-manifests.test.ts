@@ -486,7 +486,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
     });
 
     // The job gave the log a new id when its id was removed.
-    test("a job staged in a log deleted and made again exits 4, never replacing the new log's commits", async () => {
+    test("a job staged in a log deleted and made again exits 6, never replacing the new log's commits", async () => {
       const root = dir();
       const target = posix.join(root, 't');
       await commitJob(testEnv(sb.store), {

@@ -69,7 +69,7 @@ for (const fx of storeFixtures()) {
       return error;
     };
 
-    test('a stage whose files land after commit-job removed the staging dir exits 4, leaving nothing there', async () => {
+    test('a stage whose files land after commit-job removed the staging dir exits 6, leaving nothing there', async () => {
       const { target, stagingPath } = await job('after-commit');
       // A large file goes up as a pending upload on S3: it is aborted, not left to the age rule.
       // A name with dirs in it (--name a/b/c) makes dirs below the partition's: they go too.
@@ -185,7 +185,7 @@ for (const fx of storeFixtures()) {
     });
 
     // The commit lacks the file; the job commits without it.
-    test('a stage whose attempt a commit-task commits meanwhile exits 4 naming the file, and takes it back', async () => {
+    test('a stage whose attempt a commit-task commits meanwhile exits 6 naming the file, and takes it back', async () => {
       const { target, stagingPath, handle } = await job('after-task');
       await stageTask(sb, handle, { task: '1', partition: ['dt=1'], files: { b: 'b' } });
       const error = await stageWith(stagingPath, [{ name: 'c', bytes: 10 }], () =>
