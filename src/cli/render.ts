@@ -79,7 +79,7 @@ export function renderStatus(s: StatusDoc): string {
     `owner     ${j.owner.user}@${j.owner.host} (pid ${j.owner.pid}), staged ${formatAge(s.ageSeconds)} ago`,
     `committed ${s.tasks.filter((t) => t.state === 'committed').length} task(s), ${s.files} file(s), ${formatBytes(s.bytes)}${j.tasksDeclared !== null ? ` of ${j.tasksDeclared} declared` : ''}`,
   ];
-  if (s.tasksToRun.length) lines.push(`missing   ${summarize(s.tasksToRun, 10)}`);
+  if (j.tasksDeclared !== null && s.tasksToRun.length) lines.push(`missing   ${summarize(s.tasksToRun, 10)}`);
   if (s.lease) lines.push(`lease     ${s.lease.alive ? chalk.yellow('held') : 'stale'}: ${s.lease.holder}`);
   if (s.tasks.length) {
     lines.push('', 'TASK        STATE        FILES      BYTES  ATTEMPTS');
