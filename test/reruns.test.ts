@@ -3,6 +3,7 @@
 // changes nothing.
 
 import assert from 'node:assert/strict';
+import os from 'node:os';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { cli, ok } from '../testing/cli.js';
@@ -93,9 +94,17 @@ for (const fx of storeFixtures()) {
       }
       // A lease file a killed step left where no job is goes with the next step there; a live one stays.
       const stray = posix.join(noSuch, '_lease.0.yaml');
-      const lease = (expiresAtMs: number) =>
-        encodeLease({ op: 'commit-job', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: 0, expiresAtMs });
-      await sb.store.writeFile(stray, lease(Date.now() - 1000));
+      // A holder known dead: a step of this host whose pid is gone; one on another host may live.
+      const lease = (expiresAtMs: number, dead = false) =>
+        encodeLease({
+          op: 'commit-job',
+          owner: 'someone',
+          host: dead ? os.hostname() : 'other-host',
+          pid: dead ? 2 ** 22 + 12345 : 1,
+          acquiredAtMs: 0,
+          expiresAtMs,
+        });
+      await sb.store.writeFile(stray, lease(Date.now() - 1000, true));
       const swept = await cli(['commit-job', '--job', sb.uri(noSuch)], { env: sb.env });
       assert.equal(swept.code, 2, swept.stderr);
       assert.match(swept.stderr, /removed .*_lease\.0\.yaml, a lease file that a step ended before it left behind/);
@@ -165,8 +174,16 @@ for (const fx of storeFixtures()) {
     test('a --staging-dir of your own with only dead lease files: stage removes them and makes the job there', async () => {
       const target = posix.join(dir(), 'own');
       const staging = posix.join(dir(), 'own-staging');
-      const lease = (expiresAtMs: number) =>
-        encodeLease({ op: 'commit-job', owner: 'someone', host: 'other-host', pid: 1, acquiredAtMs: 0, expiresAtMs });
+      // A holder known dead: a step of this host whose pid is gone; one on another host may live.
+      const lease = (expiresAtMs: number, dead = false) =>
+        encodeLease({
+          op: 'commit-job',
+          owner: 'someone',
+          host: dead ? os.hostname() : 'other-host',
+          pid: dead ? 2 ** 22 + 12345 : 1,
+          acquiredAtMs: 0,
+          expiresAtMs,
+        });
       await sb.store.writeFile(posix.join(staging, '_lease.3.yaml'), lease(Date.now() + 3_600_000));
       const live = await cli(['stage', '--target', sb.uri(target), '--staging-dir', sb.uri(staging)], { env: sb.env });
       assert.equal(live.code, 2, live.stderr);
@@ -174,8 +191,8 @@ for (const fx of storeFixtures()) {
         live.stderr,
         /^stagecommit: error: the staging dir \S+ is not empty \(it holds '_lease\.3\.yaml'\): a job never adopts files it did not stage; choose an empty or new --staging-dir\n$/,
       );
-      await sb.store.writeFile(posix.join(staging, '_lease.3.yaml'), lease(Date.now() - 1000));
-      await sb.store.writeFile(posix.join(staging, '_lease.2.yaml'), lease(Date.now() - 2000));
+      await sb.store.writeFile(posix.join(staging, '_lease.3.yaml'), lease(Date.now() - 1000, true));
+      await sb.store.writeFile(posix.join(staging, '_lease.2.yaml'), lease(Date.now() - 2000, true));
       const made = await cli(['stage', '--target', sb.uri(target), '--staging-dir', sb.uri(staging)], { env: sb.env });
       assert.equal(made.code, 0, made.stderr);
       assert.match(made.stderr, /removed .*_lease\.3\.yaml, a lease file that a step ended before it left behind/);
