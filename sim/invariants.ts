@@ -145,7 +145,7 @@ function holdsJob(files: Map<string, string>, sc: Scenario, job: string, outcome
       out.push(`${o.proc.label} '${o.step.label}' exited 0 (aborted), yet its attempt was published`);
     if (
       o.step.kind === 'abort-task' &&
-      o.proc.exitCode === 4 &&
+      (o.proc.exitCode === 4 || o.proc.exitCode === 6) &&
       /belong to the job/.test(firstLine(o.proc.error)) &&
       !published
     )
@@ -153,7 +153,7 @@ function holdsJob(files: Map<string, string>, sc: Scenario, job: string, outcome
         `${o.proc.label} '${o.step.label}' exited 4 saying its files belong to the job, yet the job was published without them`,
       );
     // commit-task exit 2, 3 or 4 says the attempt is not committed (or not into this job).
-    if (o.step.kind === 'commit-task' && [2, 3, 4].includes(o.proc.exitCode!) && published)
+    if (o.step.kind === 'commit-task' && [2, 3, 4, 6].includes(o.proc.exitCode!) && published)
       out.push(
         `${o.proc.label} '${o.step.label}' exited ${o.proc.exitCode} (${firstLine(o.proc.error)}), yet its attempt was published`,
       );

@@ -234,7 +234,7 @@ async function recoverAll(w: World, sc: Scenario, outcomes: Outcome[]): Promise<
       const defs = sc.jobs.find((j) => j.id === jobId)?.taskDefs ?? [];
       const rec = steps.recover(jobId);
       const r = await run(rec);
-      expect(r, rec, sc.damaged ? [0, 1, 2, 4, 5] : [0, 2, 4, 5]);
+      expect(r, rec, sc.damaged ? [0, 1, 2, 4, 5, 6] : [0, 2, 4, 5, 6]);
       if (r.exitCode === 0) {
         const res = r.result as { state: string; tasksToRun: readonly string[]; appAttempt: number | null };
         if (res.state !== 'staged') continue;
@@ -246,10 +246,10 @@ async function recoverAll(w: World, sc: Scenario, outcomes: Outcome[]): Promise<
       if (r.exitCode === 2 && !(await w.store.stat(stagingOf(jobId)))) continue;
       const cj = steps.commitJob(jobId);
       const c = await run(cj);
-      expect(c, cj, sc.damaged ? [0, 1, 2, 4, 5] : [0, 2, 4, 5]);
+      expect(c, cj, sc.damaged ? [0, 1, 2, 4, 5, 6] : [0, 2, 4, 5, 6]);
       if (c.exitCode === 0 || (c.exitCode === 2 && !(await w.store.stat(stagingOf(jobId))))) continue;
       const ab = steps.abort(jobId);
-      expect(await run(ab), ab, sc.damaged ? [0, 1, 4] : [0]);
+      expect(await run(ab), ab, sc.damaged ? [0, 1, 4, 6] : [0]);
     }
   }
   if (sc.leftover && (await w.store.stat(HADOOP_LEFTOVER))) {
