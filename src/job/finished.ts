@@ -108,7 +108,11 @@ export async function findCommitted(
     };
   }
   const at = await fromLog(store, { targetPath, stagingPath, jobId }, concurrency, listing);
-  if (at === null) return null;
+  return at === null ? null : loggedCommit(base, at);
+}
+
+/** A commit the table log alone proves: when it was, and nothing of what it wrote. */
+function loggedCommit(base: Pick<FinishedJob, 'jobId' | 'target' | 'success'>, at: number): FinishedJob {
   return {
     ...base,
     committedAtMs: at,
@@ -134,18 +138,8 @@ export async function committedViaLog(
 ): Promise<FinishedJob | null> {
   const at = await fromLog(store, { targetPath, stagingPath, jobId }, concurrency);
   if (at === null) return null;
-  return {
-    jobId,
-    target: store.toUri(targetPath),
-    success: store.toUri(posix.join(targetPath, SUCCESS_FILE)),
-    committedAtMs: at,
-    committedAt: new Date(at).toISOString(),
-    files: 0,
-    bytes: 0,
-    partitionsWritten: [],
-    partitionsReplaced: [],
-    evidence: 'table-log',
-  };
+  const target = store.toUri(targetPath);
+  return loggedCommit({ jobId, target, success: store.toUri(posix.join(targetPath, SUCCESS_FILE)) }, at);
 }
 
 /** What a handle without `_job.yaml` or a plan still tells (openJob weighs it in this order). */
