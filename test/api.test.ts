@@ -72,6 +72,10 @@ for (const fx of storeFixtures()) {
       const done = await sc.commitJob({ job: staged.handle, env, onProgress: (e) => events.push(e) });
       assert.equal(done.files, 1);
       assert.ok(events.some((e) => e.type === 'phase' && /publishing/.test(e.label)));
+      const published = events.filter((e) => e.type === 'progress' && e.label === 'publishing').at(-1);
+      // Bytes where the store copies on the server (S3); a rename moves none.
+      const copied = fx.name === 's3' ? { bytes: 1, bytesTotal: 1 } : {};
+      assert.deepEqual(published, { type: 'progress', label: 'publishing', done: 1, total: 1, ...copied });
       assert.deepEqual(
         events.filter((e) => e.type === 'output'),
         [{ type: 'output', files: 1 }],

@@ -15,7 +15,8 @@ export interface ApplyContext {
   readonly stagingPath: string;
   readonly targetPath: string;
   readonly concurrency: number;
-  readonly onProgress?: (done: number, total: number) => void;
+  /** Operations done of all; with bytes of server-side copies done of theirs, where a plan copies. */
+  readonly onProgress?: (done: number, total: number, copied?: { bytes: number; bytesTotal: number }) => void;
   /** Called after each phase: records progress, since a later phase may consume an earlier one's output. */
   readonly onPhaseDone?: (phase: number) => Promise<void> | undefined;
   /**
@@ -237,6 +238,13 @@ export function copiesInFlight(phase: readonly PlanOp[], concurrency: number): n
 
 const MiB = 1024 ** 2;
 
+/** Bytes a phase copies on the server (S3 copies and completed uploads); renames move none. */
+function copiedBytes(phase: readonly PlanOp[]): number {
+  let bytes = 0;
+  for (const op of phase) if (op.op === 'copy') bytes += op.upload?.size ?? op.size ?? 0;
+  return bytes;
+}
+
 /** File deletes go to the store's bulk delete where it has one (S3: 1,000 keys a request). */
 async function deleteFilesInBulk(ctx: ApplyContext, phase: PlanPhase, tick: (n: number) => void): Promise<PlanPhase> {
   const many = ctx.store.deleteMany;
@@ -288,13 +296,16 @@ async function moveFilesInBulk(ctx: ApplyContext, batch: SingleOp[], tick: (n: n
 export async function applyPhases(ctx: ApplyContext, phases: readonly PlanPhase[], startPhase = 0): Promise<void> {
   const total = phases.reduce((a, p) => a + opCount(p), 0);
   let done = phases.slice(0, startPhase).reduce((a, p) => a + opCount(p), 0);
+  const bytesTotal = phases.reduce((a, p) => a + copiedBytes(p), 0);
+  let bytes = phases.slice(0, startPhase).reduce((a, p) => a + copiedBytes(p), 0);
   for (let i = startPhase; i < phases.length; i++) {
     const phase = phases[i]!;
-    const tick = (n: number) => {
+    const tick = (n: number, copied = 0) => {
       const before = done;
       done += n;
-      if (ctx.onProgress && (Math.floor(done / 256) > Math.floor(before / 256) || done === total))
-        ctx.onProgress(done, total);
+      bytes += copied;
+      if (ctx.onProgress && (Math.floor(done / 256) > Math.floor(before / 256) || done === total || copied > 0))
+        ctx.onProgress(done, total, bytesTotal > 0 ? { bytes, bytesTotal } : undefined);
     };
     const limit = copiesInFlight(phase, ctx.concurrency);
     const sources = new CopiedSources(ctx, phase);
@@ -303,7 +314,7 @@ export async function applyPhases(ctx: ApplyContext, phases: readonly PlanPhase[
       await forEachLimit(await moveFilesInBulk(ctx, batch, tick), limit, async (op) => {
         await applyOp(ctx, op);
         sources.copied(op);
-        tick(1);
+        tick(1, copiedBytes([op]));
       });
       batch = [];
     };

@@ -9,7 +9,7 @@ import { attemptFiles } from '../job/tasks.js';
 import { publishStrategy } from '../store/operations.js';
 import { forEachLimit } from '../util/pool.js';
 import type { Store } from '../store/types.js';
-import { applyPhases } from './apply.js';
+import { applyPhases, type ApplyContext } from './apply.js';
 import { BlockedError, ConflictError, StoreError } from '../errors.js';
 import { buildTree, planTree, V2_CLASH_ADVICE, type CommitPlan, type SourceTree } from './plan.js';
 import { identicalClashes, snapshotTarget } from './target.js';
@@ -18,7 +18,7 @@ type Ctx = {
   readonly store: Store;
   readonly concurrency: number;
   /** Hears the files published so far, of how many. */
-  readonly onPublished?: (done: number, total: number) => void;
+  readonly onPublished?: ApplyContext['onProgress'];
 };
 
 /** A claimed v2 task to publish: its job, the attempt dir that holds its files, and the files its claim lists. */

@@ -176,7 +176,7 @@ async function publish(
       targetPath: job.targetPath,
       concurrency: env.concurrency,
       dropCopiedSources: true,
-      onProgress: (done, total) => env.emit({ type: 'progress', label: 'publishing', done, total }),
+      onProgress: (done, total, copied) => env.emit({ type: 'progress', label: 'publishing', done, total, ...copied }),
       // Every phase is recorded, the last one too: a replay after the log entry is finished
       // must not run a phase again over what later commits wrote.
       onPhaseDone: (phase) => {

@@ -18,6 +18,7 @@ import { settleAttemptUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
 import { eachAttemptFile } from '../job/tasks.js';
 import { planV2, publishClaimedV2, publishedV2Count } from '../plan/publish-v2.js';
+import type { ApplyContext } from '../plan/apply.js';
 import { promoteOutput } from '../store/operations.js';
 import { requireState, type OpenJob } from '../job/open.js';
 import { abortedError, attemptOutput } from './attempt-output.js';
@@ -424,8 +425,8 @@ async function promote(a: AttemptContext, files: ClaimFiles, fresh: boolean): Pr
   const attemptDir = attemptDirOf(a);
   if (job.algorithm === 'v2') {
     env.emit({ type: 'phase', label: `publishing ${files.list.length} file(s)` });
-    const onPublished = (done: number, total: number) =>
-      env.emit({ type: 'progress', label: 'publishing', done, total });
+    const onPublished: ApplyContext['onProgress'] = (done, total, copied) =>
+      env.emit({ type: 'progress', label: 'publishing', done, total, ...copied });
     const v2 = { layout, job, attemptDir, files: taskFilesOf(files) };
     const clash = await publishClaimedV2({ ...env, onPublished }, v2, fresh);
     if (clash) {
