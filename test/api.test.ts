@@ -29,7 +29,7 @@ function readmeExample(): string {
   return code;
 }
 
-for (const fx of storeFixtures()) {
+for (const fx of storeFixtures({ transport: true })) {
   describe(`library on ${fx.name}`, () => {
     let sb!: StoreSandbox;
     const dir = useSandbox(fx, (s) => (sb = s), 'a');

@@ -40,7 +40,7 @@ async function json(args: string[], env: Record<string, string>, code = 0): Prom
   return JSON.parse(r.stdout);
 }
 
-for (const fx of storeFixtures()) {
+for (const fx of storeFixtures({ transport: true })) {
   describe(`--json documents on ${fx.name}`, () => {
     let sb!: StoreSandbox;
     const dir = useSandbox(fx, (s) => (sb = s), 'j');

@@ -34,7 +34,7 @@ async function mutationsOf(run: (hook: MutationHook) => Promise<unknown>): Promi
   return n;
 }
 
-const stores = storeFixtures();
+const stores = storeFixtures({ transport: true });
 
 for (const fx of stores) {
   describe(`SIGKILL sweeps on ${fx.name}`, () => {

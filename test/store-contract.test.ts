@@ -43,7 +43,7 @@ function storeError(kind: StoreError['kind']): (e: unknown) => boolean {
   };
 }
 
-for (const fx of storeFixtures({ inProcess: true })) {
+for (const fx of storeFixtures({ inProcess: true, transport: true })) {
   describe(`store contract on ${fx.name}`, () => {
     let sb!: StoreSandbox;
     const dir = useSandbox(fx, (s) => (sb = s), 'k');

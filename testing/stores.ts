@@ -189,15 +189,20 @@ export const hdfsKerberosFixture = hdfsFixtureOf('hdfs-kerberos', true);
  * The stores STAGECOMMIT_TEST_STORES names (default: local). Suites that run the steps in this
  * process (`inProcess`) also get the in-memory stores, named or not: they cost milliseconds and
  * need nothing. Only in-process suites can run on them.
+ *
+ * `hdfs-kerberos` is the HDFS store over another transport (every request SPNEGO-signed), not
+ * another store: the suites of how requests are made (`transport`: the store contract, the
+ * library, the JSON documents, processes killed mid-request) run on it, and the protocol suites,
+ * whose store calls are the same as on `hdfs`, do not run a second time.
  */
-export function storeFixtures(opts: { inProcess?: boolean } = {}): StoreFixture[] {
+export function storeFixtures(opts: { inProcess?: boolean; transport?: boolean } = {}): StoreFixture[] {
   const only = (process.env.STAGECOMMIT_TEST_STORES ?? 'local').split(',');
   const real = [localFixture, s3Fixture, hdfsFixture, hdfsKerberosFixture];
   const all = [...real, ...memoryFixtures];
   const unknown = only.filter((n) => !all.some((f) => f.name === n));
   if (unknown.length) throw new Error(`STAGECOMMIT_TEST_STORES names unknown stores: ${unknown.join(', ')}`);
-  if (!opts.inProcess) return real.filter((f) => only.includes(f.name));
-  return [...memoryFixtures, ...real.filter((f) => only.includes(f.name))];
+  const named = real.filter((f) => only.includes(f.name) && (opts.transport || f !== hdfsKerberosFixture));
+  return opts.inProcess ? [...memoryFixtures, ...named] : named;
 }
 
 /**
