@@ -20,6 +20,6 @@ try {
   console.log(`published ${done.files} file(s) into ${done.target}`);
 } catch (e) {
   await abort({ job }).catch(() => {});
-  console.error(`stagecommit: ${e.message} (exit ${e.exitCode}, ${e.kind})`);
+  console.error(`stagecommit: ${e.message} (exit ${e.exitCode}, ${e.kind} ${e.reason})`);
   process.exitCode = e.exitCode;
 }

@@ -298,7 +298,7 @@ function honest(w: World, sc: Scenario, o: Outcome): string[] {
   if (!(e instanceof StageCommitError)) return [`${who} with a raw error: ${(e as Error)?.name}: ${msg}`];
   if (e instanceof InternalError) return [`${who}: an internal error: ${msg}`];
   if (e instanceof CorruptManifestError && !sc.damaged) return [`${who} calling a manifest damaged (none was): ${msg}`];
-  if (e instanceof StoreError && e.kind !== 'no-location') {
+  if (e instanceof StoreError && e.reason !== 'no-location') {
     const excused = p.faulted > 0 || p.paused > 0 || w.advanced > 0;
     if (!excused) return [`${who} on a store error with no fault, pause or time jump: ${msg}`];
   }

@@ -1,4 +1,23 @@
-// Typed errors; each carries the exit code of protocol.md §8 so only the entry point maps errors to exits.
+// Typed errors; each carries the exit code of protocol.md §8 so only the entry point maps errors to exits,
+// a `kind` (its family) and a `reason` from a closed union with the fields that reason has (`detail`). The
+// message is made from the detail by one module per area (src/messages/), never edited after the error is made.
+
+import { conflictMessage, type ConflictDetail } from './messages/conflict.js';
+import { deniedMessage, type DeniedDetail, incompleteMessage, type IncompleteDetail } from './messages/denied.js';
+import { manifestMessage, type ManifestDetail } from './messages/manifest.js';
+import { storeMessage, type StoreDetail, type StoreErrorReason } from './messages/store.js';
+import { usageMessage, type UsageDetail } from './messages/usage.js';
+import { internalMessage, type InternalDetail } from './messages/internal.js';
+
+export type {
+  ConflictDetail,
+  DeniedDetail,
+  IncompleteDetail,
+  ManifestDetail,
+  StoreDetail,
+  UsageDetail,
+  InternalDetail,
+};
 
 export const ExitCode = {
   ok: 0,
@@ -11,26 +30,62 @@ export const ExitCode = {
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
-export class StageCommitError extends Error {
+/** The family of an error: its class directly below StageCommitError. */
+export type ErrorKind =
+  | 'UsageError'
+  | 'CommitDeniedError'
+  | 'ConflictError'
+  | 'IncompleteError'
+  | 'CorruptManifestError'
+  | 'StoreError'
+  | 'InternalError';
+
+/** What every detail has: the reason, and plain JSON values for its fields. */
+interface Detail {
+  readonly reason: string;
+}
+
+export abstract class StageCommitError<D extends Detail = Detail> extends Error {
+  abstract readonly kind: ErrorKind;
   readonly exitCode: ExitCode;
-  constructor(exitCode: ExitCode, message: string) {
-    super(message);
+  /** Why: the reason and its fields, as `--json` prints them under `error.detail`. */
+  readonly detail: D;
+  constructor(exitCode: ExitCode, detail: D, message: string, options?: ErrorOptions) {
+    super(message, options);
     this.exitCode = exitCode;
+    this.detail = detail;
     this.name = new.target.name;
+  }
+
+  get reason(): D['reason'] {
+    return this.detail.reason;
+  }
+
+  /**
+   * Whether the same call, made again later unchanged, may pass (exit 4: a live step holds the job,
+   * another job is still committing); false for everything else, exit 6 ("will never pass as it
+   * is") included.
+   */
+  get retryable(): boolean {
+    return isRetryable(this.exitCode);
   }
 }
 
 /** Bad usage or bad input: nothing was changed (exit 2). */
-export class UsageError extends StageCommitError {
-  constructor(message: string) {
-    super(ExitCode.usage, message);
+export class UsageError extends StageCommitError<UsageDetail> {
+  readonly kind = 'UsageError';
+  constructor(detail: UsageDetail | string, options?: ErrorOptions) {
+    const d: UsageDetail = typeof detail === 'string' ? { reason: 'unclassified', message: detail } : detail;
+    super(ExitCode.usage, d, usageMessage(d), options);
   }
 }
 
 /** Another attempt of the task won its commit claim, or this attempt was aborted (exit 3). */
-export class CommitDeniedError extends StageCommitError {
-  constructor(message: string) {
-    super(ExitCode.denied, message);
+export class CommitDeniedError extends StageCommitError<DeniedDetail> {
+  readonly kind = 'CommitDeniedError';
+  constructor(detail: DeniedDetail | string, options?: ErrorOptions) {
+    const d: DeniedDetail = typeof detail === 'string' ? { reason: 'unclassified', message: detail } : detail;
+    super(ExitCode.denied, d, deniedMessage(d), options);
   }
 }
 
@@ -38,9 +93,11 @@ export class CommitDeniedError extends StageCommitError {
  * A conflict that passes on its own: the same step run again later can succeed once another
  * process is done (a lease held by a live step, a job still committing): exit 4, "retry later".
  */
-export class ConflictError extends StageCommitError {
-  constructor(message: string, exitCode: ExitCode = ExitCode.conflict) {
-    super(exitCode, message);
+export class ConflictError extends StageCommitError<ConflictDetail> {
+  readonly kind = 'ConflictError';
+  constructor(detail: ConflictDetail | string, exitCode: ExitCode = ExitCode.conflict, options?: ErrorOptions) {
+    const d: ConflictDetail = typeof detail === 'string' ? { reason: 'unclassified', message: detail } : detail;
+    super(exitCode, d, conflictMessage(d), options);
   }
 }
 
@@ -51,8 +108,8 @@ export class ConflictError extends StageCommitError {
  * that only ask whether it is one.
  */
 export class BlockedError extends ConflictError {
-  constructor(message: string) {
-    super(message, ExitCode.blocked);
+  constructor(detail: ConflictDetail | string, options?: ErrorOptions) {
+    super(detail, ExitCode.blocked, options);
   }
 }
 
@@ -62,57 +119,66 @@ export function isRetryable(exitCode: number): boolean {
 }
 
 /** Declared tasks are missing at commit-job (exit 5). */
-export class IncompleteError extends StageCommitError {
-  constructor(message: string) {
-    super(ExitCode.incomplete, message);
+export class IncompleteError extends StageCommitError<IncompleteDetail> {
+  readonly kind = 'IncompleteError';
+  constructor(detail: IncompleteDetail | string, options?: ErrorOptions) {
+    const d: IncompleteDetail = typeof detail === 'string' ? { reason: 'unclassified', message: detail } : detail;
+    super(ExitCode.incomplete, d, incompleteMessage(d), options);
   }
 }
 
 /** An unreadable or invalid manifest; the message names the file and the field (exit 1). */
-export class CorruptManifestError extends StageCommitError {
-  constructor(
-    readonly file: string,
-    readonly field: string,
-    readonly problem: string,
-    whole = false,
-  ) {
-    super(ExitCode.failed, `${file}: ${whole ? '' : `field '${field}' `}${problem}`);
+export class CorruptManifestError extends StageCommitError<ManifestDetail> {
+  readonly kind = 'CorruptManifestError';
+  constructor(file: string, field: string, problem: string, whole = false) {
+    const d: ManifestDetail = { reason: 'unclassified', file, field: whole ? null : field, problem };
+    super(ExitCode.failed, d, manifestMessage(d));
   }
 
   /** A problem with the document as a whole (cut short, digest mismatch). */
   static document(file: string, problem: string): CorruptManifestError {
     return new CorruptManifestError(file, '', problem, true);
   }
+
+  /** The manifest's path or URI. */
+  get file(): string {
+    return this.detail.file;
+  }
 }
 
-/**
- * What went wrong in a store: 'not-found' and 'exists' as the Store contract says; 'refused'
- * (permission, a capability that does not hold); 'io' (anything else); 'no-location' (the URI names
- * a place this store does not have, such as a missing bucket: bad input, exit 2).
- */
-export type StoreErrorKind = 'not-found' | 'exists' | 'refused' | 'io' | 'no-location';
+export type { StoreErrorReason };
 
 /** A store operation failed; keeps the store's own message and the paths involved (exit 1; 'no-location' exit 2). */
-export class StoreError extends StageCommitError {
-  readonly kind: StoreErrorKind;
-  readonly op: string;
-  readonly paths: string[];
-  constructor(kind: StoreErrorKind, op: string, paths: string[], detail: string) {
-    super(
-      kind === 'no-location' ? ExitCode.usage : ExitCode.failed,
-      paths.length ? `${op} ${paths.join(' -> ')}: ${detail}` : detail,
-    );
-    this.kind = kind;
-    this.op = op;
-    this.paths = paths;
+export class StoreError extends StageCommitError<StoreDetail> {
+  readonly kind = 'StoreError';
+  constructor(reason: StoreErrorReason, op: string, paths: string[], problem: string, options?: ErrorOptions) {
+    const d: StoreDetail = { reason, op, paths, problem };
+    super(reason === 'no-location' ? ExitCode.usage : ExitCode.failed, d, storeMessage(d), options);
+  }
+
+  get op(): string {
+    return this.detail.op;
+  }
+
+  get paths(): readonly string[] {
+    return this.detail.paths;
   }
 }
 
-/** A rule the code itself keeps was broken (a planner invariant): a bug, not bad input (exit 1). */
-export class InternalError extends StageCommitError {
-  constructor(message: string) {
-    super(ExitCode.failed, message);
+/** A rule the code itself keeps was broken (a planner invariant), or an error of no family: a bug (exit 1). */
+export class InternalError extends StageCommitError<InternalDetail> {
+  readonly kind = 'InternalError';
+  constructor(detail: InternalDetail | string, options?: ErrorOptions) {
+    const d: InternalDetail = typeof detail === 'string' ? { reason: 'invariant', rule: detail } : detail;
+    super(ExitCode.failed, d, internalMessage(d), options);
   }
+}
+
+/** Every error as it leaves the library: a StageCommitError as is, anything else an InternalError with it as cause. */
+export function asStageCommitError(e: unknown): StageCommitError {
+  if (e instanceof StageCommitError) return e;
+  const message = (e as Error)?.message ?? String(e);
+  return new InternalError({ reason: 'unexpected', name: (e as Error)?.name ?? typeof e, message }, { cause: e });
 }
 
 /**

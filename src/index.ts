@@ -1,5 +1,5 @@
 // The library: one function per CLI form, taking the long flags in camelCase, returning what
-// `--json` prints, throwing a StagecommitError (exitCode, kind) on failure.
+// `--json` prints, throwing a StageCommitError subclass (kind, reason, detail, exitCode) on failure.
 //
 // Adding an operation: a file in src/api/ (options and their table, document, the function over
 // a Session made with operation() of src/api/options.ts),
@@ -7,12 +7,37 @@
 
 import { loadConfig } from './cli/config.js';
 import * as api from './api/index.js';
-import { StagecommitError } from './api/errors.js';
+import { asStageCommitError } from './errors.js';
 import { checkOptions, LIBRARY_OPTIONS, type Done, type Operation } from './api/options.js';
 import { Session, type ProgressEvent } from './api/session.js';
 
-export { StagecommitError } from './api/errors.js';
-export type { ErrorDoc } from './api/errors.js';
+export {
+  StageCommitError,
+  /** The name the library exported before each error class was exported: the same class. */
+  StageCommitError as StagecommitError,
+  UsageError,
+  CommitDeniedError,
+  ConflictError,
+  BlockedError,
+  IncompleteError,
+  CorruptManifestError,
+  StoreError,
+  InternalError,
+  ExitCode,
+  isRetryable,
+} from './errors.js';
+export type {
+  ErrorKind,
+  UsageDetail,
+  DeniedDetail,
+  ConflictDetail,
+  IncompleteDetail,
+  ManifestDetail,
+  StoreDetail,
+  StoreErrorReason,
+  InternalDetail,
+} from './errors.js';
+export type { ErrorDoc, ErrorDocError } from './api/errors.js';
 export type { ProgressEvent } from './api/session.js';
 export type * from './api/index.js';
 
@@ -46,7 +71,7 @@ function call<O extends object, D>(fn: Operation<O, D>): (opts: O & LibraryOptio
       });
       return await fn(session, own as unknown as O);
     } catch (e) {
-      throw e instanceof StagecommitError ? e : new StagecommitError(e);
+      throw asStageCommitError(e);
     }
   };
 }

@@ -64,9 +64,12 @@ for (const fx of storeFixtures({ transport: true })) {
       assert.equal(viaLib.handle, staged.handle);
       await sc.stageFiles({ job: staged.handle, task: 0, files: [{ name: 'a.csv', data: 'a' }], env });
       const incomplete = await sc.commitJob({ job: staged.handle, env }).catch((e: unknown) => e);
-      assert.ok(incomplete instanceof sc.StagecommitError);
+      assert.ok(incomplete instanceof sc.IncompleteError);
+      assert.ok(incomplete instanceof sc.StagecommitError, 'the old name is the same base class');
       assert.equal(incomplete.exitCode, 5);
       assert.equal(incomplete.kind, 'IncompleteError');
+      // @ts-expect-error kind is a union of the families' names: comparing with a misspelt one does not type-check
+      assert.equal(incomplete.kind === 'IncompletError', false);
       await sc.commitTask({ job: staged.handle, task: 0, env });
       const events: sc.ProgressEvent[] = [];
       const done = await sc.commitJob({ job: staged.handle, env, onProgress: (e) => events.push(e) });

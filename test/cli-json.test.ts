@@ -84,11 +84,14 @@ for (const fx of storeFixtures({ transport: true })) {
       assert.deepEqual(rec.tasksToRun, ['1']);
       const incomplete = await json(['commit-job', '--job', job], sb.env, 5);
       assert.deepEqual(Object.keys(incomplete), ['ok', 'error']);
+      const incompleteError = incomplete.error as { message: string; detail: { reason: string } };
       assert.deepEqual(incomplete.error, {
         kind: 'IncompleteError',
-        message: (incomplete.error as { message: string }).message,
+        reason: incompleteError.detail.reason,
+        message: incompleteError.message,
         exitCode: 5,
         retryable: false,
+        detail: incompleteError.detail,
       });
       const abPlan = await json(['abort', '--job', job, '--task', '1', '--dry-run'], sb.env);
       assertFields(abPlan, 'abort --dry-run');
@@ -162,8 +165,9 @@ describe('--json usage errors', () => {
     test(`${args.join(' ')}: exit 2, one error document`, async () => {
       const doc = await json(args, {}, 2);
       assert.equal(doc.ok, false);
-      const err = doc.error as { kind: string; message: string; exitCode: number };
+      const err = doc.error as { kind: string; reason: string; message: string; exitCode: number };
       assert.equal(err.kind, 'UsageError');
+      assert.equal(typeof err.reason, 'string');
       assert.equal(err.exitCode, 2);
       assert.ok(err.message.length > 0);
     });

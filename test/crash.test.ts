@@ -369,7 +369,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       await sb.store.delete(posix.join(run.stagingPath, big.name), false);
       await assert.rejects(
         act(sb.store, run, { kind: 'commit-job' }, sc),
-        (e: unknown) => e instanceof StoreError && e.kind === 'not-found',
+        (e: unknown) => e instanceof StoreError && e.reason === 'not-found',
       );
       assert.equal(
         (await readTree(sb.store, run.targetPath))['dt=1/big'],
@@ -389,7 +389,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       await sb.store.delete(posix.join(run2.stagingPath, big2.name), false);
       await assert.rejects(
         act(sb.store, run2, { kind: 'commit-job' }, over),
-        (e: unknown) => e instanceof StoreError && e.kind === 'not-found',
+        (e: unknown) => e instanceof StoreError && e.reason === 'not-found',
       );
       await assert.rejects(recover(testEnv(sb.store), { stagingPath: run2.stagingPath }));
       assert.equal(

@@ -23,7 +23,7 @@ test('unreliable: a matching call fails `times` times, reads as well as writes; 
   assert.equal((await store.readFile('/d/flaky'))!.toString(), 'x', 'the third read goes through');
   await assert.rejects(
     store.writeFile('/locked/a', 'a'),
-    (e: unknown) => e instanceof StoreError && e.kind === 'refused',
+    (e: unknown) => e instanceof StoreError && e.reason === 'refused',
   );
   await assert.rejects(store.writeFile('/locked/b', 'b'), StoreError, 'no times: every matching call fails');
   assert.equal(await store.stat('/locked/a'), null, 'a failed call changes nothing');

@@ -35,10 +35,10 @@ const ODD_NAMES = [
   'tab\tcr\rlf\n',
 ];
 
-function storeError(kind: StoreError['kind']): (e: unknown) => boolean {
+function storeError(kind: StoreError['reason']): (e: unknown) => boolean {
   return (e) => {
     assert.ok(e instanceof StoreError, `expected a StoreError '${kind}', got ${String(e)}`);
-    assert.equal(e.kind, kind, e.message);
+    assert.equal(e.reason, kind, e.message);
     return true;
   };
 }

@@ -330,7 +330,7 @@ describe('WebHDFS client against the server', () => {
         });
         await assert.rejects(
           alone.stat('/hung'),
-          (e: StoreError) => e.kind === 'io' && /no name node answered/.test(e.message),
+          (e: StoreError) => e.reason === 'io' && /no name node answered/.test(e.message),
         );
       } finally {
         for (const s of held) s.destroy();
@@ -377,7 +377,7 @@ describe('WebHDFS client against the server', () => {
     await c.writeFile('/dn2/f', 'f');
     const named = (e: unknown) =>
       e instanceof StoreError &&
-      e.kind === 'io' &&
+      e.reason === 'io' &&
       /the data node 127\.0\.0\.1:\d+ (gave no answer: (socket hang up|other side closed)|answered HTTP 500)/.test(
         e.message,
       ) &&
@@ -427,7 +427,7 @@ describe('WebHDFS client against the server', () => {
         await assert.rejects(
           alone.stat('/hangup'),
           (e: StoreError) =>
-            e.kind === 'io' &&
+            e.reason === 'io' &&
             /no name node answered \(http:\/\/127\.0\.0\.1:\d+\): (socket hang up|read ECONNRESET)/.test(e.message),
         );
         const refused = new WebHdfsStore({
@@ -565,7 +565,7 @@ describe('WebHDFS client against the server', () => {
             call(),
             (e: unknown) =>
               e instanceof StoreError &&
-              e.kind === 'io' &&
+              e.reason === 'io' &&
               e.message.startsWith(
                 `${op} hdfs://c/x: the name node's answer (HTTP 200) is not the WebHDFS answer to ${op}: `,
               ) &&
@@ -617,7 +617,7 @@ describe('WebHDFS client against the server', () => {
         c.rename('/a', '/b'),
         (e: unknown) =>
           e instanceof StoreError &&
-          e.kind === 'io' &&
+          e.reason === 'io' &&
           /is not the WebHDFS answer to rename: "<html>Bad Gateway<\/html>"/.test(e.message),
       );
       rename = '{"boolean":false}';
@@ -718,10 +718,10 @@ describe('WebHDFS client against the server', () => {
     await c.createExclusive('/cl/a', 'a');
     await assert.rejects(
       c.rename('/cl/a', '/cl/dir'),
-      (e: StoreError) => e.kind === 'exists' && /\/cl\/a -> hdfs:\/\/c\/cl\/dir/.test(e.message),
+      (e: StoreError) => e.reason === 'exists' && /\/cl\/a -> hdfs:\/\/c\/cl\/dir/.test(e.message),
     );
     assert.equal(await c.stat('/cl/dir/a'), null);
-    await assert.rejects(c.rename('/cl/none', '/cl/z'), (e: StoreError) => e.kind === 'not-found');
+    await assert.rejects(c.rename('/cl/none', '/cl/z'), (e: StoreError) => e.reason === 'not-found');
   });
 
   test('without rename2 (a gateway that lacks it) {"boolean": false} still becomes an error', async () => {

@@ -106,7 +106,8 @@ export async function reportError(e: unknown, ui: Ui, globals: GlobalOptions): P
   await ui.stopSpinner();
   if (e instanceof CommanderError) {
     if (e.exitCode === 0) return ExitCode.ok;
-    if (globals.json) ui.json(errorDoc(new UsageError(e.message.replace(/^error: /, ''))));
+    if (globals.json)
+      ui.json(errorDoc(new UsageError({ reason: 'command-line', problem: e.message.replace(/^error: /, '') })));
     return ExitCode.usage;
   }
   ui.error(((e as Error)?.message ?? String(e)).replace(/\n/g, ' '));

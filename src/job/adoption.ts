@@ -88,7 +88,7 @@ export async function giveBackLeftover(store: Store, layout: JobLayout, job: Job
   try {
     await store.rename(back.from, back.to!);
   } catch (e) {
-    if (e instanceof StoreError && e.kind === 'exists')
+    if (e instanceof StoreError && e.reason === 'exists')
       throw new BlockedError(takenMessage(store, back.from, back.to!));
     throw e;
   }

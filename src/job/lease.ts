@@ -145,7 +145,7 @@ export async function readCurrentLease(store: Store, layout: Pick<JobLayout, 'ro
 /** A damaged lease wedges its job until someone looks: say what to do. */
 function holderUnreadable(e: unknown, file: string): Error {
   if (!(e instanceof CorruptManifestError)) return e as Error;
-  const what = e.field ? `field '${e.field}' ${e.problem}` : e.problem;
+  const what = e.detail.field !== null ? `field '${e.detail.field}' ${e.detail.problem}` : e.detail.problem;
   return new CorruptManifestError(
     file,
     '',

@@ -77,7 +77,7 @@ export async function removeStagingDir(
   // A dir that a racing step wrote into after its removal listed it is "not empty" (local rmdir):
   // what is left is listed and removed again below, as anything written meanwhile is.
   const notEmpty = (e: unknown) => {
-    if (!(e instanceof StoreError && e.kind === 'exists')) throw e;
+    if (!(e instanceof StoreError && e.reason === 'exists')) throw e;
   };
   const remove = (entries: readonly Entry[]) =>
     bulk
@@ -132,7 +132,7 @@ export async function removeStagingDir(
         lease?.gone();
         break;
       } catch (e) {
-        if (!(e instanceof StoreError && e.kind === 'exists') || i >= 5) throw e;
+        if (!(e instanceof StoreError && e.reason === 'exists') || i >= 5) throw e;
       }
     }
   }

@@ -42,7 +42,7 @@ async function moveOnce(store: Store, from: string, to: string, replace: boolean
   } catch (e) {
     if (
       e instanceof StoreError &&
-      e.kind === 'not-found' &&
+      e.reason === 'not-found' &&
       (await store.stat(to)) !== null &&
       (await store.stat(from)) === null
     )
@@ -61,7 +61,7 @@ async function moveDirIntoTarget(store: Store, from: string, to: string): Promis
     await moveOnce(store, from, to, false);
     return;
   } catch (e) {
-    if (!(e instanceof StoreError && e.kind === 'exists')) throw e;
+    if (!(e instanceof StoreError && e.reason === 'exists')) throw e;
     const [src, dst] = await Promise.all([store.stat(from), store.stat(to)]);
     if (src?.kind !== 'dir' || dst?.kind !== 'dir') throw e;
   }
@@ -104,7 +104,7 @@ async function applyOp(ctx: ApplyContext, op: SingleOp): Promise<void> {
       try {
         await move();
       } catch (e) {
-        if (!(e instanceof StoreError && (e.kind === 'not-found' || e.kind === 'refused'))) throw e;
+        if (!(e instanceof StoreError && (e.reason === 'not-found' || e.reason === 'refused'))) throw e;
         if ((await store.stat(at(op.from))) === null) throw e;
         await store.mkdirs(posix.dirname(at(op.to)));
         await move();
@@ -122,7 +122,7 @@ async function applyOp(ctx: ApplyContext, op: SingleOp): Promise<void> {
         try {
           await store.rename(path, trash);
         } catch (e) {
-          if (!(e instanceof StoreError && e.kind === 'not-found')) throw e;
+          if (!(e instanceof StoreError && e.reason === 'not-found')) throw e;
         }
       }
       await moveOnce(store, at(op.from), path, false);
@@ -148,7 +148,7 @@ async function copyOnce(ctx: ApplyContext, op: Extract<SingleOp, { op: 'copy' }>
   } catch (e) {
     if (!(
       e instanceof StoreError &&
-      e.kind === 'not-found' &&
+      e.reason === 'not-found' &&
       ctx.dropCopiedSources &&
       !op.replace &&
       op.size !== undefined

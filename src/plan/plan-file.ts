@@ -289,7 +289,7 @@ async function createWhole(store: Store, path: string, text: Buffer): Promise<bo
     return true;
   } catch (e) {
     await store.delete(tmp, false).catch(() => false);
-    if (e instanceof StoreError && e.kind === 'exists') return false;
+    if (e instanceof StoreError && e.reason === 'exists') return false;
     throw e;
   }
 }

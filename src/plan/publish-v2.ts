@@ -69,7 +69,7 @@ export async function publishClaimedV2(ctx: Ctx, task: V2Task, fresh: boolean): 
     );
   } catch (e) {
     // A file where a directory goes is a clash too. (S3 has no such rename: there the last copy wins, see README.)
-    if (!(e instanceof StoreError && (e.kind === 'exists' || e.kind === 'no-location'))) throw e;
+    if (!(e instanceof StoreError && (e.reason === 'exists' || e.reason === 'no-location'))) throw e;
     const clash = `${e.message}: another task or writer published there while this task did`;
     if (await untouched(true))
       return new BlockedError(

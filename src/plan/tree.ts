@@ -26,7 +26,7 @@ export interface Node {
  */
 export class PathClash extends ConflictError {
   constructor(
-    readonly kind: 'same-path' | 'file-and-dir',
+    readonly clash: 'same-path' | 'file-and-dir',
     readonly what: string,
     readonly rule: string,
   ) {

@@ -210,7 +210,7 @@ function addPublished(published: OutputTree, si: number, path: string): void {
   } catch (e) {
     if (!(e instanceof PathClash)) throw e;
     // Of one path written twice, the target holds one: what follows says so.
-    const what = e.kind === 'same-path' ? e.what : `${e.what}: ${e.rule}`;
+    const what = e.clash === 'same-path' ? e.what : `${e.what}: ${e.rule}`;
     throw new BlockedError(
       `${what}; v2 published both at commit-task, and one path holds one of them (the last to land; on S3 a key and keys below it can stand side by side): the job is not committed; abort it (what its tasks published stays in the target) and run it again with distinct file names`,
     );

@@ -124,7 +124,7 @@ async function takeLease(
     try {
       return await Lease.acquire(env.store, open.layout, env, op, attempt === 1 ? current : undefined);
     } catch (e) {
-      if (!(e instanceof StoreError && e.kind === 'not-found')) throw e;
+      if (!(e instanceof StoreError && e.reason === 'not-found')) throw e;
       await openJob(env, open.layout.root);
       if (attempt === 2) {
         throw new ConflictError(

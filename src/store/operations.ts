@@ -37,7 +37,7 @@ export async function promoteOutput(
     await store.rename(attemptDir, committedDir);
     return committedDir;
   } catch (e) {
-    if (!(e instanceof StoreError && (e.kind === 'not-found' || e.kind === 'no-location'))) throw e;
+    if (!(e instanceof StoreError && (e.reason === 'not-found' || e.reason === 'no-location'))) throw e;
   }
   if (await store.stat(attemptDir)) {
     const parent = committedDir.slice(0, committedDir.lastIndexOf('/')) || '/';

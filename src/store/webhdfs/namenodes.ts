@@ -2,7 +2,7 @@
 // RemoteException bodies turned into StoreErrors, data node redirects counted as requests.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StageCommitError, StoreError, UsageError, type StoreErrorKind } from '../../errors.js';
+import { StageCommitError, StoreError, UsageError, type StoreErrorReason } from '../../errors.js';
 import { admitChange } from '../fence.js';
 import { httpFetch, NULL_BODY } from './http-fetch.js';
 
@@ -42,7 +42,7 @@ interface RemoteException {
   message: string;
 }
 
-function kindOf(status: number, exception: string | undefined): StoreErrorKind {
+function kindOf(status: number, exception: string | undefined): StoreErrorReason {
   if (status === 404 || exception === 'FileNotFoundException') return 'not-found';
   if (exception === 'FileAlreadyExistsException') return 'exists';
   if (exception === 'ParentNotDirectoryException') return 'no-location';

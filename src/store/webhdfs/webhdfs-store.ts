@@ -260,7 +260,7 @@ export class WebHdfsStore implements Store {
     const remote = await this.nn.remote(res.clone());
     if (res.status === 400 && /renameoptions/i.test(remote?.message ?? '')) return this.plainRename(src, dst, opts);
     const failure = await this.nn.failure(res, 'rename', [src, dst]);
-    if (tries.lost > 0 && failure.kind === 'not-found' && (await done().catch(() => false))) return;
+    if (tries.lost > 0 && failure.reason === 'not-found' && (await done().catch(() => false))) return;
     throw failure;
   }
 
