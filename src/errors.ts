@@ -83,9 +83,8 @@ export class UsageError extends StageCommitError<UsageDetail> {
 /** Another attempt of the task won its commit claim, or this attempt was aborted (exit 3). */
 export class CommitDeniedError extends StageCommitError<DeniedDetail> {
   readonly kind = 'CommitDeniedError';
-  constructor(detail: DeniedDetail | string, options?: ErrorOptions) {
-    const d: DeniedDetail = typeof detail === 'string' ? { reason: 'unclassified', message: detail } : detail;
-    super(ExitCode.denied, d, deniedMessage(d), options);
+  constructor(detail: DeniedDetail, options?: ErrorOptions) {
+    super(ExitCode.denied, detail, deniedMessage(detail), options);
   }
 }
 
@@ -121,9 +120,8 @@ export function isRetryable(exitCode: number): boolean {
 /** Declared tasks are missing at commit-job (exit 5). */
 export class IncompleteError extends StageCommitError<IncompleteDetail> {
   readonly kind = 'IncompleteError';
-  constructor(detail: IncompleteDetail | string, options?: ErrorOptions) {
-    const d: IncompleteDetail = typeof detail === 'string' ? { reason: 'unclassified', message: detail } : detail;
-    super(ExitCode.incomplete, d, incompleteMessage(d), options);
+  constructor(detail: IncompleteDetail, options?: ErrorOptions) {
+    super(ExitCode.incomplete, detail, incompleteMessage(detail), options);
   }
 }
 

@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { ok } from '../testing/cli.js';
+import { errorOf, ok } from '../testing/cli.js';
 import { adoptRunners, assertFinished, dataOf, snapshot, table } from '../testing/adopt.js';
 import { hadoopV1, hiveInsert, SPARK_STAGES, sparkOverwrite, taskDir, type EngineCase } from '../testing/engines.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
@@ -63,9 +63,9 @@ for (const fx of storeFixtures()) {
         [['0', '1'], [], ['2'], 1, 'overwrite'],
       );
       const before = await snapshot(sb.store, root);
-      const dry = await inproc(['commit-job', '--job', adopted.handle, '--dry-run']);
+      const dry = await inproc(['commit-job', '--job', adopted.handle, '--dry-run', '--json']);
       assert.equal(dry.code, 5);
-      assert.match(dry.stderr, /1 of 3 declared task\(s\) are not committed: 2/);
+      assert.deepEqual(errorOf(dry).detail, { reason: 'tasks-missing', missing: ['2'], declared: 3 });
       const real = await run(['commit-job', '--job', adopted.handle]);
       assert.equal(real.code, 5);
       assert.deepEqual(Object.keys(await snapshot(sb.store, root)), Object.keys(before), 'commit-job changed nothing');
@@ -123,9 +123,9 @@ for (const fx of storeFixtures()) {
       assert.match(text, /missing {4}1 of the 3 declared: commit-job will refuse \(exit 5\)/);
       const before = await readTree(sb.store, root);
       for (const dry of [['--dry-run'], []]) {
-        const cj = await realOrDry(dry)(['commit-job', '--job', adopted.handle, ...dry]);
+        const cj = await realOrDry(dry)(['commit-job', '--job', adopted.handle, ...dry, '--json']);
         assert.equal(cj.code, 5, cj.stderr);
-        assert.match(cj.stderr, /1 of 3 declared task\(s\) are not committed: 1;/);
+        assert.deepEqual(errorOf(cj).detail, { reason: 'tasks-missing', missing: ['1'], declared: 3 });
       }
       assert.deepEqual(await readTree(sb.store, root), before, 'commit-job changed nothing: no partial append');
       assert.equal((await ok(['recover', '--job', adopted.handle], { env: sb.env })).trim(), '1');

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
-import { cli, ok } from '../testing/cli.js';
+import { cli, errorOf, ok } from '../testing/cli.js';
 import { commitJob, commitTask, localFiles, prepare, stage, stageTask } from '../testing/jobs.js';
 import { inProcess, okInProcess } from '../testing/main.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
@@ -23,9 +23,15 @@ for (const fx of storeFixtures()) {
         { task: '0', files: { a: 'a' } },
         { task: '2', files: { c: 'c' } },
       ]);
-      const r = await commitJob(sb, job);
+      const r = await commitJob(sb, job, ['--json']);
       assert.equal(r.code, 5);
-      assert.match(r.stderr, /1 of 3 declared task\(s\) are not committed: 1/);
+      const { kind, detail } = errorOf(r);
+      assert.deepEqual([kind, detail], ['IncompleteError', { reason: 'tasks-missing', missing: ['1'], declared: 3 }]);
+      // The words a user reads (a golden line).
+      assert.equal(
+        r.stderr.trim(),
+        "stagecommit: error: 1 of 3 declared task(s) are not committed: 1; commit them ('stagecommit status --tasks-to-run' lists them)",
+      );
       assert.equal(await sb.store.stat(target), null);
       await stageTask(sb, job, { task: '1', files: { b: 'b' } });
       assert.equal((await commitTask(sb, job, '1')).code, 0);
@@ -57,9 +63,16 @@ for (const fx of storeFixtures()) {
       await stageTask(sb, job, { task: '7', attempt: 0, files: { 'winner.csv': 'w' } });
       await stageTask(sb, job, { task: '7', attempt: 1, files: { 'loser.csv': 'l' } });
       assert.equal((await commitTask(sb, job, '7', 0)).code, 0);
-      const denied = await commitTask(sb, job, '7', 1);
+      const denied = await cli(['commit-task', '--job', job, '--task', '7', '--attempt', '1', '--json'], {
+        env: sb.env,
+      });
       assert.equal(denied.code, 3);
-      assert.match(denied.stderr, /commit denied.*claimed by attempt_.*_7_0/);
+      const { reason, detail } = errorOf(denied);
+      assert.equal(reason, 'other-attempt-won');
+      assert.ok(
+        detail.reason === 'other-attempt-won' && detail.task === '7' && detail.winner.endsWith('_7_0'),
+        denied.stdout,
+      );
       const again = await commitTask(sb, job, '7', 0);
       assert.equal(again.code, 0);
       assert.match(again.stderr, /already committed/);
@@ -73,9 +86,9 @@ for (const fx of storeFixtures()) {
       const job = await stage(sb, { target, mode: 'overwrite' });
       await stageTask(sb, job, { task: '0', files: { 'a.csv': 'a0' } });
       assert.equal((await cli(['abort', '--job', job, '--task', '0'], { env: sb.env })).code, 0);
-      const d = await commitTask(sb, job, '0', 0);
+      const d = await cli(['commit-task', '--job', job, '--task', '0', '--json'], { env: sb.env });
       assert.equal(d.code, 3);
-      assert.match(d.stderr, /aborted/);
+      assert.equal(errorOf(d).reason, 'attempt-aborted');
       await stageTask(sb, job, { task: '0', attempt: 1, files: { 'a.csv': 'a1' } });
       assert.equal((await commitTask(sb, job, '0', 1)).code, 0);
       const st = JSON.parse(await okInProcess(['status', '--job', job, '--json'], { env: sb.env }));

@@ -172,10 +172,11 @@ for (const fx of storeFixtures()) {
         abort(testEnv(sb.store), { stagingPath, task: '1', attempt: 0 }),
       );
       assert.ok(error instanceof CommitDeniedError, String(error));
-      assert.match(
-        error.message,
-        /was aborted while this stage ran: it can never commit, and the files were taken back; stage into a new --attempt$/,
-      );
+      assert.deepEqual(error.detail, {
+        reason: 'staged-into-aborted',
+        taskAttempt: error.detail.taskAttempt,
+        taken: 'files',
+      });
       const attemptDir = (await sb.store.list(layout.attemptsDir(0)))
         .map((e) => e.name)
         .filter((n) => n.includes('_1_'));

@@ -2,6 +2,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { ErrorDoc, ErrorDocError } from '../src/api/errors.js';
 import { checkJsonOutput } from './schemas.js';
 
 /** The command: bin/ of this checkout (under scripts/test.mjs it runs the bundle: STAGECOMMIT_BUNDLE=1). */
@@ -74,4 +75,11 @@ export async function ok(args: readonly string[], opts: CliOptions = {}): Promis
   const r = await cli(args, opts);
   if (r.code !== 0) throw new Error(`stagecommit ${args.join(' ')} exited ${r.code ?? r.signal}: ${r.stderr}`);
   return r.stdout.trim();
+}
+
+/** The error of a run made with --json that failed: its document's `error` (kind, reason, detail, …). */
+export function errorOf(r: CliResult): ErrorDocError {
+  const doc = JSON.parse(r.stdout) as ErrorDoc;
+  if (doc.ok !== false) throw new Error(`not an error document: ${r.stdout}`);
+  return doc.error;
 }

@@ -63,9 +63,12 @@ async function dropWriterMarkers(env: StepEnv, attemptDir: string, markers: read
 }
 
 export function abortedError(taskAttempt: string, decision: { atMs: number; by: string }): CommitDeniedError {
-  return new CommitDeniedError(
-    `commit denied for ${taskAttempt}: the attempt was aborted (${new Date(decision.atMs).toISOString()} by ${decision.by}) and can never commit; run the task as a new --attempt`,
-  );
+  return new CommitDeniedError({
+    reason: 'attempt-aborted',
+    taskAttempt,
+    at: new Date(decision.atMs).toISOString(),
+    by: decision.by,
+  });
 }
 
 /** What one walk of an attempt dir found, read alongside the dir itself and its pending uploads. */

@@ -48,9 +48,14 @@ export interface CommitTaskResult {
 }
 
 function denied(claim: ClaimHeader, mine: string): CommitDeniedError {
-  return new CommitDeniedError(
-    `commit denied for ${mine}: task ${claim.task} was claimed by ${claim.taskAttempt} (${claim.host}, pid ${claim.pid}); this attempt's files will never appear`,
-  );
+  return new CommitDeniedError({
+    reason: 'other-attempt-won',
+    taskAttempt: mine,
+    task: claim.task,
+    winner: claim.taskAttempt,
+    host: claim.host,
+    pid: claim.pid,
+  });
 }
 
 /** A task id outside the declared tasks would commit output that commit-job never asks for. */

@@ -41,9 +41,7 @@ export function committedTasks<C extends Omit<Claim, 'files'>>(job: JobManifest,
   const committed = [...claims.values()];
   const missing = declaredNotCommitted(job, claims);
   if (missing.length) {
-    throw new IncompleteError(
-      `${missing.length} of ${job.tasks} declared task(s) are not committed: ${missing.slice(0, 20).join(', ')}${missing.length > 20 ? ', …' : ''}; commit them ('stagecommit status --tasks-to-run' lists them)`,
-    );
+    throw new IncompleteError({ reason: 'tasks-missing', missing, declared: job.tasks! });
   }
   return committed.sort((a, b) => compareTasks(a.task, b.task));
 }

@@ -131,9 +131,7 @@ async function stageInto(
   const taskAttempt = taskAttemptName(job.jobId, task, attempt);
   const decision = await readDecision(store, layout, job.appAttempt, taskAttempt, job);
   if (decision?.outcome === 'abort') {
-    throw new CommitDeniedError(
-      `task attempt ${taskAttempt} was aborted: it can never commit; stage into a new --attempt`,
-    );
+    throw new CommitDeniedError({ reason: 'staged-into-aborted', taskAttempt, taken: null });
   }
   // Files staged into an attempt that committed would never appear: never exit 0 for them (a rerun
   // skips committed tasks: status --tasks-to-run).

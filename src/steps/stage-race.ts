@@ -74,9 +74,11 @@ export async function checkStillStaged(
   if (decision === null) return;
   if (decision.outcome === 'abort') {
     await takeBack(env, layout, job.appAttempt, w, false);
-    throw new CommitDeniedError(
-      `task attempt ${w.taskAttempt} was aborted while this stage ran: it can never commit, and ${taken}; stage into a new --attempt`,
-    );
+    throw new CommitDeniedError({
+      reason: 'staged-into-aborted',
+      taskAttempt: w.taskAttempt,
+      taken: w.paths.length ? 'files' : 'dir',
+    });
   }
   // --print-path: what a writer puts there from now on would never appear.
   if (w.paths.length === 0)

@@ -1,0 +1,16 @@
+// Advice given by more than one message, written once.
+
+/** The recover command, quoted as a user types it; with the handle when the message knows it. */
+export function recoverCommand(handle?: string): string {
+  return `'stagecommit recover${handle === undefined ? '' : ` --job ${handle}`}'`;
+}
+
+/** "run 'stagecommit recover [--job H]' WHY": what finishes or undoes a step that was killed. */
+export function recoverAdvice(o: { readonly handle?: string; readonly why?: string } = {}): string {
+  return `run ${recoverCommand(o.handle)}${o.why === undefined ? '' : ` ${o.why}`}`;
+}
+
+/** The status command that lists the tasks a rerun still has to run, quoted as a user types it. */
+export function tasksToRunCommand(): string {
+  return "'stagecommit status --tasks-to-run'";
+}
