@@ -94,9 +94,8 @@ export class CommitDeniedError extends StageCommitError<DeniedDetail> {
  */
 export class ConflictError extends StageCommitError<ConflictDetail> {
   readonly kind = 'ConflictError';
-  constructor(detail: ConflictDetail | string, exitCode: ExitCode = ExitCode.conflict, options?: ErrorOptions) {
-    const d: ConflictDetail = typeof detail === 'string' ? { reason: 'unclassified', message: detail } : detail;
-    super(exitCode, d, conflictMessage(d), options);
+  constructor(detail: ConflictDetail, exitCode: ExitCode = ExitCode.conflict, options?: ErrorOptions) {
+    super(exitCode, detail, conflictMessage(detail), options);
   }
 }
 
@@ -107,7 +106,7 @@ export class ConflictError extends StageCommitError<ConflictDetail> {
  * that only ask whether it is one.
  */
 export class BlockedError extends ConflictError {
-  constructor(detail: ConflictDetail | string, options?: ErrorOptions) {
+  constructor(detail: ConflictDetail, options?: ErrorOptions) {
     super(detail, ExitCode.blocked, options);
   }
 }

@@ -62,17 +62,15 @@ export async function giveBackProblem(
   store: Store,
   job: JobManifest,
   back: { from: string; to: string | null },
-): Promise<string | null> {
+): Promise<BlockedError | null> {
   const from = store.toUri(back.from);
-  if (back.to === null) {
-    return `job ${job.jobId} was adopted by a stagecommit that did not record where its leftover was, so it stays in ${from}: move it back beside the table under its engine name (such as '.spark-staging-<id>' or '_temporary') by hand, then abort again`;
-  }
-  if ((await store.stat(back.to)) !== null) return takenMessage(store, back.from, back.to);
+  if (back.to === null) return new BlockedError({ reason: 'leftover-place-unknown', jobId: job.jobId, from });
+  if ((await store.stat(back.to)) !== null) return placeTaken(store, back.from, back.to);
   return null;
 }
 
-function takenMessage(store: Store, from: string, to: string): string {
-  return `the adopted leftover cannot go back: ${store.toUri(to)} exists again, so it stays in ${store.toUri(from)} and nothing is deleted; move one of them aside and run abort again`;
+function placeTaken(store: Store, from: string, to: string): BlockedError {
+  return new BlockedError({ reason: 'leftover-place-taken', from: store.toUri(from), to: store.toUri(to) });
 }
 
 /**
@@ -84,12 +82,11 @@ export async function giveBackLeftover(store: Store, layout: JobLayout, job: Job
   const back = await leftoverToGiveBack(store, layout, job);
   if (!back) return;
   const problem = await giveBackProblem(store, job, back);
-  if (problem) throw new BlockedError(problem);
+  if (problem) throw problem;
   try {
     await store.rename(back.from, back.to!);
   } catch (e) {
-    if (e instanceof StoreError && e.reason === 'exists')
-      throw new BlockedError(takenMessage(store, back.from, back.to!));
+    if (e instanceof StoreError && e.reason === 'exists') throw placeTaken(store, back.from, back.to!);
     throw e;
   }
 }

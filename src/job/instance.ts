@@ -26,7 +26,13 @@ export function checkOfInstance(
   const { file, what, stagedAtMs: made } = record;
   const { jobId, stagedAtMs: expected } = job;
   if (made === undefined || expected === undefined || made === expected) return;
-  throw new BlockedError(
-    `${what} (${file}) was made for an earlier job ${jobId}, staged ${new Date(made).toISOString()}, by a run that went on after that job ended; this job was staged ${new Date(expected).toISOString()}: nothing was changed; ${advice}`,
-  );
+  throw new BlockedError({
+    reason: 'earlier-job-file',
+    what,
+    file,
+    jobId,
+    madeAt: new Date(made).toISOString(),
+    stagedAt: new Date(expected).toISOString(),
+    advice,
+  });
 }

@@ -366,9 +366,12 @@ export class Lease implements StoreFence {
       // Only this process's own time tells a holder that stopped renewing from one that lives.
       const seen = await watchLease(store, layout, env, current);
       if (seen.outcome === 'changed')
-        throw new ConflictError(
-          `job ${store.toUri(layout.root)} is locked: ${describeHolder(seen.lease.record)}; wait for it to finish`,
-        );
+        throw new ConflictError({
+          reason: 'lease-held',
+          job: store.toUri(layout.root),
+          holder: describeHolder(seen.lease.record),
+          takeoverSeconds: null,
+        });
       current = seen.outcome === 'gone' ? null : seen.lease;
     }
     const gen = current ? current.gen + 1 : 0;
@@ -379,9 +382,12 @@ export class Lease implements StoreFence {
       const winner = await readCurrentLease(store, layout);
       // A create retried after a lost response finds its own first attempt: that is a win.
       if (!isWrittenBy(winner, path, record))
-        throw new ConflictError(
-          `job ${store.toUri(layout.root)} is locked: ${describeHolder(winner?.record ?? null)}; wait for it to finish`,
-        );
+        throw new ConflictError({
+          reason: 'lease-held',
+          job: store.toUri(layout.root),
+          holder: describeHolder(winner?.record ?? null),
+          takeoverSeconds: null,
+        });
     }
     if (current) await store.delete(current.path, false);
     return new Lease(store, path, record, env, sentAt).start();

@@ -212,14 +212,9 @@ export async function openJob(
 
 export function requireState(open: OpenJob, allowed: readonly JobState[], doing: string): void {
   if (!allowed.includes(open.state)) {
-    // Read without the lease: the commit-job may be alive and finishing it, or killed.
     // A job that is committed or aborted and still has a staging dir is in its clean-up, or was stopped there.
-    const hint =
-      open.state === 'committing'
-        ? "it is past its commit point: its commit-job finishes it, or, if that was killed, run 'stagecommit recover' to finish it"
-        : "only its clean-up is left: the step that ended it finishes it, or, if that was killed, run 'stagecommit recover' to remove its staging dir";
     // Committing: its commit-job (or recover) finishes it, and a retry then finds it committed.
-    const message = `cannot ${doing}: job ${open.job.jobId} is ${open.state}; ${hint}`;
-    throw open.state === 'committing' ? new ConflictError(message) : new BlockedError(message);
+    const detail = { reason: 'wrong-state', doing, jobId: open.job.jobId, state: open.state } as const;
+    throw open.state === 'committing' ? new ConflictError(detail) : new BlockedError(detail);
   }
 }

@@ -242,10 +242,7 @@ export function checkStagedOnce(
   taskAttempt: string,
 ): void {
   const both = uploads.files.find((f) => inAttemptDir(f.path));
-  if (both)
-    throw new BlockedError(
-      `${taskAttempt} staged '${both.path}' twice, once as a small file and once as a large one: nothing was committed; abort this attempt and stage the task into a new --attempt`,
-    );
+  if (both) throw new BlockedError({ reason: 'staged-twice', taskAttempt, path: both.path });
 }
 
 /**

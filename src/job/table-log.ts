@@ -92,9 +92,7 @@ export function overlap(a: readonly string[], b: readonly string[]): string | nu
   return null;
 }
 
-export function describeUnit(u: string): string {
-  return u === '' ? 'the whole table' : `'${u}'`;
-}
+export { describeUnit } from '../messages/conflict.js';
 
 function checkUnits(field: string, f: Fields): string[] {
   return f.array(field, (x) => {
@@ -201,10 +199,7 @@ export class TableLog {
     const e = await readManifestFile(this.store, path, (text, file) => this.decode(text, file, n)).catch(
       this.withAdvice,
     );
-    if (!e)
-      throw new ConflictError(
-        `the table log entry ${this.store.toUri(path)} vanished while it was read: run the step again`,
-      );
+    if (!e) throw new ConflictError({ reason: 'log-entry-vanished', entry: this.store.toUri(path) });
     return e;
   }
 

@@ -14,3 +14,10 @@ export function recoverAdvice(o: { readonly handle?: string; readonly why?: stri
 export function tasksToRunCommand(): string {
   return "'stagecommit status --tasks-to-run'";
 }
+
+/** What a stage run made, taken back because it can be in no output: its files, or (--print-path) its dir. */
+export type TakenBack = 'files' | 'dir';
+
+export function takenBackWords(taken: TakenBack): string {
+  return taken === 'files' ? 'the files were taken back' : 'what it made was taken back';
+}

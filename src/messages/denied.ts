@@ -1,13 +1,6 @@
 // The messages of CommitDeniedError (exit 3) and IncompleteError (exit 5), made from the reason's fields.
 
-import { tasksToRunCommand } from './advice.js';
-
-/** What a stage run made, taken back because it can be in no output. */
-export type TakenBack = 'files' | 'dir';
-
-export function takenBackWords(taken: TakenBack): string {
-  return taken === 'files' ? 'the files were taken back' : 'what it made was taken back';
-}
+import { takenBackWords, tasksToRunCommand, type TakenBack } from './advice.js';
 
 /** Why a task attempt may not commit: its files will never appear. */
 export type DeniedDetail =

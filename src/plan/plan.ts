@@ -78,9 +78,6 @@ export function planCommit(input: PlanInput, partitionDepth: number): CommitPlan
   return planTree(input, buildTree(input.sources, input.identical), partitionDepth);
 }
 
-/** What a v2 task refused by an append clash is told (v2 is refused with overwrite). */
-export const V2_CLASH_ADVICE = 'rename the files and commit the task again (a v2 job cannot overwrite)';
-
 /** Plans from an output tree already built (identical append clashes already taken out). */
 export function planTree(input: PlanInput, tree: OutputTree, partitionDepth: number): CommitPlan {
   if (input.mode === 'create' && input.target.exists) {
@@ -89,9 +86,12 @@ export function planTree(input: PlanInput, tree: OutputTree, partitionDepth: num
   if (input.mode === 'append' && input.target.exists) {
     const clashes = findClashes(tree, input.target);
     if (clashes.length) {
-      throw new BlockedError(
-        `append would overwrite ${clashes.length} existing file(s) not shown to hold the same bytes (other bytes, or a staged S3 upload of more than one part, which cannot be compared), first '${clashes[0]}': ${input.v2 ? V2_CLASH_ADVICE : 'use --mode overwrite or rename the files'}`,
-      );
+      throw new BlockedError({
+        reason: 'append-clash',
+        count: clashes.length,
+        first: clashes[0]!,
+        v2: input.v2 === true,
+      });
     }
   }
   const planner = new Planner(input, tree);

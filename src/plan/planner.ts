@@ -133,11 +133,11 @@ export class Planner {
         last = Math.max(last, this.publishNew(child, childRel, childDest, placed, phase));
       } else if (child.file) {
         if (old !== undefined && old !== 'file')
-          throw new BlockedError(`'${childRel}' is a file in the job's output but ${inTarget(old)}`);
+          throw new BlockedError({ reason: 'kind-mismatch', path: childRel, output: 'file', target: old });
         this.add(phase, this.fileOp(this.src(child.file.source, childRel), childDest, old !== undefined, child.file));
       } else {
         if (old !== undefined && old !== 'dir')
-          throw new BlockedError(`'${childRel}' is a directory in the job's output but ${inTarget(old)}`);
+          throw new BlockedError({ reason: 'kind-mismatch', path: childRel, output: 'dir', target: old });
         const childExisting = old !== undefined && dest.startsWith('t:') ? this.targetChildren(childRel) : null;
         last = Math.max(
           last,
@@ -295,13 +295,4 @@ export class Planner {
   replacedUnits(): string[] {
     return [...this.replaced].sort();
   }
-}
-
-/** What the target holds where the output has something else, for a conflict's message. */
-function inTarget(kind: TargetKind): string {
-  return kind === 'dir'
-    ? 'a directory in the target'
-    : kind === 'file'
-      ? 'a file in the target'
-      : 'neither a file nor a directory in the target (a symbolic link, pipe or device): remove or rename it';
 }

@@ -11,7 +11,8 @@ import { forEachLimit } from '../util/pool.js';
 import type { Store } from '../store/types.js';
 import { applyPhases, type ApplyContext } from './apply.js';
 import { BlockedError, ConflictError, StoreError } from '../errors.js';
-import { buildTree, planTree, V2_CLASH_ADVICE, type CommitPlan, type SourceTree } from './plan.js';
+import { buildTree, planTree, type CommitPlan, type SourceTree } from './plan.js';
+import { appendClashWords } from '../messages/conflict.js';
 import { identicalClashes, snapshotTarget } from './target.js';
 
 type Ctx = {
@@ -41,17 +42,15 @@ export async function publishClaimedV2(ctx: Ctx, task: V2Task, fresh: boolean): 
   const { layout, job, attemptDir, files } = task;
   const untouched = async (applied: boolean) =>
     fresh && (!applied || (await unpublishedV2(ctx.store, attemptDir, files.length)));
-  const held = (clash: string) =>
-    new BlockedError(
-      `${clash}; the task stays claimed, as part of it may be published: if another task of this job wrote that path, the two clash (abort the job); else move the file in the target aside and run 'stagecommit recover' to finish the task, or abort the job`,
-    );
+  const held = (clash: string, cause: Error) =>
+    new BlockedError({ reason: 'v2-publish-clash', clash, published: true }, { cause });
   let plan: CommitPlan;
   try {
     plan = await planV2(ctx, task);
   } catch (e) {
     if (!(e instanceof ConflictError)) throw e;
     if (await untouched(false)) return e;
-    throw held(e.message.replace(`: ${V2_CLASH_ADVICE}`, ''));
+    throw held(e.detail.reason === 'append-clash' ? appendClashWords(e.detail) : e.message, e);
   }
   // Nothing left to publish (an earlier run published it all, or an abort took the files): no
   // phase runs, so none makes the target's dirs for nothing.
@@ -72,10 +71,8 @@ export async function publishClaimedV2(ctx: Ctx, task: V2Task, fresh: boolean): 
     if (!(e instanceof StoreError && (e.reason === 'exists' || e.reason === 'no-location'))) throw e;
     const clash = `${e.message}: another task or writer published there while this task did`;
     if (await untouched(true))
-      return new BlockedError(
-        `${clash}; nothing of this task was published: rename the files and commit the task again`,
-      );
-    throw held(clash);
+      return new BlockedError({ reason: 'v2-publish-clash', clash, published: false }, { cause: e });
+    throw held(clash, e);
   }
   return null;
 }

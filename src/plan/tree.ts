@@ -1,6 +1,6 @@
 // The job's output as one tree: where each file comes from, and clashes with the target.
 
-import { ConflictError } from '../errors.js';
+import { ConflictError, type ConflictDetail } from '../errors.js';
 import { ownString } from '../util/own-string.js';
 import type { Loc, SourceFile, SourceTree, TargetSnapshot } from './types.js';
 
@@ -25,12 +25,9 @@ export interface Node {
  * caller for which that is no way out gives its own, from `what` and `rule`.
  */
 export class PathClash extends ConflictError {
-  constructor(
-    readonly clash: 'same-path' | 'file-and-dir',
-    readonly what: string,
-    readonly rule: string,
-  ) {
-    super(`${what}: ${rule}; rename one and commit that task again`);
+  declare readonly detail: Extract<ConflictDetail, { reason: 'path-clash' }>;
+  constructor(clash: 'same-path' | 'file-and-dir', what: string, rule: string) {
+    super({ reason: 'path-clash', clash, what, rule, when: 'task', advice: null });
   }
 }
 

@@ -50,10 +50,10 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
   // for a clean abort (exit 4, as during its commit).
   const ifGone = (gone: JobGoneError): AbortResult => {
     const done = gone.committed;
-    if (done)
-      throw new BlockedError(
-        `cannot abort: job ${done.jobId} is committed (${done.success}, ${done.committedAt}); nothing was changed`,
-      );
+    if (done) {
+      const { jobId, success, committedAt } = done;
+      throw new BlockedError({ reason: 'job-committed', jobId, success, committedAt });
+    }
     if (gone.stray) env.emit({ type: 'warn', message: gone.message });
     return { outcome: 'nothing', scope };
   };
@@ -161,15 +161,11 @@ async function decideAbort(a: AttemptContext, ours: { atMs: number; by: string }
   const settled = claim?.state === 'committed' ? 'committed' : await settledCommit(a, decision.by);
   if (settled === 'stuck') {
     // Its outcome is recover's to decide: abort cannot say the files belong to the job.
-    throw new BlockedError(
-      `cannot abort ${taskAttempt} yet: its commit-task (${decision.by}) decided to commit it and died before it finished: run 'stagecommit recover' (it finishes or undoes that commit), then abort again if the attempt is still there`,
-    );
+    throw new BlockedError({ reason: 'abort-undecided', taskAttempt, by: decision.by });
   }
   if (settled !== 'moved') {
-    const what = settled === 'committed' ? 'already committed' : 'committing (its commit-task decided first)';
-    throw new BlockedError(
-      `cannot abort ${taskAttempt}: it is ${what} and its files belong to the job; abort the whole job, or commit another attempt${settled === 'committed' ? '' : " (run 'stagecommit recover' if its commit-task was killed)"}`,
-    );
+    const state = settled === 'committed' ? 'committed' : 'committing';
+    throw new BlockedError({ reason: 'attempt-belongs-to-job', taskAttempt, state });
   }
   return false;
 }
@@ -219,9 +215,7 @@ async function droppedByRecover(
 ): Promise<void> {
   const { env, layout, job, taskAttempt } = a;
   if (await carried(a, now)) {
-    throw new BlockedError(
-      `cannot abort ${taskAttempt}: recover carried it, committed, into app attempt ${now.appAttempt} of job ${job.jobId} while this abort ran, and its files belong to the job; abort the whole job, or commit another attempt`,
-    );
+    throw new BlockedError({ reason: 'attempt-carried', taskAttempt, appAttempt: now.appAttempt, jobId: job.jobId });
   }
   await removeOwnRecords(a, { decision: ours });
   if (env.store.caps.realDirectories)

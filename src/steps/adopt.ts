@@ -112,8 +112,6 @@ export async function listLeftover(
 }
 
 /** What the other of two adopts of one leftover, or its engine, did to it while this one ran. */
-const TAKEN =
-  'was taken while adopting it (another adopt of it, or its engine, moved it): this adopt made no job and changed nothing';
 
 /**
  * The leftover as its listing shows it. A listing cut short because the leftover moved away after
@@ -128,7 +126,8 @@ async function recognised(env: StepEnv, leftoverPath: string, ownMtimeMs: number
   try {
     return recogniseLeftover(uri, posix.basename(leftoverPath), entries, ownMtimeMs);
   } catch (e) {
-    if (e instanceof UsageError && (await store.stat(leftoverPath)) === null) throw new BlockedError(`${uri} ${TAKEN}`);
+    if (e instanceof UsageError && (await store.stat(leftoverPath)) === null)
+      throw new BlockedError({ reason: 'leftover-taken', leftover: uri, jobs: null });
     throw e;
   }
 }
@@ -184,9 +183,11 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
     recogniseLeftover(uri, posix.basename(leftoverPath), [], self.mtimeMs);
   const leftover = await recognised(env, leftoverPath, self.mtimeMs);
   const tooYoung = (ageMs: number) =>
-    new ConflictError(
-      `${uri} was changed ${leftover.newestMtimeMs < 0 ? 'at a time the store cannot tell' : `${Math.max(0, Math.round(ageMs / 1000))}s ago`}, more recently than --older-than allows: its engine may still be writing it; nothing was changed; adopt it once the engine is surely gone (or lower --older-than)`,
-    );
+    new ConflictError({
+      reason: 'leftover-recent',
+      leftover: uri,
+      ageSeconds: leftover.newestMtimeMs < 0 ? null : Math.max(0, Math.round(ageMs / 1000)),
+    });
   const ageMs = env.now() - leftover.newestMtimeMs;
   if (leftover.newestMtimeMs < 0 || ageMs < input.olderThanMs) throw tooYoung(ageMs);
   const targetPath = (input.targetPath ?? posix.dirname(leftoverPath)).replace(/\/+$/, '') || '/';
@@ -347,9 +348,11 @@ async function moveLeftover(env: StepEnv, leftoverPath: string, stagingPath: str
     await store.delete(stagingPath, true).catch(() => false);
     if ((await store.stat(leftoverPath)) === null) {
       // The loser of two adopts of one leftover: the other one renamed it first.
-      throw new BlockedError(
-        `${store.toUri(leftoverPath)} ${TAKEN}; 'stagecommit jobs ${store.toUri(posix.dirname(stagingPath))}' shows the job that took it`,
-      );
+      throw new BlockedError({
+        reason: 'leftover-taken',
+        leftover: store.toUri(leftoverPath),
+        jobs: store.toUri(posix.dirname(stagingPath)),
+      });
     }
     throw e;
   }

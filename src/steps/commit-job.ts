@@ -324,9 +324,7 @@ export async function commitJobLocked(
   const { store } = env;
   const { job } = opened;
   if (opened.state === 'aborted')
-    throw new BlockedError(
-      `cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`,
-    );
+    throw new BlockedError({ reason: 'job-aborted', jobId: job.jobId, leftover: job.adopted?.leftover ?? null });
   // Under the lease, a job that openJob found before its commit point has no plan to read.
   const held = known.held ?? (await readHeldPlan(env, opened));
   let { open } = held;

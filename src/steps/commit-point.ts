@@ -4,13 +4,12 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { againAdvice } from '../job/adoption.js';
-import { BlockedError, ConflictError } from '../errors.js';
+import { BlockedError, ConflictError, type ConflictDetail } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
 import { stateOnStore, type OpenJob } from '../job/open.js';
 import { JobLayout } from '../job/layout.js';
 import { LeaseWatch, readCurrentLease } from '../job/lease.js';
 import {
-  describeUnit,
   isOwnEntry,
   lastTaken,
   overlap,
@@ -50,13 +49,16 @@ async function holderState(env: StepEnv, e: LogEntry, watch: LeaseWatch): Promis
 /** Why this job cannot commit while `e` holds `where`: its holder is running, or stopped. */
 function heldBy(job: JobManifest, e: LogEntry, where: string, state: HolderState): ConflictError {
   // A live holder finishes on its own (retry later); a stopped one waits for someone to run recover.
-  return new (state === 'live' ? ConflictError : BlockedError)(
-    state === 'live'
-      ? `job ${job.jobId} waited for job ${e.jobId}, which is still committing ${describeUnit(where)} (${e.handle}): nothing was changed; run commit-job again when it has finished`
-      : state === 'stopped'
-        ? `job ${e.jobId} passed its commit point for ${describeUnit(where)} but did not finish (killed?): nothing was changed; finish it with 'stagecommit recover --job ${e.handle}', then run commit-job again`
-        : `job ${e.jobId} holds ${describeUnit(where)} in the table log but stopped before its commit point (killed?): nothing was changed; run 'stagecommit recover --job ${e.handle}' (or abort it), then run commit-job again`,
-  );
+  const holderState = state === 'live' || state === 'stopped' ? state : 'before-commit-point';
+  const detail: ConflictDetail = {
+    reason: 'unit-held',
+    jobId: job.jobId,
+    holder: e.jobId,
+    unit: where,
+    handle: e.handle,
+    holderState,
+  };
+  return new (state === 'live' ? ConflictError : BlockedError)(detail);
 }
 
 function sameSet(a: readonly string[], b: readonly string[]): boolean {
@@ -179,17 +181,24 @@ async function readRound(r: LogReading, listing: LogListing): Promise<LogRound> 
   const { numbers, done } = listing;
   // A log deleted and made again numbers its entries afresh: this job's position means nothing in it.
   if (job.logId !== undefined && listing.id !== job.logId) {
-    throw new BlockedError(
-      `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: it is not the log the job was staged against (${listing.id === null ? 'the log has no id now: its log-id.yaml, or the whole log dir, was deleted' : 'the log dir was deleted and made again since'}), so commits made meanwhile are unknown: nothing was changed; ${r.restage('stage the job again')}`,
-    );
+    throw new BlockedError({
+      reason: 'log-replaced',
+      jobId: job.jobId,
+      log: env.store.toUri(log.dir),
+      logIdGone: listing.id === null,
+      advice: r.restage('stage the job again'),
+    });
   }
   // A done marker whose entry went still holds its number (lastTaken): the gap below stops this job.
   const max = lastTaken(listing);
   const since = numbers.filter((n) => pos === null || n > pos);
   if (since.length !== (max ?? -1) - (pos ?? -1)) {
-    throw new BlockedError(
-      `job ${job.jobId} cannot check its commit against the table log ${env.store.toUri(log.dir)}: entries made since it was staged are missing (pruned after a week, or removed): nothing was changed; ${r.restage('stage the job again')}`,
-    );
+    throw new BlockedError({
+      reason: 'log-entries-missing',
+      jobId: job.jobId,
+      log: env.store.toUri(log.dir),
+      advice: r.restage('stage the job again'),
+    });
   }
   const unfinished = numbers.filter((n) => !done.has(n));
   await r.read([...new Set([...since, ...unfinished])]);
@@ -209,9 +218,16 @@ async function checkNoConflict(r: LogReading, seen: LogRound): Promise<void> {
     const where = overlap(replaces, e.touches);
     if (where === null || (seen.listing.done.has(n) && (await r.outcome(n)) === 'void')) continue;
     const did = overlap(replaces, e.replaces) !== null ? 'replaced' : 'wrote into';
-    throw new BlockedError(
-      `job ${job.jobId} conflicts with job ${e.jobId}${e.jobId === job.jobId ? ` (another job given the same --job-id, staged at ${e.handle})` : ''}, which ${did} ${describeUnit(where)} at ${new Date(e.atMs).toISOString()} after this job was staged: nothing was changed; ${r.restage('stage the job again on the new data')}`,
-    );
+    throw new BlockedError({
+      reason: 'partition-replaced',
+      jobId: job.jobId,
+      other: e.jobId,
+      sameIdHandle: e.jobId === job.jobId ? e.handle : null,
+      did,
+      unit: where,
+      at: new Date(e.atMs).toISOString(),
+      advice: r.restage('stage the job again on the new data'),
+    });
   }
 }
 

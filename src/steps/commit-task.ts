@@ -148,9 +148,8 @@ async function claimBefore(a: AttemptContext, open: OpenJob): Promise<ClaimRecor
   requireState(open, ['staged'], 'commit a task');
   // A v2 publication of this attempt still running here: a second run beside it could undo it.
   if (before && job.algorithm === 'v2' && otherLiveProcessHere(before, env)) {
-    throw new ConflictError(
-      `${taskAttempt} is being committed by pid ${before.pid} on ${before.host}: wait for it (if it was killed, run commit-task again)`,
-    );
+    const { pid, host } = before;
+    throw new ConflictError({ reason: 'attempt-being-committed', step: 'commit-task', taskAttempt, host, pid });
   }
   return before;
 }
@@ -319,10 +318,7 @@ async function otherRunCommitted(a: AttemptContext, dirMoves = true): Promise<Co
     if (claim.state === 'committed') return new Committed(claim);
     return dir !== null ? null : undefined;
   });
-  if (seen === undefined)
-    throw new ConflictError(
-      `another run of ${taskAttempt} moved its files while this one committed, and has not finished: run commit-task again once it has ended`,
-    );
+  if (seen === undefined) throw new ConflictError({ reason: 'other-run-moved-files', taskAttempt });
   return seen;
 }
 
@@ -388,10 +384,7 @@ async function claimTask(
     return { claim: fresh, files: output.files };
   }
   const standing = await readClaimRecord(store, layout, claimContextOf(a));
-  if (!standing)
-    throw new ConflictError(
-      `the claim of task ${task} vanished while ${taskAttempt} claimed it (recover ran meanwhile?): run commit-task again`,
-    );
+  if (!standing) throw new ConflictError({ reason: 'claim-vanished', task, taskAttempt });
   if (standing.taskAttempt !== taskAttempt) throw denied(standing, taskAttempt);
   return { claim: headerOf(standing), files: claimFilesOfRecord(standing) };
 }
@@ -447,9 +440,11 @@ async function promote(a: AttemptContext, files: ClaimFiles, fresh: boolean): Pr
     files.list.length > 0,
   );
   if (root === null) {
-    throw new OutputVanished(
-      `the output of ${posix.basename(attemptDir)} vanished from ${store.toUri(attemptDir)} before it was committed: run the task again as a new attempt`,
-    );
+    throw new OutputVanished({
+      reason: 'output-vanished',
+      attempt: posix.basename(attemptDir),
+      dir: store.toUri(attemptDir),
+    });
   }
   return layout.relative(root);
 }

@@ -55,9 +55,12 @@ async function checkUnlocked(env: StepEnv, layout: JobLayout): Promise<void> {
   const current = await readCurrentLease(env.store, layout);
   const mine = current?.record?.host === env.host && current.record.pid === env.pid;
   if (current && !mine && !holderKnownDead(current, env)) {
-    throw new ConflictError(
-      `job ${env.store.toUri(layout.root)} is locked: ${describeHolder(current.record)}; wait for it to finish (the step itself takes the lease over if it sees no renewal of it for ${Math.round(leaseTtl(current, env) / 1000)} s)`,
-    );
+    throw new ConflictError({
+      reason: 'lease-held',
+      job: env.store.toUri(layout.root),
+      holder: describeHolder(current.record),
+      takeoverSeconds: Math.round(leaseTtl(current, env) / 1000),
+    });
   }
 }
 
@@ -111,9 +114,7 @@ export async function commitJobDryRun(env: StepEnv, input: { stagingPath: string
   const { job, layout } = open;
   await checkUnlocked(env, layout);
   if (open.state === 'aborted')
-    throw new BlockedError(
-      `cannot commit: job ${job.jobId} was aborted; ${job.adopted ? `adopt ${job.adopted.leftover} again` : 'stage a new job'}`,
-    );
+    throw new BlockedError({ reason: 'job-aborted', jobId: job.jobId, leftover: job.adopted?.leftover ?? null });
   // A plan that never became the commit point is removed by the real run, which then plans afresh.
   let plan: PersistedPlan | null = open.stalePlan ? null : await loadJobPlan(store, layout, job);
   const outcome = plan || open.state === 'committed' ? 'rolled-forward' : 'committed';
@@ -188,9 +189,8 @@ export async function abortDryRun(
     const decision = await readDecision(store, layout, job.appAttempt, taskAttempt);
     const claims = await readClaims(store, layout, { jobId: job.jobId, appAttempt: job.appAttempt });
     if (decision?.outcome === 'commit' && (claims.get(task)?.taskAttempt ?? taskAttempt) === taskAttempt) {
-      throw new BlockedError(
-        `cannot abort ${taskAttempt}: it is ${claims.get(task)?.state === 'committed' ? 'already committed' : 'committing (its commit-task decided first)'} and its files belong to the job; abort the whole job, or commit another attempt`,
-      );
+      const state = claims.get(task)?.state === 'committed' ? 'committed' : 'committing';
+      throw new BlockedError({ reason: 'attempt-belongs-to-job', taskAttempt, state });
     }
     const dir = layout.attemptDir(job.appAttempt, taskAttempt);
     const files = await attemptFiles(store, dir, { details: true });
@@ -221,7 +221,7 @@ export async function abortDryRun(
   const thrown = files.filter((f) => !f.name.startsWith(ADOPTED_DIR + '/'));
   const sum = (fs: typeof files) => fs.reduce((a, f) => a + Math.max(0, f.size), 0);
   const problem = back && (await giveBackProblem(store, job, back));
-  if (problem) throw new BlockedError(problem);
+  if (problem) throw problem;
   const published = await publishedV2Tasks(store, layout, job);
   return {
     dryRun: true,

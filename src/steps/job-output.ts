@@ -34,9 +34,8 @@ export function committedTasks<C extends Omit<Claim, 'files'>>(job: JobManifest,
   const pending = [...claims.values()].filter((c) => c.state !== 'committed');
   if (pending.length) {
     const c = pending[0]!;
-    throw new ConflictError(
-      `task ${c.task} is still committing (${c.taskAttempt} on ${c.host}, pid ${c.pid}): wait for its commit-task, or run 'stagecommit recover' if it was killed`,
-    );
+    const { task, taskAttempt, host, pid } = c;
+    throw new ConflictError({ reason: 'task-still-committing', task, taskAttempt, host, pid });
   }
   const committed = [...claims.values()];
   const missing = declaredNotCommitted(job, claims);
@@ -94,9 +93,12 @@ async function committedClaims(env: StepEnv, { job, layout }: OpenJob): Promise<
   // A half-made adoption would commit nothing (or part of the leftover) and write a _SUCCESS.
   const halfMade = await halfMadeAdoption(store, layout, job, read);
   if (halfMade !== null)
-    throw new BlockedError(
-      `job ${job.jobId} is a half-made adoption (${halfMade}): nothing was changed; ${halfMadeAdvice(job)}`,
-    );
+    throw new BlockedError({
+      reason: 'half-made-adoption',
+      jobId: job.jobId,
+      what: halfMade,
+      advice: halfMadeAdvice(job),
+    });
   const claims = committedTasks(job, read);
   env.emit({ type: 'output', files: claims.reduce((n, c) => n + c.fileCount, 0) });
   return claims;
@@ -169,15 +171,22 @@ async function checkOnStore(
   const i = problems.findIndex((p) => p !== null);
   if (i >= 0) {
     const c = claims[i]!;
-    throw new BlockedError(
-      `the committed output of task ${c.task} (${c.taskAttempt}) in ${store.toUri(claimRootPath(layout, job.targetPath, c.root!))} ${problems[i]}: nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`,
-    );
+    throw new BlockedError({
+      reason: 'output-damaged',
+      task: c.task,
+      taskAttempt: c.taskAttempt,
+      dir: store.toUri(claimRootPath(layout, job.targetPath, c.root!)),
+      problem: problems[i]!,
+      advice: againAdvice(job, 'abort the job and run it again'),
+    });
   }
   const lost = await pending;
   if (lost !== null)
-    throw new BlockedError(
-      `the pending upload of '${lost}' is gone (aborted by a lifecycle rule or another tool?): nothing was changed; ${againAdvice(job, 'abort the job and run it again')}`,
-    );
+    throw new BlockedError({
+      reason: 'upload-gone',
+      path: lost,
+      advice: againAdvice(job, 'abort the job and run it again'),
+    });
   return checks;
 }
 
@@ -196,9 +205,8 @@ export function takeTree(output: JobOutput): OutputTree | null {
  */
 function finalClash(e: ConflictError, job: JobManifest): ConflictError {
   if (!(e instanceof PathClash)) return e;
-  return new BlockedError(
-    `${e.what}: ${e.rule}; the tasks are committed, and a commit is final: nothing was changed; ${againAdvice(job, 'abort the job and run it again with distinct file names')}`,
-  );
+  const advice = againAdvice(job, 'abort the job and run it again with distinct file names');
+  return new BlockedError({ ...e.detail, when: 'job', advice }, { cause: e });
 }
 
 /** A v2 task's file, checked against the other tasks' (they were published at commit-task). */
@@ -207,11 +215,7 @@ function addPublished(published: OutputTree, si: number, path: string): void {
     published.add(si, path, 0);
   } catch (e) {
     if (!(e instanceof PathClash)) throw e;
-    // Of one path written twice, the target holds one: what follows says so.
-    const what = e.clash === 'same-path' ? e.what : `${e.what}: ${e.rule}`;
-    throw new BlockedError(
-      `${what}; v2 published both at commit-task, and one path holds one of them (the last to land; on S3 a key and keys below it can stand side by side): the job is not committed; abort it (what its tasks published stays in the target) and run it again with distinct file names`,
-    );
+    throw new BlockedError({ ...e.detail, when: 'v2-published' }, { cause: e });
   }
 }
 

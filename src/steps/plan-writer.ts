@@ -21,9 +21,11 @@ async function planAppeared(env: StepEnv, open: OpenJob, plan: PersistedPlan): P
     if (verdict !== 'absent') await readHeldPlan(env, { ...open, stalePlan: verdict });
     if (await writePlan(env.store, open.layout, plan)) return;
   }
-  throw new BlockedError(
-    `a commit plan of an earlier attempt of job ${open.job.jobId} appeared while this one was made (a write its store held): nothing was changed; run 'stagecommit recover --job ${env.store.toUri(open.layout.root)}', which finishes it`,
-  );
+  throw new BlockedError({
+    reason: 'plan-appeared',
+    jobId: open.job.jobId,
+    handle: env.store.toUri(open.layout.root),
+  });
 }
 
 /**

@@ -44,9 +44,10 @@ export function commitUnitsOf(job: JobManifest, partitions: readonly string[]): 
 
 /** `_SUCCESS` as something other than a file would stop the commit after its commit point. */
 function successInTheWay(env: StepEnv, job: JobManifest): ConflictError {
-  return new BlockedError(
-    `${env.store.toUri(posix.join(job.targetPath, SUCCESS_FILE))} is not a file, and the commit must write its marker there: nothing was changed; move it away and run commit-job again`,
-  );
+  return new BlockedError({
+    reason: 'success-in-the-way',
+    path: env.store.toUri(posix.join(job.targetPath, SUCCESS_FILE)),
+  });
 }
 
 /** What planning reads first: the job's output and the table log's listing, which do not depend on each other. */
@@ -158,9 +159,7 @@ async function planOnTarget(
   env.emit({ type: 'phase', label: 'reading the target' });
   const target = await snapshotTarget(env, job.targetPath, tree, units.replaces, targetRoot);
   if (job.mode === 'create' && target.exists) {
-    throw new BlockedError(
-      `the target ${job.target} appeared after job ${job.jobId} was staged, and --mode create never replaces anything: nothing was changed; abort this job, or stage it again with --mode append or overwrite`,
-    );
+    throw new BlockedError({ reason: 'target-appeared', target: job.target, jobId: job.jobId });
   }
   const marker = target.dirs.get('')?.get(SUCCESS_FILE);
   if (marker !== undefined && marker !== 'file') throw successInTheWay(env, job);

@@ -265,9 +265,8 @@ function refuseLiveV2Claims(env: StepEnv, job: JobManifest, claims: Iterable<Cla
   if (job.algorithm !== 'v2') return;
   for (const c of claims) {
     if (c.state !== 'claimed' || !otherLiveProcessHere(c, env)) continue;
-    throw new ConflictError(
-      `${c.taskAttempt} is being committed by pid ${c.pid} on ${c.host} (v2 publishes at commit-task): nothing was changed; run recover again once it has ended`,
-    );
+    const { taskAttempt, pid, host } = c;
+    throw new ConflictError({ reason: 'attempt-being-committed', step: 'recover', taskAttempt, host, pid });
   }
 }
 

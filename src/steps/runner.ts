@@ -127,9 +127,7 @@ async function takeLease(
       if (!(e instanceof StoreError && e.reason === 'not-found')) throw e;
       await openJob(env, open.layout.root);
       if (attempt === 2) {
-        throw new ConflictError(
-          `job ${env.store.toUri(open.layout.root)} is changing under this step (its lease file vanished twice): another step is removing it; run 'stagecommit status' and try again`,
-        );
+        throw new ConflictError({ reason: 'lease-vanished', job: env.store.toUri(open.layout.root) });
       }
     }
   }

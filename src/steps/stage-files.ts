@@ -136,9 +136,7 @@ async function stageInto(
   // Files staged into an attempt that committed would never appear: never exit 0 for them (a rerun
   // skips committed tasks: status --tasks-to-run).
   if (decision?.outcome === 'commit') {
-    throw new BlockedError(
-      `task attempt ${taskAttempt} has already committed (or is committing): files staged now would never appear; a rerun skips it ('stagecommit status --tasks-to-run' lists the tasks still to run); else stage into a new --attempt`,
-    );
+    throw new BlockedError({ reason: 'attempt-already-committed', taskAttempt });
   }
   const dir = layout.attemptDir(job.appAttempt, taskAttempt);
   const partDir = part ? posix.join(dir, part) : dir;
@@ -258,8 +256,5 @@ async function checkUnchanged(
   const after = await Promise.all(local.map((f) => fingerprint(f.localPath)));
   const changed = local.filter((_, i) => after[i] !== before[i]);
   if (changed.length === 0) return;
-  const more = changed.length > 1 ? ` (and ${changed.length - 1} more)` : '';
-  throw new ConflictError(
-    `${changed[0]!.localPath}${more} changed while it was staged: the staged copy may hold old and new bytes mixed; stage it again into the same attempt once it is written whole (the last staging of a name wins)`,
-  );
+  throw new ConflictError({ reason: 'file-changed', path: changed[0]!.localPath, others: changed.length - 1 });
 }

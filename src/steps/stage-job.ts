@@ -217,9 +217,7 @@ export async function stageOrResume(env: StepEnv, input: StageJobInput): Promise
 function rerunResult(env: StepEnv, p: RerunParams, found: FoundJob): StageOrResumeResult {
   const handle = env.store.toUri(p.stagingPath);
   if (found.state === 'aborted') {
-    throw new BlockedError(
-      `job id '${p.jobId}' names a job that was aborted and whose clean-up was stopped (${handle}): run 'stagecommit recover --job ${handle}' to finish it, then stage the job again`,
-    );
+    throw new BlockedError({ reason: 'rerun-of-aborted', jobId: p.jobId, handle });
   }
   return { jobId: p.jobId, handle, stagingPath: p.stagingPath, job: found.job ?? null, found };
 }

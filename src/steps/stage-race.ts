@@ -19,6 +19,7 @@ import { deleteFiles, removeEmptyDirs } from '../store/operations.js';
 import { forEachLimit } from '../util/pool.js';
 import { waitFor } from '../util/wait.js';
 import type { StepEnv } from './env.js';
+import type { TakenBack } from '../messages/advice.js';
 
 /** What one `stage` run wrote: files (store paths), pending uploads and their record, dirs it may have made. */
 export interface StagedWrites {
@@ -74,17 +75,10 @@ export async function checkStillStaged(
   if (decision === null) return;
   if (decision.outcome === 'abort') {
     await takeBack(env, layout, job.appAttempt, w, false);
-    throw new CommitDeniedError({
-      reason: 'staged-into-aborted',
-      taskAttempt: w.taskAttempt,
-      taken: w.paths.length ? 'files' : 'dir',
-    });
+    throw new CommitDeniedError({ reason: 'staged-into-aborted', taskAttempt: w.taskAttempt, taken });
   }
   // --print-path: what a writer puts there from now on would never appear.
-  if (w.paths.length === 0)
-    throw new BlockedError(
-      `task attempt ${w.taskAttempt} was committed while this stage ran: files written there now would never appear; stage into a new --attempt`,
-    );
+  if (w.paths.length === 0) throw new BlockedError({ reason: 'committed-during-stage', taskAttempt: w.taskAttempt });
   await checkClaimHolds(env, layout, job, w);
 }
 
@@ -96,9 +90,7 @@ async function checkClaimHolds(env: StepEnv, layout: JobLayout, job: JobManifest
   const taken = takenBack(w);
   const claim = await finishedClaim(env, layout, job, w.task);
   if (!claim) {
-    throw new BlockedError(
-      `task attempt ${w.taskAttempt} was committed while this stage ran, and its commit is still being made (or its commit-task was killed): it may not have these files, which stay where they are; once it has ended, see 'stagecommit status'`,
-    );
+    throw new BlockedError({ reason: 'commit-unfinished-during-stage', taskAttempt: w.taskAttempt });
   }
   const listed = new Set<string>();
   if (claim.taskAttempt === w.taskAttempt) claim.eachFile((f) => listed.add(f.path));
@@ -110,17 +102,21 @@ async function checkClaimHolds(env: StepEnv, layout: JobLayout, job: JobManifest
     paths: unlisted,
     root: claim.taskAttempt === w.taskAttempt ? claim.root : undefined,
   });
-  const more = unlisted.length > 1 ? ` and ${unlisted.length - 1} more` : '';
   throw new BlockedError(
     claim.taskAttempt === w.taskAttempt
-      ? `task attempt ${w.taskAttempt} was committed while this stage ran, without '${unlisted[0]}'${more}: those files were taken back; stage them as another task, or run the job again`
-      : `task ${w.task} was committed by ${claim.taskAttempt} while this stage ran: this attempt never commits, and ${taken}`,
+      ? {
+          reason: 'committed-without-files',
+          taskAttempt: w.taskAttempt,
+          first: unlisted[0]!,
+          others: unlisted.length - 1,
+        }
+      : { reason: 'task-won-during-stage', task: w.task, winner: claim.taskAttempt, taken },
   );
 }
 
-/** What the step says of the files it took back. */
-function takenBack(w: StagedWrites): string {
-  return w.paths.length ? 'the files were taken back' : 'what it made was taken back';
+/** What the step took back: the files it staged, or (--print-path) what it made. */
+function takenBack(w: StagedWrites): TakenBack {
+  return w.paths.length ? 'files' : 'dir';
 }
 
 /** The job finished, left 'staged' or started its next app attempt while this stage ran. */
@@ -133,17 +129,19 @@ function movedOn(
 ): ConflictError {
   const { now, state } = found;
   const taken = takenBack(w);
-  if (!now || !isSameJob(now, job))
-    return new BlockedError(
-      `job ${job.jobId} finished while this stage ran${now ? `, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${env.store.toUri(layout.root)}` : ''}: its output cannot have these files, and ${taken}; stage them into a new job`,
-    );
+  if (!now || !isSameJob(now, job)) {
+    const newJob = now ? { jobId: now.jobId, staging: env.store.toUri(layout.root) } : null;
+    return new BlockedError({ reason: 'stage-overtaken', jobId: job.jobId, state: 'finished', newJob, taken });
+  }
   if (state !== 'staged')
-    return new BlockedError(
-      `job ${job.jobId} was ${state} while this stage ran: its output cannot have these files, and ${taken}; stage them into a new job`,
-    );
-  return new BlockedError(
-    `recover started app attempt ${now.appAttempt} of job ${job.jobId} while this stage ran in app attempt ${job.appAttempt}: ${taken}; run the task again`,
-  );
+    return new BlockedError({ reason: 'stage-overtaken', jobId: job.jobId, state: String(state), newJob: null, taken });
+  return new BlockedError({
+    reason: 'stage-recover-restarted',
+    jobId: job.jobId,
+    appAttempt: now.appAttempt,
+    was: job.appAttempt,
+    taken,
+  });
 }
 
 /** How long a stage waits for the claim of a commit-task that decided its attempt to be whole. */

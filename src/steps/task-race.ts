@@ -45,9 +45,12 @@ async function jobWithoutHolder({ env, layout, job, task }: AttemptContext): Pro
     return undefined;
   });
   if (found) return found.now;
-  throw new ConflictError(
-    `${describeHolder(holder!.record)} works on job ${job.jobId} and may have read its committed tasks before task ${task}: task ${task} is not committed (nothing was published); once it has ended, run commit-task again if 'stagecommit status' shows the job still staged`,
-  );
+  throw new ConflictError({
+    reason: 'holder-may-have-read',
+    holder: describeHolder(holder!.record),
+    jobId: job.jobId,
+    task,
+  });
 }
 
 /**
@@ -63,20 +66,28 @@ export async function checkNotOverlooked(a: AttemptContext, mine: RunRecords): P
   if ((await takeBackIfEnded(a, now, mine)) && now) throw newJobStaged(a, now, await publishedStays(mine));
   // A job that left no staging dir was aborted unless its commit left a record (as checkKept asks).
   if (now ? now.state === 'aborted' : !(await findCommitted(env.store, layout.root))) {
-    throw new BlockedError(
-      `job ${job.jobId} was aborted while task ${task} committed: ${(await publishedStays(mine)) ?? 'nothing of it was published'}`,
-    );
+    const kept = (await publishedStays(mine)) ?? null;
+    throw new BlockedError({ reason: 'aborted-while-committing', jobId: job.jobId, task, taskAttempt: null, kept });
   }
   if (now && now.appAttempt !== job.appAttempt) {
     if (await carried(a, now)) return 'carried';
-    throw new BlockedError(
-      `recover started app attempt ${now.appAttempt} of job ${job.jobId} while task ${task} committed in app attempt ${job.appAttempt}: ${(await publishedStays(mine)) ?? 'nothing of it was published; run the task again'}`,
-    );
+    throw new BlockedError({
+      reason: 'recover-restarted',
+      jobId: job.jobId,
+      appAttempt: now.appAttempt,
+      was: job.appAttempt,
+      task,
+      taskAttempt: null,
+      kept: (await publishedStays(mine)) ?? null,
+    });
   }
-  const published = await publishedStays(mine);
-  throw new BlockedError(
-    `job ${job.jobId} ${now ? `was ${now.state}` : 'finished'} while task ${task} committed: its commit read the committed tasks before this one, so task ${task}'s output is not in it: ${published ?? "nothing of it was published; run the job again, or stage this task's output in a new job"}`,
-  );
+  throw new BlockedError({
+    reason: 'finished-while-committing',
+    jobId: job.jobId,
+    state: now ? now.state : null,
+    task,
+    kept: (await publishedStays(mine)) ?? null,
+  });
 }
 
 /** What a v2 task whose files stand in the target is told: they stay whatever its job became. */
@@ -105,19 +116,23 @@ export async function checkKept(a: AttemptContext, mine: RunRecords): Promise<bo
   const { env, layout, job, taskAttempt } = a;
   const now = await jobWithoutHolder(a);
   const outcome = () => publishedStays(mine);
-  const nothingKept = 'nothing of it is kept';
   // The job's staging dir went meanwhile (what this step wrote since made it again, as debris), or
   // a new job took it: what this run wrote goes.
   if ((await takeBackIfEnded(a, now, mine)) && now) throw newJobStaged(a, now, await outcome());
   if (now && now.appAttempt !== job.appAttempt && !(await carried(a, now))) {
-    throw new BlockedError(
-      `recover started app attempt ${now.appAttempt} while ${taskAttempt} committed in app attempt ${job.appAttempt}, without it: ${(await outcome()) ?? `${nothingKept}; run the task again`}`,
-    );
+    throw new BlockedError({
+      reason: 'recover-restarted',
+      jobId: job.jobId,
+      appAttempt: now.appAttempt,
+      was: job.appAttempt,
+      task: null,
+      taskAttempt,
+      kept: (await outcome()) ?? null,
+    });
   }
   if (now ? now.state === 'aborted' : !(await findCommitted(env.store, layout.root))) {
-    throw new BlockedError(
-      `job ${job.jobId} was aborted while ${taskAttempt} committed: ${(await outcome()) ?? nothingKept}`,
-    );
+    const kept = (await outcome()) ?? null;
+    throw new BlockedError({ reason: 'aborted-while-committing', jobId: job.jobId, task: null, taskAttempt, kept });
   }
   return now?.appAttempt === job.appAttempt;
 }
@@ -135,9 +150,14 @@ export async function carried(a: AttemptContext, now: JobManifest): Promise<bool
  * there are taken back: an attempt of the new job may have the same name).
  */
 function newJobStaged({ env, layout, job, task }: AttemptContext, now: JobManifest, published?: string): ConflictError {
-  return new BlockedError(
-    `job ${job.jobId} finished while task ${task} committed, and ${now.jobId === job.jobId ? 'a new job of that id' : `job ${now.jobId}`} is now staged in ${env.store.toUri(layout.root)}: ${published ?? `nothing of task ${task} was published; run the job again`}`,
-  );
+  return new BlockedError({
+    reason: 'new-job-staged',
+    jobId: job.jobId,
+    task,
+    newJobId: now.jobId,
+    staging: env.store.toUri(layout.root),
+    kept: published ?? null,
+  });
 }
 
 /**
@@ -172,7 +192,5 @@ export async function abortedJob(
         'it had claimed its output: any file it published at commit-task (v2 publishes per task) stays in the target';
     else if (published) stays = FILES_STAY;
   }
-  throw new BlockedError(
-    `cannot commit task ${task}: job ${job.jobId} was aborted (only its clean-up is left: the abort finishes it, or, if that was killed, 'stagecommit recover' does): ${stays}`,
-  );
+  throw new BlockedError({ reason: 'task-of-aborted-job', task, jobId: job.jobId, stays });
 }
