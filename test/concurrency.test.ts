@@ -1438,9 +1438,9 @@ for (const fx of storeFixtures()) {
         );
         assert.ok(
           err instanceof ConflictError &&
-            /cannot abort attempt_\S+_1_0 yet: its commit-task \(tester@\S+ pid 4000000\) decided to commit it and died before it finished: run 'stagecommit recover'/.test(
-              err.message,
-            ),
+            err.detail.reason === 'abort-undecided' &&
+            /^attempt_\S+_1_0$/.test(err.detail.taskAttempt) &&
+            /^tester@\S+ pid 4000000$/.test(err.detail.by),
           String(err),
         );
       });
@@ -1460,9 +1460,9 @@ for (const fx of storeFixtures()) {
         abort(taskEnv, { stagingPath, task: '1' }),
         (e: unknown) =>
           e instanceof ConflictError &&
-          /cannot abort attempt_\S+_1_0: recover carried it, committed, into app attempt 1 .* its files belong to the job/.test(
-            e.message,
-          ),
+          e.detail.reason === 'attempt-carried' &&
+          e.detail.appAttempt === 1 &&
+          /^attempt_\S+_1_0$/.test(e.detail.taskAttempt),
       );
       assert.ok(rec, 'recover ran');
       await libCommitJobStep(testEnv(sb.store), { stagingPath });
@@ -1623,7 +1623,10 @@ for (const fx of storeFixtures()) {
       await sb.store.writeFile(a.path, encodeLease({ ...left!.record!, expiresAtMs: Date.now() + 60_000 }));
       await assert.rejects(
         Lease.acquire(sb.store, layout, other('c-host'), 'commit-job'),
-        (e: unknown) => e instanceof ConflictError && /locked: recover by tester on b-host/.test(e.message),
+        (e: unknown) =>
+          e instanceof ConflictError &&
+          e.detail.reason === 'lease-held' &&
+          /^recover by tester on b-host/.test(e.detail.holder),
       );
       await b.release();
     });
@@ -1883,10 +1886,7 @@ for (const fx of storeFixtures()) {
           );
         } else {
           assert.ok(
-            r instanceof ConflictError &&
-              /a commit plan of an earlier attempt of job plan-race-false appeared while this one was made .*: nothing was changed; run 'stagecommit recover --job /.test(
-                r.message,
-              ),
+            r instanceof ConflictError && r.detail.reason === 'plan-appeared' && r.detail.jobId === 'plan-race-false',
             String(r),
           );
           assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' }, 'nothing published');

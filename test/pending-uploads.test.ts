@@ -279,7 +279,8 @@ for (const fx of storeFixtures()) {
       await sb.store.abortUpload(ups[0]!);
       await assert.rejects(
         libCommitJob(env(), stagingPath),
-        (e: unknown) => e instanceof ConflictError && /pending upload of 'dt=1\/[fg]' is gone/.test(e.message),
+        (e: unknown) =>
+          e instanceof ConflictError && e.detail.reason === 'upload-gone' && /^dt=1\/[fg]$/.test(e.detail.path),
       );
       assert.deepEqual(await readTree(sb.store, target), initial);
       await abort(env(), { stagingPath });
