@@ -11,6 +11,7 @@ import { readManifestFile } from '../job/manifest-io.js';
 import type { JobManifest } from '../job/job.js';
 import { opCount, PhaseOps, singleOps } from './ops.js';
 import type { CommitPlan, Loc, PlanOp, PlannedUpload, SingleOp } from './plan.js';
+import { commitPointUnknown } from '../messages/advice.js';
 
 const KIND = 'stagecommit/commit';
 const VERSION = 1;
@@ -265,7 +266,7 @@ export async function writePlan(store: Store, layout: JobLayout, plan: Persisted
     const now = await store.readFile(layout.commitFile).catch(() => undefined);
     if (now?.equals(text)) return true;
     if (now !== null && e instanceof StageCommitError && e.exitCode === ExitCode.failed) {
-      e.message += `; the target is unchanged, but whether job ${plan.jobId} passed its commit point is not known: run 'stagecommit recover --job ${store.toUri(layout.root)}' once the store answers (it finishes the job if its plan was written, else leaves it staged)`;
+      e.message += commitPointUnknown(plan.jobId, store.toUri(layout.root), 'plan was written');
     }
     throw e;
   }

@@ -27,6 +27,7 @@ import type { StepEnv } from './env.js';
 import { checkHeldEntry, planMissing, readHeldPlan, type HeldPlan } from './held-plan.js';
 import { planWriter } from './plan-writer.js';
 import { runStep } from './runner.js';
+import { recoverAdvice } from '../messages/advice.js';
 
 export interface CommitJobInput {
   readonly stagingPath: string;
@@ -279,7 +280,7 @@ function pastCommitPoint(store: Store, open: OpenJob): (e: unknown) => never {
       e instanceof StoreError ||
       (e instanceof StageCommitError && e.exitCode === ExitCode.failed && !(e instanceof CorruptManifestError))
     ) {
-      const how = `; job ${open.job.jobId} is past its commit point: run 'stagecommit recover --job ${store.toUri(open.layout.root)}' to finish it`;
+      const how = `; job ${open.job.jobId} is past its commit point: ${recoverAdvice({ handle: store.toUri(open.layout.root), why: 'to finish it' })}`;
       if (e instanceof StoreError && e.exitCode !== ExitCode.failed)
         throw new StoreError('io', e.op, [], e.message + how);
       e.message += how;

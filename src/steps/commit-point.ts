@@ -19,6 +19,7 @@ import {
   type LogListing,
 } from '../job/table-log.js';
 import type { StepEnv } from './env.js';
+import { commitPointUnknown } from '../messages/advice.js';
 
 export interface CommitUnits {
   /** Table-relative paths the commit writes into or replaces ('' = the whole table). */
@@ -349,7 +350,7 @@ async function landed(
     throw e;
   }
   if (e instanceof Error && !(e instanceof ConflictError)) {
-    e.message += `; the target is unchanged, but whether job ${open.job.jobId} passed its commit point is not known: run 'stagecommit recover --job ${env.store.toUri(open.layout.root)}' once the store answers (it finishes the job if its table-log entry was made, else leaves it staged)`;
+    e.message += commitPointUnknown(open.job.jobId, env.store.toUri(open.layout.root), 'table-log entry was made');
   }
   throw e;
 }

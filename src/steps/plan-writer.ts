@@ -9,6 +9,7 @@ import { encodePlan, writePlan, type PersistedPlan } from '../plan/plan-file.js'
 import type { StepEnv } from './env.js';
 import { readHeldPlan } from './held-plan.js';
 import type { PlanWriter } from './prepare-plan.js';
+import { commitPointUnknown } from '../messages/advice.js';
 
 /**
  * Another plan was there when ours was created: a late write of an earlier attempt's plan (a request
@@ -61,7 +62,7 @@ export function planWriter(
           const now = await store.readFile(layout.jobFile).catch(() => undefined);
           if (now?.equals(Buffer.from(encodeJob(next)))) return;
           if (now === undefined && e instanceof StageCommitError && e.exitCode === ExitCode.failed) {
-            e.message += `; the target is unchanged, but whether job ${job.jobId} passed its commit point is not known: run 'stagecommit recover --job ${store.toUri(layout.root)}' once the store answers (it finishes the job if its plan was written, else leaves it staged)`;
+            e.message += commitPointUnknown(job.jobId, store.toUri(layout.root), 'plan was written');
           }
           throw e;
         });
