@@ -8,8 +8,10 @@ import { manifestMessage, type ManifestDetail } from './messages/manifest.js';
 import { storeMessage, type StoreDetail, type StoreErrorReason } from './messages/store.js';
 import { usageMessage, type UsageDetail } from './messages/usage.js';
 import { internalMessage, type InternalDetail } from './messages/internal.js';
+import { contextWords, type ErrorContext } from './messages/context.js';
 
 export type {
+  ErrorContext,
   ConflictDetail,
   DeniedDetail,
   IncompleteDetail,
@@ -50,6 +52,8 @@ export abstract class StageCommitError<D extends Detail = Detail> extends Error 
   readonly exitCode: ExitCode;
   /** Why: the reason and its fields, as `--json` prints them under `error.detail`. */
   readonly detail: D;
+  /** What the step that let the error through added about the job (see withContext), or null. */
+  readonly context: ErrorContext | null = null;
   constructor(exitCode: ExitCode, detail: D, message: string, options?: ErrorOptions) {
     super(message, options);
     this.exitCode = exitCode;
@@ -169,6 +173,25 @@ export class InternalError extends StageCommitError<InternalDetail> {
     const d: InternalDetail = typeof detail === 'string' ? { reason: 'invariant', rule: detail } : detail;
     super(ExitCode.failed, d, internalMessage(d), options);
   }
+}
+
+/**
+ * The same error with what a step adds about the job, the first as its cause: the message is the
+ * error's own with the context's words after it, never edited in place. A context past the commit
+ * point is exit 1 whatever the error was (the job's input was taken: not bad input any more).
+ */
+export function withContext<E extends StageCommitError>(e: E, context: ErrorContext): E {
+  const copy = Object.create(Object.getPrototypeOf(e) as object) as E;
+  Object.defineProperties(copy, Object.getOwnPropertyDescriptors(e));
+  const own = (value: unknown) => ({ value, writable: false, enumerable: false, configurable: true });
+  Object.defineProperties(copy, {
+    message: own(e.message + contextWords(context)),
+    context: own(context),
+    cause: own(e),
+    ...(context.reason === 'past-commit-point' ? { exitCode: own(ExitCode.failed) } : {}),
+  });
+  copy.stack = `${copy.name}: ${copy.message}\n${(e.stack ?? '').split('\n').slice(1).join('\n')}`;
+  return copy;
 }
 
 /** Every error as it leaves the library: a StageCommitError as is, anything else an InternalError with it as cause. */

@@ -28,6 +28,7 @@ export {
 } from './errors.js';
 export type {
   ErrorKind,
+  ErrorContext,
   UsageDetail,
   DeniedDetail,
   ConflictDetail,

@@ -711,6 +711,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       );
       assert.ok(err instanceof StoreError, String(err));
       assert.equal(err.exitCode, 1);
+      assert.deepEqual(err.context, { reason: 'past-commit-point', jobId: 'E', handle: sb.store.toUri(staging) });
       assert.match(
         err.message,
         /Input\/output error; job E is past its commit point: run 'stagecommit recover --job .+' to finish it$/,
@@ -728,6 +729,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
         (e: unknown) => e,
       );
       assert.ok(before instanceof StoreError, String(before));
+      assert.equal(before.context, null);
       assert.doesNotMatch(before.message, /commit point/);
       assert.equal(await sb.store.stat(other), null, 'the target is untouched');
       // The plan, created beside the entry, is withdrawn: the job is staged, and commits.

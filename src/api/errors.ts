@@ -6,6 +6,7 @@ import {
   type CommitDeniedError,
   type ConflictError,
   type CorruptManifestError,
+  type ErrorContext,
   type ErrorKind,
   type IncompleteError,
   type InternalError,
@@ -45,6 +46,8 @@ export type ErrorDocError = {
     readonly retryable: boolean;
     /** The reason and its fields. */
     readonly detail: ErrorsByKind[K]['detail'];
+    /** What the step added about the job (the commit point, the table log), when it added anything. */
+    readonly context?: ErrorContext;
   };
 }[ErrorKind];
 
@@ -63,6 +66,7 @@ export function errorDoc(e: unknown): ErrorDoc {
     exitCode: err.exitCode,
     retryable: err.retryable,
     detail: err.detail,
+    ...(err.context === null ? {} : { context: err.context }),
   };
   return { ok: false, error: error as ErrorDocError };
 }

@@ -6,7 +6,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { posix } from 'node:path';
-import { ConflictError, CorruptManifestError } from '../errors.js';
+import { ConflictError, CorruptManifestError, withContext } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
 import { ancestorsOf, checkRelativePath, checkStorePath } from '../paths.js';
 import type { Store } from '../store/types.js';
@@ -186,12 +186,13 @@ export class TableLog {
    * its error says how to get past it.
    */
   private withAdvice = (e: unknown): never => {
-    if (e instanceof CorruptManifestError) {
-      // A number given up must never be taken again (a job staged after it compares from it): only
-      // a log that no job holds a position in may start over.
-      e.message += `; the table log decides which commits conflict, so no commit to this table can pass it while it is damaged: restore the file (a job past its commit point needs it to finish); if no job of the table is committing ('stagecommit jobs ${this.store.toUri(this.targetPath)}' lists those in the default place; jobs staged with --staging-dir elsewhere count too), abort every one, delete the log dir ${this.store.toUri(this.dir)} and stage them again`;
-    }
-    throw e;
+    if (!(e instanceof CorruptManifestError)) throw e;
+    const { store } = this;
+    throw withContext(e, {
+      reason: 'table-log-damaged',
+      target: store.toUri(this.targetPath),
+      dir: store.toUri(this.dir),
+    });
   };
 
   async read(n: number): Promise<LogEntry> {

@@ -21,15 +21,3 @@ export type TakenBack = 'files' | 'dir';
 export function takenBackWords(taken: TakenBack): string {
   return taken === 'files' ? 'the files were taken back' : 'what it made was taken back';
 }
-
-/**
- * What a failed write at the commit point adds to the store's error: the target is unchanged, but whether the
- * commit point was passed is not known (`made`: what, once written, is the commit point).
- */
-export function commitPointUnknown(
-  jobId: string,
-  handle: string,
-  made: 'plan was written' | 'table-log entry was made',
-): string {
-  return `; the target is unchanged, but whether job ${jobId} passed its commit point is not known: ${recoverAdvice({ handle })} once the store answers (it finishes the job if its ${made}, else leaves it staged)`;
-}

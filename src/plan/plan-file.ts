@@ -1,7 +1,7 @@
 // `_commit.yaml`: the persisted commit plan; with the table-log entry it names, the commit point
 // (protocol.md §4.1). Keeps protocol.md §5.10, §5.11 and §5.15 (created, never written over).
 
-import { CorruptManifestError, ExitCode, StageCommitError, StoreError } from '../errors.js';
+import { CorruptManifestError, ExitCode, StageCommitError, StoreError, withContext } from '../errors.js';
 import { decodeManifest, decodeManifestLazy, encodeManifest, encodeManifestBytes, Fields } from '../manifest/codec.js';
 import { checkRelativePath } from '../paths.js';
 import { tempPathFor } from '../store/temp-names.js';
@@ -11,7 +11,6 @@ import { readManifestFile } from '../job/manifest-io.js';
 import type { JobManifest } from '../job/job.js';
 import { opCount, PhaseOps, singleOps } from './ops.js';
 import type { CommitPlan, Loc, PlanOp, PlannedUpload, SingleOp } from './plan.js';
-import { commitPointUnknown } from '../messages/advice.js';
 
 const KIND = 'stagecommit/commit';
 const VERSION = 1;
@@ -229,7 +228,6 @@ export function encodeProgress(plan: Pick<PersistedPlan, 'jobId'>, phasesDone: n
  * number, as stagecommit 0.1 wrote it, is refused too).
  */
 export async function readProgress(store: Store, layout: JobLayout, plan: PersistedPlan): Promise<number> {
-  const advice = `which of the plan's ${plan.phases.length} phase(s) are done is unknown: nothing was changed; delete this file and run recover again: the plan is then replayed from its first phase, which passes over a move already made (its source gone, its destination there) and stops with exit 1 where it cannot tell`;
   const decode = (data: Buffer, file: string): number => {
     const f = new Fields(decodeManifest(data, file), file);
     f.kind(PROGRESS_KIND, 1);
@@ -243,7 +241,8 @@ export async function readProgress(store: Store, layout: JobLayout, plan: Persis
   try {
     return (await readManifestFile(store, layout.progressFile, decode)) ?? 0;
   } catch (e) {
-    if (e instanceof CorruptManifestError) e.message += `: ${advice}`;
+    if (e instanceof CorruptManifestError)
+      throw withContext(e, { reason: 'progress-unknown', phases: plan.phases.length });
     throw e;
   }
 }
@@ -266,7 +265,12 @@ export async function writePlan(store: Store, layout: JobLayout, plan: Persisted
     const now = await store.readFile(layout.commitFile).catch(() => undefined);
     if (now?.equals(text)) return true;
     if (now !== null && e instanceof StageCommitError && e.exitCode === ExitCode.failed) {
-      e.message += commitPointUnknown(plan.jobId, store.toUri(layout.root), 'plan was written');
+      throw withContext(e, {
+        reason: 'commit-point-unknown',
+        jobId: plan.jobId,
+        handle: store.toUri(layout.root),
+        made: 'plan was written',
+      });
     }
     throw e;
   }

@@ -4,7 +4,7 @@
 // How: protocol.md §4.2 and §4.4; it keeps §5.2, §5.3 and §5.19.
 
 import { posix } from 'node:path';
-import { BlockedError, CorruptManifestError, ExitCode, StageCommitError, StoreError } from '../errors.js';
+import { BlockedError, CorruptManifestError, ExitCode, StageCommitError, StoreError, withContext } from '../errors.js';
 import { claimedUploads, type TaskFile } from '../job/claims.js';
 import { saveJob, withoutPlan, type JobManifest } from '../job/job.js';
 import { defaultStagingRoot, SUCCESS_FILE } from '../job/layout.js';
@@ -27,7 +27,6 @@ import type { StepEnv } from './env.js';
 import { checkHeldEntry, planMissing, readHeldPlan, type HeldPlan } from './held-plan.js';
 import { planWriter } from './plan-writer.js';
 import { runStep } from './runner.js';
-import { recoverAdvice } from '../messages/advice.js';
 
 export interface CommitJobInput {
   readonly stagingPath: string;
@@ -280,10 +279,11 @@ function pastCommitPoint(store: Store, open: OpenJob): (e: unknown) => never {
       e instanceof StoreError ||
       (e instanceof StageCommitError && e.exitCode === ExitCode.failed && !(e instanceof CorruptManifestError))
     ) {
-      const how = `; job ${open.job.jobId} is past its commit point: ${recoverAdvice({ handle: store.toUri(open.layout.root), why: 'to finish it' })}`;
-      if (e instanceof StoreError && e.exitCode !== ExitCode.failed)
-        throw new StoreError('io', e.op, [], e.message + how);
-      e.message += how;
+      throw withContext(e, {
+        reason: 'past-commit-point',
+        jobId: open.job.jobId,
+        handle: store.toUri(open.layout.root),
+      });
     }
     throw e;
   };

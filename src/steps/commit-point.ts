@@ -4,7 +4,7 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { againAdvice } from '../job/adoption.js';
-import { BlockedError, ConflictError, type ConflictDetail } from '../errors.js';
+import { BlockedError, ConflictError, StageCommitError, withContext, type ConflictDetail } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
 import { stateOnStore, type OpenJob } from '../job/open.js';
 import { JobLayout } from '../job/layout.js';
@@ -19,7 +19,6 @@ import {
   type LogListing,
 } from '../job/table-log.js';
 import type { StepEnv } from './env.js';
-import { commitPointUnknown } from '../messages/advice.js';
 
 export interface CommitUnits {
   /** Table-relative paths the commit writes into or replaces ('' = the whole table). */
@@ -338,21 +337,17 @@ async function landed(
   if (now?.own) return true;
   if (now) {
     // Not there: nothing changed. A plan that cannot be withdrawn now counts for nothing (open.ts).
-    if (
-      !(await withdraw().then(
-        () => true,
-        () => false,
-      )) &&
-      e instanceof Error
-    )
-      e.message +=
-        '; the commit plan written beside it is left, and counts for nothing: the next commit-job, recover or abort removes it';
-    throw e;
+    const withdrawn = await withdraw().then(
+      () => true,
+      () => false,
+    );
+    throw withdrawn || !(e instanceof StageCommitError) ? e : withContext(e, { reason: 'plan-left' });
   }
-  if (e instanceof Error && !(e instanceof ConflictError)) {
-    e.message += commitPointUnknown(open.job.jobId, env.store.toUri(open.layout.root), 'table-log entry was made');
-  }
-  throw e;
+  // Only stagecommit's own errors reach a user (a store's failure is a StoreError); others are bugs or injected faults.
+  if (e instanceof ConflictError || !(e instanceof StageCommitError)) throw e;
+  const handle = env.store.toUri(open.layout.root);
+  const made = 'table-log entry was made';
+  throw withContext(e, { reason: 'commit-point-unknown', jobId: open.job.jobId, handle, made });
 }
 
 /** Gives up this job's log entry if it holds one (abort, or recover before the commit point). */

@@ -2,14 +2,13 @@
 // table-log entry it names: `_commit.yaml`, created and never written over. (A small plan inside
 // `_job.yaml`, written with 'committing', is built but off: INLINE_PLAN_MAX_BYTES.)
 
-import { BlockedError, ExitCode, StageCommitError } from '../errors.js';
+import { BlockedError, ExitCode, StageCommitError, withContext } from '../errors.js';
 import { planVerdict, type OpenJob } from '../job/open.js';
 import { encodeJob, saveJob, type JobManifest } from '../job/job.js';
 import { encodePlan, writePlan, type PersistedPlan } from '../plan/plan-file.js';
 import type { StepEnv } from './env.js';
 import { readHeldPlan } from './held-plan.js';
 import type { PlanWriter } from './prepare-plan.js';
-import { commitPointUnknown } from '../messages/advice.js';
 
 /**
  * Another plan was there when ours was created: a late write of an earlier attempt's plan (a request
@@ -62,7 +61,13 @@ export function planWriter(
           const now = await store.readFile(layout.jobFile).catch(() => undefined);
           if (now?.equals(Buffer.from(encodeJob(next)))) return;
           if (now === undefined && e instanceof StageCommitError && e.exitCode === ExitCode.failed) {
-            e.message += commitPointUnknown(job.jobId, store.toUri(layout.root), 'plan was written');
+            const handle = store.toUri(layout.root);
+            throw withContext(e, {
+              reason: 'commit-point-unknown',
+              jobId: job.jobId,
+              handle,
+              made: 'plan was written',
+            });
           }
           throw e;
         });
