@@ -7,6 +7,7 @@ import { UsageError } from '../errors.js';
 import type { Algorithm, Mode } from '../job/job.js';
 import { parsePartitionArg, UNPRINTABLE } from '../paths.js';
 import { storeKey } from '../store/resolve.js';
+import { pathInStore } from '../store/types.js';
 import { stageFiles as stageFilesStep, type StagedSource, type StageFilesResult } from '../steps/stage-files.js';
 import { isWriterMarker } from '../steps/attempt-output.js';
 import { stageOrResume } from '../steps/stage-job.js';
@@ -107,8 +108,7 @@ async function stagingOf(
   checkHandleSafe(loc, raw, what);
   const targetKey = storeKey(target.uri);
   // The same cluster in another spelling (its name service, one of its name nodes) is the same store.
-  const path =
-    storeKey(loc.uri) === targetKey ? loc.path : (target.store.pathOfUri?.(loc.store.toUri(loc.path)) ?? null);
+  const path = storeKey(loc.uri) === targetKey ? loc.path : pathInStore(target.store, loc.store.toUri(loc.path));
   if (path === null) {
     throw new UsageError(
       `${what} ${raw} is not on the target's store (${targetKey}): the staging dir must be on the same store, bucket or namespace`,

@@ -5,6 +5,7 @@
 
 import { posix } from 'node:path';
 import { BlockedError, StoreError } from '../errors.js';
+import { adoptStrategy } from '../store/operations.js';
 import type { Store } from '../store/types.js';
 import type { Claim } from './claims.js';
 import type { JobManifest } from './job.js';
@@ -27,14 +28,14 @@ export async function halfMadeAdoption(
   if (!job.adopted) {
     // Adopted by a stagecommit that recorded no adoption: its claims point into `_adopted`.
     const needsDir =
-      store.caps.directoryRename &&
+      adoptStrategy(store) === 'rename' &&
       [...claims.values()].some((c) => c.root === ADOPTED_DIR || c.root?.startsWith(ADOPTED_DIR + '/'));
     return needsDir && (await store.stat(adoptedDir(layout))) === null
       ? `its leftover never reached ${store.toUri(adoptedDir(layout))}`
       : null;
   }
   if (claims.size < job.adopted.tasks) return `adopt wrote ${claims.size} of its ${job.adopted.tasks} claim(s)`;
-  if (store.caps.directoryRename && (await store.stat(adoptedDir(layout))) === null)
+  if (adoptStrategy(store) === 'rename' && (await store.stat(adoptedDir(layout))) === null)
     return `its leftover was never moved in (it is still at ${job.adopted.leftover}, or another adopt took it)`;
   return null;
 }
@@ -51,7 +52,7 @@ export async function leftoverToGiveBack(
   layout: JobLayout,
   job: JobManifest,
 ): Promise<{ from: string; to: string | null } | null> {
-  if (!store.caps.directoryRename) return null; // on S3 the leftover never left its place
+  if (adoptStrategy(store) === 'in-place') return null; // the leftover never left its place
   const from = adoptedDir(layout);
   if ((await store.stat(from)) === null) return null;
   return { from, to: job.adopted?.leftoverPath ?? null };

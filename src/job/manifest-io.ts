@@ -4,6 +4,7 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CorruptManifestError } from '../errors.js';
+import { readsMayCatchACreate } from '../store/operations.js';
 import { isTempName } from '../store/temp-names.js';
 import type { Store } from '../store/types.js';
 
@@ -29,7 +30,7 @@ export async function readManifestFile<T>(
     try {
       return decode(data, file);
     } catch (e) {
-      if (!(e instanceof CorruptManifestError) || !store.caps.createsVisibleEarly) throw e;
+      if (!(e instanceof CorruptManifestError) || !readsMayCatchACreate(store)) throw e;
       if (i >= RETRIES) throw empty ? emptyCreate(file) : e;
     }
     await sleep(25 * Math.min(i + 1, 8));

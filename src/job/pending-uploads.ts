@@ -12,7 +12,8 @@ import { BlockedError, CorruptManifestError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields, itemNumber, itemString } from '../manifest/codec.js';
 import { checkRelativePath } from '../paths.js';
 import { deleteFiles } from '../store/operations.js';
-import type { Store } from '../store/types.js';
+import { abortUploads, keepsPendingUploads, pendingUploadsUnder, pendingUploadWrites } from '../store/uploads.js';
+import type { PendingUploadWrites, Store } from '../store/types.js';
 import { forEachLimit, mapLimit } from '../util/pool.js';
 import { claimedUploads, type TaskFile } from './claims.js';
 import type { JobManifest } from './job.js';
@@ -83,7 +84,7 @@ function checkEtags(v: unknown): string[] {
 
 /** Whether `stage` sends a file as a pending upload: v1 jobs on stores that have them, large files. */
 export function usesPendingUploads(store: Store, job: JobManifest): boolean {
-  return job.algorithm === 'v1' && store.beginUpload !== undefined && store.pendingUploadMinBytes !== undefined;
+  return job.algorithm === 'v1' && pendingUploadWrites(store) !== null;
 }
 
 /** What stageAsUploads sent: the names, the uploads (store paths) and the record naming them. */
@@ -117,8 +118,9 @@ export async function stageAsUploads(
   const { layout, job, taskAttempt } = of;
   const { concurrency } = run;
   const none: StagedUploads = { names: new Set(), uploads: [], record: null };
-  if (!usesPendingUploads(store, job)) return none;
-  const big = await largeFiles(store, files, concurrency);
+  const writes = pendingUploadWrites(store);
+  if (!writes || job.algorithm !== 'v1') return none;
+  const big = await largeFiles(writes, files, concurrency);
   if (big.length === 0) return none;
   const rel = (name: string) => (part ? `${part}/${name}` : name);
   const record = posix.join(
@@ -130,7 +132,7 @@ export async function stageAsUploads(
     await forEachLimit(
       big,
       concurrency,
-      async (f, i) => void (ids[i] = await store.beginUpload!(posix.join(job.targetPath, rel(f.name)))),
+      async (f, i) => void (ids[i] = await writes.beginUpload(posix.join(job.targetPath, rel(f.name)))),
     );
     await store.writeFile(
       record,
@@ -145,12 +147,12 @@ export async function stageAsUploads(
     const begun = big.flatMap((f, i) =>
       ids[i] ? [{ path: posix.join(job.targetPath, rel(f.name)), uploadId: ids[i] }] : [],
     );
-    await forEachLimit(begun, concurrency, (u) => store.abortUpload!(u)).catch(() => undefined);
+    await abortUploads(store, begun, concurrency).catch(() => undefined);
     throw e;
   }
   const etags: string[][] = new Array(big.length);
   await forEachLimit(big, concurrency, async (f, i) => {
-    etags[i] = await store.uploadParts!(
+    etags[i] = await writes.uploadParts(
       posix.join(job.targetPath, rel(f.name)),
       ids[i]!,
       f.localPath,
@@ -175,14 +177,14 @@ export async function stageAsUploads(
 
 /** The local files large enough to go as pending uploads, with their sizes. */
 async function largeFiles(
-  store: Store,
+  writes: PendingUploadWrites,
   files: readonly LocalSource[],
   concurrency: number,
 ): Promise<(LocalSource & { size: number })[]> {
   const sizes = await mapLimit(files, concurrency, async (f) => (await stat(f.localPath)).size);
   return files
     .map((f, i) => ({ ...f, size: sizes[i]! }))
-    .filter((f) => f.size > 0 && f.size >= store.pendingUploadMinBytes!);
+    .filter((f) => f.size > 0 && f.size >= writes.pendingUploadMinBytes);
 }
 
 async function readRecords(
@@ -263,10 +265,10 @@ export async function settleAttemptUploads(
     ...mine.stale,
     ...mine.files.map((f) => ({ path: posix.join(job.targetPath, f.path), uploadId: f.upload!.id })),
   ];
-  await forEachLimit(
+  await abortUploads(
+    store,
     all.filter((u) => !keep.has(u.uploadId)),
     concurrency,
-    (u) => store.abortUpload!(u),
   );
   await deleteFiles(store, mine.recordFiles, concurrency);
 }
@@ -318,7 +320,7 @@ export async function abortRecordedUploads(
   },
 ): Promise<number> {
   const { targetPath } = opts;
-  if (!store.abortUpload) return 0;
+  if (!keepsPendingUploads(store)) return 0;
   // The extra files may still be being read: both reads go at once.
   const [{ apps, uploads }, extra] = await Promise.all([
     opts.recorded ?? recordedUploads(store, layout, concurrency, opts.beforeApp),
@@ -327,7 +329,7 @@ export async function abortRecordedUploads(
   const doomed = uploads.map((u) => ({ path: posix.join(targetPath, u.path), uploadId: u.uploadId }));
   for (const f of extra) if (f.upload) doomed.push({ path: posix.join(targetPath, f.path), uploadId: f.upload.id });
   const go = doomed.filter((u) => !keep.has(u.uploadId));
-  await forEachLimit(go, concurrency, (u) => store.abortUpload!(u));
+  await abortUploads(store, go, concurrency);
   if (opts.beforeApp !== undefined) for (const app of apps) await store.delete(app, true);
   return go.length;
 }
@@ -357,8 +359,8 @@ export async function checkUploadsPending(
   files: readonly TaskFile[],
 ): Promise<string | null> {
   const ours = files.filter((f) => f.upload);
-  if (ours.length === 0 || !store.listUploads) return null;
-  const pending = new Set((await store.listUploads(targetPath)).map((u) => u.uploadId));
+  if (ours.length === 0 || !keepsPendingUploads(store)) return null;
+  const pending = new Set((await pendingUploadsUnder(store, targetPath)).map((u) => u.uploadId));
   const lost = ours.find((f) => !pending.has(f.upload!.id));
   return lost ? lost.path : null;
 }

@@ -4,13 +4,14 @@
 import { StoreError } from '../errors.js';
 import type { Entry, PendingUpload, Store } from '../store/types.js';
 import { forEachInTree } from '../store/walk.js';
-import { forEachLimit } from '../util/pool.js';
+import { removeEmptyChain, treeRemoval } from '../store/operations.js';
+import { abortUploads, pendingUploadsUnder } from '../store/uploads.js';
 import { defaultStagingParents, type JobLayout } from './layout.js';
 import type { Lease } from './lease.js';
 
 /** Whether removeStagingDir deletes by one listing of every key and bulk deletes (object stores). */
 export function removesInBulk(store: Store): boolean {
-  return !store.caps.realDirectories && !!store.listTree && !!store.deleteMany;
+  return treeRemoval(store).kind === 'bulk';
 }
 
 /** Every key under the staging dir, as paths only: commit-job holds them while it publishes. */
@@ -54,24 +55,24 @@ export async function removeStagingDir(
   const { listed, strays } = known;
   // The lease is renewed while the tree goes (a long clean-up must not let it lapse), and stops
   // just before its own file goes: a renewal landing after that would make it again.
-  if (store.caps.atomicTreeDelete) {
+  const removal = treeRemoval(store);
+  if (removal.kind === 'atomic') {
     // One delete removes the whole tree at once: nothing is ever left half removed to order.
     await lease?.stopRenewal();
     await store.delete(layout.root, true);
     lease?.gone();
     return tidyParents(store, layout, known);
   }
-  const bulk = removesInBulk(store);
+  const bulk = removal.kind === 'bulk' ? removal : null;
   const listKeys = async () => (await listed) ?? stagingKeys(store, layout);
   // Uploads a killed `stage` left behind (S3 multipart) would be billed forever: abort them
   // (`strays`: listed already by the caller). They are not keys, so the listing of every key is
   // read at the same time.
   const [uploads, keys] = await Promise.all([
-    strays ?? store.listUploads?.(layout.root) ?? [],
+    strays ?? pendingUploadsUnder(store, layout.root),
     bulk ? listKeys() : null,
   ]);
-  const abort = store.abortUpload?.bind(store);
-  if (abort) await forEachLimit(uploads, ABORTS_AT_ONCE, (u) => abort(u));
+  await abortUploads(store, uploads, ABORTS_AT_ONCE);
   // `_job.yaml` and our lease go last.
   const last = (path: string) => path === layout.jobFile || path === lease?.path;
   // A dir that a racing step wrote into after its removal listed it is "not empty" (local rmdir):
@@ -81,10 +82,10 @@ export async function removeStagingDir(
   };
   const remove = (entries: readonly Entry[]) =>
     bulk
-      ? store.deleteMany!(entries.map((e) => e.path))
+      ? bulk.deleteMany(entries.map((e) => e.path))
       : Promise.all(entries.map((e) => store.delete(e.path, e.kind === 'dir').catch(notEmpty)));
   let settled: Entry[] | undefined;
-  if (keys) {
+  if (keys && bulk) {
     // Object stores: one listing of every key, then bulk deletes (the plan goes with the rest).
     // The plan's progress record may postdate an early listing: named here, it goes now and the
     // settling listing below usually finds nothing left (a key that is not there is no error).
@@ -94,16 +95,16 @@ export async function removeStagingDir(
     if (!paths.includes(layout.progressFile)) paths.push(layout.progressFile);
     if (paths.length <= SETTLE_BESIDE) {
       const gone = new Set(paths);
-      const [, now] = await Promise.all([store.deleteMany!(paths), store.listTree!(layout.root)]);
+      const [, now] = await Promise.all([bulk.deleteMany(paths), bulk.listTree(layout.root)]);
       settled = now.filter((e) => !gone.has(e.path));
-    } else await store.deleteMany!(paths);
+    } else await bulk.deleteMany(paths);
   } else {
     // The plan goes with the rest: a job whose `_job.yaml` says committed needs it no more, and
     // one only aborted never had one.
     await remove((await store.list(layout.root)).filter((e) => !last(e.path)));
   }
   for (let round = 1; ; round++) {
-    const left = (settled ?? (await (bulk ? store.listTree!(layout.root) : store.list(layout.root)))).filter(
+    const left = (settled ?? (await (bulk ? bulk.listTree(layout.root) : store.list(layout.root)))).filter(
       (e) => !last(e.path),
     );
     settled = undefined;
@@ -121,7 +122,7 @@ export async function removeStagingDir(
   await lease?.stopRenewal();
   if (bulk) {
     // `_job.yaml` and our lease are all that is left, and nothing else goes after them.
-    await store.deleteMany!([layout.jobFile, ...(lease ? [lease.path] : [])]);
+    await bulk.deleteMany([layout.jobFile, ...(lease ? [lease.path] : [])]);
     lease?.gone();
   } else {
     // They and the directory go in one operation. A racing step's lease file can appear
@@ -149,9 +150,5 @@ async function tidyParents(store: Store, layout: JobLayout, known: KnownBefore):
  * leaves them so).
  */
 export async function tidyStagingParents(store: Store, layout: JobLayout): Promise<void> {
-  if (!store.caps.realDirectories) return;
-  for (const dir of defaultStagingParents(layout.root)) {
-    if ((await store.list(dir)).length > 0) break;
-    await store.delete(dir, false).catch(() => false);
-  }
+  await removeEmptyChain(store, defaultStagingParents(layout.root));
 }

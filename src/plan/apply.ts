@@ -6,6 +6,8 @@
 import { posix } from 'node:path';
 import { InternalError, StoreError } from '../errors.js';
 import type { Store } from '../store/types.js';
+import { bulkDelete, bulkRename } from '../store/operations.js';
+import { completeUpload, pendingUploadWrites } from '../store/uploads.js';
 import { forEachLimit } from '../util/pool.js';
 import { opCount, singleOps } from './ops.js';
 import type { Loc, PlannedUpload, PlanOp, PlanPhase, SingleOp } from './plan.js';
@@ -73,15 +75,8 @@ async function moveDirIntoTarget(store: Store, from: string, to: string): Promis
   await store.delete(from, false);
 }
 
-function completeUpload(store: Store, path: string, u: PlannedUpload): Promise<void> {
-  if (!store.completeUpload)
-    throw new StoreError(
-      'refused',
-      'complete',
-      [store.toUri(path)],
-      'the plan completes a pending upload, but this store has none',
-    );
-  return store.completeUpload({ path, uploadId: u.id, etags: u.etags, size: u.size });
+function completePlanned(store: Store, path: string, u: PlannedUpload): Promise<void> {
+  return completeUpload(store, { path, uploadId: u.id, etags: u.etags, size: u.size });
 }
 
 async function applyOp(ctx: ApplyContext, op: SingleOp): Promise<void> {
@@ -112,7 +107,7 @@ async function applyOp(ctx: ApplyContext, op: SingleOp): Promise<void> {
       return;
     }
     case 'copy':
-      if (op.upload) await completeUpload(store, at(op.to), op.upload);
+      if (op.upload) await completePlanned(store, at(op.to), op.upload);
       else await copyOnce(ctx, op);
       return;
     case 'swap': {
@@ -161,7 +156,7 @@ async function copyOnce(ctx: ApplyContext, op: Extract<SingleOp, { op: 'copy' }>
 
 /**
  * Deletes, while the copies of a phase run, the staging files they copied from: the large ones
- * (store.pendingUploadMinBytes up: on RGW deleting a large object costs the server real work, and
+ * (the store's pendingUploadMinBytes up: on RGW deleting a large object costs the server real work, and
  * overlapped with the copies, 100 × 8 MiB copy and delete 5-7 % sooner in-process and a whole
  * commit-job takes about 3 % less), a request per tenth of them (up to 1,000 keys). The small
  * ones, and the last partial batch, stay for the clean-up's bulk delete: a request saved is worth
@@ -172,16 +167,16 @@ class CopiedSources {
   private readonly sent: Promise<void>[] = [];
   private readonly min: number;
   private readonly size: number;
+  private readonly deleteMany: ((paths: readonly string[]) => Promise<void>) | null;
 
   constructor(
     private readonly ctx: ApplyContext,
     phase: readonly PlanOp[],
   ) {
     const { store } = ctx;
-    this.min =
-      ctx.dropCopiedSources && store.deleteMany && store.pendingUploadMinBytes !== undefined
-        ? store.pendingUploadMinBytes
-        : Infinity;
+    this.deleteMany = bulkDelete(store);
+    const minBytes = pendingUploadWrites(store)?.pendingUploadMinBytes;
+    this.min = ctx.dropCopiedSources && this.deleteMany && minBytes !== undefined ? minBytes : Infinity;
     // Counted only where sources may go early: a phase of a million renames is not walked again.
     let large = 0;
     if (this.min !== Infinity) for (const op of phase) if (this.isLarge(op)) large++;
@@ -207,7 +202,7 @@ class CopiedSources {
     if (this.batch.length < this.size) return;
     const paths = this.batch;
     this.batch = [];
-    const sent = this.ctx.store.deleteMany!(paths);
+    const sent = this.deleteMany!(paths);
     sent.catch(() => undefined); // awaited by settled()
     this.sent.push(sent);
   }
@@ -247,14 +242,11 @@ function copiedBytes(phase: readonly PlanOp[]): number {
 
 /** File deletes go to the store's bulk delete where it has one (S3: 1,000 keys a request). */
 async function deleteFilesInBulk(ctx: ApplyContext, phase: PlanPhase, tick: (n: number) => void): Promise<PlanPhase> {
-  const many = ctx.store.deleteMany;
+  const many = bulkDelete(ctx.store);
   if (!many) return phase;
   const files = phase.filter((op) => op.op === 'delete' && !op.dir) as Extract<PlanOp, { op: 'delete' }>[];
   if (files.length < 2) return phase;
-  await many.call(
-    ctx.store,
-    files.map((op) => resolveLoc(ctx, op.path)),
-  );
+  await many(files.map((op) => resolveLoc(ctx, op.path)));
   tick(files.length);
   return phase.filter((op) => !(op.op === 'delete' && !op.dir));
 }
@@ -270,7 +262,7 @@ const BATCH = 4096;
  * gets the one-by-one treatment (which knows "already moved"). Returns the other ops.
  */
 async function moveFilesInBulk(ctx: ApplyContext, batch: SingleOp[], tick: (n: number) => void): Promise<SingleOp[]> {
-  const many = ctx.store.renameMany;
+  const many = bulkRename(ctx.store);
   if (!many) return batch;
   const files: Extract<SingleOp, { op: 'move' }>[] = [];
   const rest: SingleOp[] = [];
@@ -279,10 +271,7 @@ async function moveFilesInBulk(ctx: ApplyContext, batch: SingleOp[], tick: (n: n
     else rest.push(op);
   }
   if (files.length === 0) return rest;
-  const errors = await many.call(
-    ctx.store,
-    files.map((op) => ({ src: resolveLoc(ctx, op.from), dst: resolveLoc(ctx, op.to) })),
-  );
+  const errors = await many(files.map((op) => ({ src: resolveLoc(ctx, op.from), dst: resolveLoc(ctx, op.to) })));
   const failed = files.filter((_, i) => errors[i] !== null);
   tick(files.length - failed.length);
   return [...failed, ...rest];

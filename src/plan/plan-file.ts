@@ -4,7 +4,7 @@
 import { CorruptManifestError, ExitCode, StageCommitError, StoreError, withContext } from '../errors.js';
 import { decodeManifest, decodeManifestLazy, encodeManifest, encodeManifestBytes, Fields } from '../manifest/codec.js';
 import { checkRelativePath } from '../paths.js';
-import { tempPathFor } from '../store/temp-names.js';
+import { createWhole } from '../store/operations.js';
 import type { Store } from '../store/types.js';
 import { ADOPTED_DIR, OUTPUT_DIR, TRASH_DIR, type JobLayout } from '../job/layout.js';
 import { readManifestFile } from '../job/manifest-io.js';
@@ -276,25 +276,4 @@ export async function writePlan(store: Store, layout: JobLayout, plan: Persisted
   }
   // Ours from a try whose answer was lost, or another.
   return (await store.readFile(layout.commitFile))?.equals(text) === true;
-}
-
-async function createWhole(store: Store, path: string, text: Buffer): Promise<boolean> {
-  if (!store.caps.createsVisibleEarly) return store.createExclusive(path, text);
-  const tmp = tempPathFor(path);
-  let made: boolean;
-  try {
-    made = await store.createExclusive(tmp, text);
-  } catch (e) {
-    await store.delete(tmp, false).catch(() => false);
-    throw e;
-  }
-  if (!made) throw new StoreError('exists', 'writeFile', [store.toUri(tmp)], 'a temp file of that name exists already');
-  try {
-    await store.rename(tmp, path);
-    return true;
-  } catch (e) {
-    await store.delete(tmp, false).catch(() => false);
-    if (e instanceof StoreError && e.reason === 'exists') return false;
-    throw e;
-  }
 }

@@ -19,6 +19,7 @@ import type { StepEnv } from './env.js';
 import { readHeldPlan } from './held-plan.js';
 import { runStep } from './runner.js';
 import { removeEmptyDirs } from '../store/operations.js';
+import { keepsPendingUploads } from '../store/uploads.js';
 import { removeOwnRecords, takeBackIfEnded, type RunRecords } from './task-debris.js';
 import { carried } from './task-race.js';
 
@@ -218,8 +219,7 @@ async function droppedByRecover(
     throw new BlockedError({ reason: 'attempt-carried', taskAttempt, appAttempt: now.appAttempt, jobId: job.jobId });
   }
   await removeOwnRecords(a, { decision: ours });
-  if (env.store.caps.realDirectories)
-    await removeEmptyDirs(env.store, [layout.decisionsDir(job.appAttempt)], layout.root, true);
+  await removeEmptyDirs(env.store, [layout.decisionsDir(job.appAttempt)], layout.root, true);
   env.emit({
     type: 'warn',
     message: `recover started app attempt ${now.appAttempt} of job ${job.jobId} while this abort ran, without ${taskAttempt}: nothing of it will be published`,
@@ -230,7 +230,7 @@ async function droppedByRecover(
 export async function abortJobUploads(env: StepEnv, open: OpenJob): Promise<void> {
   const { store } = env;
   const { job, layout } = open;
-  if (!store.abortUpload) return;
+  if (!keepsPendingUploads(store)) return;
   // A job being thrown away is not held up by a damaged claim: its uploads, if any, are left to clean-orphans' age
   // rule.
   const claimed = await claimedUploads(store, layout, job, env.concurrency, (file, e) =>

@@ -13,6 +13,7 @@ import { kindOfName, recogniseLeftover } from '../leftover/recognise.js';
 import type { Leftover, ListedEntry } from '../leftover/types.js';
 import { checkRelativePath, isDataName, partitionOfFile } from '../paths.js';
 import type { Entry, Store } from '../store/types.js';
+import { adoptStrategy, renamesBetween } from '../store/operations.js';
 import { forEachLimit, mapLimit } from '../util/pool.js';
 import type { StepEnv } from './env.js';
 import { Progress } from './progress.js';
@@ -153,7 +154,7 @@ async function checkTarget(store: Store, leftoverPath: string, targetPath: strin
       `the target ${store.toUri(targetPath)} is ${inLeftover === '' ? 'the leftover itself' : 'inside the leftover'}: give the table the leftover belongs to with --target; nothing was changed`,
     );
   }
-  if (store.caps.directoryRename) return rel;
+  if (adoptStrategy(store) === 'rename') return rel;
   // Without rename the output is published from where it is: it must be inside the target, where readers never look.
   if (rel.startsWith('..') || rel.split('/').every(isDataName)) {
     throw new UsageError(
@@ -203,16 +204,15 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   const layout = new JobLayout(stagingPath);
   // The leftover moves into the staging dir with one rename, which cannot cross filesystems.
   if (
-    store.caps.directoryRename &&
-    store.sameFilesystem &&
-    !(await store.sameFilesystem(posix.dirname(leftoverPath), posix.dirname(stagingPath)))
+    adoptStrategy(store) === 'rename' &&
+    !(await renamesBetween(store, posix.dirname(leftoverPath), posix.dirname(stagingPath)))
   ) {
     throw new UsageError(
       `the staging dir ${store.toUri(stagingPath)} of the target ${store.toUri(targetPath)} is on another filesystem than ${uri}, and adopting moves the leftover with one rename: give a --target (or a stagingRoot in the config) on the leftover's filesystem; nothing was changed`,
     );
   }
   const rootOf = (root: string) =>
-    store.caps.directoryRename ? posix.join(ADOPTED_DIR, root) : `t:${posix.join(leftoverRel, root)}`;
+    adoptStrategy(store) === 'rename' ? posix.join(ADOPTED_DIR, root) : `t:${posix.join(leftoverRel, root)}`;
   const claims = adoptedClaims(env, uri, leftover, jobId, rootOf);
   const operations: AdoptOperation[] = [
     { op: 'create', path: store.toUri(layout.jobFile) },
@@ -222,7 +222,7 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
         path: store.toUri(p),
       })),
     ),
-    ...(store.caps.directoryRename
+    ...(adoptStrategy(store) === 'rename'
       ? [{ op: 'rename' as const, from: uri, to: store.toUri(posix.join(stagingPath, ADOPTED_DIR)) }]
       : []),
   ];
@@ -284,7 +284,7 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
     progress.item(c.task);
   });
   // The rename comes last: until it, the leftover is where it was and the new job publishes nothing.
-  if (store.caps.directoryRename) await moveLeftover(env, leftoverPath, stagingPath);
+  if (adoptStrategy(store) === 'rename') await moveLeftover(env, leftoverPath, stagingPath);
   return result;
 }
 

@@ -48,13 +48,12 @@ async function dropWriterMarkers(env: StepEnv, attemptDir: string, markers: read
   if (markers.length === 0) return;
   const { store } = env;
   await Promise.all(markers.map((m) => store.delete(m.path, false)));
-  if (store.caps.realDirectories)
-    await removeEmptyDirs(
-      store,
-      markers.map((m) => posix.dirname(m.path)),
-      attemptDir,
-      true,
-    );
+  await removeEmptyDirs(
+    store,
+    markers.map((m) => posix.dirname(m.path)),
+    attemptDir,
+    true,
+  );
   const names = markers.map((m) => m.name).sort();
   env.emit({
     type: 'phase',

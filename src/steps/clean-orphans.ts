@@ -11,6 +11,8 @@ import { isPastCommitPoint, stateOnStore } from '../job/open.js';
 import { holderKnownDead, leaseTtl, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import { ownedUploadIds } from '../job/pending-uploads.js';
 import type { PendingUpload } from '../store/types.js';
+import { removeDirIfEmpty } from '../store/operations.js';
+import { abortUploads, keepsPendingUploads, pendingUploadsUnder } from '../store/uploads.js';
 import { measureTree } from '../store/walk.js';
 import { mapLimit } from '../util/pool.js';
 import { abort } from './abort.js';
@@ -75,8 +77,7 @@ async function staleUploads(
   accounted: Set<string>,
 ): Promise<Leftover[]> {
   const { store } = env;
-  if (!store.listUploads) return [];
-  return (await store.listUploads(root))
+  return (await pendingUploadsUnder(store, root))
     .filter((u) => !accounted.has(u.uploadId))
     .map((u) => {
       accounted.add(u.uploadId);
@@ -152,7 +153,7 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
       }
     })
   ).filter((l): l is Leftover => l !== null);
-  if (store.listUploads && !(await ownUploadsBeside(env, input.roots, owned))) jobUnread = true;
+  if (keepsPendingUploads(store) && !(await ownUploadsBeside(env, input.roots, owned))) jobUnread = true;
   const magic = magicTables(leftovers);
   for (const root of input.roots) {
     for (const u of await staleUploads(env, root, now, input.olderThanMs, owned)) {
@@ -259,7 +260,7 @@ async function describe(
     return { ...base, action: 'skipped', reason: `unreadable ${JOB_FILE}: ${(e as Error).message}` };
   }
   if (!job) return strayLeases(env, path, base, protectedBy, now);
-  if (owned && store.listUploads) {
+  if (owned && keepsPendingUploads(store)) {
     for (const id of await ownedUploadIds(store, layout, job, env.concurrency)) owned.add(id);
   }
   const state = await stateOnStore(store, layout, job);
@@ -321,7 +322,7 @@ function isActedOn(l: Leftover, input: CleanOrphansInput): boolean {
 async function act(env: StepEnv, l: Leftover, input: CleanOrphansInput, now: number): Promise<void> {
   const { store } = env;
   if (l.kind === 'multipart-upload') {
-    await store.abortUpload!(l.upload!);
+    await abortUploads(store, [l.upload!], 1);
     l.action = 'deleted';
     return;
   }
@@ -350,7 +351,7 @@ async function act(env: StepEnv, l: Leftover, input: CleanOrphansInput, now: num
         const left = await store.list(l.path);
         if (left.length > 0 && left.every(isLeaseFile)) {
           for (const e of left) await store.delete(e.path, false);
-          if (store.caps.realDirectories) await store.delete(l.path, false).catch(() => false);
+          await removeDirIfEmpty(store, l.path);
         }
       }
       if (l.jobId === undefined && (await store.list(l.path)).length > 0) {

@@ -22,6 +22,7 @@ import type { Store } from '../store/types.js';
 import { preparePlan, startPlanReads, type PlanReads } from './prepare-plan.js';
 import type { OpenJob } from '../job/open.js';
 import { removesInBulk, removeStagingDir, stagingKeys } from '../job/staging-dir.js';
+import { keepsPendingUploads, pendingUploadsUnder } from '../store/uploads.js';
 import { JobGoneError } from '../job/open.js';
 import type { StepEnv } from './env.js';
 import { checkHeldEntry, planMissing, readHeldPlan, type HeldPlan } from './held-plan.js';
@@ -217,12 +218,13 @@ async function publish(
  */
 function cleanupReads(env: StepEnv, { job, layout }: OpenJob, made?: JustPlanned) {
   const { store } = env;
-  const strays = store.listUploads?.(layout.root);
+  const uploads = keepsPendingUploads(store);
+  const strays = uploads ? pendingUploadsUnder(store, layout.root) : undefined;
   const dropped =
-    job.mode === 'append' && store.abortUpload
+    job.mode === 'append' && uploads
       ? (made?.uploads ?? claimedUploads(store, layout, job, env.concurrency).catch(() => []))
       : [];
-  const recorded = store.abortUpload ? recordedUploads(store, layout, env.concurrency) : undefined;
+  const recorded = uploads ? recordedUploads(store, layout, env.concurrency) : undefined;
   for (const p of [strays, recorded]) p?.catch(() => {}); // awaited (and their failure reported) by the clean-up
   return { strays, dropped, recorded };
 }

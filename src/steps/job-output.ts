@@ -21,6 +21,7 @@ import type { FileInfo } from '../plan/tree.js';
 import { compareTasks, isDataName } from '../paths.js';
 import type { Entry, Store } from '../store/types.js';
 import { forEachInTree } from '../store/walk.js';
+import { listsSiblingsAsOne } from '../store/operations.js';
 import { isTempName } from '../store/temp-names.js';
 import { mapLimit } from '../util/pool.js';
 import { checkTaskFile } from './attempt-output.js';
@@ -297,7 +298,7 @@ class OutputCheck {
 async function listOutputs(store: Store, checks: readonly OutputCheck[], concurrency: number): Promise<void> {
   const byParent = new Map<string, Map<string, OutputCheck>>();
   const alone: OutputCheck[] = [];
-  if (store.caps.realDirectories || !store.listTree) alone.push(...checks);
+  if (!listsSiblingsAsOne(store)) alone.push(...checks);
   else {
     for (const c of checks) {
       const parent = posix.dirname(c.root);

@@ -7,6 +7,8 @@ import { posix } from 'node:path';
 import { findCommitted, jobFilesLeft, planGivenUp, unfinishedEntryOf } from '../job/finished.js';
 import { COMMIT_FILE, JOB_FILE, LEASE_PREFIX, PROGRESS_FILE, STAGING_PARENT } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
+import { dirsVanishWhenEmpty } from '../store/operations.js';
+import { pendingUploadsUnder } from '../store/uploads.js';
 import { mapLimit } from '../util/pool.js';
 import type { StepEnv } from './env.js';
 
@@ -65,7 +67,7 @@ export async function checkRoots(store: Store, roots: readonly string[], concurr
     const uri = store.toUri(root);
     if (st?.kind === 'dir') return null;
     // On a store without directories a prefix "exists" only through its objects; uploads never completed count too.
-    if (!st && !store.caps.realDirectories && store.listUploads && (await store.listUploads(root)).length) return null;
+    if (!st && dirsVanishWhenEmpty(store) && (await pendingUploadsUnder(store, root)).length) return null;
     if (!st) return `the root ${uri} does not exist`;
     if (st.kind === 'symlink')
       return `the root ${uri} is a symbolic link, which clean-orphans never follows (give the directory it points to)`;

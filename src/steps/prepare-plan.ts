@@ -19,7 +19,7 @@ import {
   type SourceTree,
 } from '../plan/plan.js';
 import { identicalClashes, readTargetRoot, snapshotTarget, type TargetRoot } from '../plan/target.js';
-import { deleteFiles, publishStrategy } from '../store/operations.js';
+import { checkWritable, deleteFiles, publishStrategy } from '../store/operations.js';
 import { reachCommitPoint, type CommitUnits } from './commit-point.js';
 import type { StepEnv } from './env.js';
 import { readOutput, takeTree } from './job-output.js';
@@ -177,7 +177,7 @@ async function planOnTarget(
   const changed = targetDirsChanged(planned.phases).map((rel) =>
     rel === '' ? job.targetPath : posix.join(job.targetPath, rel),
   );
-  if (changed.length > 0) await store.checkWritable?.(changed);
+  await checkWritable(store, changed);
   return withLeftoversRemoved(planned, sources);
 }
 

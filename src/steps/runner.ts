@@ -10,6 +10,7 @@ import { Lease, type CurrentLease } from '../job/lease.js';
 import { JobLayout } from '../job/layout.js';
 import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.js';
 import { InstrumentedStore } from '../store/instrumented.js';
+import { dirsVanishWhenEmpty, removeDirIfEmpty } from '../store/operations.js';
 import type { StepEnv } from './env.js';
 import { tidyGoneHandle } from './stray-lease.js';
 
@@ -45,7 +46,7 @@ export async function runStep<T, A = never>(
   const layout = new JobLayout(stagingPath);
   const [opened, look] = await Promise.allSettled([
     openJob(env, stagingPath),
-    rule.lease ? Lease.firstLook(env.store, layout, env, rule.name, !env.store.caps.realDirectories) : null,
+    rule.lease ? Lease.firstLook(env.store, layout, env, rule.name, dirsVanishWhenEmpty(env.store)) : null,
   ]);
   const found = look.status === 'fulfilled' ? look.value : null;
   if (opened.status === 'rejected') {
@@ -91,8 +92,7 @@ async function withJobLease<T, A>(
   } catch (e) {
     await lease.release();
     // The job finished while we took the lease: our lease file must not leave a staging dir behind.
-    if (e instanceof JobGoneError && env.store.caps.realDirectories)
-      await env.store.delete(open.layout.root, false).catch(() => false);
+    if (e instanceof JobGoneError) await removeDirIfEmpty(env.store, open.layout.root);
     throw e;
   }
   // Every change the step makes is fenced by the lease: none once the lease may lapse.

@@ -11,6 +11,7 @@ import { ATTEMPT_MARKER, SUCCESS_FILE, taskAttemptName } from '../job/layout.js'
 import { stageAsUploads, type StagedUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionPath, type PartitionValue } from '../paths.js';
 import { isTempName, TEMP_PREFIX } from '../store/temp-names.js';
+import { dirsVanishWhenEmpty } from '../store/operations.js';
 import { forEachLimit } from '../util/pool.js';
 import type { OpenJob } from '../job/open.js';
 import { checkTaskFile, isWriterMarker } from './attempt-output.js';
@@ -145,7 +146,7 @@ async function stageInto(
     await store.mkdirs(partDir);
     // Where directories do not exist on their own, the attempt is marked as staged (an attempt
     // that writes nothing may commit; one never staged may not).
-    const marker = store.caps.realDirectories ? [] : [posix.join(dir, ATTEMPT_MARKER)];
+    const marker = dirsVanishWhenEmpty(store) ? [posix.join(dir, ATTEMPT_MARKER)] : [];
     for (const m of marker) await store.writeFile(m, '');
     await checkStillStaged(env, layout, job, { ...written, files: marker, uploads: [], uploadRecord: null });
     return {

@@ -11,6 +11,7 @@ import { readCurrentLease } from '../job/lease.js';
 import { TableLog } from '../job/table-log.js';
 import { isDataName, normalizeColumn, type PartitionValue } from '../paths.js';
 import type { Entry, Store } from '../store/types.js';
+import { verifyStore } from '../store/operations.js';
 import type { StepEnv } from './env.js';
 import { removeStrayLeases } from './stray-lease.js';
 import { findRerunJob, type FoundJob, type RerunParams } from './resume-job.js';
@@ -264,7 +265,7 @@ async function createJob(env: StepEnv, input: StageJobInput, p: RerunParams): Pr
     ...(input.adopted ? { adopted: input.adopted } : {}),
   };
   // A store proves what the protocol relies on (S3: that conditional writes are honoured).
-  await store.verify?.(stagingPath);
+  await verifyStore(store, stagingPath);
   // One mutation: the exclusive create makes the staging dir and `_job.yaml` together.
   const body = encodeJob(job);
   if (!(await store.createExclusive(layout.jobFile, body))) {

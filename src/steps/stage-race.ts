@@ -16,7 +16,7 @@ import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import type { JobLayout } from '../job/layout.js';
 import { stateOnStore } from '../job/open.js';
 import { deleteFiles, removeEmptyDirs } from '../store/operations.js';
-import { forEachLimit } from '../util/pool.js';
+import { abortUploads } from '../store/uploads.js';
 import { waitFor } from '../util/wait.js';
 import type { StepEnv } from './env.js';
 import type { TakenBack } from '../messages/advice.js';
@@ -182,21 +182,20 @@ async function takeBackUnlisted(
   const roots = [layout.attemptDir(app, w.taskAttempt)];
   if (root && !root.startsWith('t:') && posix.join(layout.root, root) !== roots[0])
     roots.push(posix.join(layout.root, root));
-  await forEachLimit(
+  await abortUploads(
+    store,
     w.uploads.filter((u) => unlisted.some((p) => u.path.endsWith(`/${p}`))),
     env.concurrency,
-    (u) => store.abortUpload!(u),
   );
   for (const top of roots) {
     const files = unlisted.map((p) => posix.join(top, p));
     await deleteFiles(store, files, env.concurrency);
-    if (store.caps.realDirectories)
-      await removeEmptyDirs(
-        store,
-        files.map((f) => posix.dirname(f)),
-        top,
-        top !== roots[0],
-      );
+    await removeEmptyDirs(
+      store,
+      files.map((f) => posix.dirname(f)),
+      top,
+      top !== roots[0],
+    );
   }
 }
 
@@ -207,13 +206,12 @@ async function takeBackUnlisted(
  */
 async function takeBack(env: StepEnv, layout: JobLayout, app: number, w: StagedWrites, gone: boolean): Promise<void> {
   const { store } = env;
-  await forEachLimit(w.uploads, env.concurrency, (u) => store.abortUpload!(u));
+  await abortUploads(store, w.uploads, env.concurrency);
   await deleteFiles(store, w.uploadRecord ? [...w.files, w.uploadRecord] : w.files, env.concurrency);
   // From each dir written into (a name may hold '/') up to `top`: the first that is not empty stops a walk.
-  if (store.caps.realDirectories)
-    await removeEmptyDirs(
-      store,
-      [w.dir, ...w.files.map((f) => posix.dirname(f))],
-      gone ? layout.root : layout.attemptDir(app, w.taskAttempt),
-    );
+  await removeEmptyDirs(
+    store,
+    [w.dir, ...w.files.map((f) => posix.dirname(f))],
+    gone ? layout.root : layout.attemptDir(app, w.taskAttempt),
+  );
 }

@@ -7,6 +7,7 @@
 import { holderKnownDead, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import type { JobLayout } from '../job/layout.js';
 import { tidyStagingParents } from '../job/staging-dir.js';
+import { removeDirIfEmpty } from '../store/operations.js';
 import type { StepEnv } from './env.js';
 
 /** Removes `lease` if its holder is known dead (a step of this host, its pid gone); whether it went. */
@@ -43,7 +44,6 @@ export async function removeStrayLeases(
  * the default layout's empty parents.
  */
 export async function tidyGoneHandle(env: StepEnv, layout: JobLayout, listed: CurrentLease | null): Promise<void> {
-  if ((await removeStrayLeases(env, layout, listed)) && env.store.caps.realDirectories)
-    await env.store.delete(layout.root, false).catch(() => false);
+  if (await removeStrayLeases(env, layout, listed)) await removeDirIfEmpty(env.store, layout.root);
   await tidyStagingParents(env.store, layout).catch(() => undefined);
 }

@@ -7,6 +7,7 @@ import { readDecision } from '../job/decisions.js';
 import { isSameJob, type JobManifest } from '../job/job.js';
 import { tidyStagingParents } from '../job/staging-dir.js';
 import { removeEmptyDirs } from '../store/operations.js';
+import { removeDirIfEmpty } from '../store/operations.js';
 import type { AttemptContext } from './attempt-context.js';
 
 /**
@@ -67,10 +68,7 @@ export async function removeDebris(a: AttemptContext): Promise<void> {
       store.delete(f, false).catch(() => false),
     ),
   );
-  if (!store.caps.realDirectories) return;
-  await Promise.all(
-    [layout.claimsDir(app), layout.decisionsDir(app)].map((d) => store.delete(d, false).catch(() => false)),
-  );
+  await Promise.all([layout.claimsDir(app), layout.decisionsDir(app)].map((d) => removeDirIfEmpty(store, d)));
   await removeEmptyDirs(store, [layout.appAttemptDir(app)], layout.root);
   await tidyStagingParents(store, layout);
 }

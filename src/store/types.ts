@@ -80,6 +80,76 @@ export interface RenameOptions {
 }
 
 /**
+ * Optional capabilities. Each is a group of methods a store has all of or none of; which ones a
+ * store has is resolved once per store (features.ts), and the protocol asks for them only through
+ * operations.ts and its neighbours, where each choice sits beside its fallback (rclone's Features).
+ */
+
+/**
+ * Every entry under a directory, `name` relative to it ('a/b.csv'), not into symbolic links; [] when
+ * it does not exist. For stores that list a tree cheaper than one list() per directory (local:
+ * readdir without a promise each; S3: one paged listing of every key, so files only, as an object
+ * store has no directories of its own). walkTree() falls back to list().
+ */
+export interface TreeListing {
+  listTree(dir: string, opts?: ListOptions): Promise<Entry[]>;
+  /** As listTree, each entry handed to `fn` as it is listed, never all held at once (a million-file tree). */
+  listTreeEach(dir: string, opts: ListOptions, fn: (e: Entry) => void): Promise<void>;
+}
+
+/** Delete many files in few requests (S3 DeleteObjects). Missing files are fine. */
+export interface BulkDelete {
+  deleteMany(paths: readonly string[]): Promise<void>;
+}
+
+/**
+ * Many no-replace file renames at once, where a store has a cheaper way than one call each. Same
+ * contract as rename, reported per pair (null when that pair moved).
+ */
+export interface BulkRename {
+  renameMany(pairs: readonly RenamePair[]): Promise<(StoreError | null)[]>;
+}
+
+/** Uploads begun under a directory and never completed can be listed and aborted (S3 multipart uploads). */
+export interface UploadListing {
+  listUploads(dir: string): Promise<PendingUpload[]>;
+  /** Aborting an upload that is gone (completed or aborted) is success. */
+  abortUpload(upload: Pick<PendingUpload, 'path' | 'uploadId'>): Promise<void>;
+}
+
+/**
+ * A file staged as an upload to its final path, left pending (invisible) until completed, then
+ * appears whole without its bytes being copied (S3).
+ */
+export interface PendingUploadWrites {
+  readonly pendingUploadMinBytes: number;
+  beginUpload(path: string): Promise<string>;
+  uploadParts(
+    path: string,
+    uploadId: string,
+    localPath: string,
+    size: number,
+    onBytes?: (sent: number) => void,
+  ): Promise<string[]>;
+  /** Idempotent: an upload completed before is success when the path holds its bytes. */
+  completeUpload(upload: ReadyUpload): Promise<void>;
+}
+
+/** Checks only a local filesystem can answer before anything is changed. */
+export interface LocalChecks {
+  /**
+   * Fails (StoreError 'refused') when this process cannot change the entries of one of these
+   * directories; a directory that does not exist yet is judged by its nearest existing parent.
+   */
+  checkWritable(dirs: readonly string[]): Promise<void>;
+  /**
+   * False when a rename from `a` to `b` would cross filesystems (local EXDEV); a path that does
+   * not exist yet is judged by its nearest existing parent.
+   */
+  sameFilesystem(a: string, b: string): Promise<boolean>;
+}
+
+/**
  * Paths are absolute, '/'-separated strings in the store's own namespace
  * (a filesystem path locally, "/bucket/key" on S3, the HDFS path on WebHDFS).
  *
@@ -90,15 +160,25 @@ export interface RenameOptions {
  * - delete of a missing path is no error: cleanup is idempotent (its answer, whether something was
  *   removed, is not to be relied on: S3 cannot tell and answers true);
  * - createExclusive returns false when the path exists.
+ *
+ * The optional members are the capability groups above: a store declares a group whole or not at
+ * all, and only src/store/ reads them (features.ts resolves them, operations.ts uses them).
  */
-export interface Store {
+export interface Store
+  extends
+    Partial<TreeListing>,
+    Partial<BulkDelete>,
+    Partial<BulkRename>,
+    Partial<UploadListing>,
+    Partial<PendingUploadWrites>,
+    Partial<LocalChecks> {
   readonly caps: StoreCapabilities;
   /** The URI a user would type for this path. */
   toUri(path: string): string;
   /**
    * Optional: the path in this store that a URI written in another spelling names (a name service
    * and one of its name nodes' HTTP addresses are one cluster), or null when it names another
-   * store. Without it, only toUri's own spelling names this store (sameLocation).
+   * store. Without it, only toUri's own spelling names this store (pathInStore, sameLocation).
    */
   pathOfUri?(uri: string): string | null;
   /**
@@ -109,15 +189,6 @@ export interface Store {
   stat(path: string): Promise<Entry | null>;
   /** Direct children of a directory, held in memory whole (not streamed); [] when it does not exist. */
   list(dir: string, opts?: ListOptions): Promise<Entry[]>;
-  /**
-   * Optional: every entry under a directory, `name` relative to it ('a/b.csv'), not into symbolic
-   * links; [] when it does not exist. For stores that list a tree cheaper than one list() per
-   * directory (local: readdir without a promise each; S3: one paged listing of every key, so files
-   * only, as an object store has no directories of its own). walkTree() falls back to list().
-   */
-  listTree?(dir: string, opts?: ListOptions): Promise<Entry[]>;
-  /** As listTree, each entry handed to `fn` as it is listed, never all held at once (a million-file tree). */
-  listTreeEach?(dir: string, opts: ListOptions, fn: (e: Entry) => void): Promise<void>;
   readFile(path: string): Promise<Buffer | null>;
   /** Writes a whole file: readers see the old content or the new, never a part. Creates parents. */
   writeFile(path: string, data: Buffer | string): Promise<void>;
@@ -125,49 +196,13 @@ export interface Store {
   createExclusive(path: string, data: Buffer | string): Promise<boolean>;
   mkdirs(path: string): Promise<void>;
   rename(src: string, dst: string, opts?: RenameOptions): Promise<void>;
-  /**
-   * Optional: many no-replace file renames at once, where a store has a cheaper way than one
-   * call each. Same contract as rename, reported per pair (null when that pair moved).
-   */
-  renameMany?(pairs: readonly RenamePair[]): Promise<(StoreError | null)[]>;
   /** Server-side copy of one file: how stores without directoryRename publish. */
   copy(src: string, dst: string): Promise<void>;
   delete(path: string, recursive: boolean): Promise<boolean>;
-  /** Optional: delete many files in few requests (S3 DeleteObjects). Missing files are fine. */
-  deleteMany?(paths: readonly string[]): Promise<void>;
   /** Optional: HTTP requests made so far, for stores that speak HTTP (protocol.md §9.3 metrics). */
   requestCount?(): number;
   /** Optional: prove at `stage` that a capability the protocol relies on really works here. */
   verify?(dir: string): Promise<void>;
-  /** Optional: uploads begun under a directory and never completed (S3 multipart uploads). */
-  listUploads?(dir: string): Promise<PendingUpload[]>;
-  /** Aborting an upload that is gone (completed or aborted) is success. */
-  abortUpload?(upload: Pick<PendingUpload, 'path' | 'uploadId'>): Promise<void>;
-  /**
-   * Optional, all four or none (S3): a file staged as an upload to its final path, left pending
-   * (invisible) until completed, then appears whole without its bytes being copied.
-   */
-  readonly pendingUploadMinBytes?: number;
-  beginUpload?(path: string): Promise<string>;
-  uploadParts?(
-    path: string,
-    uploadId: string,
-    localPath: string,
-    size: number,
-    onBytes?: (sent: number) => void,
-  ): Promise<string[]>;
-  /** Idempotent: an upload completed before is success when the path holds its bytes. */
-  completeUpload?(upload: ReadyUpload): Promise<void>;
-  /**
-   * Optional: fails (StoreError 'refused') when this process cannot change the entries of one of
-   * these directories; a directory that does not exist yet is judged by its nearest existing parent.
-   */
-  checkWritable?(dirs: readonly string[]): Promise<void>;
-  /**
-   * Optional: false when a rename from `a` to `b` would cross filesystems (local EXDEV); a path that
-   * does not exist yet is judged by its nearest existing parent.
-   */
-  sameFilesystem?(a: string, b: string): Promise<boolean>;
   /** Stores a local file or a stream at dst, creating parents. */
   put(dst: string, source: PutSource): Promise<void>;
 }
@@ -180,5 +215,10 @@ export type StoreOp = ReadOp | MutatingOp;
 
 /** Whether `uri` (as a manifest recorded it) names `path` in this store, in whatever spelling of its location. */
 export function sameLocation(store: Store, uri: string, path: string): boolean {
-  return uri === store.toUri(path) || store.pathOfUri?.(uri) === path;
+  return uri === store.toUri(path) || pathInStore(store, uri) === path;
+}
+
+/** The path in this store that `uri` names in another spelling of its location, or null (only toUri's own spelling). */
+export function pathInStore(store: Store, uri: string): string | null {
+  return store.pathOfUri ? store.pathOfUri(uri) : null;
 }

@@ -3,6 +3,7 @@
 
 import { StoreError } from '../errors.js';
 import { forEachLimit, mapLimit } from '../util/pool.js';
+import { featuresOf } from './features.js';
 import { isTempName } from './temp-names.js';
 import type { Entry, ListOptions, Store } from './types.js';
 import { compareStrings } from '../util/compare.js';
@@ -18,11 +19,8 @@ export async function forEachInTree(
   opts: ListOptions,
   fn: (e: Entry) => void,
 ): Promise<void> {
-  if (store.listTreeEach) return store.listTreeEach(dir, opts, fn);
-  if (store.listTree) {
-    for (const e of await store.listTree(dir, opts)) fn(e);
-    return;
-  }
+  const tree = featuresOf(store).tree;
+  if (tree) return tree.listTreeEach(dir, opts, fn);
   const visit = async (d: string, rel: string): Promise<void> => {
     const entries = await store.list(d, opts);
     const dirs: [string, string][] = [];
