@@ -1,8 +1,12 @@
 // abort: throw away one task attempt (task given) or the whole job.
 
 import { UsageError } from '../errors.js';
-import { abort as abortStep, type AbortResult } from '../steps/abort.js';
-import { abortDryRun as abortDryRunStep, type AbortDryRun } from '../steps/dry-run.js';
+import {
+  abort as abortStep,
+  abortDryRun as abortDryRunStep,
+  type AbortDryRun,
+  type AbortResult,
+} from '../steps/abort.js';
 import { handle, operation, required, taskId, wholeNumber, type OptionTable } from './options.js';
 import type { Session } from './session.js';
 

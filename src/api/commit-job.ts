@@ -1,7 +1,11 @@
 // commit-job: publish every committed task into the target, all at once.
 
-import { commitJob as commitJobStep, type CommitJobResult } from '../steps/commit-job.js';
-import { commitJobDryRun as commitJobDryRunStep, type CommitJobDryRun } from '../steps/dry-run.js';
+import {
+  commitJob as commitJobStep,
+  commitJobDryRun as commitJobDryRunStep,
+  type CommitJobDryRun,
+  type CommitJobResult,
+} from '../steps/commit-job.js';
 import { handle, operation, positiveInt, required, type OptionTable } from './options.js';
 import type { Session } from './session.js';
 

@@ -18,5 +18,5 @@ export { adopt } from './adopt.js';
 export type { AdoptOptions, AdoptDoc } from './adopt.js';
 export { jobs } from './jobs.js';
 export type { JobsOptions, JobsDoc } from './jobs.js';
-export type { PlannedOperation } from '../steps/dry-run.js';
+export type { PlannedOperation } from '../steps/effects.js';
 export type { Done } from './options.js';

@@ -1,7 +1,11 @@
 // recover: after a killed run, keep committed tasks, start the next attempt, name the tasks still to run.
 
-import { recover as recoverStep, type RecoverResult } from '../steps/recover.js';
-import { recoverDryRun as recoverDryRunStep, type RecoverDryRun } from '../steps/dry-run.js';
+import {
+  recover as recoverStep,
+  recoverDryRun as recoverDryRunStep,
+  type RecoverDryRun,
+  type RecoverResult,
+} from '../steps/recover.js';
 import { handle, operation, required, type OptionTable } from './options.js';
 import type { Session } from './session.js';
 

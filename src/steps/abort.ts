@@ -2,22 +2,26 @@
 // Keeps protocol.md §5.9 (one decision per attempt) and §5.18 (an adopted leftover goes back).
 
 import { BlockedError, CorruptManifestError, StoreError } from '../errors.js';
-import { claimedUploads, readClaim } from '../job/claims.js';
-import { decide, decidedBy, decider } from '../job/decisions.js';
+import { claimedUploads, readClaim, readClaims } from '../job/claims.js';
+import { decide, decidedBy, decider, readDecision } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
 import { isSameJob, loadJob, saveJob, type JobManifest } from '../job/job.js';
 import { waitFor } from '../util/wait.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
 import { abortRecordedUploads, settleAttemptUploads } from '../job/pending-uploads.js';
 import { releaseLogEntry } from './commit-point.js';
-import { requireState, type JobGoneError, type OpenJob } from '../job/open.js';
-import { processGone } from '../job/lease.js';
+import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.js';
+import { processGone, type Lease } from '../job/lease.js';
 import { removeStagingDir } from '../job/staging-dir.js';
-import { giveBackLeftover, leftoverToGiveBack } from '../job/adoption.js';
+import { giveBackLeftover, giveBackProblem, leftoverToGiveBack } from '../job/adoption.js';
+import { ADOPTED_DIR, taskAttemptName } from '../job/layout.js';
+import { attemptFiles } from '../job/tasks.js';
+import { walkFiles } from '../store/walk.js';
 import { attemptContext, attemptDirOf, claimContextOf, type AttemptContext } from './attempt-context.js';
 import type { StepEnv } from './env.js';
 import { readHeldPlan } from './held-plan.js';
 import { runStep } from './runner.js';
+import { checkUnlocked, type PlannedOperation } from './effects.js';
 import { removeEmptyDirs } from '../store/operations.js';
 import { keepsPendingUploads } from '../store/uploads.js';
 import { removeOwnRecords, takeBackIfEnded, type RunRecords } from './task-debris.js';
@@ -62,45 +66,74 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
     return runStep(env, input.stagingPath, { name: 'abort', ifGone }, (open) =>
       abortTask(attemptContext(env, open, task, attempt), open),
     );
-  return runStep(env, input.stagingPath, { name: 'abort', lease: true, ifGone }, async (opened, lease) => {
-    // A plan that never became the commit point was never applied: removed, the job may be aborted.
-    const locked =
-      opened.state === 'committing' || opened.stalePlan
-        ? (await readHeldPlan(env, opened, { aborting: true })).open
-        : opened;
-    requireState(locked, ['staged', 'aborted'], 'abort');
-    const { job, layout } = locked;
-    // Read before the state changes, and kept in it: a re-run after a killed abort finds no claims.
-    const published = await publishedV2Tasks(env.store, layout, job);
-    if (job.state !== 'aborted') {
-      // A damaged log stops every commit to the table, but never the abort that is the way out.
-      await releaseLogEntry(env, locked).catch((e: unknown) => {
-        if (!(e instanceof CorruptManifestError)) throw e;
-        env.emit({
-          type: 'warn',
-          message: `could not give up this job's table-log entry, if it holds one: ${e.message}`,
-        });
+  return runStep(env, input.stagingPath, { name: 'abort', lease: true, ifGone }, (opened, lease) =>
+    abortJobLocked(env, opened, lease!),
+  );
+}
+
+/** The whole job's abort, under its lease: refused past the commit point. */
+async function abortJobLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promise<AbortResult> {
+  // A plan that never became the commit point was never applied: removed, the job may be aborted.
+  const locked =
+    opened.state === 'committing' || opened.stalePlan
+      ? (await readHeldPlan(env, opened, { aborting: true })).open
+      : opened;
+  requireState(locked, ['staged', 'aborted'], 'abort');
+  const { job, layout } = locked;
+  const { published, back } = await jobAbortEffects(env, locked);
+  if (job.state !== 'aborted') {
+    // A damaged log stops every commit to the table, but never the abort that is the way out.
+    await releaseLogEntry(env, locked).catch((e: unknown) => {
+      if (!(e instanceof CorruptManifestError)) throw e;
+      env.emit({
+        type: 'warn',
+        message: `could not give up this job's table-log entry, if it holds one: ${e.message}`,
       });
-      await saveJob(env.store, layout, {
-        ...job,
-        state: 'aborted',
-        ...(published.length ? { publishedTasks: published } : {}),
-      });
-    }
-    await abortJobUploads(env, locked);
-    // An adopted leftover goes back where the engine left it, never with the staging dir.
-    const back = await leftoverToGiveBack(env.store, layout, job);
-    await giveBackLeftover(env.store, layout, job);
-    env.emit({ type: 'phase', label: 'removing the staging dir' });
-    await removeStagingDir(env.store, layout, lease);
-    return {
-      jobId: job.jobId,
-      outcome: 'aborted' as const,
-      scope,
-      ...(back ? { leftoverGivenBack: env.store.toUri(back.to!) } : {}),
+    });
+    await saveJob(env.store, layout, {
+      ...job,
+      state: 'aborted',
       ...(published.length ? { publishedTasks: published } : {}),
-    };
-  });
+    });
+  }
+  await abortJobUploads(env, locked);
+  // An adopted leftover goes back where the engine left it, never with the staging dir.
+  await giveBackLeftover(env.store, layout, job);
+  env.emit({ type: 'phase', label: 'removing the staging dir' });
+  await removeStagingDir(env.store, layout, lease);
+  return {
+    jobId: job.jobId,
+    outcome: 'aborted' as const,
+    scope: 'job',
+    ...(back ? { leftoverGivenBack: env.store.toUri(back.to!) } : {}),
+    ...(published.length ? { publishedTasks: published } : {}),
+  };
+}
+
+/** What aborting a whole job changes, read before it changes anything: the real abort's effects and its dry run's. */
+interface JobAbortEffects {
+  /** A v2 job's tasks that published: read before the state changes, and kept in it (a rerun finds no claims). */
+  readonly published: readonly string[];
+  /** An adopted leftover renamed back to where adopt found it, before the staging dir goes. */
+  readonly back: { readonly from: string; readonly to: string | null } | null;
+  readonly operations: readonly PlannedOperation[];
+}
+
+async function jobAbortEffects(env: StepEnv, { job, layout }: OpenJob): Promise<JobAbortEffects> {
+  const { store } = env;
+  const [published, back] = await Promise.all([
+    publishedV2Tasks(store, layout, job),
+    leftoverToGiveBack(store, layout, job),
+  ]);
+  return {
+    published,
+    back,
+    operations: [
+      ...(job.state === 'aborted' ? [] : [{ op: 'write', path: store.toUri(layout.jobFile) }]),
+      ...(back ? [{ op: 'rename', from: store.toUri(back.from), to: store.toUri(back.to ?? '') }] : []),
+      { op: 'delete', path: job.staging, dir: true },
+    ],
+  };
 }
 
 /**
@@ -243,4 +276,98 @@ export async function abortJobUploads(env: StepEnv, open: OpenJob): Promise<void
     targetPath: job.targetPath,
     extra: claimed,
   });
+}
+
+export interface AbortDryRun {
+  readonly dryRun: true;
+  readonly jobId?: string;
+  readonly outcome: 'aborted' | 'nothing';
+  readonly scope: 'job' | 'task';
+  readonly taskAttempt?: string;
+  readonly files: number;
+  readonly bytes: number;
+  /** An adopted job's leftover, which abort renames back to where adopt found it (local, HDFS). */
+  readonly givesBack?: { readonly from: string; readonly to: string; readonly files: number; readonly bytes: number };
+  /** A v2 job's tasks that had claimed their output: what they published stays in the target. */
+  readonly publishedTasks?: readonly string[];
+  readonly operations: readonly PlannedOperation[];
+}
+
+// eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
+export async function abortDryRun(
+  env: StepEnv,
+  input: { stagingPath: string; task?: string; attempt?: number },
+): Promise<AbortDryRun> {
+  const { store } = env;
+  const scope = input.task === undefined ? 'job' : 'task';
+  const task = input.task === undefined ? undefined : checkTaskId(input.task);
+  const attempt = checkAttempt(input.attempt);
+  let open: OpenJob;
+  try {
+    open = await openJob(env, input.stagingPath);
+  } catch (e) {
+    if (e instanceof JobGoneError)
+      return { dryRun: true, outcome: 'nothing', scope, files: 0, bytes: 0, operations: [] };
+    throw e;
+  }
+  const { job, layout } = open;
+  if (task !== undefined) {
+    requireState(open, ['staged'], 'abort a task attempt');
+    const taskAttempt = taskAttemptName(job.jobId, task, attempt);
+    const decision = await readDecision(store, layout, job.appAttempt, taskAttempt);
+    const claims = await readClaims(store, layout, { jobId: job.jobId, appAttempt: job.appAttempt });
+    if (decision?.outcome === 'commit' && (claims.get(task)?.taskAttempt ?? taskAttempt) === taskAttempt) {
+      const state = claims.get(task)?.state === 'committed' ? 'committed' : 'committing';
+      throw new BlockedError({ reason: 'attempt-belongs-to-job', taskAttempt, state });
+    }
+    const dir = layout.attemptDir(job.appAttempt, taskAttempt);
+    const files = await attemptFiles(store, dir, { details: true });
+    const operations = [
+      ...(decision ? [] : [{ op: 'create', path: store.toUri(layout.decisionFile(job.appAttempt, taskAttempt)) }]),
+      { op: 'delete', path: store.toUri(dir), dir: true },
+    ];
+    return {
+      dryRun: true,
+      jobId: job.jobId,
+      outcome: 'aborted',
+      scope,
+      taskAttempt,
+      files: files.length,
+      bytes: files.reduce((a, f) => a + Math.max(0, f.size), 0),
+      operations,
+    };
+  }
+  await checkUnlocked(env, layout);
+  requireState(open, ['staged', 'aborted'], 'abort');
+  const { published, back, operations } = await jobAbortEffects(env, open);
+  // The staged data: what is under the task dirs, not the job's own manifests nor an adopted leftover (it is given
+  // back).
+  const files = (await walkFiles(store, layout.root, { details: true })).filter(
+    (f) => f.name.includes('/') && !/(^|\/)_(claims|decisions)\//.test(f.name),
+  );
+  const given = files.filter((f) => f.name.startsWith(ADOPTED_DIR + '/'));
+  const thrown = files.filter((f) => !f.name.startsWith(ADOPTED_DIR + '/'));
+  const sum = (fs: typeof files) => fs.reduce((a, f) => a + Math.max(0, f.size), 0);
+  const problem = back && (await giveBackProblem(store, job, back));
+  if (problem) throw problem;
+  return {
+    dryRun: true,
+    jobId: job.jobId,
+    outcome: 'aborted',
+    scope,
+    files: thrown.length,
+    bytes: sum(thrown),
+    ...(back
+      ? {
+          givesBack: {
+            from: store.toUri(back.from),
+            to: store.toUri(back.to!),
+            files: given.length,
+            bytes: sum(given),
+          },
+        }
+      : {}),
+    ...(published.length ? { publishedTasks: published } : {}),
+    operations,
+  };
 }

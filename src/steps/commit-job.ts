@@ -14,7 +14,7 @@ import { successJson } from '../job/success.js';
 import { TableLog, type LogListing } from '../job/table-log.js';
 import { applyPhases } from '../plan/apply.js';
 import { allDone } from '../util/pool.js';
-import { encodeProgress, readProgress, type PersistedPlan } from '../plan/plan-file.js';
+import { encodeProgress, loadJobPlan, readProgress, type PersistedPlan } from '../plan/plan-file.js';
 import type { PlanPhase } from '../plan/plan.js';
 import type { OpCounts } from '../store/instrumented.js';
 import { isTempName } from '../store/temp-names.js';
@@ -23,11 +23,12 @@ import { preparePlan, startPlanReads, type PlanReads } from './prepare-plan.js';
 import type { OpenJob } from '../job/open.js';
 import { removesInBulk, removeStagingDir, stagingKeys } from '../job/staging-dir.js';
 import { keepsPendingUploads, pendingUploadsUnder } from '../store/uploads.js';
-import { JobGoneError } from '../job/open.js';
+import { JobGoneError, openJob } from '../job/open.js';
 import type { StepEnv } from './env.js';
 import { checkHeldEntry, planMissing, readHeldPlan, type HeldPlan } from './held-plan.js';
 import { planWriter } from './plan-writer.js';
 import { runStep } from './runner.js';
+import { checkUnlocked, operationsOf, summaryOf, type PlannedOperation, type PlanSummary } from './effects.js';
 
 export interface CommitJobInput {
   readonly stagingPath: string;
@@ -361,5 +362,59 @@ export async function commitJobLocked(
     partitionsReplaced: plan.partitionsReplaced,
     success,
     metrics: env.metrics(),
+  };
+}
+
+export interface CommitJobDryRun extends CommitJobResult {
+  readonly dryRun: true;
+  /** The table-log entry the commit would take (null: v2, or a roll-forward of a plan without one). */
+  readonly logEntry: number | null;
+  readonly summary: PlanSummary;
+  readonly operations: readonly PlannedOperation[];
+}
+
+/**
+ * commit-job --dry-run: the real step's checks and its plan (the planner commit-job runs, read
+ * only), reported as operations instead of applied; no lease, no log entry, no plan file.
+ */
+export async function commitJobDryRun(env: StepEnv, input: { stagingPath: string }): Promise<CommitJobDryRun> {
+  const { store } = env;
+  const open = await openJob(env, input.stagingPath);
+  const { job, layout } = open;
+  await checkUnlocked(env, layout);
+  if (open.state === 'aborted')
+    throw new BlockedError({ reason: 'job-aborted', jobId: job.jobId, leftover: job.adopted?.leftover ?? null });
+  // A plan that never became the commit point is removed by the real run, which then plans afresh.
+  let plan: PersistedPlan | null = open.stalePlan ? null : await loadJobPlan(store, layout, job);
+  const outcome = plan || open.state === 'committed' ? 'rolled-forward' : 'committed';
+  if (!plan && open.state === 'committing') {
+    throw planMissing(env, open);
+  }
+  let done = 0;
+  if (plan) {
+    done = await readProgress(store, layout, plan);
+  } else if (open.state !== 'committed') {
+    plan = (await preparePlan(env, open, true)).plan;
+  }
+  const phases = plan?.phases ?? [];
+  return {
+    dryRun: true,
+    jobId: job.jobId,
+    target: job.target,
+    outcome,
+    files: plan?.files ?? 0,
+    bytes: plan?.bytes ?? 0,
+    partitionsWritten: plan?.partitionsWritten ?? [],
+    partitionsReplaced: plan?.partitionsReplaced ?? [],
+    success: store.toUri(posix.join(job.targetPath, SUCCESS_FILE)),
+    metrics: env.metrics(),
+    logEntry: plan?.logEntry ?? null,
+    summary: summaryOf(env, open, phases.slice(done)),
+    operations: [
+      ...(plan && outcome === 'committed' ? [{ op: 'write', path: store.toUri(layout.commitFile) }] : []),
+      ...operationsOf(env, open, phases, done),
+      { op: 'write', path: store.toUri(posix.join(job.targetPath, SUCCESS_FILE)) },
+      { op: 'delete', path: job.staging, dir: true },
+    ],
   };
 }

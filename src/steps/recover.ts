@@ -12,14 +12,15 @@ import { COMMIT_FILE, taskOfAttempt, type JobLayout } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
 import { compareTasks, dirsHolding } from '../paths.js';
 import type { Lease } from '../job/lease.js';
-import { commitJobLocked } from './commit-job.js';
+import { commitJobDryRun, commitJobLocked, type CommitJobDryRun } from './commit-job.js';
+import { checkUnlocked } from './effects.js';
 import { readHeldPlan } from './held-plan.js';
 import { abortRecordedUploads, uploadsDir } from '../job/pending-uploads.js';
 import { abortJobUploads } from './abort.js';
 import { releaseLogEntry } from './commit-point.js';
 import { publishClaimedV2 } from '../plan/publish-v2.js';
 import { promotedOutput } from '../store/operations.js';
-import type { JobGoneError, OpenJob } from '../job/open.js';
+import { openJob, type JobGoneError, type OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
 import { attemptsByTask, declaredNotCommitted } from '../job/tasks.js';
 import { otherLiveProcessHere, type StepEnv } from './env.js';
@@ -117,6 +118,58 @@ async function finishAbort(env: StepEnv, opened: OpenJob, lease: Lease) {
 }
 
 /**
+ * What starting the next app attempt does, read before anything changes: the effects recover
+ * applies, and what recover --dry-run reports. Interrupted task commits are settled (finished
+ * when their output is where a commit puts it, else undone), the claims left are the committed
+ * tasks, and the tasks to run follow from them and from every trace of an attempt.
+ */
+interface NextAppAttempt {
+  readonly claims: ReadonlyMap<string, Claim>;
+  readonly decisions: ReadonlyMap<string, Decision>;
+  /** Each interrupted claim, with the committed root it is finished at (v2: '', published at apply), or null: undone. */
+  readonly settle: readonly { readonly claim: Claim; readonly root: string | null }[];
+  /** The claims once the interrupted ones are settled: every one committed. */
+  readonly kept: ReadonlyMap<string, Claim>;
+  readonly committedTasks: readonly string[];
+  readonly tasksToRun: readonly string[];
+  readonly finished: readonly string[];
+  readonly undone: readonly string[];
+}
+
+async function planNextAppAttempt(env: StepEnv, opened: OpenJob): Promise<NextAppAttempt> {
+  const { store } = env;
+  const { job, layout } = opened;
+  const app = job.appAttempt;
+  const [claims, decisions] = await Promise.all([
+    readClaims(store, layout, { jobId: job.jobId, appAttempt: app, jobStagedAtMs: job.stagedAtMs }, env.concurrency),
+    readDecisions(store, layout, app, env.concurrency, job),
+  ]);
+  refuseLiveV2Claims(env, job, claims.values());
+  const settle: { claim: Claim; root: string | null }[] = [];
+  const kept = new Map(claims);
+  for (const claim of [...claims.values()].filter((c) => c.state === 'claimed')) {
+    const root = await finishableRoot(env, layout, job, claim);
+    settle.push({ claim, root });
+    if (root === null) kept.delete(claim.task);
+    else kept.set(claim.task, { ...claim, state: 'committed', root });
+  }
+  const attempted = await attemptedTasks(env, opened, decisions);
+  return {
+    claims,
+    decisions,
+    settle,
+    kept,
+    committedTasks: [...kept.keys()].sort(compareTasks),
+    tasksToRun:
+      job.tasks !== undefined
+        ? declaredNotCommitted(job, kept)
+        : [...attempted].filter((t) => !kept.has(t)).sort(compareTasks),
+    finished: settle.filter((s) => s.root !== null).map((s) => s.claim.taskAttempt),
+    undone: settle.filter((s) => s.root === null).map((s) => s.claim.taskAttempt),
+  };
+}
+
+/**
  * The job's next app attempt: interrupted task commits finished or undone, committed tasks and
  * decisions carried into it (their files stay put), then what no committed claim refers to in
  * the earlier app attempts discarded.
@@ -124,25 +177,14 @@ async function finishAbort(env: StepEnv, opened: OpenJob, lease: Lease) {
 async function startNextAppAttempt(env: StepEnv, opened: OpenJob): Promise<RecoverResult> {
   const { store } = env;
   const { job, layout } = opened;
-  const app = job.appAttempt;
-  const next = app + 1;
-  const [claims, decisions] = await Promise.all([
-    readClaims(store, layout, { jobId: job.jobId, appAttempt: app, jobStagedAtMs: job.stagedAtMs }, env.concurrency),
-    readDecisions(store, layout, app, env.concurrency, job),
-  ]);
-  refuseLiveV2Claims(env, job, claims.values());
-  const { finished, undone } = await settleInterruptedClaims(env, opened, claims);
-  await carryForward(env, opened, claims, decisions);
-  const attempted = await attemptedTasks(env, opened, decisions);
+  const next = job.appAttempt + 1;
+  const plan = await planNextAppAttempt(env, opened);
+  await settleInterruptedClaims(env, opened, plan.settle);
+  await carryForward(env, opened, plan.kept, plan.decisions);
   await removePlanTemps(store, layout);
   await saveJob(store, layout, { ...job, appAttempt: next });
-  await discardEarlierAttempts(env, opened, claims);
-  const committedTasks = [...claims.keys()].sort(compareTasks);
-  // Every claim left is committed now: the interrupted ones were finished or undone above.
-  const tasksToRun =
-    job.tasks !== undefined
-      ? declaredNotCommitted(job, claims)
-      : [...attempted].filter((t) => !claims.has(t)).sort(compareTasks);
+  await discardEarlierAttempts(env, opened, plan.kept);
+  const { committedTasks, tasksToRun, finished, undone } = plan;
   return {
     jobId: job.jobId,
     state: 'staged',
@@ -155,30 +197,27 @@ async function startNextAppAttempt(env: StepEnv, opened: OpenJob): Promise<Recov
   };
 }
 
-/** Each claim still 'claimed' (its commit-task was interrupted) is finished, or undone; `claims` follows. */
+/** Each interrupted claim is finished at its root (v2: its files published first), or undone. */
 async function settleInterruptedClaims(
   env: StepEnv,
   { job, layout }: OpenJob,
-  claims: Map<string, Claim>,
-): Promise<{ finished: string[]; undone: string[] }> {
+  settle: NextAppAttempt['settle'],
+): Promise<void> {
   const { store } = env;
   const app = job.appAttempt;
-  const finished: string[] = [];
-  const undone: string[] = [];
-  for (const claim of [...claims.values()].filter((c) => c.state === 'claimed')) {
-    const root = await finishableRoot(env, layout, job, claim);
+  for (const { claim, root } of settle) {
     if (root === null) {
       await store.delete(layout.claimFile(app, claim.task), false);
-      claims.delete(claim.task);
-      undone.push(claim.taskAttempt);
-    } else {
-      const done: Claim = { ...claim, state: 'committed', root };
-      await store.writeFile(layout.claimFile(app, claim.task), encodeClaim(done));
-      claims.set(claim.task, done);
-      finished.push(claim.taskAttempt);
+      continue;
     }
+    if (job.algorithm === 'v2') {
+      // Some files may already be visible: undoing is impossible, so the publish is completed (a
+      // clash is thrown, the claim kept: recover cannot know that no re-run is publishing it).
+      const attemptDir = layout.attemptDir(app, claim.taskAttempt);
+      await publishClaimedV2(env, { layout, job, attemptDir, files: claim.files }, false);
+    }
+    await store.writeFile(layout.claimFile(app, claim.task), encodeClaim({ ...claim, state: 'committed', root }));
   }
-  return { finished, undone };
 }
 
 /**
@@ -278,12 +317,8 @@ function refuseLiveV2Claims(env: StepEnv, job: JobManifest, claims: Iterable<Cla
 async function finishableRoot(env: StepEnv, layout: JobLayout, job: JobManifest, claim: Claim): Promise<string | null> {
   const { store } = env;
   const attemptDir = layout.attemptDir(job.appAttempt, claim.taskAttempt);
-  if (job.algorithm === 'v2') {
-    // Some files may already be visible: undoing is impossible, so the publish is completed (a
-    // clash is thrown, the claim kept: recover cannot know that no re-run is publishing it).
-    await publishClaimedV2(env, { layout, job, attemptDir, files: claim.files }, false);
-    return '';
-  }
+  // v2: some files may already be visible, so the publish is always completed (at apply).
+  if (job.algorithm === 'v2') return '';
   const root = await promotedOutput(
     store,
     attemptDir,
@@ -317,4 +352,48 @@ async function pruneExcept(
   }
   // The losing attempts of many tasks go at once, not one after another.
   await forEachLimit(gone, concurrency, async (e) => void (await store.delete(e.path, e.kind === 'dir')));
+}
+
+export interface RecoverDryRun {
+  readonly dryRun: true;
+  readonly jobId: string;
+  readonly state: 'staged' | 'committed' | 'aborted';
+  readonly appAttempt: number;
+  readonly committedTasks: readonly string[];
+  readonly tasksToRun: readonly string[];
+  /** Interrupted task commits that recover would finish or undo. */
+  readonly interrupted: readonly string[];
+  readonly rolledForward: boolean;
+  readonly commit?: CommitJobDryRun;
+}
+
+/**
+ * recover --dry-run: what the real recover would do, from its own reading of the job (the same
+ * plan of the next app attempt, or commit-job's plan past the commit point); nothing changed.
+ */
+export async function recoverDryRun(env: StepEnv, input: RecoverInput): Promise<RecoverDryRun> {
+  const open = await openJob(env, input.stagingPath);
+  const { job, layout } = open;
+  await checkUnlocked(env, layout);
+  const base = { dryRun: true as const, jobId: job.jobId, committedTasks: [], tasksToRun: [], interrupted: [] };
+  if (open.state === 'aborted') return { ...base, state: 'aborted', appAttempt: job.appAttempt, rolledForward: false };
+  if (open.state === 'committing' || open.state === 'committed') {
+    return {
+      ...base,
+      state: 'committed',
+      appAttempt: job.appAttempt,
+      rolledForward: true,
+      commit: await commitJobDryRun(env, input),
+    };
+  }
+  const plan = await planNextAppAttempt(env, open);
+  return {
+    ...base,
+    state: 'staged',
+    appAttempt: job.appAttempt + 1,
+    committedTasks: plan.committedTasks,
+    tasksToRun: plan.tasksToRun,
+    interrupted: plan.settle.map((s) => s.claim.taskAttempt).sort(),
+    rolledForward: false,
+  };
 }
