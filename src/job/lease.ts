@@ -17,7 +17,7 @@ import { posix } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConflictError, CorruptManifestError, StoreError } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
-import type { StoreFence } from '../store/fence.js';
+import { withFence, type StoreFence } from '../store/fence.js';
 import type { Store } from '../store/types.js';
 import { LEASE_PREFIX, type JobLayout } from './layout.js';
 import { readManifestFile } from './manifest-io.js';
@@ -438,7 +438,8 @@ export class Lease implements StoreFence {
     };
     const sentAt = elapsed(this.env);
     this.record = next;
-    await this.store.writeFile(this.path, encodeLease(next));
+    // Fenced by itself: a renewal sent once the lease may lapse is cut off (admit).
+    await withFence(this, () => this.store.writeFile(this.path, encodeLease(next)));
     if (this.mayLapse()) return;
     this.confirmedUntilMs = sentAt + this.env.leaseTtlMs;
     this.armTrip();

@@ -18,9 +18,9 @@ import { ADOPTED_DIR, taskAttemptName } from '../job/layout.js';
 import { attemptFiles } from '../job/tasks.js';
 import { walkFiles } from '../store/walk.js';
 import { attemptContext, attemptDirOf, claimContextOf, type AttemptContext } from './attempt-context.js';
-import type { StepEnv } from './env.js';
+import type { FencedEnv, StepEnv } from './env.js';
 import { readHeldPlan } from './held-plan.js';
-import { runStep } from './runner.js';
+import { runLeasedStep, runStep } from './runner.js';
 import { checkUnlocked, type PlannedOperation } from './effects.js';
 import { removeEmptyDirs } from '../store/operations.js';
 import { keepsPendingUploads } from '../store/uploads.js';
@@ -66,13 +66,13 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
     return runStep(env, input.stagingPath, { name: 'abort', ifGone }, (open) =>
       abortTask(attemptContext(env, open, task, attempt), open),
     );
-  return runStep(env, input.stagingPath, { name: 'abort', lease: true, ifGone }, (opened, lease) =>
-    abortJobLocked(env, opened, lease!),
+  return runLeasedStep(env, input.stagingPath, { name: 'abort', ifGone }, (run) =>
+    abortJobLocked(run.env, run.open, run.lease),
   );
 }
 
 /** The whole job's abort, under its lease: refused past the commit point. */
-async function abortJobLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promise<AbortResult> {
+async function abortJobLocked(env: FencedEnv, opened: OpenJob, lease: Lease): Promise<AbortResult> {
   // A plan that never became the commit point was never applied: removed, the job may be aborted.
   const locked =
     opened.state === 'committing' || opened.stalePlan

@@ -24,10 +24,10 @@ import type { OpenJob } from '../job/open.js';
 import { removesInBulk, removeStagingDir, stagingKeys } from '../job/staging-dir.js';
 import { keepsPendingUploads, pendingUploadsUnder } from '../store/uploads.js';
 import { JobGoneError, openJob } from '../job/open.js';
-import type { StepEnv } from './env.js';
+import type { FencedEnv, StepEnv } from './env.js';
 import { checkHeldEntry, planMissing, readHeldPlan, type HeldPlan } from './held-plan.js';
 import { planWriter } from './plan-writer.js';
-import { runStep } from './runner.js';
+import { runLeasedStep } from './runner.js';
 import { checkUnlocked, operationsOf, summaryOf, type PlannedOperation, type PlanSummary } from './effects.js';
 
 export interface CommitJobInput {
@@ -246,8 +246,8 @@ async function removeSuccessTemps(store: Store, targetPath: string): Promise<voi
 export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<CommitJobResult> {
   try {
     const readAhead = (open: OpenJob) => (open.state === 'staged' ? startPlanReads(env, open) : undefined);
-    return await runStep(env, input.stagingPath, { name: 'commit-job', lease: true, readAhead }, (open, lease, ahead) =>
-      commitJobLocked(env, open, lease, { ahead }),
+    return await runLeasedStep(env, input.stagingPath, { name: 'commit-job', readAhead }, (run) =>
+      commitJobLocked(run.env, run.open, run.lease, { ahead: run.ahead }),
     );
   } catch (e) {
     // A retried commit-job of a job that did commit is a success, not bad input (protocol.md §8).
@@ -320,9 +320,9 @@ async function cleanUpCommitted(
  * reads the runner started for this job, given only while it is still staged (commit-job).
  */
 export async function commitJobLocked(
-  env: StepEnv,
+  env: FencedEnv,
   opened: OpenJob,
-  lease?: Lease,
+  lease: Lease,
   known: { held?: HeldPlan; ahead?: PlanReads } = {},
 ): Promise<CommitJobResult> {
   const { store } = env;

@@ -2,6 +2,7 @@
 
 import { readFileSync } from 'node:fs';
 import type { OpCounts } from '../store/instrumented.js';
+import type { FencedStore } from '../store/fence.js';
 import type { Store } from '../store/types.js';
 
 export type StepEvent =
@@ -46,6 +47,12 @@ export interface StepEnv {
   /** The largest plan `_job.yaml` carries itself (bytes; default 0: always `_commit.yaml`, see plan-writer.ts). */
   readonly inlinePlanMaxBytes?: number;
 }
+
+/**
+ * The environment of a step that holds the job lease: its store is fenced by the lease (runner.ts).
+ * What must not change a job without the lease takes this, and cannot be handed a bare store.
+ */
+export type FencedEnv = StepEnv & { readonly store: FencedStore };
 
 export function isPidAliveLocal(pid: number): boolean {
   try {

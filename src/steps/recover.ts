@@ -23,9 +23,9 @@ import { promotedOutput } from '../store/operations.js';
 import { openJob, type JobGoneError, type OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
 import { attemptsByTask, declaredNotCommitted } from '../job/tasks.js';
-import { otherLiveProcessHere, type StepEnv } from './env.js';
+import { otherLiveProcessHere, type FencedEnv, type StepEnv } from './env.js';
 import { Progress } from './progress.js';
-import { runStep } from './runner.js';
+import { runLeasedStep } from './runner.js';
 import { forEachLimit } from '../util/pool.js';
 import { isTempName } from '../store/temp-names.js';
 
@@ -73,12 +73,12 @@ export async function recover(env: StepEnv, input: RecoverInput): Promise<Recove
       alreadyCommitted: { success: done.success, committedAt: done.committedAt },
     };
   };
-  return runStep(env, input.stagingPath, { name: 'recover', lease: true, ifGone }, (open, lease) =>
-    recoverLocked(env, open, lease!),
+  return runLeasedStep(env, input.stagingPath, { name: 'recover', ifGone }, (run) =>
+    recoverLocked(run.env, run.open, run.lease),
   );
 }
 
-async function recoverLocked(env: StepEnv, opened: OpenJob, lease: Lease): Promise<RecoverResult> {
+async function recoverLocked(env: FencedEnv, opened: OpenJob, lease: Lease): Promise<RecoverResult> {
   const { job } = opened;
   const base = {
     jobId: job.jobId,

@@ -9,16 +9,14 @@ import { type JobState } from '../job/job.js';
 import { Lease, type CurrentLease } from '../job/lease.js';
 import { JobLayout } from '../job/layout.js';
 import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.js';
-import { InstrumentedStore } from '../store/instrumented.js';
 import { dirsVanishWhenEmpty, removeDirIfEmpty } from '../store/operations.js';
-import type { StepEnv } from './env.js';
+import { FencedStore } from '../store/fence.js';
+import type { FencedEnv, StepEnv } from './env.js';
 import { tidyGoneHandle } from './stray-lease.js';
 
 export interface StepRule<T, A = never> {
   /** The step's name, recorded in the lease: 'commit-job'. */
   readonly name: string;
-  /** Run under the job lease (steps that drive the job: commit-job, abort, recover). */
-  readonly lease?: boolean;
   /** States the step may start in, and what it does for the refusal ("cannot <doing>"). */
   readonly states?: { readonly allowed: readonly JobState[]; readonly doing: string };
   /**
@@ -34,19 +32,47 @@ export interface StepRule<T, A = never> {
   readonly readAhead?: (open: OpenJob) => A;
 }
 
-export async function runStep<T, A = never>(
+/** What a step that drives the job runs with: the job read again under its lease, and the store fenced by it. */
+export interface LeasedRun<A = never> {
+  readonly open: OpenJob;
+  readonly lease: Lease;
+  /** The step's environment with its store fenced by the lease: every change the step makes goes through it. */
+  readonly env: FencedEnv;
+  readonly ahead?: A;
+}
+
+/** A step that reads the job, or changes only its own task's files (no lease). */
+export async function runStep<T>(
+  env: StepEnv,
+  stagingPath: string,
+  rule: Omit<StepRule<T>, 'readAhead'>,
+  body: (open: OpenJob) => Promise<T>,
+): Promise<T> {
+  let open: OpenJob;
+  try {
+    open = await openJob(env, stagingPath);
+  } catch (e) {
+    if (rule.ifGone && e instanceof JobGoneError) return rule.ifGone(e);
+    throw e;
+  }
+  if (rule.states) requireState(open, rule.states.allowed, rule.states.doing);
+  return body(open);
+}
+
+/** A step that drives the job (commit-job, abort, recover): run under the job lease, its changes fenced by it. */
+export async function runLeasedStep<T, A = never>(
   env: StepEnv,
   stagingPath: string,
   rule: StepRule<T, A>,
-  body: (open: OpenJob, lease?: Lease, ahead?: A) => Promise<T>,
+  body: (run: LeasedRun<A>) => Promise<T>,
 ): Promise<T> {
-  // A step that takes the lease lists the lease files alongside the job: one round trip. On an
-  // object store it tries the job's first lease in the same round trip (a local or HDFS create
-  // would make the directories of a handle that names no job).
+  // The lease files are listed alongside the job: one round trip. On an object store the job's
+  // first lease is tried in the same round trip (a local or HDFS create would make the
+  // directories of a handle that names no job).
   const layout = new JobLayout(stagingPath);
   const [opened, look] = await Promise.allSettled([
     openJob(env, stagingPath),
-    rule.lease ? Lease.firstLook(env.store, layout, env, rule.name, dirsVanishWhenEmpty(env.store)) : null,
+    Lease.firstLook(env.store, layout, env, rule.name, dirsVanishWhenEmpty(env.store)),
   ]);
   const found = look.status === 'fulfilled' ? look.value : null;
   if (opened.status === 'rejected') {
@@ -57,15 +83,10 @@ export async function runStep<T, A = never>(
     throw opened.reason;
   }
   const open = opened.value;
-  if (!rule.lease) {
-    if (rule.states) requireState(open, rule.states.allowed, rule.states.doing);
-    return body(open);
-  }
   if (look.status === 'rejected') throw look.reason;
-  const start = found!.held ?? found!.from;
-  return withJobLease(env, open, { op: rule.name, current: start }, rule.readAhead, async (locked, lease, ahead) => {
-    if (rule.states) requireState(locked, rule.states.allowed, rule.states.doing);
-    return body(locked, lease, ahead);
+  return withJobLease(env, open, { op: rule.name, held: found!.held, current: found!.from }, rule.readAhead, async (run) => {
+    if (rule.states) requireState(run.open, rule.states.allowed, rule.states.doing);
+    return body(run);
   }).catch((e: unknown) => {
     if (rule.ifGone && e instanceof JobGoneError) return rule.ifGone(e);
     throw e;
@@ -79,11 +100,11 @@ export async function runStep<T, A = never>(
 async function withJobLease<T, A>(
   env: StepEnv,
   open: OpenJob,
-  take: { readonly op: string; readonly current: Lease | CurrentLease | null | undefined },
+  take: { readonly op: string; readonly held: Lease | null; readonly current: CurrentLease | null | undefined },
   readAhead: ((open: OpenJob) => A) | undefined,
-  fn: (open: OpenJob, lease: Lease, ahead?: A) => Promise<T>,
+  fn: (run: LeasedRun<A>) => Promise<T>,
 ): Promise<T> {
-  const lease = await takeLease(env, open, take.op, take.current);
+  const lease = take.held ?? (await takeLease(env, open, take.op, take.current));
   let again: OpenJob;
   let ahead: A | undefined;
   try {
@@ -95,15 +116,14 @@ async function withJobLease<T, A>(
     if (e instanceof JobGoneError) await removeDirIfEmpty(env.store, open.layout.root);
     throw e;
   }
-  // Every change the step makes is fenced by the lease: none once the lease may lapse.
-  const fenced = env.store instanceof InstrumentedStore ? env.store : undefined;
-  if (fenced) fenced.fence = lease;
+  // Every change the step makes is fenced by the lease: none once the lease may lapse. The
+  // fenced store is the step's alone, and goes with the lease.
+  const fenced: FencedEnv = { ...env, store: new FencedStore(env.store, lease) };
   // Reads made for the job as first opened serve only while it is still that job.
   const same = again.state === open.state && isDeepStrictEqual(again.job, open.job);
   try {
-    return await fn(again, lease, same ? ahead : undefined);
+    return await fn({ open: again, lease, env: fenced, ...(same && ahead !== undefined ? { ahead } : {}) });
   } finally {
-    if (fenced) fenced.fence = undefined;
     await lease.release();
   }
 }
@@ -117,9 +137,8 @@ async function takeLease(
   env: StepEnv,
   open: OpenJob,
   op: string,
-  current: Lease | CurrentLease | null | undefined,
+  current: CurrentLease | null | undefined,
 ): Promise<Lease> {
-  if (current instanceof Lease) return current;
   for (let attempt = 1; ; attempt++) {
     try {
       return await Lease.acquire(env.store, open.layout, env, op, attempt === 1 ? current : undefined);

@@ -17,7 +17,6 @@ import type {
   Store,
   StoreOp,
 } from './types.js';
-import { withFence, type StoreFence } from './fence.js';
 
 export type OpCounts = Partial<Record<StoreOp, number>>;
 
@@ -55,20 +54,8 @@ export class InstrumentedStore implements Store {
     this.counts[op] = (this.counts[op] ?? 0) + 1;
   }
 
-  /**
-   * Asked before every mutation: the job lease stops a driver that may have lost it (runner).
-   * A store that sends requests of its own (S3, WebHDFS) asks it again for each request (fence.ts).
-   */
-  fence: StoreFence | undefined = undefined;
-
-  /** An inner call that changes something, under this step's fence. */
-  private fenced<T>(fn: () => Promise<T>): Promise<T> {
-    return withFence(this.fence, fn);
-  }
-
-  /** `also`: further paths the call changes (a rename's destination), admitted by the fence too. */
-  private async mutate(op: MutatingOp, path: string, ...also: string[]): Promise<void> {
-    for (const p of [path, ...also]) this.fence?.admit(p);
+  /** Counts a call that changes something and runs the hook (a step's fence, if any, admitted it already: fence.ts). */
+  private async mutate(op: MutatingOp, path: string): Promise<void> {
     this.count(op);
     const n = ++this.mutations;
     if (this.hooks.beforeMutation) await this.hooks.beforeMutation(n, op, path);
@@ -96,19 +83,19 @@ export class InstrumentedStore implements Store {
   }
   async writeFile(p: string, data: Buffer | string): Promise<void> {
     await this.mutate('writeFile', p);
-    return this.fenced(() => this.inner.writeFile(p, data));
+    return this.inner.writeFile(p, data);
   }
   async createExclusive(p: string, data: Buffer | string): Promise<boolean> {
     await this.mutate('createExclusive', p);
-    return this.fenced(() => this.inner.createExclusive(p, data));
+    return this.inner.createExclusive(p, data);
   }
   async mkdirs(p: string): Promise<void> {
     await this.mutate('mkdirs', p);
-    return this.fenced(() => this.inner.mkdirs(p));
+    return this.inner.mkdirs(p);
   }
   async rename(s: string, d: string, o?: RenameOptions): Promise<void> {
-    await this.mutate('rename', s, d);
-    return this.fenced(() => this.inner.rename(s, d, o));
+    await this.mutate('rename', s);
+    return this.inner.rename(s, d, o);
   }
   get renameMany(): ((pairs: readonly RenamePair[]) => Promise<(StoreError | null)[]>) | undefined {
     const many = this.inner.renameMany?.bind(this.inner);
@@ -119,14 +106,14 @@ export class InstrumentedStore implements Store {
       let fault: unknown;
       for (const p of pairs) {
         try {
-          await this.mutate('rename', p.src, p.dst);
+          await this.mutate('rename', p.src);
         } catch (e) {
           fault = e;
           break;
         }
         allowed++;
       }
-      const done = allowed ? await this.fenced(() => many(pairs.slice(0, allowed))) : [];
+      const done = allowed ? await many(pairs.slice(0, allowed)) : [];
       if (fault !== undefined) throw fault;
       return done;
     };
@@ -144,7 +131,7 @@ export class InstrumentedStore implements Store {
     if (!many) return undefined;
     return async (paths) => {
       for (const p of paths) await this.mutate('delete', p);
-      await this.fenced(() => many(paths));
+      await many(paths);
     };
   }
   get checkWritable(): ((dirs: readonly string[]) => Promise<void>) | undefined {
@@ -167,28 +154,24 @@ export class InstrumentedStore implements Store {
   }
   get abortUpload(): ((u: Pick<PendingUpload, 'path' | 'uploadId'>) => Promise<void>) | undefined {
     const f = this.inner.abortUpload?.bind(this.inner);
-    return f && (async (u) => (await this.mutate('delete', u.path), this.fenced(() => f(u))));
+    return f && (async (u) => (await this.mutate('delete', u.path), f(u)));
   }
   get pendingUploadMinBytes(): number | undefined {
     return this.inner.pendingUploadMinBytes;
   }
   get beginUpload(): ((p: string) => Promise<string>) | undefined {
     const f = this.inner.beginUpload?.bind(this.inner);
-    return f && (async (p) => (await this.mutate('upload', p), this.fenced(() => f(p))));
+    return f && (async (p) => (await this.mutate('upload', p), f(p)));
   }
   get uploadParts(): Store['uploadParts'] {
     const f = this.inner.uploadParts?.bind(this.inner);
     return (
-      f &&
-      (async (p, id, local, size, onBytes) => (
-        await this.mutate('upload', p),
-        this.fenced(() => f(p, id, local, size, onBytes))
-      ))
+      f && (async (p, id, local, size, onBytes) => (await this.mutate('upload', p), f(p, id, local, size, onBytes)))
     );
   }
   get completeUpload(): ((u: ReadyUpload) => Promise<void>) | undefined {
     const f = this.inner.completeUpload?.bind(this.inner);
-    return f && (async (u) => (await this.mutate('complete', u.path), this.fenced(() => f(u))));
+    return f && (async (u) => (await this.mutate('complete', u.path), f(u)));
   }
   /** The counts, with the HTTP requests of stores that make them. */
   metrics(): OpCounts & { requests?: number } {
@@ -196,16 +179,16 @@ export class InstrumentedStore implements Store {
     return r === undefined ? { ...this.counts } : { ...this.counts, requests: r - this.requestBase };
   }
   async copy(s: string, d: string): Promise<void> {
-    await this.mutate('copy', s, d);
-    return this.fenced(() => this.inner.copy(s, d));
+    await this.mutate('copy', s);
+    return this.inner.copy(s, d);
   }
   async delete(p: string, r: boolean): Promise<boolean> {
     await this.mutate('delete', p);
-    return this.fenced(() => this.inner.delete(p, r));
+    return this.inner.delete(p, r);
   }
   async put(d: string, src: PutSource): Promise<void> {
     await this.mutate('put', d);
-    return this.fenced(() => this.inner.put(d, src));
+    return this.inner.put(d, src);
   }
 }
 
