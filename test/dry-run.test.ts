@@ -11,6 +11,7 @@ import { recover, recoverDryRun } from '../src/steps/recover.js';
 import { libCommitTask, libStage, libStageTask, testEnv } from '../testing/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 import { readTree } from '../testing/tree.js';
+import { BlockedError } from '../src/errors.js';
 
 // Large enough to be staged as a pending upload on S3 (the sandbox's threshold is 4 bytes).
 const BIG = 'bbbbbbbbbbbbbbbbbbbb';
@@ -22,13 +23,19 @@ for (const fx of storeFixtures()) {
     const env = () => testEnv(sb.store);
 
     /** Task 0 committed, task 1 staged and never committed, task 2 aborted (its decision is all that is left). */
-    const threeTasks = async () => {
+    /** `defaultPlace`: staged where a finished job's `_SUCCESS` proves it committed. */
+    const threeTasks = async (defaultPlace = false) => {
       const root = dir();
       const target = posix.join(root, 'table');
       const stagingPath = await libStage(env(), target, {
         name: '',
         initial: null,
-        job: { mode: 'append', algorithm: 'v1', partitionBy: ['dt'], stagingPath: posix.join(root, 'staging', 'job') },
+        job: {
+          mode: 'append',
+          algorithm: 'v1',
+          partitionBy: ['dt'],
+          ...(defaultPlace ? {} : { stagingPath: posix.join(root, 'staging', 'job') }),
+        },
         tasks: [],
       });
       for (const task of ['0', '1', '2'])
@@ -82,6 +89,27 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(stagingPath), null);
       const uploads = sb.store.listUploads ? await sb.store.listUploads(root) : [];
       assert.deepEqual(uploads, []);
+    });
+
+    test('on a committed job each dry run answers as its real step: 0, 0 and exit 6', async () => {
+      const { stagingPath } = await threeTasks(true);
+      await libCommitTask(env(), stagingPath, { task: '1', files: {} });
+      await recover(env(), { stagingPath });
+      await commitJob(env(), { stagingPath });
+      const [dryRecover, realRecover] = [
+        await recoverDryRun(env(), { stagingPath }),
+        await recover(env(), { stagingPath }),
+      ];
+      assert.deepEqual(
+        [dryRecover.state, dryRecover.appAttempt, dryRecover.alreadyCommitted],
+        [realRecover.state, realRecover.appAttempt, realRecover.alreadyCommitted],
+      );
+      const dryCommit = await commitJobDryRun(env(), { stagingPath });
+      assert.equal(dryCommit.outcome, (await commitJob(env(), { stagingPath })).outcome);
+      assert.equal(dryCommit.outcome, 'already-committed');
+      const refused = (e: unknown) => e instanceof BlockedError && e.exitCode === 6;
+      await assert.rejects(abortDryRun(env(), { stagingPath }), refused);
+      await assert.rejects(abort(env(), { stagingPath }), refused);
     });
   });
 }

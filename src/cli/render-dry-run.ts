@@ -21,6 +21,8 @@ export function renderOp(o: PlannedOperation): string {
 
 export function renderCommitDryRun(r: Omit<CommitJobDryRunDoc, 'handle'>): string {
   const s = r.summary;
+  if (r.outcome === 'already-committed')
+    return `dry run: job ${r.jobId} was already committed into ${r.target}: commit-job would do nothing\ndry run: nothing was changed`;
   return [
     `dry run: commit-job would ${r.outcome === 'rolled-forward' ? 'finish the interrupted commit of' : 'commit'} job ${r.jobId}: ${r.files} file(s), ${formatBytes(r.bytes)} into ${r.target}`,
     `  partitions written  ${shortList(r.partitionsWritten)}`,
@@ -53,6 +55,8 @@ export function renderAbortDryRun(r: AbortDryRunDoc): string {
 }
 
 export function renderRecoverDryRun(r: RecoverDryRunDoc): string {
+  if (r.alreadyCommitted)
+    return `dry run: job ${r.jobId} was already committed (${r.alreadyCommitted.success}, ${r.alreadyCommitted.committedAt}): recover would do nothing\ndry run: nothing was changed`;
   if (r.commit)
     return `dry run: recover would roll job ${r.jobId} forward (it is past its commit point)\n${renderCommitDryRun(r.commit)}`;
   if (r.state === 'aborted')

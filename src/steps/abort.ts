@@ -51,17 +51,7 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
   const scope = input.task === undefined ? 'job' : 'task';
   const task = input.task === undefined ? undefined : checkTaskId(input.task);
   const attempt = checkAttempt(input.attempt);
-  // Nothing to abort; but a job that committed cannot be undone, and a script must not take that
-  // for a clean abort (exit 4, as during its commit).
-  const ifGone = (gone: JobGoneError): AbortResult => {
-    const done = gone.committed;
-    if (done) {
-      const { jobId, success, committedAt } = done;
-      throw new BlockedError({ reason: 'job-committed', jobId, success, committedAt });
-    }
-    if (gone.stray) env.emit({ type: 'warn', message: gone.message });
-    return { outcome: 'nothing', scope };
-  };
+  const ifGone = (gone: JobGoneError): AbortResult => abortGone(env, gone, scope);
   if (task !== undefined)
     return runStep(env, input.stagingPath, { name: 'abort', ifGone }, (open) =>
       abortTask(attemptContext(env, open, task, attempt), open),
@@ -69,6 +59,20 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
   return runLeasedStep(env, input.stagingPath, { name: 'abort', ifGone }, (run) =>
     abortJobLocked(run.env, run.open, run.lease),
   );
+}
+
+/**
+ * Nothing to abort; but a job that committed cannot be undone, and a script must not take that
+ * for a clean abort (exit 6, as past its commit point).
+ */
+function abortGone(env: StepEnv, gone: JobGoneError, scope: 'job' | 'task'): AbortResult {
+  const done = gone.committed;
+  if (done) {
+    const { jobId, success, committedAt } = done;
+    throw new BlockedError({ reason: 'job-committed', jobId, success, committedAt });
+  }
+  if (gone.stray) env.emit({ type: 'warn', message: gone.message });
+  return { outcome: 'nothing', scope };
 }
 
 /** The whole job's abort, under its lease: refused past the commit point. */
@@ -306,9 +310,9 @@ export async function abortDryRun(
   try {
     open = await openJob(env, input.stagingPath);
   } catch (e) {
-    if (e instanceof JobGoneError)
-      return { dryRun: true, outcome: 'nothing', scope, files: 0, bytes: 0, operations: [] };
-    throw e;
+    if (!(e instanceof JobGoneError)) throw e;
+    abortGone(env, e, scope);
+    return { dryRun: true, outcome: 'nothing', scope, files: 0, bytes: 0, operations: [] };
   }
   const { job, layout } = open;
   if (task !== undefined) {

@@ -250,24 +250,28 @@ export async function commitJob(env: StepEnv, input: CommitJobInput): Promise<Co
       commitJobLocked(run.env, run.open, run.lease, { ahead: run.ahead }),
     );
   } catch (e) {
-    // A retried commit-job of a job that did commit is a success, not bad input (protocol.md §8).
-    const done = e instanceof JobGoneError ? e.committed : null;
-    if (!done) throw e;
-    const stray = (e as JobGoneError).strayWarning();
-    if (stray) env.emit({ type: 'warn', message: stray });
-    const { jobId, target, files, bytes, partitionsWritten, partitionsReplaced, success } = done;
-    return {
-      jobId,
-      target,
-      outcome: 'already-committed',
-      files,
-      bytes,
-      partitionsWritten,
-      partitionsReplaced,
-      success,
-      metrics: env.metrics(),
-    };
+    return alreadyCommitted(env, e);
   }
+}
+
+/** A retried commit-job of a job that did commit is a success, not bad input (protocol.md §8). */
+function alreadyCommitted(env: StepEnv, e: unknown): CommitJobResult {
+  const done = e instanceof JobGoneError ? e.committed : null;
+  if (!done) throw e;
+  const stray = (e as JobGoneError).strayWarning();
+  if (stray) env.emit({ type: 'warn', message: stray });
+  const { jobId, target, files, bytes, partitionsWritten, partitionsReplaced, success } = done;
+  return {
+    jobId,
+    target,
+    outcome: 'already-committed',
+    files,
+    bytes,
+    partitionsWritten,
+    partitionsReplaced,
+    success,
+    metrics: env.metrics(),
+  };
 }
 
 /**
@@ -379,7 +383,14 @@ export interface CommitJobDryRun extends CommitJobResult {
  */
 export async function commitJobDryRun(env: StepEnv, input: { stagingPath: string }): Promise<CommitJobDryRun> {
   const { store } = env;
-  const open = await openJob(env, input.stagingPath);
+  let open: OpenJob;
+  try {
+    open = await openJob(env, input.stagingPath);
+  } catch (e) {
+    // What the real run answers for a job that committed, with nothing to do.
+    const none = { directoriesMovedWhole: 0, filesMovedOneByOne: 0, filesCopied: 0, displaced: [] };
+    return { ...alreadyCommitted(env, e), dryRun: true, logEntry: null, summary: none, operations: [] };
+  }
   const { job, layout } = open;
   await checkUnlocked(env, layout);
   if (open.state === 'aborted')

@@ -20,7 +20,7 @@ import { abortJobUploads } from './abort.js';
 import { releaseLogEntry } from './commit-point.js';
 import { publishClaimedV2 } from '../plan/publish-v2.js';
 import { promotedOutput } from '../store/operations.js';
-import { openJob, type JobGoneError, type OpenJob } from '../job/open.js';
+import { openJob, JobGoneError, type OpenJob } from '../job/open.js';
 import { removeStagingDir } from '../job/staging-dir.js';
 import { attemptsByTask, declaredNotCommitted } from '../job/tasks.js';
 import { otherLiveProcessHere, type FencedEnv, type StepEnv } from './env.js';
@@ -56,26 +56,29 @@ export interface RecoverResult {
 }
 
 export async function recover(env: StepEnv, input: RecoverInput): Promise<RecoverResult> {
-  // A job that committed is as far as recover would take it: exit 0 with nothing to run, as a
-  // rerun of commit-job is (a script that recovers after a crash must not read it as failure).
-  const ifGone = (gone: JobGoneError): RecoverResult => {
-    const done = gone.committed;
-    if (!done) throw gone;
-    const stray = gone.strayWarning();
-    if (stray) env.emit({ type: 'warn', message: stray });
-    const nothing = { committedTasks: [], tasksToRun: [], finished: [], undone: [] };
-    return {
-      jobId: done.jobId,
-      state: 'committed',
-      appAttempt: null,
-      ...nothing,
-      rolledForward: false,
-      alreadyCommitted: { success: done.success, committedAt: done.committedAt },
-    };
-  };
-  return runLeasedStep(env, input.stagingPath, { name: 'recover', ifGone }, (run) =>
+  return runLeasedStep(env, input.stagingPath, { name: 'recover', ifGone: (gone) => recoverGone(env, gone) }, (run) =>
     recoverLocked(run.env, run.open, run.lease),
   );
+}
+
+/**
+ * A job that committed is as far as recover would take it: exit 0 with nothing to run, as a
+ * rerun of commit-job is (a script that recovers after a crash must not read it as failure).
+ */
+function recoverGone(env: StepEnv, gone: JobGoneError): RecoverResult {
+  const done = gone.committed;
+  if (!done) throw gone;
+  const stray = gone.strayWarning();
+  if (stray) env.emit({ type: 'warn', message: stray });
+  const nothing = { committedTasks: [], tasksToRun: [], finished: [], undone: [] };
+  return {
+    jobId: done.jobId,
+    state: 'committed',
+    appAttempt: null,
+    ...nothing,
+    rolledForward: false,
+    alreadyCommitted: { success: done.success, committedAt: done.committedAt },
+  };
 }
 
 async function recoverLocked(env: FencedEnv, opened: OpenJob, lease: Lease): Promise<RecoverResult> {
@@ -358,13 +361,15 @@ export interface RecoverDryRun {
   readonly dryRun: true;
   readonly jobId: string;
   readonly state: 'staged' | 'committed' | 'aborted';
-  readonly appAttempt: number;
+  /** null: the job had committed before (its staging dir is gone), as in RecoverResult. */
+  readonly appAttempt: number | null;
   readonly committedTasks: readonly string[];
   readonly tasksToRun: readonly string[];
   /** Interrupted task commits that recover would finish or undo. */
   readonly interrupted: readonly string[];
   readonly rolledForward: boolean;
   readonly commit?: CommitJobDryRun;
+  readonly alreadyCommitted?: RecoverResult['alreadyCommitted'];
 }
 
 /**
@@ -372,7 +377,24 @@ export interface RecoverDryRun {
  * plan of the next app attempt, or commit-job's plan past the commit point); nothing changed.
  */
 export async function recoverDryRun(env: StepEnv, input: RecoverInput): Promise<RecoverDryRun> {
-  const open = await openJob(env, input.stagingPath);
+  let open: OpenJob;
+  try {
+    open = await openJob(env, input.stagingPath);
+  } catch (e) {
+    if (!(e instanceof JobGoneError)) throw e;
+    const { jobId, appAttempt, committedTasks, tasksToRun, rolledForward, alreadyCommitted } = recoverGone(env, e);
+    return {
+      dryRun: true,
+      jobId,
+      state: 'committed',
+      appAttempt,
+      committedTasks,
+      tasksToRun,
+      interrupted: [],
+      rolledForward,
+      alreadyCommitted,
+    };
+  }
   const { job, layout } = open;
   await checkUnlocked(env, layout);
   const base = { dryRun: true as const, jobId: job.jobId, committedTasks: [], tasksToRun: [], interrupted: [] };
