@@ -1,7 +1,7 @@
 // `_commit.yaml`: the persisted commit plan; with the table-log entry it names, the commit point
 // (protocol.md §4.1). Keeps protocol.md §5.10, §5.11 and §5.15 (created, never written over).
 
-import { CorruptManifestError, ExitCode, StageCommitError, StoreError, withContext } from '../errors.js';
+import { CorruptManifestError, ExitCode, StageCommitError, withContext } from '../errors.js';
 import { decodeManifest, decodeManifestLazy, encodeManifest, encodeManifestBytes, Fields } from '../manifest/codec.js';
 import { checkRelativePath } from '../paths.js';
 import { createWhole } from '../store/operations.js';
