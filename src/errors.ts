@@ -4,7 +4,7 @@
 
 import { conflictMessage, type ConflictDetail } from './messages/conflict.js';
 import { deniedMessage, type DeniedDetail, incompleteMessage, type IncompleteDetail } from './messages/denied.js';
-import { manifestMessage, type ManifestDetail } from './messages/manifest.js';
+import { manifestMessage, problemField, type ManifestDetail, type ManifestProblem } from './messages/manifest.js';
 import { storeMessage, type StoreDetail, type StoreErrorReason } from './messages/store.js';
 import { usageMessage, type UsageDetail } from './messages/usage.js';
 import { internalMessage, type InternalDetail } from './messages/internal.js';
@@ -16,6 +16,7 @@ export type {
   DeniedDetail,
   IncompleteDetail,
   ManifestDetail,
+  ManifestProblem,
   StoreDetail,
   UsageDetail,
   InternalDetail,
@@ -131,19 +132,24 @@ export class IncompleteError extends StageCommitError<IncompleteDetail> {
 /** An unreadable or invalid manifest; the message names the file and the field (exit 1). */
 export class CorruptManifestError extends StageCommitError<ManifestDetail> {
   readonly kind = 'CorruptManifestError';
-  constructor(file: string, field: string, problem: string, whole = false) {
-    const d: ManifestDetail = { reason: 'unclassified', file, field: whole ? null : field, problem };
-    super(ExitCode.failed, d, manifestMessage(d));
+  constructor(file: string, problem: ManifestProblem, options?: ErrorOptions) {
+    const d: ManifestDetail = { ...problem, file };
+    super(ExitCode.failed, d, manifestMessage(d), options);
   }
 
-  /** A problem with the document as a whole (cut short, digest mismatch). */
-  static document(file: string, problem: string): CorruptManifestError {
-    return new CorruptManifestError(file, '', problem, true);
+  /** A field that is missing, of the wrong type or value, or disagrees with where the file is. */
+  static badField(file: string, field: string, problem: string): CorruptManifestError {
+    return new CorruptManifestError(file, { reason: 'bad-field', field, problem });
   }
 
   /** The manifest's path or URI. */
   get file(): string {
     return this.detail.file;
+  }
+
+  /** The field that is wrong, or null when the document as a whole is. */
+  get field(): string | null {
+    return problemField(this.detail);
   }
 }
 

@@ -145,7 +145,7 @@ export function decodeClaimRecord(text: string | Buffer, file: string, ctx: Clai
   // Version 1 claims (before the digest) have none; from version 2 it is there, null or a digest.
   const versionDigest = f.doc.version === 1 ? null : f.nullableText('versionDigest');
   if (versionDigest !== null && !/^[0-9a-f]{64}$/.test(versionDigest))
-    throw new CorruptManifestError(file, 'versionDigest', 'is not 64 hex digits');
+    throw CorruptManifestError.badField(file, 'versionDigest', 'is not 64 hex digits');
   const jobStagedAtMs = (f.doc.version as number) >= 3 ? f.count('jobStagedAtMs') : undefined;
   checkOfInstance(
     { file, what: `the claim of task ${who.task}, made by ${who.taskAttempt}`, stagedAtMs: jobStagedAtMs },
@@ -169,11 +169,11 @@ export function decodeClaimRecord(text: string | Buffer, file: string, ctx: Clai
 function claimedBy(f: Fields, file: string, ctx: ClaimContext) {
   const task = f.string('task');
   if (task !== ctx.task)
-    throw new CorruptManifestError(file, 'task', `is '${task}', but the file is the claim of task '${ctx.task}'`);
+    throw CorruptManifestError.badField(file, 'task', `is '${task}', but the file is the claim of task '${ctx.task}'`);
   const attempt = f.count('attempt');
   const taskAttempt = f.string('taskAttempt');
   if (taskAttempt !== taskAttemptName(ctx.jobId, task, attempt)) {
-    throw new CorruptManifestError(
+    throw CorruptManifestError.badField(
       file,
       'taskAttempt',
       `is '${taskAttempt}', expected '${taskAttemptName(ctx.jobId, task, attempt)}'`,
@@ -181,7 +181,7 @@ function claimedBy(f: Fields, file: string, ctx: ClaimContext) {
   }
   const appAttempt = f.count('appAttempt');
   if (appAttempt !== ctx.appAttempt)
-    throw new CorruptManifestError(
+    throw CorruptManifestError.badField(
       file,
       'appAttempt',
       `is ${appAttempt}, but the file is in app attempt ${ctx.appAttempt}`,
@@ -195,7 +195,7 @@ function committedRoot(f: Fields, file: string, ctx: ClaimContext, taskAttempt: 
   try {
     checkRoot(root, ctx, taskAttempt);
   } catch (e) {
-    throw new CorruptManifestError(file, 'root', (e as Error).message);
+    throw CorruptManifestError.badField(file, 'root', (e as Error).message);
   }
   return root;
 }
@@ -223,7 +223,8 @@ function fileReader(f: Fields, file: string, bytes: number): ClaimRecord['eachFi
       throw theirs ? (theirs as { error: unknown }).error : e;
     }
     files = null;
-    if (bytes !== sum) throw new CorruptManifestError(file, 'bytes', `is ${bytes}, but the files add up to ${sum}`);
+    if (bytes !== sum)
+      throw CorruptManifestError.badField(file, 'bytes', `is ${bytes}, but the files add up to ${sum}`);
   };
 }
 
@@ -320,11 +321,7 @@ export async function readClaims(
 async function claimTasks(store: Store, layout: JobLayout, app: number): Promise<string[]> {
   return (await claimEntries(store, layout, app)).map((e) => {
     const task = claimTaskOf(e);
-    if (task === null)
-      throw CorruptManifestError.document(
-        store.toUri(e.path),
-        'is not a claim file (<task>.yaml): remove it if you put it there',
-      );
+    if (task === null) throw new CorruptManifestError(store.toUri(e.path), { reason: 'not-a-claim' });
     return task;
   });
 }

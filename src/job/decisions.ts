@@ -52,7 +52,7 @@ function decodeDecision(text: string | Buffer, file: string, taskAttempt: string
     ...(jobStagedAtMs === undefined ? {} : { jobStagedAtMs }),
   };
   if (d.taskAttempt !== taskAttempt)
-    throw new CorruptManifestError(
+    throw CorruptManifestError.badField(
       file,
       'taskAttempt',
       `is '${d.taskAttempt}', but the file is the decision of ${taskAttempt}`,

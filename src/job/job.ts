@@ -145,25 +145,26 @@ export function decodeJob(text: string | Buffer, file: string, opts: DecodeOptio
     ...(Object.hasOwn(f.doc, 'plan') ? { inlinePlan: f.string('plan') } : {}),
   };
   if (job.inlinePlan !== undefined && job.state !== 'committing')
-    throw new CorruptManifestError(
+    throw CorruptManifestError.badField(
       file,
       'plan',
       `is there, but the job is ${job.state}: a job carries its plan only while committing`,
     );
   if (job.staticPartition.some((p, i) => p.column !== job.partitionBy[i])) {
-    throw new CorruptManifestError(
+    throw CorruptManifestError.badField(
       file,
       'staticPartition',
       'does not name the leading columns of partitionBy, in order',
     );
   }
-  if (job.tasks === 0) throw new CorruptManifestError(file, 'tasks', 'is 0: a job declares at least one task, or null');
+  if (job.tasks === 0)
+    throw CorruptManifestError.badField(file, 'tasks', 'is 0: a job declares at least one task, or null');
   if (job.algorithm === 'v2' && job.mode === 'overwrite')
-    throw new CorruptManifestError(file, 'algorithm', "is 'v2' with mode 'overwrite', which stage never writes");
+    throw CorruptManifestError.badField(file, 'algorithm', "is 'v2' with mode 'overwrite', which stage never writes");
   try {
     checkStorePath(job.targetPath);
   } catch (e) {
-    throw new CorruptManifestError(file, 'targetPath', (e as Error).message);
+    throw CorruptManifestError.badField(file, 'targetPath', (e as Error).message);
   }
   return job;
 }
@@ -174,7 +175,7 @@ export function decodeJob(text: string | Buffer, file: string, opts: DecodeOptio
  */
 function adoptionOf(f: Fields, file: string): Adoption | undefined {
   if (!Object.hasOwn(f.doc, 'adopted'))
-    throw new CorruptManifestError(file, 'adopted', 'is missing (write null for a job that was not adopted)');
+    throw CorruptManifestError.badField(file, 'adopted', 'is missing (write null for a job that was not adopted)');
   if (f.doc.adopted === null) return undefined;
   const a = new Fields(f.object('adopted'), file);
   const adoption: Adoption = {
@@ -187,7 +188,7 @@ function adoptionOf(f: Fields, file: string): Adoption | undefined {
     if (kindOfName(posix.basename(adoption.leftoverPath)) === null)
       throw new Error(`'${adoption.leftoverPath}' is not the name of an engine's leftover`);
   } catch (e) {
-    throw new CorruptManifestError(file, 'adopted.leftoverPath', (e as Error).message);
+    throw CorruptManifestError.badField(file, 'adopted.leftoverPath', (e as Error).message);
   }
   return adoption;
 }
@@ -211,14 +212,14 @@ export async function loadJob(store: Store, layout: JobLayout, opts: DecodeOptio
   const job = decodeJob(data, file, opts);
   // A URI names its location in any spelling (a name service or its name node, s3a:// or s3://).
   if (!sameLocation(store, job.target, job.targetPath)) {
-    throw new CorruptManifestError(
+    throw CorruptManifestError.badField(
       file,
       'target',
       `is ${job.target}, but targetPath is ${store.toUri(job.targetPath)}`,
     );
   }
   if (job.adopted && !sameLocation(store, job.adopted.leftover, job.adopted.leftoverPath)) {
-    throw new CorruptManifestError(
+    throw CorruptManifestError.badField(
       file,
       'adopted.leftover',
       `is ${job.adopted.leftover}, but leftoverPath is ${store.toUri(job.adopted.leftoverPath)}`,
@@ -226,7 +227,7 @@ export async function loadJob(store: Store, layout: JobLayout, opts: DecodeOptio
   }
   // A staging dir copied or moved elsewhere is not the job it names: never adopt its files.
   if (!sameLocation(store, job.staging, layout.root)) {
-    throw new CorruptManifestError(
+    throw CorruptManifestError.badField(
       file,
       'staging',
       `is ${job.staging}, but the file is in ${store.toUri(layout.root)}: a staging dir is never moved or copied; stage a new job`,

@@ -145,13 +145,8 @@ export async function readCurrentLease(store: Store, layout: Pick<JobLayout, 'ro
 /** A damaged lease wedges its job until someone looks: say what to do. */
 function holderUnreadable(e: unknown, file: string): Error {
   if (!(e instanceof CorruptManifestError)) return e as Error;
-  const what = e.detail.field !== null ? `field '${e.detail.field}' ${e.detail.problem}` : e.detail.problem;
-  return new CorruptManifestError(
-    file,
-    '',
-    `${what}; if no stagecommit process works on this job, delete the file and run the step again`,
-    true,
-  );
+  const { file: _, ...damage } = e.detail;
+  return new CorruptManifestError(file, { reason: 'lease-unreadable', damage }, { cause: e });
 }
 
 /** A process known to be gone: it ran on this host, and no process has its pid now. */

@@ -59,16 +59,9 @@ export async function manifestNames(store: Store, dir: string): Promise<string[]
   return named.map((e) => e.name);
 }
 
-const notAFile = (store: Store, path: string) =>
-  CorruptManifestError.document(
-    store.toUri(path),
-    'is a directory, where stagecommit keeps a file it writes: it was made by hand or by another tool',
-  );
+const notAFile = (store: Store, path: string) => new CorruptManifestError(store.toUri(path), { reason: 'directory' });
 
 /** Still empty after the re-reads: a create whose process was stopped before its bytes went out. */
 function emptyCreate(file: string): CorruptManifestError {
-  return CorruptManifestError.document(
-    file,
-    'is empty: the step creating it was stopped before writing it (HDFS shows a file from its create on); if no stagecommit step works on this job, delete the file and run the step again',
-  );
+  return new CorruptManifestError(file, { reason: 'stopped-before-written' });
 }

@@ -171,10 +171,10 @@ export async function openJob(
         plan,
       );
     }
-    throw CorruptManifestError.document(
-      store.toUri(layout.jobFile),
-      `is missing, but the commit plan beside it shows the job is past its commit point: restore it, then run 'stagecommit recover' (nothing was changed)`,
-    );
+    throw new CorruptManifestError(store.toUri(layout.jobFile), {
+      reason: 'job-file-missing',
+      evidence: { kind: 'plan' },
+    });
   }
   // The three things a handle without a job can still tell, read at once.
   const { done, held, unreadable, left } = await noJobEvidence(store, stagingPath);
@@ -185,25 +185,24 @@ export async function openJob(
     );
   // A job holding the table log lost its manifest (and a plan it carried): never "never existed".
   if (held) {
-    throw CorruptManifestError.document(
-      store.toUri(layout.jobFile),
-      `is missing, but the table log holds job ${held.jobId}'s unfinished entry ${held.number} for this staging dir: the job may be past its commit point (its plan went with the file); nothing was changed: restore the file, then run 'stagecommit recover'; if you removed it on purpose, check the target by hand against what the job wrote`,
-    );
+    throw new CorruptManifestError(store.toUri(layout.jobFile), {
+      reason: 'job-file-missing',
+      evidence: { kind: 'log-entry', jobId: held.jobId, entry: held.number },
+    });
   }
   if (unreadable) {
-    throw CorruptManifestError.document(
-      store.toUri(layout.jobFile),
-      `is missing, and an unfinished entry of the table log cannot be read (${unreadable.message}): it may be this job's, past its commit point; nothing was changed: repair or remove that entry, then run the step again`,
-    );
+    throw new CorruptManifestError(store.toUri(layout.jobFile), {
+      reason: 'job-file-missing',
+      evidence: { kind: 'log-unreadable', error: unreadable.message },
+    });
   }
   // A job that ended leaves none of its files: these are a job whose manifest went
   // (protocol.md §5.16: a --staging-dir of one's own, where no log is found from the handle).
   if (left.length) {
-    const trash = left.includes(TRASH_DIR) ? ` (${TRASH_DIR} holds what an overwrite replaced)` : '';
-    throw CorruptManifestError.document(
-      store.toUri(layout.jobFile),
-      `is missing, but the staging dir still holds a job's files (${left.join(', ')}): the job may be past its commit point; nothing was changed: restore the file, then run 'stagecommit recover'; if its job has ended, check the target by hand and delete the directory${trash}`,
-    );
+    throw new CorruptManifestError(store.toUri(layout.jobFile), {
+      reason: 'job-file-missing',
+      evidence: { kind: 'files', files: left, trash: left.includes(TRASH_DIR) ? TRASH_DIR : null },
+    });
   }
   throw new JobGoneError(
     `no job at ${store.toUri(stagingPath)}: it is finished (committed or aborted) or never existed; check the handle that 'stagecommit stage' printed`,

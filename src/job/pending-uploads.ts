@@ -64,7 +64,7 @@ function decodeRecord(text: string | Buffer, file: string, taskAttempt: string):
   const f = new Fields(decodeManifest(text, file), file);
   f.kind(KIND, 1);
   if (f.string('taskAttempt') !== taskAttempt)
-    throw new CorruptManifestError(file, 'taskAttempt', `is not '${taskAttempt}', the attempt whose dir holds it`);
+    throw CorruptManifestError.badField(file, 'taskAttempt', `is not '${taskAttempt}', the attempt whose dir holds it`);
   const state = f.oneOf('state', ['begun', 'ready'] as const);
   const uploads = f.array('uploads', (x) => {
     const path = checkRelativePath(itemString(x, 'path'), 'upload path');

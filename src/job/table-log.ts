@@ -149,7 +149,7 @@ export class TableLog {
       const f = new Fields(decodeManifest(text, file), file);
       f.kind(ID, 1);
       const id = f.string('id');
-      if (!/^[0-9a-f-]{36}$/.test(id)) throw new CorruptManifestError(file, 'id', 'is not a UUID');
+      if (!/^[0-9a-f-]{36}$/.test(id)) throw CorruptManifestError.badField(file, 'id', 'is not a UUID');
       return id;
     }).catch(this.withAdvice);
   }
@@ -163,12 +163,12 @@ export class TableLog {
     const f = new Fields(decodeManifest(text, file), file);
     f.kind(ENTRY, 1);
     const number = f.count('number');
-    if (number !== n) throw new CorruptManifestError(file, 'number', `is ${number}, but the file is entry ${n}`);
+    if (number !== n) throw CorruptManifestError.badField(file, 'number', `is ${number}, but the file is entry ${n}`);
     const staging = f.string('staging');
     try {
       checkStorePath(staging);
     } catch (e) {
-      throw new CorruptManifestError(file, 'staging', (e as Error).message);
+      throw CorruptManifestError.badField(file, 'staging', (e as Error).message);
     }
     return {
       number,
@@ -236,9 +236,11 @@ export class TableLog {
     return readManifestFile(this.store, this.donePath(n), (text, file) => {
       const f = new Fields(decodeManifest(text, file), file);
       f.kind(DONE, 1);
-      if (f.count('number') !== n) throw new CorruptManifestError(file, 'number', `is not ${n}, the entry it finishes`);
+      if (f.count('number') !== n)
+        throw CorruptManifestError.badField(file, 'number', `is not ${n}, the entry it finishes`);
       const of = f.string('jobId');
-      if (of !== jobId) throw new CorruptManifestError(file, 'jobId', `is ${of}, but entry ${n} is job ${jobId}'s`);
+      if (of !== jobId)
+        throw CorruptManifestError.badField(file, 'jobId', `is ${of}, but entry ${n} is job ${jobId}'s`);
       f.count('atMs');
       return f.oneOf('outcome', ['committed', 'void'] as const);
     }).catch(this.withAdvice);

@@ -46,7 +46,7 @@ export class LazyList {
       try {
         item = JSON.parse(this.text.slice(at + ITEM.length, nl));
       } catch {
-        throw CorruptManifestError.document(this.file, 'is not in the line format stagecommit writes');
+        throw new CorruptManifestError(this.file, { reason: 'not-line-format' });
       }
       fn(item, n);
       at = nl + 1;
@@ -77,41 +77,36 @@ export function decodeManifestLazy(
   opts: DecodeOptions = {},
 ): Record<string, unknown> {
   const text = new Content(content);
-  if (text.length === 0) throw CorruptManifestError.document(file, 'is empty (cut short before anything was written)');
+  if (text.length === 0) throw new CorruptManifestError(file, { reason: 'empty' });
   const cut = text.endsWithNewline() ? text.lastNewline(text.length - 2) + 1 : -1;
   const last = cut >= 0 ? text.slice(cut, text.length - 1) : '';
   if (!last.startsWith(END)) {
     if (opts.allowUnsigned && text.hasNoEndLine()) return decodeUnsigned(text.whole(), file);
-    throw CorruptManifestError.document(
-      file,
-      text.endsWithNewline()
-        ? "has no 'end:' check line at its end: it was cut short or edited by hand"
-        : 'does not end with a newline: it was cut short',
-    );
+    throw new CorruptManifestError(file, { reason: 'no-end-line', newline: text.endsWithNewline() });
   }
   let end: { lines?: unknown; lists?: unknown; sha256?: unknown };
   try {
     end = JSON.parse(last.slice(END.length)) as typeof end;
   } catch {
-    throw CorruptManifestError.document(file, "has an unreadable 'end:' check line");
+    throw new CorruptManifestError(file, { reason: 'bad-end-line' });
   }
   if (typeof end.sha256 !== 'string' || end.sha256 !== text.sha256(cut)) {
-    throw CorruptManifestError.document(file, 'does not match the sha256 in its end line: it was edited or damaged');
+    throw new CorruptManifestError(file, { reason: 'digest-mismatch' });
   }
   const lines = text.lines(cut);
   if (end.lines !== lines)
-    throw CorruptManifestError.document(file, `has ${lines} lines, its end line says ${String(end.lines)}`);
+    throw new CorruptManifestError(file, { reason: 'line-count', lines, says: String(end.lines) });
   const doc = decodeLines(text, cut, file);
-  if (!doc) throw CorruptManifestError.document(file, 'is not in the line format stagecommit writes');
+  if (!doc) throw new CorruptManifestError(file, { reason: 'not-line-format' });
   const lists = (end.lists ?? {}) as Record<string, unknown>;
   if (typeof lists !== 'object' || Array.isArray(lists))
-    throw CorruptManifestError.document(file, "has an unreadable 'lists' count in its end line");
+    throw new CorruptManifestError(file, { reason: 'bad-list-counts' });
   for (const [key, n] of Object.entries(lists)) {
     const v = doc[key];
     if (!Array.isArray(v) && !(v instanceof LazyList))
-      throw new CorruptManifestError(file, key, 'is missing: the end line counts it as a list');
+      throw new CorruptManifestError(file, { reason: 'list-missing', field: key });
     if (v.length !== n)
-      throw new CorruptManifestError(file, key, `has ${v.length} entries, the end line says ${String(n)}`);
+      throw new CorruptManifestError(file, { reason: 'list-count', field: key, entries: v.length, says: String(n) });
   }
   return doc;
 }
@@ -121,10 +116,10 @@ function decodeUnsigned(text: string, file: string): Record<string, unknown> {
   try {
     doc = yamlLib().parse(text);
   } catch (e) {
-    throw CorruptManifestError.document(file, `is not valid YAML: ${(e as Error).message.split('\n')[0]}`);
+    throw new CorruptManifestError(file, { reason: 'not-yaml', error: (e as Error).message.split('\n')[0]! });
   }
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
-    throw CorruptManifestError.document(file, 'is not a mapping');
+    throw new CorruptManifestError(file, { reason: 'not-a-mapping' });
   }
   return doc as Record<string, unknown>;
 }
@@ -167,7 +162,7 @@ export class Fields {
   ) {}
 
   private fail(field: string, problem: string): never {
-    throw new CorruptManifestError(this.file, field, problem);
+    throw new CorruptManifestError(this.file, { reason: 'bad-field', field, problem });
   }
 
   kind(kind: string, maxVersion: number): void {

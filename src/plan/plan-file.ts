@@ -163,7 +163,7 @@ export function decodePlan(text: string | Buffer, file: string): PersistedPlan {
   // No phase is empty: there are no more phases than ops (checked before any array is made of them).
   const lines = (f.doc.ops as { length?: unknown } | undefined)?.length;
   if (typeof lines === 'number' && phaseCount > lines)
-    throw new CorruptManifestError(
+    throw CorruptManifestError.badField(
       file,
       'phaseCount',
       `is ${phaseCount}, more than the plan's ${lines} op(s), and no phase is empty`,
@@ -177,7 +177,7 @@ export function decodePlan(text: string | Buffer, file: string): PersistedPlan {
       throw new Error(`'phase' is not a whole number below phaseCount (${phaseCount})`);
     phases[phase]!.push(checkOp(o));
   });
-  if (phases.some((p) => p.ops.length === 0)) throw new CorruptManifestError(file, 'ops', 'leaves a phase empty');
+  if (phases.some((p) => p.ops.length === 0)) throw CorruptManifestError.badField(file, 'ops', 'leaves a phase empty');
   return {
     jobId: f.string('jobId'),
     appAttempt: f.count('appAttempt'),
@@ -196,7 +196,7 @@ export function decodePlan(text: string | Buffer, file: string): PersistedPlan {
 export async function loadPlan(store: Store, layout: JobLayout, jobId: string): Promise<PersistedPlan | null> {
   const plan = await readManifestFile(store, layout.commitFile, decodePlan);
   if (plan && plan.jobId !== jobId)
-    throw new CorruptManifestError(
+    throw CorruptManifestError.badField(
       store.toUri(layout.commitFile),
       'jobId',
       `is '${plan.jobId}', but the job is '${jobId}'`,
@@ -210,7 +210,7 @@ export async function loadJobPlan(store: Store, layout: JobLayout, job: JobManif
   const file = store.toUri(layout.jobFile);
   const plan = decodePlan(Buffer.from(job.inlinePlan), file);
   if (plan.jobId !== job.jobId)
-    throw new CorruptManifestError(file, 'plan', `is job '${plan.jobId}''s, but the job is '${job.jobId}'`);
+    throw CorruptManifestError.badField(file, 'plan', `is job '${plan.jobId}''s, but the job is '${job.jobId}'`);
   return plan;
 }
 
@@ -232,10 +232,18 @@ export async function readProgress(store: Store, layout: JobLayout, plan: Persis
     const f = new Fields(decodeManifest(data, file), file);
     f.kind(PROGRESS_KIND, 1);
     if (f.string('jobId') !== plan.jobId)
-      throw new CorruptManifestError(file, 'jobId', `is '${String(f.doc.jobId)}', but the plan is job ${plan.jobId}'s`);
+      throw CorruptManifestError.badField(
+        file,
+        'jobId',
+        `is '${String(f.doc.jobId)}', but the plan is job ${plan.jobId}'s`,
+      );
     const done = f.count('phasesDone');
     if (done > plan.phases.length)
-      throw new CorruptManifestError(file, 'phasesDone', `is ${done}, but the plan has ${plan.phases.length} phase(s)`);
+      throw CorruptManifestError.badField(
+        file,
+        'phasesDone',
+        `is ${done}, but the plan has ${plan.phases.length} phase(s)`,
+      );
     return done;
   };
   try {

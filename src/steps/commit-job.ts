@@ -145,13 +145,13 @@ async function confirmFinished(store: Store, { job, layout }: OpenJob, plan: Per
     throw e;
   });
   if (done === plan.phases.length) return;
-  const counts = done === null ? 'cannot be read' : `counts ${done} of the plan's ${plan.phases.length} phases done`;
-  throw new CorruptManifestError(
-    store.toUri(layout.progressFile),
-    '',
-    `${counts}, and the table log marks job ${job.jobId}'s entry ${plan.logEntry} finished, so the plan is not replayed (later commits may hold its partitions): check the target by hand against the plan (files not published are still in the staging dir), then delete the staging dir`,
-    true,
-  );
+  throw new CorruptManifestError(store.toUri(layout.progressFile), {
+    reason: 'progress-disagrees',
+    done,
+    phases: plan.phases.length,
+    jobId: job.jobId,
+    entry: plan.logEntry,
+  });
 }
 
 /** Applies the plan from where its progress record says, and writes `_SUCCESS`. */

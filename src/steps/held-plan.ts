@@ -6,6 +6,7 @@
 import { posix } from 'node:path';
 import { CorruptManifestError } from '../errors.js';
 import type { OpenJob, StalePlan } from '../job/open.js';
+import type { LostEntry, StaleEntry } from '../messages/manifest.js';
 import { TableLog } from '../job/table-log.js';
 import { decodePlan, loadJobPlan, type PersistedPlan } from '../plan/plan-file.js';
 import { resolveLoc } from '../plan/apply.js';
@@ -50,11 +51,12 @@ async function refuseOverwritten(env: StepEnv, { job, layout }: OpenJob, stale: 
     .map((e) => Number(e.name))
     .filter((n) => Number.isInteger(n) && n > job.appAttempt);
   if (later.length === 0) return;
-  throw new CorruptManifestError(
-    env.store.toUri(layout.jobFile),
-    'appAttempt',
-    `is ${job.appAttempt} with a commit plan naming table-log entry ${stale.entry}, which never counted, but app attempt ${Math.max(...later)} exists: a write of an earlier driver that its store held landed over the job's manifest; nothing was changed: abort the job and run it again`,
-  );
+  throw new CorruptManifestError(env.store.toUri(layout.jobFile), {
+    reason: 'earlier-driver-wrote',
+    appAttempt: job.appAttempt,
+    entry: stale.entry,
+    later: Math.max(...later),
+  });
 }
 
 /**
@@ -81,11 +83,15 @@ async function refuseApplied(env: StepEnv, { job, layout }: OpenJob, stale: Stal
     mapLimit(there, env.concurrency, async (p) => (await env.store.stat(p)) !== null),
   ]);
   if (!missing.includes(true) && !present.includes(true)) return;
-  throw new CorruptManifestError(
-    env.store.toUri(layout.jobFile),
-    'plan',
-    `names table-log entry ${stale.entry}, which ${stale.kind === 'given-up' ? 'was given up' : stale.kind === 'superseded' ? `was made in app attempt ${stale.appAttempt}, before recover reset the job` : "is not this job's (lost, or taken by another job)"}, but the plan was partly applied: rolling it forward could undo newer commits, and planning again would take what it published for old data; nothing was changed: restore the log, or check the target by hand against the plan and then abort the job`,
-  );
+  const kind: StaleEntry =
+    stale.kind === 'superseded'
+      ? { kind: 'superseded', appAttempt: stale.appAttempt! }
+      : { kind: stale.kind === 'given-up' ? 'given-up' : 'foreign' };
+  throw new CorruptManifestError(env.store.toUri(layout.jobFile), {
+    reason: 'stale-plan-applied',
+    entry: stale.entry,
+    stale: kind,
+  });
 }
 
 async function dropStalePlan(env: StepEnv, open: OpenJob, stale: StalePlan): Promise<HeldPlan> {
@@ -115,12 +121,10 @@ async function dropStalePlan(env: StepEnv, open: OpenJob, stale: StalePlan): Pro
 /** A job past its commit point whose plan is gone: exit 1, never planned again (protocol.md §5.10). */
 export function planMissing(env: StepEnv, { layout }: OpenJob): CorruptManifestError {
   const { store } = env;
-  return new CorruptManifestError(
-    store.toUri(layout.jobFile),
-    '',
-    `says the job is past its commit point, but its plan is missing (neither in it nor ${store.toUri(layout.commitFile)}): the plan cannot be made again (that could undo newer commits); restore it or repair the target by hand`,
-    true,
-  );
+  return new CorruptManifestError(store.toUri(layout.jobFile), {
+    reason: 'plan-missing',
+    commitFile: store.toUri(layout.commitFile),
+  });
 }
 
 /**
@@ -137,14 +141,14 @@ export async function checkHeldEntry(env: StepEnv, open: OpenJob, plan: Persiste
     staging: open.layout.root,
   });
   if (own && !givenUp) return finished;
-  const which = !entry
-    ? 'is gone'
+  const which: LostEntry = !entry
+    ? { kind: 'gone' }
     : givenUp
-      ? 'was given up'
-      : `belongs to job ${entry.jobId}${entry.jobId === open.job.jobId ? ` staged in ${entry.handle}` : ''}`;
-  throw new CorruptManifestError(
-    env.store.toUri(open.layout.commitFile),
-    'logEntry',
-    `names table-log entry ${n}, which ${which}: rolling this plan forward could undo newer commits; restore the log, or check the target by hand (what the plan replaced is under trash/ in the staging dir) and then delete the staging dir`,
-  );
+      ? { kind: 'given-up' }
+      : { kind: 'other-job', jobId: entry.jobId, handle: entry.jobId === open.job.jobId ? entry.handle : null };
+  throw new CorruptManifestError(env.store.toUri(open.layout.commitFile), {
+    reason: 'plan-entry-lost',
+    entry: n,
+    which,
+  });
 }

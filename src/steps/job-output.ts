@@ -124,7 +124,7 @@ function gatherFiles(env: StepEnv, { job, layout }: OpenJob, claims: readonly Cl
       } catch (e) {
         // Two tasks with one path are a conflict; anything else is the claim's own damage.
         if (e instanceof ConflictError) throw finalClash(e, job);
-        throw new CorruptManifestError(
+        throw CorruptManifestError.badField(
           env.store.toUri(layout.claimFile(job.appAttempt, c.task)),
           'files',
           (e as Error).message,
