@@ -200,6 +200,13 @@ export function withContext<E extends StageCommitError>(e: E, context: ErrorCont
   return copy;
 }
 
+/**
+ * Every error class by kind, as one union: `switch (e.kind)` over it narrows `e` to its class and
+ * `e.detail` to that class's reasons, and a kind or reason that does not exist fails to compile.
+ */
+export type AnyStageCommitError =
+  UsageError | CommitDeniedError | ConflictError | IncompleteError | CorruptManifestError | StoreError | InternalError;
+
 /** Every error as it leaves the library: a StageCommitError as is, anything else an InternalError with it as cause. */
 export function asStageCommitError(e: unknown): StageCommitError {
   if (e instanceof StageCommitError) return e;

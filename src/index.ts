@@ -27,6 +27,7 @@ export {
   isRetryable,
 } from './errors.js';
 export type {
+  AnyStageCommitError,
   ErrorKind,
   ErrorContext,
   UsageDetail,
