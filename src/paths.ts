@@ -29,9 +29,7 @@ const COLUMN = /^[a-z0-9][a-z0-9_]*$/;
 export function normalizeColumn(raw: string): string {
   const col = raw.trim().toLowerCase();
   if (!COLUMN.test(col)) {
-    throw new UsageError(
-      `invalid partition column '${raw}': use letters, digits and '_' (not first), e.g. --partition-by dt,region`,
-    );
+    throw new UsageError({ reason: 'partition-column-invalid', column: raw });
   }
   return col;
 }
@@ -44,8 +42,7 @@ export interface PartitionValue {
 /** Parses one `--partition K=V` (V raw, escaped later; the first '=' splits). */
 export function parsePartitionArg(arg: string): PartitionValue {
   const eq = arg.indexOf('=');
-  if (eq <= 0)
-    throw new UsageError(`invalid --partition '${arg}': expected COLUMN=VALUE, e.g. --partition dt=2026-11-30`);
+  if (eq <= 0) throw new UsageError({ reason: 'partition-invalid', partition: arg });
   return { column: normalizeColumn(arg.slice(0, eq)), value: arg.slice(eq + 1) };
 }
 
@@ -60,11 +57,10 @@ export function partitionPath(values: readonly PartitionValue[]): string {
 /** A task id: a number, or a token that cannot collide with the layout's `_` names. */
 export function checkTaskId(task: string): string {
   if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(task)) {
-    throw new UsageError(`invalid task id '${task}': use a number or letters, digits, '_' and '-' (not first)`);
+    throw new UsageError({ reason: 'task-id-invalid', task, leadingZeros: false });
   }
   // '01' and '1' would be two claims for one declared task: numbers are written one way only.
-  if (/^0\d+$/.test(task))
-    throw new UsageError(`invalid task id '${task}': write numbers without leading zeros ('${String(Number(task))}')`);
+  if (/^0\d+$/.test(task)) throw new UsageError({ reason: 'task-id-invalid', task, leadingZeros: true });
   return task;
 }
 
@@ -81,21 +77,21 @@ export function compareTasks(a: string, b: string): number {
 
 export function checkAttempt(raw: string | number | undefined): number {
   const s = raw === undefined ? '0' : String(raw);
-  if (!/^\d{1,9}$/.test(s)) throw new UsageError(`invalid --attempt '${s}': expected a number (0, 1, …)`);
+  if (!/^\d{1,9}$/.test(s)) throw new UsageError({ reason: 'attempt-invalid', attempt: s });
   return Number(s);
 }
 
 /** Checks a relative file path inside a task's output: no '..', no absolute path, no empty name. */
 export function checkRelativePath(rel: string, what = 'file path'): string {
   if (rel.startsWith('/') || /^[A-Za-z]:[\\/]/.test(rel)) {
-    throw new UsageError(`invalid ${what} '${rel}': absolute paths are not allowed; give a path relative to the table`);
+    throw new UsageError({ reason: 'relative-path-invalid', what, path: rel, problem: 'absolute' });
   }
   const segs = rel.split('/');
   for (const s of segs) {
     if (s === '' || s === '.' || s === '..') {
-      throw new UsageError(`invalid ${what} '${rel}': empty, '.' and '..' segments are not allowed`);
+      throw new UsageError({ reason: 'relative-path-invalid', what, path: rel, problem: 'segment' });
     }
-    if (s.includes('\0')) throw new UsageError(`invalid ${what} '${rel}': NUL characters are not allowed`);
+    if (s.includes('\0')) throw new UsageError({ reason: 'relative-path-invalid', what, path: rel, problem: 'nul' });
   }
   return rel;
 }
@@ -114,22 +110,18 @@ export function partitionOfFile(rel: string, columns: readonly string[], staticP
   if (columns.length === 0) return '';
   const segs = rel.split('/');
   if (segs.length <= columns.length) {
-    throw new UsageError(
-      `file '${rel}' is not inside a partition: expected ${columns.map((c) => `${c}=…`).join('/')}/FILE`,
-    );
+    throw new UsageError({ reason: 'file-outside-partitions', path: rel, columns });
   }
   for (let i = 0; i < columns.length; i++) {
     const s = segs[i]!;
     const col = columns[i]!;
     if (!s.startsWith(col + '=') || s.length === col.length + 1) {
-      throw new UsageError(
-        `file '${rel}': segment '${s}' should be ${col}=VALUE (partition columns: ${columns.join(', ')})`,
-      );
+      throw new UsageError({ reason: 'file-partition-segment', path: rel, segment: s, column: col, columns });
     }
   }
   const part = segs.slice(0, columns.length).join('/');
   if (staticPrefix && part !== staticPrefix && !part.startsWith(staticPrefix + '/')) {
-    throw new UsageError(`file '${rel}' is outside the job's static partition '${staticPrefix}'`);
+    throw new UsageError({ reason: 'file-outside-static-partition', path: rel, staticPartition: staticPrefix });
   }
   return part;
 }

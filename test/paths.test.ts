@@ -27,26 +27,35 @@ test('partition values are escaped as Hive FileUtils.escapePathName does', () =>
 test('--partition K=V: columns lower-cased, the first = splits, the value is raw', () => {
   assert.deepEqual(parsePartitionArg('DT=a=b'), { column: 'dt', value: 'a=b' });
   assert.deepEqual(parsePartitionArg('dt='), { column: 'dt', value: '' });
-  assert.throws(() => parsePartitionArg('=x'), /expected COLUMN=VALUE/);
-  assert.throws(() => parsePartitionArg('d/t=x'), /invalid partition column/);
-  assert.throws(() => parsePartitionArg('_dt=x'), /invalid partition column/);
+  assert.throws(() => parsePartitionArg('=x'), { detail: { reason: 'partition-invalid', partition: '=x' } });
+  assert.throws(() => parsePartitionArg('d/t=x'), { detail: { reason: 'partition-column-invalid', column: 'd/t' } });
+  assert.throws(() => parsePartitionArg('_dt=x'), { detail: { reason: 'partition-column-invalid', column: '_dt' } });
 });
 
 test('task file paths: no .., no absolute path, no empty name', () => {
   assert.equal(checkRelativePath('dt=1/a.csv'), 'dt=1/a.csv');
-  for (const bad of ['../a', 'a/../../b', '/etc/passwd', 'a//b', 'a/', './a', 'C:\\x'])
-    assert.throws(() => checkRelativePath(bad), /invalid/, bad);
+  const problems = { '../a': 'segment', 'a/../../b': 'segment', '/etc/passwd': 'absolute', 'a//b': 'segment' };
+  for (const [bad, problem] of Object.entries({ ...problems, 'a/': 'segment', './a': 'segment', 'C:\\x': 'absolute' }))
+    assert.throws(
+      () => checkRelativePath(bad),
+      { detail: { reason: 'relative-path-invalid', what: 'file path', path: bad, problem } },
+      bad,
+    );
 });
 
 test('files must sit under a full partition path of the job', () => {
   assert.equal(partitionOfFile('dt=1/region=eu/a', ['dt', 'region'], 'dt=1'), 'dt=1/region=eu');
   assert.equal(partitionOfFile('a', [], ''), '');
-  assert.throws(
-    () => partitionOfFile('dt=1/a', ['dt', 'region'], ''),
-    /segment 'a' should be region=VALUE|not inside a partition/,
-  );
-  assert.throws(() => partitionOfFile('dt=2/a', ['dt'], 'dt=1'), /outside the job's static partition/);
-  assert.throws(() => partitionOfFile('a', ['dt'], ''), /not inside a partition/);
+  const columns = ['dt', 'region'];
+  assert.throws(() => partitionOfFile('dt=1/a', columns, ''), {
+    detail: { reason: 'file-outside-partitions', path: 'dt=1/a', columns },
+  });
+  assert.throws(() => partitionOfFile('dt=1/a/b', columns, ''), {
+    detail: { reason: 'file-partition-segment', path: 'dt=1/a/b', segment: 'a', column: 'region', columns },
+  });
+  assert.throws(() => partitionOfFile('dt=2/a', ['dt'], 'dt=1'), {
+    detail: { reason: 'file-outside-static-partition', path: 'dt=2/a', staticPartition: 'dt=1' },
+  });
 });
 
 // Hand-written YAML is read only where allowed.
@@ -64,7 +73,7 @@ test('manifests: long lists one JSON line each, a check line at the end, errors 
   const handWritten = 'kind: k\nfiles:\n  - path: a\n    size: 2\n';
   assert.throws(() => decodeManifest(handWritten, '/s/f.yaml'), /\/s\/f.yaml: has no 'end:' check line/);
   assert.deepEqual(decodeManifest(handWritten, 'f', { allowUnsigned: true }).files, [{ path: 'a', size: 2 }]);
-  assert.throws(() => decodeManifest('', '/s/_job.yaml'), /\/s\/_job.yaml: is empty/);
+  assert.throws(() => decodeManifest('', '/s/_job.yaml'), { detail: { reason: 'empty', file: '/s/_job.yaml' } });
   // A U+2028 (which JSON and YAML keep inside a value) before 'end:' starts no line.
   assert.deepEqual(decodeManifest('kind: k\nname: "a\u2028end: b"\n', 'f', { allowUnsigned: true }), {
     kind: 'k',
@@ -110,7 +119,7 @@ test('manifests: long lists one JSON line each, a check line at the end, errors 
   );
   const flipped = Buffer.from(wide);
   flipped[flipped.indexOf('日')]! ^= 1;
-  assert.throws(() => decodeManifest(flipped, 'f'), /does not match the sha256/);
+  assert.throws(() => decodeManifest(flipped, 'f'), { detail: { reason: 'digest-mismatch', file: 'f' } });
   assert.throws(() => decodeManifest(Buffer.alloc(0), '/s/f.yaml'), /is empty/);
   // An aborted v2 job's publishedTasks: task ids, as a claim's file name is.
   const aborted = {

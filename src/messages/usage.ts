@@ -1,16 +1,144 @@
-// The messages of UsageError (exit 2): bad usage or bad input, and what to do.
+// The messages of UsageError (exit 2): bad usage or bad input, and what to do, one reason each.
 
 /** What was wrong with the command, its options or its input. */
 export type UsageDetail =
   /** The command line did not parse (commander's own words: an unknown option, a missing argument). */
   | { readonly reason: 'command-line'; readonly problem: string }
+  // A location given as a path or URI.
+  /** It holds a line break (CR, LF, U+2028 or U+2029). */
+  | { readonly reason: 'uri-line-break'; readonly uri: string }
+  | { readonly reason: 'uri-empty' }
+  | { readonly reason: 'file-uri-invalid'; readonly uri: string; readonly error: string }
+  | { readonly reason: 'uri-scheme-unsupported'; readonly uri: string; readonly scheme: string }
+  | { readonly reason: 'uri-no-bucket'; readonly uri: string; readonly scheme: string }
+  /** `hdfs:/wh/t` or `s3:/b/t`: a scheme without its '//'. */
+  | { readonly reason: 'uri-missing-slashes'; readonly uri: string; readonly scheme: string }
+  | { readonly reason: 'uri-bad-percent'; readonly uri: string }
+  // Partitions, tasks, attempts and paths inside the table.
+  | { readonly reason: 'partition-column-invalid'; readonly column: string }
+  | { readonly reason: 'partition-invalid'; readonly partition: string }
+  /** A task id that is no number and no token, or a number with leading zeros. */
+  | { readonly reason: 'task-id-invalid'; readonly task: string; readonly leadingZeros: boolean }
+  | { readonly reason: 'attempt-invalid'; readonly attempt: string }
+  /** A path relative to the table that is absolute, has an empty, '.' or '..' segment, or a NUL. */
+  | {
+      readonly reason: 'relative-path-invalid';
+      readonly what: string;
+      readonly path: string;
+      readonly problem: 'absolute' | 'segment' | 'nul';
+    }
+  /** A file of a partitioned job that is not inside a partition, or a segment that is not COLUMN=VALUE. */
+  | { readonly reason: 'file-outside-partitions'; readonly path: string; readonly columns: readonly string[] }
+  | {
+      readonly reason: 'file-partition-segment';
+      readonly path: string;
+      readonly segment: string;
+      readonly column: string;
+      readonly columns: readonly string[];
+    }
+  | { readonly reason: 'file-outside-static-partition'; readonly path: string; readonly staticPartition: string }
+  // The config file and the store's settings.
+  /** A setting of the wrong type or form: `must` says what it must be ("be a string"). */
+  | { readonly reason: 'config-invalid'; readonly setting: string; readonly must: string }
+  /** A file a setting names cannot be read. */
+  | {
+      readonly reason: 'config-file-unreadable';
+      readonly setting: string;
+      readonly file: string;
+      readonly error: string;
+    }
+  | { readonly reason: 'basic-auth-with-kerberos' }
+  | { readonly reason: 'keytab-without-principal' }
+  /** webhdfs.basicAuth towards a name node that is not https. */
+  | { readonly reason: 'basic-auth-in-clear'; readonly url: string }
+  /** The S3 endpoint (`from`: where it was given) is not a URL, or not http(s). */
+  | {
+      readonly reason: 's3-endpoint-invalid';
+      readonly endpoint: string;
+      readonly from: string;
+      readonly problem: 'not-url' | 'not-http';
+    }
+  | {
+      readonly reason: 'aws-profile-missing';
+      readonly profile: string;
+      readonly configFile: string;
+      readonly credentialsFile: string;
+    }
+  | {
+      readonly reason: 'aws-services-missing';
+      readonly profile: string;
+      readonly section: string;
+      readonly configFile: string;
+    }
+  /** Not yet given a reason of its own: the message as it was written. */
   | { readonly reason: 'unclassified'; readonly message: string };
 
+type Of<R extends UsageDetail['reason']> = Extract<UsageDetail, { reason: R }>;
+
+function relativePath(d: Of<'relative-path-invalid'>): string {
+  const why =
+    d.problem === 'absolute'
+      ? 'absolute paths are not allowed; give a path relative to the table'
+      : d.problem === 'segment'
+        ? "empty, '.' and '..' segments are not allowed"
+        : 'NUL characters are not allowed';
+  return `invalid ${d.what} '${d.path}': ${why}`;
+}
+
+function uriMissingSlashes(d: Of<'uri-missing-slashes'>): string {
+  const form = d.scheme.startsWith('s3')
+    ? 'BUCKET/path'
+    : 'HOST:PORT/path (or hdfs:///path for the default file system)';
+  return `'${d.uri}' looks like a ${d.scheme} URI missing its '//': write ${d.scheme}://${form}`;
+}
+
+/** One message per reason: a reason without one fails to compile. */
+const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } = {
+  'command-line': (d) => d.problem,
+  'uri-line-break': (d) =>
+    `'${d.uri}' holds a line break (CR, LF, U+2028 or U+2029): stagecommit cannot record such a location; choose another name`,
+  'uri-empty': () => 'an empty path or URI was given: give a directory path or a URI such as s3://bucket/table',
+  'file-uri-invalid': (d) => `invalid file URI '${d.uri}': ${d.error}; use file:///absolute/path`,
+  'uri-scheme-unsupported': (d) =>
+    `unsupported URI scheme '${d.scheme}://' in '${d.uri}': use a local path, file://, s3:// (s3a://, s3n://), hdfs://, webhdfs:// or swebhdfs://`,
+  'uri-no-bucket': (d) => `'${d.uri}' names no bucket: use ${d.scheme}://BUCKET/path`,
+  'uri-missing-slashes': uriMissingSlashes,
+  'uri-bad-percent': (d) =>
+    `'${d.uri}' has a '%' that is not a percent-escape (%XX of UTF-8): write a literal % as %25`,
+  'partition-column-invalid': (d) =>
+    `invalid partition column '${d.column}': use letters, digits and '_' (not first), e.g. --partition-by dt,region`,
+  'partition-invalid': (d) =>
+    `invalid --partition '${d.partition}': expected COLUMN=VALUE, e.g. --partition dt=2026-11-30`,
+  'task-id-invalid': (d) =>
+    d.leadingZeros
+      ? `invalid task id '${d.task}': write numbers without leading zeros ('${String(Number(d.task))}')`
+      : `invalid task id '${d.task}': use a number or letters, digits, '_' and '-' (not first)`,
+  'attempt-invalid': (d) => `invalid --attempt '${d.attempt}': expected a number (0, 1, …)`,
+  'relative-path-invalid': relativePath,
+  'file-outside-partitions': (d) =>
+    `file '${d.path}' is not inside a partition: expected ${d.columns.map((c) => `${c}=…`).join('/')}/FILE`,
+  'file-partition-segment': (d) =>
+    `file '${d.path}': segment '${d.segment}' should be ${d.column}=VALUE (partition columns: ${d.columns.join(', ')})`,
+  'file-outside-static-partition': (d) =>
+    `file '${d.path}' is outside the job's static partition '${d.staticPartition}'`,
+  'config-invalid': (d) => `config: '${d.setting}' must ${d.must}`,
+  'config-file-unreadable': (d) => `config: '${d.setting}' ${d.file} cannot be read: ${d.error}`,
+  'basic-auth-with-kerberos': () => "config: 'webhdfs.basicAuth' and Kerberos cannot both be used: choose one",
+  'keytab-without-principal': () =>
+    "config: 'webhdfs.kerberos.keytab' needs 'webhdfs.kerberos.principal' (user@REALM) beside it",
+  'basic-auth-in-clear': (d) =>
+    `config: 'webhdfs.basicAuth' would send the password in clear to ${d.url}: use swebhdfs:// or https:// name node URLs`,
+  's3-endpoint-invalid': (d) =>
+    d.problem === 'not-url'
+      ? `the S3 endpoint '${d.endpoint}' (${d.from}) is not a URL: write it as http(s)://HOST[:PORT]`
+      : `the S3 endpoint '${d.endpoint}' (${d.from}) is not http:// or https://: fix it there`,
+  'aws-profile-missing': (d) =>
+    `AWS profile '${d.profile}' (AWS_PROFILE) is in neither ${d.configFile} nor ${d.credentialsFile}: add [profile ${d.profile}] to the config file, or fix or unset AWS_PROFILE`,
+  'aws-services-missing': (d) =>
+    `AWS profile '${d.profile}' names the services section '${d.section}', which ${d.configFile} does not have: add [services ${d.section}] or remove 'services' from the profile`,
+  unclassified: (d) => d.message,
+};
+
 export function usageMessage(d: UsageDetail): string {
-  switch (d.reason) {
-    case 'command-line':
-      return d.problem;
-    case 'unclassified':
-      return d.message;
-  }
+  return (MESSAGES[d.reason] as (d: UsageDetail) => string)(d);
 }

@@ -84,10 +84,16 @@ export async function runLeasedStep<T, A = never>(
   }
   const open = opened.value;
   if (look.status === 'rejected') throw look.reason;
-  return withJobLease(env, open, { op: rule.name, held: found!.held, current: found!.from }, rule.readAhead, async (run) => {
-    if (rule.states) requireState(run.open, rule.states.allowed, rule.states.doing);
-    return body(run);
-  }).catch((e: unknown) => {
+  return withJobLease(
+    env,
+    open,
+    { op: rule.name, held: found!.held, current: found!.from },
+    rule.readAhead,
+    async (run) => {
+      if (rule.states) requireState(run.open, rule.states.allowed, rule.states.doing);
+      return body(run);
+    },
+  ).catch((e: unknown) => {
     if (rule.ifGone && e instanceof JobGoneError) return rule.ifGone(e);
     throw e;
   });

@@ -26,23 +26,20 @@ const LINE_BREAK = /[\n\r\u2028\u2029]/;
 export function parseUri(raw: string, cwd: string): ParsedUri {
   const parsed = parseLocation(raw, cwd);
   if (LINE_BREAK.test(raw) || LINE_BREAK.test(parsed.path)) {
-    throw new UsageError(
-      `'${raw}' holds a line break (CR, LF, U+2028 or U+2029): stagecommit cannot record such a location; choose another name`,
-    );
+    throw new UsageError({ reason: 'uri-line-break', uri: raw });
   }
   return parsed;
 }
 
 function parseLocation(raw: string, cwd: string): ParsedUri {
-  if (raw === '')
-    throw new UsageError('an empty path or URI was given: give a directory path or a URI such as s3://bucket/table');
+  if (raw === '') throw new UsageError({ reason: 'uri-empty' });
   if (raw.startsWith('file:')) {
     let p: string;
     try {
       // A URL parser reads a backslash as '/' (WHATWG); in a POSIX name it is a character like any other.
       p = fileURLToPath(raw.replace(/\\/g, '%5C'));
     } catch (e) {
-      throw new UsageError(`invalid file URI '${raw}': ${(e as Error).message}; use file:///absolute/path`);
+      throw new UsageError({ reason: 'file-uri-invalid', uri: raw, error: (e as Error).message });
     }
     return { scheme: 'file', authority: '', path: normalize(p) };
   }
@@ -52,12 +49,10 @@ function parseLocation(raw: string, cwd: string): ParsedUri {
     // Hadoop's S3 connectors' schemes (what Spark jobs write) name the same objects.
     const scheme = given === 's3a' || given === 's3n' ? 's3' : given;
     if (scheme !== 's3' && scheme !== 'hdfs' && scheme !== 'webhdfs' && scheme !== 'swebhdfs') {
-      throw new UsageError(
-        `unsupported URI scheme '${given}://' in '${raw}': use a local path, file://, s3:// (s3a://, s3n://), hdfs://, webhdfs:// or swebhdfs://`,
-      );
+      throw new UsageError({ reason: 'uri-scheme-unsupported', uri: raw, scheme: given });
     }
     // hdfs:///path is the cluster's default file system (fs.defaultFS in HADOOP_CONF_DIR), as in Hadoop.
-    if (!m[2] && scheme === 's3') throw new UsageError(`'${raw}' names no bucket: use ${given}://BUCKET/path`);
+    if (!m[2] && scheme === 's3') throw new UsageError({ reason: 'uri-no-bucket', uri: raw, scheme: given });
     return { scheme, authority: m[2] ?? '', path: normalize(decodePath(raw, m[3] ?? '/')) };
   }
   // `hdfs:/wh/t` is Hadoop's spelling of a path on the default file system; `s3:/b/t`, `s3//b/t`
@@ -69,9 +64,7 @@ function parseLocation(raw: string, cwd: string): ParsedUri {
     const given = near[1]!.toLowerCase();
     if (given === 'hdfs' && raw[5] === '/')
       return { scheme: 'hdfs', authority: '', path: normalize(decodePath(raw, near[2] ? `/${near[2]}` : '/')) };
-    throw new UsageError(
-      `'${raw}' looks like a ${given} URI missing its '//': write ${given}://${given.startsWith('s3') ? 'BUCKET/path' : 'HOST:PORT/path (or hdfs:///path for the default file system)'}`,
-    );
+    throw new UsageError({ reason: 'uri-missing-slashes', uri: raw, scheme: given });
   }
   return { scheme: 'file', authority: '', path: normalize(path.resolve(cwd, raw)) };
 }
@@ -81,7 +74,7 @@ function decodePath(raw: string, p: string): string {
   try {
     return decodeURIComponent(p);
   } catch {
-    throw new UsageError(`'${raw}' has a '%' that is not a percent-escape (%XX of UTF-8): write a literal % as %25`);
+    throw new UsageError({ reason: 'uri-bad-percent', uri: raw });
   }
 }
 

@@ -49,7 +49,7 @@ function num(section: Record<string, unknown>, key: string, def: number): number
   const v = section[key];
   if (v === undefined) return def;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 1)
-    throw new UsageError(`config: 's3.${key}' must be a positive whole number`);
+    throw new UsageError({ reason: 'config-invalid', setting: `s3.${key}`, must: 'be a positive whole number' });
   return v;
 }
 
@@ -82,7 +82,8 @@ export async function resolveS3(config: Record<string, unknown>, env: S3Env): Pr
   const str = (key: string): string | undefined => {
     const v = config[key];
     if (v === undefined) return undefined;
-    if (typeof v !== 'string') throw new UsageError(`config: 's3.${key}' must be a string`);
+    if (typeof v !== 'string')
+      throw new UsageError({ reason: 'config-invalid', setting: `s3.${key}`, must: 'be a string' });
     return v;
   };
   const profileName = env.AWS_PROFILE || 'default';
@@ -132,10 +133,10 @@ function checkEndpoint(endpoint: string, from: string): void {
   try {
     url = new URL(endpoint);
   } catch {
-    throw new UsageError(`the S3 endpoint '${endpoint}' (${from}) is not a URL: write it as http(s)://HOST[:PORT]`);
+    throw new UsageError({ reason: 's3-endpoint-invalid', endpoint, from, problem: 'not-url' });
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new UsageError(`the S3 endpoint '${endpoint}' (${from}) is not http:// or https://: fix it there`);
+    throw new UsageError({ reason: 's3-endpoint-invalid', endpoint, from, problem: 'not-http' });
 }
 
 /**
@@ -154,17 +155,18 @@ async function sharedProfile(
   const { configFile, credentialsFile } = await loadSharedConfigFiles({ filepath, configFilepath, ignoreCache: true });
   // A profile named in AWS_PROFILE that neither file has is a typo, not "no credentials" (exit 1).
   if (env.AWS_PROFILE && !configFile[name] && !credentialsFile[name])
-    throw new UsageError(
-      `AWS profile '${name}' (AWS_PROFILE) is in neither ${configFilepath} nor ${filepath}: add [profile ${name}] to the config file, or fix or unset AWS_PROFILE`,
-    );
+    throw new UsageError({
+      reason: 'aws-profile-missing',
+      profile: name,
+      configFile: configFilepath,
+      credentialsFile: filepath,
+    });
   const profile = { ...configFile[name], ...credentialsFile[name] };
   const section = profile['services'];
   if (section === undefined) return { profile };
   const services = configFile[`services.${section}`];
   if (!services)
-    throw new UsageError(
-      `AWS profile '${name}' names the services section '${section}', which ${configFilepath} does not have: add [services ${section}] or remove 'services' from the profile`,
-    );
+    throw new UsageError({ reason: 'aws-services-missing', profile: name, section, configFile: configFilepath });
   return { profile, services };
 }
 
@@ -175,7 +177,11 @@ async function sharedProfile(
  */
 export async function s3Settings(config: unknown, env: S3Env, warn?: (message: string) => void): Promise<S3Settings> {
   if (config !== undefined && (config === null || typeof config !== 'object' || Array.isArray(config))) {
-    throw new UsageError("config: 's3' must be a mapping (endpoint, region, pathStyle, …)");
+    throw new UsageError({
+      reason: 'config-invalid',
+      setting: 's3',
+      must: 'be a mapping (endpoint, region, pathStyle, …)',
+    });
   }
   const s = (config ?? {}) as Record<string, unknown>;
   const resolved = await resolveS3(s, env);

@@ -32,7 +32,11 @@ export async function webHdfsSettings(
   env: WebHdfsEnv,
 ): Promise<WebHdfsSettings> {
   if (config !== undefined && (config === null || typeof config !== 'object' || Array.isArray(config))) {
-    throw new UsageError("config: 'webhdfs' must be a mapping (user, nameservices, retries, caFile, …)");
+    throw new UsageError({
+      reason: 'config-invalid',
+      setting: 'webhdfs',
+      must: 'be a mapping (user, nameservices, retries, caFile, …)',
+    });
   }
   const c = (config ?? {}) as Record<string, unknown>;
   // `${env.NAME}` in the XML may name any variable: the whole environment is passed on.
@@ -51,12 +55,13 @@ export async function webHdfsSettings(
     const v = c[key];
     if (v === undefined) return def;
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
-      throw new UsageError(`config: 'webhdfs.${key}' must be a whole number`);
+      throw new UsageError({ reason: 'config-invalid', setting: `webhdfs.${key}`, must: 'be a whole number' });
     return v;
   };
   const str = (key: string) => {
     const v = c[key];
-    if (v !== undefined && typeof v !== 'string') throw new UsageError(`config: 'webhdfs.${key}' must be a string`);
+    if (v !== undefined && typeof v !== 'string')
+      throw new UsageError({ reason: 'config-invalid', setting: `webhdfs.${key}`, must: 'be a string' });
     return v as string | undefined;
   };
   let fetchWithCa: typeof fetch | undefined;
@@ -66,7 +71,8 @@ export async function webHdfsSettings(
     try {
       ca = readFileSync(caFile, 'utf8');
     } catch (e) {
-      throw new UsageError(`config: 'webhdfs.caFile' ${caFile} cannot be read: ${(e as Error).message}`);
+      const error = (e as Error).message;
+      throw new UsageError({ reason: 'config-file-unreadable', setting: 'webhdfs.caFile', file: caFile, error });
     }
     fetchWithCa = httpFetchWithCa(ca);
   }
@@ -74,12 +80,13 @@ export async function webHdfsSettings(
   const kerberos = delegation ? undefined : kerberosSettings(c.kerberos, conf);
   const basePath = str('basePath');
   if (basePath !== undefined && !/^\/\S*[^/]$/.test(basePath))
-    throw new UsageError(
-      "config: 'webhdfs.basePath' must be a path such as /webhdfs/v1 or /gateway/default/webhdfs/v1 (no trailing /)",
-    );
+    throw new UsageError({
+      reason: 'config-invalid',
+      setting: 'webhdfs.basePath',
+      must: 'be a path such as /webhdfs/v1 or /gateway/default/webhdfs/v1 (no trailing /)',
+    });
   const basicAuth = basicAuthHeader(c.basicAuth, nameNodes);
-  if (basicAuth && kerberos)
-    throw new UsageError("config: 'webhdfs.basicAuth' and Kerberos cannot both be used: choose one");
+  if (basicAuth && kerberos) throw new UsageError({ reason: 'basic-auth-with-kerberos' });
   return {
     ...(basePath ? { basePath } : {}),
     ...(basicAuth ? { basicAuth } : {}),
@@ -122,9 +129,11 @@ function kerberosSettings(
     return conf?.get('hadoop.security.authentication')?.trim().toLowerCase() === 'kerberos' ? {} : undefined;
   if (value === true) return {};
   const bad = () =>
-    new UsageError(
-      "config: 'webhdfs.kerberos' must be true (the ticket cache, after kinit) or a mapping with 'principal' and 'keytab'",
-    );
+    new UsageError({
+      reason: 'config-invalid',
+      setting: 'webhdfs.kerberos',
+      must: "be true (the ticket cache, after kinit) or a mapping with 'principal' and 'keytab'",
+    });
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw bad();
   const { principal, keytab } = value as Record<string, unknown>;
   if (
@@ -132,8 +141,7 @@ function kerberosSettings(
     (keytab !== undefined && typeof keytab !== 'string')
   )
     throw bad();
-  if (keytab && !principal)
-    throw new UsageError("config: 'webhdfs.kerberos.keytab' needs 'webhdfs.kerberos.principal' (user@REALM) beside it");
+  if (keytab && !principal) throw new UsageError({ reason: 'keytab-without-principal' });
   return { ...(principal ? { principal } : {}), ...(keytab ? { keytab } : {}) };
 }
 
@@ -145,21 +153,23 @@ function basicAuthHeader(value: unknown, nameNodes: readonly string[]): string |
   if (value === undefined) return undefined;
   const { user, passwordFile } = (value ?? {}) as Record<string, unknown>;
   if (typeof user !== 'string' || typeof passwordFile !== 'string' || !user || user.includes(':'))
-    throw new UsageError(
-      "config: 'webhdfs.basicAuth' must be a mapping with 'user' (no ':') and 'passwordFile' (a file holding the password)",
-    );
+    throw new UsageError({
+      reason: 'config-invalid',
+      setting: 'webhdfs.basicAuth',
+      must: "be a mapping with 'user' (no ':') and 'passwordFile' (a file holding the password)",
+    });
   const clear = nameNodes.find((u) => !u.startsWith('https:'));
-  if (clear)
-    throw new UsageError(
-      `config: 'webhdfs.basicAuth' would send the password in clear to ${clear}: use swebhdfs:// or https:// name node URLs`,
-    );
+  if (clear) throw new UsageError({ reason: 'basic-auth-in-clear', url: clear });
   let password: string;
   try {
     password = readFileSync(passwordFile, 'utf8').replace(/\r?\n$/, '');
   } catch (e) {
-    throw new UsageError(
-      `config: 'webhdfs.basicAuth.passwordFile' ${passwordFile} cannot be read: ${(e as Error).message}`,
-    );
+    throw new UsageError({
+      reason: 'config-file-unreadable',
+      setting: 'webhdfs.basicAuth.passwordFile',
+      file: passwordFile,
+      error: (e as Error).message,
+    });
   }
   return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 }
@@ -216,9 +226,11 @@ function listedNameNodes(c: Record<string, unknown>, name: string): string[] | n
     listed.length === 0 ||
     !listed.every((u) => typeof u === 'string' && /^https?:\/\//.test(u))
   ) {
-    throw new UsageError(
-      `config: 'webhdfs.nameservices.${name}' must list name node URLs, e.g. [http://nn1:9870, http://nn2:9870]`,
-    );
+    throw new UsageError({
+      reason: 'config-invalid',
+      setting: `webhdfs.nameservices.${name}`,
+      must: 'list name node URLs, e.g. [http://nn1:9870, http://nn2:9870]',
+    });
   }
   return listed as string[];
 }
