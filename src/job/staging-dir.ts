@@ -8,6 +8,7 @@ import { removeEmptyChain, treeRemoval } from '../store/operations.js';
 import { abortUploads, pendingUploadsUnder } from '../store/uploads.js';
 import { defaultStagingParents, type JobLayout } from './layout.js';
 import type { Lease } from './lease.js';
+import { recoverAdvice } from '../messages/advice.js';
 
 /** Whether removeStagingDir deletes by one listing of every key and bulk deletes (object stores). */
 export function removesInBulk(store: Store): boolean {
@@ -114,7 +115,7 @@ export async function removeStagingDir(
         'io',
         'delete',
         [store.toUri(left[0]!.path)],
-        `something keeps writing into the staging dir of a finished job (${left.length} entries after ${SETTLE_ROUNDS} rounds): stop it, then run 'stagecommit recover' to finish the clean-up`,
+        `something keeps writing into the staging dir of a finished job (${left.length} entries after ${SETTLE_ROUNDS} rounds): stop it, then ${recoverAdvice({ why: 'to finish the clean-up' })}`,
       );
     }
     await remove(left);

@@ -11,6 +11,7 @@ import { dirsVanishWhenEmpty } from '../store/operations.js';
 import { pendingUploadsUnder } from '../store/uploads.js';
 import { mapLimit } from '../util/pool.js';
 import type { StepEnv } from './env.js';
+import { recoverCommand } from '../messages/advice.js';
 
 export const LEFTOVER_KINDS = [
   'spark-staging',
@@ -128,7 +129,7 @@ export async function scan(
             path: store.toUri(path),
             message: late
               ? `${COMMIT_FILE} without ${JOB_FILE}: ${late} and this plan of it landed later; nothing was touched: delete the directory`
-              : `${COMMIT_FILE} without ${JOB_FILE}: a stagecommit job past its commit point lost its manifest; nothing under it was touched: restore ${JOB_FILE}, then run 'stagecommit recover'`,
+              : `${COMMIT_FILE} without ${JOB_FILE}: a stagecommit job past its commit point lost its manifest; nothing under it was touched: restore ${JOB_FILE}, then run ${recoverCommand()}`,
           });
           return [];
         }
@@ -138,7 +139,7 @@ export async function scan(
         if (held) {
           problems.push({
             path: store.toUri(path),
-            message: `${JOB_FILE} is missing, but the table log holds job ${held.jobId}'s unfinished entry ${held.number} for this staging dir (it may be past its commit point); nothing under it was touched: restore ${JOB_FILE}, then run 'stagecommit recover'`,
+            message: `${JOB_FILE} is missing, but the table log holds job ${held.jobId}'s unfinished entry ${held.number} for this staging dir (it may be past its commit point); nothing under it was touched: restore ${JOB_FILE}, then run ${recoverCommand()}`,
           });
           return [];
         }
@@ -151,7 +152,7 @@ export async function scan(
         if (left.length) {
           problems.push({
             path: store.toUri(path),
-            message: `${JOB_FILE} is missing, but the dir holds a stagecommit job's files (${left.join(', ')}): its job may be past its commit point; nothing under it was touched: restore ${JOB_FILE}, then run 'stagecommit recover'; if its job has ended, check the target by hand and delete the directory`,
+            message: `${JOB_FILE} is missing, but the dir holds a stagecommit job's files (${left.join(', ')}): its job may be past its commit point; nothing under it was touched: restore ${JOB_FILE}, then run ${recoverCommand()}; if its job has ended, check the target by hand and delete the directory`,
           });
           return [];
         }
