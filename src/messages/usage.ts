@@ -70,6 +70,35 @@ export type UsageDetail =
       readonly section: string;
       readonly configFile: string;
     }
+  // HDFS: its name nodes and credentials.
+  /** hdfs:/// with no fs.defaultFS to name the cluster (`port`: the HTTP port a URI would give). */
+  | { readonly reason: 'no-default-name-node'; readonly scheme: string; readonly port: number }
+  | { readonly reason: 'token-file-unreadable'; readonly file: string; readonly error: string }
+  | { readonly reason: 'token-file-invalid'; readonly file: string; readonly error: string }
+  | { readonly reason: 'kerberos-package-missing'; readonly error: string }
+  | {
+      readonly reason: 'kerberos-no-service-principal';
+      readonly host: string;
+      readonly nameNode: string;
+      readonly error: string;
+    }
+  /** No usable ticket: from the keytab (`keytab`) as the principal, or (null) in the ticket cache. */
+  | {
+      readonly reason: 'kerberos-no-ticket';
+      readonly host: string;
+      readonly keytab: string | null;
+      readonly principal: string;
+      readonly error: string;
+    }
+  | { readonly reason: 'kerberos-failed'; readonly host: string; readonly error: string }
+  /** HTTP 401 from a name node: the credentials given (`gave`) were refused, or none were given. */
+  | {
+      readonly reason: 'auth-refused';
+      readonly nameNode: string;
+      readonly gave: 'delegation-token' | 'basic-auth' | 'kerberos' | 'none';
+      /** With none given: whether the name node asked for Kerberos (Negotiate). */
+      readonly negotiate: boolean;
+    }
   /** Not yet given a reason of its own: the message as it was written. */
   | { readonly reason: 'unclassified'; readonly message: string };
 
@@ -83,6 +112,27 @@ function relativePath(d: Of<'relative-path-invalid'>): string {
         ? "empty, '.' and '..' segments are not allowed"
         : 'NUL characters are not allowed';
   return `invalid ${d.what} '${d.path}': ${why}`;
+}
+
+function noTicket(d: Of<'kerberos-no-ticket'>): string {
+  return d.keytab !== null
+    ? `no Kerberos ticket for HTTP/${d.host} from keytab ${d.keytab} as ${d.principal} (${d.error}): check the keytab and webhdfs.kerberos.principal (klist -kt ${d.keytab})`
+    : `no valid Kerberos ticket for HTTP/${d.host} (${d.error}): run 'kinit ${d.principal}', or name a keytab in the config (webhdfs.kerberos.keytab and principal)`;
+}
+
+function authRefused(d: Of<'auth-refused'>): string {
+  switch (d.gave) {
+    case 'delegation-token':
+      return `the name node ${d.nameNode} refused the delegation token (HTTP 401): it may have expired or been cancelled; fetch a new one (hdfs fetchdt) or use Kerberos`;
+    case 'basic-auth':
+      return `the gateway ${d.nameNode} refused the user and password of webhdfs.basicAuth (HTTP 401): check the user and the password file`;
+    case 'kerberos':
+      return `the name node ${d.nameNode} refused the Kerberos ticket (HTTP 401): check the principal with klist, and that the name node's realm trusts it`;
+    case 'none':
+      return d.negotiate
+        ? `the name node ${d.nameNode} requires Kerberos (HTTP 401, Negotiate): run kinit and set 'webhdfs.kerberos: true' in the config (or hadoop.security.authentication=kerberos in HADOOP_CONF_DIR), or give a delegation token (HADOOP_TOKEN_FILE_LOCATION)`
+        : `the name node ${d.nameNode} requires authentication (HTTP 401): give a delegation token (HADOOP_TOKEN_FILE_LOCATION) or configure Kerberos (webhdfs.kerberos)`;
+  }
 }
 
 function uriMissingSlashes(d: Of<'uri-missing-slashes'>): string {
@@ -136,6 +186,18 @@ const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } 
     `AWS profile '${d.profile}' (AWS_PROFILE) is in neither ${d.configFile} nor ${d.credentialsFile}: add [profile ${d.profile}] to the config file, or fix or unset AWS_PROFILE`,
   'aws-services-missing': (d) =>
     `AWS profile '${d.profile}' names the services section '${d.section}', which ${d.configFile} does not have: add [services ${d.section}] or remove 'services' from the profile`,
+  'no-default-name-node': (d) =>
+    `${d.scheme}:/// names no name node: set HADOOP_CONF_DIR to the cluster's client config (core-site.xml with fs.defaultFS), or write ${d.scheme}://HOST:${d.port}/path`,
+  'token-file-unreadable': (d) => `cannot read the token file ${d.file} (HADOOP_TOKEN_FILE_LOCATION): ${d.error}`,
+  'token-file-invalid': (d) =>
+    `${d.file} (HADOOP_TOKEN_FILE_LOCATION) is not a Hadoop token storage file: ${d.error}; write it with 'hdfs fetchdt' or unset the variable`,
+  'kerberos-package-missing': (d) =>
+    `this cluster needs Kerberos (SPNEGO), which needs the optional package 'kerberos' (${d.error}): install it beside stagecommit with 'npm install kerberos' (it builds against libkrb5-dev), or use a delegation token (HADOOP_TOKEN_FILE_LOCATION)`,
+  'kerberos-no-service-principal': (d) =>
+    `the KDC knows no service principal HTTP/${d.host} for the name node ${d.nameNode} (${d.error}): name the name node by the host its principal names (its HTTP address in hdfs-site.xml)`,
+  'kerberos-no-ticket': noTicket,
+  'kerberos-failed': (d) => `Kerberos (SPNEGO) for HTTP/${d.host} failed: ${d.error}`,
+  'auth-refused': authRefused,
   unclassified: (d) => d.message,
 };
 

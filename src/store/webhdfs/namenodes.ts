@@ -171,23 +171,9 @@ export class NameNodes {
   /** A 401: the name node wants credentials it was not given, or refused the ones it was. */
   private unauthorized(res: Response, base: string): UsageError {
     const negotiate = /negotiate/i.test(res.headers.get('www-authenticate') ?? '');
-    if (this.settings.delegation)
-      return new UsageError(
-        `the name node ${base} refused the delegation token (HTTP 401): it may have expired or been cancelled; fetch a new one (hdfs fetchdt) or use Kerberos`,
-      );
-    if (this.settings.basicAuth)
-      return new UsageError(
-        `the gateway ${base} refused the user and password of webhdfs.basicAuth (HTTP 401): check the user and the password file`,
-      );
-    if (this.settings.spnego)
-      return new UsageError(
-        `the name node ${base} refused the Kerberos ticket (HTTP 401): check the principal with klist, and that the name node's realm trusts it`,
-      );
-    return new UsageError(
-      negotiate
-        ? `the name node ${base} requires Kerberos (HTTP 401, Negotiate): run kinit and set 'webhdfs.kerberos: true' in the config (or hadoop.security.authentication=kerberos in HADOOP_CONF_DIR), or give a delegation token (HADOOP_TOKEN_FILE_LOCATION)`
-        : `the name node ${base} requires authentication (HTTP 401): give a delegation token (HADOOP_TOKEN_FILE_LOCATION) or configure Kerberos (webhdfs.kerberos)`,
-    );
+    const { delegation, basicAuth, spnego } = this.settings;
+    const gave = delegation ? 'delegation-token' : basicAuth ? 'basic-auth' : spnego ? 'kerberos' : 'none';
+    return new UsageError({ reason: 'auth-refused', nameNode: base, gave, negotiate });
   }
 
   async remote(res: Response): Promise<RemoteException | null> {

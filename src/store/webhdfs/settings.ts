@@ -192,9 +192,7 @@ function resolveNameNodes(
   if (name === '') {
     const fs = conf && defaultFs(conf);
     if (!fs) {
-      throw new UsageError(
-        `${scheme}:/// names no name node: set HADOOP_CONF_DIR to the cluster's client config (core-site.xml with fs.defaultFS), or write ${scheme}://HOST:${tls ? HTTPS_PORT : HTTP_PORT}/path`,
-      );
+      throw new UsageError({ reason: 'no-default-name-node', scheme, port: tls ? HTTPS_PORT : HTTP_PORT });
     }
     name = fs.authority;
   }

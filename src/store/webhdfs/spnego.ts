@@ -32,9 +32,7 @@ export function kerberosModule(): KerberosModule {
     loaded = createRequire(import.meta.url)('kerberos') as KerberosModule;
     return loaded;
   } catch (e) {
-    throw new UsageError(
-      `this cluster needs Kerberos (SPNEGO), which needs the optional package 'kerberos' (${(e as Error).message.split('\n')[0]}): install it beside stagecommit with 'npm install kerberos' (it builds against libkrb5-dev), or use a delegation token (HADOOP_TOKEN_FILE_LOCATION)`,
-    );
+    throw new UsageError({ reason: 'kerberos-package-missing', error: (e as Error).message.split('\n')[0]! });
   }
 }
 
@@ -72,18 +70,18 @@ export class Spnego {
     } catch (e) {
       const msg = (e as Error).message;
       if (/Server .* not found in Kerberos database/i.test(msg))
-        throw new UsageError(
-          `the KDC knows no service principal HTTP/${host} for the name node ${new URL(url).host} (${msg}): name the name node by the host its principal names (its HTTP address in hdfs-site.xml)`,
-        );
+        throw new UsageError({
+          reason: 'kerberos-no-service-principal',
+          host,
+          nameNode: new URL(url).host,
+          error: msg,
+        });
       if (NO_TICKET.test(msg)) {
         const who = this.settings.principal ?? 'USER@REALM';
-        throw new UsageError(
-          this.settings.keytab
-            ? `no Kerberos ticket for HTTP/${host} from keytab ${this.settings.keytab} as ${who} (${msg}): check the keytab and webhdfs.kerberos.principal (klist -kt ${this.settings.keytab})`
-            : `no valid Kerberos ticket for HTTP/${host} (${msg}): run 'kinit ${who}', or name a keytab in the config (webhdfs.kerberos.keytab and principal)`,
-        );
+        const keytab = this.settings.keytab ?? null;
+        throw new UsageError({ reason: 'kerberos-no-ticket', host, keytab, principal: who, error: msg });
       }
-      throw new UsageError(`Kerberos (SPNEGO) for HTTP/${host} failed: ${msg}`);
+      throw new UsageError({ reason: 'kerberos-failed', host, error: msg });
     }
   }
 

@@ -124,14 +124,12 @@ export async function readTokenFile(file: string): Promise<HadoopToken[]> {
   try {
     buf = await readFile(file);
   } catch (e) {
-    throw new UsageError(`cannot read the token file ${file} (HADOOP_TOKEN_FILE_LOCATION): ${(e as Error).message}`);
+    throw new UsageError({ reason: 'token-file-unreadable', file, error: (e as Error).message });
   }
   try {
     return parseTokenStorage(buf);
   } catch (e) {
-    throw new UsageError(
-      `${file} (HADOOP_TOKEN_FILE_LOCATION) is not a Hadoop token storage file: ${(e as Error).message}; write it with 'hdfs fetchdt' or unset the variable`,
-    );
+    throw new UsageError({ reason: 'token-file-invalid', file, error: (e as Error).message });
   }
 }
 
