@@ -40,27 +40,19 @@ export function recogniseLeftover(
 ): Leftover {
   const kind = kindOfName(name);
   if (!kind) {
-    throw new UsageError(
-      `${label} is not an engine's leftover: adopt takes a Hadoop '_temporary', a Spark '.spark-staging-<id>' or a Hive '.hive-staging…' directory`,
-    );
+    throw new UsageError({ reason: 'not-a-leftover', leftover: label });
   }
-  if (entries.length === 0)
-    throw new UsageError(
-      `${label} is empty: there is nothing to adopt; remove it with 'stagecommit clean-orphans --delete'`,
-    );
+  if (entries.length === 0) throw new UsageError({ reason: 'leftover-empty', leftover: label, stage: null });
   const { parts, sources, discarded } = committedParts(label, kind, name, entries);
   if (sources.every((s) => s.files.length === 0)) {
-    throw new UsageError(
-      `${label} holds no output to publish (${parts.stage}): there is nothing to adopt; remove it with 'stagecommit clean-orphans --delete'`,
-    );
+    throw new UsageError({ reason: 'leftover-empty', leftover: label, stage: parts.stage });
   }
   const partitionBy = partitionColumns(label, sources);
   // A dynamic partition overwrite always writes partitions: unpartitioned output would become an
   // overwrite of the whole table, which the engine never meant.
   if (kind === 'spark-staging' && partitionBy.length === 0) {
-    throw new UsageError(
-      `${label} holds output outside any partition dir ('${sources.flatMap((s) => s.files)[0]!.path}'), which a dynamic partition overwrite never writes: it cannot be adopted (it would replace the whole table); nothing was changed`,
-    );
+    const file = sources.flatMap((s) => s.files)[0]!.path;
+    throw new UsageError({ reason: 'leftover-unpartitioned', leftover: label, file });
   }
   const all = sources.flatMap((s) => s.files);
   const partitions = partitionBy.length
@@ -106,9 +98,7 @@ function committedParts(
           : hiveParts(label, name, entries);
   } catch (e) {
     if (e instanceof NotLayoutError)
-      throw new UsageError(
-        `${label} does not look like what ${ENGINE[kind]} writes: ${e.message}; nothing was changed`,
-      );
+      throw new UsageError({ reason: 'leftover-layout', leftover: label, engine: ENGINE[kind], problem: e.message });
     throw e;
   }
   return { parts, ...splitNonOutput(parts.sources, parts.discarded) };
@@ -172,14 +162,12 @@ function sparkParts(label: string, name: string, entries: readonly ListedEntry[]
     .map((e) => e.path)
     .sort();
   if (flat.length) {
-    throw new UsageError(
-      `${label} holds ${flat.length} file(s) at its top (${flat
-        .slice(0, 3)
-        .map((f) => `'${f}'`)
-        .join(
-          ', ',
-        )}${flat.length > 3 ? ', …' : ''}): Spark's output for partitions at custom locations (absolute paths), which cannot be adopted: its destinations are recorded only in the dead driver's memory; nothing was changed; run the query again`,
-    );
+    throw new UsageError({
+      reason: 'leftover-custom-locations',
+      leftover: label,
+      count: flat.length,
+      files: flat.slice(0, 3),
+    });
   }
   const tree = top.has('_temporary') ? readHadoopTree(entries, '_temporary') : null;
   const mergedFiles = entries
@@ -210,9 +198,8 @@ function hiveParts(label: string, name: string, entries: readonly ListedEntry[])
   const engineJobId = HIVE_STAGING.exec(name)![1] || null;
   const tops = [...new Set(entries.map((e) => e.path.split('/')[0]!))].sort();
   if (!tops.includes(HIVE_OUTPUT)) {
-    throw new UsageError(
-      `${label} holds no finished Hive output ('${HIVE_OUTPUT}'): it holds ${tops.map((t) => `'${t}'`).join(', ')}${tops.some((t) => t.startsWith('_tmp.')) ? ', which the query was still writing' : ''}; it cannot be adopted: run the query again, and remove this dir with 'stagecommit clean-orphans --delete'`,
-    );
+    const writing = tops.some((t) => t.startsWith('_tmp.'));
+    throw new UsageError({ reason: 'leftover-hive-unfinished', leftover: label, output: HIVE_OUTPUT, tops, writing });
   }
   const files = entries
     .filter((e) => e.kind === 'file' && e.path.startsWith(HIVE_OUTPUT + '/'))
@@ -268,16 +255,19 @@ function partitionColumns(label: string, sources: readonly LeftoverSource[]): st
     const cols = dirs.map((d) => /^([^=]+)=./.exec(d)?.[1] ?? '');
     const bad = dirs.find((d, i) => cols[i] === '' || normalizeColumnOrNull(cols[i]!) !== cols[i]);
     if (bad !== undefined)
-      throw new UsageError(
-        `${label}: '${f.path}' is in a directory '${bad}' that is not a partition (column=value, column in lower case): it cannot be adopted as table output`,
-      );
+      throw new UsageError({ reason: 'leftover-not-partition', leftover: label, file: f.path, dir: bad });
     if (columns === null) {
       columns = cols;
       first = f.path;
     } else if (columns.join('/') !== cols.join('/')) {
-      throw new UsageError(
-        `${label}: '${first}' and '${f.path}' are under different partition columns (${columns.join(',') || 'none'} and ${cols.join(',') || 'none'}): it cannot be adopted as one table's output`,
-      );
+      throw new UsageError({
+        reason: 'leftover-mixed-partitions',
+        leftover: label,
+        first,
+        file: f.path,
+        columns,
+        others: cols,
+      });
     }
   }
   return columns ?? [];

@@ -10,6 +10,11 @@ export function recoverAdvice(o: { readonly handle?: string; readonly why?: stri
   return `run ${recoverCommand(o.handle)}${o.why === undefined ? '' : ` ${o.why}`}`;
 }
 
+/** The command that removes a leftover nothing can be adopted from, quoted as a user types it. */
+export function cleanOrphansDeleteCommand(): string {
+  return "'stagecommit clean-orphans --delete'";
+}
+
 /** The status command that lists the tasks a rerun still has to run, quoted as a user types it. */
 export function tasksToRunCommand(): string {
   return "'stagecommit status --tasks-to-run'";

@@ -1,5 +1,7 @@
 // The messages of UsageError (exit 2): bad usage or bad input, and what to do, one reason each.
 
+import { cleanOrphansDeleteCommand } from './advice.js';
+
 /** What was wrong with the command, its options or its input. */
 export type UsageDetail =
   /** The command line did not parse (commander's own words: an unknown option, a missing argument). */
@@ -98,6 +100,42 @@ export type UsageDetail =
       readonly gave: 'delegation-token' | 'basic-auth' | 'kerberos' | 'none';
       /** With none given: whether the name node asked for Kerberos (Negotiate). */
       readonly negotiate: boolean;
+    }
+  // adopt: what an engine left that cannot become a job.
+  | { readonly reason: 'not-a-leftover'; readonly leftover: string }
+  /** Nothing to adopt: the dir is empty (`stage` null), or holds no output at the stage it was left in. */
+  | { readonly reason: 'leftover-empty'; readonly leftover: string; readonly stage: string | null }
+  /** A Spark dynamic partition overwrite's leftover with a file outside any partition dir. */
+  | { readonly reason: 'leftover-unpartitioned'; readonly leftover: string; readonly file: string }
+  | { readonly reason: 'leftover-layout'; readonly leftover: string; readonly engine: string; readonly problem: string }
+  /** Spark's files for partitions at custom locations, flat at the top (`files`: the first three). */
+  | {
+      readonly reason: 'leftover-custom-locations';
+      readonly leftover: string;
+      readonly count: number;
+      readonly files: readonly string[];
+    }
+  /** A Hive staging dir without its finished output (`tops`: what it holds; `writing`: a _tmp. among them). */
+  | {
+      readonly reason: 'leftover-hive-unfinished';
+      readonly leftover: string;
+      readonly output: string;
+      readonly tops: readonly string[];
+      readonly writing: boolean;
+    }
+  | {
+      readonly reason: 'leftover-not-partition';
+      readonly leftover: string;
+      readonly file: string;
+      readonly dir: string;
+    }
+  | {
+      readonly reason: 'leftover-mixed-partitions';
+      readonly leftover: string;
+      readonly first: string;
+      readonly file: string;
+      readonly columns: readonly string[];
+      readonly others: readonly string[];
     }
   /** Not yet given a reason of its own: the message as it was written. */
   | { readonly reason: 'unclassified'; readonly message: string };
@@ -198,6 +236,22 @@ const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } 
   'kerberos-no-ticket': noTicket,
   'kerberos-failed': (d) => `Kerberos (SPNEGO) for HTTP/${d.host} failed: ${d.error}`,
   'auth-refused': authRefused,
+  'not-a-leftover': (d) =>
+    `${d.leftover} is not an engine's leftover: adopt takes a Hadoop '_temporary', a Spark '.spark-staging-<id>' or a Hive '.hive-staging…' directory`,
+  'leftover-empty': (d) =>
+    `${d.leftover} ${d.stage === null ? 'is empty' : `holds no output to publish (${d.stage})`}: there is nothing to adopt; remove it with ${cleanOrphansDeleteCommand()}`,
+  'leftover-unpartitioned': (d) =>
+    `${d.leftover} holds output outside any partition dir ('${d.file}'), which a dynamic partition overwrite never writes: it cannot be adopted (it would replace the whole table); nothing was changed`,
+  'leftover-layout': (d) =>
+    `${d.leftover} does not look like what ${d.engine} writes: ${d.problem}; nothing was changed`,
+  'leftover-custom-locations': (d) =>
+    `${d.leftover} holds ${d.count} file(s) at its top (${d.files.map((f) => `'${f}'`).join(', ')}${d.count > d.files.length ? ', …' : ''}): Spark's output for partitions at custom locations (absolute paths), which cannot be adopted: its destinations are recorded only in the dead driver's memory; nothing was changed; run the query again`,
+  'leftover-hive-unfinished': (d) =>
+    `${d.leftover} holds no finished Hive output ('${d.output}'): it holds ${d.tops.map((t) => `'${t}'`).join(', ')}${d.writing ? ', which the query was still writing' : ''}; it cannot be adopted: run the query again, and remove this dir with ${cleanOrphansDeleteCommand()}`,
+  'leftover-not-partition': (d) =>
+    `${d.leftover}: '${d.file}' is in a directory '${d.dir}' that is not a partition (column=value, column in lower case): it cannot be adopted as table output`,
+  'leftover-mixed-partitions': (d) =>
+    `${d.leftover}: '${d.first}' and '${d.file}' are under different partition columns (${d.columns.join(',') || 'none'} and ${d.others.join(',') || 'none'}): it cannot be adopted as one table's output`,
   unclassified: (d) => d.message,
 };
 
