@@ -93,7 +93,7 @@ describe('examples', () => {
     await writeFile(path.join(work, 'd.csv'), 'd\n');
     for (const attempt of ['0', '1'])
       sc('stage', '--job', job, '--task', '0', '--attempt', attempt, path.join(work, 'd.csv'));
-    assert.equal(sc('commit-task', '--job', job, '--task', '0').status, 0);
+    assert.equal(sc('commit-task', '--job', job, '--task', '0', '--attempt', '0').status, 0);
     const denied = await script(
       'scheduler-wrapper.sh',
       [process.execPath, BIN, 'commit-task', '--job', job, '--task', '0', '--attempt', '1'],

@@ -7,14 +7,15 @@ import os from 'node:os';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { cli, ok } from '../testing/cli.js';
-import { okInProcess } from '../testing/main.js';
-import { commitJob, commitTask, prepare, runJob, stage, stageTask } from '../testing/jobs.js';
+import { inProcess, okInProcess } from '../testing/main.js';
+import { commitJob, commitTask, localFiles, prepare, runJob, stage, stageArgs, stageTask } from '../testing/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 import { data, readTree } from '../testing/tree.js';
 import { encodeLease } from '../src/job/lease.js';
 import { InjectedFault } from '../src/errors.js';
 import { JobLayout } from '../src/job/layout.js';
 import { commitJob as libCommitJob } from '../src/steps/commit-job.js';
+import { commitTask as libCommitTask } from '../src/steps/commit-task.js';
 import { driverDied, testEnv } from '../testing/lib.js';
 
 for (const fx of storeFixtures()) {
@@ -266,6 +267,89 @@ for (const fx of storeFixtures()) {
       const again = await commitTask(sb, job, '0');
       assert.equal(again.code, 0, again.stderr);
       assert.match(again.stderr, /already committed task 0/);
+    });
+
+    // A retry is a new attempt: the job's commit takes only the attempt that won the claim (protocol.md §5.9).
+    test('a resumed job discards uncommitted attempts: the table gets one run per task', async () => {
+      const target = posix.join(dir(), 't5');
+      const spec = { target, mode: 'overwrite' as const, partitionBy: 'dt', tasks: 1, jobId: 'day1' };
+      const job = await stage(sb, spec);
+      const [aaa] = await localFiles({ 'part-aaa.csv': '1\n' });
+      await okInProcess(['stage', '--job', job, '--task', '0', '--partition', 'dt=1', aaa!], { env: sb.env });
+      // Killed; the rerun runs from the top with a writer that names its files otherwise.
+      const again = await inProcess([...stageArgs(sb, spec), '--json'], { env: sb.env });
+      assert.equal(again.code, 0, again.stderr);
+      const doc = JSON.parse(again.stdout);
+      assert.equal(doc.resumed, true);
+      assert.deepEqual(doc.discarded, ['attempt_day1_0_0']);
+      const toRun = await okInProcess(['status', '--job', job, '--tasks-to-run'], { env: sb.env });
+      assert.equal(toRun, '0');
+      const [bbb] = await localFiles({ 'part-bbb.csv': '2\n' });
+      const st = await inProcess(['stage', '--job', job, '--task', '0', '--partition', 'dt=1', bbb!], { env: sb.env });
+      assert.equal(st.code, 0, st.stderr);
+      assert.match(st.stderr, /staged 1 file\(s\) for task 0 attempt 1/);
+      const ct = await inProcess(['commit-task', '--job', job, '--task', '0', '--json'], { env: sb.env });
+      assert.equal(ct.code, 0, ct.stderr);
+      assert.equal(JSON.parse(ct.stdout).taskAttempt, 'attempt_day1_0_1');
+      assert.equal((await commitJob(sb, job)).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-bbb.csv': '2\n' });
+      assert.equal(await sb.store.stat(sb.pathOf(job)), null, 'nothing left staged');
+    });
+
+    test('a rerun after a kill between decision and claim: status says committing, the loop goes on', async () => {
+      const target = posix.join(dir(), 't1');
+      const spec = { target, mode: 'overwrite' as const, partitionBy: 'dt', tasks: 2, jobId: 'C' };
+      const job = await stage(sb, spec);
+      for (const task of ['0', '1'])
+        await stageTask(sb, job, { task, partition: ['dt=1'], files: { [`old-${task}`]: 'old' } });
+      const layout = new JobLayout(sb.pathOf(job));
+      // Task 0's commit-task dies once its decision exists, before its claim.
+      const env = testEnv(sb.store, (n, op, p) => {
+        if (op === 'createExclusive' && p === layout.claimFile(0, '0')) throw new InjectedFault(n, op, p);
+      });
+      await assert.rejects(libCommitTask(env, { stagingPath: layout.root, task: '0' }), InjectedFault);
+      assert.ok(await sb.store.stat(layout.decisionFile(0, 'attempt_C_0_0')));
+      const st = JSON.parse(await okInProcess(['status', '--job', job, '--json'], { env: sb.env }));
+      assert.equal(st.tasks.find((t: { task: string }) => t.task === '0').state, 'committing');
+      assert.deepEqual(st.tasksToRun, ['0', '1']);
+      // The rerun from the top: the loop over tasks-to-run stages and commits each task.
+      await okInProcess(stageArgs(sb, spec), { env: sb.env });
+      const tasks = (await okInProcess(['status', '--job', job, '--tasks-to-run'], { env: sb.env })).split('\n');
+      assert.deepEqual(tasks, ['0', '1']);
+      for (const task of tasks) {
+        const [f] = await localFiles({ [`new-${task}`]: 'new' });
+        const s = await inProcess(['stage', '--job', job, '--task', task, '--partition', 'dt=1', f!], { env: sb.env });
+        assert.equal(s.code, 0, s.stderr);
+        const c = await inProcess(['commit-task', '--job', job, '--task', task], { env: sb.env });
+        assert.equal(c.code, 0, c.stderr);
+      }
+      assert.equal((await commitJob(sb, job)).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/new-0': 'new', 'dt=1/new-1': 'new' });
+    });
+
+    test('a rerun after a kill between claim and promotion: commit-task finishes the claimed attempt', async () => {
+      const target = posix.join(dir(), 't2');
+      const spec = { target, mode: 'overwrite' as const, partitionBy: 'dt', tasks: 1, jobId: 'D' };
+      const job = await stage(sb, spec);
+      await stageTask(sb, job, { task: '0', partition: ['dt=1'], files: { old: 'old' } });
+      const layout = new JobLayout(sb.pathOf(job));
+      let created = false;
+      // Killed at its first change after the claim's create.
+      const env = testEnv(sb.store, (n, op, p) => {
+        if (created) throw new InjectedFault(n, op, p);
+        if (op === 'createExclusive' && p === layout.claimFile(0, '0')) created = true;
+      });
+      await assert.rejects(libCommitTask(env, { stagingPath: layout.root, task: '0' }), InjectedFault);
+      await okInProcess(stageArgs(sb, spec), { env: sb.env });
+      assert.equal(await okInProcess(['status', '--job', job, '--tasks-to-run'], { env: sb.env }), '0');
+      const [f] = await localFiles({ new: 'new' });
+      const s = await inProcess(['stage', '--job', job, '--task', '0', '--partition', 'dt=1', f!], { env: sb.env });
+      assert.equal(s.code, 0, s.stderr);
+      const c = await inProcess(['commit-task', '--job', job, '--task', '0', '--json'], { env: sb.env });
+      assert.equal(c.code, 0, c.stderr);
+      assert.equal(JSON.parse(c.stdout).taskAttempt, 'attempt_D_0_0', 'the claimed attempt, finished');
+      assert.equal((await commitJob(sb, job)).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' }, 'one run: the killed one');
     });
   });
 }

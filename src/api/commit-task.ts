@@ -32,6 +32,6 @@ export const commitTask = operation(
       task: String(o.task),
       attempt: o.attempt,
     });
-    return { handle: job.store.toUri(job.path), ...r, attempt: o.attempt ?? 0 };
+    return { handle: job.store.toUri(job.path), ...r };
   },
 );

@@ -74,6 +74,8 @@ export interface StageDoc {
   readonly tasksCommitted: number | null;
   /** A resumed job that committed: when. */
   readonly committedAt?: string;
+  /** A resumed staged job: the attempts an earlier run left uncommitted, aborted now (their files never commit). */
+  readonly discarded?: readonly string[];
 }
 
 /**
@@ -152,6 +154,7 @@ export const stage = operation('stage', STAGE_OPTIONS, async (s: Session, o: Sta
     state: found?.state === 'committed' || found?.state === 'committing' ? found.state : 'staged',
     tasksCommitted: !found ? 0 : found.state === 'committed' ? null : found.tasksCommitted,
     ...(done ? { committedAt: done.committedAt } : {}),
+    ...(found?.state === 'staged' ? { discarded: found.discarded ?? [] } : {}),
   };
 });
 

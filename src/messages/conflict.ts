@@ -364,7 +364,7 @@ const MESSAGES: { readonly [R in ConflictDetail['reason']]: (d: Of<R>) => string
   'claim-vanished': (d) =>
     `the claim of task ${d.task} vanished while ${d.taskAttempt} claimed it (recover ran meanwhile?): run commit-task again`,
   'attempt-already-committed': (d) =>
-    `task attempt ${d.taskAttempt} has already committed (or is committing): files staged now would never appear; a rerun skips it (${tasksToRunCommand()} lists the tasks still to run); else stage into a new --attempt`,
+    `task attempt ${d.taskAttempt} has already committed (or is committing): files staged now would never appear; a rerun skips it (${tasksToRunCommand()} lists the tasks still to run); else stage without --attempt, which picks the task's next attempt`,
   'rerun-of-aborted': (d) =>
     `job id '${d.jobId}' names a job that was aborted and whose clean-up was stopped (${d.handle}): ${recoverAdvice({ handle: d.handle, why: 'to finish it' })}, then stage the job again`,
   'file-changed': (d) =>
@@ -372,7 +372,7 @@ const MESSAGES: { readonly [R in ConflictDetail['reason']]: (d: Of<R>) => string
   'job-committed': (d) =>
     `cannot abort: job ${d.jobId} is committed (${d.success}, ${d.committedAt}); nothing was changed`,
   'abort-undecided': (d) =>
-    `cannot abort ${d.taskAttempt} yet: its commit-task (${d.by}) decided to commit it and died before it finished: ${recoverAdvice({ why: '(it finishes or undoes that commit)' })}, then abort again if the attempt is still there`,
+    `cannot abort ${d.taskAttempt} yet: its commit-task (${d.by}) decided to commit it and died before it finished: run commit-task for it again (it finishes that commit), or ${recoverAdvice({ why: '(it finishes or undoes it)' })}, then abort again if the attempt is still there`,
   'attempt-belongs-to-job': (d) =>
     `cannot abort ${d.taskAttempt}: it is ${d.state === 'committed' ? 'already committed' : 'committing (its commit-task decided first)'} and its files belong to the job; abort the whole job, or commit another attempt${d.state === 'committed' ? '' : ` (${recoverAdvice({ why: 'if its commit-task was killed' })})`}`,
   'attempt-carried': (d) =>

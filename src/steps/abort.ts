@@ -17,6 +17,7 @@ import { giveBackLeftover, giveBackProblem, leftoverToGiveBack } from '../job/ad
 import { ADOPTED_DIR, taskAttemptName } from '../job/layout.js';
 import { attemptFiles } from '../job/tasks.js';
 import { walkFiles } from '../store/walk.js';
+import { currentAttempt } from './task-attempts.js';
 import { attemptContext, attemptDirOf, claimContextOf, type AttemptContext } from './attempt-context.js';
 import type { FencedEnv, StepEnv } from './env.js';
 import { readHeldPlan } from './held-plan.js';
@@ -50,12 +51,13 @@ export interface AbortResult {
 export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResult> {
   const scope = input.task === undefined ? 'job' : 'task';
   const task = input.task === undefined ? undefined : checkTaskId(input.task);
-  const attempt = checkAttempt(input.attempt);
+  const given = input.attempt === undefined ? undefined : checkAttempt(input.attempt);
   const ifGone = (gone: JobGoneError): AbortResult => abortGone(env, gone, scope);
   if (task !== undefined)
-    return runStep(env, input.stagingPath, { name: 'abort', ifGone }, (open) =>
-      abortTask(attemptContext(env, open, task, attempt), open),
-    );
+    return runStep(env, input.stagingPath, { name: 'abort', ifGone }, async (open) => {
+      const attempt = given ?? (await currentAttempt(env.store, open.layout, open.job, task, 'commit'));
+      return abortTask(attemptContext(env, open, task, attempt), open);
+    });
   return runLeasedStep(env, input.stagingPath, { name: 'abort', ifGone }, (run) =>
     abortJobLocked(run.env, run.open, run.lease),
   );
@@ -305,7 +307,7 @@ export async function abortDryRun(
   const { store } = env;
   const scope = input.task === undefined ? 'job' : 'task';
   const task = input.task === undefined ? undefined : checkTaskId(input.task);
-  const attempt = checkAttempt(input.attempt);
+  const givenAttempt = input.attempt === undefined ? undefined : checkAttempt(input.attempt);
   let open: OpenJob;
   try {
     open = await openJob(env, input.stagingPath);
@@ -317,6 +319,7 @@ export async function abortDryRun(
   const { job, layout } = open;
   if (task !== undefined) {
     requireState(open, ['staged'], 'abort a task attempt');
+    const attempt = givenAttempt ?? (await currentAttempt(store, layout, job, task, 'commit'));
     const taskAttempt = taskAttemptName(job.jobId, task, attempt);
     const decision = await readDecision(store, layout, job.appAttempt, taskAttempt);
     const claims = await readClaims(store, layout, { jobId: job.jobId, appAttempt: job.appAttempt });

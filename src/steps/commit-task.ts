@@ -25,6 +25,7 @@ import { abortedError, attemptOutput } from './attempt-output.js';
 import { attemptContext, attemptDirOf, claimContextOf, type AttemptContext } from './attempt-context.js';
 import { otherLiveProcessHere, type StepEnv } from './env.js';
 import { runStep } from './runner.js';
+import { currentAttempt } from './task-attempts.js';
 import { abortedJob, checkKept, checkNotOverlooked, taskOfGoneJob, type RunRecords } from './task-race.js';
 import { waitFor } from '../util/wait.js';
 
@@ -41,6 +42,8 @@ export interface CommitTaskResult {
   readonly jobId: string;
   readonly task: string;
   readonly taskAttempt: string;
+  /** The attempt's number: the one given, or the one the task's claim names (else its newest). */
+  readonly attempt: number;
   /** 'committed' now, or 'already' when this attempt had committed before (idempotent re-run). */
   readonly outcome: 'committed' | 'already';
   readonly files: number;
@@ -69,9 +72,15 @@ export function checkDeclared(job: JobManifest, task: string, what = 'committed'
 
 export async function commitTask(env: StepEnv, input: CommitTaskInput): Promise<CommitTaskResult> {
   const task = checkTaskId(input.task);
-  const attempt = checkAttempt(input.attempt);
-  return runStep(env, input.stagingPath, { name: 'commit-task', ifGone: (gone) => taskOfGoneJob(gone, task) }, (open) =>
-    commitAttempt(attemptContext(env, open, task, attempt), open),
+  const given = input.attempt === undefined ? undefined : checkAttempt(input.attempt);
+  return runStep(
+    env,
+    input.stagingPath,
+    { name: 'commit-task', ifGone: (gone) => taskOfGoneJob(gone, task) },
+    async (open) => {
+      const attempt = given ?? (await currentAttempt(env.store, open.layout, open.job, task, 'commit'));
+      return commitAttempt(attemptContext(env, open, task, attempt), open);
+    },
   );
 }
 
@@ -97,7 +106,7 @@ function resultOf(
   files: number,
   bytes: number,
 ): CommitTaskResult {
-  return { jobId: a.job.jobId, task: a.task, taskAttempt: a.taskAttempt, outcome, files, bytes };
+  return { jobId: a.job.jobId, task: a.task, taskAttempt: a.taskAttempt, attempt: a.attempt, outcome, files, bytes };
 }
 
 /** The attempt committed by this run (or by a run that this one finds finished it). */

@@ -3,7 +3,9 @@
 // id names one staging dir, so only that job's own `_job.yaml` there is ever resumed.
 
 import { isDeepStrictEqual } from 'node:util';
-import { UsageError } from '../errors.js';
+import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
+import { abort } from './abort.js';
+import { jobAttempts } from './task-attempts.js';
 import { readClaims } from '../job/claims.js';
 import { committedViaLog, type FinishedJob } from '../job/finished.js';
 import type { Algorithm, JobManifest, JobState, Mode } from '../job/job.js';
@@ -29,6 +31,8 @@ export type FoundJob =
       readonly state: Exclude<JobState, 'committed'>;
       readonly job: JobManifest;
       readonly tasksCommitted: number;
+      /** Attempts an earlier run left undecided, aborted by this resume (their files never commit). */
+      readonly discarded?: readonly string[];
     }
   | { readonly state: 'committed'; readonly job?: JobManifest; readonly committed?: FinishedJob };
 
@@ -78,4 +82,30 @@ export async function findRerunJob(env: StepEnv, p: RerunParams): Promise<FoundJ
   // Outside the default layout a finished job's handle tells nothing: the table log still knows it.
   const committed = await committedViaLog(store, p.targetPath, p.stagingPath, p.jobId, env.concurrency);
   return committed ? { state: 'committed', committed } : null;
+}
+
+/**
+ * A resumed staged job's attempts that an earlier run left undecided are aborted, each by the
+ * exclusive create of its decision (protocol.md §5.9): their files go and never join the rerun's,
+ * which stages into the task's next attempt. An attempt whose commit-task decided first is left
+ * to it (a killed one's task is finished by commit-task's next run, or by the next attempt's claim).
+ */
+export async function discardUndecided(env: StepEnv, stagingPath: string): Promise<string[]> {
+  const open = await openJob(env, stagingPath);
+  if (open.state !== 'staged') return [];
+  const { job, layout } = open;
+  const discarded: string[] = [];
+  for (const [task, attempts] of await jobAttempts(env.store, layout, job)) {
+    for (const [n, decision] of attempts) {
+      if (decision !== null) continue;
+      try {
+        const r = await abort(env, { stagingPath, task, attempt: n });
+        if (r.outcome === 'aborted' && r.taskAttempt) discarded.push(r.taskAttempt);
+      } catch (e) {
+        // A commit-task that decided first keeps its attempt; the job ending meanwhile ends this too.
+        if (!(e instanceof ConflictError || e instanceof CommitDeniedError)) throw e;
+      }
+    }
+  }
+  return discarded.sort();
 }

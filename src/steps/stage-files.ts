@@ -20,6 +20,7 @@ import type { StepEnv } from './env.js';
 import { Progress } from './progress.js';
 import { runStep } from './runner.js';
 import { checkStillStaged } from './stage-race.js';
+import { currentAttempt } from './task-attempts.js';
 
 /** A file to stage: `name` is its path under the attempt's write dir (with '/' for a tree's dirs). */
 export type StagedSource =
@@ -88,12 +89,19 @@ export function taskPartitionPath(job: JobManifest, given: readonly PartitionVal
 
 export async function stageFiles(env: StepEnv, input: StageFilesInput): Promise<StageFilesResult> {
   const task = checkTaskId(input.task);
-  const attempt = checkAttempt(input.attempt);
+  const given = input.attempt === undefined ? undefined : checkAttempt(input.attempt);
   return runStep(
     env,
     input.stagingPath,
     { name: 'stage', states: { allowed: ['staged'], doing: 'stage files' } },
-    (open) => stageInto(env, open, input, task, attempt),
+    async (open) =>
+      stageInto(
+        env,
+        open,
+        input,
+        task,
+        given ?? (await currentAttempt(env.store, open.layout, open.job, task, 'stage')),
+      ),
   );
 }
 

@@ -14,7 +14,7 @@ import type { Entry, Store } from '../store/types.js';
 import { verifyStore } from '../store/operations.js';
 import type { StepEnv } from './env.js';
 import { removeStrayLeases } from './stray-lease.js';
-import { findRerunJob, type FoundJob, type RerunParams } from './resume-job.js';
+import { discardUndecided, findRerunJob, type FoundJob, type RerunParams } from './resume-job.js';
 
 export interface StageJobInput {
   readonly targetPath: string;
@@ -214,13 +214,18 @@ export async function stageOrResume(env: StepEnv, input: StageJobInput): Promise
   }
 }
 
-/** A rerun's answer: the job it found; exit 6 for one aborted and not yet cleaned up. */
-function rerunResult(env: StepEnv, p: RerunParams, found: FoundJob): StageOrResumeResult {
+/**
+ * A rerun's answer: the job it found, its undecided attempts discarded (a rerun's output is never
+ * added to an earlier run's); exit 6 for one aborted and not yet cleaned up.
+ */
+async function rerunResult(env: StepEnv, p: RerunParams, found: FoundJob): Promise<StageOrResumeResult> {
   const handle = env.store.toUri(p.stagingPath);
   if (found.state === 'aborted') {
     throw new BlockedError({ reason: 'rerun-of-aborted', jobId: p.jobId, handle });
   }
-  return { jobId: p.jobId, handle, stagingPath: p.stagingPath, job: found.job ?? null, found };
+  const resumed =
+    found.state === 'staged' ? { ...found, discarded: await discardUndecided(env, p.stagingPath) } : found;
+  return { jobId: p.jobId, handle, stagingPath: p.stagingPath, job: found.job ?? null, found: resumed };
 }
 
 /** A new job (adopt's too): never one staged before. */

@@ -69,6 +69,15 @@ function tasksToRun(open: OpenJob, tasks: readonly TaskStatus[], declaredMissing
   return tasks.filter((t) => t.state !== 'committed').map((t) => t.task);
 }
 
+/** A task's state: its claim's, else `committing` once an attempt is decided to commit (no claim made yet). */
+function taskState(
+  claim: 'claimed' | 'committed' | undefined,
+  e: { attempts: ReadonlySet<string>; deciding: boolean },
+): TaskStatus['state'] {
+  if (claim) return claim === 'committed' ? 'committed' : 'committing';
+  return e.deciding ? 'committing' : e.attempts.size ? 'attempted' : 'aborted';
+}
+
 async function statusOf(env: StepEnv, open: OpenJob): Promise<StatusResult> {
   const { store } = env;
   const { job, layout } = open;
@@ -77,10 +86,10 @@ async function statusOf(env: StepEnv, open: OpenJob): Promise<StatusResult> {
     readClaims(store, layout, { jobId: job.jobId, appAttempt: app }),
     readDecisions(store, layout, app),
   ]);
-  const byTask = new Map<string, { attempts: Set<string>; aborted: Set<string> }>();
+  const byTask = new Map<string, { attempts: Set<string>; aborted: Set<string>; deciding: boolean }>();
   const entry = (t: string) => {
     let e = byTask.get(t);
-    if (!e) byTask.set(t, (e = { attempts: new Set(), aborted: new Set() }));
+    if (!e) byTask.set(t, (e = { attempts: new Set(), aborted: new Set(), deciding: false }));
     return e;
   };
   for (const [t, names] of await attemptsByTask(store, layout, job.jobId, app))
@@ -88,18 +97,14 @@ async function statusOf(env: StepEnv, open: OpenJob): Promise<StatusResult> {
   for (const d of decisions.values()) {
     const t = taskOfAttempt(job.jobId, d.taskAttempt);
     if (t && d.outcome === 'abort') entry(t).aborted.add(d.taskAttempt);
+    // Decided to commit, its claim not made yet: a commit-task is (or was, if killed) committing it.
+    if (t && d.outcome === 'commit') entry(t).deciding = true;
   }
   for (const t of claims.keys()) entry(t);
   const tasks: TaskStatus[] = [...byTask.entries()].map(([task, e]) => {
     const c = claims.get(task);
     const files = c?.files ?? [];
-    const state = c
-      ? c.state === 'committed'
-        ? 'committed'
-        : 'committing'
-      : e.attempts.size
-        ? 'attempted'
-        : 'aborted';
+    const state = taskState(c?.state, e);
     const attempts = [...new Set([...e.attempts, ...e.aborted, ...(c ? [c.taskAttempt] : [])])].sort();
     return {
       task,

@@ -21,7 +21,11 @@ export function abortCommand(run: Run): Command {
     )
     .option('--job <job>', 'the job handle (default: $STAGECOMMIT_JOB)')
     .option('--task <t>', 'abort only this task attempt')
-    .option('--attempt <n>', 'the task attempt (default 0)', wholeNumber('--attempt'))
+    .option(
+      '--attempt <n>',
+      "the task attempt (default: the one the task's claim names, else its newest)",
+      wholeNumber('--attempt'),
+    )
     .option('--dry-run', 'print what would be thrown away; change nothing')
     .action(({ dryRun, ...o }: { job?: string; task?: string; attempt?: number; dryRun?: boolean }, c: Command) =>
       run(async (rt) => {

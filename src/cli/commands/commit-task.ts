@@ -12,7 +12,11 @@ export function commitTaskCommand(run: Run): Command {
     .description('claim the task for this attempt (first claim wins) and promote its files')
     .option('--job <job>', 'the job handle (default: $STAGECOMMIT_JOB)')
     .requiredOption('--task <t>', 'the task id')
-    .option('--attempt <n>', 'the task attempt (default 0)', wholeNumber('--attempt'))
+    .option(
+      '--attempt <n>',
+      "the task attempt (default: the one the task's claim names, else its newest)",
+      wholeNumber('--attempt'),
+    )
     .action((o: { job?: string; task: string; attempt?: number }, c: Command) =>
       run(async (rt) => {
         const r = await commitTask(rt.session, { ...o, job: rt.job(o.job) });

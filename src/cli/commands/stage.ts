@@ -45,7 +45,9 @@ function stagedMessage(r: Awaited<ReturnType<typeof stage>>): string {
   if (r.state === 'committing')
     return `job ${r.jobId} is past its commit point: its commit-job finishes it (run commit-job again, or recover if it was killed)`;
   const of = r.tasksDeclared !== null ? ` of ${r.tasksDeclared}` : '';
-  return `resumed job ${r.jobId} for ${r.target} (${r.mode}, ${r.algorithm}): ${r.tasksCommitted}${of} task(s) committed, kept`;
+  const n = r.discarded?.length ?? 0;
+  const gone = n ? `; ${n} attempt(s) an earlier run left uncommitted discarded, rerun as new attempts` : '';
+  return `resumed job ${r.jobId} for ${r.target} (${r.mode}, ${r.algorithm}): ${r.tasksCommitted}${of} task(s) committed, kept${gone}`;
 }
 
 /** FILE arguments → files for the API: paths, or stdin once under --name. */
@@ -123,7 +125,11 @@ export function stageCommand(run: Run): Command {
     )
     .option('--job <job>', '[files] the job handle printed by stage --target (default: $STAGECOMMIT_JOB)')
     .option('--task <t>', '[files] the task id (a number or a token)')
-    .option('--attempt <n>', '[files] the task attempt (default 0)', wholeNumber('--attempt'))
+    .option(
+      '--attempt <n>',
+      "[files] the task attempt (default: the task's newest while undecided, else the next)",
+      wholeNumber('--attempt'),
+    )
     .option('--name <name>', '[files] the file name for data read from stdin (FILE -)')
     .option('--print-path', '[files] print the attempt dir for a writer that writes there itself')
     .argument('[files...]', 'files to stage, or one directory (its tree); - reads stdin')
