@@ -8,7 +8,17 @@ import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { cli, ok } from '../testing/cli.js';
 import { inProcess, okInProcess } from '../testing/main.js';
-import { commitJob, commitTask, localFiles, prepare, runJob, stage, stageArgs, stageTask } from '../testing/jobs.js';
+import {
+  commitJob,
+  commitTask,
+  localFiles,
+  prepare,
+  runJob,
+  stage,
+  stageArgs,
+  stageTask,
+  type JobSpec,
+} from '../testing/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 import { data, readTree } from '../testing/tree.js';
 import { encodeLease } from '../src/job/lease.js';
@@ -350,6 +360,63 @@ for (const fx of storeFixtures()) {
       assert.equal(JSON.parse(c.stdout).taskAttempt, 'attempt_D_0_0', 'the claimed attempt, finished');
       assert.equal((await commitJob(sb, job)).code, 0);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' }, 'one run: the killed one');
+    });
+
+    // A scheduler that fires one run twice: the exclusive create of `_job.yaml` decides, the other resumes.
+    test('two stage --job-id of one job at once: both exit 0 with the one handle, one job made', async () => {
+      for (let round = 0; round < 4; round++) {
+        const target = posix.join(dir(), `twice-${round}`);
+        const spec = { target, mode: 'overwrite' as const, partitionBy: 'dt', tasks: 1, jobId: 'R' };
+        const runs = await Promise.all([0, 1].map(() => cli([...stageArgs(sb, spec), '--json'], { env: sb.env })));
+        for (const r of runs) assert.equal(r.code, 0, r.stderr);
+        const docs = runs.map((r) => JSON.parse(r.stdout));
+        assert.equal(docs[0].handle, docs[1].handle);
+        assert.equal(docs[0].stagedAtMs, docs[1].stagedAtMs, 'one job');
+        assert.equal(docs.filter((d) => d.resumed).length, 1);
+      }
+    });
+
+    test('a rerun of a committed job with other parameters is exit 2 naming the difference', async () => {
+      const target = posix.join(dir(), 'done');
+      const spec = { target, mode: 'overwrite' as const, partitionBy: 'dt', tasks: 1, jobId: 'day9' };
+      const job = await stage(sb, spec);
+      await stageTask(sb, job, { task: '0', partition: ['dt=1'], files: { a: 'a' } });
+      await ok(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
+      assert.equal((await commitJob(sb, job)).code, 0);
+      const before = await readTree(sb.store, target);
+      const others: [Partial<JobSpec>, RegExp][] = [
+        [{ mode: 'append' }, /--mode append \(the job's was overwrite\)/],
+        [{ partitionBy: 'region' }, /--partition-by region \(the job's was dt\)/],
+        [{ tasks: 2 }, /--tasks 2 \(the job's was 1\)/],
+      ];
+      for (const [other, said] of others) {
+        const r = await inProcess(stageArgs(sb, { ...spec, ...other }), { env: sb.env });
+        assert.equal(r.code, 2, r.stderr);
+        assert.match(r.stderr, said);
+        assert.match(r.stderr, /job id 'day9' names a job staged at .* with other parameters/);
+      }
+      const same = await inProcess([...stageArgs(sb, spec), '--json'], { env: sb.env });
+      assert.equal(same.code, 0, same.stderr);
+      assert.equal(JSON.parse(same.stdout).state, 'committed');
+      assert.deepEqual(await readTree(sb.store, target), before, 'nothing changed');
+    });
+
+    test('a resumed job is young again: clean-orphans --delete keeps it', async () => {
+      const target = posix.join(dir(), 'aged');
+      const spec = { target, mode: 'overwrite' as const, partitionBy: 'dt', tasks: 1, jobId: 'old' };
+      const job = await stage(sb, spec);
+      await new Promise((r) => setTimeout(r, 3_000));
+      await okInProcess(stageArgs(sb, spec), { env: sb.env });
+      const root = sb.uri(posix.dirname(target));
+      const co = await inProcess(['clean-orphans', root, '--older-than', '2s', '--delete', '--json'], { env: sb.env });
+      assert.equal(co.code, 0, co.stderr);
+      const mine = JSON.parse(co.stdout).leftovers.find((l: { uri: string }) => l.uri === job);
+      assert.notEqual(mine?.action, 'deleted', co.stdout);
+      assert.ok(await sb.store.stat(posix.join(sb.pathOf(job), '_job.yaml')), 'the job is still there');
+      await new Promise((r) => setTimeout(r, 3_000));
+      const later = await inProcess(['clean-orphans', root, '--older-than', '2s', '--delete'], { env: sb.env });
+      assert.equal(later.code, 0, later.stderr);
+      assert.equal(await sb.store.stat(sb.pathOf(job)), null, 'left alone long enough, it goes');
     });
   });
 }

@@ -30,6 +30,43 @@ export interface FinishedJob {
   readonly evidence: '_SUCCESS' | 'table-log';
 }
 
+/** A committed job's parameters, as its `_SUCCESS` records them. */
+export interface RecordedParams {
+  readonly mode?: string;
+  readonly algorithm?: string;
+  readonly partitionBy?: readonly string[];
+  /** Static partition values, `col=value`. */
+  readonly partition?: readonly string[];
+  /** Declared tasks; null: none declared. */
+  readonly tasks?: number | null;
+}
+
+/**
+ * The parameters a committed job's `_SUCCESS` records (`diagnostics`), while it is still that job's;
+ * each absent where it does not (a `_SUCCESS` written before it recorded them, or a later job's).
+ */
+export async function recordedParams(store: Store, targetPath: string, jobId: string): Promise<RecordedParams> {
+  const s = await fromSuccess(store, posix.join(targetPath, SUCCESS_FILE), jobId);
+  return recordedOf(s?.diagnostics);
+}
+
+function recordedOf(d: Record<string, unknown> | undefined): RecordedParams {
+  if (!d || typeof d !== 'object') return {};
+  const text = (k: string) => (typeof d[k] === 'string' ? (d[k] as string) : undefined);
+  const list = (k: string) => {
+    const v = text(k);
+    return v === undefined ? undefined : v.split(',').filter((x) => x !== '');
+  };
+  const tasks = text('tasks');
+  return {
+    ...(text('mode') !== undefined ? { mode: text('mode') } : {}),
+    ...(text('algorithm') !== undefined ? { algorithm: text('algorithm') } : {}),
+    ...(list('partitionBy') !== undefined ? { partitionBy: list('partitionBy') } : {}),
+    ...(list('partition') !== undefined ? { partition: list('partition') } : {}),
+    ...(tasks !== undefined && /^\d*$/.test(tasks) ? { tasks: tasks === '' ? null : Number(tasks) } : {}),
+  };
+}
+
 /** How far back the log is searched for the job: the log keeps about this many entries. */
 const LOG_LOOKBACK = 1000;
 
@@ -39,6 +76,7 @@ interface SuccessDoc {
   metrics?: { files?: unknown; bytes?: unknown };
   partitionsWritten?: unknown;
   partitionsReplaced?: unknown;
+  diagnostics?: Record<string, unknown>;
 }
 
 async function fromSuccess(store: Store, successPath: string, jobId: string): Promise<SuccessDoc | null> {

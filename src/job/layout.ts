@@ -6,6 +6,8 @@ export const JOB_FILE = '_job.yaml';
 export const COMMIT_FILE = '_commit.yaml';
 export const LEASE_PREFIX = '_lease.';
 export const SUCCESS_FILE = '_SUCCESS';
+/** Rewritten by each resume of a job (under its lease): the age clean-orphans judges starts again. */
+export const RESUMED_FILE = '_resumed.yaml';
 export const OUTPUT_DIR = '_output';
 export const TRASH_DIR = '_trash';
 /** How many phases of the commit plan are done (so a replay never re-runs a finished phase). */

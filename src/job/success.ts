@@ -39,6 +39,9 @@ export function successJson(s: SuccessInput): string {
           mode: s.job.mode,
           algorithm: s.job.algorithm,
           partitionBy: s.job.partitionBy.join(','),
+          // With mode, algorithm and partitionBy: what a rerun of the job id is checked against once the job is gone.
+          partition: s.job.staticPartition.map((p) => `${p.column}=${p.value}`).join(','),
+          tasks: s.job.tasks === undefined ? '' : String(s.job.tasks),
           appAttempt: String(s.job.appAttempt),
         },
         partitionsWritten: s.partitionsWritten,

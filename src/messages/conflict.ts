@@ -137,6 +137,8 @@ export type ConflictDetail =
   | { readonly reason: 'attempt-already-committed'; readonly taskAttempt: string }
   /** A stage with the --job-id of a job that was aborted and whose clean-up was stopped. */
   | { readonly reason: 'rerun-of-aborted'; readonly jobId: string; readonly handle: string }
+  /** A job an age-judged abort (clean-orphans) found resumed since the age it judged: left alone. */
+  | { readonly reason: 'resumed-meanwhile'; readonly jobId: string; readonly at: string }
   /** A local file changed while it was staged. */
   | { readonly reason: 'file-changed'; readonly path: string; readonly others: number }
   /** abort of a committed job. */
@@ -365,6 +367,8 @@ const MESSAGES: { readonly [R in ConflictDetail['reason']]: (d: Of<R>) => string
     `the claim of task ${d.task} vanished while ${d.taskAttempt} claimed it (recover ran meanwhile?): run commit-task again`,
   'attempt-already-committed': (d) =>
     `task attempt ${d.taskAttempt} has already committed (or is committing): files staged now would never appear; a rerun skips it (${tasksToRunCommand()} lists the tasks still to run); else stage without --attempt, which picks the task's next attempt`,
+  'resumed-meanwhile': (d) =>
+    `job ${d.jobId} was resumed by a rerun (${d.at}) since it was judged old: it is in use, nothing was changed`,
   'rerun-of-aborted': (d) =>
     `job id '${d.jobId}' names a job that was aborted and whose clean-up was stopped (${d.handle}): ${recoverAdvice({ handle: d.handle, why: 'to finish it' })}, then stage the job again`,
   'file-changed': (d) =>

@@ -1,7 +1,8 @@
 // abort: throws away one task attempt, or the whole job's staged data (refused past the commit point).
 // Keeps protocol.md §5.9 (one decision per attempt) and §5.18 (an adopted leftover goes back).
 
-import { BlockedError, CorruptManifestError, StoreError } from '../errors.js';
+import { BlockedError, ConflictError, CorruptManifestError, StoreError } from '../errors.js';
+import { posix } from 'node:path';
 import { claimedUploads, readClaim, readClaims } from '../job/claims.js';
 import { decide, decidedBy, decider, readDecision } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
@@ -14,7 +15,7 @@ import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.j
 import { processGone, type Lease } from '../job/lease.js';
 import { removeStagingDir } from '../job/staging-dir.js';
 import { giveBackLeftover, giveBackProblem, leftoverToGiveBack } from '../job/adoption.js';
-import { ADOPTED_DIR, taskAttemptName } from '../job/layout.js';
+import { ADOPTED_DIR, RESUMED_FILE, taskAttemptName } from '../job/layout.js';
 import { attemptFiles } from '../job/tasks.js';
 import { walkFiles } from '../store/walk.js';
 import { currentAttempt } from './task-attempts.js';
@@ -32,6 +33,11 @@ export interface AbortInput {
   readonly stagingPath: string;
   readonly task?: string;
   readonly attempt?: number;
+  /**
+   * An age-judged abort (clean-orphans): a job resumed after this store time is left alone (exit 4),
+   * as its lease holder reads `_resumed.yaml` (protocol.md §6.1).
+   */
+  readonly unlessResumedAfterMs?: number;
 }
 
 export interface AbortResult {
@@ -58,9 +64,21 @@ export async function abort(env: StepEnv, input: AbortInput): Promise<AbortResul
       const attempt = given ?? (await currentAttempt(env.store, open.layout, open.job, task, 'commit'));
       return abortTask(attemptContext(env, open, task, attempt), open);
     });
-  return runLeasedStep(env, input.stagingPath, { name: 'abort', ifGone }, (run) =>
-    abortJobLocked(run.env, run.open, run.lease),
-  );
+  return runLeasedStep(env, input.stagingPath, { name: 'abort', ifGone }, async (run) => {
+    if (input.unlessResumedAfterMs !== undefined) await checkNotResumed(run.env, run.open, input.unlessResumedAfterMs);
+    return abortJobLocked(run.env, run.open, run.lease);
+  });
+}
+
+/** Under the lease: a job a rerun resumed after `afterMs` (store time) is in use again (exit 4). */
+async function checkNotResumed(env: StepEnv, open: OpenJob, afterMs: number): Promise<void> {
+  const marker = await env.store.stat(posix.join(open.layout.root, RESUMED_FILE));
+  if (marker && marker.mtimeMs > afterMs)
+    throw new ConflictError({
+      reason: 'resumed-meanwhile',
+      jobId: open.job.jobId,
+      at: new Date(marker.mtimeMs).toISOString(),
+    });
 }
 
 /**

@@ -4,7 +4,7 @@
 // Keeps protocol.md §5.16 (never the only copy of output) and §5.17 (only uploads no job owns).
 
 import { posix } from 'node:path';
-import { StageCommitError, StoreError } from '../errors.js';
+import { ConflictError, StageCommitError, StoreError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
 import { canHoldTable, defaultStagingRoot, JobLayout, JOB_FILE } from '../job/layout.js';
 import { isPastCommitPoint, stateOnStore } from '../job/open.js';
@@ -344,7 +344,16 @@ async function act(env: StepEnv, l: Leftover, input: CleanOrphansInput, now: num
       l.action = 'rolled-forward';
       l.reason = undefined;
     } else {
-      await abort(env, { stagingPath: l.path });
+      // Its lease decides between this abort and a rerun resuming the job: one resumed since the
+      // age judged here is left alone.
+      try {
+        await abort(env, { stagingPath: l.path, unlessResumedAfterMs: now - input.olderThanMs });
+      } catch (e) {
+        if (!(e instanceof ConflictError && e.reason === 'resumed-meanwhile')) throw e;
+        l.action = 'skipped';
+        l.reason = e.message;
+        return;
+      }
       // A handle with no job: the abort removed a lease file whose holder is known dead (and the dir it alone kept).
       // One of another host's is removed here: the re-check found it unchanged past its TTL and --older-than.
       if (l.jobId === undefined) {

@@ -5,9 +5,15 @@
 import { isDeepStrictEqual } from 'node:util';
 import { CommitDeniedError, ConflictError, UsageError } from '../errors.js';
 import { abort } from './abort.js';
+import { runLeasedStep } from './runner.js';
+import { posix } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { encodeManifest } from '../manifest/codec.js';
+import { decidedBy } from '../job/decisions.js';
+import { RESUMED_FILE } from '../job/layout.js';
 import { jobAttempts } from './task-attempts.js';
 import { readClaims } from '../job/claims.js';
-import { committedViaLog, type FinishedJob } from '../job/finished.js';
+import { committedViaLog, recordedParams, type FinishedJob, type RecordedParams } from '../job/finished.js';
 import type { Algorithm, JobManifest, JobState, Mode } from '../job/job.js';
 import { JobGoneError, openJob } from '../job/open.js';
 import type { PartitionValue } from '../paths.js';
@@ -55,6 +61,28 @@ function difference(job: JobManifest, p: RerunParams, uri: (path: string) => str
   return null;
 }
 
+function otherParameters(p: RerunParams, diff: string, uri: (path: string) => string): UsageError {
+  return new UsageError(
+    `job id '${p.jobId}' names a job staged at ${uri(p.stagingPath)} with other parameters: ${diff}; run it with the job's own parameters to go on with it, or choose another --job-id`,
+  );
+}
+
+/** The first parameter of a rerun that is not what the committed job's `_SUCCESS` records (only what it records). */
+function recordedDifference(r: RecordedParams, p: RerunParams): string | null {
+  const statics = p.partition.map((x) => `${x.column}=${x.value}`);
+  const pairs: [string, unknown, unknown][] = [
+    ['--mode', p.mode, r.mode],
+    ['--algorithm', p.algorithm, r.algorithm],
+    ['--partition-by', p.partitionBy, r.partitionBy],
+    ['--partition', statics, r.partition],
+    ['--tasks', p.tasks ?? null, r.tasks],
+  ];
+  for (const [flag, given, own] of pairs)
+    if (own !== undefined && !isDeepStrictEqual(given, own))
+      return `${flag} ${show(given ?? undefined)} (the job's was ${show(own ?? undefined)})`;
+  return null;
+}
+
 /**
  * The job a rerun's `--job-id` names at its staging dir, or null when there is none (never
  * staged, or aborted: the id may be staged again). A job staged with other parameters is exit 2
@@ -66,18 +94,18 @@ export async function findRerunJob(env: StepEnv, p: RerunParams): Promise<FoundJ
     const open = await openJob(env, p.stagingPath);
     const { job } = open;
     const diff = job.jobId === p.jobId ? difference(job, p, (x) => store.toUri(x)) : `another job (${job.jobId})`;
-    if (diff !== null) {
-      throw new UsageError(
-        `job id '${p.jobId}' names a job staged at ${store.toUri(p.stagingPath)} with other parameters: ${diff}; run it with the job's own parameters to go on with it, or choose another --job-id`,
-      );
-    }
+    if (diff !== null) throw otherParameters(p, diff, (x) => store.toUri(x));
     if (open.state === 'committed') return { state: 'committed', job };
     const claims = await readClaims(store, open.layout, { jobId: job.jobId, appAttempt: job.appAttempt });
     const tasksCommitted = [...claims.values()].filter((c) => c.state === 'committed').length;
     return { state: open.state, job, tasksCommitted };
   } catch (e) {
     if (!(e instanceof JobGoneError)) throw e;
-    if (e.committed) return { state: 'committed', committed: e.committed };
+    if (e.committed) {
+      const diff = recordedDifference(await recordedParams(store, p.targetPath, p.jobId), p);
+      if (diff !== null) throw otherParameters(p, diff, (x) => store.toUri(x));
+      return { state: 'committed', committed: e.committed };
+    }
   }
   // Outside the default layout a finished job's handle tells nothing: the table log still knows it.
   const committed = await committedViaLog(store, p.targetPath, p.stagingPath, p.jobId, env.concurrency);
@@ -108,4 +136,39 @@ export async function discardUndecided(env: StepEnv, stagingPath: string): Promi
     }
   }
   return discarded.sort();
+}
+
+/**
+ * A resumed job is young again: `_resumed.yaml` is rewritten under the job's lease, so its time is
+ * the newest in the staging dir (what clean-orphans judges ages by, on the store's clock). A
+ * clean-orphans abort takes the same lease and looks at that file under it (protocol.md §6.1): the
+ * lease's exclusive create orders the two, and the abort that comes second leaves the job alone.
+ * A lease held meanwhile (another run resuming it) is waited for a few seconds, then exit 4.
+ */
+export async function markResumed(env: StepEnv, stagingPath: string): Promise<void> {
+  for (let round = 1; ; round++) {
+    try {
+      await runLeasedStep(
+        env,
+        stagingPath,
+        { name: 'stage', states: { allowed: ['staged'], doing: 'resume the job' } },
+        async (run) => {
+          const at = run.env.now();
+          const body = encodeManifest({
+            kind: 'stagecommit/resumed',
+            version: 1,
+            atMs: at,
+            at: new Date(at).toISOString(),
+            by: decidedBy(run.env),
+          });
+          await run.env.store.writeFile(posix.join(stagingPath, RESUMED_FILE), body);
+        },
+      );
+      return;
+    } catch (e) {
+      const held = e instanceof ConflictError && (e.reason === 'lease-held' || e.reason === 'lease-vanished');
+      if (!held || round >= 20) throw e;
+      await sleep(250);
+    }
+  }
 }

@@ -12,9 +12,10 @@ import { TableLog } from '../job/table-log.js';
 import { isDataName, normalizeColumn, type PartitionValue } from '../paths.js';
 import type { Entry, Store } from '../store/types.js';
 import { verifyStore } from '../store/operations.js';
+import { isInFlightName } from '../store/temp-names.js';
 import type { StepEnv } from './env.js';
 import { removeStrayLeases } from './stray-lease.js';
-import { discardUndecided, findRerunJob, type FoundJob, type RerunParams } from './resume-job.js';
+import { discardUndecided, findRerunJob, markResumed, type FoundJob, type RerunParams } from './resume-job.js';
 
 export interface StageJobInput {
   readonly targetPath: string;
@@ -135,16 +136,20 @@ async function checkTarget(store: Store, targetPath: string, mode: StageJobInput
 
 /** A job never adopts files it did not stage: its staging dir is empty (stray leases of ended steps aside). */
 async function checkStagingEmpty(env: StepEnv, layout: JobLayout, input: StageJobInput, jobId: string): Promise<void> {
+  const rerun = input.jobId !== undefined && !input.adopted;
   const { store } = env;
   const stagingPath = layout.root;
-  let existing = await store.list(stagingPath);
+  // Another stage making a job here right now (its temp, its probe) is no job yet: the exclusive
+  // create of `_job.yaml` decides between them; a killed one's temps go with the staging dir.
+  const list = async () => (await store.list(stagingPath)).filter((e) => !isInFlightName(e.name));
+  let existing = await list();
   // Only lease files whose holders are gone: steps on a job that was here ended before removing them.
   if (
     existing.length > 0 &&
     existing.every((e) => e.kind === 'file' && e.name.startsWith(LEASE_PREFIX)) &&
     (await removeStrayLeases(env, layout, await readCurrentLease(store, layout).catch(() => null)))
   ) {
-    existing = await store.list(stagingPath);
+    existing = await list();
   }
   if (existing.length > 0) {
     const names =
@@ -152,6 +157,9 @@ async function checkStagingEmpty(env: StepEnv, layout: JobLayout, input: StageJo
         .slice(0, 3)
         .map((e) => `'${e.name}'`)
         .join(', ') + (existing.length > 3 ? ` and ${existing.length - 3} more` : '');
+    // A rerun whose job was staged meanwhile (another run of it, fired twice) goes on with that job.
+    if (rerun && existing.some((e) => e.name === JOB_FILE))
+      throw new JobIdTaken(`job id '${jobId}' is already in use (${store.toUri(stagingPath)})`);
     // A rerun that left out --job-id is told the one it needs to go on with the job there.
     const there = existing.some((e) => e.name === JOB_FILE)
       ? await loadJob(store, layout, { allowUnsigned: env.allowUnsignedJob }).catch(() => null)
@@ -223,6 +231,7 @@ async function rerunResult(env: StepEnv, p: RerunParams, found: FoundJob): Promi
   if (found.state === 'aborted') {
     throw new BlockedError({ reason: 'rerun-of-aborted', jobId: p.jobId, handle });
   }
+  if (found.state === 'staged') await markResumed(env, p.stagingPath);
   const resumed =
     found.state === 'staged' ? { ...found, discarded: await discardUndecided(env, p.stagingPath) } : found;
   return { jobId: p.jobId, handle, stagingPath: p.stagingPath, job: found.job ?? null, found: resumed };

@@ -13,6 +13,14 @@ export const TEMP_PREFIX = '.stagecommit-tmp-';
 /** How much of the final name a temp name keeps (bytes), so it stays under NAME_MAX (255). */
 const KEPT_NAME_BYTES = 160;
 
+/** A store's probe that a step writes and removes at once (S3: the conditional-write check). */
+export const PROBE_PREFIX = '.stagecommit-probe-';
+
+/** A name another step writing at this moment may have put there, or a killed one left: never a job's file. */
+export function isInFlightName(name: string): boolean {
+  return isTempName(name) || name.startsWith(PROBE_PREFIX);
+}
+
 export function isTempName(name: string): boolean {
   return name.startsWith(TEMP_PREFIX);
 }

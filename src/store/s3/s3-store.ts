@@ -2,6 +2,7 @@
 // threshold), DeleteObjects in batches of 1,000, paged listings, claims by If-None-Match.
 // What it provides of protocol.md §7.1, and its limits: §7.2.
 
+import { PROBE_PREFIX } from '../temp-names.js';
 import { posix } from 'node:path';
 import {
   CopyObjectCommand,
@@ -87,7 +88,7 @@ export class S3Store implements Store {
    * two attempts both win, so it is proven here: the second create must be refused.
    */
   async verify(dir: string): Promise<void> {
-    const probe = posix.join(dir, `.stagecommit-probe-${process.pid}-${Date.now()}`);
+    const probe = posix.join(dir, `${PROBE_PREFIX}${process.pid}-${Date.now()}`);
     const first = await this.createExclusive(probe, 'probe');
     const second = await this.createExclusive(probe, 'probe');
     await this.delete(probe, false);
