@@ -18,7 +18,7 @@ function advice(e: AnyStageCommitError): string {
       if (e.detail.reason === 'lease-held') return `wait for ${e.detail.holder}`;
       return e.retryable ? 'retry later' : 'act first';
     case 'IncompleteError':
-      return `commit ${e.detail.missing.join(', ')}`;
+      return e.detail.reason === 'tasks-missing' ? `commit ${e.detail.missing.join(', ')}` : e.reason;
     case 'CorruptManifestError':
       return `repair ${e.file}${e.field === null ? '' : ` (${e.field})`}`;
     case 'StoreError':

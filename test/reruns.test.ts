@@ -20,7 +20,7 @@ import {
   type JobSpec,
 } from '../testing/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
-import { data, readTree } from '../testing/tree.js';
+import { data, readTree, writeTree } from '../testing/tree.js';
 import { encodeLease } from '../src/job/lease.js';
 import { InjectedFault } from '../src/errors.js';
 import { JobLayout } from '../src/job/layout.js';
@@ -417,6 +417,36 @@ for (const fx of storeFixtures()) {
       const later = await inProcess(['clean-orphans', root, '--older-than', '2s', '--delete'], { env: sb.env });
       assert.equal(later.code, 0, later.stderr);
       assert.equal(await sb.store.stat(sb.pathOf(job)), null, 'left alone long enough, it goes');
+    });
+
+    test('without --tasks, --tasks-to-run is exit 2; an overwrite with no task committed is exit 5', async () => {
+      const target = posix.join(dir(), 'undeclared');
+      await writeTree(sb.store, target, { old: 'old' });
+      const job = await stage(sb, { target, mode: 'overwrite' });
+      const toRun = await inProcess(['status', '--job', job, '--tasks-to-run'], { env: sb.env });
+      assert.equal(toRun.code, 2, toRun.stderr);
+      assert.match(toRun.stderr, /was staged without --tasks: --tasks-to-run could list only tasks already attempted/);
+      const empty = await commitJob(sb, job);
+      assert.equal(empty.code, 5, empty.stderr);
+      assert.match(
+        empty.stderr,
+        /an overwrite with no task committed: it would replace the data it replaces with nothing/,
+      );
+      assert.deepEqual(data(await readTree(sb.store, target)), { old: 'old' }, 'nothing changed');
+      // One task committed with no files replaces it with nothing on purpose.
+      await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env });
+      await okInProcess(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
+      assert.equal((await commitJob(sb, job)).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), {});
+    });
+
+    test('two FILE arguments of one name: exit 2 naming it', async () => {
+      const job = await stage(sb, { target: posix.join(dir(), 'same'), tasks: 1 });
+      const [a] = await localFiles({ 'x.csv': 'a' });
+      const [b] = await localFiles({ 'x.csv': 'b' });
+      const r = await inProcess(['stage', '--job', job, '--task', '0', a!, b!], { env: sb.env });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /two staged files have the same name 'x\.csv': give each file once/);
     });
   });
 }

@@ -32,14 +32,19 @@ export function deniedMessage(d: DeniedDetail): string {
 }
 
 /** What commit-job found missing. */
-export type IncompleteDetail = {
-  readonly reason: 'tasks-missing';
-  /** The declared tasks not committed, in order. */
-  readonly missing: readonly string[];
-  readonly declared: number;
-};
+export type IncompleteDetail =
+  | {
+      readonly reason: 'tasks-missing';
+      /** The declared tasks not committed, in order. */
+      readonly missing: readonly string[];
+      readonly declared: number;
+    }
+  /** An overwrite with no task committed: it would replace what it replaces with nothing. */
+  | { readonly reason: 'no-task-committed'; readonly jobId: string };
 
 export function incompleteMessage(d: IncompleteDetail): string {
+  if (d.reason === 'no-task-committed')
+    return `job ${d.jobId} is an overwrite with no task committed: it would replace the data it replaces with nothing; commit its tasks (${tasksToRunCommand()} lists them), or, to replace it with nothing on purpose, commit one task with no files ('stage --print-path', then 'commit-task')`;
   const shown = `${d.missing.slice(0, 20).join(', ')}${d.missing.length > 20 ? ', …' : ''}`;
   return `${d.missing.length} of ${d.declared} declared task(s) are not committed: ${shown}; commit them (${tasksToRunCommand()} lists them)`;
 }

@@ -137,6 +137,8 @@ export type UsageDetail =
       readonly columns: readonly string[];
       readonly others: readonly string[];
     }
+  /** `status --tasks-to-run` of a job staged without --tasks: tasks never attempted are unknown to it. */
+  | { readonly reason: 'tasks-not-declared'; readonly jobId: string }
   /** Not yet given a reason of its own: the message as it was written. */
   | { readonly reason: 'unclassified'; readonly message: string };
 
@@ -183,6 +185,8 @@ function uriMissingSlashes(d: Of<'uri-missing-slashes'>): string {
 /** One message per reason: a reason without one fails to compile. */
 const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } = {
   'command-line': (d) => d.problem,
+  'tasks-not-declared': (d) =>
+    `job ${d.jobId} was staged without --tasks: --tasks-to-run could list only tasks already attempted, never the ones not started; stage the job with --tasks N (tasks 0…N-1) to loop over the tasks still to run, or read each task's state in 'stagecommit status --json'`,
   'uri-line-break': (d) =>
     `'${d.uri}' holds a line break (CR, LF, U+2028 or U+2029): stagecommit cannot record such a location; choose another name`,
   'uri-empty': () => 'an empty path or URI was given: give a directory path or a URI such as s3://bucket/table',

@@ -43,6 +43,9 @@ export function committedTasks<C extends Omit<Claim, 'files'>>(job: JobManifest,
   if (missing.length) {
     throw new IncompleteError({ reason: 'tasks-missing', missing, declared: job.tasks! });
   }
+  // An overwrite of nothing empties what it replaces: only a task committed with no files says so on purpose.
+  if (committed.length === 0 && job.mode === 'overwrite' && !job.adopted)
+    throw new IncompleteError({ reason: 'no-task-committed', jobId: job.jobId });
   return committed.sort((a, b) => compareTasks(a.task, b.task));
 }
 

@@ -132,8 +132,9 @@ async function stageInto(
     throw new UsageError(
       `file name '${markerName}': a writer's marker (_SUCCESS, _started_*, _committed_*, their .crc), or under the job's own '${SUCCESS_FILE}': it would never be committed; rename it`,
     );
-  if (new Set(names).size !== names.length)
-    throw new UsageError('two staged files have the same name: give each file once');
+  const seen = new Set<string>();
+  const twice = names.find((n) => seen.size === seen.add(n).size);
+  if (twice !== undefined) throw new UsageError(`two staged files have the same name '${twice}': give each file once`);
   if (input.files.length === 0 && !input.printPath)
     throw new UsageError('nothing to stage: give FILE… (or - with --name for stdin), or --print-path');
 
