@@ -179,6 +179,7 @@ for (const fx of storeFixtures({ transport: true })) {
         );
         assert.ok(e instanceof sc.StagecommitError, what);
         assert.equal(e.kind, 'UsageError', `${what}: ${e.message}`);
+        assert.ok(/^options?-/.test(e.reason), `${what}: reason ${e.reason}`);
         assert.equal(e.exitCode, 2, what);
         assert.match(e.message, message, what);
         assert.doesNotMatch(e.message, /\n/, what);

@@ -79,3 +79,22 @@ test('each class carries its kind, reason and fields, and a switch over kinds ha
   assert.ok(errors[3] instanceof sc.BlockedError && errors[3] instanceof sc.ConflictError);
   assert.ok(errors.every((e) => e instanceof sc.StageCommitError && e instanceof sc.StagecommitError));
 });
+
+test('a misspelt library option is a UsageError naming the option and the closest one', async () => {
+  const e = await sc.stage({ target: '/nowhere', partitions: ['dt=1'] } as never).then(
+    () => assert.fail('accepted'),
+    (err: unknown) => err,
+  );
+  assert.ok(e instanceof sc.UsageError);
+  assert.deepEqual(
+    { ...e.detail, known: undefined },
+    {
+      reason: 'option-unknown',
+      op: 'stage',
+      option: 'partitions',
+      near: 'partition',
+      known: undefined,
+    },
+  );
+  assert.equal(e.message, "stage: 'partitions' is not an option (did you mean 'partition'?)");
+});

@@ -87,22 +87,20 @@ function shown(v: unknown): string {
  */
 export function checkOptions(op: string, table: Readonly<Record<string, Check>>, o: unknown): void {
   if (o === null || typeof o !== 'object' || Array.isArray(o))
-    throw new UsageError(`${op}: takes an options object, got ${shown(o)}`);
+    throw new UsageError({ reason: 'options-not-object', op, got: shown(o) });
   const known = Object.keys(table);
   for (const key of Object.keys(o)) {
     if (!Object.hasOwn(table, key)) {
       const near = closest(key, known);
-      throw new UsageError(
-        `${op}: '${key}' is not an option (${near ? `did you mean '${near}'?` : `the options are ${known.join(', ')}`})`,
-      );
+      throw new UsageError({ reason: 'option-unknown', op, option: key, near: near || null, known });
     }
   }
   for (const [key, check] of Object.entries(table)) {
     const v = (o as Record<string, unknown>)[key];
     if (v === undefined) {
-      if (check.required) throw new UsageError(`${op}: '${key}' is required: ${check.what}`);
+      if (check.required) throw new UsageError({ reason: 'option-missing', op, option: key, what: check.what });
     } else if (!check.test(v)) {
-      throw new UsageError(`${op}: '${key}' must be ${check.what}, got ${shown(v)}`);
+      throw new UsageError({ reason: 'option-invalid', op, option: key, what: check.what, got: shown(v) });
     }
   }
 }

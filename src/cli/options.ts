@@ -8,14 +8,16 @@ export function collect(value: string, previous: string[] = []): string[] {
 
 export function positiveInt(name: string) {
   return (v: string): number => {
-    if (!/^\d+$/.test(v) || Number(v) < 1) throw new UsageError(`${name} must be a positive whole number, got '${v}'`);
+    if (!/^\d+$/.test(v) || Number(v) < 1)
+      throw new UsageError({ reason: 'number-invalid', option: name, value: v, positive: true });
     return Number(v);
   };
 }
 
 export function wholeNumber(name: string) {
   return (v: string): number => {
-    if (!/^\d{1,9}$/.test(v)) throw new UsageError(`${name} must be a whole number (0, 1, …), got '${v}'`);
+    if (!/^\d{1,9}$/.test(v))
+      throw new UsageError({ reason: 'number-invalid', option: name, value: v, positive: false });
     return Number(v);
   };
 }

@@ -6,6 +6,27 @@ import { cleanOrphansDeleteCommand } from './advice.js';
 export type UsageDetail =
   /** The command line did not parse (commander's own words: an unknown option, a missing argument). */
   | { readonly reason: 'command-line'; readonly problem: string }
+  // The library's options (`op`: the function), and numbers on the command line.
+  /** Not an options object (`got`: what was given, as shown). */
+  | { readonly reason: 'options-not-object'; readonly op: string; readonly got: string }
+  /** An option of no such name (`near`: the closest known one, or null; `known`: every one). */
+  | {
+      readonly reason: 'option-unknown';
+      readonly op: string;
+      readonly option: string;
+      readonly near: string | null;
+      readonly known: readonly string[];
+    }
+  | { readonly reason: 'option-missing'; readonly op: string; readonly option: string; readonly what: string }
+  | {
+      readonly reason: 'option-invalid';
+      readonly op: string;
+      readonly option: string;
+      readonly what: string;
+      readonly got: string;
+    }
+  /** A command-line number that is not a whole number (`positive`: 1 or more, else 0 or more). */
+  | { readonly reason: 'number-invalid'; readonly option: string; readonly value: string; readonly positive: boolean }
   // A location given as a path or URI.
   /** It holds a line break (CR, LF, U+2028 or U+2029). */
   | { readonly reason: 'uri-line-break'; readonly uri: string }
@@ -187,6 +208,15 @@ const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } 
   'command-line': (d) => d.problem,
   'tasks-not-declared': (d) =>
     `job ${d.jobId} was staged without --tasks: --tasks-to-run could list only tasks already attempted, never the ones not started; stage the job with --tasks N (tasks 0…N-1) to loop over the tasks still to run, or read each task's state in 'stagecommit status --json'`,
+  'options-not-object': (d) => `${d.op}: takes an options object, got ${d.got}`,
+  'option-unknown': (d) =>
+    `${d.op}: '${d.option}' is not an option (${d.near !== null ? `did you mean '${d.near}'?` : `the options are ${d.known.join(', ')}`})`,
+  'option-missing': (d) => `${d.op}: '${d.option}' is required: ${d.what}`,
+  'option-invalid': (d) => `${d.op}: '${d.option}' must be ${d.what}, got ${d.got}`,
+  'number-invalid': (d) =>
+    d.positive
+      ? `${d.option} must be a positive whole number, got '${d.value}'`
+      : `${d.option} must be a whole number (0, 1, …), got '${d.value}'`,
   'uri-line-break': (d) =>
     `'${d.uri}' holds a line break (CR, LF, U+2028 or U+2029): stagecommit cannot record such a location; choose another name`,
   'uri-empty': () => 'an empty path or URI was given: give a directory path or a URI such as s3://bucket/table',
