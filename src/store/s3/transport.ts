@@ -45,7 +45,6 @@ export class Transport {
 
   constructor(private readonly deadlines: Deadlines) {}
 
-  // eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
   send(x: Exchange): Promise<Answer> {
     const secure = x.protocol === 'https:';
     const { connectionTimeout, requestTimeout } = this.deadlines;
@@ -62,30 +61,10 @@ export class Transport {
           headers: x.headers,
           timeout: requestTimeout,
         },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          const region = res.headers['x-amz-bucket-region'];
-          res.on('end', () =>
-            resolve({
-              status: res.statusCode ?? 0,
-              body: Buffer.concat(chunks).toString('utf8'),
-              ...(typeof region === 'string' && region ? { bucketRegion: region } : {}),
-            }),
-          );
-          res.on('error', reject);
-          res.on('aborted', () =>
-            reject(new Error(`the connection to ${x.hostname} closed in the middle of an answer`)),
-          );
-        },
+        (res) => collect(res, x.hostname, resolve, reject),
       );
       req.on('error', reject);
-      if (x.signal) {
-        const cut = () => req.destroy(x.signal!.reason as Error);
-        if (x.signal.aborted) cut();
-        x.signal.addEventListener('abort', cut, { once: true });
-        req.once('close', () => x.signal!.removeEventListener('abort', cut));
-      }
+      if (x.signal) cutOnAbort(req, x.signal);
       req.on('timeout', () =>
         req.destroy(
           new Error(
@@ -107,4 +86,33 @@ export class Transport {
       req.end(x.body === '' ? undefined : x.body);
     });
   }
+}
+
+/** Gathers an answer and its body; a connection closed in the middle of it is an error. */
+function collect(
+  res: http.IncomingMessage,
+  host: string,
+  resolve: (a: Answer) => void,
+  reject: (e: Error) => void,
+): void {
+  const chunks: Buffer[] = [];
+  res.on('data', (c: Buffer) => chunks.push(c));
+  const region = res.headers['x-amz-bucket-region'];
+  res.on('end', () =>
+    resolve({
+      status: res.statusCode ?? 0,
+      body: Buffer.concat(chunks).toString('utf8'),
+      ...(typeof region === 'string' && region ? { bucketRegion: region } : {}),
+    }),
+  );
+  res.on('error', reject);
+  res.on('aborted', () => reject(new Error(`the connection to ${host} closed in the middle of an answer`)));
+}
+
+/** An exchange whose signal aborts is cut at once, with the signal's reason. */
+function cutOnAbort(req: http.ClientRequest, signal: AbortSignal): void {
+  const cut = () => req.destroy(signal.reason as Error);
+  if (signal.aborted) cut();
+  signal.addEventListener('abort', cut, { once: true });
+  req.once('close', () => signal.removeEventListener('abort', cut));
 }
