@@ -29,7 +29,7 @@ const CASES: [string, EngineCase][] = [
     },
   ],
   [
-    'spark staging with partition dirs and an unknown dir at its top',
+    'spark staging with partitions and an unknown dir on top',
     {
       leftover: `.spark-staging-${SPARK_JOB}`,
       before: { [`.spark-staging-${SPARK_JOB}/dt=1/part-0`]: 'p', [`.spark-staging-${SPARK_JOB}/_logs/l`]: 'l' },
@@ -61,7 +61,7 @@ for (const fx of storeFixtures()) {
     ];
 
     for (const [name, c] of CASES) {
-      test(`${name}: kept by --delete, removed by --delete-unpublished`, async () => {
+      test(`${name}: only --delete-unpublished removes it`, async () => {
         const { target, leftover } = await table(sb, dir(), c);
         const before = await readTree(sb.store, leftover);
         const del = await run(args(target, '--delete'));

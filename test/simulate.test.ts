@@ -100,7 +100,7 @@ describe("simulation: failures found in today's code (todo until fixed)", () => 
 
 describe('simulation: failures found once and fixed since', () => {
   for (const k of FIXED_FAILURES) {
-    test(k.title, async () => {
+    test(`holds: ${k.title}`, async () => {
       const runs = await runFixed(k);
       assert.deepEqual(
         runs.map((r) => r.violations),
