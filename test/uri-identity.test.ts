@@ -3,7 +3,7 @@
 // and its name nodes' HTTP addresses, from the config file or HADOOP_CONF_DIR; file:// and a path).
 
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -71,6 +71,50 @@ for (const fx of storeFixtures()) {
     });
   });
 }
+
+// Symbolic links exist on the local filesystem alone (S3 keys and WebHDFS paths have none).
+describe('a local table reached through a symbolic link is one job', () => {
+  let root!: string;
+  before(async () => {
+    root = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-link-'));
+  });
+  after(() => rm(root, { recursive: true, force: true }));
+
+  test('staged through a link, it is resumed, shown, listed once and committed by its real path', async () => {
+    const real = path.join(root, 'w5');
+    const link = path.join(root, 'w5link');
+    await mkdir(real);
+    await symlink(real, link);
+    const job = ['--mode', 'overwrite', '--tasks', '1', '--job-id', 'S'];
+    const viaLink = await step(cli, ['stage', '--target', path.join(link, 't'), ...job], {});
+    assert.equal(viaLink.out, path.join(real, '.stagecommit', 't', 'S'), 'the handle is the resolved path');
+    const again = await step(inProcess, ['stage', '--target', path.join(real, 't'), ...job], {});
+    assert.equal(again.out, viaLink.out);
+    assert.match(again.err, /resumed job S .*: 0 of 1 task\(s\) committed, kept/);
+    const handleViaLink = path.join(link, '.stagecommit', 't', 'S');
+    const [a] = await localFiles({ 'a.csv': 'a\n' });
+    await step(inProcess, ['stage', '--job', handleViaLink, '--task', '0', a!], {});
+    assert.equal((await step(inProcess, ['status', '--job', viaLink.out, '--tasks-to-run'], {})).out, '0');
+    const listed = JSON.parse(
+      (await step(inProcess, ['--json', 'jobs', path.join(link, 't'), path.join(real, 't')], {})).out,
+    );
+    assert.deepEqual(
+      listed.jobs.map((r: { jobId: string; state: string; problem?: string }) => [r.jobId, r.state, r.problem]),
+      [['S', 'staged', undefined]],
+    );
+    const orphans = JSON.parse(
+      (await step(inProcess, ['--json', 'clean-orphans', '--older-than', '0s', real], {})).out,
+    );
+    assert.deepEqual(
+      orphans.leftovers.map((l: { kind: string; jobId?: string; jobState?: string }) => [l.kind, l.jobId, l.jobState]),
+      [['stagecommit', 'S', 'staged']],
+    );
+    await step(inProcess, ['commit-task', '--job', viaLink.out, '--task', '0'], {});
+    await step(inProcess, ['commit-job', '--job', handleViaLink], {});
+    assert.equal(await readFile(path.join(real, 't', 'a.csv'), 'utf8'), 'a\n');
+    assert.ok(!(await readdir(path.join(real, '.stagecommit', 't'))).includes('S'), 'no staging dir left');
+  });
+});
 
 const site = (props: Record<string, string>) =>
   `<?xml version="1.0"?>\n<configuration>\n${Object.entries(props)

@@ -36,7 +36,7 @@ export type AdoptDoc = AdoptResult;
 
 export const adopt = operation('adopt', ADOPT_OPTIONS, async (s: Session, o: AdoptOptions): Promise<AdoptDoc> => {
   const olderThanMs = parseDuration(o.olderThan ?? '15m');
-  const loc = await s.location(o.leftover);
+  const loc = await s.location(o.leftover, false);
   let targetPath: string | undefined;
   if (o.target !== undefined) {
     const t = await s.location(o.target);

@@ -56,7 +56,7 @@ export const cleanOrphans = operation(
       throw new UsageError(
         '--delete-unpublished removes leftovers only together with --delete: add --delete, or leave it out for a dry run',
       );
-    const locs = await Promise.all(o.roots.map((r) => s.location(r)));
+    const locs = await Promise.all(o.roots.map((r) => s.location(r, false)));
     if (new Set(locs.map((l) => storeKey(l.uri))).size > 1)
       throw new UsageError('the roots are on different stores: run clean-orphans once per store');
     const r = await cleanOrphansStep(s.stepEnv(locs[0]!.store), {

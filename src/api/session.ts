@@ -54,10 +54,13 @@ export class Session {
     return this.init.config;
   }
 
-  /** A URI or path → its store and the path inside it. */
-  async location(raw: string): Promise<Location> {
+  /**
+   * A URI or path → its store and the path inside it (a local path with its links resolved; with
+   * `followLink` false, all but its last name, for a step that refuses a link given to it).
+   */
+  async location(raw: string, followLink = true): Promise<Location> {
     const uri = parseUri(raw, this.init.cwd);
-    return { uri, ...(await this.opener.open(uri)) };
+    return { uri, ...(await this.opener.open(uri, followLink)) };
   }
 
   /** The job a handle names (what `stage` returned as `handle`). */

@@ -140,6 +140,9 @@ export async function listJobs(env: StepEnv, input: { paths: readonly string[] }
     await mapLimit(input.paths, env.concurrency, (p) => stagingRootOf(env, p.replace(/\/+$/, '') || '/'))
   ).flat();
   const rows = (await mapLimit(dirs, env.concurrency, (d) => rowOf(env, d))).filter((r): r is JobRow => r !== null);
+  // Two URIs naming one location (a table and a link to it) list its jobs once.
+  const seen = new Set<string>();
+  rows.splice(0, rows.length, ...rows.filter((r) => !seen.has(r.handle) && seen.add(r.handle)));
   rows.sort((a, b) => (b.ageSeconds ?? 0) - (a.ageSeconds ?? 0) || (a.jobId < b.jobId ? -1 : 1));
   return { roots: input.paths.map((p) => env.store.toUri(p)), jobs: rows };
 }

@@ -1,7 +1,7 @@
 // Whole trees on the local filesystem (listed without a promise per directory, removed level by
 // level in parallel), and the local store's error and entry-kind mapping.
 
-import { lstatSync, promises as fs, readdirSync } from 'node:fs';
+import { lstatSync, promises as fs, readdirSync, realpathSync } from 'node:fs';
 import { posix } from 'node:path';
 import { forEachLimit } from '../util/pool.js';
 import { StoreError } from '../errors.js';
@@ -185,3 +185,28 @@ const isDir = (p: string) =>
     (s) => s.isDirectory(),
     () => false,
   );
+
+/**
+ * A local path with the symbolic links of its existing part resolved (what is not there yet is
+ * kept as written): one directory has one path however it is reached, so a job reached through
+ * a link to its table is the same job. With `followLast` false the last name is kept as it is,
+ * so a step that refuses a link given to it still sees the link.
+ */
+export function realLocalPath(p: string, followLast = true): string {
+  if (!followLast) {
+    const parent = posix.dirname(p);
+    return parent === p ? p : posix.join(realLocalPath(parent), posix.basename(p));
+  }
+  const rest: string[] = [];
+  for (let head = p; ;) {
+    try {
+      return posix.join(realpathSync(head), ...rest);
+    } catch {
+      // Not there (or not readable): resolve what is above it.
+      const parent = posix.dirname(head);
+      if (parent === head) return p;
+      rest.unshift(posix.basename(head));
+      head = parent;
+    }
+  }
+}

@@ -6,7 +6,16 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { StoreError } from '../errors.js';
 import { checkWritableLocal } from './local-access.js';
-import { code, eachInTreeLocal, kindOf, listTreeLocal, mkdirsOnce, removeTreeLocal, wrap } from './local-tree.js';
+import {
+  code,
+  eachInTreeLocal,
+  kindOf,
+  listTreeLocal,
+  mkdirsOnce,
+  realLocalPath,
+  removeTreeLocal,
+  wrap,
+} from './local-tree.js';
 import { tempPathFor } from './temp-names.js';
 import { counted } from './counting.js';
 import type { Entry, ListOptions, PutSource, RenameOptions, RenamePair, Store, StoreCapabilities } from './types.js';
@@ -57,6 +66,11 @@ export class LocalStore implements Store {
 
   toUri(p: string): string {
     return p;
+  }
+
+  /** A path reached through a symbolic link names the directory it resolves to (a manifest may record either). */
+  pathOfUri(uri: string): string | null {
+    return uri.startsWith('/') ? realLocalPath(uri) : null;
   }
 
   checkWritable(dirs: readonly string[]): Promise<void> {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../errors.js';
 import { LocalStore } from './local.js';
+import { realLocalPath } from './local-tree.js';
 import type { Store } from './types.js';
 
 /** s3a:// and s3n:// parse as 's3'. */
@@ -109,7 +110,11 @@ export class StoreOpener {
   private readonly cache = new Map<string, Promise<Store>>();
   constructor(private readonly settings: StoreSettings) {}
 
-  async open(u: ParsedUri): Promise<Located> {
+  /**
+   * `followLink` false keeps a local path's last name as given (its parents resolved), for a step
+   * that refuses a symbolic link given to it; every other local path is resolved whole.
+   */
+  async open(u: ParsedUri, followLink = true): Promise<Located> {
     const key = storeKey(u);
     let s = this.cache.get(key);
     if (!s) {
@@ -117,6 +122,8 @@ export class StoreOpener {
       this.cache.set(key, s);
     }
     const store = await s;
+    // A job's identity is its location: a local path reached through a link is the path it resolves to.
+    if (u.scheme === 'file') return { store, path: realLocalPath(u.path, followLink) };
     return { store, path: u.scheme === 's3' ? `/${u.authority}${u.path === '/' ? '' : u.path}` : u.path };
   }
 
