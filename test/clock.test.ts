@@ -39,6 +39,43 @@ for (const fx of storeFixtures()) {
     let sb!: StoreSandbox;
     const dir = useSandbox(fx, (s) => (sb = s), 'k');
 
+    test('a holder that lost its lease to a run that finished the job says so (exit 4), not recover', async () => {
+      const target = posix.join(dir(), 'sales');
+      const staging = await readyJob(sb.store, target, jobScenario('paused', 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { a: 'a' } },
+      ]);
+      // The first driver is held at its first change after taking the lease, its renewals with it
+      // (as a stopped process is); once let go, its held writes fail, as none lands for a stopped one.
+      let leased = false;
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let held!: () => void;
+      const holding = new Promise<void>((r) => (held = r));
+      const first = testEnv(
+        sb.store,
+        async (n, op, path) => {
+          if (!leased) return void (leased = /\/_lease\./.test(path));
+          held();
+          await released;
+          throw new InjectedFault(n, op, path);
+        },
+        { leaseTtlMs: 1200, host: 'host-a', isPidAlive: () => true },
+      );
+      const firstRun = rejection(libCommitJob(first, staging));
+      await holding;
+      await libCommitJob(testEnv(sb.store, undefined, { host: 'host-b', isPidAlive: () => true }), staging);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a': 'a' });
+      await new Promise((r) => setTimeout(r, 1200));
+      release();
+      const err = await firstRun;
+      assert.ok(err instanceof ConflictError && err.exitCode === 4, `exit 4, not: ${String(err)}`);
+      assert.match(
+        (err as Error).message,
+        /this process lost job paused's lease .*; another run finished the job meanwhile: it is committed \(.*_SUCCESS, .*\), not by this run/,
+      );
+      assert.doesNotMatch((err as Error).message, /recover/);
+    });
+
     test('a done marker left without its log entry keeps its number: an older overwrite conflicts (exit 4)', async () => {
       const target = posix.join(dir(), 'sales');
       const older = await readyJob(sb.store, target, jobScenario('older', 'overwrite'), [

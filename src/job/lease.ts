@@ -463,6 +463,11 @@ export class Lease implements StoreFence {
     this.tripTimer.unref();
   }
 
+  /** Whether this process lost the lease (it stopped changing the job); who took it over, when a renewal saw. */
+  lossOf(): { readonly takenBy: string | null } | null {
+    return this.lost ? { takenBy: this.takenBy ?? null } : null;
+  }
+
   /** The staging dir went with the lease file in it: release has nothing left to delete. */
   gone(): void {
     this.released = true;

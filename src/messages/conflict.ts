@@ -18,6 +18,18 @@ export type ConflictDetail =
     }
   /** The job's lease file vanished twice while this step took it. */
   | { readonly reason: 'lease-vanished'; readonly job: string }
+  /**
+   * This process lost the job's lease (it was stopped, or its renewals did not land) and another
+   * run finished the job meanwhile: the job is committed, though not by this run.
+   */
+  | {
+      readonly reason: 'lease-lost-job-finished';
+      readonly jobId: string;
+      /** Who took the job over, when a renewal saw it; else null. */
+      readonly takenBy: string | null;
+      readonly success: string;
+      readonly committedAt: string;
+    }
   /** The job is not in a state the step works on (`doing`: what the step was to do). */
   | { readonly reason: 'wrong-state'; readonly doing: string; readonly jobId: string; readonly state: string }
   /** commit-job of an aborted job (an adopted one gives its leftover to adopt again). */
@@ -316,6 +328,8 @@ type Of<R extends ConflictDetail['reason']> = Extract<ConflictDetail, { reason: 
 const MESSAGES: { readonly [R in ConflictDetail['reason']]: (d: Of<R>) => string } = {
   'lease-held': (d) =>
     `job ${d.job} is locked: ${d.holder}; wait for it to finish${d.takeoverSeconds === null ? '' : ` (the step itself takes the lease over if it sees no renewal of it for ${d.takeoverSeconds} s)`}`,
+  'lease-lost-job-finished': (d) =>
+    `this process lost job ${d.jobId}'s lease (it was stopped, or its renewals did not land, for the lease's TTL)${d.takenBy === null ? '' : ` and ${d.takenBy}`}; another run finished the job meanwhile: it is committed (${d.success}, ${d.committedAt}), not by this run; nothing more to do ('stagecommit commit-job' says already-committed)`,
   'lease-vanished': (d) =>
     `job ${d.job} is changing under this step (its lease file vanished twice): another step is removing it; run 'stagecommit status' and try again`,
   'wrong-state': wrongState,

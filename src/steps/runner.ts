@@ -129,9 +129,34 @@ async function withJobLease<T, A>(
   const same = again.state === open.state && isDeepStrictEqual(again.job, open.job);
   try {
     return await fn({ open: again, lease, env: fenced, ...(same && ahead !== undefined ? { ahead } : {}) });
+  } catch (e) {
+    throw await afterLostLease(env, open, lease, e);
   } finally {
     await lease.release();
   }
+}
+
+/**
+ * A step that lost its lease stopped changing the job; if another run finished the job meanwhile,
+ * its error says so (the job is committed, not by this run) instead of sending the user to
+ * recover a job that needs nothing. Any other error, or a job still there, is the step's own.
+ */
+async function afterLostLease(env: StepEnv, open: OpenJob, lease: Lease, e: unknown): Promise<unknown> {
+  const loss = lease.lossOf();
+  if (!loss) return e;
+  const done = await openJob(env, open.layout.root).then(
+    () => null,
+    (gone: unknown) => (gone instanceof JobGoneError ? gone.committed : null),
+  );
+  if (!done) return e;
+  const { jobId, success, committedAt } = done;
+  return new ConflictError(
+    { reason: 'lease-lost-job-finished', jobId, takenBy: loss.takenBy, success, committedAt },
+    undefined,
+    {
+      cause: e,
+    },
+  );
 }
 
 /**
