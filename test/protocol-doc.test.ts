@@ -7,6 +7,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { ExitCode } from '../src/errors.js';
+import { EXIT_MEANINGS } from '../src/cli/help.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const DOC = 'docs/protocol.md';
@@ -140,5 +142,20 @@ describe('docs/protocol.md and what cites it', () => {
       });
     }
     assert.deepEqual(problems, []);
+  });
+
+  test("the README's exit codes, --help's and the errors' are the same codes", () => {
+    const readme = files.find((f) => f.rel === 'README.md')!;
+    const start = readme.lines.indexOf('## Exit codes');
+    assert.ok(start >= 0, 'README has an Exit codes section');
+    const rows: string[] = [];
+    for (const line of readme.lines.slice(start + 1)) {
+      if (line.startsWith('## ')) break;
+      const m = /^\| ([\d, ]+) \|/.exec(line);
+      if (m) rows.push(m[1]!.trim());
+    }
+    const codes = Object.values(ExitCode).map(String);
+    assert.deepEqual(rows, [...codes, '130, 143']);
+    assert.deepEqual(Object.keys(EXIT_MEANINGS), codes);
   });
 });

@@ -108,18 +108,27 @@ for (const fx of storeFixtures()) {
       assert.match(c.stderr, /finished .*or never existed/);
     });
 
-    test('abort of a committed job, or of a task in it, exits 6 saying it is committed, and changes nothing', async () => {
+    test('a committed job: stage, commit-task and abort exit 2, commit-job and recover 0, nothing changed', async () => {
       const target = posix.join(dir(), 't');
       const job = await prepare(sb, { target }, [{ task: '0', files: { 'a.csv': 'a' } }]);
       assert.equal((await commitJob(sb, job)).code, 0);
       const before = await readTree(sb.store, target);
-      for (const args of [
-        ['abort', '--job', job],
-        ['abort', '--job', job, '--task', '0'],
-      ]) {
+      const [file] = await localFiles({ 'b.csv': 'b' });
+      for (const [args, code, said] of [
+        [
+          ['abort', '--job', job],
+          2,
+          /cannot abort: job \S+ is finished: it was committed \(.*_SUCCESS, .*\); nothing was changed/,
+        ],
+        [['abort', '--job', job, '--task', '0'], 2, /cannot abort: job \S+ is finished: it was committed/],
+        [['commit-task', '--job', job, '--task', '0'], 2, /job \S+ is finished: it was committed/],
+        [['stage', '--job', job, '--task', '0', file!], 2, /job \S+ is finished: it was committed/],
+        [['commit-job', '--job', job], 0, /already committed/],
+        [['recover', '--job', job], 0, /already committed/],
+      ] as const) {
         const r = await cli(args, { env: sb.env });
-        assert.equal(r.code, 6, `${args.join(' ')}: ${r.stderr}`);
-        assert.match(r.stderr, /cannot abort: job \S+ is committed \(.*_SUCCESS, .*\); nothing was changed/);
+        assert.equal(r.code, code, `${args.join(' ')}: ${r.stderr}`);
+        assert.match(r.stderr, said, args.join(' '));
       }
       assert.deepEqual(await readTree(sb.store, target), before);
     });

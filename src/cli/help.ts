@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 export const EXIT_MEANINGS: Record<number, string> = {
   0: 'done',
   1: 'failed: a store error or a damaged manifest; nothing changed, unless the message says the job is past its commit point (recover finishes it)',
-  2: 'bad usage or input; nothing changed',
+  2: 'bad usage or input, or a handle naming no job or a finished (committed) one; nothing changed',
   3: 'commit denied: another attempt won the task, or it was aborted',
   4: 'retry later: locked by a live step, or another job is still committing the same partitions',
   5: 'incomplete: declared tasks are not committed',

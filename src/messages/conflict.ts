@@ -154,7 +154,6 @@ export type ConflictDetail =
   /** A local file changed while it was staged. */
   | { readonly reason: 'file-changed'; readonly path: string; readonly others: number }
   /** abort of a committed job. */
-  | { readonly reason: 'job-committed'; readonly jobId: string; readonly success: string; readonly committedAt: string }
   /** abort of an attempt whose commit-task decided to commit and died. */
   | { readonly reason: 'abort-undecided'; readonly taskAttempt: string; readonly by: string }
   /** abort of an attempt that is committed or committing: its files belong to the job. */
@@ -387,8 +386,6 @@ const MESSAGES: { readonly [R in ConflictDetail['reason']]: (d: Of<R>) => string
     `job id '${d.jobId}' names a job that was aborted and whose clean-up was stopped (${d.handle}): ${recoverAdvice({ handle: d.handle, why: 'to finish it' })}, then stage the job again`,
   'file-changed': (d) =>
     `${d.path}${d.others > 0 ? ` (and ${d.others} more)` : ''} changed while it was staged: the staged copy may hold old and new bytes mixed; stage it again into the same attempt once it is written whole (the last staging of a name wins)`,
-  'job-committed': (d) =>
-    `cannot abort: job ${d.jobId} is committed (${d.success}, ${d.committedAt}); nothing was changed`,
   'abort-undecided': (d) =>
     `cannot abort ${d.taskAttempt} yet: its commit-task (${d.by}) decided to commit it and died before it finished: run commit-task for it again (it finishes that commit), or ${recoverAdvice({ why: '(it finishes or undoes it)' })}, then abort again if the attempt is still there`,
   'attempt-belongs-to-job': (d) =>

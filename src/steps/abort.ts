@@ -83,13 +83,15 @@ async function checkNotResumed(env: StepEnv, open: OpenJob, afterMs: number): Pr
 
 /**
  * Nothing to abort; but a job that committed cannot be undone, and a script must not take that
- * for a clean abort (exit 6, as past its commit point).
+ * for a clean abort: exit 2, as every step that would change a finished job.
  */
 function abortGone(env: StepEnv, gone: JobGoneError, scope: 'job' | 'task'): AbortResult {
   const done = gone.committed;
   if (done) {
-    const { jobId, success, committedAt } = done;
-    throw new BlockedError({ reason: 'job-committed', jobId, success, committedAt });
+    throw new JobGoneError(
+      `cannot abort: job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); nothing was changed`,
+      done,
+    );
   }
   if (gone.stray) env.emit({ type: 'warn', message: gone.message });
   return { outcome: 'nothing', scope };

@@ -17,7 +17,7 @@ function renderAbort(r: AbortDoc): string {
 export function abortCommand(run: Run): Command {
   const cmd = new Command('abort')
     .description(
-      "throw away one task attempt (--task) or the whole job (an adopted job's leftover is given back, not thrown away); a handle that names no job any more is nothing to abort (exit 0), a committed job is refused (exit 4)",
+      "throw away one task attempt (--task) or the whole job (an adopted job's leftover is given back, not thrown away); a handle that names no job any more is nothing to abort (exit 0), a committed job is refused (exit 2: it is finished), a job past its commit point too (exit 6: commit-job or recover finishes it)",
     )
     .option('--job <job>', 'the job handle (default: $STAGECOMMIT_JOB)')
     .option('--task <t>', 'abort only this task attempt')
