@@ -66,6 +66,14 @@ describe('completion', () => {
     assert.deepEqual(complete(['stagecommit', 'commit-job', '--parallelism', inDir]), []);
     assert.deepEqual(complete(['stagecommit', 'status', '--job', inDir]), [file]);
     assert.deepEqual(complete(['stagecommit', '--config', file]), [file]);
+    // Positional arguments: a shell's name, a path where the command takes one, else nothing.
+    assert.deepEqual(complete(['stagecommit', 'completion', '']), ['bash', 'zsh', 'fish']);
+    for (const sub of ['status', 'commit-task', 'commit-job', 'abort', 'recover']) {
+      assert.deepEqual(complete(['stagecommit', sub, inDir]), [], sub);
+    }
+    for (const sub of ['stage', 'jobs', 'clean-orphans', 'adopt']) {
+      assert.deepEqual(complete(['stagecommit', sub, inDir]), [file], sub);
+    }
     assert.ok(bash(file, 'complete -p stagecommit').stdout.includes('_stagecommit'));
   });
 
@@ -84,6 +92,13 @@ describe('completion', () => {
     assert.match(fish, /__fish_seen_subcommand_from adopt' -l mode -x -a 'append overwrite'/);
     assert.match(fish, /__fish_seen_subcommand_from stage' -l task -x -d/);
     assert.match(fish, /__fish_seen_subcommand_from stage' -l target -r -d/);
+    for (const sub of ['status', 'commit-task', 'commit-job', 'abort', 'recover']) {
+      assert.doesNotMatch(zsh, new RegExp(`\\(${sub}\\) _arguments [^\\n]*_files' ;;`), sub);
+      assert.match(fish, new RegExp(`__fish_seen_subcommand_from ${sub}' -f\n`), sub);
+    }
+    assert.match(zsh, /\(stage\) _arguments [^\n]*'\*:file:_files' ;;/);
+    assert.match(zsh, /\(completion\) _arguments [^\n]*'1:value:\(bash zsh fish\)' ;;/);
+    assert.match(fish, /__fish_seen_subcommand_from completion' -f -a 'bash zsh fish'/);
     assert.equal((await runMain(['completion', 'tcsh'])).code, 2);
   });
 });

@@ -1,16 +1,30 @@
 // Shell completion scripts (bash, zsh, fish), written from the command tree itself so that a
 // new command or option completes without touching this file.
 
-import type { Command, Option } from 'commander';
+import type { Argument, Command, Option } from 'commander';
 
 interface Spec {
   readonly name: string;
   readonly description: string;
   readonly options: readonly Option[];
+  /** What its positional arguments complete to: their choices, file names, or nothing (it takes none). */
+  readonly positional:
+    { readonly kind: 'choices'; readonly choices: readonly string[] } | { readonly kind: 'files' | 'none' };
+}
+
+function positionalOf(args: readonly Argument[]): Spec['positional'] {
+  const first = args[0];
+  if (!first) return { kind: 'none' };
+  return first.argChoices ? { kind: 'choices', choices: first.argChoices } : { kind: 'files' };
 }
 
 function specs(program: Command): Spec[] {
-  return program.commands.map((c) => ({ name: c.name(), description: c.description(), options: c.options }));
+  return program.commands.map((c) => ({
+    name: c.name(),
+    description: c.description(),
+    options: c.options,
+    positional: positionalOf(c.registeredArguments),
+  }));
 }
 
 const longs = (opts: readonly Option[]) => opts.map((o) => o.long).filter((l): l is string => Boolean(l));
@@ -47,11 +61,16 @@ function bashValueCases(program: Command, cmds: readonly Spec[]): string[] {
 function bash(program: Command): string {
   const cmds = specs(program);
   const globals = longs(program.options).join(' ');
-  const cases = cmds.map((c) => `    ${c.name}) opts=${quote(longs(c.options).join(' '))} ;;`).join('\n');
+  // pos: what a word that is no option completes to: 'files', the choices, or '' (nothing).
+  const pos = (c: Spec) =>
+    c.positional.kind === 'choices' ? c.positional.choices.join(' ') : c.positional.kind === 'files' ? 'files' : '';
+  const cases = cmds
+    .map((c) => `    ${c.name}) opts=${quote(longs(c.options).join(' '))}; pos=${quote(pos(c))} ;;`)
+    .join('\n');
   return `# stagecommit completion for bash: eval "$(stagecommit completion bash)"
 _stagecommit() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}"
-  local cmds=${quote(cmds.map((c) => c.name).join(' '))} globals=${quote(globals)} sub="" opts="" i
+  local cmds=${quote(cmds.map((c) => c.name).join(' '))} globals=${quote(globals)} sub="" opts="" pos="" i
   for ((i = 1; i < COMP_CWORD; i++)); do
     case " $cmds " in *" \${COMP_WORDS[i]} "*) sub="\${COMP_WORDS[i]}"; break ;; esac
   done
@@ -65,7 +84,9 @@ ${bashValueCases(program, cmds).join('\n')}
 ${cases}
   esac
   if [[ "$cur" == -* ]]; then COMPREPLY=( $(compgen -W "$opts $globals --help" -- "$cur") )
-  else COMPREPLY=( $(compgen -f -- "$cur") ); fi
+  elif [[ "$pos" == files ]]; then COMPREPLY=( $(compgen -f -- "$cur") )
+  elif [[ -n "$pos" ]]; then COMPREPLY=( $(compgen -W "$pos" -- "$cur") )
+  else COMPREPLY=(); fi
 }
 complete -o filenames -F _stagecommit stagecommit
 `;
@@ -84,6 +105,13 @@ function zshArg(o: Option): string {
   return quote(`${o.long}[${desc}]${value}`);
 }
 
+/** A subcommand's positional arguments: file names, its choices, or none. */
+function zshPositional(c: Spec): string {
+  if (c.positional.kind === 'files') return " '*:file:_files'";
+  if (c.positional.kind === 'choices') return ` ${quote(`1:value:(${c.positional.choices.join(' ')})`)}`;
+  return '';
+}
+
 function zsh(program: Command): string {
   const cmds = specs(program);
   const globals = program.options
@@ -97,7 +125,7 @@ function zsh(program: Command): string {
         `    (${c.name}) _arguments ${globals} ${c.options
           .filter((o) => o.long)
           .map(zshArg)
-          .join(' ')} '*:file:_files' ;;`,
+          .join(' ')}${zshPositional(c)} ;;`,
     )
     .join('\n');
   return `#compdef stagecommit
@@ -137,6 +165,13 @@ function fish(program: Command): string {
     '# stagecommit completion for fish: stagecommit completion fish | source',
     ...cmds.map((c) => `complete -c stagecommit -f -n __fish_use_subcommand -a ${c.name} -d ${quote(c.description)}`),
     ...program.options.filter((o) => o.long).map((o) => flag(o, '')),
+    // A subcommand that takes no path offers no file names; one with choices offers them.
+    ...cmds.flatMap((c) => {
+      const cond = ` -n '__fish_seen_subcommand_from ${c.name}'`;
+      if (c.positional.kind === 'choices')
+        return [`complete -c stagecommit${cond} -f -a ${quote(c.positional.choices.join(' '))}`];
+      return c.positional.kind === 'none' ? [`complete -c stagecommit${cond} -f`] : [];
+    }),
     ...cmds.flatMap((c) =>
       c.options.filter((o) => o.long).map((o) => flag(o, ` -n '__fish_seen_subcommand_from ${c.name}'`)),
     ),
