@@ -28,7 +28,7 @@ function assertFields(doc: Record<string, unknown>, command: string): void {
   assert.ok(fields?.length, `docs/json.md's table has a row for ${command}`);
   for (const f of fields!) assert.ok(f in doc, `${command} --json has '${f}' (got ${Object.keys(doc).join(', ')})`);
   for (const [k, v] of Object.entries(doc)) {
-    if (k.endsWith('AtMs'))
+    if (k.endsWith('AtMs') && v !== null)
       assert.equal(doc[k.slice(0, -2)], new Date(v as number).toISOString(), `${k} has its ISO-8601 twin`);
   }
 }
@@ -133,6 +133,24 @@ for (const fx of storeFixtures({ transport: true })) {
       assertFields(finished, 'status of a finished job');
       assert.equal(finished.finished, true);
       assert.equal(finished.handle, job2);
+
+      // A rerun that finds its job committed: its time in both forms, as status gives it; recover
+      // on it lists no committed tasks it cannot know (null), and no commits it finished.
+      const rerun = ['stage', '--target', sb.uri(posix.join(root, 'rerun')), '--job-id', 'r1', '--tasks', '1'];
+      const r1 = (await json(rerun, sb.env)).handle as string;
+      await json(['stage', '--job', r1, '--task', '0', f!], sb.env);
+      await json(['commit-task', '--job', r1, '--task', '0'], sb.env);
+      await json(['commit-job', '--job', r1], sb.env);
+      const committed = await json(rerun, sb.env);
+      assertFields(committed, 'stage --target');
+      assert.equal(committed.state, 'committed');
+      assert.equal(typeof committed.committedAtMs, 'number');
+      const rec2 = await json(['recover', '--job', r1], sb.env);
+      assertFields(rec2, 'recover');
+      assert.equal(rec2.committedTasks, null);
+      assert.deepEqual(rec2.commitsFinished, []);
+      assert.equal(typeof finished.finished, 'boolean', "status's finished is a boolean; recover has no such field");
+      assert.ok(!('finished' in rec2));
     });
   });
 }
@@ -144,6 +162,21 @@ describe('--json outside a job', () => {
       version: string;
     };
     assert.deepEqual(doc, { ok: true, version: pkg.version });
+  });
+
+  test('--version --verbose --json is the install check as a document', async () => {
+    const doc = await json(['--version', '--verbose'], {});
+    assert.equal(doc.ok, true);
+    assert.deepEqual(Object.keys(doc).sort(), ['library', 'node', 'ok', 'package', 'version']);
+    assert.match(doc.library as string, /dist\/bundle\/index\.js$/);
+  });
+
+  test('--help --json and help CMD --json: the help text in a document', async () => {
+    for (const args of [['--help'], ['stage', '--help'], ['help', 'abort']]) {
+      const doc = await json(args, {});
+      assert.equal(doc.ok, true, args.join(' '));
+      assert.match(doc.help as string, /^Usage: stagecommit/, args.join(' '));
+    }
   });
 
   test('completion --json gives the script in a document', async () => {

@@ -145,7 +145,7 @@ async function finishAfterRecover(store: Store, run: Run, sc: Scenario): Promise
   if (r === 'finished') return;
   if (r.state === 'committed') return;
   for (const t of sc.tasks) {
-    if (r.committedTasks.includes(t.task)) continue;
+    if (r.committedTasks?.includes(t.task)) continue;
     await libStageTask(testEnv(store), run.stagingPath, t);
     await libCommitTask(testEnv(store), run.stagingPath, t);
   }

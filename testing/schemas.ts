@@ -27,19 +27,20 @@ const GLOBAL_FLAGS = new Set(['--json', '-q', '--quiet', '-v', '--verbose', '--a
 
 /**
  * Which schema a command line's `--json` output follows: the command's, `version` for --version,
- * `error` for an unknown command. Null: no JSON document is printed (no --json, --help).
+ * `help` for --help and `help CMD`, `error` for an unknown command. Null: no --json, no document.
  */
 export function schemaFor(args: readonly string[]): string | null {
   const end = args.indexOf('--');
   const opts = end < 0 ? args : args.slice(0, end);
-  if (!opts.includes('--json') || opts.some((a) => a === '--help' || a === '-h')) return null;
+  if (!opts.includes('--json')) return null;
+  if (opts.some((a) => a === '--help' || a === '-h')) return 'help';
   for (let i = 0; i < opts.length; i++) {
     const a = opts[i]!;
     if (a === '--version' || a === '-V') return 'version';
     if (a === '--config') i++;
     else if (GLOBAL_FLAGS.has(a) || a.startsWith('--config=')) continue;
     else if (a.startsWith('-')) return 'error';
-    else return a === 'help' ? null : schemas().has(a) && a !== 'error' && a !== 'version' ? a : 'error';
+    else return schemas().has(a) && a !== 'error' && a !== 'version' ? a : 'error';
   }
   return 'error';
 }

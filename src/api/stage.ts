@@ -72,8 +72,9 @@ export interface StageDoc {
   readonly state: 'staged' | 'committing' | 'committed';
   /** Tasks the job has committed (0 for a new job; null when committed and gone). */
   readonly tasksCommitted: number | null;
-  /** A resumed job that committed: when. */
+  /** A resumed job that committed: when (ISO-8601, and epoch milliseconds as status gives them). */
   readonly committedAt?: string;
+  readonly committedAtMs?: number;
   /** A resumed staged job: the attempts an earlier run left uncommitted, aborted now (their files never commit). */
   readonly discarded?: readonly string[];
 }
@@ -153,7 +154,7 @@ export const stage = operation('stage', STAGE_OPTIONS, async (s: Session, o: Sta
     resumed: found !== undefined,
     state: found?.state === 'committed' || found?.state === 'committing' ? found.state : 'staged',
     tasksCommitted: !found ? 0 : found.state === 'committed' ? null : found.tasksCommitted,
-    ...(done ? { committedAt: done.committedAt } : {}),
+    ...(done ? { committedAt: done.committedAt, committedAtMs: done.committedAtMs } : {}),
     ...(found?.state === 'staged' ? { discarded: found.discarded ?? [] } : {}),
   };
 });

@@ -4,7 +4,8 @@ import { ExitCode } from '../errors.js';
 import { buildProgram } from './program.js';
 import { reportError, Runtime, uiFor, wantsJson, type CliContext, type GlobalOptions } from './runtime.js';
 import type { Ui } from './ui.js';
-import { versionReport } from './version.js';
+import { CommanderError } from 'commander';
+import { versionCheck, versionReport } from './version.js';
 
 export type { CliContext, GlobalOptions } from './runtime.js';
 export { v8FlagsChanged } from './heap.js';
@@ -22,9 +23,12 @@ export async function main(argv: string[], ctx: CliContext): Promise<number> {
     rt.opsLine();
   }, wantsJson(argv));
   const out = uiFor(ctx, {});
+  const json = wantsJson(argv);
+  // Under --json, what commander prints on stdout (help, the version) is held: help becomes a document.
+  let held = '';
   program.exitOverride();
   program.configureOutput({
-    writeOut: (s) => out.raw(s, 'stdout'),
+    writeOut: (s) => (json ? void (held += s) : out.raw(s, 'stdout')),
     writeErr: (s) => out.raw(s, 'stderr'),
     outputError: (s, write) => write(s),
   });
@@ -34,20 +38,31 @@ export async function main(argv: string[], ctx: CliContext): Promise<number> {
   }
   try {
     if (isVersionCheck(argv)) {
-      out.result(versionReport());
+      if (json) out.json({ ok: true, ...versionCheck() });
+      else out.result(versionReport());
       return ExitCode.ok;
     }
     await program.parseAsync(argv, { from: 'user' });
+    out.raw(held, 'stdout');
     return ExitCode.ok;
   } catch (e) {
+    if (json && e instanceof CommanderError && e.exitCode === 0 && HELP_CODES.has(e.code)) {
+      out.json({ ok: true, help: held });
+      return ExitCode.ok;
+    }
+    out.raw(held, 'stdout');
     // A usage error stops commander before the global options are known: --json still holds.
     const opts = { ...globals, json: globals.json ?? wantsJson(argv) };
     return reportError(e, ui ?? uiFor(ctx, opts), opts);
   }
 }
 
-/** `--version --verbose` (or -V -v) alone: the install check. */
+/** How commander ends when it printed help (--help, `help CMD`, a command given no subcommand). */
+const HELP_CODES = new Set(['commander.helpDisplayed', 'commander.help']);
+
+/** `--version --verbose` (or -V -v) alone, or with --json: the install check. */
 function isVersionCheck(argv: readonly string[]): boolean {
   const set = new Set(argv);
+  set.delete('--json');
   return (set.has('--version') || set.has('-V')) && (set.has('--verbose') || set.has('-v')) && set.size === 2;
 }

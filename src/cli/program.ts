@@ -37,7 +37,7 @@ Example:
   stagecommit commit-task --job "$JOB" --task 0 && stagecommit commit-job --job "$JOB"
 
 Exit codes: 0 done, 1 failed (store error, damaged manifest: nothing changed, unless the message
-says the job is past its commit point: recover finishes it), 2 bad usage or input,
+says the job is past its commit point: recover finishes it), 2 bad usage or input (or a finished job),
 3 commit denied (another attempt won, or it was aborted), 4 retry later (locked by a live
 step, another job still committing the same partitions), 5 incomplete (declared tasks
 missing), 6 blocked: will never pass as it is (append clash, create target appeared, two

@@ -62,7 +62,7 @@ export function renderRecoverDryRun(r: RecoverDryRunDoc): string {
   if (r.state === 'aborted')
     return `dry run: recover would finish removing aborted job ${r.jobId}'s staging dir\ndry run: nothing was changed`;
   return [
-    `dry run: recover would start app attempt ${r.appAttempt} of job ${r.jobId}: keep ${r.committedTasks.length} committed task(s), ${r.tasksToRun.length} to run (${shortList(r.tasksToRun, 20)})`,
+    `dry run: recover would start app attempt ${r.appAttempt} of job ${r.jobId}: keep ${r.committedTasks?.length ?? 0} committed task(s), ${r.tasksToRun.length} to run (${shortList(r.tasksToRun, 20)})`,
     ...(r.interrupted.length ? [`  interrupted task commits to finish or undo: ${shortList(r.interrupted)}`] : []),
     'dry run: nothing was changed',
   ].join('\n');

@@ -29,12 +29,20 @@ export function packageVersion(from: string = import.meta.url): string {
   return findPackage(from)?.version ?? 'unknown';
 }
 
+/** What the install check found: the version, where the package is, the library loaded from there, the node. */
+export interface VersionCheck {
+  readonly version: string;
+  readonly package: string;
+  readonly library: string;
+  readonly node: string;
+}
+
 /**
  * `stagecommit --version --verbose`, the install check that works from any directory: the
  * version, where the package is, and the library loaded from there (what `import 'stagecommit'`
  * gives a project that has it installed). Throws when the library does not load.
  */
-export function versionReport(from: string = import.meta.url): string {
+export function versionCheck(from: string = import.meta.url): VersionCheck {
   const pkg = findPackage(from);
   if (!pkg) throw new Error('the stagecommit package.json was not found above the running code: reinstall it');
   const library = path.join(pkg.root, 'dist', 'bundle', 'index.js');
@@ -46,10 +54,16 @@ export function versionReport(from: string = import.meta.url): string {
     const why = (loaded.stderr || String(loaded.error ?? '')).trim().split('\n').filter(Boolean).pop() ?? 'no answer';
     throw new Error(`the library ${library} does not load (${why}): reinstall stagecommit`);
   }
+  return { version: pkg.version, package: pkg.root, library, node: process.version };
+}
+
+/** The install check as text. */
+export function versionReport(from: string = import.meta.url): string {
+  const c = versionCheck(from);
   return [
-    `stagecommit ${pkg.version}`,
-    `package  ${pkg.root}`,
-    `library  ${library} (loads: stage, commitTask, commitJob, …)`,
-    `node     ${process.version}`,
+    `stagecommit ${c.version}`,
+    `package  ${c.package}`,
+    `library  ${c.library} (loads: stage, commitTask, commitJob, …)`,
+    `node     ${c.node}`,
   ].join('\n');
 }

@@ -38,13 +38,13 @@ export interface RecoverResult {
   /** What the job is now: 'staged' (ready for the remaining tasks), 'committed' or 'aborted'. */
   readonly state: 'staged' | 'committed' | 'aborted';
   readonly appAttempt: number | null;
-  /** Tasks kept from earlier attempts. */
-  readonly committedTasks: readonly string[];
+  /** Tasks kept from earlier attempts; null once the job is committed (its tasks are in its commit). */
+  readonly committedTasks: readonly string[] | null;
   /** Tasks still to run, one a line on stdout. */
   readonly tasksToRun: readonly string[];
-  /** Interrupted task commits, and what recover did with them. */
-  readonly finished: readonly string[];
-  readonly undone: readonly string[];
+  /** Interrupted task commits (task attempts), and what recover did with them. */
+  readonly commitsFinished: readonly string[];
+  readonly commitsUndone: readonly string[];
   readonly rolledForward: boolean;
   /** An aborted v2 job whose removal this run finished: the tasks whose published files stay in the target. */
   readonly publishedTasks?: readonly string[];
@@ -70,7 +70,7 @@ function recoverGone(env: StepEnv, gone: JobGoneError): RecoverResult {
   if (!done) throw gone;
   const stray = gone.strayWarning();
   if (stray) env.emit({ type: 'warn', message: stray });
-  const nothing = { committedTasks: [], tasksToRun: [], finished: [], undone: [] };
+  const nothing = { committedTasks: null, tasksToRun: [], commitsFinished: [], commitsUndone: [] };
   return {
     jobId: done.jobId,
     state: 'committed',
@@ -88,8 +88,8 @@ async function recoverLocked(env: FencedEnv, opened: OpenJob, lease: Lease): Pro
     appAttempt: job.appAttempt,
     committedTasks: [],
     tasksToRun: [],
-    finished: [],
-    undone: [],
+    commitsFinished: [],
+    commitsUndone: [],
   };
   if (opened.state === 'aborted') return { ...base, ...(await finishAbort(env, opened, lease)) };
   // A plan given up before it landed is removed: the job is then recovered as a staged one.
@@ -97,7 +97,7 @@ async function recoverLocked(env: FencedEnv, opened: OpenJob, lease: Lease): Pro
   if (held.open.state === 'committing' || held.open.state === 'committed') {
     env.emit({ type: 'phase', label: 'rolling the commit forward' });
     await commitJobLocked(env, held.open, lease, { held });
-    return { ...base, state: 'committed', rolledForward: true };
+    return { ...base, committedTasks: null, state: 'committed', rolledForward: true };
   }
   // Not past the commit point: a table-log entry an interrupted commit-job made is given up
   // first, so a damaged log stops recover before it changes anything (not a half-made next app
@@ -194,8 +194,8 @@ async function startNextAppAttempt(env: StepEnv, opened: OpenJob): Promise<Recov
     appAttempt: next,
     committedTasks,
     tasksToRun,
-    finished,
-    undone,
+    commitsFinished: finished,
+    commitsUndone: undone,
     rolledForward: false,
   };
 }
@@ -363,7 +363,8 @@ export interface RecoverDryRun {
   readonly state: 'staged' | 'committed' | 'aborted';
   /** null: the job had committed before (its staging dir is gone), as in RecoverResult. */
   readonly appAttempt: number | null;
-  readonly committedTasks: readonly string[];
+  /** null: the job had committed before, as in RecoverResult. */
+  readonly committedTasks: readonly string[] | null;
   readonly tasksToRun: readonly string[];
   /** Interrupted task commits that recover would finish or undo. */
   readonly interrupted: readonly string[];

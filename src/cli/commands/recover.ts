@@ -13,12 +13,12 @@ function renderRecover(r: RecoverDoc): string {
   if (r.state === 'aborted')
     return `job ${r.jobId} was aborted: finished removing its staging dir${r.publishedTasks ? `; ${targetAfterAbort(r.publishedTasks)}` : ''}`;
   const extra = [
-    r.finished.length ? `finished ${r.finished.length} interrupted task commit(s)` : '',
-    r.undone.length ? `undid ${r.undone.length}` : '',
+    r.commitsFinished.length ? `finished ${r.commitsFinished.length} interrupted task commit(s)` : '',
+    r.commitsUndone.length ? `undid ${r.commitsUndone.length}` : '',
   ]
     .filter(Boolean)
     .join(', ');
-  return `job ${r.jobId}: app attempt ${r.appAttempt}; ${r.committedTasks.length} task(s) kept, ${r.tasksToRun.length} to run${extra ? `; ${extra}` : ''}`;
+  return `job ${r.jobId}: app attempt ${r.appAttempt}; ${r.committedTasks?.length ?? 0} task(s) kept, ${r.tasksToRun.length} to run${extra ? `; ${extra}` : ''}`;
 }
 
 export function recoverCommand(run: Run): Command {
