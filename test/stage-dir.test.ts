@@ -69,6 +69,33 @@ for (const fx of storeFixtures()) {
       });
     });
 
+    test("names starting with '_' or '.' (engine leftovers among them) are left out with a warning", async () => {
+      const { target, handle } = await newJob('hidden', '--mode', 'overwrite', '--partition-by', 'dt');
+      const tree = await localTree({
+        'dt=1/part-0.csv': 'a\n',
+        'dt=1/.part-0.csv.crc': 'crc',
+        'dt=1/_temporary/0/_temporary/attempt_1/part-9.csv': 'half\n',
+        '.spark-staging-7f3c/dt=2/part-1.csv': 'lost\n',
+        '_temporary/0/task_1/dt=3/part-2.csv': 'old\n',
+      });
+      const j = await run(['--json', 'stage', '--job', handle, '--task', '0', tree]);
+      assert.equal(j.code, 0, j.stderr);
+      assert.deepEqual((JSON.parse(j.stdout) as { fileList: string[] }).fileList, ['dt=1/part-0.csv']);
+      const r = await run(['stage', '--job', handle, '--task', '0', tree]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(
+        r.stderr,
+        /left out of \S+ 4 name\(s\) starting with '_' or '\.'.*: \.spark-staging-7f3c\/, _temporary\/, dt=1\/\.part-0\.csv\.crc, dt=1\/_temporary\//,
+      );
+      await commit(handle, '0');
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-0.csv': 'a\n' });
+      const only = await localTree({ '_temporary/0/part-0.csv': 'x\n', '.hidden.csv': 'y\n' });
+      const { handle: other } = await newJob('only-hidden');
+      const e = await run(['stage', '--job', other, '--task', '0', only]);
+      assert.equal(e.code, 2, e.stderr);
+      assert.match(e.stderr, /holds no files to stage; nothing was staged/);
+    });
+
     test('with --partition the tree goes under that partition and gives the remaining columns', async () => {
       const { target, handle } = await newJob('under', '--partition-by', 'dt,region', '--tasks', '2');
       const tree = await localTree({ 'region=eu/a.csv': 'eu\n', 'region=us/b.csv': 'us\n' });

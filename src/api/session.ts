@@ -92,6 +92,11 @@ export class Session {
     };
   }
 
+  /** A warning of the call's own (printed unless --quiet). */
+  warn(message: string): void {
+    this.emit({ type: 'warn', message });
+  }
+
   /**
    * Progress goes to the caller's callback; a callback that throws (or returns a promise that
    * rejects) is ignored: it must not interrupt a step, least of all after its commit point.

@@ -253,18 +253,27 @@ async function checkLocal(localPath: string): Promise<void> {
 
 /**
  * A local directory's files (stage DIR), named by their paths inside it; a writer's markers
- * (`_SUCCESS` and the like) are left out, as commit-task leaves them out of an attempt dir. A
+ * (`_SUCCESS` and the like) are left out, as commit-task leaves them out of an attempt dir, and
+ * so is every other name starting with '_' or '.' (its dir whole), said in one warning. A
  * symbolic link is refused, not followed: it may point outside the tree or back up it (a copy
  * that never ends), and what it names depends on where the tree is read; rclone too copies none
  * unless told (-L). Nothing is staged until every entry has passed.
  */
-async function treeSources(root: string): Promise<StagedSource[]> {
+async function treeSources(root: string): Promise<{ sources: StagedSource[]; hidden: string[] }> {
   const out: StagedSource[] = [];
+  const hidden: string[] = [];
   const walk = async (dir: string, rel: string): Promise<void> => {
     const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1));
     for (const e of entries) {
       const local = path.join(dir, e.name);
       const name = rel ? `${rel}/${e.name}` : e.name;
+      if (isWriterMarker(e.name)) continue;
+      // Hidden from readers, as Hadoop's FileInputFormat hides it (and a writer's leftovers:
+      // _temporary, .spark-staging-*, .hive-staging*, __magic): never published, not looked into.
+      if (e.name.startsWith('_') || e.name.startsWith('.')) {
+        hidden.push(e.isDirectory() ? `${name}/` : name);
+        continue;
+      }
       if (e.isSymbolicLink())
         throw new UsageError(
           `${local} is a symbolic link: stage DIR copies no links (one may point outside the tree, or loop); copy the tree with its links resolved (cp -rL) and stage that; nothing was staged`,
@@ -274,12 +283,19 @@ async function treeSources(root: string): Promise<StagedSource[]> {
         throw new UsageError(
           `${local} is not a regular file or directory (a FIFO, socket or device): take it out of the tree; nothing was staged`,
         );
-      else if (!isWriterMarker(e.name)) out.push({ localPath: local, name });
+      else out.push({ localPath: local, name });
     }
   };
   await walk(root, '');
   if (out.length === 0) throw new UsageError(`${root} holds no files to stage; nothing was staged`);
-  return out;
+  return { sources: out, hidden };
+}
+
+/** The warning for the names stage DIR left out, the first few named. */
+function hiddenWarning(root: string, hidden: readonly string[]): string {
+  const shown = hidden.slice(0, 5).join(', ');
+  const more = hidden.length > 5 ? ` and ${hidden.length - 5} more` : '';
+  return `left out of ${root} ${hidden.length} name(s) starting with '_' or '.', which readers of the table skip (as Hadoop's FileInputFormat does) and which may be a writer's leftovers: ${shown}${more}; rename what is data`;
 }
 
 /** The one directory among the files given (stage DIR), or null; a directory beside other files is refused. */
@@ -353,7 +369,11 @@ export const stageFiles = operation(
   STAGE_FILES_OPTIONS,
   async (s: Session, o: StageFilesOptions): Promise<StageFilesDoc> => {
     const tree = await treeGiven(s, o.files);
-    if (tree !== null) return stageInto(s, o, await treeSources(tree), { tree: true });
+    if (tree !== null) {
+      const { sources, hidden } = await treeSources(tree);
+      if (hidden.length) s.warn(hiddenWarning(tree, hidden));
+      return stageInto(s, o, sources, { tree: true });
+    }
     const sources: StagedSource[] = [];
     for (const f of o.files) sources.push(await sourceOf(s, f));
     return stageInto(s, o, sources, {});

@@ -87,7 +87,8 @@ const FORMS = `Forms:
   stage --job JOB --task T [--attempt N] [--partition K=V]… DIR
       put a local tree into task T's attempt N as it is laid out: its k=v dirs are the partition
       columns after the --partition values given (checked against --partition-by; exit 2 naming a
-      dir that is not); _SUCCESS markers are left out, a symbolic link is refused (exit 2)
+      dir that is not); _SUCCESS markers and every name starting with _ or . (_temporary/,
+      .spark-staging-*, .crc) are left out with a warning; a symbolic link is refused (exit 2)
   stage --job JOB --task T [--attempt N] [--partition K=V]… --print-path
       create and print the attempt dir, for a writer that writes there itself`;
 
