@@ -3,7 +3,7 @@
 // copied refused.
 
 import assert from 'node:assert/strict';
-import { appendFile, mkdir, mkdtemp, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path, { posix } from 'node:path';
 import { describe, test } from 'node:test';
@@ -162,6 +162,31 @@ for (const fx of storeFixtures()) {
         tasks: unknown[];
       };
       assert.deepEqual(st.tasks, []);
+    });
+
+    test('a file of the tree deleted while it is copied: exit 4 naming it, not the store error', async () => {
+      const { handle } = await newJob('deleted', '--partition-by', 'dt');
+      const tree = await localTree({ 'dt=1/a.csv': 'a,1\n', 'dt=1/b.csv': 'b,22\n' });
+      let ran = false;
+      const env = testEnv(sb.store, async () => {
+        if (ran) return;
+        ran = true;
+        await rm(path.join(tree, 'dt=1/b.csv'));
+      });
+      const files = ['dt=1/a.csv', 'dt=1/b.csv'].map((name) => ({ localPath: path.join(tree, name), name }));
+      const error = await stageFiles(env, {
+        stagingPath: sb.pathOf(handle),
+        task: '0',
+        partition: [],
+        files,
+        tree: true,
+      }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      assert.ok(ran);
+      assert.ok(error instanceof ConflictError && error.exitCode === 4, String(error));
+      assert.match(error.message, /dt=1\/b\.csv changed while it was staged/);
     });
 
     test('a file of the tree written to while it is copied: exit 4 naming it; staged again, it is published', async () => {

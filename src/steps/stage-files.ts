@@ -206,6 +206,8 @@ async function stageInto(
     uploads: uploaded.uploads,
     uploadRecord: uploaded.record,
   });
+  // A copy that failed because its file went or changed meanwhile names that file (exit 4), not the store's error.
+  if (failed) await checkUnchanged(local, before);
   if (failed) throw failed.error;
   await checkUnchanged(local, before);
   const bytes = sum(input.files.map((f) => sizes.get(f.name) ?? sent.get(f.name) ?? 0));
