@@ -110,6 +110,27 @@ describe(
       await assertCommitted(target);
     });
 
+    test('80 columns: no spinner frame is drawn after a step prints its result', async () => {
+      const target = newDir();
+      const handle = (await cli(['stage', '--target', sb.uri(target)], { env: sb.env })).stdout.trim();
+      const files = await localFiles(Object.fromEntries(['a', 'b', 'c'].map((n) => [`${n}.csv`, `${n}\n`])));
+      assert.equal((await cli(['stage', '--job', handle, '--task', '0', ...files], { env: sb.env })).code, 0);
+      const env = { ...sb.env, STAGECOMMIT_TEST_DELAY_MS: '150' };
+      for (const args of [
+        ['commit-task', '--job', handle, '--task', '0'],
+        ['commit-job', '--job', handle],
+      ]) {
+        const r = await underPty(args, { cols: 100, rows: 24, timeoutMs: 15000, env });
+        assert.equal(r.code, 0, describeRun(r));
+        assert.ok(r.output.includes(HIDE_CURSOR), `a spinner: ${describeRun(r)}`);
+        const result = r.output.search(/committed (task 0|job)/);
+        assert.ok(result > 0, describeRun(r));
+        // ora draws a frame as a braille dot pattern: none after the result line.
+        assert.doesNotMatch(r.output.slice(result), /[\u2800-\u28ff]/, describeRun(r));
+        if (args[0] === 'commit-task') assert.match(r.output, /claiming 3\/3/, `the count moves: ${describeRun(r)}`);
+      }
+    });
+
     test('80 columns: stage shows files and bytes as they go; a pipe, --json and --quiet show none', async () => {
       const target = newDir();
       const handle = (await cli(['stage', '--target', sb.uri(target)], { env: sb.env })).stdout.trim();

@@ -82,6 +82,8 @@ export class Runtime {
 
   /** Prints the document under --json (every one has `ok: true`), else the text a person reads. */
   output<D extends { readonly ok: true }>(doc: D, text: () => void): void {
+    // The result is the step's last word: no spinner frame is drawn after it.
+    this.ui.endProgress();
     if (this.global.json) this.ui.json(doc);
     else text();
   }

@@ -180,6 +180,13 @@ export class Ui {
     return `${counts}, ${moved}, ${formatBytes(Math.round(rate))}/s${left}`;
   }
 
+  /** The step is done (its result is next): the spinner goes for good, and none starts after. */
+  endProgress(): void {
+    this.endPhase();
+    this.spinnerOver = true;
+    this.endSpinner();
+  }
+
   async stopSpinner(): Promise<void> {
     this.endPhase();
     this.spinnerOver = true;

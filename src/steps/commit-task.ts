@@ -363,12 +363,27 @@ async function claimTask(
   output: { files: ClaimFiles; versionDigest: string | null } | null,
   mine: RunRecords,
 ): Promise<{ claim: ClaimHeader; files: ClaimFiles }> {
+  const claiming = output?.files ?? (before ? claimFilesOfRecord(before) : null);
+  // One create claims every file at once: the count goes from none to all.
+  const progress = (done: number) =>
+    claiming &&
+    a.env.emit({ type: 'progress', label: 'claiming', done, total: claiming.list.length, bytes: claiming.bytes });
+  progress(0);
+  const claimed = await claimOnce(a, before, output, mine, claiming);
+  progress(claimed.files.list.length);
+  return claimed;
+}
+
+async function claimOnce(
+  a: AttemptContext,
+  before: ClaimRecord | null,
+  output: { files: ClaimFiles; versionDigest: string | null } | null,
+  mine: RunRecords,
+  claiming: ClaimFiles | null,
+): Promise<{ claim: ClaimHeader; files: ClaimFiles }> {
   const { env, layout, job, task, attempt, taskAttempt } = a;
   const { store } = env;
   const app = job.appAttempt;
-  const claiming = output?.files ?? (before ? claimFilesOfRecord(before) : null);
-  if (claiming)
-    env.emit({ type: 'progress', label: 'claiming', done: 0, total: claiming.list.length, bytes: claiming.bytes });
   if (!output) {
     await decideCommit(a, mine);
     // A re-run after a killed commit: temps must not move into the committed dir with the rest.
