@@ -3,9 +3,13 @@
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { versionCheck } from '../src/cli/version.js';
 import { localFiles } from '../testing/jobs.js';
 import { runMain } from '../testing/main.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
@@ -169,6 +173,16 @@ describe('--json outside a job', () => {
     assert.equal(doc.ok, true);
     assert.deepEqual(Object.keys(doc).sort(), ['library', 'node', 'ok', 'package', 'version']);
     assert.match(doc.library as string, /dist\/bundle\/index\.js$/);
+  });
+
+  test('the install check of a package without its library throws naming the file and why', async () => {
+    const root = await mkdtemp(path.join(os.tmpdir(), 'sc-pkg-'));
+    await writeFile(path.join(root, 'package.json'), JSON.stringify({ name: 'stagecommit', version: '9.9.9' }));
+    assert.throws(
+      () => versionCheck(pathToFileURL(path.join(root, 'dist', 'cli.js')).href),
+      /the library .*dist\/bundle\/index\.js does not load \(Error \[ERR_MODULE_NOT_FOUND\]: .*\): reinstall stagecommit/,
+    );
+    await rm(root, { recursive: true, force: true });
   });
 
   test('--help --json and help CMD --json: the help text in a document', async () => {

@@ -51,7 +51,9 @@ export function versionCheck(from: string = import.meta.url): VersionCheck {
   const probe = `const m = await import(${JSON.stringify(pathToFileURL(library).href)}); for (const n of ['stage', 'commitTask', 'commitJob']) if (typeof m[n] !== 'function') throw new Error('lacks ' + n);`;
   const loaded = spawnSync(process.execPath, ['--input-type=module', '-e', probe], { encoding: 'utf8' });
   if (loaded.status !== 0) {
-    const why = (loaded.stderr || String(loaded.error ?? '')).trim().split('\n').filter(Boolean).pop() ?? 'no answer';
+    // node prints an uncaught error's name and message first, then its stack and its own version.
+    const lines = (loaded.stderr || String(loaded.error ?? '')).trim().split('\n');
+    const why = lines.find((l) => /^[\w.]*Error\b/.test(l)) ?? lines.filter((l) => l.trim()).pop() ?? 'no answer';
     throw new Error(`the library ${library} does not load (${why}): reinstall stagecommit`);
   }
   return { version: pkg.version, package: pkg.root, library, node: process.version };
