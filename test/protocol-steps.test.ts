@@ -11,6 +11,9 @@ import { inProcess, okInProcess } from '../testing/main.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 import { data, readTree, writeTree } from '../testing/tree.js';
 import { JobLayout } from '../src/job/layout.js';
+import { InjectedFault } from '../src/errors.js';
+import { killed } from '../testing/crash-points.js';
+import { libCommitJob, testEnv } from '../testing/lib.js';
 
 for (const fx of storeFixtures()) {
   describe(`protocol: steps on ${fx.name}`, () => {
@@ -131,6 +134,21 @@ for (const fx of storeFixtures()) {
         assert.match(r.stderr, said, args.join(' '));
       }
       assert.deepEqual(await readTree(sb.store, target), before);
+    });
+
+    test('abort of a job past its commit point, not yet committed: exit 6, nothing changed', async () => {
+      const target = posix.join(dir(), 't');
+      const job = await prepare(sb, { target }, [{ task: '0', files: { 'a.csv': 'a' } }]);
+      const killedRun = await libCommitJob(testEnv(sb.store, killed.atCommitPoint()), sb.pathOf(job)).then(
+        () => 'finished',
+        (e: unknown) => (e instanceof InjectedFault ? 'killed' : e),
+      );
+      assert.equal(killedRun, 'killed');
+      const r = await cli(['abort', '--job', job], { env: sb.env });
+      assert.equal(r.code, 6, r.stderr);
+      assert.match(r.stderr, /cannot abort: job \S+ is committing; it is past its commit point/);
+      assert.equal((await cli(['recover', '--job', job], { env: sb.env })).code, 0);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'a.csv': 'a' });
     });
 
     // A commit-task stopped inside its create leaves one: HDFS shows the file before its bytes.

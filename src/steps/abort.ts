@@ -104,6 +104,9 @@ async function abortJobLocked(env: FencedEnv, opened: OpenJob, lease: Lease): Pr
     opened.state === 'committing' || opened.stalePlan
       ? (await readHeldPlan(env, opened, { aborting: true })).open
       : opened;
+  // Past its commit point a job only rolls forward: an abort never passes, however often it runs (exit 6).
+  if (locked.state === 'committing')
+    throw new BlockedError({ reason: 'wrong-state', doing: 'abort', jobId: locked.job.jobId, state: locked.state });
   requireState(locked, ['staged', 'aborted'], 'abort');
   const { job, layout } = locked;
   const { published, back } = await jobAbortEffects(env, locked);
