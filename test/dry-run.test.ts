@@ -11,7 +11,7 @@ import { recover, recoverDryRun } from '../src/steps/recover.js';
 import { libCommitTask, libStage, libStageTask, testEnv } from '../testing/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 import { readTree } from '../testing/tree.js';
-import { BlockedError } from '../src/errors.js';
+import { JobGoneError } from '../src/job/open.js';
 
 // Large enough to be staged as a pending upload on S3 (the sandbox's threshold is 4 bytes).
 const BIG = 'bbbbbbbbbbbbbbbbbbbb';
@@ -91,7 +91,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(uploads, []);
     });
 
-    test('on a committed job each dry run answers as its real step: 0, 0 and exit 6', async () => {
+    test('on a committed job each dry run answers as its real step: 0, 0 and exit 2', async () => {
       const { stagingPath } = await threeTasks(true);
       await libCommitTask(env(), stagingPath, { task: '1', files: {} });
       await recover(env(), { stagingPath });
@@ -107,7 +107,7 @@ for (const fx of storeFixtures()) {
       const dryCommit = await commitJobDryRun(env(), { stagingPath });
       assert.equal(dryCommit.outcome, (await commitJob(env(), { stagingPath })).outcome);
       assert.equal(dryCommit.outcome, 'already-committed');
-      const refused = (e: unknown) => e instanceof BlockedError && e.exitCode === 6;
+      const refused = (e: unknown) => e instanceof JobGoneError && e.exitCode === 2;
       await assert.rejects(abortDryRun(env(), { stagingPath }), refused);
       await assert.rejects(abort(env(), { stagingPath }), refused);
     });
