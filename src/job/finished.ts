@@ -285,4 +285,52 @@ export async function jobFilesLeft(store: Store, dir: string, entries?: readonly
   return marks.sort();
 }
 
+/** The records of task steps a handle holds, and the dirs they are in (deepest last). */
+export interface TaskDebris {
+  readonly files: readonly string[];
+  readonly dirs: readonly string[];
+}
+
+/**
+ * A dir without `_job.yaml` that holds task steps' records alone (claims and decisions under
+ * `_temporary/<app>/`, lease files beside them) and nothing else of a job: no task output, plan,
+ * progress, upload record or adopted leftover. A commit-task or abort --task whose job ended while
+ * it ran, killed before it took back what its creates made again, leaves that (protocol.md §5.12);
+ * no data is in it. `committed`: the job is known committed, and a progress record beside them is
+ * a late write of its stopped driver (§5.15). Null when the dir holds anything else.
+ */
+export async function taskDebrisOnly(store: Store, dir: string, committed = false): Promise<TaskDebris | null> {
+  const files: string[] = [];
+  const dirs: string[] = [];
+  const top = await store.list(dir).catch(() => null);
+  // A committed job's progress record, or its `_trash`/`_output` dir made again (empty), written by a
+  // driver stopped past its lease, may land after the clean-up.
+  const late = (e: Entry) => committed && e.name === PROGRESS_FILE && e.kind === 'file';
+  const lateDir = (e: Entry) => committed && (e.name === TRASH_DIR || e.name === OUTPUT_DIR) && e.kind === 'dir';
+  const fits = (e: Entry) =>
+    (e.name === '_temporary' && e.kind === 'dir') || /^_lease\.\d+\.yaml$/.test(e.name) || late(e) || lateDir(e);
+  if (!top?.every(fits)) return null;
+  for (const d of top.filter(lateDir)) {
+    if ((await store.list(d.path)).length) return null;
+    dirs.push(d.path);
+  }
+  files.push(...top.filter(late).map((e) => e.path));
+  const tmp = top.find((e) => e.name === '_temporary');
+  if (!tmp) return files.length || dirs.length ? { files, dirs } : null;
+  dirs.push(tmp.path);
+  for (const app of await store.list(tmp.path)) {
+    if (app.kind !== 'dir' || !/^\d+$/.test(app.name)) return null;
+    dirs.push(app.path);
+    for (const e of await store.list(app.path)) {
+      if (e.kind !== 'dir' || (e.name !== '_claims' && e.name !== '_decisions')) return null;
+      dirs.push(e.path);
+      for (const f of await store.list(e.path)) {
+        if (f.kind !== 'file') return null;
+        files.push(f.path);
+      }
+    }
+  }
+  return { files, dirs };
+}
+
 const JOB_MARKS = new Set([PROGRESS_FILE, TRASH_DIR, OUTPUT_DIR, UPLOADS_DIR, ADOPTED_DIR]);

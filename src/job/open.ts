@@ -7,8 +7,15 @@ import { BlockedError, ConflictError, CorruptManifestError, UsageError } from '.
 import { decodeManifestLazy } from '../manifest/codec.js';
 import type { Store } from '../store/types.js';
 import { loadJob, withoutPlan, type JobManifest, type JobState } from './job.js';
-import { findCommitted, noJobEvidence, planGivenUp, type FinishedJob } from './finished.js';
-import { JobLayout, TRASH_DIR } from './layout.js';
+import {
+  findCommitted,
+  noJobEvidence,
+  planGivenUp,
+  taskDebrisOnly,
+  type FinishedJob,
+  type TaskDebris,
+} from './finished.js';
+import { JobLayout, targetOfDefaultStaging, TRASH_DIR } from './layout.js';
 import { TableLog } from './table-log.js';
 
 export interface OpenJob {
@@ -27,11 +34,16 @@ export interface OpenJob {
  * A handle that names no job: finished (cleaned up) or never existed; `committed` when it can tell the job committed.
  */
 export class JobGoneError extends UsageError {
-  /** `stray`: what is left of a committed job's staging dir (a plan that landed late), to delete. */
+  /**
+   * `stray`: what is left of a committed job's staging dir (a plan that landed late), to delete.
+   * `debris`: finds task steps' records (or the empty dirs they were in) left at the handle after its
+   * job ended, which a driving step removes; read only when asked.
+   */
   constructor(
     message: string,
     readonly committed: FinishedJob | null = null,
     readonly stray?: string,
+    readonly debris?: () => Promise<TaskDebris | null>,
   ) {
     super(message);
   }
@@ -178,10 +190,21 @@ export async function openJob(
   }
   // The three things a handle without a job can still tell, read at once.
   const { done, held, unreadable, left } = await noJobEvidence(store, stagingPath);
+  // Task steps' records alone, where the job is known finished or, in the default layout, holds
+  // no unfinished entry: debris of a task step killed after its job ended, not a lost manifest.
+  const mayBeDebris = done !== null || (!held && !unreadable && targetOfDefaultStaging(stagingPath) !== null);
+  const found = left.length && mayBeDebris ? await taskDebrisOnly(store, stagingPath, done !== null) : null;
+  const debris = found
+    ? () => Promise.resolve(found)
+    : mayBeDebris && !left.length
+      ? () => taskDebrisOnly(store, stagingPath, done !== null)
+      : undefined;
   if (done)
     throw new JobGoneError(
       `job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); there is nothing more to do`,
       done,
+      undefined,
+      debris,
     );
   // A job holding the table log lost its manifest (and a plan it carried): never "never existed".
   if (held) {
@@ -198,7 +221,7 @@ export async function openJob(
   }
   // A job that ended leaves none of its files: these are a job whose manifest went
   // (protocol.md §5.16: a --staging-dir of one's own, where no log is found from the handle).
-  if (left.length) {
+  if (left.length && !found) {
     throw new CorruptManifestError(store.toUri(layout.jobFile), {
       reason: 'job-file-missing',
       evidence: { kind: 'files', files: left, trash: left.includes(TRASH_DIR) ? TRASH_DIR : null },
@@ -206,6 +229,9 @@ export async function openJob(
   }
   throw new JobGoneError(
     `no job at ${store.toUri(stagingPath)}: it is finished (committed or aborted) or never existed; check the handle that 'stagecommit stage' printed`,
+    null,
+    undefined,
+    debris,
   );
 }
 

@@ -388,8 +388,12 @@ const MESSAGES: { readonly [R in ConflictDetail['reason']]: (d: Of<R>) => string
     `${d.path}${d.others > 0 ? ` (and ${d.others} more)` : ''} changed while it was staged: the staged copy may hold old and new bytes mixed; stage it again into the same attempt once it is written whole (the last staging of a name wins)`,
   'abort-undecided': (d) =>
     `cannot abort ${d.taskAttempt} yet: its commit-task (${d.by}) decided to commit it and died before it finished: run commit-task for it again (it finishes that commit), or ${recoverAdvice({ why: '(it finishes or undoes it)' })}, then abort again if the attempt is still there`,
+  // Still committing after the wait (its commit-task on another host, alive or killed): recover
+  // may yet undo that commit, so this never says the files belong to the job (protocol.md §5.19).
   'attempt-belongs-to-job': (d) =>
-    `cannot abort ${d.taskAttempt}: it is ${d.state === 'committed' ? 'already committed' : 'committing (its commit-task decided first)'} and its files belong to the job; abort the whole job, or commit another attempt${d.state === 'committed' ? '' : ` (${recoverAdvice({ why: 'if its commit-task was killed' })})`}`,
+    d.state === 'committed'
+      ? `cannot abort ${d.taskAttempt}: it is already committed and its files belong to the job; abort the whole job, or commit another attempt`
+      : `cannot abort ${d.taskAttempt} yet: its commit-task decided to commit it first and has not finished: once it ends, the attempt is committed; if it was killed, ${recoverAdvice({ why: '(it finishes or undoes that commit)' })}, then abort again if the attempt is still there`,
   'attempt-carried': (d) =>
     `cannot abort ${d.taskAttempt}: recover carried it, committed, into app attempt ${d.appAttempt} of job ${d.jobId} while this abort ran, and its files belong to the job; abort the whole job, or commit another attempt`,
   'holder-may-have-read': (d) =>

@@ -221,7 +221,7 @@ async function decideAbort(a: AttemptContext, ours: { atMs: number; by: string }
   if (claim && claim.taskAttempt !== taskAttempt) return true;
   // Its commit-task still committing: what it comes to decides (protocol.md §5.19: a recover that
   // undoes it meanwhile drops the attempt, whose files then do not belong to the job).
-  const settled = claim?.state === 'committed' ? 'committed' : await settledCommit(a, decision.by);
+  const settled = claim?.state === 'committed' ? await committedStays(a) : await settledCommit(a, decision.by);
   if (settled === 'stuck') {
     // Its outcome is recover's to decide: abort cannot say the files belong to the job.
     throw new BlockedError({ reason: 'abort-undecided', taskAttempt, by: decision.by });
@@ -231,6 +231,19 @@ async function decideAbort(a: AttemptContext, ours: { atMs: number; by: string }
     throw new BlockedError({ reason: 'attempt-belongs-to-job', taskAttempt, state });
   }
   return false;
+}
+
+/**
+ * A claim committed in this app attempt, once recover started the next one, holds only if recover
+ * carried it (a commit-task that wrote it after recover's look left it behind): 'moved' otherwise.
+ */
+async function committedStays(
+  a: AttemptContext,
+  read?: { readonly now: JobManifest | null },
+): Promise<'committed' | 'moved'> {
+  const now = read ? read.now : await loadJob(a.env.store, a.layout).catch(() => null);
+  if (!now || !isSameJob(now, a.job) || now.appAttempt === a.job.appAttempt) return 'committed';
+  return (await carried(a, now)) ? 'committed' : 'moved';
 }
 
 /**
@@ -247,7 +260,7 @@ async function settledCommit(a: AttemptContext, by: string): Promise<'committed'
       readClaim(env.store, layout, claimContextOf(a)).catch(() => null),
       loadJob(env.store, layout).catch(() => null),
     ]);
-    if (claim?.taskAttempt === taskAttempt && claim.state === 'committed') return 'committed';
+    if (claim?.taskAttempt === taskAttempt && claim.state === 'committed') return committedStays(a, { now });
     // The job moved on first: a commit-task that recover finished or undid has ended, and is gone.
     if (!now || !isSameJob(now, job) || now.appAttempt !== job.appAttempt) return 'moved';
     // A commit-task known to be dead is not waited for: recover finishes or undoes it.

@@ -21,7 +21,14 @@ import { Progress } from './progress.js';
 import { recover } from './recover.js';
 import { storeClock } from './store-clock.js';
 import { compareStrings } from '../util/compare.js';
-import { checkRoots, isLeaseFile, scan, type LeftoverKind, type ScanProblem } from './orphan-scan.js';
+import {
+  checkRoots,
+  isLeaseFile,
+  removeEmptyStagingParents,
+  scan,
+  type LeftoverKind,
+  type ScanProblem,
+} from './orphan-scan.js';
 import { unpublishedOutput } from './unpublished.js';
 
 export { kindByName, LEFTOVER_KINDS, type LeftoverKind, type ScanProblem } from './orphan-scan.js';
@@ -162,7 +169,10 @@ export async function cleanOrphans(env: StepEnv, input: CleanOrphansInput): Prom
   }
   leftovers.sort((a, b) => compareStrings(a.uri, b.uri));
 
-  if (input.delete) await actOn(env, leftovers, input, clock);
+  if (input.delete) {
+    await actOn(env, leftovers, input, clock);
+    await removeEmptyStagingParents(store, scanned.emptyParents);
+  }
   const reclaimableBytes = sumBytes(leftovers.filter((l) => l.action === 'would-delete' || l.action === 'deleted'));
   return {
     roots: input.roots.map((r) => store.toUri(r)),

@@ -89,9 +89,10 @@ export async function scan(
   roots: readonly string[],
   maxDepth: number,
   problems: ScanProblem[],
-): Promise<{ found: { path: string; kind: LeftoverKind }[]; scanned: number }> {
+): Promise<{ found: { path: string; kind: LeftoverKind }[]; scanned: number; emptyParents: string[] }> {
   const { store } = env;
   const found: { path: string; kind: LeftoverKind }[] = [];
+  const emptyParents: string[] = [];
   let scanned = 0;
   for (const root of roots) {
     let level: { path: string; depth: number }[] = [{ path: root, depth: 0 }];
@@ -106,6 +107,7 @@ export async function scan(
           return [];
         }
         scanned++;
+        if (!entries.length && isStagingParent(path)) emptyParents.push(path);
         if (scanned % 1000 === 0)
           env.emit({ type: 'progress', label: 'scanning directories', done: scanned, total: scanned });
         // A job's dir, or a handle that holds nothing but lease files: a step killed between trying
@@ -168,5 +170,24 @@ export async function scan(
       level = next.flat();
     }
   }
-  return { found, scanned };
+  return { found, scanned, emptyParents };
+}
+
+/** The default layout's `.stagecommit` dir, or a table's dir in it. */
+function isStagingParent(path: string): boolean {
+  return posix.basename(path) === STAGING_PARENT || posix.basename(posix.dirname(path)) === STAGING_PARENT;
+}
+
+/**
+ * Removes the default layout's empty parents the scan found (a clean-up killed before it tidied
+ * them leaves them so: protocol.md §5.12), and a `.stagecommit` dir that is empty once they went.
+ */
+export async function removeEmptyStagingParents(store: Store, found: readonly string[]): Promise<void> {
+  if (!store.caps.realDirectories) return;
+  for (const dir of [...found].sort((a, b) => b.length - a.length)) {
+    for (const d of posix.basename(dir) === STAGING_PARENT ? [dir] : [dir, posix.dirname(dir)]) {
+      if ((await store.list(d).catch(() => [null])).length > 0) break;
+      if (!(await store.delete(d, false).catch(() => false))) break;
+    }
+  }
 }

@@ -9,7 +9,7 @@ import { type JobState } from '../job/job.js';
 import { Lease, type CurrentLease } from '../job/lease.js';
 import { JobLayout } from '../job/layout.js';
 import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.js';
-import { dirsVanishWhenEmpty, removeDirIfEmpty } from '../store/operations.js';
+import { dirsVanishWhenEmpty } from '../store/operations.js';
 import { FencedStore } from '../store/fence.js';
 import type { FencedEnv, StepEnv } from './env.js';
 import { tidyGoneHandle } from './stray-lease.js';
@@ -78,7 +78,8 @@ export async function runLeasedStep<T, A = never>(
   if (opened.status === 'rejected') {
     // On an object store the lease file alone would make a staging dir where no job is.
     await found?.held?.release();
-    if (opened.reason instanceof JobGoneError && found) await tidyGoneHandle(env, layout, found.listed);
+    if (opened.reason instanceof JobGoneError && found)
+      await tidyGoneHandle(env, layout, found.listed, opened.reason.debris);
     if (rule.ifGone && opened.reason instanceof JobGoneError) return rule.ifGone(opened.reason);
     throw opened.reason;
   }
@@ -118,8 +119,10 @@ async function withJobLease<T, A>(
     again = await openJob(env, open.layout.root);
   } catch (e) {
     await lease.release();
-    // The job finished while we took the lease: our lease file must not leave a staging dir behind.
-    if (e instanceof JobGoneError) await removeDirIfEmpty(env.store, open.layout.root);
+    // The job finished while we took the lease: our lease file must not leave a staging dir
+    // behind, nor the default layout's parents its create made again (protocol.md §5.12), nor
+    // what a task step killed after the job ended left there.
+    if (e instanceof JobGoneError) await tidyGoneHandle(env, open.layout, null, e.debris);
     throw e;
   }
   // Every change the step makes is fenced by the lease: none once the lease may lapse. The

@@ -15,6 +15,7 @@ import { readDecision } from '../job/decisions.js';
 import { isSameJob, loadJob, type JobManifest } from '../job/job.js';
 import type { JobLayout } from '../job/layout.js';
 import { stateOnStore } from '../job/open.js';
+import { tidyStagingParents } from '../job/staging-dir.js';
 import { deleteFiles, removeEmptyDirs } from '../store/operations.js';
 import { abortUploads } from '../store/uploads.js';
 import { waitFor } from '../util/wait.js';
@@ -202,7 +203,7 @@ async function takeBackUnlisted(
 /**
  * Removes what the run wrote: files, uploads (aborted) and their record, then the dirs that are
  * empty from the deepest one up to the attempt dir, or, when the job is gone (`gone`), up to the
- * staging dir itself (protocol.md §5.12: a finished job leaves no staging dir).
+ * staging dir itself and its empty default parents (protocol.md §5.12: a finished job leaves no staging dir).
  */
 async function takeBack(env: StepEnv, layout: JobLayout, app: number, w: StagedWrites, gone: boolean): Promise<void> {
   const { store } = env;
@@ -214,4 +215,6 @@ async function takeBack(env: StepEnv, layout: JobLayout, app: number, w: StagedW
     [w.dir, ...w.files.map((f) => posix.dirname(f))],
     gone ? layout.root : layout.attemptDir(app, w.taskAttempt),
   );
+  // The writes made the default layout's parents again where the job's clean-up had tidied them.
+  if (gone) await tidyStagingParents(store, layout).catch(() => undefined);
 }

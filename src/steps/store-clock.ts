@@ -3,8 +3,8 @@
 
 import { posix } from 'node:path';
 import { StoreError } from '../errors.js';
+import { processGone } from '../job/lease.js';
 import { isTempName, tempPathFor } from '../store/temp-names.js';
-import type { Store } from '../store/types.js';
 import type { StepEnv } from './env.js';
 
 /**
@@ -19,7 +19,8 @@ export async function storeClock(env: StepEnv, dir: string): Promise<() => numbe
   const elapsed = env.monotonicNow ?? env.now;
   let mtimeMs: number | undefined;
   try {
-    await store.writeFile(posix.join(probeDir, 'probe'), '');
+    // The probe names its writer: the next reading on this host removes it once that process is gone.
+    await store.writeFile(posix.join(probeDir, 'probe'), JSON.stringify({ host: env.host, pid: env.pid }));
     mtimeMs = (await store.list(probeDir, { details: true })).find((e) => e.name === 'probe')?.mtimeMs;
   } catch (e) {
     throw cannotTell(env, probeDir, (e as Error).message);
@@ -29,7 +30,7 @@ export async function storeClock(env: StepEnv, dir: string): Promise<() => numbe
   if (mtimeMs === undefined || !(mtimeMs > 0))
     throw cannotTell(env, probeDir, 'the store kept no modification time for it');
   const at = elapsed();
-  await removeStaleProbes(store, dir, mtimeMs);
+  await removeStaleProbes(env, dir, mtimeMs);
   return () => mtimeMs + (elapsed() - at);
 }
 
@@ -38,14 +39,30 @@ const STALE_PROBE_MS = 3_600_000;
 
 /**
  * The probe dirs a killed run left in `dir` go with the next reading of the clock there
- * (protocol.md §5.12: the next step removes a killed step's temps); a running one's is minutes old.
+ * (protocol.md §5.12: the next step removes a killed step's temps): at once when their writer ran
+ * on this host and is gone, else once an hour old (a running one's is seconds old).
  */
-async function removeStaleProbes(store: Store, dir: string, nowMs: number): Promise<void> {
+async function removeStaleProbes(env: StepEnv, dir: string, nowMs: number): Promise<void> {
+  const { store } = env;
   const probes = (await store.list(dir)).filter((e) => isTempName(e.name) && e.name.endsWith('-clock-probe'));
   for (const p of probes) {
     const inside = await store.list(p.path, { details: true });
     const newest = inside.reduce((a, e) => Math.max(a, e.mtimeMs), 0);
-    if (nowMs - newest > STALE_PROBE_MS) await store.delete(p.path, true).catch(() => false);
+    if (nowMs - newest > STALE_PROBE_MS || (await writerGone(env, posix.join(p.path, 'probe'))))
+      await store.delete(p.path, true).catch(() => false);
+  }
+}
+
+/** Whether the probe at `file` names a process of this host that is gone (a probe without a writer: no). */
+async function writerGone(env: StepEnv, file: string): Promise<boolean> {
+  const data = await env.store.readFile(file).catch(() => null);
+  try {
+    const who = data ? (JSON.parse(data.toString()) as { host?: unknown; pid?: unknown }) : null;
+    return (
+      typeof who?.host === 'string' && typeof who.pid === 'number' && processGone({ host: who.host, pid: who.pid }, env)
+    );
+  } catch {
+    return false;
   }
 }
 

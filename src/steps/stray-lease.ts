@@ -6,8 +6,9 @@
 
 import { holderKnownDead, readCurrentLease, type CurrentLease } from '../job/lease.js';
 import type { JobLayout } from '../job/layout.js';
+import type { TaskDebris } from '../job/finished.js';
 import { tidyStagingParents } from '../job/staging-dir.js';
-import { removeDirIfEmpty } from '../store/operations.js';
+import { removeDirIfEmpty, removeEmptyDirs } from '../store/operations.js';
 import type { StepEnv } from './env.js';
 
 /** Removes `lease` if its holder is known dead (a step of this host, its pid gone); whether it went. */
@@ -40,10 +41,33 @@ export async function removeStrayLeases(
 }
 
 /**
- * At a handle whose job is gone: the stray leases `listed` there and the directory they alone kept (local, HDFS), then
- * the default layout's empty parents.
+ * At a handle whose job is gone: what a task step killed after its job ended left there, the stray
+ * leases `listed` there, the directory once empty (local, HDFS), then the default layout's empty parents.
  */
-export async function tidyGoneHandle(env: StepEnv, layout: JobLayout, listed: CurrentLease | null): Promise<void> {
-  if (await removeStrayLeases(env, layout, listed)) await removeDirIfEmpty(env.store, layout.root);
+export async function tidyGoneHandle(
+  env: StepEnv,
+  layout: JobLayout,
+  listed: CurrentLease | null,
+  findDebris?: () => Promise<TaskDebris | null>,
+): Promise<void> {
+  const debris = await findDebris?.().catch(() => null);
+  if (debris) await removeTaskDebris(env, layout, debris);
+  await removeStrayLeases(env, layout, listed);
+  // The dir itself, once nothing is left in it (a lease file's create, or the debris', made it again).
+  await removeDirIfEmpty(env.store, layout.root);
   await tidyStagingParents(env.store, layout).catch(() => undefined);
+}
+
+/**
+ * The records a commit-task or abort --task killed after its job ended left at the handle, and the
+ * dirs their creates made again (protocol.md §5.12): each file by name, each dir only while empty.
+ */
+export async function removeTaskDebris(env: StepEnv, layout: JobLayout, debris: TaskDebris): Promise<void> {
+  const { store } = env;
+  await Promise.all(debris.files.map((f) => store.delete(f, false).catch(() => false)));
+  if (store.caps.realDirectories) await removeEmptyDirs(store, [...debris.dirs].reverse(), layout.root, true);
+  env.emit({
+    type: 'warn',
+    message: `removed ${debris.files.length ? debris.files.map((f) => store.toUri(f)).join(', ') : 'the empty dirs'} under ${store.toUri(layout.root)}: a step killed or stopped after its job ended left them (no job is there)`,
+  });
 }
