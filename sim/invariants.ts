@@ -98,8 +98,12 @@ function promisedTasks(
   const out = sc.setup
     .filter((s) => s.kind === 'commit-task' && s.jobId === job)
     .map((s) => ({ task: s.task!.task, attempt: String(s.task!.attempt), by: `the setup's '${s.label}'` }));
+  // A job id staged again (a new job: the first had ended): the processes' commit-tasks opened the
+  // first job (a record of it found in the new one is refused, which recovery's checks see).
+  const firstAborted = sc.idReused && outcomes.some((o) => o.phase === 'pair' && o.step.kind === 'stage-job' && ok(o));
   for (const o of outcomes) {
     if (o.step.kind !== 'commit-task' || o.step.jobId !== job || !ok(o)) continue;
+    if (firstAborted && o.phase === 'pair') continue;
     const r = result<{ taskAttempt: string; task: string }>(o);
     const attempt = r.taskAttempt.slice(r.taskAttempt.lastIndexOf('_') + 1);
     out.push({ task: r.task, attempt, by: `${o.proc.label} '${o.step.label}' (exit 0)` });
@@ -190,6 +194,11 @@ export function checkAtExit(w: World, sc: Scenario, o: Outcome, outcomes: readon
     const mine = partition(files).sources.filter((s) => s.job === job);
     if (mine.length) out.push(`${who} aborting ${job}, but dt=1 holds ${mine.length} of its files`);
   }
+  // 'Nothing to abort' (exit 0) is no answer for a job that committed: that abort is refused (exit 4).
+  if (o.step.kind === 'abort' && result<{ outcome: string }>(o).outcome === 'nothing') {
+    const mine = partition(files).sources.filter((s) => s.job === o.step.jobId);
+    if (mine.length) out.push(`${who} (nothing to abort), but ${o.step.jobId} is committed: dt=1 holds its files`);
+  }
   return out;
 }
 
@@ -265,7 +274,8 @@ export async function checkEnd(w: World, sc: Scenario, outcomes: readonly Outcom
 
   // Exit codes tell the truth.
   for (const o of outcomes) out.push(...honest(w, sc, o));
-  for (const job of committed) {
+  // (A job id staged again names two jobs: the first aborted, the second committed.)
+  for (const job of sc.idReused ? [] : committed) {
     const ab = outcomes.find((o) => aborted(o).includes(job));
     if (ab) out.push(`${job} both published (exit 0) and aborted by '${ab.step.label}' (exit 0)`);
   }
@@ -281,8 +291,10 @@ function honest(w: World, sc: Scenario, o: Outcome): string[] {
   const p = o.proc;
   if (p.state !== 'exited' || p.exitCode === 0) return [];
   const t = o.step.task;
+  // A job whose id was staged again: the attempt was staged in the first job only.
   const staged =
     t &&
+    !sc.idReused &&
     sc.setup.some(
       (s) => s.kind === 'stage' && s.jobId === o.step.jobId && s.task?.task === t.task && s.task.attempt === t.attempt,
     );

@@ -3,7 +3,7 @@
 //
 //   npm run simulate -- [--pair TEXT] [--store filesystem|object] [--preemptions N] [--limit N]
 //                       [--crashes N] [--pauses N] [--seed N] [--count N] [--far-clocks] [--only exhaustive|random]
-//                       [--replay KEY] [--known]
+//                       [--replay KEY] [--known] [--stop-first] [--quiet] [--help]
 
 import { parseArgs } from 'node:util';
 import type { MemoryStoreKind } from '../src/store/memory.js';
@@ -45,10 +45,27 @@ const { values } = parseArgs({
     known: { type: 'boolean', default: false },
     quiet: { type: 'boolean', default: false },
     'stop-first': { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
   },
 });
 
+const USAGE = `npm run simulate -- [options]   (or: node dist/sim/main.js [options])
+  --pair TEXT            only the scenarios whose name holds TEXT
+  --store KIND           filesystem or object (default: both)
+  --only PART            exhaustive or random (default: both)
+  --preemptions N        exhaustive: switches away from a process that could go on (default 1)
+  --crashes N            exhaustive: processes killed for good, then recovery (default 1)
+  --pauses N             exhaustive: processes paused past their lease (default 0)
+  --limit N              exhaustive: at most N schedules per scenario and store
+  --seed N --count N     random: seeds N.. (default 1, 200)
+  --far-clocks           random: clocks days off, not seconds
+  --stop-first           stop each scenario at its first failure not known, and shrink it
+  --quiet                one line per failure, not its trace
+  --replay KEY           print a failure's trace again
+  --known                which known failures still fail; whether a fixed one fails again`;
+
 const ALL = [...SCENARIOS, ...CROWDS];
+const fresh = (vs: readonly string[], scenario: string) => !vs.some((v) => isKnown(v, scenario));
 const kinds: MemoryStoreKind[] = values.store ? [values.store as MemoryStoreKind] : ['filesystem', 'object'];
 const chosen = (list: readonly Scenario[]) =>
   list.filter((s) => !values.pair || s.name.toLowerCase().includes(values.pair.toLowerCase()));
@@ -79,6 +96,10 @@ function exhaustiveFaults(): Faults {
 }
 
 async function main(): Promise<number> {
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
   installTimers();
   if (values.replay) return replay(values.replay);
   if (values.known) {
@@ -109,14 +130,21 @@ async function main(): Promise<number> {
     );
     for (const sc of chosen(SCENARIOS)) {
       for (const kind of kinds) {
-        const fresh = (vs: readonly string[]) => !vs.some((v) => isKnown(v, sc.name));
-        const r = await exhaustive(sc, kind, faults, limit, 5, fresh, values['stop-first']);
+        const r = await exhaustive(sc, kind, faults, limit, 5, (vs) => fresh(vs, sc.name), values['stop-first']);
         total += r.schedules;
         const distinct = new Set(r.failures.map((f) => normalise(f.result.violations[0]!)));
         console.log(
           `  ${sc.name.padEnd(46)} ${kind.padEnd(10)} ${String(r.schedules).padStart(7)} schedules${r.complete ? '' : r.firstFailureAt ? ' (stopped at the first failure)' : ' (cut at --limit)'}  ${(r.ms / 1000).toFixed(1)}s  ${distinct.size ? `${distinct.size} failing` : 'ok'}`,
         );
-        if (r.firstFailureAt)
+        if (r.firstFailureAt && values['stop-first']) {
+          // The first failure, shrunk: the shortest schedule found that fails the same way.
+          const first = r.failures[0]!;
+          const small = await shrink(sc, first, { kind, faults });
+          r.failures[0] = small;
+          console.log(
+            `    first failure at schedule ${r.firstFailureAt}, ${first.result.actions} actions; shrunk to ${small.result.actions}`,
+          );
+        } else if (r.firstFailureAt)
           console.log(`    first failure at schedule ${r.firstFailureAt}, ${r.failures[0]!.result.actions} actions`);
         for (const f of r.failures) {
           const key = normalise(f.result.violations[0]!);
@@ -135,7 +163,9 @@ async function main(): Promise<number> {
       `random: seeds ${seed0}..${seed0 + count - 1}, clocks within ±${bounds.maxSkewMs} ms (rate ±${bounds.maxDrift}), up to ${CHAOS.crashes} crashes, ${CHAOS.chaos!.faults} store faults, ${CHAOS.chaos!.pauses} pauses`,
     );
     let fails = 0;
+    let ran = 0;
     for (let i = 0; i < count; i++) {
+      ran++;
       const seed = seed0 + i;
       const sc = pool[seed % pool.length]!;
       const kind = kinds[Math.floor(seed / pool.length) % kinds.length]!;
@@ -147,8 +177,14 @@ async function main(): Promise<number> {
       if (found.has(key)) continue;
       const small = await shrink(sc, f, randomSetting(sc, kind, seed, bounds));
       found.set(key, { ...small, mode });
+      if (values['stop-first'] && fresh(f.result.violations, sc.name)) {
+        console.log(
+          `  first failure at seed ${seed} (schedule ${i + 1}), ${f.result.actions} actions, shrunk to ${small.result.actions}`,
+        );
+        break;
+      }
     }
-    console.log(`  ${count} seeds, ${fails} failing`);
+    console.log(`  ${ran} seeds, ${fails} failing`);
   }
   for (const f of found.values()) {
     if (values.quiet)

@@ -15,6 +15,8 @@ export interface Scenario {
   readonly idleMs?: number;
   /** The setup damages the staging root by hand: a step may then say so (exit 1) and leave it to a person. */
   readonly damaged?: boolean;
+  /** A process stages the job's id again once it ended: its steps' promises are about the job they opened. */
+  readonly idReused?: boolean;
   /** A Hadoop FileOutputCommitter leftover lies in the table (adopt). */
   readonly leftover?: boolean;
 }
@@ -163,6 +165,15 @@ export const SCENARIOS: readonly Scenario[] = [
     jobs: [job1],
     setup: [...committed(J, t1), steps.stage(J, t0)],
     procs: [steps.commitTask(J, t0), steps.abortTask(J, t0), steps.recover(J)],
+  },
+  {
+    // The job aborted and its id staged again while a commit-task of the first job still runs
+    // (protocol.md §5.14): the late run's records must not stay in the new job.
+    name: 'commit-task / abort / stage job (id used again)',
+    jobs: [job1one],
+    idReused: true,
+    setup: staged(J, t0),
+    procs: [steps.commitTask(J, t0), steps.abort(J), steps.stageJob({ id: J, tasks: 1 })],
   },
   {
     name: 'abort --task / recover',
