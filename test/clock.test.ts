@@ -87,7 +87,12 @@ for (const fx of storeFixtures()) {
       await libCommitJob(testEnv(sb.store), newer);
       const log = commitLogDir(target);
       const names = (await sb.store.list(log)).map((e) => e.name).sort();
-      assert.deepEqual(names, ['00000000000000000000.done', '00000000000000000000.yaml', 'log-id.yaml']);
+      assert.deepEqual(names, [
+        '00000000000000000000.done',
+        '00000000000000000000.yaml',
+        'checkpoint.yaml',
+        'log-id.yaml',
+      ]);
       await sb.store.delete(posix.join(log, '00000000000000000000.yaml'), false);
 
       const err = await rejection(libCommitJob(testEnv(sb.store), older));

@@ -229,16 +229,15 @@ export class WebHdfsCluster {
       }
       case 'LISTSTATUS_BATCH': {
         want('GET');
-        const all = await this.listing(local, p);
-        const after = q.get('startAfter');
-        const from = after ? all.findIndex((s) => s.pathSuffix > after) : 0;
-        const rest = from < 0 ? [] : all.slice(from);
+        // Hadoop's name node lists in name order from the entry after startAfter, a page at a time:
+        // what lies before it is not read.
+        const after = q.get('startAfter') ?? '';
         const limit = this.opts.listLimit ?? 1000;
-        const page = rest.slice(0, limit);
+        const { page, remaining } = await this.listingPage(local, p, after, limit);
         return json(res, 200, {
           DirectoryListing: {
             partialListing: { FileStatuses: { FileStatus: page } },
-            remainingEntries: rest.length - page.length,
+            remainingEntries: remaining,
           },
         });
       }
@@ -396,6 +395,26 @@ export class WebHdfsCluster {
       location = `${scheme}://${res.req.headers.host}${this.opts.basePath ?? '/webhdfs/v1'}${encoded}?${params}`;
     }
     res.writeHead(307, { location, 'content-type': 'application/json' }).end(JSON.stringify({ Location: location }));
+  }
+
+  /** Up to `limit` statuses of the names after `after`, and how many names follow them. */
+  private async listingPage(
+    local: string,
+    p: string,
+    after: string,
+    limit: number,
+  ): Promise<{ page: { pathSuffix: string }[]; remaining: number }> {
+    const st = await fs.lstat(local).catch(() => null);
+    if (!st) throw new Fail(notFound(p));
+    if (!st.isDirectory()) return { page: after ? [] : [await status(local, '')], remaining: 0 };
+    const names = (await fs.readdir(local)).filter((n) => !n.startsWith('.webhdfs-tmp-') && n > after).sort();
+    const page = [];
+    let i = 0;
+    for (; i < names.length && page.length < limit; i++) {
+      const s = await status(path.join(local, names[i]!), names[i]!).catch(() => null);
+      if (s) page.push(s);
+    }
+    return { page, remaining: names.length - i };
   }
 
   private async listing(local: string, p: string): Promise<{ pathSuffix: string }[]> {

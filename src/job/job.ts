@@ -40,6 +40,11 @@ export interface JobManifest {
   readonly logPosition: number | null;
   /** The table log's id when the job was staged, if it had one: a log made again has another. */
   readonly logId?: string;
+  /**
+   * The lowest table-log number not finished when the job was staged: its commit reads the log
+   * from there (protocol.md §3.4). Absent (a job staged before jobs had it): the whole log.
+   */
+  readonly logReadFrom?: number;
   readonly appAttempt: number;
   readonly state: JobState;
   readonly stagedAtMs: number;
@@ -104,6 +109,7 @@ export function encodeJob(job: JobManifest): string {
     tasks: job.tasks ?? null,
     logPosition: job.logPosition,
     ...(job.logId === undefined ? {} : { logId: job.logId }),
+    ...(job.logReadFrom === undefined ? {} : { logReadFrom: job.logReadFrom }),
     appAttempt: job.appAttempt,
     stagedAt: new Date(job.stagedAtMs).toISOString(),
     stagedAtMs: job.stagedAtMs,
@@ -137,6 +143,7 @@ export function decodeJob(text: string | Buffer, file: string, opts: DecodeOptio
     tasks: f.nullableCount('tasks') ?? undefined,
     logPosition: f.nullableCount('logPosition'),
     ...(Object.hasOwn(f.doc, 'logId') ? { logId: f.string('logId') } : {}),
+    ...(Object.hasOwn(f.doc, 'logReadFrom') ? { logReadFrom: f.count('logReadFrom') } : {}),
     appAttempt: f.count('appAttempt'),
     stagedAtMs: (f.string('stagedAt'), f.count('stagedAtMs')),
     owner: ownerOf(),

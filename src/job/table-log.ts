@@ -9,6 +9,7 @@ import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, withContext } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
 import { ancestorsOf, checkRelativePath, checkStorePath } from '../paths.js';
+import { bulkDelete } from '../store/operations.js';
 import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import { commitLogDir } from './layout.js';
@@ -20,9 +21,53 @@ const ID = 'stagecommit/log-id';
 /** The log's identity, made with its first entry: a log deleted and made again has another. */
 const ID_FILE = 'log-id.yaml';
 const DIGITS = 20;
-/** Entries kept at least; older finished ones go once they are a week old. */
+const CHECKPOINT = 'stagecommit/log-checkpoint';
+/** Where the log's short cut for `stage` is (protocol.md §3.4). */
+const CHECKPOINT_FILE = 'checkpoint.yaml';
+/** The newest entries are never pruned: the newest number is always there to count from. */
 const KEEP_ENTRIES = 1000;
+/** Finished entries beyond the newest MAX_ENTRIES are pruned whatever their age (by count)... */
+const MAX_ENTRIES = 10_000;
+/** ...and those beyond the newest KEEP_ENTRIES once a week old (by age). */
 const KEEP_MS = 7 * 24 * 3600 * 1000;
+/** The commit of every CHECKPOINT_EVERY-th number prunes (at most PRUNE_BATCH) and writes the checkpoint. */
+const CHECKPOINT_EVERY = 16;
+const PRUNE_BATCH = 256;
+/** Numbers looked up at once where the log cannot be listed from a name. */
+const LOOKUP_BATCH = 16;
+
+const pad = (n: number): string => String(n).padStart(DIGITS, '0');
+
+/** Entry numbers (ascending) and done markers among a log dir's names, `from` and above. */
+function parseNames(names: readonly string[], from = 0): Pick<LogListing, 'numbers' | 'done'> {
+  const numbers: number[] = [];
+  const done = new Set<number>();
+  for (const name of names) {
+    const m = /^(\d{20})\.(yaml|done)$/.exec(name);
+    if (!m || Number(m[1]) < from) continue;
+    if (m[2] === 'yaml') numbers.push(Number(m[1]));
+    else done.add(Number(m[1]));
+  }
+  numbers.sort((a, b) => a - b);
+  return { numbers, done };
+}
+
+/** The lowest number with an entry or a done marker (null: none). */
+function lowest(l: Pick<LogListing, 'numbers' | 'done'>): number | null {
+  let low = l.numbers.length ? l.numbers[0]! : null;
+  for (const n of l.done) if (low === null || n < low) low = n;
+  return low;
+}
+
+/**
+ * What stays true of a log once true (protocol.md §3.4): number `newest` was taken, every number
+ * below `readFrom` is finished, every number below `oldest` is pruned.
+ */
+export interface LogCheckpoint {
+  readonly newest: number;
+  readonly readFrom: number;
+  readonly oldest: number;
+}
 
 export interface LogEntry {
   readonly number: number;
@@ -102,42 +147,159 @@ function checkUnits(field: string, f: Fields): string[] {
   });
 }
 
+/** What pruning keeps and how often it runs (protocol.md §3.4). */
+export interface LogRetention {
+  /** The newest entries never pruned. */
+  readonly keep: number;
+  /** Finished entries beyond the newest `max` go whatever their age. */
+  readonly max: number;
+  /** The commit of every `every`-th number prunes and writes the checkpoint. */
+  readonly every: number;
+}
+
+const RETENTION: LogRetention = { keep: KEEP_ENTRIES, max: MAX_ENTRIES, every: CHECKPOINT_EVERY };
+
 export class TableLog {
   readonly dir: string;
   constructor(
     private readonly store: Store,
     private readonly targetPath: string,
+    private readonly retention: LogRetention = RETENTION,
   ) {
     this.dir = commitLogDir(targetPath);
   }
 
   private entryPath(n: number): string {
-    return posix.join(this.dir, `${String(n).padStart(DIGITS, '0')}.yaml`);
+    return posix.join(this.dir, `${pad(n)}.yaml`);
   }
 
   private donePath(n: number): string {
-    return posix.join(this.dir, `${String(n).padStart(DIGITS, '0')}.done`);
+    return posix.join(this.dir, `${pad(n)}.done`);
   }
 
-  /** The entries and done markers, and the log's id, read at once. */
+  /** The entries and done markers, and the log's id, read at once: the whole log. */
   async list(): Promise<LogListing> {
+    const [names, id] = await Promise.all([
+      this.store.list(this.dir).then((es) => es.map((e) => e.name)),
+      this.readId(),
+    ]);
+    return { ...parseNames(names), id };
+  }
+
+  /**
+   * The entries and done markers numbered `from` and above, and the log's id (protocol.md §3.4):
+   * listed from that name where the store lists in order, else looked up number by number. The
+   * whole log when `from` is undefined (a job staged before jobs recorded where to read from).
+   */
+  async listFrom(from: number | undefined): Promise<LogListing> {
+    if (from === undefined) return this.list();
+    const [found, id] = await Promise.all([this.namesFrom(from), this.readId()]);
+    return { ...found, id };
+  }
+
+  /** Where a job's commit reads the log from: never above the number after its position. */
+  static readFromOf(job: { readonly logPosition: number | null; readonly logReadFrom?: number }): number | undefined {
+    return job.logReadFrom === undefined ? undefined : Math.min(job.logReadFrom, (job.logPosition ?? -1) + 1);
+  }
+
+  private async namesFrom(from: number): Promise<Pick<LogListing, 'numbers' | 'done'>> {
+    if (this.store.caps.listsInOrder) {
+      // `<from>` sorts just before `<from>.done` and `<from>.yaml`: they are listed, nothing below.
+      const es = await this.store.list(this.dir, { startAfter: pad(from) });
+      return parseNames(es.map((e) => e.name));
+    }
+    return (
+      (await this.lookUp(from)) ??
+      parseNames(
+        (await this.store.list(this.dir)).map((e) => e.name),
+        from,
+      )
+    );
+  }
+
+  /** Which of number n's two files are there. */
+  private async has(n: number): Promise<{ entry: boolean; done: boolean }> {
+    const [e, d] = await Promise.all([this.store.stat(this.entryPath(n)), this.store.stat(this.donePath(n))]);
+    return { entry: e !== null, done: d !== null };
+  }
+
+  /**
+   * The numbers from `from` up, on a store that cannot list from a name (a local directory lists
+   * whole, in no order): each number is looked up until one is not there. Null when the anchor
+   * (the number below `from`, or `from` itself when that one is pruned) is not there before and
+   * after the look: then pruning may have made a hole, and only a whole listing tells (protocol.md §3.4).
+   */
+  private async lookUp(from: number): Promise<Pick<LogListing, 'numbers' | 'done'> | null> {
     const numbers: number[] = [];
     const done = new Set<number>();
-    const [entries, id] = await Promise.all([this.store.list(this.dir), this.readId()]);
-    for (const e of entries) {
-      const m = /^(\d{20})\.(yaml|done)$/.exec(e.name);
-      if (!m) continue;
-      if (m[2] === 'yaml') numbers.push(Number(m[1]));
-      else done.add(Number(m[1]));
+    const note = (n: number, h: { entry: boolean; done: boolean }) => {
+      if (h.entry) numbers.push(n);
+      if (h.done) done.add(n);
+    };
+    const [below, first] = await Promise.all([
+      from > 0 ? this.has(from - 1) : Promise.resolve({ entry: false, done: false }),
+      this.has(from),
+    ]);
+    const anchor = below.entry || below.done ? from - 1 : first.entry || first.done ? from : null;
+    if (anchor === null) return null;
+    note(from, first);
+    if (first.entry || first.done) {
+      // A few numbers first (usually nothing is newer), more at once as the run goes on.
+      for (let n = from + 1, size = 2; ; n += size, size = Math.min(size * 2, LOOKUP_BATCH)) {
+        const batch = await Promise.all(Array.from({ length: size }, (_, i) => this.has(n + i)));
+        const end = batch.findIndex((h) => !h.entry && !h.done);
+        batch.slice(0, end < 0 ? batch.length : end).forEach((h, i) => note(n + i, h));
+        if (end >= 0) break;
+      }
     }
-    numbers.sort((a, b) => a - b);
-    return { numbers, done, id };
+    // Pruning removes numbers from the oldest up: the anchor still there means none above it went.
+    const again = await this.has(anchor);
+    return again.entry || again.done ? { numbers, done } : null;
   }
 
-  /** The newest number taken (null: none yet) and the log's id, recorded by `stage`. */
-  async position(): Promise<{ position: number | null; id: string | null }> {
-    const listing = await this.list();
-    return { position: lastTaken(listing), id: listing.id };
+  /**
+   * The newest number taken (null: none yet), the lowest not finished, and the log's id, recorded
+   * by `stage`: read from the checkpoint on, or the whole log where there is none (and then a
+   * checkpoint is made from that listing, so the next stage reads only the log's end).
+   */
+  async position(): Promise<{ position: number | null; readFrom: number; id: string | null }> {
+    const [cp, id] = await Promise.all([this.readCheckpoint(), this.readId()]);
+    const listing = cp ? { ...(await this.namesFrom(cp.readFrom)), id } : await this.list();
+    const listed = lastTaken(listing);
+    const position = cp && (listed === null || cp.newest > listed) ? cp.newest : listed;
+    const open = listing.numbers.find((n) => !listing.done.has(n));
+    const readFrom = open ?? (position === null ? 0 : position + 1);
+    const oldest = lowest(listing);
+    if (!cp && position !== null && oldest !== null)
+      await this.writeCheckpoint({ newest: position, readFrom, oldest }).catch(() => undefined);
+    return { position, readFrom, id: listing.id };
+  }
+
+  private get checkpointPath(): string {
+    return posix.join(this.dir, CHECKPOINT_FILE);
+  }
+
+  /**
+   * The checkpoint (null: none, or one that cannot be read: it is only a short cut, the whole
+   * log says the same). What it says stays true once true, so an old one is only less precise.
+   */
+  async readCheckpoint(): Promise<LogCheckpoint | null> {
+    return readManifestFile(this.store, this.checkpointPath, (text, file) => {
+      const f = new Fields(decodeManifest(text, file), file);
+      f.kind(CHECKPOINT, 1);
+      const cp = { newest: f.count('newest'), readFrom: f.count('readFrom'), oldest: f.count('oldest') };
+      if (cp.readFrom > cp.newest + 1 || cp.oldest > cp.readFrom)
+        throw new CorruptManifestError(file, {
+          reason: 'bad-field',
+          field: 'readFrom',
+          problem: 'is not between oldest and newest + 1',
+        });
+      return cp;
+    }).catch(() => null);
+  }
+
+  private async writeCheckpoint(cp: LogCheckpoint): Promise<void> {
+    await this.store.writeFile(this.checkpointPath, encodeManifest({ kind: CHECKPOINT, version: 1, ...cp }));
   }
 
   private get idPath(): string {
@@ -278,23 +440,60 @@ export class TableLog {
   }
 
   /**
-   * Removes the oldest finished entries beyond the newest KEEP_ENTRIES, once a week old: only a
-   * contiguous run from the start, so a job staged earlier sees a gap and conflicts (never a miss).
-   * A week old by the store's times alone (protocol.md §10): an entry's modification time against
-   * the newest entry's, which the commit that prunes has just made; never an `at` written by
-   * another host's clock, nor this machine's.
+   * The log's upkeep by the commit that made entry `own`, once it is marked done
+   * (protocol.md §3.4): every CHECKPOINT_EVERY numbers, removes the oldest finished entries beyond the newest
+   * KEEP_ENTRIES that are beyond the newest MAX_ENTRIES or a week old, PRUNE_BATCH at most, only
+   * a contiguous run from the oldest and in order, so a job staged before them sees a gap and
+   * stops (never a miss); then writes the checkpoint. `listing`: the log as this commit read it
+   * (every number below its first was finished then). A week old by the store's times alone
+   * (protocol.md §10): an entry's modification time against entry `own`'s, never an `at` written
+   * by another host's clock, nor this machine's.
    */
-  async prune(listing: LogListing): Promise<void> {
-    const { numbers, done } = listing;
-    if (numbers.length <= KEEP_ENTRIES) return;
-    const times = new Map((await this.store.list(this.dir, { details: true })).map((e) => [e.name, e.mtimeMs]));
-    const timeOf = (n: number) => times.get(posix.basename(this.entryPath(n))) ?? -1;
-    const now = timeOf(numbers[numbers.length - 1]!);
-    if (now <= 0) return;
-    for (let i = 0; i < numbers.length - KEEP_ENTRIES && i < 64; i++) {
-      const n = numbers[i]!;
-      const made = timeOf(n);
-      if (!done.has(n) || made <= 0 || now - made < KEEP_MS) return;
+  async prune(listing: LogListing, own: number): Promise<void> {
+    const { keep, max, every } = this.retention;
+    if (own % every !== 0) return;
+    const open = listing.numbers.filter((n) => n !== own && !listing.done.has(n));
+    const readFrom = open.length ? Math.min(...open) : own + 1;
+    const cp = await this.readCheckpoint();
+    const oldest = cp ? cp.oldest : await this.oldestNumber();
+    // Only finished entries go, never one of the newest KEEP_ENTRIES.
+    const last = Math.min(readFrom - 1, own - keep, oldest + PRUNE_BATCH - 1);
+    let through = Math.min(last, own - max);
+    if (last > through && last >= oldest && (await this.weekOld(last, own))) through = last;
+    if (through >= oldest) await this.removeRun(oldest, through);
+    await this.writeCheckpoint({ newest: own, readFrom, oldest: Math.max(oldest, through + 1) });
+  }
+
+  /** The oldest number with an entry or done marker: a whole listing, made once, where no checkpoint says it. */
+  private async oldestNumber(): Promise<number> {
+    return lowest(parseNames((await this.store.list(this.dir)).map((e) => e.name))) ?? 0;
+  }
+
+  /** Whether entry n was made a week before entry `own`, by the store's own times. */
+  private async weekOld(n: number, own: number): Promise<boolean> {
+    const [made, now] = await Promise.all([this.store.stat(this.entryPath(n)), this.store.stat(this.entryPath(own))]);
+    return !!made && !!now && made.mtimeMs > 0 && now.mtimeMs > 0 && now.mtimeMs - made.mtimeMs >= KEEP_MS;
+  }
+
+  /**
+   * Removes numbers `from` to `to`, each entry before its done marker (a marker alone still holds
+   * its number taken). Where readers look numbers up (no listing in order) one at a time from the
+   * oldest: a number there proves none above it went. Elsewhere all at once.
+   */
+  private async removeRun(from: number, to: number): Promise<void> {
+    const ns = Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    const many = bulkDelete(this.store);
+    if (this.store.caps.listsInOrder && many) {
+      await many(ns.map((n) => this.entryPath(n)));
+      await many(ns.map((n) => this.donePath(n)));
+      return;
+    }
+    if (this.store.caps.listsInOrder) {
+      await mapLimit(ns, 16, (n) => this.store.delete(this.entryPath(n), false));
+      await mapLimit(ns, 16, (n) => this.store.delete(this.donePath(n), false));
+      return;
+    }
+    for (const n of ns) {
       await this.store.delete(this.entryPath(n), false);
       await this.store.delete(this.donePath(n), false);
     }

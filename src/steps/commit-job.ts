@@ -91,7 +91,7 @@ export async function rollForward(
   const { store } = env;
   const { job, layout } = open;
   const success = posix.join(job.targetPath, SUCCESS_FILE);
-  const log = new TableLog(store, job.targetPath);
+  const log = new TableLog(store, job.targetPath, env.logRetention);
   // An object store's staging dir is listed while the plan publishes, off the critical path:
   // after the commit point nothing but this run's own bookkeeping is added to it.
   let listed: Promise<string[] | null> | undefined;
@@ -124,12 +124,13 @@ export async function rollForward(
   // The log is tidied by the run that made the entry, from the listing it already holds, while
   // the staging dir goes: neither touches what the other does.
   const pruned =
-    made?.listing &&
-    log
-      .prune(made.listing)
-      .catch((e: unknown) =>
-        env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }),
-      );
+    made?.listing && plan.logEntry !== null
+      ? log
+          .prune(made.listing, plan.logEntry)
+          .catch((e: unknown) =>
+            env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }),
+          )
+      : undefined;
   await allDone([removeStagingDir(store, layout, lease, { listed, strays, parentsKept }), pruned]);
   return { success: store.toUri(success) };
 }

@@ -156,7 +156,7 @@ export async function reachCommitPoint<P>(
   for (let round = 0; ; round++) {
     // A listing taken before this call is as good as a new one: creating the entry decides races.
     const firstListed = round === 0 && opts.firstListing !== undefined;
-    const listing = await (firstListed ? opts.firstListing! : r.log.list());
+    const listing = await (firstListed ? opts.firstListing! : r.log.listFrom(TableLog.readFromOf(open.job)));
     const seen = await readRound(r, listing);
     await checkNoConflict(r, seen);
     const held = await unfinishedHolders(r, seen, opts.dryRun === true);
@@ -190,7 +190,9 @@ async function readRound(r: LogReading, listing: LogListing): Promise<LogRound> 
     });
   }
   // A done marker whose entry went still holds its number (lastTaken): the gap below stops this job.
-  const max = lastTaken(listing);
+  // The listing starts at the job's read-from number, which may be above its position (protocol.md §3.4).
+  const listed = lastTaken(listing);
+  const max = pos === null || (listed !== null && listed > pos) ? listed : pos;
   const since = numbers.filter((n) => pos === null || n > pos);
   if (since.length !== (max ?? -1) - (pos ?? -1)) {
     throw new BlockedError({
@@ -354,7 +356,7 @@ async function landed(
 export async function releaseLogEntry(env: StepEnv, { job, layout }: Pick<OpenJob, 'job' | 'layout'>): Promise<void> {
   if (job.algorithm === 'v2') return;
   const log = new TableLog(env.store, job.targetPath);
-  const listing = await log.list();
+  const listing = await log.listFrom(TableLog.readFromOf(job));
   const own = await log.findOwn({ jobId: job.jobId, staging: layout.root }, job.logPosition, listing, env.concurrency);
   if (own && !listing.done.has(own.number)) await log.markDone(own, 'void', env.now());
 }

@@ -1,6 +1,7 @@
 // What every protocol step is given: the store, who is running, a clock, limits and an event sink.
 
 import { readFileSync } from 'node:fs';
+import type { LogRetention } from '../job/table-log.js';
 import type { OpCounts } from '../store/instrumented.js';
 import type { FencedStore } from '../store/fence.js';
 import type { Store } from '../store/types.js';
@@ -44,6 +45,8 @@ export interface StepEnv {
   readonly allowUnsignedJob?: boolean;
   /** How long commit-job waits for an unfinished commit of the same partitions by a live job. */
   readonly commitWaitMs?: number;
+  /** How many table-log entries pruning keeps (protocol.md §3.4); the defaults unless given. */
+  readonly logRetention?: LogRetention;
   /** The largest plan `_job.yaml` carries itself (bytes; default 0: always `_commit.yaml`, see plan-writer.ts). */
   readonly inlinePlanMaxBytes?: number;
 }

@@ -60,7 +60,10 @@ export interface PlanReads {
 /** Starts the reads planning begins with (commit-job starts them beside its second look at the job). */
 export function startPlanReads(env: StepEnv, open: OpenJob): PlanReads {
   const output = readOutput(env, open);
-  const firstListing = open.job.algorithm === 'v1' ? new TableLog(env.store, open.job.targetPath).list() : undefined;
+  const firstListing =
+    open.job.algorithm === 'v1'
+      ? new TableLog(env.store, open.job.targetPath).listFrom(TableLog.readFromOf(open.job))
+      : undefined;
   // Awaited by whoever uses them; left unused when the job changed meanwhile.
   for (const p of [output, firstListing]) p?.catch(() => undefined);
   return { output, firstListing };

@@ -294,13 +294,17 @@ async function createJob(env: StepEnv, input: StageJobInput, p: RerunParams): Pr
   return { jobId, handle: store.toUri(stagingPath), stagingPath, job };
 }
 
-async function logState(store: Store, targetPath: string): Promise<{ logPosition: number | null; logId?: string }> {
+async function logState(
+  store: Store,
+  targetPath: string,
+): Promise<{ logPosition: number | null; logReadFrom: number; logId?: string }> {
   const log = new TableLog(store, targetPath);
-  const { position, id } = await log.position();
-  if (id !== null || position === null) return { logPosition: position, ...(id === null ? {} : { logId: id }) };
+  const { position, readFrom, id } = await log.position();
+  if (id !== null || position === null)
+    return { logPosition: position, logReadFrom: readFrom, ...(id === null ? {} : { logId: id }) };
   // A log with entries but no id (made before logs had one, or its id removed): given one now, so a
   // position in it cannot be taken for one in a log made again after it is deleted.
   await log.makeId();
   const made = await log.readId();
-  return { logPosition: position, ...(made === null ? {} : { logId: made }) };
+  return { logPosition: position, logReadFrom: readFrom, ...(made === null ? {} : { logId: made }) };
 }

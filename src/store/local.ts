@@ -109,6 +109,9 @@ export class LocalStore implements Store {
       if (code(e) === 'ENOENT' || code(e) === 'ENOTDIR') return [];
       throw wrap(e, 'list', [dir]);
     }
+    // A directory lists in no order: a listing from a name reads it whole (protocol.md §3.4).
+    const after = opts.startAfter;
+    if (after !== undefined) dirents = dirents.filter((d) => d.name > after);
     const entries = dirents.map((d) => ({
       name: d.name,
       path: path.join(dir, d.name),

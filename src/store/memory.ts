@@ -12,7 +12,7 @@ export type MemoryStoreKind = 'filesystem' | 'object';
 
 const CAPS: Record<MemoryStoreKind, StoreCapabilities> = {
   filesystem: { directoryRename: true, realDirectories: true },
-  object: { directoryRename: false, realDirectories: false },
+  object: { directoryRename: false, realDirectories: false, listsInOrder: true },
 };
 
 interface MemFile {
@@ -100,7 +100,7 @@ export class MemoryStore implements Store {
     return null;
   }
 
-  async list(path: string, _opts?: ListOptions): Promise<Entry[]> {
+  async list(path: string, opts?: ListOptions): Promise<Entry[]> {
     await tick();
     const dir = norm(path);
     const out = new Map<string, Entry>();
@@ -116,7 +116,10 @@ export class MemoryStore implements Store {
       if (posix.dirname(d) === dir && d !== dir)
         out.set(posix.basename(d), { name: posix.basename(d), path: d, kind: 'dir', size: 0, mtimeMs });
     }
-    return [...out.values()].sort((a, b) => compareStrings(a.name, b.name));
+    const after = opts?.startAfter;
+    return [...out.values()]
+      .filter((e) => after === undefined || e.name > after)
+      .sort((a, b) => compareStrings(a.name, b.name));
   }
 
   async readFile(path: string): Promise<Buffer | null> {

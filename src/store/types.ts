@@ -29,6 +29,12 @@ export interface StoreCapabilities {
    * walk, and what must go last is deleted on its own.
    */
   readonly atomicTreeDelete?: boolean;
+  /**
+   * A listing from a name (ListOptions.startAfter) reads only what follows it: the store keeps
+   * names in order (S3 `start-after`, WebHDFS `LISTSTATUS_BATCH` with `startAfter`). Elsewhere
+   * (a local directory) it is a whole listing filtered, and the table log looks names up instead.
+   */
+  readonly listsInOrder?: boolean;
 }
 
 export type EntryKind = 'file' | 'dir' | 'symlink' | 'other';
@@ -51,6 +57,8 @@ export interface Entry {
 export interface ListOptions {
   /** Fill size and mtime (costs a stat per entry on some stores). */
   readonly details?: boolean;
+  /** Only names after this one, in byte order: read from there where the store lists in order (listsInOrder). */
+  readonly startAfter?: string;
 }
 
 export interface PendingUpload {

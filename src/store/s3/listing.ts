@@ -27,6 +27,8 @@ export interface ListRequest {
   readonly delimiter?: string;
   readonly token?: string;
   readonly maxKeys?: number;
+  /** ListObjectsV2 `start-after`: keys after this one (ignored with a continuation token). */
+  readonly startAfter?: string;
 }
 
 /**
@@ -100,6 +102,7 @@ export async function listPage(signed: SignedRequests, client: S3Client, r: List
   if (r.delimiter) query.delimiter = r.delimiter;
   if (r.token) query['continuation-token'] = r.token;
   if (r.maxKeys !== undefined) query['max-keys'] = String(r.maxKeys);
+  if (r.startAfter !== undefined && !r.token) query['start-after'] = r.startAfter;
   const sent = await signed.send({ method: 'GET', bucket: r.bucket, key: '', query, expect: 'ListBucketResult' });
   if (sent) return parseListPage(sent.body);
   const o = await client.send(
@@ -109,6 +112,7 @@ export async function listPage(signed: SignedRequests, client: S3Client, r: List
       Delimiter: r.delimiter,
       ContinuationToken: r.token,
       MaxKeys: r.maxKeys,
+      StartAfter: r.token ? undefined : r.startAfter,
     }),
   );
   return {

@@ -44,6 +44,7 @@ function versionOf(o: ListedObject): { version?: string } {
 const CAPS: StoreCapabilities = {
   directoryRename: false,
   realDirectories: false,
+  listsInOrder: true,
 };
 
 /** How often a conditional create answered 409 (another in flight) is tried again before it fails. */
@@ -198,14 +199,15 @@ export class S3Store implements Store {
     } while (token);
   }
 
-  async list(dir: string, _opts?: ListOptions): Promise<Entry[]> {
+  async list(dir: string, opts?: ListOptions): Promise<Entry[]> {
     const { bucket, key } = splitPath(dir);
     const prefix = key === '' ? '' : key + '/';
     const out: Entry[] = [];
     let token: string | undefined;
+    const startAfter = opts?.startAfter === undefined ? undefined : prefix + opts.startAfter;
     try {
       do {
-        const r = await listPage(this.signed, this.client, { bucket, prefix, delimiter: '/', token });
+        const r = await listPage(this.signed, this.client, { bucket, prefix, delimiter: '/', token, startAfter });
         for (const cp of r.prefixes) {
           const name = cp.slice(prefix.length, -1);
           if (name) out.push({ name, path: posix.join(dir, name), kind: 'dir', size: 0, mtimeMs: 0 });

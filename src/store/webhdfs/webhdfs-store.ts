@@ -20,6 +20,7 @@ const CAPS: StoreCapabilities = {
   realDirectories: true,
   atomicTreeDelete: true,
   createsVisibleEarly: true,
+  listsInOrder: true,
 };
 
 export class WebHdfsStore implements Store {
@@ -62,9 +63,10 @@ export class WebHdfsStore implements Store {
     return entry(p, s);
   }
 
-  async list(dir: string, _opts?: ListOptions): Promise<Entry[]> {
+  async list(dir: string, opts?: ListOptions): Promise<Entry[]> {
     const out: Entry[] = [];
-    let startAfter: string | undefined;
+    // The name node lists a directory in name order, from startAfter on.
+    let startAfter: string | undefined = opts?.startAfter;
     for (;;) {
       const res = await this.nn.call('GET', 'LISTSTATUS_BATCH', dir, { startAfter });
       if (res.status === 404) {

@@ -1,0 +1,92 @@
+// The table log read from a job's position and pruned by count (protocol.md §3.4): a commit still
+// sees every entry above its position and every unfinished one below it; a job staged before
+// entries that were pruned stops (exit 6), never commits past them.
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { posix } from 'node:path';
+import { BlockedError } from '../src/errors.js';
+import { JobLayout } from '../src/job/layout.js';
+import { TableLog } from '../src/job/table-log.js';
+import { jobScenario, libCommitJob, readyJob, testEnv } from '../testing/lib.js';
+import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
+import { data, readTree } from '../testing/tree.js';
+
+const rejection = (p: Promise<unknown>): Promise<unknown> =>
+  p.then(
+    () => null,
+    (e: unknown) => e,
+  );
+
+/** Pruning after every commit, keeping the newest 2 and at most 4 entries. */
+const TIGHT = { logRetention: { keep: 2, max: 4, every: 1 } };
+
+for (const fx of storeFixtures()) {
+  describe(`table log read from the job's position on ${fx.name}`, () => {
+    let sb!: StoreSandbox;
+    const dir = useSandbox(fx, (s) => (sb = s), 'g');
+
+    test('entries beyond the newest 4 are pruned by count; a job staged before them exits 6', async () => {
+      const target = posix.join(dir(), 'sales');
+      const old = await readyJob(sb.store, target, jobScenario('old', 'append'), [
+        { task: '0', partition: ['dt=old'], files: { a: 'old' } },
+      ]);
+      for (let i = 0; i < 8; i++) {
+        const s = await readyJob(sb.store, target, jobScenario(`j${i}`, 'append'), [
+          { task: '0', partition: [`dt=${i}`], files: { a: String(i) } },
+        ]);
+        await libCommitJob(testEnv(sb.store, undefined, TIGHT), s);
+      }
+      const log = new TableLog(sb.store, target);
+      assert.deepEqual((await log.list()).numbers, [4, 5, 6, 7], 'the newest 4 entries are kept');
+
+      const err = await rejection(libCommitJob(testEnv(sb.store, undefined, TIGHT), old));
+      assert.ok(err instanceof BlockedError, `exit 6, not: ${String(err)}`);
+      assert.match((err as Error).message, /entries made since it was staged are missing/);
+      const tree = data(await readTree(sb.store, target));
+      assert.equal(tree['dt=old/a'], undefined, "the old job's file never appears");
+      assert.equal(Object.keys(tree).filter((k) => !k.startsWith('_')).length, 8);
+
+      // A job staged now reads the log from its checkpoint and commits.
+      const fresh = await readyJob(sb.store, target, jobScenario('fresh', 'append'), [
+        { task: '0', partition: ['dt=fresh'], files: { a: 'fresh' } },
+      ]);
+      await libCommitJob(testEnv(sb.store, undefined, TIGHT), fresh);
+      assert.equal(data(await readTree(sb.store, target))['dt=fresh/a'], 'fresh');
+      assert.deepEqual((await log.list()).numbers, [5, 6, 7, 8]);
+    });
+
+    test('a commit reads from its position on yet stops at an unfinished entry below it (exit 6)', async () => {
+      const target = posix.join(dir(), 'sales');
+      // Job x took entry 0 for dt=1 and stopped before its plan (killed between the two creates).
+      const x = await readyJob(sb.store, target, jobScenario('x', 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { a: 'x' } },
+      ]);
+      const log = new TableLog(sb.store, target);
+      await log.tryAppend({
+        number: 0,
+        jobId: 'x',
+        staging: new JobLayout(x).root,
+        handle: sb.store.toUri(x),
+        touches: ['dt=1'],
+        replaces: ['dt=1'],
+        atMs: Date.now(),
+      });
+      // Commits of other partitions since: the log's newest is well above entry 0.
+      for (let i = 2; i < 6; i++) {
+        const s = await readyJob(sb.store, target, jobScenario(`j${i}`, 'append'), [
+          { task: '0', partition: [`dt=${i}`], files: { a: String(i) } },
+        ]);
+        await libCommitJob(testEnv(sb.store, undefined, { logRetention: { keep: 2, max: 4, every: 1 } }), s);
+      }
+      const y = await readyJob(sb.store, target, jobScenario('y', 'append'), [
+        { task: '0', partition: ['dt=1'], files: { b: 'y' } },
+      ]);
+      const err = await rejection(libCommitJob(testEnv(sb.store), y));
+      assert.ok(err instanceof BlockedError, `exit 6, not: ${String(err)}`);
+      assert.match((err as Error).message, /job x holds 'dt=1' in the table log but stopped before its commit point/);
+      assert.equal(data(await readTree(sb.store, target))['dt=1/b'], undefined, 'nothing of y appears');
+      assert.ok((await log.list()).numbers.includes(0), 'the unfinished entry is never pruned');
+    });
+  });
+}
