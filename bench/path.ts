@@ -94,6 +94,7 @@ try {
   let s3env: NodeJS.ProcessEnv | null = null;
   let bucket = '';
   let rcloneConf = '';
+  let s3: S3Store | null = null;
   if (STORES.includes('s3')) {
     spawnSync('bash', [path.join(ROOT, 'scripts', 'bench-peers.sh'), 'awscli', 'rclone'], { stdio: 'inherit' });
     const out = execFileSync('bash', [path.join(ROOT, 'scripts', 'rgw.sh'), 'env'], { encoding: 'utf8' });
@@ -114,7 +115,8 @@ try {
     const { AWS_CA_BUNDLE: _ca, ...rest } = process.env;
     s3env = { ...rest, ...vars, AWS_CONFIG_FILE: path.join(awsDir, 'config'), STAGECOMMIT_BUNDLE: '1' };
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
-    const s3 = new S3Store(await s3Settings(undefined, { ...process.env, ...vars }));
+    Object.assign(process.env, vars);
+    s3 = new S3Store(await s3Settings(undefined, { ...process.env, ...vars }));
     bucket = `path-${Date.now().toString(36)}`;
     await s3.client.send(new CreateBucketCommand({ Bucket: bucket }));
   }
@@ -150,6 +152,10 @@ try {
             ),
           )[0];
           mine = ours(`s3://${bucket}/${base}-ours`, byTask, env);
+          // What the three uploaded goes, and the server's collector works it off before the next round.
+          for (const p of ['rclone', 'aws', 'ours']) await s3!.delete(`/${bucket}/${base}-${p}`, true);
+          await s3!.delete(`/${bucket}/.stagecommit`, true);
+          spawnSync('bash', [path.join(ROOT, 'scripts', 'rgw.sh'), 'settle'], { stdio: 'ignore' });
         } else {
           const dst = path.join(work, `dst-${c.name}-${r}`);
           mkdirSync(dst);
