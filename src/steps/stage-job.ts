@@ -16,6 +16,8 @@ import { isInFlightName } from '../store/temp-names.js';
 import type { StepEnv } from './env.js';
 import { removeStrayLeases } from './stray-lease.js';
 import { discardUndecided, findRerunJob, markResumed, type FoundJob, type RerunParams } from './resume-job.js';
+import { checkUnlocked } from './effects.js';
+import { JobGoneError } from '../job/open.js';
 
 export interface StageJobInput {
   readonly targetPath: string;
@@ -210,6 +212,23 @@ export interface StageOrResumeResult {
 export async function stageOrResume(env: StepEnv, input: StageJobInput): Promise<StageOrResumeResult> {
   const p = checkInput(env, input);
   const rerun = input.jobId !== undefined && !input.adopted;
+  for (let round = 1; ; round++) {
+    try {
+      return await stageOrResumeOnce(env, input, p, rerun);
+    } catch (e) {
+      // The job went while this rerun resumed it (clean-orphans removed it as too old, having taken
+      // its lease first): nothing of it is left to go on with, so the rerun stages it afresh.
+      if (!rerun || round >= 3 || !(e instanceof JobGoneError) || e.committed) throw e;
+    }
+  }
+}
+
+async function stageOrResumeOnce(
+  env: StepEnv,
+  input: StageJobInput,
+  p: RerunParams,
+  rerun: boolean,
+): Promise<StageOrResumeResult> {
   const found = rerun ? await findRerunJob(env, p) : null;
   if (found) return rerunResult(env, p, found);
   try {
@@ -224,11 +243,13 @@ export async function stageOrResume(env: StepEnv, input: StageJobInput): Promise
 
 /**
  * A rerun's answer: the job it found, its undecided attempts discarded (a rerun's output is never
- * added to an earlier run's); exit 6 for one aborted and not yet cleaned up.
+ * added to an earlier run's); for one aborted and not yet cleaned up, exit 4 while the abort still
+ * runs (its lease is held: clean-orphans removing it), exit 6 once it stopped.
  */
 async function rerunResult(env: StepEnv, p: RerunParams, found: FoundJob): Promise<StageOrResumeResult> {
   const handle = env.store.toUri(p.stagingPath);
   if (found.state === 'aborted') {
+    await checkUnlocked(env, new JobLayout(p.stagingPath));
     throw new BlockedError({ reason: 'rerun-of-aborted', jobId: p.jobId, handle });
   }
   if (found.state === 'staged') await markResumed(env, p.stagingPath);
