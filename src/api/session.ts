@@ -28,8 +28,6 @@ export interface SessionInit {
   readonly cwd: string;
   readonly onProgress?: (e: ProgressEvent) => void;
   readonly allowUnsignedJob?: boolean;
-  /** Removes finished jobs' set-aside staging dirs (local paths) off the step's path (StepEnv.removeLater). */
-  readonly removeLater?: (paths: readonly string[]) => void;
   /** Test hook: runs before every store mutation. */
   readonly beforeMutation?: MutationHook;
 }
@@ -91,7 +89,6 @@ export class Session {
       emit: (e) => this.emit(e),
       metrics: () => inst.metrics(),
       allowUnsignedJob: this.init.allowUnsignedJob,
-      ...(this.init.removeLater ? { removeLater: this.init.removeLater } : {}),
     };
   }
 

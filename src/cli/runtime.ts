@@ -1,7 +1,6 @@
 // What every command runs with: the global options, the config, store opening, the step
 // environment, and the one place where an error becomes an exit code (and a JSON error doc).
 
-import { spawn } from 'node:child_process';
 import { CommanderError, type Command } from 'commander';
 import { errorDoc, errorExitCode, errorKind } from '../api/errors.js';
 import { Session } from '../api/session.js';
@@ -53,19 +52,6 @@ function testHooks(env: NodeJS.ProcessEnv): MutationHook | undefined {
   };
 }
 
-/**
- * A finished job's staging dir, set aside under its staging root, is removed by a process of its
- * own that outlives this one: the caller's script goes on at once. One killed leaves it there, and
- * the table's next commit-job removes it (protocol.md §5.12).
- */
-function removeInBackground(paths: readonly string[]): void {
-  const local = paths.filter((p) => p.startsWith('/'));
-  if (local.length === 0) return;
-  spawn('rm', ['-rf', '--', ...local], { detached: true, stdio: 'ignore' })
-    .on('error', () => undefined)
-    .unref();
-}
-
 /** One command line's UI and API session: progress from the steps goes to the UI. */
 export class Runtime {
   readonly ui: Ui;
@@ -86,7 +72,6 @@ export class Runtime {
       },
       allowUnsignedJob: global.allowUnsignedJob,
       beforeMutation: testHooks(ctx.env),
-      removeLater: removeInBackground,
     });
   }
 

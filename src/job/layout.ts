@@ -121,9 +121,6 @@ export function defaultStagingParents(stagingPath: string): string[] {
   return posix.basename(posix.dirname(table)) === STAGING_PARENT ? [table, posix.dirname(table)] : [];
 }
 
-/** Under the default staging root of a table: finished jobs' staging dirs waiting to be removed. */
-export const REMOVING_DIR = '_removing';
-
 /** Where overwrite jobs record the partitions they replaced, for conflict detection. */
 export function commitLogDir(targetPath: string): string {
   return posix.join(defaultStagingRoot(targetPath), '_log');

@@ -1,14 +1,12 @@
 // Removing a job's staging dir when the job is over (committed or aborted).
 // Keeps protocol.md §5.12: `_job.yaml` goes last, so a half-done clean-up is still a job.
 
-import { randomBytes } from 'node:crypto';
-import { posix } from 'node:path';
 import { StoreError } from '../errors.js';
 import type { Entry, PendingUpload, Store } from '../store/types.js';
 import { forEachInTree } from '../store/walk.js';
-import { publishStrategy, removeEmptyChain, treeRemoval } from '../store/operations.js';
+import { removeEmptyChain, treeRemoval } from '../store/operations.js';
 import { abortUploads, pendingUploadsUnder } from '../store/uploads.js';
-import { defaultStagingParents, REMOVING_DIR, type JobLayout } from './layout.js';
+import { defaultStagingParents, type JobLayout } from './layout.js';
 import type { Lease } from './lease.js';
 import { recoverAdvice } from '../messages/advice.js';
 
@@ -141,35 +139,6 @@ export async function removeStagingDir(
     }
   }
   await tidyParents(store, layout, known);
-}
-
-/** Trash older than this is a remover's that was killed: the next set-aside removes it too. */
-const STALE_TRASH_MS = 60_000;
-
-/**
- * A finished job's staging dir set aside with one rename (protocol.md §5.12): where a tree goes
- * file by file (a local filesystem), a committed job's handle is gone at once and its remains
- * wait in `<staging root>/_removing/` for a removal off the caller's path. Null where that does not
- * apply (outside the default layout, a store that deletes a tree at once or has no rename); then
- * the caller removes the staging dir in place. Returns the set-aside dir and any stale trash.
- */
-export async function setAsideStagingDir(store: Store, layout: JobLayout, lease?: Lease): Promise<string[] | null> {
-  const parents = defaultStagingParents(layout.root);
-  if (treeRemoval(store).kind !== 'walk' || publishStrategy(store) !== 'rename' || parents.length === 0) return null;
-  const trash = posix.join(parents[0]!, REMOVING_DIR);
-  await store.mkdirs(trash);
-  const aside = posix.join(trash, `${posix.basename(layout.root)}.${randomBytes(6).toString('hex')}`);
-  // A renewal landing after the rename would make the staging dir again.
-  await lease?.stopRenewal();
-  await store.rename(layout.root, aside);
-  lease?.gone();
-  // Ages by the store's own times (protocol.md §10): the trash dir's, which the rename just set.
-  const listed = await store.list(trash, { details: true });
-  const now = listed.find((e) => e.path === aside)?.mtimeMs ?? -1;
-  const stale = listed
-    .filter((e) => e.path !== aside && e.mtimeMs > 0 && now > 0 && now - e.mtimeMs > STALE_TRASH_MS)
-    .map((e) => e.path);
-  return [aside, ...stale];
 }
 
 /** Tidies the default layout's empty parents; another job's files keep them in place. */

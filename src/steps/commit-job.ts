@@ -21,7 +21,7 @@ import { isTempName } from '../store/temp-names.js';
 import type { Store } from '../store/types.js';
 import { preparePlan, startPlanReads, type PlanReads } from './prepare-plan.js';
 import type { OpenJob } from '../job/open.js';
-import { removesInBulk, removeStagingDir, setAsideStagingDir, stagingKeys } from '../job/staging-dir.js';
+import { removesInBulk, removeStagingDir, stagingKeys } from '../job/staging-dir.js';
 import { keepsPendingUploads, pendingUploadsUnder } from '../store/uploads.js';
 import { JobGoneError, openJob } from '../job/open.js';
 import type { FencedEnv, StepEnv } from './env.js';
@@ -131,24 +131,8 @@ export async function rollForward(
             env.emit({ type: 'warn', message: `could not prune the table log: ${(e as Error).message}` }),
           )
       : undefined;
-  await allDone([removeFinished(env, layout, lease, { listed, strays, parentsKept }), pruned]);
+  await allDone([removeStagingDir(store, layout, lease, { listed, strays, parentsKept }), pruned]);
   return { success: store.toUri(success) };
-}
-
-/**
- * The finished job's staging dir goes (protocol.md §5.12). Where the caller can remove it off
- * its path and the table's staging root stays anyway (it holds the log), it is set aside with one
- * rename, so the handle is gone at once; else it is removed in place, `_job.yaml` last.
- */
-async function removeFinished(
-  env: StepEnv,
-  layout: OpenJob['layout'],
-  lease: Lease | undefined,
-  known: Parameters<typeof removeStagingDir>[3],
-): Promise<void> {
-  const aside = env.removeLater && known?.parentsKept ? await setAsideStagingDir(env.store, layout, lease) : null;
-  if (!aside) return removeStagingDir(env.store, layout, lease, known);
-  env.removeLater!(aside);
 }
 
 /**

@@ -45,11 +45,6 @@ export interface StepEnv {
   readonly allowUnsignedJob?: boolean;
   /** How long commit-job waits for an unfinished commit of the same partitions by a live job. */
   readonly commitWaitMs?: number;
-  /**
-   * Removes finished jobs' set-aside staging dirs (local paths) after the step, off its path; the
-   * CLI hands them to a background process. Without it the step removes them itself.
-   */
-  readonly removeLater?: (paths: readonly string[]) => void;
   /** How many table-log entries pruning keeps (protocol.md §3.4); the defaults unless given. */
   readonly logRetention?: LogRetention;
   /** The largest plan `_job.yaml` carries itself (bytes; default 0: always `_commit.yaml`, see plan-writer.ts). */

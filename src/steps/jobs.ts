@@ -4,7 +4,7 @@
 import { posix } from 'node:path';
 import { CorruptManifestError, UsageError } from '../errors.js';
 import { readClaims } from '../job/claims.js';
-import { canHoldTable, defaultStagingRoot, JOB_FILE, STAGING_PARENT, REMOVING_DIR } from '../job/layout.js';
+import { canHoldTable, defaultStagingRoot, JOB_FILE, STAGING_PARENT } from '../job/layout.js';
 import { describeHolder, holderKnownDead, readCurrentLease } from '../job/lease.js';
 import { mapLimit } from '../util/pool.js';
 import { JobGoneError, openJob } from '../job/open.js';
@@ -41,9 +41,7 @@ export interface JobsResult {
 
 /** The job dirs of a staging root, damaged ones included (`_log`, the table log, is not one). */
 async function jobDirsIn(env: StepEnv, dir: string): Promise<string[]> {
-  return (await env.store.list(dir))
-    .filter((c) => c.kind === 'dir' && c.name !== '_log' && c.name !== REMOVING_DIR)
-    .map((c) => c.path);
+  return (await env.store.list(dir)).filter((c) => c.kind === 'dir' && c.name !== '_log').map((c) => c.path);
 }
 
 /** `dir`'s job dirs when it is a staging root (a child holds a job), else none. */

@@ -5,7 +5,7 @@
 import { UsageError } from '../errors.js';
 import { posix } from 'node:path';
 import { findCommitted, jobFilesLeft, planGivenUp, unfinishedEntryOf } from '../job/finished.js';
-import { COMMIT_FILE, JOB_FILE, LEASE_PREFIX, PROGRESS_FILE, REMOVING_DIR, STAGING_PARENT } from '../job/layout.js';
+import { COMMIT_FILE, JOB_FILE, LEASE_PREFIX, PROGRESS_FILE, STAGING_PARENT } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
 import { dirsVanishWhenEmpty } from '../store/operations.js';
 import { pendingUploadsUnder } from '../store/uploads.js';
@@ -47,11 +47,6 @@ function isStrayHandle(path: string, entries: readonly Entry[]): boolean {
     entries.every(isLeaseFile) &&
     posix.basename(posix.dirname(posix.dirname(path))) === STAGING_PARENT
   );
-}
-
-/** `<parent>/.stagecommit/<table>/_removing`: finished jobs' staging dirs set aside to be removed. */
-function isRemovingDir(path: string): boolean {
-  return posix.basename(path) === REMOVING_DIR && posix.basename(posix.dirname(posix.dirname(path))) === STAGING_PARENT;
 }
 
 /** The kind a directory is by its name alone (stagecommit staging dirs are known by `_job.yaml`). */
@@ -117,8 +112,6 @@ export async function scan(
           env.emit({ type: 'progress', label: 'scanning directories', done: scanned, total: scanned });
         // A job's dir, or a handle that holds nothing but lease files: a step killed between trying
         // the lease and finding no job there (S3), or a renewal that landed after its job went.
-        // Finished jobs' remains set aside for a background removal (protocol.md §5.12): no job's.
-        if (isRemovingDir(path)) return [];
         if (entries.some((e) => e.name === JOB_FILE && e.kind === 'file') || isStrayHandle(path, entries)) {
           found.push({ path, kind: 'stagecommit' });
           return [];
