@@ -9,7 +9,7 @@ import { posix } from 'node:path';
 import { ConflictError, CorruptManifestError, withContext } from '../errors.js';
 import { decodeManifest, encodeManifest, Fields } from '../manifest/codec.js';
 import { ancestorsOf, checkRelativePath, checkStorePath } from '../paths.js';
-import { bulkDelete } from '../store/operations.js';
+import { bulkDelete, listsInOrder } from '../store/operations.js';
 import type { Store } from '../store/types.js';
 import { mapLimit } from '../util/pool.js';
 import { commitLogDir } from './layout.js';
@@ -203,7 +203,7 @@ export class TableLog {
   }
 
   private async namesFrom(from: number): Promise<Pick<LogListing, 'numbers' | 'done'>> {
-    if (this.store.caps.listsInOrder) {
+    if (listsInOrder(this.store)) {
       // `<from>` sorts just before `<from>.done` and `<from>.yaml`: they are listed, nothing below.
       const es = await this.store.list(this.dir, { startAfter: pad(from) });
       return parseNames(es.map((e) => e.name));
@@ -483,12 +483,12 @@ export class TableLog {
   private async removeRun(from: number, to: number): Promise<void> {
     const ns = Array.from({ length: to - from + 1 }, (_, i) => from + i);
     const many = bulkDelete(this.store);
-    if (this.store.caps.listsInOrder && many) {
+    if (listsInOrder(this.store) && many) {
       await many(ns.map((n) => this.entryPath(n)));
       await many(ns.map((n) => this.donePath(n)));
       return;
     }
-    if (this.store.caps.listsInOrder) {
+    if (listsInOrder(this.store)) {
       await mapLimit(ns, 16, (n) => this.store.delete(this.entryPath(n), false));
       await mapLimit(ns, 16, (n) => this.store.delete(this.donePath(n), false));
       return;

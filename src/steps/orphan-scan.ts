@@ -183,7 +183,7 @@ function isStagingParent(path: string): boolean {
  * them leaves them so: protocol.md §5.12), and a `.stagecommit` dir that is empty once they went.
  */
 export async function removeEmptyStagingParents(store: Store, found: readonly string[]): Promise<void> {
-  if (!store.caps.realDirectories) return;
+  if (dirsVanishWhenEmpty(store)) return;
   for (const dir of [...found].sort((a, b) => b.length - a.length)) {
     for (const d of posix.basename(dir) === STAGING_PARENT ? [dir] : [dir, posix.dirname(dir)]) {
       if ((await store.list(d).catch(() => [null])).length > 0) break;

@@ -65,7 +65,7 @@ export async function tidyGoneHandle(
 export async function removeTaskDebris(env: StepEnv, layout: JobLayout, debris: TaskDebris): Promise<void> {
   const { store } = env;
   await Promise.all(debris.files.map((f) => store.delete(f, false).catch(() => false)));
-  if (store.caps.realDirectories) await removeEmptyDirs(store, [...debris.dirs].reverse(), layout.root, true);
+  await removeEmptyDirs(store, [...debris.dirs].reverse(), layout.root, true);
   env.emit({
     type: 'warn',
     message: `removed ${debris.files.length ? debris.files.map((f) => store.toUri(f)).join(', ') : 'the empty dirs'} under ${store.toUri(layout.root)}: a step killed or stopped after its job ended left them (no job is there)`,

@@ -125,6 +125,14 @@ export async function removeEmptyChain(store: Store, dirs: readonly string[]): P
 }
 
 /**
+ * Whether a listing comes in name order and can start after a name (S3's StartAfter, WebHDFS's
+ * LISTSTATUS_BATCH); elsewhere (a local directory) a reader looks names up one by one.
+ */
+export function listsInOrder(store: Store): boolean {
+  return store.caps.listsInOrder === true;
+}
+
+/**
  * Whether a directory exists only through what is in it (object stores): a file created and then
  * deleted leaves no directory behind, and a dir that must be seen while empty needs a marker file.
  */
