@@ -160,6 +160,38 @@ export type UsageDetail =
     }
   /** `status --tasks-to-run` of a job staged without --tasks: tasks never attempted are unknown to it. */
   | { readonly reason: 'tasks-not-declared'; readonly jobId: string }
+  // stage: the target, the staging dir, the job's options.
+  | { readonly reason: 'target-is-root' }
+  /** A target that is a whole S3 bucket (`target`: its URI). */
+  | { readonly reason: 'target-is-bucket'; readonly target: string }
+  | { readonly reason: 'target-not-dir'; readonly target: string }
+  /** --mode create towards a target that exists. */
+  | { readonly reason: 'target-exists'; readonly target: string }
+  | { readonly reason: 'partition-given-twice'; readonly column: string }
+  | { readonly reason: 'partition-by-repeats'; readonly columns: readonly string[] }
+  /** A static --partition that is not the next of the leading --partition-by columns. */
+  | { readonly reason: 'partition-not-leading'; readonly column: string; readonly columns: readonly string[] }
+  | { readonly reason: 'target-in-staging-dir'; readonly target: string; readonly stagingDir: string }
+  /** A staging dir inside the target: it would make a create target exist, or readers would see it. */
+  | { readonly reason: 'staging-dir-in-target'; readonly stagingDir: string; readonly why: 'create' | 'visible' }
+  | { readonly reason: 'v2-with-overwrite' }
+  /** The library's `tasks` that is not a positive whole number (`got`: as shown). */
+  | { readonly reason: 'tasks-invalid'; readonly got: string }
+  | { readonly reason: 'job-id-invalid'; readonly jobId: string }
+  /** A --staging-dir that holds files (`names`: the first three, as shown; `stagedJobId`: a job found there). */
+  | {
+      readonly reason: 'staging-dir-not-empty';
+      readonly stagingDir: string;
+      readonly names: string;
+      readonly stagedJobId: string | null;
+    }
+  | { readonly reason: 'job-id-in-use'; readonly jobId: string; readonly stagingDir: string }
+  | {
+      readonly reason: 'job-id-committed';
+      readonly jobId: string;
+      readonly target: string;
+      readonly committedAt: string;
+    }
   /** Not yet given a reason of its own: the message as it was written. */
   | { readonly reason: 'unclassified'; readonly message: string };
 
@@ -286,6 +318,33 @@ const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } 
     `${d.leftover}: '${d.file}' is in a directory '${d.dir}' that is not a partition (column=value, column in lower case): it cannot be adopted as table output`,
   'leftover-mixed-partitions': (d) =>
     `${d.leftover}: '${d.first}' and '${d.file}' are under different partition columns (${d.columns.join(',') || 'none'} and ${d.others.join(',') || 'none'}): it cannot be adopted as one table's output`,
+  'target-is-root': () => 'the target cannot be the root of the store: give a table directory',
+  'target-is-bucket': (d) =>
+    `the target ${d.target} is a whole bucket: give a table prefix under it, e.g. ${d.target}/warehouse/sales`,
+  'target-not-dir': (d) => `the target ${d.target} exists and is not a directory: give a table directory`,
+  'target-exists': (d) =>
+    `the target ${d.target} already exists and --mode create never replaces anything: use --mode append or --mode overwrite, or choose a new target`,
+  'partition-given-twice': (d) => `--partition ${d.column} is given twice: give each column once`,
+  'partition-by-repeats': (d) => `--partition-by ${d.columns.join(',')} names a column twice`,
+  'partition-not-leading': (d) =>
+    `--partition ${d.column} does not match --partition-by ${d.columns.join(',')}: static values must be the leading columns, in order`,
+  'target-in-staging-dir': (d) =>
+    `the target ${d.target} is inside the staging dir ${d.stagingDir}: choose another --staging-dir`,
+  'staging-dir-in-target': (d) =>
+    d.why === 'create'
+      ? `the staging dir ${d.stagingDir} is inside the target, and making it would make the target exist, which --mode create refuses at commit: choose a --staging-dir outside the target`
+      : `the staging dir ${d.stagingDir} is inside the target, where readers would see it: choose a --staging-dir outside it (or under a name starting with '_' or '.')`,
+  'v2-with-overwrite': () =>
+    '--algorithm v2 cannot be used with --mode overwrite: v2 publishes each task as it commits, so a failed job would leave the old data deleted and the new data half written; use v1 (the default)',
+  'tasks-invalid': (d) => `--tasks must be a positive whole number, got ${d.got}`,
+  'job-id-invalid': (d) =>
+    `invalid --job-id '${d.jobId}': use letters, digits, '.', '_' and '-' (up to 128, not first)`,
+  'staging-dir-not-empty': (d) =>
+    `the staging dir ${d.stagingDir} is not empty (it holds ${d.names}): a job never adopts files it did not stage; choose an empty or new --staging-dir${d.stagedJobId !== null ? `; to go on with job ${d.stagedJobId} staged there, give --job-id ${d.stagedJobId}` : ''}`,
+  'job-id-in-use': (d) =>
+    `job id '${d.jobId}' is already in use (${d.stagingDir}): choose another --job-id, or leave it out for a fresh UUID`,
+  'job-id-committed': (d) =>
+    `job id '${d.jobId}' names a job that already committed into ${d.target} (${d.committedAt}): choose another --job-id`,
   unclassified: (d) => d.message,
 };
 

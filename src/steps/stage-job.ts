@@ -49,13 +49,10 @@ function isInside(child: string, parent: string): boolean {
 
 /** A table lives in a directory: not the store's root, nor a whole bucket. */
 function checkTableDir(store: Store, targetPath: string): void {
-  if (!canHoldTable(targetPath))
-    throw new UsageError('the target cannot be the root of the store: give a table directory');
+  if (!canHoldTable(targetPath)) throw new UsageError({ reason: 'target-is-root' });
   if (!canHoldTable(targetPath, store.namespaceDepth)) {
     const uri = store.toUri(targetPath);
-    throw new UsageError(
-      `the target ${uri} is a whole bucket: give a table prefix under it, e.g. ${uri}/warehouse/sales`,
-    );
+    throw new UsageError({ reason: 'target-is-bucket', target: uri });
   }
 }
 
@@ -65,17 +62,15 @@ export function resolvePartitioning(
 ): string[] {
   const seen = new Set<string>();
   for (const p of partition) {
-    if (seen.has(p.column)) throw new UsageError(`--partition ${p.column} is given twice: give each column once`);
+    if (seen.has(p.column)) throw new UsageError({ reason: 'partition-given-twice', column: p.column });
     seen.add(p.column);
   }
   if (!partitionBy) return partition.map((p) => p.column);
   const cols = partitionBy.map(normalizeColumn);
-  if (new Set(cols).size !== cols.length) throw new UsageError(`--partition-by ${cols.join(',')} names a column twice`);
+  if (new Set(cols).size !== cols.length) throw new UsageError({ reason: 'partition-by-repeats', columns: cols });
   partition.forEach((p, i) => {
     if (cols[i] !== p.column) {
-      throw new UsageError(
-        `--partition ${p.column} does not match --partition-by ${cols.join(',')}: static values must be the leading columns, in order`,
-      );
+      throw new UsageError({ reason: 'partition-not-leading', column: p.column, columns: cols });
     }
   });
   return cols;
@@ -85,21 +80,19 @@ export function resolvePartitioning(
 function checkStagingPlace(env: StepEnv, targetPath: string, stagingPath: string, mode: Mode): void {
   const { store } = env;
   if (isInside(targetPath, stagingPath)) {
-    throw new UsageError(
-      `the target ${store.toUri(targetPath)} is inside the staging dir ${store.toUri(stagingPath)}: choose another --staging-dir`,
-    );
+    throw new UsageError({
+      reason: 'target-in-staging-dir',
+      target: store.toUri(targetPath),
+      stagingDir: store.toUri(stagingPath),
+    });
   }
   if (isInside(stagingPath, targetPath)) {
     if (mode === 'create') {
-      throw new UsageError(
-        `the staging dir ${store.toUri(stagingPath)} is inside the target, and making it would make the target exist, which --mode create refuses at commit: choose a --staging-dir outside the target`,
-      );
+      throw new UsageError({ reason: 'staging-dir-in-target', stagingDir: store.toUri(stagingPath), why: 'create' });
     }
     const rel = posix.relative(targetPath, stagingPath);
     if (rel.split('/').every(isDataName)) {
-      throw new UsageError(
-        `the staging dir ${store.toUri(stagingPath)} is inside the target, where readers would see it: choose a --staging-dir outside it (or under a name starting with '_' or '.')`,
-      );
+      throw new UsageError({ reason: 'staging-dir-in-target', stagingDir: store.toUri(stagingPath), why: 'visible' });
     }
   }
 }
@@ -107,17 +100,15 @@ function checkStagingPlace(env: StepEnv, targetPath: string, stagingPath: string
 /** The options that need no store: v2 never overwrites, a whole number of tasks, a valid job id. */
 function checkOptions(input: StageJobInput): { partitionBy: string[]; jobId: string } {
   if (input.algorithm === 'v2' && input.mode === 'overwrite') {
-    throw new UsageError(
-      '--algorithm v2 cannot be used with --mode overwrite: v2 publishes each task as it commits, so a failed job would leave the old data deleted and the new data half written; use v1 (the default)',
-    );
+    throw new UsageError({ reason: 'v2-with-overwrite' });
   }
   if (input.tasks !== undefined && (!Number.isInteger(input.tasks) || input.tasks < 1)) {
-    throw new UsageError(`--tasks must be a positive whole number, got ${input.tasks}`);
+    throw new UsageError({ reason: 'tasks-invalid', got: String(input.tasks) });
   }
   const partitionBy = resolvePartitioning(input.partition, input.partitionBy);
   const jobId = input.jobId ?? randomUUID();
   if (!JOB_ID.test(jobId)) {
-    throw new UsageError(`invalid --job-id '${jobId}': use letters, digits, '.', '_' and '-' (up to 128, not first)`);
+    throw new UsageError({ reason: 'job-id-invalid', jobId });
   }
   return { partitionBy, jobId };
 }
@@ -126,12 +117,10 @@ function checkOptions(input: StageJobInput): { partitionBy: string[]; jobId: str
 async function checkTarget(store: Store, targetPath: string, mode: StageJobInput['mode']): Promise<Entry | null> {
   const target = await store.stat(targetPath);
   if (target && target.kind !== 'dir') {
-    throw new UsageError(`the target ${store.toUri(targetPath)} exists and is not a directory: give a table directory`);
+    throw new UsageError({ reason: 'target-not-dir', target: store.toUri(targetPath) });
   }
   if (mode === 'create' && target) {
-    throw new UsageError(
-      `the target ${store.toUri(targetPath)} already exists and --mode create never replaces anything: use --mode append or --mode overwrite, or choose a new target`,
-    );
+    throw new UsageError({ reason: 'target-exists', target: store.toUri(targetPath) });
   }
   return target;
 }
@@ -166,11 +155,15 @@ async function checkStagingEmpty(env: StepEnv, layout: JobLayout, input: StageJo
     const there = existing.some((e) => e.name === JOB_FILE)
       ? await loadJob(store, layout, { allowUnsigned: env.allowUnsignedJob }).catch(() => null)
       : null;
-    const resume = there ? `; to go on with job ${there.jobId} staged there, give --job-id ${there.jobId}` : '';
     throw new UsageError(
       input.stagingPath
-        ? `the staging dir ${store.toUri(stagingPath)} is not empty (it holds ${names}): a job never adopts files it did not stage; choose an empty or new --staging-dir${resume}`
-        : `job id '${jobId}' is already in use (${store.toUri(stagingPath)}): choose another --job-id, or leave it out for a fresh UUID`,
+        ? {
+            reason: 'staging-dir-not-empty',
+            stagingDir: store.toUri(stagingPath),
+            names,
+            stagedJobId: there ? there.jobId : null,
+          }
+        : { reason: 'job-id-in-use', jobId, stagingDir: store.toUri(stagingPath) },
     );
   }
 }
@@ -275,9 +268,12 @@ async function createJob(env: StepEnv, input: StageJobInput, p: RerunParams): Pr
   if (input.jobId !== undefined && target) {
     const done = await findCommitted(store, stagingPath, env.concurrency);
     if (done)
-      throw new UsageError(
-        `job id '${jobId}' names a job that already committed into ${done.target} (${done.committedAt}): choose another --job-id`,
-      );
+      throw new UsageError({
+        reason: 'job-id-committed',
+        jobId,
+        target: done.target,
+        committedAt: done.committedAt,
+      });
   }
 
   const job: JobManifest = {
