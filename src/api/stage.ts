@@ -87,15 +87,11 @@ export interface StageDoc {
  */
 function checkHandleSafe(loc: Location, raw: string, what: string): void {
   if (loc.uri.scheme !== 'file' && loc.path.includes('%')) {
-    throw new UsageError(
-      `${what} ${raw} names a path holding '%' (written %25 in a URI): its job handle would not read back, as URIs are percent-decoded; choose a name without '%'`,
-    );
+    throw new UsageError({ reason: 'handle-unsafe-path', what, given: raw, holds: 'percent' });
   }
   // Printed escaped (cli/ui.ts), such a handle would not read back; a newline is refused by parseUri.
   if (UNPRINTABLE.test(loc.path))
-    throw new UsageError(
-      `${what} ${raw} names a path holding a control character: its job handle would not read back; choose another name`,
-    );
+    throw new UsageError({ reason: 'handle-unsafe-path', what, given: raw, holds: 'control' });
 }
 
 /** The staging dir given (stagingDir, else the config's stagingRoot), checked to be on the target's store. */
@@ -113,9 +109,7 @@ async function stagingOf(
   // The same cluster in another spelling (its name service, one of its name nodes) is the same store.
   const path = storeKey(loc.uri) === targetKey ? loc.path : pathInStore(target.store, loc.store.toUri(loc.path));
   if (path === null) {
-    throw new UsageError(
-      `${what} ${raw} is not on the target's store (${targetKey}): the staging dir must be on the same store, bucket or namespace`,
-    );
+    throw new UsageError({ reason: 'staging-dir-other-store', what, given: raw, store: targetKey });
   }
   return o.stagingDir ? { stagingPath: path } : { stagingRoot: path };
 }
@@ -236,19 +230,10 @@ async function sourceOf(s: Session, f: FileSource): Promise<StagedSource> {
 async function checkLocal(localPath: string): Promise<void> {
   const st = await stat(localPath).catch(() => null);
   // A name that is not valid UTF-8 reaches Node's argv with U+FFFD in it: a name no file has.
-  const why = localPath.includes('\uFFFD')
-    ? 'no such file (is its name valid UTF-8? a name that is not cannot be given on the command line; rename it)'
-    : 'no such file';
-  if (!st) throw new UsageError(`cannot read ${localPath}: ${why}; nothing was staged`);
-  if (!st.isFile())
-    throw new UsageError(
-      `${localPath} is not a regular file: stage files or one directory, or use --print-path and write into the dir`,
-    );
+  if (!st) throw new UsageError({ reason: 'source-missing', file: localPath, notUtf8: localPath.includes('\uFFFD') });
+  if (!st.isFile()) throw new UsageError({ reason: 'source-not-file', file: localPath });
   const pseudo = PSEUDO_FILESYSTEMS.get((await statfs(localPath).catch(() => null))?.type ?? 0);
-  if (pseudo)
-    throw new UsageError(
-      `${localPath} is on ${pseudo}, a kernel filesystem whose files do not hold the size they report (a copy comes out empty, or never ends): copy it to a regular file first (cat ${localPath} > FILE); nothing was staged`,
-    );
+  if (pseudo) throw new UsageError({ reason: 'source-pseudo-fs', path: localPath, filesystem: pseudo, dir: false });
 }
 
 /**
@@ -274,20 +259,14 @@ async function treeSources(root: string): Promise<{ sources: StagedSource[]; hid
         hidden.push(e.isDirectory() ? `${name}/` : name);
         continue;
       }
-      if (e.isSymbolicLink())
-        throw new UsageError(
-          `${local} is a symbolic link: stage DIR copies no links (one may point outside the tree, or loop); copy the tree with its links resolved (cp -rL) and stage that; nothing was staged`,
-        );
+      if (e.isSymbolicLink()) throw new UsageError({ reason: 'source-symlink', file: local });
       if (e.isDirectory()) await walk(local, name);
-      else if (!e.isFile())
-        throw new UsageError(
-          `${local} is not a regular file or directory (a FIFO, socket or device): take it out of the tree; nothing was staged`,
-        );
+      else if (!e.isFile()) throw new UsageError({ reason: 'source-special', file: local });
       else out.push({ localPath: local, name });
     }
   };
   await walk(root, '');
-  if (out.length === 0) throw new UsageError(`${root} holds no files to stage; nothing was staged`);
+  if (out.length === 0) throw new UsageError({ reason: 'source-dir-empty', dir: root });
   return { sources: out, hidden };
 }
 
@@ -307,15 +286,9 @@ async function treeGiven(s: Session, files: readonly FileSource[]): Promise<stri
     if ((await stat(p).catch(() => null))?.isDirectory()) dirs.push(p);
   }
   if (dirs.length === 0) return null;
-  if (files.length > 1)
-    throw new UsageError(
-      `${dirs[0]} is a directory: stage DIR takes one directory and nothing else; stage the other files in a call of their own`,
-    );
+  if (files.length > 1) throw new UsageError({ reason: 'source-dir-with-others', dir: dirs[0]! });
   const pseudo = PSEUDO_FILESYSTEMS.get((await statfs(dirs[0]!).catch(() => null))?.type ?? 0);
-  if (pseudo)
-    throw new UsageError(
-      `${dirs[0]} is on ${pseudo}, a kernel filesystem whose files do not hold the size they report: copy it to a regular directory first; nothing was staged`,
-    );
+  if (pseudo) throw new UsageError({ reason: 'source-pseudo-fs', path: dirs[0]!, filesystem: pseudo, dir: true });
   return dirs[0]!;
 }
 

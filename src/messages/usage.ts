@@ -192,6 +192,32 @@ export type UsageDetail =
       readonly target: string;
       readonly committedAt: string;
     }
+  /** A staging dir or root whose path holds '%' or a control character: its job handle would not read back. */
+  | {
+      readonly reason: 'handle-unsafe-path';
+      readonly what: string;
+      readonly given: string;
+      readonly holds: 'percent' | 'control';
+    }
+  /** A staging dir or root (`what`, `given`) on another store than the target (`store`: the target's). */
+  | {
+      readonly reason: 'staging-dir-other-store';
+      readonly what: string;
+      readonly given: string;
+      readonly store: string;
+    }
+  // stage FILE… and stage DIR: the local files given.
+  /** No such file (`notUtf8`: its name holds U+FFFD, so it may not be valid UTF-8). */
+  | { readonly reason: 'source-missing'; readonly file: string; readonly notUtf8: boolean }
+  | { readonly reason: 'source-not-file'; readonly file: string }
+  /** A file or dir (`dir`) on a kernel filesystem (`filesystem`) whose files do not hold the size they report. */
+  | { readonly reason: 'source-pseudo-fs'; readonly path: string; readonly filesystem: string; readonly dir: boolean }
+  | { readonly reason: 'source-symlink'; readonly file: string }
+  /** A FIFO, socket or device in the tree of stage DIR. */
+  | { readonly reason: 'source-special'; readonly file: string }
+  | { readonly reason: 'source-dir-empty'; readonly dir: string }
+  /** stage DIR given with other files beside the dir. */
+  | { readonly reason: 'source-dir-with-others'; readonly dir: string }
   /** Not yet given a reason of its own: the message as it was written. */
   | { readonly reason: 'unclassified'; readonly message: string };
 
@@ -345,6 +371,27 @@ const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } 
     `job id '${d.jobId}' is already in use (${d.stagingDir}): choose another --job-id, or leave it out for a fresh UUID`,
   'job-id-committed': (d) =>
     `job id '${d.jobId}' names a job that already committed into ${d.target} (${d.committedAt}): choose another --job-id`,
+  'handle-unsafe-path': (d) =>
+    d.holds === 'percent'
+      ? `${d.what} ${d.given} names a path holding '%' (written %25 in a URI): its job handle would not read back, as URIs are percent-decoded; choose a name without '%'`
+      : `${d.what} ${d.given} names a path holding a control character: its job handle would not read back; choose another name`,
+  'staging-dir-other-store': (d) =>
+    `${d.what} ${d.given} is not on the target's store (${d.store}): the staging dir must be on the same store, bucket or namespace`,
+  'source-missing': (d) =>
+    `cannot read ${d.file}: ${d.notUtf8 ? 'no such file (is its name valid UTF-8? a name that is not cannot be given on the command line; rename it)' : 'no such file'}; nothing was staged`,
+  'source-not-file': (d) =>
+    `${d.file} is not a regular file: stage files or one directory, or use --print-path and write into the dir`,
+  'source-pseudo-fs': (d) =>
+    d.dir
+      ? `${d.path} is on ${d.filesystem}, a kernel filesystem whose files do not hold the size they report: copy it to a regular directory first; nothing was staged`
+      : `${d.path} is on ${d.filesystem}, a kernel filesystem whose files do not hold the size they report (a copy comes out empty, or never ends): copy it to a regular file first (cat ${d.path} > FILE); nothing was staged`,
+  'source-symlink': (d) =>
+    `${d.file} is a symbolic link: stage DIR copies no links (one may point outside the tree, or loop); copy the tree with its links resolved (cp -rL) and stage that; nothing was staged`,
+  'source-special': (d) =>
+    `${d.file} is not a regular file or directory (a FIFO, socket or device): take it out of the tree; nothing was staged`,
+  'source-dir-empty': (d) => `${d.dir} holds no files to stage; nothing was staged`,
+  'source-dir-with-others': (d) =>
+    `${d.dir} is a directory: stage DIR takes one directory and nothing else; stage the other files in a call of their own`,
   unclassified: (d) => d.message,
 };
 
