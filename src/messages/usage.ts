@@ -218,6 +218,33 @@ export type UsageDetail =
   | { readonly reason: 'source-dir-empty'; readonly dir: string }
   /** stage DIR given with other files beside the dir. */
   | { readonly reason: 'source-dir-with-others'; readonly dir: string }
+  // adopt: the leftover and the target given.
+  | { readonly reason: 'leftover-missing'; readonly leftover: string }
+  | { readonly reason: 'leftover-symlink'; readonly leftover: string }
+  | { readonly reason: 'leftover-not-dir'; readonly leftover: string }
+  /** Something in the leftover that is neither a file nor a directory. */
+  | { readonly reason: 'leftover-special-file'; readonly file: string }
+  | { readonly reason: 'adopt-target-missing'; readonly target: string }
+  /** The target is the leftover (`itself`) or inside it. */
+  | { readonly reason: 'adopt-target-in-leftover'; readonly target: string; readonly itself: boolean }
+  /** Without rename (S3) the leftover must be inside the target, under a '_' or '.' name. */
+  | { readonly reason: 'leftover-outside-target'; readonly leftover: string; readonly target: string }
+  | {
+      readonly reason: 'leftover-other-filesystem';
+      readonly leftover: string;
+      readonly stagingDir: string;
+      readonly target: string;
+    }
+  /** A file of the leftover that cannot be a job's file (`problem`: why, as written). */
+  | { readonly reason: 'leftover-file-invalid'; readonly leftover: string; readonly problem: string }
+  /** Left in its engine's job commit: merged output that --tasks cannot count. */
+  | { readonly reason: 'leftover-tasks-uncountable'; readonly leftover: string }
+  | {
+      readonly reason: 'leftover-task-beyond';
+      readonly leftover: string;
+      readonly task: string;
+      readonly tasks: number;
+    }
   /** Not yet given a reason of its own: the message as it was written. */
   | { readonly reason: 'unclassified'; readonly message: string };
 
@@ -392,6 +419,26 @@ const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } 
   'source-dir-empty': (d) => `${d.dir} holds no files to stage; nothing was staged`,
   'source-dir-with-others': (d) =>
     `${d.dir} is a directory: stage DIR takes one directory and nothing else; stage the other files in a call of their own`,
+  'leftover-missing': (d) =>
+    `${d.leftover} does not exist: give the path of the leftover (a '_temporary', '.spark-staging-…' or '.hive-staging…' dir)`,
+  'leftover-symlink': (d) =>
+    `${d.leftover} is a symbolic link: give the leftover dir itself (adopt never follows links, it moves what it adopts)`,
+  'leftover-not-dir': (d) => `${d.leftover} is not a directory: give the path of the leftover dir`,
+  'leftover-special-file': (d) =>
+    `${d.file} is neither a file nor a directory: an engine never leaves one; nothing was changed`,
+  'adopt-target-missing': (d) =>
+    `the target ${d.target} is not an existing directory: adopt publishes into an existing table; give it with --target`,
+  'adopt-target-in-leftover': (d) =>
+    `the target ${d.target} is ${d.itself ? 'the leftover itself' : 'inside the leftover'}: give the table the leftover belongs to with --target; nothing was changed`,
+  'leftover-outside-target': (d) =>
+    `on a store without rename (S3) adopt publishes the leftover from where it is, so it must be inside the target: ${d.leftover} is not inside ${d.target} under a '_' or '.' name`,
+  'leftover-other-filesystem': (d) =>
+    `the staging dir ${d.stagingDir} of the target ${d.target} is on another filesystem than ${d.leftover}, and adopting moves the leftover with one rename: give a --target (or a stagingRoot in the config) on the leftover's filesystem; nothing was changed`,
+  'leftover-file-invalid': (d) => `${d.leftover}: ${d.problem}; nothing was changed`,
+  'leftover-tasks-uncountable': (d) =>
+    `${d.leftover} was left in its engine's job commit, which begins only once every task has committed, and holds merged output that --tasks cannot count: leave --tasks out`,
+  'leftover-task-beyond': (d) =>
+    `${d.leftover} holds committed output of task ${d.task}, outside --tasks ${d.tasks} (tasks 0…${d.tasks - 1}): give the job's real task count`,
   unclassified: (d) => d.message,
 };
 

@@ -91,9 +91,7 @@ export async function listLeftover(
       for (const e of entries) {
         if (e.kind === 'dir') next.push(e.path);
         else if (e.kind !== 'file')
-          throw new UsageError(
-            `${store.toUri(e.path)} is neither a file nor a directory: an engine never leaves one; nothing was changed`,
-          );
+          throw new UsageError({ reason: 'leftover-special-file', file: store.toUri(e.path) });
       }
     });
     level = next;
@@ -143,23 +141,25 @@ function adoptedJobId(l: Leftover): string {
 async function checkTarget(store: Store, leftoverPath: string, targetPath: string): Promise<string> {
   const target = await store.stat(targetPath);
   if (!target || target.kind !== 'dir') {
-    throw new UsageError(
-      `the target ${store.toUri(targetPath)} is not an existing directory: adopt publishes into an existing table; give it with --target`,
-    );
+    throw new UsageError({ reason: 'adopt-target-missing', target: store.toUri(targetPath) });
   }
   const rel = posix.relative(targetPath, leftoverPath);
   const inLeftover = posix.relative(leftoverPath, targetPath);
   if (inLeftover === '' || !inLeftover.startsWith('..')) {
-    throw new UsageError(
-      `the target ${store.toUri(targetPath)} is ${inLeftover === '' ? 'the leftover itself' : 'inside the leftover'}: give the table the leftover belongs to with --target; nothing was changed`,
-    );
+    throw new UsageError({
+      reason: 'adopt-target-in-leftover',
+      target: store.toUri(targetPath),
+      itself: inLeftover === '',
+    });
   }
   if (adoptStrategy(store) === 'rename') return rel;
   // Without rename the output is published from where it is: it must be inside the target, where readers never look.
   if (rel.startsWith('..') || rel.split('/').every(isDataName)) {
-    throw new UsageError(
-      `on a store without rename (S3) adopt publishes the leftover from where it is, so it must be inside the target: ${store.toUri(leftoverPath)} is not inside ${store.toUri(targetPath)} under a '_' or '.' name`,
-    );
+    throw new UsageError({
+      reason: 'leftover-outside-target',
+      leftover: store.toUri(leftoverPath),
+      target: store.toUri(targetPath),
+    });
   }
   return rel;
 }
@@ -170,15 +170,9 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   const leftoverPath = input.leftoverPath.replace(/\/+$/, '') || '/';
   const uri = store.toUri(leftoverPath);
   const self = await store.stat(leftoverPath);
-  if (!self)
-    throw new UsageError(
-      `${uri} does not exist: give the path of the leftover (a '_temporary', '.spark-staging-…' or '.hive-staging…' dir)`,
-    );
-  if (self.kind === 'symlink')
-    throw new UsageError(
-      `${uri} is a symbolic link: give the leftover dir itself (adopt never follows links, it moves what it adopts)`,
-    );
-  if (self.kind !== 'dir') throw new UsageError(`${uri} is not a directory: give the path of the leftover dir`);
+  if (!self) throw new UsageError({ reason: 'leftover-missing', leftover: uri });
+  if (self.kind === 'symlink') throw new UsageError({ reason: 'leftover-symlink', leftover: uri });
+  if (self.kind !== 'dir') throw new UsageError({ reason: 'leftover-not-dir', leftover: uri });
   // The name first: a listing of something else (`adopt /`) could be a walk of the whole store.
   if (kindOfName(posix.basename(leftoverPath)) === null)
     recogniseLeftover(uri, posix.basename(leftoverPath), [], self.mtimeMs);
@@ -207,9 +201,12 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
     adoptStrategy(store) === 'rename' &&
     !(await renamesBetween(store, posix.dirname(leftoverPath), posix.dirname(stagingPath)))
   ) {
-    throw new UsageError(
-      `the staging dir ${store.toUri(stagingPath)} of the target ${store.toUri(targetPath)} is on another filesystem than ${uri}, and adopting moves the leftover with one rename: give a --target (or a stagingRoot in the config) on the leftover's filesystem; nothing was changed`,
-    );
+    throw new UsageError({
+      reason: 'leftover-other-filesystem',
+      leftover: uri,
+      stagingDir: store.toUri(stagingPath),
+      target: store.toUri(targetPath),
+    });
   }
   const rootOf = (root: string) =>
     adoptStrategy(store) === 'rename' ? posix.join(ADOPTED_DIR, root) : `t:${posix.join(leftoverRel, root)}`;
@@ -315,7 +312,7 @@ function adoptedClaims(
         throw new Error(`a task wrote '${SUCCESS_FILE}', which would collide with the job's own marker`);
       partitionOfFile(f.path, leftover.partitionBy, '');
     } catch (e) {
-      throw new UsageError(`${uri}: ${(e as Error).message}; nothing was changed`);
+      throw new UsageError({ reason: 'leftover-file-invalid', leftover: uri, problem: (e as Error).message });
     }
   }
   return claims;
@@ -323,18 +320,12 @@ function adoptedClaims(
 
 function checkDeclaredTasks(uri: string, leftover: Leftover, tasks: number | undefined): void {
   if (tasks === undefined) return;
-  if (!Number.isInteger(tasks) || tasks < 1)
-    throw new UsageError(`--tasks must be a positive whole number, got ${tasks}`);
+  if (!Number.isInteger(tasks) || tasks < 1) throw new UsageError({ reason: 'tasks-invalid', got: String(tasks) });
   if (leftover.jobCommitBegun) {
-    throw new UsageError(
-      `${uri} was left in its engine's job commit, which begins only once every task has committed, and holds merged output that --tasks cannot count: leave --tasks out`,
-    );
+    throw new UsageError({ reason: 'leftover-tasks-uncountable', leftover: uri });
   }
   const beyond = leftover.tasks.filter((t) => Number(t) >= tasks);
-  if (beyond.length)
-    throw new UsageError(
-      `${uri} holds committed output of task ${beyond[0]}, outside --tasks ${tasks} (tasks 0…${tasks - 1}): give the job's real task count`,
-    );
+  if (beyond.length) throw new UsageError({ reason: 'leftover-task-beyond', leftover: uri, task: beyond[0]!, tasks });
 }
 
 /** One rename; if it fails the half-made job goes (it holds only its own manifests), so that nothing is changed. */
