@@ -245,6 +245,44 @@ export type UsageDetail =
       readonly task: string;
       readonly tasks: number;
     }
+  // HADOOP_CONF_DIR: its files, includes and properties (`file`: the file at fault).
+  /** A property (`name`, `value`) naming a variable nothing defines. */
+  | {
+      readonly reason: 'hadoop-conf-unbound';
+      readonly file: string;
+      readonly name: string;
+      readonly value: string;
+      readonly variable: string;
+    }
+  | {
+      readonly reason: 'hadoop-conf-substitution-loop';
+      readonly file: string;
+      readonly name: string;
+      readonly value: string;
+      readonly limit: number;
+    }
+  | { readonly reason: 'hadoop-conf-not-xml'; readonly file: string; readonly error: string }
+  | { readonly reason: 'hadoop-conf-unreadable'; readonly file: string; readonly error: string }
+  /** HADOOP_CONF_DIR holds neither core-site.xml nor hdfs-site.xml. */
+  | { readonly reason: 'hadoop-conf-empty'; readonly dir: string }
+  | { readonly reason: 'hadoop-include-no-href'; readonly file: string }
+  | { readonly reason: 'hadoop-include-too-deep'; readonly file: string; readonly href: string; readonly depth: number }
+  | { readonly reason: 'hadoop-include-too-many'; readonly file: string; readonly href: string; readonly limit: number }
+  | { readonly reason: 'hadoop-include-url'; readonly file: string; readonly href: string }
+  /** An xi:include that cannot be read and has no xi:fallback. */
+  | {
+      readonly reason: 'hadoop-include-unreadable';
+      readonly file: string;
+      readonly href: string;
+      readonly error: string;
+    }
+  /** A name node of a name service without an address (`key`: the HTTP address property's prefix). */
+  | {
+      readonly reason: 'hadoop-name-node-address';
+      readonly nameNode: string;
+      readonly nameService: string;
+      readonly key: string;
+    }
   /** Not yet given a reason of its own: the message as it was written. */
   | { readonly reason: 'unclassified'; readonly message: string };
 
@@ -439,6 +477,25 @@ const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } 
     `${d.leftover} was left in its engine's job commit, which begins only once every task has committed, and holds merged output that --tasks cannot count: leave --tasks out`,
   'leftover-task-beyond': (d) =>
     `${d.leftover} holds committed output of task ${d.task}, outside --tasks ${d.tasks} (tasks 0…${d.tasks - 1}): give the job's real task count`,
+  'hadoop-conf-unbound': (d) =>
+    `${d.file} (HADOOP_CONF_DIR): ${d.name} is '${d.value}', and nothing defines '\${${d.variable}}' (no property, no environment variable for \${env.NAME}, not user.name or user.home): define it there or write the value out`,
+  'hadoop-conf-substitution-loop': (d) =>
+    `${d.file} (HADOOP_CONF_DIR): ${d.name} needs more than ${d.limit} \${…} substitutions ('${d.value}'): a loop of properties naming each other? Write the value out`,
+  'hadoop-conf-not-xml': (d) => `${d.file} (HADOOP_CONF_DIR) is not valid XML: ${d.error}`,
+  'hadoop-conf-unreadable': (d) => `cannot read ${d.file} (HADOOP_CONF_DIR): ${d.error}`,
+  'hadoop-conf-empty': (d) =>
+    `HADOOP_CONF_DIR=${d.dir} holds neither core-site.xml nor hdfs-site.xml: point it at the cluster's client config, or unset it`,
+  'hadoop-include-no-href': (d) => `${d.file} (HADOOP_CONF_DIR) has an xi:include without href: give it one`,
+  'hadoop-include-too-deep': (d) =>
+    `${d.file} (HADOOP_CONF_DIR): xi:include of ${d.href} is ${d.depth} includes deep: a loop of files?`,
+  'hadoop-include-too-many': (d) =>
+    `${d.file} (HADOOP_CONF_DIR): more than ${d.limit} xi:includes read (at ${d.href}): files including each other over and over? Include each file once`,
+  'hadoop-include-url': (d) =>
+    `${d.file} (HADOOP_CONF_DIR): xi:include of ${d.href}: only files are read, not URLs; copy it into a file`,
+  'hadoop-include-unreadable': (d) =>
+    `${d.file} (HADOOP_CONF_DIR): xi:include of ${d.href} cannot be read (${d.error}) and has no xi:fallback: fix the href or add <xi:fallback/>`,
+  'hadoop-name-node-address': (d) =>
+    `hdfs-site.xml (HADOOP_CONF_DIR) lists name node '${d.nameNode}' of '${d.nameService}' but neither ${d.key}.${d.nameService}.${d.nameNode} nor dfs.namenode.rpc-address.${d.nameService}.${d.nameNode}`,
   unclassified: (d) => d.message,
 };
 

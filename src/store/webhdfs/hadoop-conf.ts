@@ -54,9 +54,7 @@ export class HadoopConf {
     const prop = this.props.get(name);
     if (prop === undefined) return undefined;
     const unbound = (v: string) =>
-      new UsageError(
-        `${prop.file} (HADOOP_CONF_DIR): ${name} is '${prop.value}', and nothing defines '\${${v}}' (no property, no environment variable for \${env.NAME}, not user.name or user.home): define it there or write the value out`,
-      );
+      new UsageError({ reason: 'hadoop-conf-unbound', file: prop.file, name, value: prop.value, variable: v });
     let value = prop.value;
     for (let n = 0; n < MAX_SUBST; n++) {
       const m = VARIABLE.exec(value);
@@ -68,9 +66,13 @@ export class HadoopConf {
       if (found.includes(m[0])) throw unbound(v);
       value = value.slice(0, m.index) + found + value.slice(m.index + m[0].length);
     }
-    throw new UsageError(
-      `${prop.file} (HADOOP_CONF_DIR): ${name} needs more than ${MAX_SUBST} \${…} substitutions ('${prop.value}'): a loop of properties naming each other? Write the value out`,
-    );
+    throw new UsageError({
+      reason: 'hadoop-conf-substitution-loop',
+      file: prop.file,
+      name,
+      value: prop.value,
+      limit: MAX_SUBST,
+    });
   }
 
   /** A variable's value: the environment for env.*, else a Java system property, else another property (raw). */
@@ -134,7 +136,7 @@ async function readFileInto(r: Reading, file: string, depth: number, optional: b
   try {
     doc = r.parser.parse(text);
   } catch (e) {
-    throw new UsageError(`${file} (HADOOP_CONF_DIR) is not valid XML: ${(e as Error).message.split('\n')[0]}`);
+    throw new UsageError({ reason: 'hadoop-conf-not-xml', file, error: (e as Error).message.split('\n')[0]! });
   }
   const root = doc.find((n) => elementName(n) === 'configuration');
   if (root) await readElements(r, root.configuration as Node[], file, depth);
@@ -164,24 +166,17 @@ function setProperty(r: Reading, children: Node[], attrs: Record<string, string>
 
 async function include(r: Reading, children: Node[], attrs: Record<string, string>, file: string, depth: number) {
   const href = attrs.href;
-  if (!href) throw new UsageError(`${file} (HADOOP_CONF_DIR) has an xi:include without href: give it one`);
+  if (!href) throw new UsageError({ reason: 'hadoop-include-no-href', file });
   const target = href.startsWith('file:')
     ? fileURLToPath(href)
     : path.isAbsolute(href)
       ? href
       : path.join(path.dirname(file), href);
-  if (depth >= MAX_INCLUDE_DEPTH)
-    throw new UsageError(
-      `${file} (HADOOP_CONF_DIR): xi:include of ${href} is ${depth} includes deep: a loop of files?`,
-    );
+  if (depth >= MAX_INCLUDE_DEPTH) throw new UsageError({ reason: 'hadoop-include-too-deep', file, href, depth });
   if (++r.includes > MAX_INCLUDES)
-    throw new UsageError(
-      `${file} (HADOOP_CONF_DIR): more than ${MAX_INCLUDES} xi:includes read (at ${href}): files including each other over and over? Include each file once`,
-    );
+    throw new UsageError({ reason: 'hadoop-include-too-many', file, href, limit: MAX_INCLUDES });
   if (/^[a-z][a-z0-9+.-]*:/i.test(href) && !href.startsWith('file:'))
-    throw new UsageError(
-      `${file} (HADOOP_CONF_DIR): xi:include of ${href}: only files are read, not URLs; copy it into a file`,
-    );
+    throw new UsageError({ reason: 'hadoop-include-url', file, href });
   let failure: Error;
   try {
     await readFileInto(r, target, depth + 1, false);
@@ -192,9 +187,12 @@ async function include(r: Reading, children: Node[], attrs: Record<string, strin
   }
   const fallback = children.find((c) => elementName(c) === 'fallback');
   if (!fallback)
-    throw new UsageError(
-      `${file} (HADOOP_CONF_DIR): xi:include of ${href} cannot be read (${failure.message.split('\n')[0]}) and has no xi:fallback: fix the href or add <xi:fallback/>`,
-    );
+    throw new UsageError({
+      reason: 'hadoop-include-unreadable',
+      file,
+      href,
+      error: failure.message.split('\n')[0]!,
+    });
   await readElements(r, fallback.fallback as Node[], file, depth);
 }
 
@@ -218,13 +216,10 @@ export async function readHadoopConf(dir: string, env: HadoopConfEnv = {}): Prom
       if (await readFileInto(r, file, 0, true)) found++;
     } catch (e) {
       if (e instanceof UsageError) throw e;
-      throw new UsageError(`cannot read ${file} (HADOOP_CONF_DIR): ${(e as Error).message}`);
+      throw new UsageError({ reason: 'hadoop-conf-unreadable', file, error: (e as Error).message });
     }
   }
-  if (found === 0)
-    throw new UsageError(
-      `HADOOP_CONF_DIR=${dir} holds neither core-site.xml nor hdfs-site.xml: point it at the cluster's client config, or unset it`,
-    );
+  if (found === 0) throw new UsageError({ reason: 'hadoop-conf-empty', dir });
   return new HadoopConf(r.props, env);
 }
 
@@ -270,9 +265,7 @@ export function webHdfsUrls(conf: HadoopConf, authority: string, tls: boolean): 
       const http =
         address(conf.get(`${key}.${authority}.${nn}`), hostOf(rpc)) ?? (rpc ? `${hostOf(rpc)}:${port}` : null);
       if (!http)
-        throw new UsageError(
-          `hdfs-site.xml (HADOOP_CONF_DIR) lists name node '${nn}' of '${authority}' but neither ${key}.${authority}.${nn} nor dfs.namenode.rpc-address.${authority}.${nn}`,
-        );
+        throw new UsageError({ reason: 'hadoop-name-node-address', nameNode: nn, nameService: authority, key });
       return `${scheme}://${http}`;
     });
     return urls;
