@@ -283,6 +283,37 @@ export type UsageDetail =
       readonly nameService: string;
       readonly key: string;
     }
+  // stage into a job: --partition values and the names of the files staged.
+  /** A --partition value other than the job's static one for that column (`staticValue`). */
+  | {
+      readonly reason: 'partition-differs-static';
+      readonly column: string;
+      readonly value: string;
+      readonly staticValue: string;
+    }
+  | { readonly reason: 'partition-column-extra'; readonly column: string; readonly columns: readonly string[] }
+  | {
+      readonly reason: 'partition-column-order';
+      readonly column: string;
+      readonly expected: string;
+      readonly columns: readonly string[];
+    }
+  /** Files staged without values for these partition columns. */
+  | { readonly reason: 'partition-values-missing'; readonly columns: readonly string[] }
+  /** A name holding a segment that starts with the temp files' prefix. */
+  | { readonly reason: 'file-name-reserved'; readonly name: string; readonly prefix: string }
+  /** A writer's marker, or a name under the job's own success file: never committed. */
+  | { readonly reason: 'file-name-marker'; readonly name: string; readonly successFile: string }
+  | { readonly reason: 'file-name-twice'; readonly name: string }
+  | { readonly reason: 'nothing-to-stage' }
+  /** stage DIR: a dir that is a partition (`column`) deeper than the job's partition columns. */
+  | {
+      readonly reason: 'tree-partition-extra';
+      readonly dir: string;
+      readonly column: string;
+      readonly depth: number;
+      readonly columns: readonly string[];
+    }
   /** Not yet given a reason of its own: the message as it was written. */
   | { readonly reason: 'unclassified'; readonly message: string };
 
@@ -496,6 +527,22 @@ const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } 
     `${d.file} (HADOOP_CONF_DIR): xi:include of ${d.href} cannot be read (${d.error}) and has no xi:fallback: fix the href or add <xi:fallback/>`,
   'hadoop-name-node-address': (d) =>
     `hdfs-site.xml (HADOOP_CONF_DIR) lists name node '${d.nameNode}' of '${d.nameService}' but neither ${d.key}.${d.nameService}.${d.nameNode} nor dfs.namenode.rpc-address.${d.nameService}.${d.nameNode}`,
+  'partition-differs-static': (d) =>
+    `--partition ${d.column}=${d.value} differs from the job's static partition ${d.column}=${d.staticValue}`,
+  'partition-column-extra': (d) =>
+    `--partition ${d.column}: the job has no more partition columns (${d.columns.join(', ') || 'none'})`,
+  'partition-column-order': (d) =>
+    `--partition ${d.column}: expected column '${d.expected}' next (partition columns: ${d.columns.join(', ')})`,
+  'partition-values-missing': (d) =>
+    `files need a value for partition column(s) ${d.columns.join(', ')}: add --partition ${d.columns[0]}=VALUE`,
+  'file-name-reserved': (d) =>
+    `file name '${d.name}': names starting with '${d.prefix}' are reserved for temp files and never committed; rename it`,
+  'file-name-marker': (d) =>
+    `file name '${d.name}': a writer's marker (_SUCCESS, _started_*, _committed_*, their .crc), or under the job's own '${d.successFile}': it would never be committed; rename it`,
+  'file-name-twice': (d) => `two staged files have the same name '${d.name}': give each file once`,
+  'nothing-to-stage': () => 'nothing to stage: give FILE… (or - with --name for stdin), or --print-path',
+  'tree-partition-extra': (d) =>
+    `dir '${d.dir}' is a partition of column '${d.column}' at depth ${d.depth}, but the job's partition columns are ${d.columns.join(', ') || 'none'}: lay the tree out as ${[...d.columns.map((c) => `${c}=…`), 'FILE'].join('/')} (after the --partition values given); nothing was staged`,
   unclassified: (d) => d.message,
 };
 

@@ -62,27 +62,23 @@ export function taskPartitionPath(job: JobManifest, given: readonly PartitionVal
     const s = job.staticPartition.find((p) => p.column === g.column);
     if (s) {
       if (g.value !== s.value)
-        throw new UsageError(
-          `--partition ${g.column}=${g.value} differs from the job's static partition ${s.column}=${s.value}`,
-        );
+        throw new UsageError({
+          reason: 'partition-differs-static',
+          column: g.column,
+          value: g.value,
+          staticValue: s.value,
+        });
       continue;
     }
     const col = cols[values.length];
-    if (col === undefined)
-      throw new UsageError(
-        `--partition ${g.column}: the job has no more partition columns (${cols.join(', ') || 'none'})`,
-      );
+    if (col === undefined) throw new UsageError({ reason: 'partition-column-extra', column: g.column, columns: cols });
     if (g.column !== col)
-      throw new UsageError(
-        `--partition ${g.column}: expected column '${col}' next (partition columns: ${cols.join(', ')})`,
-      );
+      throw new UsageError({ reason: 'partition-column-order', column: g.column, expected: col, columns: cols });
     values.push(g);
   }
   if (needFull && values.length < cols.length) {
     const missing = cols.slice(values.length);
-    throw new UsageError(
-      `files need a value for partition column(s) ${missing.join(', ')}: add --partition ${missing[0]}=VALUE`,
-    );
+    throw new UsageError({ reason: 'partition-values-missing', columns: missing });
   }
   return partitionPath(values);
 }
@@ -121,22 +117,17 @@ async function stageInto(
   if (input.tree) for (const n of names) checkTreeFile(job, part ? `${part}/${n}` : n);
   const reserved = names.find((n) => n.split('/').some(isTempName));
   if (reserved !== undefined)
-    throw new UsageError(
-      `file name '${reserved}': names starting with '${TEMP_PREFIX}' are reserved for temp files and never committed; rename it`,
-    );
+    throw new UsageError({ reason: 'file-name-reserved', name: reserved, prefix: TEMP_PREFIX });
   // What commit-task leaves out as a writer's marker, or refuses as the job's own (`_SUCCESS/…` at the top), would
   // never appear.
   const full = names.map((n) => (part ? `${part}/${n}` : n));
   const markerName = full.find((n) => isWriterMarker(posix.basename(n)) || n.startsWith(`${SUCCESS_FILE}/`));
   if (markerName !== undefined)
-    throw new UsageError(
-      `file name '${markerName}': a writer's marker (_SUCCESS, _started_*, _committed_*, their .crc), or under the job's own '${SUCCESS_FILE}': it would never be committed; rename it`,
-    );
+    throw new UsageError({ reason: 'file-name-marker', name: markerName, successFile: SUCCESS_FILE });
   const seen = new Set<string>();
   const twice = names.find((n) => seen.size === seen.add(n).size);
-  if (twice !== undefined) throw new UsageError(`two staged files have the same name '${twice}': give each file once`);
-  if (input.files.length === 0 && !input.printPath)
-    throw new UsageError('nothing to stage: give FILE… (or - with --name for stdin), or --print-path');
+  if (twice !== undefined) throw new UsageError({ reason: 'file-name-twice', name: twice });
+  if (input.files.length === 0 && !input.printPath) throw new UsageError({ reason: 'nothing-to-stage' });
 
   const taskAttempt = taskAttemptName(job.jobId, task, attempt);
   const decision = await readDecision(store, layout, job.appAttempt, taskAttempt, job);
@@ -241,9 +232,13 @@ function checkTreeFile(job: JobManifest, rel: string): void {
   const extra = dirs.findIndex((d, i) => i >= job.partitionBy.length && PARTITION_DIR.test(d));
   if (extra < 0) return;
   const col = PARTITION_DIR.exec(dirs[extra]!)![1]!;
-  throw new UsageError(
-    `dir '${dirs.slice(0, extra + 1).join('/')}' is a partition of column '${col}' at depth ${extra + 1}, but the job's partition columns are ${job.partitionBy.join(', ') || 'none'}: lay the tree out as ${[...job.partitionBy.map((c) => `${c}=…`), 'FILE'].join('/')} (after the --partition values given); nothing was staged`,
-  );
+  throw new UsageError({
+    reason: 'tree-partition-extra',
+    dir: dirs.slice(0, extra + 1).join('/'),
+    column: col,
+    depth: extra + 1,
+    columns: job.partitionBy,
+  });
 }
 
 /**
