@@ -83,12 +83,17 @@ export function loadConfig(
     const v = raw[key];
     if (v === undefined) return DEFAULTS[key];
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 1)
-      throw new UsageError(`config ${where(key)}: '${key}' must be a positive whole number`);
+      throw new UsageError({ reason: 'config-value-invalid', file: where(key), key, must: 'a positive whole number' });
     return v;
   };
   const stagingRoot = raw.stagingRoot;
   if (stagingRoot !== undefined && typeof stagingRoot !== 'string')
-    throw new UsageError(`config ${where('stagingRoot')}: 'stagingRoot' must be a path or URI`);
+    throw new UsageError({
+      reason: 'config-value-invalid',
+      file: where('stagingRoot'),
+      key: 'stagingRoot',
+      must: 'a path or URI',
+    });
   return {
     stagingRoot,
     concurrency: num('concurrency'),
@@ -105,20 +110,21 @@ function readLayer(file: string, required: boolean): Record<string, unknown> | n
     text = readFileSync(file, 'utf8');
   } catch (e) {
     if (!required && (e as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    const hint = required
-      ? 'fix the path or leave out --config (and STAGECOMMIT_CONFIG)'
-      : 'fix its permissions or remove it';
-    throw new UsageError(`cannot read config ${file}: ${(e as Error).message.split('\n')[0]}; ${hint}`);
+    throw new UsageError({
+      reason: 'config-unreadable',
+      file,
+      error: (e as Error).message.split('\n')[0]!,
+      given: required,
+    });
   }
   let doc: unknown;
   try {
     doc = yamlLib().parse(text);
   } catch (e) {
-    throw new UsageError(`config ${file} is not valid YAML: ${(e as Error).message.split('\n')[0]}`);
+    throw new UsageError({ reason: 'config-not-yaml', file, error: (e as Error).message.split('\n')[0]! });
   }
   if (doc === null || doc === undefined) return {};
-  if (typeof doc !== 'object' || Array.isArray(doc))
-    throw new UsageError(`config ${file} is not a YAML mapping: see the README for its keys`);
+  if (typeof doc !== 'object' || Array.isArray(doc)) throw new UsageError({ reason: 'config-not-mapping', file });
   return doc as Record<string, unknown>;
 }
 
@@ -129,10 +135,14 @@ function checkKeys(doc: Record<string, unknown>, known: Record<string, unknown>,
     if (spec === undefined) {
       const names = Object.keys(known);
       const near = closest(key, names);
-      const hint = near
-        ? `did you mean '${prefix}${near}'?`
-        : `the known keys${prefix ? ` of '${prefix.slice(0, -1)}'` : ''} are ${names.join(', ')}`;
-      throw new UsageError(`config ${file}: unknown key '${prefix}${key}': ${hint}`);
+      throw new UsageError({
+        reason: 'config-key-unknown',
+        file,
+        key: `${prefix}${key}`,
+        section: prefix ? prefix.slice(0, -1) : null,
+        near: near ? `${prefix}${near}` : null,
+        known: names,
+      });
     }
     if (typeof spec === 'object' && value !== null && typeof value === 'object' && !Array.isArray(value)) {
       checkKeys(value as Record<string, unknown>, spec as Record<string, unknown>, `${prefix}${key}.`, file);

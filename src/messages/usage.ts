@@ -314,6 +314,43 @@ export type UsageDetail =
       readonly depth: number;
       readonly columns: readonly string[];
     }
+  // commit-task: what the attempt holds.
+  /** A task file named as the job's own success marker, or under it. */
+  | { readonly reason: 'task-file-success-name'; readonly path: string; readonly successFile: string }
+  | { readonly reason: 'attempt-success-dir'; readonly taskAttempt: string; readonly successFile: string }
+  /** The writer wrote a file at the attempt dir's path (`dir`), not under it. */
+  | { readonly reason: 'attempt-dir-is-file'; readonly taskAttempt: string; readonly dir: string }
+  /** A symbolic link (`symlink`), or a pipe, socket, device or S3 dir key with bytes. */
+  | {
+      readonly reason: 'attempt-not-regular-file';
+      readonly taskAttempt: string;
+      readonly name: string;
+      readonly symlink: boolean;
+    }
+  | { readonly reason: 'attempt-name-not-utf8'; readonly taskAttempt: string; readonly name: string }
+  /** Never staged in this app attempt (`olderOutput`: its files from an earlier one, or null). */
+  | {
+      readonly reason: 'attempt-not-staged';
+      readonly taskAttempt: string;
+      readonly appAttempt: number;
+      readonly olderOutput: string | null;
+    }
+  // The CLI's config files (`file`: the one at fault).
+  /** A config file that cannot be read (`given`: named by --config or STAGECOMMIT_CONFIG). */
+  | { readonly reason: 'config-unreadable'; readonly file: string; readonly error: string; readonly given: boolean }
+  | { readonly reason: 'config-not-yaml'; readonly file: string; readonly error: string }
+  | { readonly reason: 'config-not-mapping'; readonly file: string }
+  /** A key of no such name (`section`: the mapping it is in; `near`: the closest known key, or null). */
+  | {
+      readonly reason: 'config-key-unknown';
+      readonly file: string;
+      readonly key: string;
+      readonly section: string | null;
+      readonly near: string | null;
+      readonly known: readonly string[];
+    }
+  /** A value of the wrong form (`must`: what it must be, "a positive whole number"). */
+  | { readonly reason: 'config-value-invalid'; readonly file: string; readonly key: string; readonly must: string }
   /** Not yet given a reason of its own: the message as it was written. */
   | { readonly reason: 'unclassified'; readonly message: string };
 
@@ -543,6 +580,25 @@ const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } 
   'nothing-to-stage': () => 'nothing to stage: give FILE… (or - with --name for stdin), or --print-path',
   'tree-partition-extra': (d) =>
     `dir '${d.dir}' is a partition of column '${d.column}' at depth ${d.depth}, but the job's partition columns are ${d.columns.join(', ') || 'none'}: lay the tree out as ${[...d.columns.map((c) => `${c}=…`), 'FILE'].join('/')} (after the --partition values given); nothing was staged`,
+  'task-file-success-name': (d) =>
+    `task file '${d.path}' would collide with the job's own marker '${d.successFile}': rename it`,
+  'attempt-success-dir': (d) =>
+    `${d.taskAttempt} holds a directory '${d.successFile}', which would collide with the job's own marker '${d.successFile}': remove it and run commit-task again (nothing was committed)`,
+  'attempt-dir-is-file': (d) =>
+    `${d.taskAttempt}'s dir ${d.dir} is a file: the writer wrote its output at the path --print-path gave, not under it; move it under that path (e.g. ${d.dir}/part-00000) and run commit-task again (nothing was committed)`,
+  'attempt-not-regular-file': (d) =>
+    `${d.taskAttempt} holds '${d.name}', which is not a regular file (${d.symlink ? 'a symbolic link' : "a pipe, socket or device; on S3, a key ending in '/' that holds bytes"}): a task's output is files only; remove it and run commit-task again (nothing was committed)`,
+  'attempt-name-not-utf8': (d) =>
+    `${d.taskAttempt} holds a name that is not valid UTF-8 (read as '${d.name}'): rename it in UTF-8 and run commit-task again (nothing was committed)`,
+  'attempt-not-staged': (d) =>
+    `${d.taskAttempt} was never staged in app attempt ${d.appAttempt}${d.appAttempt > 0 ? ' (recover started it)' : ''}: nothing was committed${d.olderOutput !== null ? `; its files are in ${d.olderOutput}, left from an earlier app attempt: stage them again` : '; stage its files, or --print-path for a writer, first'}`,
+  'config-unreadable': (d) =>
+    `cannot read config ${d.file}: ${d.error}; ${d.given ? 'fix the path or leave out --config (and STAGECOMMIT_CONFIG)' : 'fix its permissions or remove it'}`,
+  'config-not-yaml': (d) => `config ${d.file} is not valid YAML: ${d.error}`,
+  'config-not-mapping': (d) => `config ${d.file} is not a YAML mapping: see the README for its keys`,
+  'config-key-unknown': (d) =>
+    `config ${d.file}: unknown key '${d.key}': ${d.near !== null ? `did you mean '${d.near}'?` : `the known keys${d.section !== null ? ` of '${d.section}'` : ''} are ${d.known.join(', ')}`}`,
+  'config-value-invalid': (d) => `config ${d.file}: '${d.key}' must be ${d.must}`,
   unclassified: (d) => d.message,
 };
 

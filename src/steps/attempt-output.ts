@@ -23,7 +23,7 @@ import type { StepEnv } from './env.js';
 export function checkTaskFile(job: JobManifest, path: string, prefix: string, pathsChecked = false): void {
   if (!pathsChecked) checkRelativePath(path, 'task file');
   if (path === SUCCESS_FILE || path.startsWith(`${SUCCESS_FILE}/`))
-    throw new UsageError(`task file '${path}' would collide with the job's own marker '${SUCCESS_FILE}': rename it`);
+    throw new UsageError({ reason: 'task-file-success-name', path, successFile: SUCCESS_FILE });
   partitionOfFile(path, job.partitionBy, prefix);
 }
 
@@ -147,24 +147,19 @@ async function checkOnlyFiles(a: AttemptContext, listing: AttemptListing): Promi
   const attemptDir = attemptDirOf(a);
   const { dir, success, others } = listing;
   if (success?.kind === 'dir') {
-    throw new UsageError(
-      `${taskAttempt} holds a directory '${SUCCESS_FILE}', which would collide with the job's own marker '${SUCCESS_FILE}': remove it and run commit-task again (nothing was committed)`,
-    );
+    throw new UsageError({ reason: 'attempt-success-dir', taskAttempt, successFile: SUCCESS_FILE });
   }
   if (dir !== null && dir.kind !== 'dir') {
-    throw new UsageError(
-      `${taskAttempt}'s dir ${store.toUri(attemptDir)} is a file: the writer wrote its output at the path --print-path gave, not under it; move it under that path (e.g. ${store.toUri(attemptDir)}/part-00000) and run commit-task again (nothing was committed)`,
-    );
+    throw new UsageError({ reason: 'attempt-dir-is-file', taskAttempt, dir: store.toUri(attemptDir) });
   }
   await checkNamesRoundTrip(store, attemptDir, listing.replaced, taskAttempt);
   if (others.length) {
-    const what =
-      others[0]!.kind === 'symlink'
-        ? 'a symbolic link'
-        : "a pipe, socket or device; on S3, a key ending in '/' that holds bytes";
-    throw new UsageError(
-      `${taskAttempt} holds '${others[0]!.name}', which is not a regular file (${what}): a task's output is files only; remove it and run commit-task again (nothing was committed)`,
-    );
+    throw new UsageError({
+      reason: 'attempt-not-regular-file',
+      taskAttempt,
+      name: others[0]!.name,
+      symlink: others[0]!.kind === 'symlink',
+    });
   }
 }
 
@@ -186,10 +181,7 @@ async function checkNamesRoundTrip(
     (await mapLimit(names, 8, async (n) => ((await store.stat(posix.join(attemptDir, n))) === null ? n : null))).find(
       (n) => n !== null,
     );
-  if (missing)
-    throw new UsageError(
-      `${taskAttempt} holds a name that is not valid UTF-8 (read as '${missing}'): rename it in UTF-8 and run commit-task again (nothing was committed)`,
-    );
+  if (missing) throw new UsageError({ reason: 'attempt-name-not-utf8', taskAttempt, name: missing });
 }
 
 /** Why an attempt has no dir: aborted (its decision says so), or never staged in this app attempt. */
@@ -199,12 +191,12 @@ async function notStaged({ env, layout, job, task, taskAttempt }: AttemptContext
   const aborted = await readDecision(store, layout, app, taskAttempt, job);
   if (aborted?.outcome === 'abort') return abortedError(taskAttempt, aborted);
   const older = await olderOutput(store, layout, job.jobId, task, app);
-  const where = older
-    ? `; its files are in ${store.toUri(older)}, left from an earlier app attempt: stage them again`
-    : '; stage its files, or --print-path for a writer, first';
-  return new UsageError(
-    `${taskAttempt} was never staged in app attempt ${app}${app > 0 ? ' (recover started it)' : ''}: nothing was committed${where}`,
-  );
+  return new UsageError({
+    reason: 'attempt-not-staged',
+    taskAttempt,
+    appAttempt: app,
+    olderOutput: older ? store.toUri(older) : null,
+  });
 }
 
 /**
