@@ -351,6 +351,17 @@ export type UsageDetail =
     }
   /** A value of the wrong form (`must`: what it must be, "a positive whole number"). */
   | { readonly reason: 'config-value-invalid'; readonly file: string; readonly key: string; readonly must: string }
+  /** `stagecommit stage` given arguments that do not go together, or too few (`problem`: which). */
+  | {
+      readonly reason: 'stage-arguments';
+      readonly problem:
+        | 'new-job-extras'
+        | 'name-without-stdin'
+        | 'stdin-twice'
+        | 'print-path-with-files'
+        | 'stdin-without-name'
+        | 'no-target-or-task';
+    }
   /** Not yet given a reason of its own: the message as it was written. */
   | { readonly reason: 'unclassified'; readonly message: string };
 
@@ -393,6 +404,16 @@ function uriMissingSlashes(d: Of<'uri-missing-slashes'>): string {
     : 'HOST:PORT/path (or hdfs:///path for the default file system)';
   return `'${d.uri}' looks like a ${d.scheme} URI missing its '//': write ${d.scheme}://${form}`;
 }
+
+const STAGE_ARGUMENTS: { readonly [P in Of<'stage-arguments'>['problem']]: string } = {
+  'new-job-extras':
+    'stage --target starts a new job and takes no --job, --task or files: stage files in a second call with --job',
+  'name-without-stdin': '--name names the data read from stdin: give FILE - as well',
+  'stdin-twice': 'stdin (-) can be read once per call',
+  'print-path-with-files': '--print-path takes no files: either print the dir or stage files',
+  'stdin-without-name': 'reading stdin (FILE -) needs --name NAME for the file it becomes',
+  'no-target-or-task': 'stage needs --target URI (new job) or --job JOB --task T (task files)',
+};
 
 /** One message per reason: a reason without one fails to compile. */
 const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } = {
@@ -599,6 +620,7 @@ const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } 
   'config-key-unknown': (d) =>
     `config ${d.file}: unknown key '${d.key}': ${d.near !== null ? `did you mean '${d.near}'?` : `the known keys${d.section !== null ? ` of '${d.section}'` : ''} are ${d.known.join(', ')}`}`,
   'config-value-invalid': (d) => `config ${d.file}: '${d.key}' must be ${d.must}`,
+  'stage-arguments': (d) => STAGE_ARGUMENTS[d.problem],
   unclassified: (d) => d.message,
 };
 

@@ -26,9 +26,7 @@ interface StageFlags {
 
 async function newJob(rt: Runtime, o: StageFlags, files: string[]): Promise<void> {
   if (o.job !== undefined || o.task !== undefined || files.length) {
-    throw new UsageError(
-      'stage --target starts a new job and takes no --job, --task or files: stage files in a second call with --job',
-    );
+    throw new UsageError({ reason: 'stage-arguments', problem: 'new-job-extras' });
   }
   // The [files] flags (--attempt, --name, --print-path) are no options of a new job.
   const { job: _j, task: _t, attempt: _a, name: _n, printPath: _p, ...flags } = o;
@@ -53,20 +51,20 @@ function stagedMessage(r: Awaited<ReturnType<typeof stage>>): string {
 /** FILE arguments → files for the API: paths, or stdin once under --name. */
 function filesOf(ctx: CliContext, files: string[], o: StageFlags): FileSource[] {
   if (o.name !== undefined && !files.includes('-'))
-    throw new UsageError('--name names the data read from stdin: give FILE - as well');
-  if (files.filter((f) => f === '-').length > 1) throw new UsageError('stdin (-) can be read once per call');
+    throw new UsageError({ reason: 'stage-arguments', problem: 'name-without-stdin' });
+  if (files.filter((f) => f === '-').length > 1)
+    throw new UsageError({ reason: 'stage-arguments', problem: 'stdin-twice' });
   if (o.printPath && files.length)
-    throw new UsageError('--print-path takes no files: either print the dir or stage files');
+    throw new UsageError({ reason: 'stage-arguments', problem: 'print-path-with-files' });
   return files.map((f) => {
     if (f !== '-') return f;
-    if (!o.name) throw new UsageError('reading stdin (FILE -) needs --name NAME for the file it becomes');
+    if (!o.name) throw new UsageError({ reason: 'stage-arguments', problem: 'stdin-without-name' });
     return { name: o.name, stream: ctx.stdin as never };
   });
 }
 
 async function taskFiles(rt: Runtime, o: StageFlags, files: string[]): Promise<void> {
-  if (o.task === undefined)
-    throw new UsageError('stage needs --target URI (new job) or --job JOB --task T (task files)');
+  if (o.task === undefined) throw new UsageError({ reason: 'stage-arguments', problem: 'no-target-or-task' });
   const attempt = { job: rt.job(o.job), task: o.task, attempt: o.attempt, partition: o.partition };
   const list = filesOf(rt.ctx, files, o);
   const r = o.printPath
