@@ -25,8 +25,7 @@ export interface AbortDoc extends AbortResult {
 }
 
 function input(o: AbortOptions, path: string) {
-  if (o.attempt !== undefined && o.task === undefined)
-    throw new UsageError('--attempt needs --task: it names one attempt of one task');
+  if (o.attempt !== undefined && o.task === undefined) throw new UsageError({ reason: 'attempt-without-task' });
   return { stagingPath: path, task: o.task === undefined ? undefined : String(o.task), attempt: o.attempt };
 }
 

@@ -41,9 +41,7 @@ export const adopt = operation('adopt', ADOPT_OPTIONS, async (s: Session, o: Ado
   if (o.target !== undefined) {
     const t = await s.location(o.target);
     if (storeKey(t.uri) !== storeKey(loc.uri))
-      throw new UsageError(
-        `--target ${o.target} is not on the leftover's store (${storeKey(loc.uri)}): adopting moves no data between stores`,
-      );
+      throw new UsageError({ reason: 'adopt-target-other-store', target: o.target, store: storeKey(loc.uri) });
     targetPath = t.path;
   }
   const stagingRoot = s.config.stagingRoot ? (await s.location(s.config.stagingRoot)).path : undefined;

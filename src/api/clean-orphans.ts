@@ -41,8 +41,7 @@ const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
 
 export function parseDuration(raw: string): number {
   const m = /^(\d+)([smhd])$/.exec(raw.trim());
-  if (!m)
-    throw new UsageError(`invalid --older-than '${raw}': give a number and a unit s, m, h or d (e.g. 90m, 36h, 7d)`);
+  if (!m) throw new UsageError({ reason: 'duration-invalid', duration: raw });
   return Number(m[1]) * UNITS[m[2]!]! * 1000;
 }
 
@@ -51,14 +50,11 @@ export const cleanOrphans = operation(
   CLEAN_ORPHANS_OPTIONS,
   async (s: Session, o: CleanOrphansOptions): Promise<CleanOrphansDoc> => {
     const olderThanMs = parseDuration(o.olderThan ?? '24h');
-    if (o.roots.length === 0) throw new UsageError('clean-orphans needs at least one root directory to scan');
-    if (o.deleteUnpublished && !o.delete)
-      throw new UsageError(
-        '--delete-unpublished removes leftovers only together with --delete: add --delete, or leave it out for a dry run',
-      );
+    if (o.roots.length === 0) throw new UsageError({ reason: 'no-roots', op: 'clean-orphans' });
+    if (o.deleteUnpublished && !o.delete) throw new UsageError({ reason: 'delete-unpublished-alone' });
     const locs = await Promise.all(o.roots.map((r) => s.location(r, false)));
     if (new Set(locs.map((l) => storeKey(l.uri))).size > 1)
-      throw new UsageError('the roots are on different stores: run clean-orphans once per store');
+      throw new UsageError({ reason: 'roots-on-stores', op: 'clean-orphans' });
     const r = await cleanOrphansStep(s.stepEnv(locs[0]!.store), {
       roots: locs.map((l) => l.path),
       olderThanMs,

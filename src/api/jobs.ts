@@ -16,9 +16,9 @@ const JOBS_OPTIONS: OptionTable<JobsOptions> = { uris: required(texts) };
 export type JobsDoc = JobsResult;
 
 export const jobs = operation('jobs', JOBS_OPTIONS, async (s: Session, o: JobsOptions): Promise<JobsDoc> => {
-  if (o.uris.length === 0) throw new UsageError('jobs needs a table or a staging root to list');
+  if (o.uris.length === 0) throw new UsageError({ reason: 'no-roots', op: 'jobs' });
   const locs = await Promise.all(o.uris.map((u) => s.location(u)));
   if (new Set(locs.map((l) => storeKey(l.uri))).size > 1)
-    throw new UsageError('the URIs are on different stores: run jobs once per store');
+    throw new UsageError({ reason: 'roots-on-stores', op: 'jobs' });
   return listJobs(s.stepEnv(locs[0]!.store), { paths: locs.map((l) => l.path) });
 });

@@ -65,10 +65,7 @@ export class Session {
 
   /** The job a handle names (what `stage` returned as `handle`). */
   async job(handle: string | undefined): Promise<Location> {
-    if (!handle)
-      throw new UsageError(
-        "no job given: pass --job HANDLE (what 'stagecommit stage --target …' printed) or set STAGECOMMIT_JOB",
-      );
+    if (!handle) throw new UsageError({ reason: 'no-job-given' });
     return this.location(handle);
   }
 

@@ -362,6 +362,41 @@ export type UsageDetail =
         | 'stdin-without-name'
         | 'no-target-or-task';
     }
+  // Other commands' options and roots.
+  | { readonly reason: 'duration-invalid'; readonly duration: string }
+  /** `op` (jobs, clean-orphans) given nothing to look at. */
+  | { readonly reason: 'no-roots'; readonly op: 'jobs' | 'clean-orphans' }
+  | { readonly reason: 'roots-on-stores'; readonly op: 'jobs' | 'clean-orphans' }
+  | { readonly reason: 'delete-unpublished-alone' }
+  /** clean-orphans' roots that are no directories, each with its problem. */
+  | {
+      readonly reason: 'roots-invalid';
+      readonly roots: readonly {
+        readonly root: string;
+        readonly problem: 'missing' | 'symlink' | 'file' | 'not-dir';
+      }[];
+    }
+  | { readonly reason: 'jobs-root-invalid'; readonly root: string; readonly problem: 'missing' | 'not-dir' }
+  /** hdfs://HOST:PORT naming the name node's RPC port (`why`: how it was told), not its HTTP one. */
+  | {
+      readonly reason: 'name-node-rpc-port';
+      readonly hostPort: string;
+      readonly why: string;
+      readonly host: string;
+      readonly httpPort: number;
+    }
+  /** A rerun of stage --job-id whose parameters differ from the job's (`diff`: which, as shown). */
+  | {
+      readonly reason: 'rerun-other-parameters';
+      readonly jobId: string;
+      readonly stagingDir: string;
+      readonly diff: string;
+    }
+  /** A task outside --tasks (`what`: what was not done, "committed"). */
+  | { readonly reason: 'task-not-declared'; readonly task: string; readonly tasks: number; readonly what: string }
+  | { readonly reason: 'no-job-given' }
+  | { readonly reason: 'adopt-target-other-store'; readonly target: string; readonly store: string }
+  | { readonly reason: 'attempt-without-task' }
   /** Not yet given a reason of its own: the message as it was written. */
   | { readonly reason: 'unclassified'; readonly message: string };
 
@@ -414,6 +449,19 @@ const STAGE_ARGUMENTS: { readonly [P in Of<'stage-arguments'>['problem']]: strin
   'stdin-without-name': 'reading stdin (FILE -) needs --name NAME for the file it becomes',
   'no-target-or-task': 'stage needs --target URI (new job) or --job JOB --task T (task files)',
 };
+
+function badRoot(r: Of<'roots-invalid'>['roots'][number]): string {
+  switch (r.problem) {
+    case 'missing':
+      return `the root ${r.root} does not exist`;
+    case 'symlink':
+      return `the root ${r.root} is a symbolic link, which clean-orphans never follows (give the directory it points to)`;
+    case 'file':
+      return `the root ${r.root} is a file`;
+    case 'not-dir':
+      return `the root ${r.root} is not a directory`;
+  }
+}
 
 /** One message per reason: a reason without one fails to compile. */
 const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } = {
@@ -621,6 +669,33 @@ const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } 
     `config ${d.file}: unknown key '${d.key}': ${d.near !== null ? `did you mean '${d.near}'?` : `the known keys${d.section !== null ? ` of '${d.section}'` : ''} are ${d.known.join(', ')}`}`,
   'config-value-invalid': (d) => `config ${d.file}: '${d.key}' must be ${d.must}`,
   'stage-arguments': (d) => STAGE_ARGUMENTS[d.problem],
+  'duration-invalid': (d) =>
+    `invalid --older-than '${d.duration}': give a number and a unit s, m, h or d (e.g. 90m, 36h, 7d)`,
+  'no-roots': (d) =>
+    d.op === 'jobs'
+      ? 'jobs needs a table or a staging root to list'
+      : 'clean-orphans needs at least one root directory to scan',
+  'roots-on-stores': (d) =>
+    d.op === 'jobs'
+      ? 'the URIs are on different stores: run jobs once per store'
+      : 'the roots are on different stores: run clean-orphans once per store',
+  'delete-unpublished-alone': () =>
+    '--delete-unpublished removes leftovers only together with --delete: add --delete, or leave it out for a dry run',
+  'roots-invalid': (d) =>
+    `${d.roots.map(badRoot).join('; ')}: give the directories to scan (a table, or a warehouse above it); nothing was scanned or changed`,
+  'jobs-root-invalid': (d) =>
+    `${d.root} ${d.problem === 'missing' ? 'does not exist' : 'is not a directory'}: give a table or a staging root`,
+  'name-node-rpc-port': (d) =>
+    `${d.hostPort} ${d.why}: stagecommit speaks WebHDFS over HTTP, not the name node's RPC port; use its HTTP address, dfs.namenode.http-address in hdfs-site.xml (port ${d.httpPort} by default: hdfs://${d.host}:${d.httpPort}/…), or set HADOOP_CONF_DIR and write hdfs:///…`,
+  'rerun-other-parameters': (d) =>
+    `job id '${d.jobId}' names a job staged at ${d.stagingDir} with other parameters: ${d.diff}; run it with the job's own parameters to go on with it, or choose another --job-id`,
+  'task-not-declared': (d) =>
+    `task ${d.task} is not one of the job's declared tasks 0…${d.tasks - 1} (--tasks ${d.tasks}): nothing was ${d.what}`,
+  'no-job-given': () =>
+    "no job given: pass --job HANDLE (what 'stagecommit stage --target …' printed) or set STAGECOMMIT_JOB",
+  'adopt-target-other-store': (d) =>
+    `--target ${d.target} is not on the leftover's store (${d.store}): adopting moves no data between stores`,
+  'attempt-without-task': () => '--attempt needs --task: it names one attempt of one task',
   unclassified: (d) => d.message,
 };
 

@@ -64,9 +64,7 @@ function denied(claim: ClaimHeader, mine: string): CommitDeniedError {
 /** A task id outside the declared tasks would commit output that commit-job never asks for. */
 export function checkDeclared(job: JobManifest, task: string, what = 'committed'): void {
   if (job.tasks !== undefined && !(/^\d+$/.test(task) && Number(task) < job.tasks)) {
-    throw new UsageError(
-      `task ${task} is not one of the job's declared tasks 0…${job.tasks - 1} (--tasks ${job.tasks}): nothing was ${what}`,
-    );
+    throw new UsageError({ reason: 'task-not-declared', task, tasks: job.tasks, what });
   }
 }
 

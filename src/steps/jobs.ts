@@ -72,7 +72,7 @@ async function stagingRootOf(env: StepEnv, path: string): Promise<string[]> {
   const [jobFile, self] = await Promise.all([store.stat(posix.join(path, JOB_FILE)), store.stat(path)]);
   if (jobFile) return [path];
   if (self && self.kind !== 'dir')
-    throw new UsageError(`${store.toUri(path)} is not a directory: give a table or a staging root`);
+    throw new UsageError({ reason: 'jobs-root-invalid', root: store.toUri(path), problem: 'not-dir' });
   if (posix.basename(path) === STAGING_PARENT) return jobDirsOfTables(env, path);
   const [own, beside, ofTables] = await Promise.all([
     asStagingRoot(env, path),
@@ -83,7 +83,7 @@ async function stagingRootOf(env: StepEnv, path: string): Promise<string[]> {
   if (own.length) return own;
   const found = [...beside, ...ofTables];
   if (found.length === 0 && !self)
-    throw new UsageError(`${store.toUri(path)} does not exist: give a table or a staging root`);
+    throw new UsageError({ reason: 'jobs-root-invalid', root: store.toUri(path), problem: 'missing' });
   return found;
 }
 

@@ -63,23 +63,19 @@ export function kindByName(name: string): LeftoverKind | null {
  * quiet "no leftovers", and one bad root in a list changes nothing under the others.
  */
 export async function checkRoots(store: Store, roots: readonly string[], concurrency: number): Promise<void> {
-  const bad = await mapLimit(roots, concurrency, async (root): Promise<string | null> => {
+  type Bad = { readonly root: string; readonly problem: 'missing' | 'symlink' | 'file' | 'not-dir' };
+  const bad = await mapLimit(roots, concurrency, async (root): Promise<Bad | null> => {
     const st = await store.stat(root);
     const uri = store.toUri(root);
     if (st?.kind === 'dir') return null;
     // On a store without directories a prefix "exists" only through its objects; uploads never completed count too.
     if (!st && dirsVanishWhenEmpty(store) && (await pendingUploadsUnder(store, root)).length) return null;
-    if (!st) return `the root ${uri} does not exist`;
-    if (st.kind === 'symlink')
-      return `the root ${uri} is a symbolic link, which clean-orphans never follows (give the directory it points to)`;
-    return `the root ${uri} is ${st.kind === 'file' ? 'a file' : 'not a directory'}`;
+    if (!st) return { root: uri, problem: 'missing' };
+    if (st.kind === 'symlink') return { root: uri, problem: 'symlink' };
+    return { root: uri, problem: st.kind === 'file' ? 'file' : 'not-dir' };
   });
-  const problems = bad.filter((b): b is string => b !== null);
-  if (problems.length) {
-    throw new UsageError(
-      `${problems.join('; ')}: give the directories to scan (a table, or a warehouse above it); nothing was scanned or changed`,
-    );
-  }
+  const problems = bad.filter((b): b is Bad => b !== null);
+  if (problems.length) throw new UsageError({ reason: 'roots-invalid', roots: problems });
 }
 
 /** Every leftover directory under the roots, by name or by `_job.yaml`; never into a leftover once found. */

@@ -62,9 +62,7 @@ function difference(job: JobManifest, p: RerunParams, uri: (path: string) => str
 }
 
 function otherParameters(p: RerunParams, diff: string, uri: (path: string) => string): UsageError {
-  return new UsageError(
-    `job id '${p.jobId}' names a job staged at ${uri(p.stagingPath)} with other parameters: ${diff}; run it with the job's own parameters to go on with it, or choose another --job-id`,
-  );
+  return new UsageError({ reason: 'rerun-other-parameters', jobId: p.jobId, stagingDir: uri(p.stagingPath), diff });
 }
 
 /** The first parameter of a rerun that is not what the committed job's `_SUCCESS` records (only what it records). */

@@ -234,10 +234,13 @@ function listedNameNodes(c: Record<string, unknown>, name: string): string[] | n
 }
 
 function rpcHint(hostPort: string, why: string): UsageError {
-  const host = hostPort.replace(/:\d+$/, '');
-  return new UsageError(
-    `${hostPort} ${why}: stagecommit speaks WebHDFS over HTTP, not the name node's RPC port; use its HTTP address, dfs.namenode.http-address in hdfs-site.xml (port ${HTTP_PORT} by default: hdfs://${host}:${HTTP_PORT}/…), or set HADOOP_CONF_DIR and write hdfs:///…`,
-  );
+  return new UsageError({
+    reason: 'name-node-rpc-port',
+    hostPort,
+    why,
+    host: hostPort.replace(/:\d+$/, ''),
+    httpPort: HTTP_PORT,
+  });
 }
 
 /**
