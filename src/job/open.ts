@@ -4,6 +4,7 @@
 // commit-job creates the two at once.
 
 import { BlockedError, ConflictError, CorruptManifestError, UsageError } from '../errors.js';
+import type { JobGoneDetail } from '../messages/usage.js';
 import { decodeManifestLazy } from '../manifest/codec.js';
 import type { Store } from '../store/types.js';
 import { loadJob, withoutPlan, type JobManifest, type JobState } from './job.js';
@@ -40,12 +41,12 @@ export class JobGoneError extends UsageError {
    * job ended, which a driving step removes; read only when asked.
    */
   constructor(
-    message: string,
+    detail: JobGoneDetail,
     readonly committed: FinishedJob | null = null,
     readonly stray?: string,
     readonly debris?: () => Promise<TaskDebris | null>,
   ) {
-    super(message);
+    super(detail);
   }
 
   /** The warning a step that finds the job committed gives about its stray plan; null when there is none. */
@@ -170,18 +171,20 @@ export async function openJob(
     const done = await findCommitted(store, stagingPath);
     if (done) {
       throw new JobGoneError(
-        `job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); a commit plan of it that landed later is left at ${store.toUri(layout.commitFile)}: delete it`,
+        {
+          reason: 'job-finished',
+          jobId: done.jobId,
+          success: done.success,
+          committedAt: done.committedAt,
+          strayPlan: store.toUri(layout.commitFile),
+        },
         done,
         store.toUri(layout.commitFile),
       );
     }
     if (await planGivenUp(store, stagingPath, layout.commitFile)) {
       const plan = store.toUri(layout.commitFile);
-      throw new JobGoneError(
-        `no job at ${store.toUri(stagingPath)}: it ended (aborted, or reset by recover) before this commit plan of it landed; the plan was never applied: delete ${plan}`,
-        null,
-        plan,
-      );
+      throw new JobGoneError({ reason: 'job-plan-given-up', stagingDir: store.toUri(stagingPath), plan }, null, plan);
     }
     throw new CorruptManifestError(store.toUri(layout.jobFile), {
       reason: 'job-file-missing',
@@ -201,7 +204,13 @@ export async function openJob(
       : undefined;
   if (done)
     throw new JobGoneError(
-      `job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); there is nothing more to do`,
+      {
+        reason: 'job-finished',
+        jobId: done.jobId,
+        success: done.success,
+        committedAt: done.committedAt,
+        strayPlan: null,
+      },
       done,
       undefined,
       debris,
@@ -227,12 +236,7 @@ export async function openJob(
       evidence: { kind: 'files', files: left, trash: left.includes(TRASH_DIR) ? TRASH_DIR : null },
     });
   }
-  throw new JobGoneError(
-    `no job at ${store.toUri(stagingPath)}: it is finished (committed or aborted) or never existed; check the handle that 'stagecommit stage' printed`,
-    null,
-    undefined,
-    debris,
-  );
+  throw new JobGoneError({ reason: 'no-job', stagingDir: store.toUri(stagingPath) }, null, undefined, debris);
 }
 
 export function requireState(open: OpenJob, allowed: readonly JobState[], doing: string): void {

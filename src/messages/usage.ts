@@ -397,10 +397,42 @@ export type UsageDetail =
   | { readonly reason: 'no-job-given' }
   | { readonly reason: 'adopt-target-other-store'; readonly target: string; readonly store: string }
   | { readonly reason: 'attempt-without-task' }
+  // A handle that names no job (JobGoneError): finished, or never existed.
+  /** Committed (`success`: its _SUCCESS URI); `strayPlan`: a commit plan of it that landed later, or null. */
+  | {
+      readonly reason: 'job-finished';
+      readonly jobId: string;
+      readonly success: string;
+      readonly committedAt: string;
+      readonly strayPlan: string | null;
+    }
+  /** abort of a committed job. */
+  | {
+      readonly reason: 'job-finished-abort';
+      readonly jobId: string;
+      readonly success: string;
+      readonly committedAt: string;
+    }
+  /** commit-task of a committed job. */
+  | {
+      readonly reason: 'job-finished-task';
+      readonly jobId: string;
+      readonly success: string;
+      readonly committedAt: string;
+      readonly task: string;
+    }
+  /** A commit plan left where its job ended before it landed. */
+  | { readonly reason: 'job-plan-given-up'; readonly stagingDir: string; readonly plan: string }
+  | { readonly reason: 'no-job'; readonly stagingDir: string }
   /** Not yet given a reason of its own: the message as it was written. */
   | { readonly reason: 'unclassified'; readonly message: string };
 
 type Of<R extends UsageDetail['reason']> = Extract<UsageDetail, { reason: R }>;
+
+/** The reasons of a handle that names no job (JobGoneError). */
+export type JobGoneDetail = Of<
+  'job-finished' | 'job-finished-abort' | 'job-finished-task' | 'job-plan-given-up' | 'no-job'
+>;
 
 function relativePath(d: Of<'relative-path-invalid'>): string {
   const why =
@@ -696,6 +728,16 @@ const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } 
   'adopt-target-other-store': (d) =>
     `--target ${d.target} is not on the leftover's store (${d.store}): adopting moves no data between stores`,
   'attempt-without-task': () => '--attempt needs --task: it names one attempt of one task',
+  'job-finished': (d) =>
+    `job ${d.jobId} is finished: it was committed (${d.success}, ${d.committedAt}); ${d.strayPlan !== null ? `a commit plan of it that landed later is left at ${d.strayPlan}: delete it` : 'there is nothing more to do'}`,
+  'job-finished-abort': (d) =>
+    `cannot abort: job ${d.jobId} is finished: it was committed (${d.success}, ${d.committedAt}); nothing was changed`,
+  'job-finished-task': (d) =>
+    `job ${d.jobId} is finished: it was committed (${d.success}, ${d.committedAt}); task ${d.task} can no longer be committed into it: its commit holds task ${d.task}'s output only if the task was committed before the job was (if that output is missing, run the job again)`,
+  'job-plan-given-up': (d) =>
+    `no job at ${d.stagingDir}: it ended (aborted, or reset by recover) before this commit plan of it landed; the plan was never applied: delete ${d.plan}`,
+  'no-job': (d) =>
+    `no job at ${d.stagingDir}: it is finished (committed or aborted) or never existed; check the handle that 'stagecommit stage' printed`,
   unclassified: (d) => d.message,
 };
 

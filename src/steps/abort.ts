@@ -89,7 +89,7 @@ function abortGone(env: StepEnv, gone: JobGoneError, scope: 'job' | 'task'): Abo
   const done = gone.committed;
   if (done) {
     throw new JobGoneError(
-      `cannot abort: job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); nothing was changed`,
+      { reason: 'job-finished-abort', jobId: done.jobId, success: done.success, committedAt: done.committedAt },
       done,
     );
   }

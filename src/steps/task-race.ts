@@ -168,7 +168,13 @@ export function taskOfGoneJob(gone: JobGoneError, task: string): never {
   const done = gone.committed;
   if (!done || gone.stray) throw gone;
   throw new JobGoneError(
-    `job ${done.jobId} is finished: it was committed (${done.success}, ${done.committedAt}); task ${task} can no longer be committed into it: its commit holds task ${task}'s output only if the task was committed before the job was (if that output is missing, run the job again)`,
+    {
+      reason: 'job-finished-task',
+      jobId: done.jobId,
+      success: done.success,
+      committedAt: done.committedAt,
+      task,
+    },
     done,
   );
 }
