@@ -1794,7 +1794,7 @@ for (const fx of storeFixtures()) {
           );
           await assert.rejects(
             libCommitJobStep(testEnv(sb.store), { stagingPath: staging }),
-            (e: unknown) => e instanceof JobGoneError && /never applied: delete /.test(e.message),
+            (e: unknown) => e instanceof JobGoneError && e.detail.reason === 'job-plan-given-up',
           );
           const swept = await cleanOrphans(testEnv(sb.store), {
             roots: [posix.dirname(staging)],

@@ -186,6 +186,8 @@ export type UsageDetail =
       readonly stagedJobId: string | null;
     }
   | { readonly reason: 'job-id-in-use'; readonly jobId: string; readonly stagingDir: string }
+  /** The job id's staging dir was made by another call meanwhile (`rerun`: a rerun then goes on with that job). */
+  | { readonly reason: 'job-id-taken'; readonly jobId: string; readonly stagingDir: string; readonly rerun: boolean }
   | {
       readonly reason: 'job-id-committed';
       readonly jobId: string;
@@ -738,6 +740,8 @@ const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } 
     `no job at ${d.stagingDir}: it ended (aborted, or reset by recover) before this commit plan of it landed; the plan was never applied: delete ${d.plan}`,
   'no-job': (d) =>
     `no job at ${d.stagingDir}: it is finished (committed or aborted) or never existed; check the handle that 'stagecommit stage' printed`,
+  'job-id-taken': (d) =>
+    `job id '${d.jobId}' is already in use (${d.stagingDir})${d.rerun ? '' : ': choose another --job-id'}`,
   unclassified: (d) => d.message,
 };
 

@@ -150,7 +150,7 @@ async function checkStagingEmpty(env: StepEnv, layout: JobLayout, input: StageJo
         .join(', ') + (existing.length > 3 ? ` and ${existing.length - 3} more` : '');
     // A rerun whose job was staged meanwhile (another run of it, fired twice) goes on with that job.
     if (rerun && existing.some((e) => e.name === JOB_FILE))
-      throw new JobIdTaken(`job id '${jobId}' is already in use (${store.toUri(stagingPath)})`);
+      throw new JobIdTaken({ reason: 'job-id-taken', jobId, stagingDir: store.toUri(stagingPath), rerun: true });
     // A rerun that left out --job-id is told the one it needs to go on with the job there.
     const there = existing.some((e) => e.name === JOB_FILE)
       ? await loadJob(store, layout, { allowUnsigned: env.allowUnsignedJob }).catch(() => null)
@@ -303,9 +303,7 @@ async function createJob(env: StepEnv, input: StageJobInput, p: RerunParams): Pr
     // A create retried after a lost response finds its own first attempt: that is a success.
     const existing = await store.readFile(layout.jobFile);
     if (existing?.toString('utf8') !== body) {
-      throw new JobIdTaken(
-        `job id '${jobId}' is already in use (${store.toUri(stagingPath)}): choose another --job-id`,
-      );
+      throw new JobIdTaken({ reason: 'job-id-taken', jobId, stagingDir: store.toUri(stagingPath), rerun: false });
     }
   }
   return { jobId, handle: store.toUri(stagingPath), stagingPath, job };
