@@ -79,9 +79,8 @@ export abstract class StageCommitError<D extends Detail = Detail> extends Error 
 /** Bad usage or bad input: nothing was changed (exit 2). */
 export class UsageError extends StageCommitError<UsageDetail> {
   readonly kind = 'UsageError';
-  constructor(detail: UsageDetail | string, options?: ErrorOptions) {
-    const d: UsageDetail = typeof detail === 'string' ? { reason: 'unclassified', message: detail } : detail;
-    super(ExitCode.usage, d, usageMessage(d), options);
+  constructor(detail: UsageDetail, options?: ErrorOptions) {
+    super(ExitCode.usage, detail, usageMessage(detail), options);
   }
 }
 

@@ -425,9 +425,7 @@ export type UsageDetail =
     }
   /** A commit plan left where its job ended before it landed. */
   | { readonly reason: 'job-plan-given-up'; readonly stagingDir: string; readonly plan: string }
-  | { readonly reason: 'no-job'; readonly stagingDir: string }
-  /** Not yet given a reason of its own: the message as it was written. */
-  | { readonly reason: 'unclassified'; readonly message: string };
+  | { readonly reason: 'no-job'; readonly stagingDir: string };
 
 type Of<R extends UsageDetail['reason']> = Extract<UsageDetail, { reason: R }>;
 
@@ -742,7 +740,6 @@ const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } 
     `no job at ${d.stagingDir}: it is finished (committed or aborted) or never existed; check the handle that 'stagecommit stage' printed`,
   'job-id-taken': (d) =>
     `job id '${d.jobId}' is already in use (${d.stagingDir})${d.rerun ? '' : ': choose another --job-id'}`,
-  unclassified: (d) => d.message,
 };
 
 export function usageMessage(d: UsageDetail): string {
