@@ -55,9 +55,10 @@ for (const fx of storeFixtures()) {
         [
           '.stagecommit/sales/_log/00000000000000000000.done',
           '.stagecommit/sales/_log/00000000000000000000.yaml',
+          '.stagecommit/sales/_log/checkpoint.yaml',
           '.stagecommit/sales/_log/log-id.yaml',
         ],
-        'the table log holds one finished entry and its id',
+        'the table log holds one finished entry, its checkpoint and its id',
       );
       const again = await cli(['status', '--job', job], { env: sb.env });
       assert.equal(again.code, 0, again.stderr);

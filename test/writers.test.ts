@@ -204,9 +204,11 @@ for (const fx of storeFixtures()) {
       await okInProcess(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
       await okInProcess(['commit-job', '--job', job], { env: sb.env });
       const before = await readTree(sb.store, target);
-      const again = await cli(['stage', '--target', sb.uri(target), '--mode', 'append', '--job-id', 'etl-sales'], {
-        env: sb.env,
-      });
+      // The job's own parameters (another --tasks is exit 2 naming the difference).
+      const again = await cli(
+        ['stage', '--target', sb.uri(target), '--mode', 'append', '--tasks', '1', '--job-id', 'etl-sales'],
+        { env: sb.env },
+      );
       assert.equal(again.code, 0, again.stderr);
       assert.equal(again.stdout.trim(), job);
       assert.match(again.stderr, /job etl-sales was already committed into .*: nothing to do/);

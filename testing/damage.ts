@@ -86,6 +86,12 @@ function rng(seed: number): () => number {
 }
 
 /**
+ * Fields a manifest written by an earlier version lacks: without one it is still whole (a job
+ * staged before the log was read from a position has no `logReadFrom`), so its removal is no damage.
+ */
+const OPTIONAL_FIELDS = new Set(['logReadFrom']);
+
+/**
  * Every damage of one manifest: cut at each line boundary (the whole file but the last k lines,
  * also 0 bytes), cut at random bytes, each line removed, bytes flipped; then, re-signed, each
  * field removed and each field retyped. `extra` adds forged variants of the caller's own.
@@ -111,7 +117,8 @@ export function damages(text: string, seed = 1): Variant[] {
     out.push({ name: `byte ${at} flipped`, text: b.toString('latin1') });
   }
   for (const l of parseBody(text)) {
-    out.push({ name: `field '${l.key}' removed (re-signed)`, text: withField(text, l.key, undefined) });
+    if (!OPTIONAL_FIELDS.has(l.key))
+      out.push({ name: `field '${l.key}' removed (re-signed)`, text: withField(text, l.key, undefined) });
     if (l.value !== undefined)
       out.push({ name: `field '${l.key}' retyped (re-signed)`, text: withField(text, l.key, retyped(l.value)) });
   }

@@ -297,7 +297,7 @@ export interface TaskDebris {
  * progress, upload record or adopted leftover. A commit-task or abort --task whose job ended while
  * it ran, killed before it took back what its creates made again, leaves that (protocol.md §5.12);
  * no data is in it. `committed`: the job is known committed, and a progress record beside them is
- * a late write of its stopped driver (§5.15). Null when the dir holds anything else.
+ * a late write of its stopped driver (protocol.md §5.15). Null when the dir holds anything else.
  */
 export async function taskDebrisOnly(store: Store, dir: string, committed = false): Promise<TaskDebris | null> {
   const files: string[] = [];
