@@ -28,6 +28,18 @@ import { commitJob as libCommitJob } from '../src/steps/commit-job.js';
 import { commitTask as libCommitTask } from '../src/steps/commit-task.js';
 import { driverDied, testEnv } from '../testing/lib.js';
 
+/** A lease file's text; its holder known dead: a step of this host whose pid is gone (one on another host may live). */
+function lease(expiresAtMs: number, dead = false): string {
+  return encodeLease({
+    op: 'commit-job',
+    owner: 'someone',
+    host: dead ? os.hostname() : 'other-host',
+    pid: dead ? 2 ** 22 + 12345 : 1,
+    acquiredAtMs: 0,
+    expiresAtMs,
+  });
+}
+
 for (const fx of storeFixtures()) {
   describe(`reruns on ${fx.name}`, () => {
     let sb!: StoreSandbox;
@@ -105,16 +117,6 @@ for (const fx of storeFixtures()) {
       }
       // A lease file a killed step left where no job is goes with the next step there; a live one stays.
       const stray = posix.join(noSuch, '_lease.0.yaml');
-      // A holder known dead: a step of this host whose pid is gone; one on another host may live.
-      const lease = (expiresAtMs: number, dead = false) =>
-        encodeLease({
-          op: 'commit-job',
-          owner: 'someone',
-          host: dead ? os.hostname() : 'other-host',
-          pid: dead ? 2 ** 22 + 12345 : 1,
-          acquiredAtMs: 0,
-          expiresAtMs,
-        });
       await sb.store.writeFile(stray, lease(Date.now() - 1000, true));
       const swept = await cli(['commit-job', '--job', sb.uri(noSuch)], { env: sb.env });
       assert.equal(swept.code, 2, swept.stderr);
@@ -185,16 +187,6 @@ for (const fx of storeFixtures()) {
     test('a --staging-dir of your own with only dead lease files: stage removes them and makes the job there', async () => {
       const target = posix.join(dir(), 'own');
       const staging = posix.join(dir(), 'own-staging');
-      // A holder known dead: a step of this host whose pid is gone; one on another host may live.
-      const lease = (expiresAtMs: number, dead = false) =>
-        encodeLease({
-          op: 'commit-job',
-          owner: 'someone',
-          host: dead ? os.hostname() : 'other-host',
-          pid: dead ? 2 ** 22 + 12345 : 1,
-          acquiredAtMs: 0,
-          expiresAtMs,
-        });
       await sb.store.writeFile(posix.join(staging, '_lease.3.yaml'), lease(Date.now() + 3_600_000));
       const live = await cli(['stage', '--target', sb.uri(target), '--staging-dir', sb.uri(staging)], { env: sb.env });
       assert.equal(live.code, 2, live.stderr);
