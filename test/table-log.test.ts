@@ -8,6 +8,7 @@ import { posix } from 'node:path';
 import { BlockedError } from '../src/errors.js';
 import { JobLayout } from '../src/job/layout.js';
 import { TableLog } from '../src/job/table-log.js';
+import { encodeManifest } from '../src/manifest/codec.js';
 import { jobScenario, libCommitJob, readyJob, testEnv } from '../testing/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 import { data, readTree } from '../testing/tree.js';
@@ -87,6 +88,29 @@ for (const fx of storeFixtures()) {
       assert.match((err as Error).message, /job x holds 'dt=1' in the table log but stopped before its commit point/);
       assert.equal(data(await readTree(sb.store, target))['dt=1/b'], undefined, 'nothing of y appears');
       assert.ok((await log.list()).numbers.includes(0), 'the unfinished entry is never pruned');
+    });
+
+    test('a checkpoint naming a number this log never took is ignored: an older overwrite exits 6', async () => {
+      const target = posix.join(dir(), 'sales');
+      const first = await readyJob(sb.store, target, jobScenario('first', 'append'), [
+        { task: '0', partition: ['dt=0'], files: { a: 'first' } },
+      ]);
+      await libCommitJob(testEnv(sb.store), first);
+      // Well formed, but another table's (or made by hand): newest 49 in a log whose newest is 0.
+      const checkpoint = posix.join(target, '..', '.stagecommit', 'sales', '_log', 'checkpoint.yaml');
+      const forged = { kind: 'stagecommit/log-checkpoint', version: 1, newest: 49, readFrom: 50, oldest: 0 };
+      await sb.store.writeFile(checkpoint, encodeManifest(forged));
+      const older = await readyJob(sb.store, target, jobScenario('older', 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { o: 'older' } },
+      ]);
+      await sb.store.delete(checkpoint, false);
+      const newer = await readyJob(sb.store, target, jobScenario('newer', 'append'), [
+        { task: '0', partition: ['dt=1'], files: { n: 'newer' } },
+      ]);
+      await libCommitJob(testEnv(sb.store), newer);
+      const err = await rejection(libCommitJob(testEnv(sb.store), older));
+      assert.ok(err instanceof BlockedError, `exit 6, not: ${String(err)}`);
+      assert.equal(data(await readTree(sb.store, target))['dt=1/n'], 'newer', 'the newer commit stays');
     });
   });
 }

@@ -263,8 +263,14 @@ export class TableLog {
    * checkpoint is made from that listing, so the next stage reads only the log's end).
    */
   async position(): Promise<{ position: number | null; readFrom: number; id: string | null }> {
-    const [cp, id] = await Promise.all([this.readCheckpoint(), this.readId()]);
-    const listing = cp ? { ...(await this.namesFrom(cp.readFrom)), id } : await this.list();
+    const [found, id] = await Promise.all([this.readCheckpoint(), this.readId()]);
+    // A checkpoint is trusted only where its newest number is taken in this log (one copied from
+    // another table, or made by hand, would hide this log's newer commits from the job's check).
+    const [from, newest] = found
+      ? await Promise.all([this.namesFrom(found.readFrom), this.has(found.newest)])
+      : [null, null];
+    const cp = newest && (newest.entry || newest.done) ? found : null;
+    const listing = cp && from ? { ...from, id } : await this.list();
     const listed = lastTaken(listing);
     const position = cp && (listed === null || cp.newest > listed) ? cp.newest : listed;
     const open = listing.numbers.find((n) => !listing.done.has(n));
