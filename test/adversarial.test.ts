@@ -34,13 +34,14 @@ import { data, readTree, writeTree } from '../testing/tree.js';
 
 const remote = (store: string) => store !== 'local';
 /**
- * Rounds of each race: 12 locally for the races the issue names, 4 for the others; remote stores
- * pay ~0.4 s of start-up per process, so 3 and 2 there. A round is random offsets between two
- * processes, so more rounds find rarer interleavings: `npm run stress` runs 300 of each, and
- * STAGECOMMIT_RACE_ROUNDS sets any number.
+ * Rounds of each race, as smoke tests of real processes: the simulation (sim/, protocol.md §5)
+ * searches the interleavings of these steps. 4 locally for the races the issue names, 2 for the
+ * others; remote stores pay ~0.4 s of start-up per process, so 2 and 1 there. A round is random
+ * offsets between two processes: `npm run stress` runs 300 of each, and STAGECOMMIT_RACE_ROUNDS
+ * sets any number.
  */
-const rounds = (store: string, local = 12) =>
-  Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? (remote(store) ? (local > 4 ? 3 : 2) : local));
+const rounds = (store: string, local = 4) =>
+  Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? (remote(store) ? (local > 2 ? 2 : 1) : local));
 
 const job = jobScenario;
 
@@ -126,8 +127,8 @@ for (const fx of storeFixtures()) {
     });
 
     // All on one attempt: never exit 1, and nothing is left behind.
-    test(`abort --task, recover and commit-task race, ${rounds(fx.name, 8)} rounds: published iff commit-task exits 0`, async () => {
-      for (let round = 0; round < rounds(fx.name, 8); round++) {
+    test(`abort --task, recover and commit-task race, ${rounds(fx.name, 3)} rounds: published iff commit-task exits 0`, async () => {
+      for (let round = 0; round < rounds(fx.name, 3); round++) {
         const target = posix.join(dir(), 't');
         await writeTree(sb.store, target, { 'dt=1/old': 'old' });
         const staging = await ready(target, job(`R${round}`, 'append'), [
@@ -163,8 +164,8 @@ for (const fx of storeFixtures()) {
       }
     });
 
-    test(`jobs writing sibling partitions under one new parent race commit-job, ${rounds(fx.name, 4)} rounds: both land`, async () => {
-      for (let round = 0; round < rounds(fx.name, 4); round++) {
+    test(`jobs writing sibling partitions under one new parent race commit-job, ${rounds(fx.name, 2)} rounds: both land`, async () => {
+      for (let round = 0; round < rounds(fx.name, 2); round++) {
         const target = posix.join(dir(), 't');
         await writeTree(sb.store, target, { 'dt=0/r=x/old': 'old' });
         const [a, b] = await Promise.all(
@@ -191,8 +192,8 @@ for (const fx of storeFixtures()) {
       }
     });
 
-    test(`two commit-job of one job race, ${rounds(fx.name, 4)} rounds: the data is complete, no exit 1, no staging dir left`, async () => {
-      for (let round = 0; round < rounds(fx.name, 4); round++) {
+    test(`two commit-job of one job race, ${rounds(fx.name, 2)} rounds: the data is complete, no exit 1, no staging dir left`, async () => {
+      for (let round = 0; round < rounds(fx.name, 2); round++) {
         const target = posix.join(dir(), 't');
         const staging = await ready(
           target,

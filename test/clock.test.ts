@@ -18,12 +18,9 @@ import type { MutatingOp } from '../src/store/types.js';
 import { recover } from '../src/steps/recover.js';
 import { status } from '../src/steps/status.js';
 import { cli, until } from '../testing/cli.js';
-import { jobScenario, libCommitJob, readyJob, testEnv } from '../testing/lib.js';
+import { DEAD_PID, jobScenario, libCommitJob, readyJob, testEnv } from '../testing/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 import { data, readTree } from '../testing/tree.js';
-
-/** A pid no process has: the holder of a lease with it on this host is known dead. */
-const DEAD_PID = 2 ** 22 + 12345;
 
 /** Ten minutes ahead: the skew of the attack this suite repeats. */
 const AHEAD_MS = 10 * 60_000;

@@ -40,10 +40,11 @@ import { loadPlan, writePlan } from '../src/plan/plan-file.js';
 import { crashAt, InstrumentedStore, matches } from '../src/store/instrumented.js';
 import { once } from 'node:events';
 
-// 8 rounds locally, each of 8 processes claiming at once (28 pairs of claimants a round); on
-// remote stores each racer pays ~0.4 s of start-up, so 3 rounds there keep the whole run within its
-// budget (STAGECOMMIT_RACE_ROUNDS, or npm run stress, runs more on any store).
-const roundsFor = (store: string) => Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? (store === 'local' ? 8 : 3));
+// Races of real processes are smoke tests (the simulation searches the interleavings): 4 rounds
+// locally, each of 8 processes claiming at once (28 pairs of claimants a round); on remote stores
+// each racer pays ~0.4 s of start-up, so 2 rounds there (STAGECOMMIT_RACE_ROUNDS, or npm run
+// stress, runs more on any store).
+const roundsFor = (store: string) => Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? (store === 'local' ? 4 : 2));
 const ATTEMPTS = 8;
 
 for (const fx of storeFixtures()) {
@@ -1469,7 +1470,7 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
     });
 
-    const LATE_ROUNDS = Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? (fx.name === 'local' ? 6 : 2));
+    const LATE_ROUNDS = Number(process.env.STAGECOMMIT_RACE_ROUNDS ?? (fx.name === 'local' ? 3 : 2));
     test(`commit-task racing commit-job as processes, ${LATE_ROUNDS} rounds: published exactly when exit 0`, async (t) => {
       const seen: string[] = [];
       for (let round = 0; round < LATE_ROUNDS; round++) {

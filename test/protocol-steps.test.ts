@@ -13,7 +13,7 @@ import { data, readTree, writeTree } from '../testing/tree.js';
 import { JobLayout } from '../src/job/layout.js';
 import { InjectedFault } from '../src/errors.js';
 import { killed } from '../testing/crash-points.js';
-import { libCommitJob, testEnv } from '../testing/lib.js';
+import { DEAD_PID, libCommitJob, testEnv } from '../testing/lib.js';
 
 for (const fx of storeFixtures()) {
   describe(`protocol: steps on ${fx.name}`, () => {
@@ -139,7 +139,10 @@ for (const fx of storeFixtures()) {
     test('abort of a job past its commit point, not yet committed: exit 6, nothing changed', async () => {
       const target = posix.join(dir(), 't');
       const job = await prepare(sb, { target }, [{ task: '0', files: { 'a.csv': 'a' } }]);
-      const killedRun = await libCommitJob(testEnv(sb.store, killed.atCommitPoint()), sb.pathOf(job)).then(
+      const killedRun = await libCommitJob(
+        testEnv(sb.store, killed.atCommitPoint(), { pid: DEAD_PID }),
+        sb.pathOf(job),
+      ).then(
         () => 'finished',
         (e: unknown) => (e instanceof InjectedFault ? 'killed' : e),
       );

@@ -17,6 +17,12 @@ import { localFiles, type TaskSpec } from './jobs.js';
 /** A commit-job that carries a small plan in `_job.yaml` (off by default: plan-writer.ts). */
 export const INLINE_PLAN = { inlinePlanMaxBytes: 16 * 1024 } as const;
 
+/**
+ * A pid no process has (above Linux's pid_max): an in-process step killed on purpose runs under it,
+ * so the CLI steps that follow judge its lease as a dead holder's at once, not after its TTL.
+ */
+export const DEAD_PID = 2 ** 22 + 12345;
+
 export function testEnv(
   store: Store,
   hook?: MutationHook | StoreHooks,
