@@ -1,7 +1,7 @@
 // Schedules the simulation found failing in today's code, kept as regression cases: each is
 // expected to fail until its defect is fixed (the test marks them todo; `npm run simulate --
-// --known` says which still fail), then moves to sim/fixed-failures.ts. A violation that matches one of them is reported, not failed on,
-// by the exhaustive and random runs.
+// --known` says which still fail), then moves to sim/fixed-failures.ts. A violation that matches
+// one of them is reported, not failed on, by the exhaustive and random runs.
 
 import { parseReplayKey, Replay, settingFor } from './explore.js';
 import { CROWDS, SCENARIOS } from './scenarios.js';

@@ -297,7 +297,8 @@ for (const fx of storeFixtures()) {
       if (fx.name === 'hdfs') return t.skip('2002 creates are too slow on the test WebHDFS server');
       const target = posix.join(dir(), 'sales');
       const log = new TableLog(sb.store, target);
-      // 1001 finished entries of other jobs, made now: only those beyond the newest 1000 could go, and only once a week old.
+      // 1001 finished entries of other jobs, made now: only those beyond the newest 1000 could go,
+      // and only once a week old.
       await mapLimit(
         Array.from({ length: 1001 }, (_, n) => n),
         32,

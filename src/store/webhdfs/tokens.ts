@@ -92,7 +92,8 @@ function fields(buf: Buffer): Map<number, Buffer[]> {
 function readProtobuf(r: Reader): HadoopToken[] {
   const message = r.bytes(r.varint());
   const tokens: HadoopToken[] = [];
-  // CredentialsProto: tokens = 1 (CredentialsKVProto: alias = 1, token = 2 (TokenProto: identifier = 1, password = 2, kind = 3, service = 4)).
+  // CredentialsProto: tokens = 1 (CredentialsKVProto: alias = 1, token = 2 (TokenProto:
+  // identifier = 1, password = 2, kind = 3, service = 4)).
   for (const kv of fields(message).get(1) ?? []) {
     const f = fields(kv);
     const token = f.get(2)?.[0];
