@@ -4,7 +4,7 @@
 import { StoreError } from '../errors.js';
 import type { Entry, PendingUpload, Store } from '../store/types.js';
 import { forEachInTree } from '../store/walk.js';
-import { removeEmptyChain, treeRemoval } from '../store/operations.js';
+import { removeEmptyChain, treeRemoval, type TreeRemoval } from '../store/operations.js';
 import { abortUploads, pendingUploadsUnder } from '../store/uploads.js';
 import { defaultStagingParents, type JobLayout } from './layout.js';
 import type { Lease } from './lease.js';
@@ -46,14 +46,12 @@ const SETTLE_BESIDE = 1000;
  * it publishes). Whatever appears after a listing is found by the next one: `_job.yaml` goes only
  * when a listing shows nothing else (but our lease) is left.
  */
-// eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
 export async function removeStagingDir(
   store: Store,
   layout: JobLayout,
   lease?: Lease,
   known: KnownBefore = {},
 ): Promise<void> {
-  const { listed, strays } = known;
   // The lease is renewed while the tree goes (a long clean-up must not let it lapse), and stops
   // just before its own file goes: a renewal landing after that would make it again.
   const removal = treeRemoval(store);
@@ -65,51 +63,96 @@ export async function removeStagingDir(
     return tidyParents(store, layout, known);
   }
   const bulk = removal.kind === 'bulk' ? removal : null;
-  const listKeys = async () => (await listed) ?? stagingKeys(store, layout);
-  // Uploads a killed `stage` left behind (S3 multipart) would be billed forever: abort them
-  // (`strays`: listed already by the caller). They are not keys, so the listing of every key is
-  // read at the same time.
+  // `_job.yaml` and our lease go last.
+  const last = (path: string) => path === layout.jobFile || path === lease?.path;
+  const r: Removal = { store, layout, lease, bulk, last };
+  const keys = await abortStrayUploads(r, known);
+  await settle(r, keys && bulk ? await deleteKeys(r, bulk, keys) : await removeListed(r));
+  await lease?.stopRenewal();
+  await removeLast(r);
+  await tidyParents(store, layout, known);
+}
+
+type BulkRemoval = Extract<TreeRemoval, { kind: 'bulk' }>;
+
+/** One removal of a staging dir that is not one delete: what it removes, how, and what goes last. */
+interface Removal {
+  readonly store: Store;
+  readonly layout: JobLayout;
+  readonly lease: Lease | undefined;
+  /** Object stores: listings of every key and bulk deletes; null: one dir level at a time. */
+  readonly bulk: BulkRemoval | null;
+  readonly last: (path: string) => boolean;
+}
+
+/**
+ * Aborts the uploads a killed `stage` left behind (S3 multipart: they would be billed forever;
+ * `known.strays`: listed already by the caller). They are not keys, so the listing of every key
+ * (object stores) is read at the same time: returned, or null where there is no bulk delete.
+ */
+async function abortStrayUploads(r: Removal, known: KnownBefore): Promise<string[] | null> {
+  const { store, layout, bulk } = r;
+  const listKeys = async () => (await known.listed) ?? stagingKeys(store, layout);
   const [uploads, keys] = await Promise.all([
-    strays ?? pendingUploadsUnder(store, layout.root),
+    known.strays ?? pendingUploadsUnder(store, layout.root),
     bulk ? listKeys() : null,
   ]);
   await abortUploads(store, uploads, ABORTS_AT_ONCE);
-  // `_job.yaml` and our lease go last.
-  const last = (path: string) => path === layout.jobFile || path === lease?.path;
+  return keys;
+}
+
+/**
+ * Object stores: bulk deletes of every listed key but the last ones (the plan goes with the
+ * rest). The plan's progress record may postdate an early listing: named here, it goes now and
+ * the settling listing usually finds nothing left (a key that is not there is no error). Where
+ * the keys are few, that listing is read at the same time as they are deleted: what it shows
+ * beyond them (returned) appeared since the first listing.
+ */
+async function deleteKeys(r: Removal, bulk: BulkRemoval, keys: readonly string[]): Promise<Entry[] | undefined> {
+  const paths = keys.filter((p) => !r.last(p));
+  if (!paths.includes(r.layout.progressFile)) paths.push(r.layout.progressFile);
+  if (paths.length > SETTLE_BESIDE) {
+    await bulk.deleteMany(paths);
+    return undefined;
+  }
+  const gone = new Set(paths);
+  const [, now] = await Promise.all([bulk.deleteMany(paths), bulk.listTree(r.layout.root)]);
+  return now.filter((e) => !gone.has(e.path));
+}
+
+/**
+ * One dir level at a time: the plan goes with the rest (a job whose `_job.yaml` says committed
+ * needs it no more, and one only aborted never had one).
+ */
+async function removeListed(r: Removal): Promise<undefined> {
+  await removeEntries(
+    r,
+    (await r.store.list(r.layout.root)).filter((e) => !r.last(e.path)),
+  );
+}
+
+function removeEntries(r: Removal, entries: readonly Entry[]): Promise<unknown> {
+  if (r.bulk) return r.bulk.deleteMany(entries.map((e) => e.path));
   // A dir that a racing step wrote into after its removal listed it is "not empty" (local rmdir):
-  // what is left is listed and removed again below, as anything written meanwhile is.
+  // what is left is listed and removed again by settle, as anything written meanwhile is.
   const notEmpty = (e: unknown) => {
     if (!(e instanceof StoreError && e.reason === 'exists')) throw e;
   };
-  const remove = (entries: readonly Entry[]) =>
-    bulk
-      ? bulk.deleteMany(entries.map((e) => e.path))
-      : Promise.all(entries.map((e) => store.delete(e.path, e.kind === 'dir').catch(notEmpty)));
-  let settled: Entry[] | undefined;
-  if (keys && bulk) {
-    // Object stores: one listing of every key, then bulk deletes (the plan goes with the rest).
-    // The plan's progress record may postdate an early listing: named here, it goes now and the
-    // settling listing below usually finds nothing left (a key that is not there is no error).
-    // Where the keys are few, that listing is read at the same time as they are deleted: what it
-    // shows beyond them appeared since the first listing.
-    const paths = keys.filter((p) => !last(p));
-    if (!paths.includes(layout.progressFile)) paths.push(layout.progressFile);
-    if (paths.length <= SETTLE_BESIDE) {
-      const gone = new Set(paths);
-      const [, now] = await Promise.all([bulk.deleteMany(paths), bulk.listTree(layout.root)]);
-      settled = now.filter((e) => !gone.has(e.path));
-    } else await bulk.deleteMany(paths);
-  } else {
-    // The plan goes with the rest: a job whose `_job.yaml` says committed needs it no more, and
-    // one only aborted never had one.
-    await remove((await store.list(layout.root)).filter((e) => !last(e.path)));
-  }
+  return Promise.all(entries.map((e) => r.store.delete(e.path, e.kind === 'dir').catch(notEmpty)));
+}
+
+/**
+ * Lists what is left but the last ones and removes it, until a listing shows nothing:
+ * `settled` is a listing read already. Whatever appears after a listing is found by the next
+ * one; a dir that keeps filling after SETTLE_ROUNDS is an error.
+ */
+async function settle(r: Removal, settled: Entry[] | undefined): Promise<void> {
+  const { store, layout, bulk } = r;
   for (let round = 1; ; round++) {
-    const left = (settled ?? (await (bulk ? bulk.listTree(layout.root) : store.list(layout.root)))).filter(
-      (e) => !last(e.path),
-    );
+    const listing = settled ?? (await (bulk ? bulk.listTree(layout.root) : store.list(layout.root)));
+    const left = listing.filter((e) => !r.last(e.path));
     settled = undefined;
-    if (left.length === 0) break;
+    if (left.length === 0) return;
     if (round > SETTLE_ROUNDS) {
       throw new StoreError(
         'io',
@@ -118,27 +161,29 @@ export async function removeStagingDir(
         `something keeps writing into the staging dir of a finished job (${left.length} entries after ${SETTLE_ROUNDS} rounds): stop it, then ${recoverAdvice({ why: 'to finish the clean-up' })}`,
       );
     }
-    await remove(left);
+    await removeEntries(r, left);
   }
-  await lease?.stopRenewal();
+}
+
+/** Removes `_job.yaml` and our lease, all that is left; nothing else goes after them. */
+async function removeLast(r: Removal): Promise<void> {
+  const { store, layout, lease, bulk } = r;
   if (bulk) {
-    // `_job.yaml` and our lease are all that is left, and nothing else goes after them.
     await bulk.deleteMany([layout.jobFile, ...(lease ? [lease.path] : [])]);
     lease?.gone();
-  } else {
-    // They and the directory go in one operation. A racing step's lease file can appear
-    // meanwhile (it will find no job): remove it too.
-    for (let i = 0; ; i++) {
-      try {
-        await store.delete(layout.root, true);
-        lease?.gone();
-        break;
-      } catch (e) {
-        if (!(e instanceof StoreError && e.reason === 'exists') || i >= 5) throw e;
-      }
+    return;
+  }
+  // They and the directory go in one operation. A racing step's lease file can appear
+  // meanwhile (it will find no job): remove it too.
+  for (let i = 0; ; i++) {
+    try {
+      await store.delete(layout.root, true);
+      lease?.gone();
+      return;
+    } catch (e) {
+      if (!(e instanceof StoreError && e.reason === 'exists') || i >= 5) throw e;
     }
   }
-  await tidyParents(store, layout, known);
 }
 
 /** Tidies the default layout's empty parents; another job's files keep them in place. */
