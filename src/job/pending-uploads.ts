@@ -107,7 +107,6 @@ export interface UploadsOf {
  * record is written before any byte is sent, so a kill after it leaves uploads that the job's
  * abort or recover knows to abort.
  */
-// eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
 export async function stageAsUploads(
   store: Store,
   of: UploadsOf,
@@ -116,63 +115,75 @@ export async function stageAsUploads(
   run: { readonly concurrency: number; readonly nowMs: number },
 ): Promise<StagedUploads> {
   const { layout, job, taskAttempt } = of;
-  const { concurrency } = run;
   const none: StagedUploads = { names: new Set(), uploads: [], record: null };
   const writes = pendingUploadWrites(store);
   if (!writes || job.algorithm !== 'v1') return none;
-  const big = await largeFiles(writes, files, concurrency);
+  const big = await largeFiles(writes, files, run.concurrency);
   if (big.length === 0) return none;
   const rel = (name: string) => (part ? `${part}/${name}` : name);
-  const record = posix.join(
-    uploadsDir(layout, job.appAttempt, taskAttempt),
-    `${String(run.nowMs).padStart(15, '0')}-${randomUUID().slice(0, 8)}.yaml`,
+  const sends: UploadSends = {
+    store,
+    writes,
+    taskAttempt,
+    concurrency: run.concurrency,
+    files: big.map((f) => ({ ...f, path: rel(f.name), key: posix.join(job.targetPath, rel(f.name)) })),
+    record: posix.join(
+      uploadsDir(layout, job.appAttempt, taskAttempt),
+      `${String(run.nowMs).padStart(15, '0')}-${randomUUID().slice(0, 8)}.yaml`,
+    ),
+  };
+  const ids = await beginUploads(sends);
+  const etags = await mapLimit(sends.files, run.concurrency, (f, i) =>
+    writes.uploadParts(f.key, ids[i]!, f.localPath, f.size, f.onBytes),
   );
-  const ids: string[] = new Array(big.length);
-  try {
-    await forEachLimit(
-      big,
-      concurrency,
-      async (f, i) => void (ids[i] = await writes.beginUpload(posix.join(job.targetPath, rel(f.name)))),
-    );
-    await store.writeFile(
-      record,
-      encodeRecord(
-        taskAttempt,
-        'begun',
-        big.map((f, i) => ({ path: rel(f.name), uploadId: ids[i]! })),
-      ),
-    );
-  } catch (e) {
-    // No record names these uploads yet, so no later step could find them: they go now (as far as the store lets).
-    const begun = big.flatMap((f, i) =>
-      ids[i] ? [{ path: posix.join(job.targetPath, rel(f.name)), uploadId: ids[i] }] : [],
-    );
-    await abortUploads(store, begun, concurrency).catch(() => undefined);
-    throw e;
-  }
-  const etags: string[][] = new Array(big.length);
-  await forEachLimit(big, concurrency, async (f, i) => {
-    etags[i] = await writes.uploadParts(
-      posix.join(job.targetPath, rel(f.name)),
-      ids[i]!,
-      f.localPath,
-      f.size,
-      f.onBytes,
-    );
-  });
   await store.writeFile(
-    record,
+    sends.record,
     encodeRecord(
       taskAttempt,
       'ready',
-      big.map((f, i) => ({ path: rel(f.name), uploadId: ids[i]!, size: f.size, etags: etags[i]! })),
+      sends.files.map((f, i) => ({ path: f.path, uploadId: ids[i]!, size: f.size, etags: etags[i]! })),
     ),
   );
   return {
     names: new Set(big.map((f) => f.name)),
-    uploads: big.map((f, i) => ({ path: posix.join(job.targetPath, rel(f.name)), uploadId: ids[i]! })),
-    record,
+    uploads: sends.files.map((f, i) => ({ path: f.key, uploadId: ids[i]! })),
+    record: sends.record,
   };
+}
+
+/** The uploads one stageAsUploads sends: its files with their table paths and keys, and their record. */
+interface UploadSends {
+  readonly store: Store;
+  readonly writes: PendingUploadWrites;
+  readonly taskAttempt: string;
+  readonly concurrency: number;
+  readonly files: readonly (LocalSource & { size: number; path: string; key: string })[];
+  readonly record: string;
+}
+
+/**
+ * Begins an upload per file and writes the record naming them all, before any byte is sent;
+ * returns the upload ids. On failure the uploads begun go at once (as far as the store lets):
+ * no record names them, so no later step could find them.
+ */
+async function beginUploads(s: UploadSends): Promise<string[]> {
+  const ids: string[] = new Array(s.files.length);
+  try {
+    await forEachLimit(s.files, s.concurrency, async (f, i) => void (ids[i] = await s.writes.beginUpload(f.key)));
+    await s.store.writeFile(
+      s.record,
+      encodeRecord(
+        s.taskAttempt,
+        'begun',
+        s.files.map((f, i) => ({ path: f.path, uploadId: ids[i]! })),
+      ),
+    );
+  } catch (e) {
+    const begun = s.files.flatMap((f, i) => (ids[i] ? [{ path: f.key, uploadId: ids[i] }] : []));
+    await abortUploads(s.store, begun, s.concurrency).catch(() => undefined);
+    throw e;
+  }
+  return ids;
 }
 
 /** The local files large enough to go as pending uploads, with their sizes. */
