@@ -97,7 +97,6 @@ export class NameNodes {
    * move to the next name node (remembered); transient errors back off and retry. `tries.lost`
    * counts tries that got no answer: a name node may have done what such a try asked.
    */
-  // eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
   async call(
     method: Method,
     op: string,
@@ -115,26 +114,7 @@ export class NameNodes {
       let res: Response | null = null;
       let exception: string | undefined;
       try {
-        this.requests++;
-        // Bytes go to data nodes only (dataNode): every name node call gets the deadline.
-        const due = deadline(this.settings.requestTimeoutMs ?? 60_000);
-        const spnego = this.settings.delegation ? undefined : this.settings.spnego;
-        const got = await this.fetch(url, {
-          method,
-          redirect: 'manual',
-          ...(spnego ? { headers: { authorization: await spnego.authorization(url) } } : {}),
-          ...(this.settings.basicAuth ? { headers: { authorization: this.settings.basicAuth } } : {}),
-          signal: cut ? AbortSignal.any([due, cut]) : due,
-        });
-        // A name node's answers are small: read whole here, so one that breaks off is retried like none.
-        const bytes = await got.arrayBuffer().catch((e: unknown) => {
-          throw new Error(`its answer broke off: ${causeOf(e)}`);
-        });
-        res = new Response(NULL_BODY.has(got.status) ? null : bytes, {
-          status: got.status,
-          statusText: got.statusText,
-          headers: got.headers,
-        });
+        res = await this.send(method, url, cut);
       } catch (e) {
         if (e instanceof StageCommitError) throw e; // a verdict, not a network failure (an RPC port given for HTTP)
         if (cut?.aborted) throw cut.reason;
@@ -166,6 +146,29 @@ export class NameNodes {
       [this.toUri(p)],
       `no name node answered (${this.settings.nameNodes.join(', ')}): ${causeOf(lastError)}`,
     );
+  }
+
+  /** One try of a name node call, its answer read whole (it is small): one that breaks off fails like none. */
+  private async send(method: Method, url: string, cut: AbortSignal | undefined): Promise<Response> {
+    this.requests++;
+    // Bytes go to data nodes only (dataNode): every name node call gets the deadline.
+    const due = deadline(this.settings.requestTimeoutMs ?? 60_000);
+    const spnego = this.settings.delegation ? undefined : this.settings.spnego;
+    const got = await this.fetch(url, {
+      method,
+      redirect: 'manual',
+      ...(spnego ? { headers: { authorization: await spnego.authorization(url) } } : {}),
+      ...(this.settings.basicAuth ? { headers: { authorization: this.settings.basicAuth } } : {}),
+      signal: cut ? AbortSignal.any([due, cut]) : due,
+    });
+    const bytes = await got.arrayBuffer().catch((e: unknown) => {
+      throw new Error(`its answer broke off: ${causeOf(e)}`);
+    });
+    return new Response(NULL_BODY.has(got.status) ? null : bytes, {
+      status: got.status,
+      statusText: got.statusText,
+      headers: got.headers,
+    });
   }
 
   /** A 401: the name node wants credentials it was not given, or refused the ones it was. */

@@ -24,68 +24,31 @@ const RPC_PORTS = new Set(['8020', '9000', '54310']);
  * (or RPC address) in HADOOP_CONF_DIR's hdfs-site.xml, maps to its name nodes' HTTP addresses,
  * tried in order with failover on StandbyException; `hdfs:///…` is fs.defaultFS's.
  */
-// eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
 export async function webHdfsSettings(
   scheme: string,
   authority: string,
   config: unknown,
   env: WebHdfsEnv,
 ): Promise<WebHdfsSettings> {
-  if (config !== undefined && (config === null || typeof config !== 'object' || Array.isArray(config))) {
-    throw new UsageError({
-      reason: 'config-invalid',
-      setting: 'webhdfs',
-      must: 'be a mapping (user, nameservices, retries, caFile, …)',
-    });
-  }
-  const c = (config ?? {}) as Record<string, unknown>;
+  const c = section(config);
   // `${env.NAME}` in the XML may name any variable: the whole environment is passed on.
   const conf = env.HADOOP_CONF_DIR ? await readHadoopConf(env.HADOOP_CONF_DIR, env as HadoopConfEnv) : null;
-  const { name, nameNodes } = resolveNameNodes(scheme, authority, c, conf);
+  const { name, nameNodes } = resolveNameNodes(scheme, authority, c.values, conf);
   const mine = new Set(nameNodes.map(canonicalUrl));
   // Another spelling of a location on this cluster: a URI whose name nodes include one of ours.
   const sameCluster = (s: string, a: string): boolean => {
     try {
-      return resolveNameNodes(s, a, c, conf).nameNodes.some((u) => mine.has(canonicalUrl(u)));
+      return resolveNameNodes(s, a, c.values, conf).nameNodes.some((u) => mine.has(canonicalUrl(u)));
     } catch {
       return false;
     }
   };
-  const num = (key: string, def: number) => {
-    const v = c[key];
-    if (v === undefined) return def;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
-      throw new UsageError({ reason: 'config-invalid', setting: `webhdfs.${key}`, must: 'be a whole number' });
-    return v;
-  };
-  const str = (key: string) => {
-    const v = c[key];
-    if (v !== undefined && typeof v !== 'string')
-      throw new UsageError({ reason: 'config-invalid', setting: `webhdfs.${key}`, must: 'be a string' });
-    return v as string | undefined;
-  };
-  let fetchWithCa: typeof fetch | undefined;
-  const caFile = str('caFile');
-  if (caFile) {
-    let ca: string;
-    try {
-      ca = readFileSync(caFile, 'utf8');
-    } catch (e) {
-      const error = (e as Error).message;
-      throw new UsageError({ reason: 'config-file-unreadable', setting: 'webhdfs.caFile', file: caFile, error });
-    }
-    fetchWithCa = httpFetchWithCa(ca);
-  }
-  const delegation = str('delegation') ?? env.HADOOP_TOKEN ?? (await tokenFromFile(env, name, nameNodes));
-  const kerberos = delegation ? undefined : kerberosSettings(c.kerberos, conf);
-  const basePath = str('basePath');
-  if (basePath !== undefined && !/^\/\S*[^/]$/.test(basePath))
-    throw new UsageError({
-      reason: 'config-invalid',
-      setting: 'webhdfs.basePath',
-      must: 'be a path such as /webhdfs/v1 or /gateway/default/webhdfs/v1 (no trailing /)',
-    });
-  const basicAuth = basicAuthHeader(c.basicAuth, nameNodes);
+  const caFile = c.str('caFile');
+  const fetchWithCa = caFile ? fetchTrusting(caFile) : undefined;
+  const delegation = c.str('delegation') ?? env.HADOOP_TOKEN ?? (await tokenFromFile(env, name, nameNodes));
+  const kerberos = delegation ? undefined : kerberosSettings(c.values.kerberos, conf);
+  const basePath = checkBasePath(c.str('basePath'));
+  const basicAuth = basicAuthHeader(c.values.basicAuth, nameNodes);
   if (basicAuth && kerberos) throw new UsageError({ reason: 'basic-auth-with-kerberos' });
   return {
     ...(basePath ? { basePath } : {}),
@@ -93,14 +56,70 @@ export async function webHdfsSettings(
     nameNodes,
     uriPrefix: `${scheme}://${authority}`,
     sameCluster,
-    user: str('user') ?? env.HADOOP_USER_NAME ?? env.USER,
+    user: c.str('user') ?? env.HADOOP_USER_NAME ?? env.USER,
     ...(delegation ? { delegation } : {}),
     ...(kerberos ? { spnego: new (await import('./spnego.js')).Spnego(kerberos) } : {}),
-    retries: num('retries', 4),
-    retryBaseMs: num('retryBaseMs', 200),
-    requestTimeoutMs: num('requestTimeoutMs', 60_000),
+    retries: c.num('retries', 4),
+    retryBaseMs: c.num('retryBaseMs', 200),
+    requestTimeoutMs: c.num('requestTimeoutMs', 60_000),
     fetch: guardRpcPorts(fetchWithCa ?? httpFetch),
   };
+}
+
+/** The config file's `webhdfs:` section, with readers that name the setting a bad value is in. */
+interface Section {
+  readonly values: Record<string, unknown>;
+  num(key: string, def: number): number;
+  str(key: string): string | undefined;
+}
+
+function section(config: unknown): Section {
+  if (config !== undefined && (config === null || typeof config !== 'object' || Array.isArray(config))) {
+    throw new UsageError({
+      reason: 'config-invalid',
+      setting: 'webhdfs',
+      must: 'be a mapping (user, nameservices, retries, caFile, …)',
+    });
+  }
+  const values = (config ?? {}) as Record<string, unknown>;
+  const bad = (key: string, must: string) =>
+    new UsageError({ reason: 'config-invalid', setting: `webhdfs.${key}`, must });
+  return {
+    values,
+    num(key, def) {
+      const v = values[key];
+      if (v === undefined) return def;
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw bad(key, 'be a whole number');
+      return v;
+    },
+    str(key) {
+      const v = values[key];
+      if (v !== undefined && typeof v !== 'string') throw bad(key, 'be a string');
+      return v;
+    },
+  };
+}
+
+/** httpFetch trusting the certificate authorities in `caFile` (`webhdfs.caFile`). */
+function fetchTrusting(caFile: string): typeof fetch {
+  let ca: string;
+  try {
+    ca = readFileSync(caFile, 'utf8');
+  } catch (e) {
+    const error = (e as Error).message;
+    throw new UsageError({ reason: 'config-file-unreadable', setting: 'webhdfs.caFile', file: caFile, error });
+  }
+  return httpFetchWithCa(ca);
+}
+
+function checkBasePath(basePath: string | undefined): string | undefined {
+  if (basePath !== undefined && !/^\/\S*[^/]$/.test(basePath))
+    throw new UsageError({
+      reason: 'config-invalid',
+      setting: 'webhdfs.basePath',
+      must: 'be a path such as /webhdfs/v1 or /gateway/default/webhdfs/v1 (no trailing /)',
+    });
+  return basePath;
 }
 
 /**
