@@ -335,12 +335,10 @@ export interface AbortDryRun {
   readonly operations: readonly PlannedOperation[];
 }
 
-// eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
 export async function abortDryRun(
   env: StepEnv,
   input: { stagingPath: string; task?: string; attempt?: number },
 ): Promise<AbortDryRun> {
-  const { store } = env;
   const scope = input.task === undefined ? 'job' : 'task';
   const task = input.task === undefined ? undefined : checkTaskId(input.task);
   const givenAttempt = input.attempt === undefined ? undefined : checkAttempt(input.attempt);
@@ -352,34 +350,49 @@ export async function abortDryRun(
     abortGone(env, e, scope);
     return { dryRun: true, outcome: 'nothing', scope, files: 0, bytes: 0, operations: [] };
   }
+  return task === undefined ? jobAbortDryRun(env, open) : taskAbortDryRun(env, open, task, givenAttempt);
+}
+
+/** What `abort --task` would do: decide the attempt aborted (unless decided) and delete its dir. */
+async function taskAbortDryRun(
+  env: StepEnv,
+  open: OpenJob,
+  task: string,
+  givenAttempt: number | undefined,
+): Promise<AbortDryRun> {
+  const { store } = env;
   const { job, layout } = open;
-  if (task !== undefined) {
-    requireState(open, ['staged'], 'abort a task attempt');
-    const attempt = givenAttempt ?? (await currentAttempt(store, layout, job, task, 'commit'));
-    const taskAttempt = taskAttemptName(job.jobId, task, attempt);
-    const decision = await readDecision(store, layout, job.appAttempt, taskAttempt);
-    const claims = await readClaims(store, layout, { jobId: job.jobId, appAttempt: job.appAttempt });
-    if (decision?.outcome === 'commit' && (claims.get(task)?.taskAttempt ?? taskAttempt) === taskAttempt) {
-      const state = claims.get(task)?.state === 'committed' ? 'committed' : 'committing';
-      throw new BlockedError({ reason: 'attempt-belongs-to-job', taskAttempt, state });
-    }
-    const dir = layout.attemptDir(job.appAttempt, taskAttempt);
-    const files = await attemptFiles(store, dir, { details: true });
-    const operations = [
-      ...(decision ? [] : [{ op: 'create', path: store.toUri(layout.decisionFile(job.appAttempt, taskAttempt)) }]),
-      { op: 'delete', path: store.toUri(dir), dir: true },
-    ];
-    return {
-      dryRun: true,
-      jobId: job.jobId,
-      outcome: 'aborted',
-      scope,
-      taskAttempt,
-      files: files.length,
-      bytes: files.reduce((a, f) => a + Math.max(0, f.size), 0),
-      operations,
-    };
+  requireState(open, ['staged'], 'abort a task attempt');
+  const attempt = givenAttempt ?? (await currentAttempt(store, layout, job, task, 'commit'));
+  const taskAttempt = taskAttemptName(job.jobId, task, attempt);
+  const decision = await readDecision(store, layout, job.appAttempt, taskAttempt);
+  const claims = await readClaims(store, layout, { jobId: job.jobId, appAttempt: job.appAttempt });
+  if (decision?.outcome === 'commit' && (claims.get(task)?.taskAttempt ?? taskAttempt) === taskAttempt) {
+    const state = claims.get(task)?.state === 'committed' ? 'committed' : 'committing';
+    throw new BlockedError({ reason: 'attempt-belongs-to-job', taskAttempt, state });
   }
+  const dir = layout.attemptDir(job.appAttempt, taskAttempt);
+  const files = await attemptFiles(store, dir, { details: true });
+  const operations = [
+    ...(decision ? [] : [{ op: 'create', path: store.toUri(layout.decisionFile(job.appAttempt, taskAttempt)) }]),
+    { op: 'delete', path: store.toUri(dir), dir: true },
+  ];
+  return {
+    dryRun: true,
+    jobId: job.jobId,
+    outcome: 'aborted',
+    scope: 'task',
+    taskAttempt,
+    files: files.length,
+    bytes: files.reduce((a, f) => a + Math.max(0, f.size), 0),
+    operations,
+  };
+}
+
+/** What `abort` of a whole job would do: throw its staged data away, give an adopted leftover back. */
+async function jobAbortDryRun(env: StepEnv, open: OpenJob): Promise<AbortDryRun> {
+  const { store } = env;
+  const { job, layout } = open;
   await checkUnlocked(env, layout);
   requireState(open, ['staged', 'aborted'], 'abort');
   const { published, back, operations } = await jobAbortEffects(env, open);
@@ -397,7 +410,7 @@ export async function abortDryRun(
     dryRun: true,
     jobId: job.jobId,
     outcome: 'aborted',
-    scope,
+    scope: 'job',
     files: thrown.length,
     bytes: sum(thrown),
     ...(back
