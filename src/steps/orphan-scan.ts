@@ -79,94 +79,107 @@ export async function checkRoots(store: Store, roots: readonly string[], concurr
 }
 
 /** Every leftover directory under the roots, by name or by `_job.yaml`; never into a leftover once found. */
-// eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
 export async function scan(
   env: StepEnv,
   roots: readonly string[],
   maxDepth: number,
   problems: ScanProblem[],
 ): Promise<{ found: { path: string; kind: LeftoverKind }[]; scanned: number; emptyParents: string[] }> {
-  const { store } = env;
-  const found: { path: string; kind: LeftoverKind }[] = [];
-  const emptyParents: string[] = [];
-  let scanned = 0;
+  const run: ScanRun = { env, maxDepth, problems, found: [], emptyParents: [], scanned: 0 };
   for (const root of roots) {
-    let level: { path: string; depth: number }[] = [{ path: root, depth: 0 }];
-    while (level.length) {
-      // eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
-      const next = await mapLimit(level, env.concurrency, async ({ path, depth }) => {
-        let entries: Entry[];
-        try {
-          entries = await store.list(path);
-        } catch (e) {
-          problems.push({ path: store.toUri(path), message: (e as Error).message });
-          return [];
-        }
-        scanned++;
-        if (!entries.length && isStagingParent(path)) emptyParents.push(path);
-        if (scanned % 1000 === 0)
-          env.emit({ type: 'progress', label: 'scanning directories', done: scanned, total: scanned });
-        // A job's dir, or a handle that holds nothing but lease files: a step killed between trying
-        // the lease and finding no job there (S3), or a renewal that landed after its job went.
-        if (entries.some((e) => e.name === JOB_FILE && e.kind === 'file') || isStrayHandle(path, entries)) {
-          found.push({ path, kind: 'stagecommit' });
-          return [];
-        }
-        // A plan without its job: a stagecommit job past its commit point that lost `_job.yaml`.
-        // Its `_temporary` holds committed output, not a leftover: nothing under it is touched.
-        if (entries.some((e) => e.name === COMMIT_FILE && e.kind === 'file')) {
-          // Or the plan landed after its job committed (a write its store held): then it is a leftover to delete.
-          // Or its job ended before it landed (aborted, or reset by recover): never applied, a leftover too.
-          const done = await findCommitted(store, path);
-          const late = done
-            ? `job ${done.jobId} committed (${done.committedAt})`
-            : (await planGivenUp(store, path, posix.join(path, COMMIT_FILE)))
-              ? 'its job ended before it (the plan was never applied)'
-              : null;
-          problems.push({
-            path: store.toUri(path),
-            message: late
-              ? `${COMMIT_FILE} without ${JOB_FILE}: ${late} and this plan of it landed later; nothing was touched: delete the directory`
-              : `${COMMIT_FILE} without ${JOB_FILE}: a stagecommit job past its commit point lost its manifest; nothing under it was touched: restore ${JOB_FILE}, then run ${recoverCommand()}`,
-          });
-          return [];
-        }
-        // A default staging dir whose job lost `_job.yaml` (and the plan it carried) while holding the
-        // table log: its `_temporary` is a job's output, not a Hadoop leftover.
-        const held = entries.some((e) => e.name === '_temporary') ? (await unfinishedEntryOf(store, path)).entry : null;
-        if (held) {
-          problems.push({
-            path: store.toUri(path),
-            message: `${JOB_FILE} is missing, but the table log holds job ${held.jobId}'s unfinished entry ${held.number} for this staging dir (it may be past its commit point); nothing under it was touched: restore ${JOB_FILE}, then run ${recoverCommand()}`,
-          });
-          return [];
-        }
-        // Any dir holding a stagecommit job's claims, decisions or commit progress without its
-        // `_job.yaml` (a --staging-dir of one's own, which the log does not lead to): the job may
-        // be past its commit point, and its `_temporary` is its output (protocol.md §5.16).
-        const left = entries.some((e) => e.name === '_temporary' || e.name === PROGRESS_FILE)
-          ? (await jobFilesLeft(store, path, entries)).filter((m) => m === PROGRESS_FILE || m.startsWith('_temporary/'))
-          : [];
-        if (left.length) {
-          problems.push({
-            path: store.toUri(path),
-            message: `${JOB_FILE} is missing, but the dir holds a stagecommit job's files (${left.join(', ')}): its job may be past its commit point; nothing under it was touched: restore ${JOB_FILE}, then run ${recoverCommand()}; if its job has ended, check the target by hand and delete the directory`,
-          });
-          return [];
-        }
-        const down: { path: string; depth: number }[] = [];
-        for (const e of entries) {
-          if (e.kind !== 'dir') continue; // files are never read; links never followed
-          const kind = kindByName(e.name);
-          if (kind) found.push({ path: e.path, kind });
-          else if (depth + 1 <= maxDepth) down.push({ path: e.path, depth: depth + 1 });
-        }
-        return down;
-      });
-      level = next.flat();
-    }
+    let level: DirToScan[] = [{ path: root, depth: 0 }];
+    while (level.length) level = (await mapLimit(level, env.concurrency, (dir) => scanDir(run, dir))).flat();
   }
-  return { found, scanned, emptyParents };
+  return { found: run.found, scanned: run.scanned, emptyParents: run.emptyParents };
+}
+
+interface DirToScan {
+  readonly path: string;
+  readonly depth: number;
+}
+
+/** One scan's bounds and what it found so far. */
+interface ScanRun {
+  readonly env: StepEnv;
+  readonly maxDepth: number;
+  readonly problems: ScanProblem[];
+  readonly found: { path: string; kind: LeftoverKind }[];
+  readonly emptyParents: string[];
+  scanned: number;
+}
+
+/** Lists one directory: records it if it is a leftover or a problem, else returns its subdirs to scan. */
+async function scanDir(run: ScanRun, { path, depth }: DirToScan): Promise<DirToScan[]> {
+  const { env } = run;
+  const { store } = env;
+  let entries: Entry[];
+  try {
+    entries = await store.list(path);
+  } catch (e) {
+    run.problems.push({ path: store.toUri(path), message: (e as Error).message });
+    return [];
+  }
+  run.scanned++;
+  if (!entries.length && isStagingParent(path)) run.emptyParents.push(path);
+  if (run.scanned % 1000 === 0)
+    env.emit({ type: 'progress', label: 'scanning directories', done: run.scanned, total: run.scanned });
+  // A job's dir, or a handle that holds nothing but lease files: a step killed between trying
+  // the lease and finding no job there (S3), or a renewal that landed after its job went.
+  if (entries.some((e) => e.name === JOB_FILE && e.kind === 'file') || isStrayHandle(path, entries)) {
+    run.found.push({ path, kind: 'stagecommit' });
+    return [];
+  }
+  const problem = await jobWithoutManifest(store, path, entries);
+  if (problem) {
+    run.problems.push({ path: store.toUri(path), message: problem });
+    return [];
+  }
+  const down: DirToScan[] = [];
+  for (const e of entries) {
+    if (e.kind !== 'dir') continue; // files are never read; links never followed
+    const kind = kindByName(e.name);
+    if (kind) run.found.push({ path: e.path, kind });
+    else if (depth + 1 <= run.maxDepth) down.push({ path: e.path, depth: depth + 1 });
+  }
+  return down;
+}
+
+/**
+ * What is wrong with a dir that holds a stagecommit job's files without its `_job.yaml` (nothing
+ * under it is touched), or null: it is no such dir.
+ */
+async function jobWithoutManifest(store: Store, path: string, entries: readonly Entry[]): Promise<string | null> {
+  // A plan without its job: a stagecommit job past its commit point that lost `_job.yaml`.
+  // Its `_temporary` holds committed output, not a leftover: nothing under it is touched.
+  if (entries.some((e) => e.name === COMMIT_FILE && e.kind === 'file')) {
+    // Or the plan landed after its job committed (a write its store held): then it is a leftover to delete.
+    // Or its job ended before it landed (aborted, or reset by recover): never applied, a leftover too.
+    const done = await findCommitted(store, path);
+    const late = done
+      ? `job ${done.jobId} committed (${done.committedAt})`
+      : (await planGivenUp(store, path, posix.join(path, COMMIT_FILE)))
+        ? 'its job ended before it (the plan was never applied)'
+        : null;
+    return late
+      ? `${COMMIT_FILE} without ${JOB_FILE}: ${late} and this plan of it landed later; nothing was touched: delete the directory`
+      : `${COMMIT_FILE} without ${JOB_FILE}: a stagecommit job past its commit point lost its manifest; nothing under it was touched: restore ${JOB_FILE}, then run ${recoverCommand()}`;
+  }
+  // A default staging dir whose job lost `_job.yaml` (and the plan it carried) while holding the
+  // table log: its `_temporary` is a job's output, not a Hadoop leftover.
+  const held = entries.some((e) => e.name === '_temporary') ? (await unfinishedEntryOf(store, path)).entry : null;
+  if (held) {
+    return `${JOB_FILE} is missing, but the table log holds job ${held.jobId}'s unfinished entry ${held.number} for this staging dir (it may be past its commit point); nothing under it was touched: restore ${JOB_FILE}, then run ${recoverCommand()}`;
+  }
+  // Any dir holding a stagecommit job's claims, decisions or commit progress without its
+  // `_job.yaml` (a --staging-dir of one's own, which the log does not lead to): the job may
+  // be past its commit point, and its `_temporary` is its output (protocol.md §5.16).
+  const left = entries.some((e) => e.name === '_temporary' || e.name === PROGRESS_FILE)
+    ? (await jobFilesLeft(store, path, entries)).filter((m) => m === PROGRESS_FILE || m.startsWith('_temporary/'))
+    : [];
+  if (left.length) {
+    return `${JOB_FILE} is missing, but the dir holds a stagecommit job's files (${left.join(', ')}): its job may be past its commit point; nothing under it was touched: restore ${JOB_FILE}, then run ${recoverCommand()}; if its job has ended, check the target by hand and delete the directory`;
+  }
+  return null;
 }
 
 /** The default layout's `.stagecommit` dir, or a table's dir in it. */
