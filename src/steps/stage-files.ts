@@ -19,7 +19,7 @@ import { checkDeclared } from './commit-task.js';
 import type { StepEnv } from './env.js';
 import { Progress } from './progress.js';
 import { runStep } from './runner.js';
-import { checkStillStaged } from './stage-race.js';
+import { checkStillStaged, type StagedWrites } from './stage-race.js';
 import { currentAttempt } from './task-attempts.js';
 
 /** A file to stage: `name` is its path under the attempt's write dir (with '/' for a tree's dirs). */
@@ -101,7 +101,6 @@ export async function stageFiles(env: StepEnv, input: StageFilesInput): Promise<
   );
 }
 
-// eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
 async function stageInto(
   env: StepEnv,
   open: OpenJob,
@@ -113,6 +112,39 @@ async function stageInto(
   const { job, layout } = open;
   checkDeclared(job, task, 'staged');
   const part = taskPartitionPath(job, input.partition, !input.printPath && !input.tree);
+  const full = checkNames(job, input, part);
+  const taskAttempt = taskAttemptName(job.jobId, task, attempt);
+  const decision = await readDecision(store, layout, job.appAttempt, taskAttempt, job);
+  if (decision?.outcome === 'abort') {
+    throw new CommitDeniedError({ reason: 'staged-into-aborted', taskAttempt, taken: null });
+  }
+  // Files staged into an attempt that committed would never appear: never exit 0 for them (a rerun
+  // skips committed tasks: status --tasks-to-run).
+  if (decision?.outcome === 'commit') {
+    throw new BlockedError({ reason: 'attempt-already-committed', taskAttempt });
+  }
+  const dir = layout.attemptDir(job.appAttempt, taskAttempt);
+  const partDir = part ? posix.join(dir, part) : dir;
+  const where = { jobId: job.jobId, task, attempt, attemptDir: store.toUri(dir), writeDir: store.toUri(partDir) };
+  const written = { task, taskAttempt, paths: full, dir: partDir };
+  if (input.printPath) {
+    await store.mkdirs(partDir);
+    // Where directories do not exist on their own, the attempt is marked as staged (an attempt
+    // that writes nothing may commit; one never staged may not).
+    const marker = dirsVanishWhenEmpty(store) ? [posix.join(dir, ATTEMPT_MARKER)] : [];
+    for (const m of marker) await store.writeFile(m, '');
+    await checkStillStaged(env, layout, job, { ...written, files: marker, uploads: [], uploadRecord: null });
+    return { ...where, files: [], bytes: 0 };
+  }
+  const bytes = await sendFiles(env, open, input.files, { ...written, part });
+  return { ...where, files: full, bytes };
+}
+
+/**
+ * The staged files' table-relative paths (under the partition path `part`); refuses names that
+ * are not relative, reserved, a writer's marker, given twice, or none at all.
+ */
+function checkNames(job: JobManifest, input: StageFilesInput, part: string): string[] {
   const names = input.files.map((f) => checkRelativePath(f.name, 'file name'));
   if (input.tree) for (const n of names) checkTreeFile(job, part ? `${part}/${n}` : n);
   const reserved = names.find((n) => n.split('/').some(isTempName));
@@ -128,61 +160,49 @@ async function stageInto(
   const twice = names.find((n) => seen.size === seen.add(n).size);
   if (twice !== undefined) throw new UsageError({ reason: 'file-name-twice', name: twice });
   if (input.files.length === 0 && !input.printPath) throw new UsageError({ reason: 'nothing-to-stage' });
+  return full;
+}
 
-  const taskAttempt = taskAttemptName(job.jobId, task, attempt);
-  const decision = await readDecision(store, layout, job.appAttempt, taskAttempt, job);
-  if (decision?.outcome === 'abort') {
-    throw new CommitDeniedError({ reason: 'staged-into-aborted', taskAttempt, taken: null });
-  }
-  // Files staged into an attempt that committed would never appear: never exit 0 for them (a rerun
-  // skips committed tasks: status --tasks-to-run).
-  if (decision?.outcome === 'commit') {
-    throw new BlockedError({ reason: 'attempt-already-committed', taskAttempt });
-  }
-  const dir = layout.attemptDir(job.appAttempt, taskAttempt);
-  const partDir = part ? posix.join(dir, part) : dir;
-  const written = { task, taskAttempt, paths: full, dir: partDir };
-  if (input.printPath) {
-    await store.mkdirs(partDir);
-    // Where directories do not exist on their own, the attempt is marked as staged (an attempt
-    // that writes nothing may commit; one never staged may not).
-    const marker = dirsVanishWhenEmpty(store) ? [posix.join(dir, ATTEMPT_MARKER)] : [];
-    for (const m of marker) await store.writeFile(m, '');
-    await checkStillStaged(env, layout, job, { ...written, files: marker, uploads: [], uploadRecord: null });
-    return {
-      jobId: job.jobId,
-      task,
-      attempt,
-      attemptDir: store.toUri(dir),
-      writeDir: store.toUri(partDir),
-      files: [],
-      bytes: 0,
-    };
-  }
+/** Where sendFiles writes: the task attempt, its write dir and the partition path under it. */
+type Destination = Omit<StagedWrites, 'files' | 'uploads' | 'uploadRecord'> & { readonly part: string };
+
+/**
+ * Sends the files into the write dir, then checks the job is still staged (else the files go
+ * back); returns their bytes. A local file that changed while it was sent is refused.
+ */
+async function sendFiles(
+  env: StepEnv,
+  open: OpenJob,
+  sources: readonly StagedSource[],
+  to: Destination,
+): Promise<number> {
+  const { store } = env;
+  const { job, layout } = open;
+  const { part, ...written } = to;
   // Large local files on S3 go up as uploads to their final keys, left pending (no copy at commit).
-  const local = input.files.filter((f): f is Extract<StagedSource, { localPath: string }> => 'localPath' in f);
+  const local = sources.filter((f): f is Extract<StagedSource, { localPath: string }> => 'localPath' in f);
   let uploaded: StagedUploads = { names: new Set(), uploads: [], record: null };
-  let small = input.files;
+  let small = sources;
   // A write that fails (the job's end removed the dir under it, say) is told after the look at the job.
   let failed: { error: unknown } | null = null;
   const before = await Promise.all(local.map((f) => fingerprint(f.localPath)));
   const sizes = new Map(await Promise.all(local.map(async (f) => [f.name, (await stat(f.localPath)).size] as const)));
-  const allLocal = local.length === input.files.length;
-  const progress = new Progress(env, 'staging files', input.files.length, allLocal ? sum(sizes.values()) : undefined);
+  const allLocal = local.length === sources.length;
+  const progress = new Progress(env, 'staging files', sources.length, allLocal ? sum(sizes.values()) : undefined);
   const sent = new Map<string, number>();
   const onBytes = (name: string) => (n: number) => (sent.set(name, n), progress.bytes(name, n));
   try {
     const watched = local.map((f) => ({ ...f, onBytes: onBytes(f.name) }));
-    uploaded = await stageAsUploads(store, { layout, job, taskAttempt }, part, watched, {
+    uploaded = await stageAsUploads(store, { layout, job, taskAttempt: to.taskAttempt }, part, watched, {
       concurrency: env.concurrency,
       nowMs: env.now(),
     });
     for (const n of uploaded.names) progress.item(n, sizes.get(n));
-    small = input.files.filter((f) => !uploaded.names.has(f.name));
+    small = sources.filter((f) => !uploaded.names.has(f.name));
     await forEachLimit(small, env.concurrency, async (f) => {
       const watch = onBytes(f.name);
       await store.put(
-        posix.join(partDir, f.name),
+        posix.join(to.dir, f.name),
         'localPath' in f ? { localPath: f.localPath, onBytes: watch } : { stream: f.stream, onBytes: watch },
       );
       progress.item(f.name, sizes.get(f.name) ?? sent.get(f.name) ?? 0);
@@ -190,7 +210,7 @@ async function stageInto(
   } catch (error) {
     failed = { error };
   }
-  const files = small.map((f) => posix.join(partDir, f.name));
+  const files = small.map((f) => posix.join(to.dir, f.name));
   await checkStillStaged(env, layout, job, {
     ...written,
     files,
@@ -201,16 +221,7 @@ async function stageInto(
   if (failed) await checkUnchanged(local, before);
   if (failed) throw failed.error;
   await checkUnchanged(local, before);
-  const bytes = sum(input.files.map((f) => sizes.get(f.name) ?? sent.get(f.name) ?? 0));
-  return {
-    jobId: job.jobId,
-    task,
-    attempt,
-    attemptDir: store.toUri(dir),
-    writeDir: store.toUri(partDir),
-    files: full,
-    bytes,
-  };
+  return sum(sources.map((f) => sizes.get(f.name) ?? sent.get(f.name) ?? 0));
 }
 
 function sum(ns: Iterable<number>): number {
