@@ -164,19 +164,11 @@ async function checkTarget(store: Store, leftoverPath: string, targetPath: strin
   return rel;
 }
 
-// eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
 export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResult> {
   const { store } = env;
   const leftoverPath = input.leftoverPath.replace(/\/+$/, '') || '/';
   const uri = store.toUri(leftoverPath);
-  const self = await store.stat(leftoverPath);
-  if (!self) throw new UsageError({ reason: 'leftover-missing', leftover: uri });
-  if (self.kind === 'symlink') throw new UsageError({ reason: 'leftover-symlink', leftover: uri });
-  if (self.kind !== 'dir') throw new UsageError({ reason: 'leftover-not-dir', leftover: uri });
-  // The name first: a listing of something else (`adopt /`) could be a walk of the whole store.
-  if (kindOfName(posix.basename(leftoverPath)) === null)
-    recogniseLeftover(uri, posix.basename(leftoverPath), [], self.mtimeMs);
-  const leftover = await recognised(env, leftoverPath, self.mtimeMs);
+  const leftover = await findLeftover(env, leftoverPath);
   const tooYoung = (ageMs: number) =>
     new ConflictError({
       reason: 'leftover-recent',
@@ -192,49 +184,110 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
   // refuses (exit 5) naming them, instead of publishing partial output.
   const numbered = leftover.tasks.filter((t) => /^\d+$/.test(t)).map(Number);
   const tasks = input.tasks ?? (leftover.gaps.length ? numbered.reduce((a, t) => Math.max(a, t), 0) + 1 : undefined);
-  const mode = input.mode ?? leftover.defaultMode;
   const jobId = adoptedJobId(leftover);
   const stagingPath = posix.join(input.stagingRoot ?? defaultStagingRoot(targetPath), jobId);
-  const layout = new JobLayout(stagingPath);
-  // The leftover moves into the staging dir with one rename, which cannot cross filesystems.
-  if (
-    adoptStrategy(store) === 'rename' &&
-    !(await renamesBetween(store, posix.dirname(leftoverPath), posix.dirname(stagingPath)))
-  ) {
-    throw new UsageError({
-      reason: 'leftover-other-filesystem',
-      leftover: uri,
-      stagingDir: store.toUri(stagingPath),
-      target: store.toUri(targetPath),
-    });
-  }
+  await checkRenamesInto(store, leftoverPath, stagingPath, targetPath);
   const rootOf = (root: string) =>
     adoptStrategy(store) === 'rename' ? posix.join(ADOPTED_DIR, root) : `t:${posix.join(leftoverRel, root)}`;
-  const claims = adoptedClaims(env, uri, leftover, jobId, rootOf);
+  const a: Adoption = {
+    input,
+    leftover,
+    leftoverPath,
+    ageMs,
+    targetPath,
+    stagingPath,
+    jobId,
+    tasks,
+    claims: adoptedClaims(env, uri, leftover, jobId, rootOf),
+  };
+  const result = adoptResult(store, a);
+  if (input.dryRun) return result;
+  // The leftover's times are the store's: old enough by this machine's clock, it must be so by the store's too (a
+  // probe), as a clock far ahead takes a running engine's output for abandoned (protocol.md §10).
+  const storeAgeMs = (await storeClock(env, posix.dirname(leftoverPath)))() - leftover.newestMtimeMs;
+  if (storeAgeMs < input.olderThanMs) throw tooYoung(storeAgeMs);
+  await adoptJob(env, a, result);
+  // The rename comes last: until it, the leftover is where it was and the new job publishes nothing.
+  if (adoptStrategy(store) === 'rename') await moveLeftover(env, leftoverPath, stagingPath);
+  return result;
+}
+
+/** The leftover at `leftoverPath`, a directory recognised by its name, then by its listing. */
+async function findLeftover(env: StepEnv, leftoverPath: string): Promise<Leftover> {
+  const { store } = env;
+  const uri = store.toUri(leftoverPath);
+  const self = await store.stat(leftoverPath);
+  if (!self) throw new UsageError({ reason: 'leftover-missing', leftover: uri });
+  if (self.kind === 'symlink') throw new UsageError({ reason: 'leftover-symlink', leftover: uri });
+  if (self.kind !== 'dir') throw new UsageError({ reason: 'leftover-not-dir', leftover: uri });
+  // The name first: a listing of something else (`adopt /`) could be a walk of the whole store.
+  if (kindOfName(posix.basename(leftoverPath)) === null)
+    recogniseLeftover(uri, posix.basename(leftoverPath), [], self.mtimeMs);
+  return recognised(env, leftoverPath, self.mtimeMs);
+}
+
+/** The leftover moves into the staging dir with one rename, which cannot cross filesystems. */
+async function checkRenamesInto(
+  store: Store,
+  leftoverPath: string,
+  stagingPath: string,
+  targetPath: string,
+): Promise<void> {
+  if (adoptStrategy(store) !== 'rename') return;
+  if (await renamesBetween(store, posix.dirname(leftoverPath), posix.dirname(stagingPath))) return;
+  throw new UsageError({
+    reason: 'leftover-other-filesystem',
+    leftover: store.toUri(leftoverPath),
+    stagingDir: store.toUri(stagingPath),
+    target: store.toUri(targetPath),
+  });
+}
+
+/** One adopt's leftover and the job it becomes. */
+interface Adoption {
+  readonly input: AdoptInput;
+  readonly leftover: Leftover;
+  readonly leftoverPath: string;
+  /** The leftover's age by this machine's clock. */
+  readonly ageMs: number;
+  readonly targetPath: string;
+  readonly stagingPath: string;
+  readonly jobId: string;
+  /** The task count declared, by --tasks or for the gaps in the numbering. */
+  readonly tasks: number | undefined;
+  /** One committed claim per task found. */
+  readonly claims: readonly Claim[];
+}
+
+/** What adopting does (or, in a dry run, would do): the job it makes and the operations on the store. */
+function adoptResult(store: Store, a: Adoption): AdoptResult {
+  const { leftover, tasks, input } = a;
+  const uri = store.toUri(a.leftoverPath);
+  const layout = new JobLayout(a.stagingPath);
   const operations: AdoptOperation[] = [
     { op: 'create', path: store.toUri(layout.jobFile) },
-    ...claims.flatMap((c) =>
+    ...a.claims.flatMap((c) =>
       [layout.decisionFile(0, c.taskAttempt), layout.claimFile(0, c.task)].map((p) => ({
         op: 'create' as const,
         path: store.toUri(p),
       })),
     ),
     ...(adoptStrategy(store) === 'rename'
-      ? [{ op: 'rename' as const, from: uri, to: store.toUri(posix.join(stagingPath, ADOPTED_DIR)) }]
+      ? [{ op: 'rename' as const, from: uri, to: store.toUri(posix.join(a.stagingPath, ADOPTED_DIR)) }]
       : []),
   ];
-  const result: AdoptResult = {
+  return {
     dryRun: Boolean(input.dryRun),
-    jobId,
-    handle: store.toUri(stagingPath),
-    target: store.toUri(targetPath),
-    mode,
+    jobId: a.jobId,
+    handle: store.toUri(a.stagingPath),
+    target: store.toUri(a.targetPath),
+    mode: input.mode ?? leftover.defaultMode,
     leftover: {
       path: uri,
       kind: leftover.kind,
       engineJobId: leftover.engineJobId,
       stage: leftover.stage,
-      ageSeconds: Math.round(ageMs / 1000),
+      ageSeconds: Math.round(a.ageMs / 1000),
     },
     committedTasks: leftover.tasks,
     tasksDeclared: tasks ?? null,
@@ -248,26 +301,28 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
     bytes: leftover.bytes,
     operations,
   };
-  if (input.dryRun) return result;
-  // The leftover's times are the store's: old enough by this machine's clock, it must be so by the store's too (a
-  // probe), as a clock far ahead takes a running engine's output for abandoned (protocol.md §10).
-  const storeAgeMs = (await storeClock(env, posix.dirname(leftoverPath)))() - leftover.newestMtimeMs;
-  if (storeAgeMs < input.olderThanMs) throw tooYoung(storeAgeMs);
+}
 
-  const adopted = { leftover: uri, leftoverPath, tasks: claims.length };
+/**
+ * Stages the adopted job, then decides and claims its tasks as commit-task would: a later
+ * `abort --task` of one is refused (protocol.md §5.9). Tasks go at once (one after another,
+ * 10,000 tasks took minutes on S3).
+ */
+async function adoptJob(env: StepEnv, a: Adoption, result: AdoptResult): Promise<void> {
+  const { store } = env;
+  const { claims } = a;
+  const layout = new JobLayout(a.stagingPath);
   const { job } = await stageJob(env, {
-    targetPath,
-    stagingPath,
-    mode,
+    targetPath: a.targetPath,
+    stagingPath: a.stagingPath,
+    mode: result.mode,
     algorithm: 'v1',
     partition: [],
-    partitionBy: leftover.partitionBy,
-    jobId,
-    tasks,
-    adopted,
+    partitionBy: a.leftover.partitionBy,
+    jobId: a.jobId,
+    tasks: a.tasks,
+    adopted: { leftover: result.leftover.path, leftoverPath: a.leftoverPath, tasks: claims.length },
   });
-  // Decided and claimed as commit-task would: a later `abort --task` of it is refused (protocol.md §5.9).
-  // Tasks go at once (one after another, 10,000 tasks took minutes on S3).
   const progress = new Progress(env, 'claiming tasks', claims.length);
   await forEachLimit(claims, env.concurrency, async (c) => {
     await decide(store, layout, 0, {
@@ -280,9 +335,6 @@ export async function adopt(env: StepEnv, input: AdoptInput): Promise<AdoptResul
     await store.createExclusive(layout.claimFile(0, c.task), encodeClaim({ ...c, jobStagedAtMs: job.stagedAtMs }));
     progress.item(c.task);
   });
-  // The rename comes last: until it, the leftover is where it was and the new job publishes nothing.
-  if (adoptStrategy(store) === 'rename') await moveLeftover(env, leftoverPath, stagingPath);
-  return result;
 }
 
 /** One committed claim per task found, its files checked as commit-task checks a task's files. */
