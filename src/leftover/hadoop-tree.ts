@@ -45,17 +45,52 @@ function groupByDir(entries: readonly ListedEntry[], dirOf: (path: string) => st
  * `prefix` is the leftover-relative path of the `_temporary` dir ('' when the leftover is it).
  * Everything under it must be a name FileOutputCommitter writes, else NotLayoutError.
  */
-// eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
 export function readHadoopTree(entries: readonly ListedEntry[], prefix: string): HadoopTree {
   const at = (p: string) => (prefix === '' ? p : `${prefix}/${p}`);
+  const names = readNames(entries, prefix, at);
+  const { jobIds, kinds } = names;
+  if (jobIds.size > 1)
+    throw new NotLayoutError(`it holds the tasks of ${jobIds.size} Hadoop jobs (${[...jobIds].sort().join(', ')})`);
+  if (kinds.size > 1)
+    throw new NotLayoutError('it holds committed output of both map and reduce tasks, which one job never writes');
+  // A file's task dir: two names below the _temporary dir (app/task_…), or three for an attempt
+  // dir (app/_temporary/attempt_…); the files directly in those are in none.
+  const groups = groupByDir(entries, (path) => {
+    if (prefix !== '' && !path.startsWith(prefix + '/')) return null;
+    const segs = (prefix === '' ? path : path.slice(prefix.length + 1)).split('/');
+    const depth = segs[1] === '_temporary' ? 3 : 2;
+    return segs.length > depth ? at(segs.slice(0, depth).join('/')) : null;
+  });
+  return {
+    engineJobId: jobIds.size ? [...jobIds][0]! : null,
+    appAttempts: [...names.apps].sort((a, b) => a - b),
+    ...outputOf(names, groups),
+  };
+}
+
+/** What the names under a `_temporary` dir say: the jobs, task kinds, app attempts and task dirs. */
+interface TreeNames {
+  readonly jobIds: Set<string>;
+  readonly kinds: Set<string>;
+  readonly apps: Set<number>;
+  /** Each task's committed dirs (one per app attempt that committed it), by task number. */
+  readonly committed: Map<string, { app: number; dir: string; task: string }[]>;
+  /** Uncommitted task attempt dirs. */
+  readonly attempts: Set<string>;
+}
+
+/** Reads every name under `prefix`: each must be one FileOutputCommitter writes, else NotLayoutError. */
+function readNames(entries: readonly ListedEntry[], prefix: string, at: (p: string) => string): TreeNames {
   const inside = entries
     .filter((e) => (prefix === '' ? true : e.path.startsWith(prefix + '/')))
     .map((e) => ({ ...e, rel: prefix === '' ? e.path : e.path.slice(prefix.length + 1) }));
-  const jobIds = new Set<string>();
-  const kinds = new Set<string>();
-  const apps = new Set<number>();
-  const committed = new Map<string, { app: number; dir: string; task: string }[]>();
-  const attempts = new Set<string>();
+  const n: TreeNames = {
+    jobIds: new Set(),
+    kinds: new Set(),
+    apps: new Set(),
+    committed: new Map(),
+    attempts: new Set(),
+  };
   for (const e of inside) {
     const segs = e.rel.split('/');
     const [app, second, third] = segs;
@@ -63,21 +98,21 @@ export function readHadoopTree(entries: readonly ListedEntry[], prefix: string):
     if (segs.length === 1) {
       if (e.kind !== 'dir')
         throw new NotLayoutError(`'${at(app!)}' is a file, where FileOutputCommitter makes an app attempt dir`);
-      apps.add(Number(app));
+      n.apps.add(Number(app));
       continue;
     }
-    apps.add(Number(app));
+    n.apps.add(Number(app));
     const task = TASK_DIR.exec(second!);
     if (task) {
       if (segs.length === 2 && e.kind !== 'dir')
         throw new NotLayoutError(`'${at(e.rel)}' is a file, where FileOutputCommitter makes a committed task dir`);
-      jobIds.add(task[1]!);
-      kinds.add(task[2]!);
+      n.jobIds.add(task[1]!);
+      n.kinds.add(task[2]!);
       const id = String(Number(task[3]));
       const dir = at(`${app}/${second}`);
-      const list = committed.get(id) ?? [];
+      const list = n.committed.get(id) ?? [];
       if (!list.some((c) => c.dir === dir)) list.push({ app: Number(app), dir, task: second! });
-      committed.set(id, list);
+      n.committed.set(id, list);
       continue;
     }
     if (second === '_temporary') {
@@ -87,46 +122,34 @@ export function readHadoopTree(entries: readonly ListedEntry[], prefix: string):
         throw new NotLayoutError(
           `'${at(segs.slice(0, 3).join('/'))}' is not a task attempt dir (attempt_<job>_<m|r>_<task>_<try>)`,
         );
-      jobIds.add(attempt[1]!);
-      attempts.add(at(segs.slice(0, 3).join('/')));
+      n.jobIds.add(attempt[1]!);
+      n.attempts.add(at(segs.slice(0, 3).join('/')));
       continue;
     }
     throw new NotLayoutError(
       `'${at(`${app}/${second}`)}' is neither a committed task dir (task_…) nor the attempts dir (_temporary)`,
     );
   }
-  if (jobIds.size > 1)
-    throw new NotLayoutError(`it holds the tasks of ${jobIds.size} Hadoop jobs (${[...jobIds].sort().join(', ')})`);
-  if (kinds.size > 1)
-    throw new NotLayoutError('it holds committed output of both map and reduce tasks, which one job never writes');
+  return n;
+}
 
+/** Each task's newest committed output; older committed dirs and uncommitted attempts are discarded. */
+function outputOf(names: TreeNames, groups: Map<string, Group>): { sources: LeftoverSource[]; discarded: Discarded[] } {
   const sources: LeftoverSource[] = [];
   const discarded: Discarded[] = [];
-  // A file's task dir: two names below the _temporary dir (app/task_…), or three for an attempt
-  // dir (app/_temporary/attempt_…); the files directly in those are in none.
-  const groups = groupByDir(entries, (path) => {
-    if (prefix !== '' && !path.startsWith(prefix + '/')) return null;
-    const segs = (prefix === '' ? path : path.slice(prefix.length + 1)).split('/');
-    const depth = segs[1] === '_temporary' ? 3 : 2;
-    return segs.length > depth ? at(segs.slice(0, depth).join('/')) : null;
-  });
   const under = (dir: string): Group => groups.get(dir) ?? { files: [], bytes: 0 };
   const count = (dir: string) => ({ files: under(dir).files.length, bytes: under(dir).bytes });
-  for (const [task, dirs] of committed) {
+  for (const [task, dirs] of names.committed) {
     dirs.sort((a, b) => b.app - a.app);
     const [newest, ...older] = dirs;
     sources.push({ task, root: newest!.dir, ...under(newest!.dir) });
     for (const o of older)
       discarded.push({ path: o.dir, reason: `superseded by app attempt ${newest!.app}`, ...count(o.dir) });
   }
-  for (const a of [...attempts].sort()) discarded.push({ path: a, reason: 'uncommitted task attempt', ...count(a) });
+  for (const a of [...names.attempts].sort())
+    discarded.push({ path: a, reason: 'uncommitted task attempt', ...count(a) });
   sources.sort((a, b) => Number(a.task) - Number(b.task));
-  return {
-    engineJobId: jobIds.size ? [...jobIds][0]! : null,
-    appAttempts: [...apps].sort((a, b) => a - b),
-    sources,
-    discarded,
-  };
+  return { sources, discarded };
 }
 
 /** Task numbers below the highest one found that are missing (tasks that never committed). */
