@@ -7,9 +7,9 @@ import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { ConflictError } from '../src/errors.js';
+import { BlockedError } from '../src/errors.js';
 import { adopt } from '../src/steps/adopt.js';
-import { cli } from '../testing/cli.js';
+import { assertFailed, cli, type Failure } from '../testing/cli.js';
 import { adoptRunners, assertFinished, leftoverFiles, snapshot, table } from '../testing/adopt.js';
 import { hadoopV1, sparkOverwrite } from '../testing/engines.js';
 import { testEnv } from '../testing/lib.js';
@@ -55,12 +55,13 @@ for (const fx of storeFixtures()) {
         await change(c);
         const before = await snapshot(sb.store, c.root);
         for (const dry of [[], ['--dry-run']]) {
-          const r = await realOrDry(dry)(['adopt', ...dry, sb.uri(c.leftover)]);
-          assert.equal(r.code, 4, `${what}: ${r.stderr}`);
-          assert.match(
-            r.stderr,
-            /was changed \d+s ago, more recently than --older-than allows: its engine may still be writing it; nothing was changed/,
-          );
+          const r = await realOrDry(dry)(['adopt', ...dry, '--json', sb.uri(c.leftover)]);
+          const e = assertFailed(r, 4, {
+            kind: 'ConflictError',
+            reason: 'leftover-recent',
+            leftover: sb.uri(c.leftover),
+          });
+          assert.ok(e.detail.reason === 'leftover-recent' && e.detail.ageSeconds !== null, what);
         }
         assert.deepEqual(await snapshot(sb.store, c.root), before, 'nothing changed');
       }
@@ -76,24 +77,19 @@ for (const fx of storeFixtures()) {
       const spark = sparkOverwrite('merging');
       await writeTree(sb.store, posix.join(root, 'other'), spark.before);
       const before = await snapshot(sb.store, root);
-      const attempts: [string[], number, RegExp][] = [
-        [
-          [sb.uri(posix.join(target, 'dt=x/.hive-staging_hive_q')), '--older-than', '0s'],
-          2,
-          /no finished Hive output.*still writing/,
-        ],
-        [[sb.uri(posix.join(root, 'other', spark.leftover))], 4, /more recently than --older-than/],
-        [[sb.uri(leftover), '--older-than', '0s'], 2, /'1\/junk.txt' is neither a committed task dir/],
-        [[sb.uri(target), '--older-than', '0s'], 2, /not an engine's leftover/],
-        [[sb.uri(posix.join(target, 'nothing-here')), '--older-than', '0s'], 2, /does not exist/],
+      const hive = sb.uri(posix.join(target, 'dt=x/.hive-staging_hive_q'));
+      const live = sb.uri(posix.join(root, 'other', spark.leftover));
+      const nothing = sb.uri(posix.join(target, 'nothing-here'));
+      const attempts: [string[], number, Failure][] = [
+        [[hive, '--older-than', '0s'], 2, { reason: 'leftover-hive-unfinished', leftover: hive, writing: true }],
+        [[live], 4, { reason: 'leftover-recent', leftover: live }],
+        [[sb.uri(leftover), '--older-than', '0s'], 2, { reason: 'leftover-layout', leftover: sb.uri(leftover) }],
+        [[sb.uri(target), '--older-than', '0s'], 2, { reason: 'not-a-leftover', leftover: sb.uri(target) }],
+        [[nothing, '--older-than', '0s'], 2, { reason: 'leftover-missing', leftover: nothing }],
       ];
-      for (const [args, code, re] of attempts) {
-        for (const dry of [[], ['--dry-run']]) {
-          const r = await realOrDry(dry)(['adopt', ...args, ...dry]);
-          assert.equal(r.code, code, `adopt ${args.join(' ')} ${dry.join('')}: ${r.stderr}`);
-          assert.match(r.stderr, re);
-          assert.equal(r.stderr.trim().split('\n').length, 1, 'one line');
-        }
+      for (const [args, code, want] of attempts) {
+        for (const dry of [[], ['--dry-run']])
+          assertFailed(await realOrDry(dry)(['adopt', ...args, ...dry, '--json']), code, want);
       }
       assert.deepEqual(await snapshot(sb.store, root), before);
     });
@@ -138,14 +134,11 @@ for (const fx of storeFixtures()) {
             assert.ok(j.halfMade, `killed at ${k}: jobs shows the job as half-made`);
             assert.match(await here(['status', '--job', j.handle]), /half-made adoption/);
             for (const dry of [['--dry-run'], []]) {
-              const r = await inproc(['commit-job', '--job', j.handle, ...dry]);
-              assert.equal(r.code, 6, `killed at ${k}: commit-job ${dry.join('')} ${r.stderr}`);
-              assert.match(
-                r.stderr,
-                new RegExp(
-                  `is a half-made adoption \\(.*\\): nothing was changed; abort it \\('stagecommit abort --job ${j.handle}', which leaves the leftover where it is\\) and adopt ${sb.uri(leftover)} again`,
-                ),
-              );
+              const r = await inproc(['commit-job', '--job', j.handle, ...dry, '--json']);
+              assertFailed(r, 6, {
+                reason: 'half-made-adoption',
+                advice: `abort it ('stagecommit abort --job ${j.handle}', which leaves the leftover where it is) and adopt ${sb.uri(leftover)} again`,
+              });
             }
           }
           assert.deepEqual(
@@ -169,37 +162,25 @@ for (const fx of storeFixtures()) {
       const c = sparkOverwrite('replacing');
       const { root, leftover } = await table(sb, dir(), c);
       const before = await snapshot(sb.store, root);
-      for (const [target, re] of [
-        [
-          leftover,
-          /the target .* is the leftover itself: give the table the leftover belongs to with --target; nothing was changed/,
-        ],
-        [posix.join(leftover, 'dt=2026-11-30'), /the target .* is inside the leftover/],
+      for (const [target, itself] of [
+        [leftover, true],
+        [posix.join(leftover, 'dt=2026-11-30'), false],
       ] as const) {
         for (const dry of [[], ['--dry-run']]) {
-          const r = await realOrDry(dry)([
-            'adopt',
-            '--older-than',
-            '0s',
-            '--target',
-            sb.uri(target),
-            ...dry,
-            sb.uri(leftover),
-          ]);
-          assert.equal(r.code, 2, r.stderr);
-          assert.match(r.stderr, re);
+          const args = ['adopt', '--older-than', '0s', '--target', sb.uri(target), ...dry, '--json', sb.uri(leftover)];
+          assertFailed(await realOrDry(dry)(args), 2, {
+            reason: 'adopt-target-in-leftover',
+            target: sb.uri(target),
+            itself,
+          });
         }
       }
       assert.deepEqual(await snapshot(sb.store, root), before, 'nothing changed');
       if (fx.name !== 'local' || (await stat('/dev/shm').catch(() => null))?.dev === (await stat(root)).dev) return;
       const other = await mkdtemp('/dev/shm/sc-adopt-');
       try {
-        const r = await run(['adopt', '--older-than', '0s', '--target', other, sb.uri(leftover)]);
-        assert.equal(r.code, 2, r.stderr);
-        assert.match(
-          r.stderr,
-          /is on another filesystem than .*adopting moves the leftover with one rename.*nothing was changed/,
-        );
+        const r = await run(['adopt', '--older-than', '0s', '--target', other, '--json', sb.uri(leftover)]);
+        assertFailed(r, 2, { reason: 'leftover-other-filesystem', leftover: sb.uri(leftover) });
         assert.deepEqual(await readdir(other), [], 'nothing left behind on the other filesystem');
         assert.deepEqual(await snapshot(sb.store, root), before, 'nothing changed');
       } finally {
@@ -210,34 +191,30 @@ for (const fx of storeFixtures()) {
     test('small messages: adopt of / or a link, jobs of a file, an adopted job in conflict says adopt again', async () => {
       const c = sparkOverwrite('replacing');
       const { root, target, leftover } = await table(sb, dir(), c);
-      const jobsOfFile = await run([
-        'jobs',
-        sb.uri(posix.join(target, 'dt=2026-11-27/part-00000-old.c000.snappy.parquet')),
-      ]);
-      assert.equal(jobsOfFile.code, 2, jobsOfFile.stderr);
-      assert.match(jobsOfFile.stderr, /is not a directory: give a table or a staging root/);
+      const file = sb.uri(posix.join(target, 'dt=2026-11-27/part-00000-old.c000.snappy.parquet'));
+      const jobsOfFile = await run(['jobs', file, '--json']);
+      assertFailed(jobsOfFile, 2, { reason: 'jobs-root-invalid', problem: 'not-dir' });
       if (fx.name === 'local') {
         const slash = await inproc(['adopt', '/']);
         assert.equal(slash.code, 2, slash.stderr);
         assert.match(slash.stderr, /error: \/ is not an engine's leftover/);
         const link = posix.join(root, '.spark-staging-link');
         await symlink(leftover, link);
-        const r = await inproc(['adopt', '--older-than', '0s', link]);
-        assert.equal(r.code, 2, r.stderr);
-        assert.match(r.stderr, /is a symbolic link: give the leftover dir itself/);
+        assertFailed(await inproc(['adopt', '--older-than', '0s', '--json', link]), 2, { reason: 'leftover-symlink' });
         await rm(link);
       }
       // An overwrite of dt=2026-11-30 commits after the adoption: the adopted job conflicts.
       const handle = await here(['adopt', '--older-than', '0s', sb.uri(leftover)]);
       const other = await here(['stage', '--target', sb.uri(target), '--mode', 'overwrite', '--partition-by', 'dt']);
-      const file = posix.join(await mkdtemp(posix.join(tmpdir(), 'sc-task-')), 'part-00000-other.parquet');
-      await writeFile(file, 'other');
-      await here(['stage', '--job', other, '--task', '0', '--partition', 'dt=2026-11-30', file]);
+      const part = posix.join(await mkdtemp(posix.join(tmpdir(), 'sc-task-')), 'part-00000-other.parquet');
+      await writeFile(part, 'other');
+      await here(['stage', '--job', other, '--task', '0', '--partition', 'dt=2026-11-30', part]);
       await here(['commit-task', '--job', other, '--task', '0']);
       await here(['commit-job', '--job', other]);
       for (const dry of [['--dry-run'], []]) {
         const r = await realOrDry(dry)(['commit-job', '--job', handle, ...dry]);
         assert.equal(r.code, 6, r.stderr);
+        // The words a user reads (a golden line).
         assert.match(
           r.stderr,
           new RegExp(
@@ -268,8 +245,8 @@ for (const fx of storeFixtures()) {
         (e: unknown) => e,
       );
       assert.ok(taken, 'adopt listed the leftover');
-      assert.ok(err instanceof ConflictError, `expected exit 6, got ${String(err)}`);
-      assert.match(err.message, /was taken while adopting it .*made no job and changed nothing/);
+      assert.ok(err instanceof BlockedError && err.detail.reason === 'leftover-taken', `not exit 6: ${String(err)}`);
+      assert.equal(err.detail.leftover, sb.uri(leftover));
     });
 
     test('two adopts of one leftover at once: one job; the loser says the leftover was taken, leaves no job', async (t) => {
@@ -279,20 +256,19 @@ for (const fx of storeFixtures()) {
         );
       const c = sparkOverwrite('replacing');
       const { root, target, leftover } = await table(sb, dir(), c);
-      const rs = await Promise.all([0, 1].map(() => run(['adopt', '--older-than', '0s', sb.uri(leftover)])));
+      const rs = await Promise.all([0, 1].map(() => run(['adopt', '--older-than', '0s', '--json', sb.uri(leftover)])));
       const won = rs.filter((r) => r.code === 0);
       assert.equal(won.length, 1, rs.map((r) => r.stderr).join('\n'));
       const lost = rs.find((r) => r.code !== 0)!;
-      assert.ok([2, 6].includes(lost.code!), lost.stderr);
-      assert.match(lost.stderr, /was taken while adopting it .*made no job and changed nothing|does not exist/);
-      assert.doesNotMatch(lost.stderr, /ENOENT|at .*\.js:/);
+      if (lost.code === 6) assertFailed(lost, 6, { reason: 'leftover-taken', leftover: sb.uri(leftover) });
+      else assertFailed(lost, 2, { reason: 'leftover-missing', leftover: sb.uri(leftover) });
       const jobs = JSON.parse(await here(['jobs', '--json', sb.uri(target)])).jobs as {
         handle: string;
         halfMade?: string;
       }[];
       assert.deepEqual(
         jobs.map((j) => [j.handle, j.halfMade]),
-        [[won[0]!.stdout.trim(), undefined]],
+        [[JSON.parse(won[0]!.stdout).handle, undefined]],
       );
       await here(['commit-job', '--job', jobs[0]!.handle]);
       await assertFinished(sb, c, root, target);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import os from 'node:os';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
-import { cli, ok } from '../testing/cli.js';
+import { cli, errorOf, ok } from '../testing/cli.js';
 import { inProcess, okInProcess } from '../testing/main.js';
 import {
   commitJob,
@@ -106,9 +106,9 @@ for (const fx of storeFixtures()) {
       const target = posix.join(dir(), 'sales');
       const noSuch = posix.join(posix.dirname(target), '.stagecommit', 'sales', 'no-such-job');
       for (const step of [['commit-job'], ['recover']]) {
-        const never = await cli([...step, '--job', sb.uri(noSuch)], { env: sb.env });
+        const never = await cli([...step, '--job', sb.uri(noSuch), '--json'], { env: sb.env });
         assert.equal(never.code, 2, never.stderr);
-        assert.match(never.stderr, /no job at/);
+        assert.deepEqual(errorOf(never).detail, { reason: 'no-job', stagingDir: sb.uri(noSuch) });
         assert.equal(
           await sb.store.stat(noSuch),
           null,
@@ -129,9 +129,9 @@ for (const fx of storeFixtures()) {
       await sb.store.delete(stray, false);
       const staging = posix.join(dir(), 'my-staging');
       const job = await runJob(sb, { target, stagingDir: staging }, [{ task: '0', files: { a: 'a' } }]);
-      const r = await commitJob(sb, job);
+      const r = await commitJob(sb, job, ['--json']);
       assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /no job at .*finished \(committed or aborted\) or never existed/);
+      assert.deepEqual(errorOf(r).detail, { reason: 'no-job', stagingDir: job });
     });
 
     // The rerun says only that, not "0 file(s)".
@@ -190,6 +190,7 @@ for (const fx of storeFixtures()) {
       await sb.store.writeFile(posix.join(staging, '_lease.3.yaml'), lease(Date.now() + 3_600_000));
       const live = await cli(['stage', '--target', sb.uri(target), '--staging-dir', sb.uri(staging)], { env: sb.env });
       assert.equal(live.code, 2, live.stderr);
+      // The words a user reads (a golden line).
       assert.match(
         live.stderr,
         /^stagecommit: error: the staging dir \S+ is not empty \(it holds '_lease\.3\.yaml'\): a job never adopts files it did not stage; choose an empty or new --staging-dir\n$/,
@@ -203,24 +204,26 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(posix.join(staging, '_lease.3.yaml')), null);
       await ok(['abort', '--job', made.stdout.trim()], { env: sb.env });
       for (const n of ['a', 'b', 'c', 'd']) await sb.store.writeFile(posix.join(staging, n), n);
-      const full = await cli(['stage', '--target', sb.uri(target), '--staging-dir', sb.uri(staging)], { env: sb.env });
+      const stageThere = ['stage', '--target', sb.uri(target), '--staging-dir', sb.uri(staging), '--json'];
+      const full = await cli(stageThere, { env: sb.env });
       assert.equal(full.code, 2, full.stderr);
-      assert.match(full.stderr, /is not empty \(it holds 'a', 'b', 'c' and 1 more\)/);
+      assert.deepEqual(errorOf(full).detail, {
+        reason: 'staging-dir-not-empty',
+        stagingDir: sb.uri(staging),
+        names: "'a', 'b', 'c' and 1 more",
+        stagedJobId: null,
+      });
     });
 
     test('a task id outside --tasks N is exit 2 at stage and at commit-task; nothing is staged or committed', async () => {
       const target = posix.join(dir(), 'sales');
       const job = await stage(sb, { target, tasks: 2 });
-      const staged = await cli(['stage', '--job', job, '--task', '7', '--print-path'], { env: sb.env });
+      const staged = await cli(['stage', '--job', job, '--task', '7', '--print-path', '--json'], { env: sb.env });
       assert.equal(staged.code, 2, staged.stderr);
-      assert.match(
-        staged.stderr,
-        /task 7 is not one of the job's declared tasks 0…1 \(--tasks 2\): nothing was staged/,
-      );
-      assert.equal(staged.stdout, '');
-      const r = await commitTask(sb, job, '7');
+      assert.deepEqual(errorOf(staged).detail, { reason: 'task-not-declared', task: '7', tasks: 2, what: 'staged' });
+      const r = await cli(['commit-task', '--job', job, '--task', '7', '--json'], { env: sb.env });
       assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /task 7 is not one of the job's declared tasks 0…1 \(--tasks 2\): nothing was committed/);
+      assert.deepEqual(errorOf(r).detail, { reason: 'task-not-declared', task: '7', tasks: 2, what: 'committed' });
       const st = JSON.parse(await ok(['status', '--job', job, '--json'], { env: sb.env }));
       assert.deepEqual(st.tasks, []);
     });
@@ -235,10 +238,14 @@ for (const fx of storeFixtures()) {
       // A writer that missed the recover goes on writing into the old app attempt's dir.
       await sb.store.writeFile(posix.join(sb.pathOf(oldDir), 'part-0'), 'late writer');
 
-      const r = await commitTask(sb, job, '0');
+      const r = await cli(['commit-task', '--job', job, '--task', '0', '--json'], { env: sb.env });
       assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /never staged in app attempt 1/);
-      assert.ok(r.stderr.includes(`its files are in ${oldDir}`), r.stderr);
+      assert.deepEqual(errorOf(r).detail, {
+        reason: 'attempt-not-staged',
+        taskAttempt: `attempt_${posix.basename(job)}_0_0`,
+        appAttempt: 1,
+        olderOutput: oldDir,
+      });
       const cj = await commitJob(sb, job);
       assert.equal(cj.code, 5, `commit-job must not publish an empty table: ${cj.stderr}`);
       assert.equal(await sb.store.stat(target), null);
@@ -376,16 +383,15 @@ for (const fx of storeFixtures()) {
       await ok(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
       assert.equal((await commitJob(sb, job)).code, 0);
       const before = await readTree(sb.store, target);
-      const others: [Partial<JobSpec>, RegExp][] = [
-        [{ mode: 'append' }, /--mode append \(the job's was overwrite\)/],
-        [{ partitionBy: 'region' }, /--partition-by region \(the job's was dt\)/],
-        [{ tasks: 2 }, /--tasks 2 \(the job's was 1\)/],
+      const others: [Partial<JobSpec>, string][] = [
+        [{ mode: 'append' }, "--mode append (the job's was overwrite)"],
+        [{ partitionBy: 'region' }, "--partition-by region (the job's was dt)"],
+        [{ tasks: 2 }, "--tasks 2 (the job's was 1)"],
       ];
-      for (const [other, said] of others) {
-        const r = await inProcess(stageArgs(sb, { ...spec, ...other }), { env: sb.env });
+      for (const [other, diff] of others) {
+        const r = await inProcess([...stageArgs(sb, { ...spec, ...other }), '--json'], { env: sb.env });
         assert.equal(r.code, 2, r.stderr);
-        assert.match(r.stderr, said);
-        assert.match(r.stderr, /job id 'day9' names a job staged at .* with other parameters/);
+        assert.deepEqual(errorOf(r).detail, { reason: 'rerun-other-parameters', jobId: 'day9', stagingDir: job, diff });
       }
       const same = await inProcess([...stageArgs(sb, spec), '--json'], { env: sb.env });
       assert.equal(same.code, 0, same.stderr);
@@ -415,15 +421,13 @@ for (const fx of storeFixtures()) {
       const target = posix.join(dir(), 'undeclared');
       await writeTree(sb.store, target, { old: 'old' });
       const job = await stage(sb, { target, mode: 'overwrite' });
-      const toRun = await inProcess(['status', '--job', job, '--tasks-to-run'], { env: sb.env });
+      const toRun = await inProcess(['status', '--job', job, '--tasks-to-run', '--json'], { env: sb.env });
       assert.equal(toRun.code, 2, toRun.stderr);
-      assert.match(toRun.stderr, /was staged without --tasks: --tasks-to-run could list only tasks already attempted/);
-      const empty = await commitJob(sb, job);
+      const jobId = posix.basename(job);
+      assert.deepEqual(errorOf(toRun).detail, { reason: 'tasks-not-declared', jobId });
+      const empty = await commitJob(sb, job, ['--json']);
       assert.equal(empty.code, 5, empty.stderr);
-      assert.match(
-        empty.stderr,
-        /an overwrite with no task committed: it would replace the data it replaces with nothing/,
-      );
+      assert.deepEqual(errorOf(empty).detail, { reason: 'no-task-committed', jobId });
       assert.deepEqual(data(await readTree(sb.store, target)), { old: 'old' }, 'nothing changed');
       // One task committed with no files replaces it with nothing on purpose.
       await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env });
@@ -436,9 +440,9 @@ for (const fx of storeFixtures()) {
       const job = await stage(sb, { target: posix.join(dir(), 'same'), tasks: 1 });
       const [a] = await localFiles({ 'x.csv': 'a' });
       const [b] = await localFiles({ 'x.csv': 'b' });
-      const r = await inProcess(['stage', '--job', job, '--task', '0', a!, b!], { env: sb.env });
+      const r = await inProcess(['stage', '--job', job, '--task', '0', a!, b!, '--json'], { env: sb.env });
       assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /two staged files have the same name 'x\.csv': give each file once/);
+      assert.deepEqual(errorOf(r).detail, { reason: 'file-name-twice', name: 'x.csv' });
     });
   });
 }

@@ -1,5 +1,6 @@
 // Runs the built CLI as a user would: a child process, its exit code, stdout and stderr.
 
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { ErrorDoc, ErrorDocError } from '../src/api/errors.js';
@@ -82,4 +83,21 @@ export function errorOf(r: CliResult): ErrorDocError {
   const doc = JSON.parse(r.stdout) as ErrorDoc;
   if (doc.ok !== false) throw new Error(`not an error document: ${r.stdout}`);
   return doc.error;
+}
+
+/** What a failure is expected to be: its kind (when it matters), its reason and some of its fields. */
+export type Failure = { readonly kind?: ErrorDocError['kind']; readonly reason: string } & Record<string, unknown>;
+
+/**
+ * Checks a run made with --json that failed: its exit code, its error's kind and reason, and the
+ * fields of its `detail` that `want` names (the others are not compared). Returns the error.
+ */
+export function assertFailed(r: CliResult, code: number, want: Failure): ErrorDocError {
+  assert.equal(r.code, code, r.stderr || r.stdout);
+  const e = errorOf(r);
+  const { kind, ...fields } = want;
+  if (kind !== undefined) assert.equal(e.kind, kind, r.stdout);
+  const detail = e.detail as Record<string, unknown>;
+  assert.deepEqual(Object.fromEntries(Object.keys(fields).map((k) => [k, detail[k]])), fields, r.stdout);
+  return e;
 }
