@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
-import { cli } from '../testing/cli.js';
+import { assertFailed, cli } from '../testing/cli.js';
 import { commitJob, commitTask, prepare, runJob, stage, stageTask } from '../testing/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 import { data, readTree, writeTree } from '../testing/tree.js';
@@ -70,15 +70,15 @@ for (const fx of storeFixtures()) {
       await writeTree(sb.store, target, { 'old.csv': 'old' });
       const r = await cli(['stage', '--target', sb.uri(target)], { env: sb.env });
       assert.equal(r.code, 2);
+      // The words a user reads (a golden line).
       assert.match(r.stderr, /already exists.*--mode append or --mode overwrite/);
       assert.equal(r.stderr.trim().split('\n').length, 1);
 
       const target2 = posix.join(dir(), 't');
       const job = await prepare(sb, { target: target2 }, [{ task: '0', files: { 'a.csv': 'new' } }]);
       await writeTree(sb.store, target2, { 'intruder.csv': 'x' });
-      const c = await commitJob(sb, job);
-      assert.equal(c.code, 6);
-      assert.match(c.stderr, /appeared after job/);
+      const c = await commitJob(sb, job, ['--json']);
+      assertFailed(c, 6, { kind: 'ConflictError', reason: 'target-appeared', target: sb.uri(target2) });
       assert.deepEqual(await readTree(sb.store, target2), { 'intruder.csv': 'x' });
       assert.equal((await cli(['status', '--job', job], { env: sb.env })).code, 0, 'the job is still there to abort');
     });
@@ -101,9 +101,8 @@ for (const fx of storeFixtures()) {
       const job = await prepare(sb, { target, mode: 'append', partitionBy: 'dt' }, [
         { task: '0', partition: ['dt=1'], files: { 'a.csv': 'different', 'd.csv': 'd' } },
       ]);
-      const r = await commitJob(sb, job);
-      assert.equal(r.code, 6);
-      assert.match(r.stderr, /append would overwrite 1 existing file.*dt=1\/a.csv/);
+      const r = await commitJob(sb, job, ['--json']);
+      assertFailed(r, 6, { reason: 'append-clash', count: 1, first: 'dt=1/a.csv', v2: false });
       assert.deepEqual(await readTree(sb.store, target), before);
     });
 
@@ -112,21 +111,17 @@ for (const fx of storeFixtures()) {
       const target = posix.join(dir(), 'events');
       const before = { 'dt=1/x.csv/inner': 'old' };
       await writeTree(sb.store, target, before);
-      const clash = /'dt=1\/x.csv' is a file in the job's output but a directory in the target/;
+      const clash = { reason: 'kind-mismatch', path: 'dt=1/x.csv', output: 'file', target: 'dir' };
       const v1 = await prepare(sb, { target, mode: 'append', partitionBy: 'dt' }, [
         { task: '0', partition: ['dt=1'], files: { 'x.csv': 'new' } },
       ]);
-      const r = await commitJob(sb, v1);
-      assert.equal(r.code, 6, r.stderr);
-      assert.match(r.stderr, clash);
+      assertFailed(await commitJob(sb, v1, ['--json']), 6, clash);
       assert.equal((await cli(['abort', '--job', v1], { env: sb.env })).code, 0);
       assert.deepEqual(data(await readTree(sb.store, target)), before);
 
       const v2 = await stage(sb, { target, mode: 'append', algorithm: 'v2', partitionBy: 'dt' });
       await stageTask(sb, v2, { task: '0', partition: ['dt=1'], files: { 'x.csv': 'new' } });
-      const t = await commitTask(sb, v2, '0');
-      assert.equal(t.code, 6, t.stderr);
-      assert.match(t.stderr, clash);
+      assertFailed(await cli(['commit-task', '--job', v2, '--task', '0', '--json'], { env: sb.env }), 6, clash);
       assert.deepEqual(data(await readTree(sb.store, target)), before);
       await stageTask(sb, v2, { task: '0', attempt: 1, partition: ['dt=1'], files: { 'y.csv': 'y' } });
       const again = await commitTask(sb, v2, '0', 1);
@@ -191,18 +186,16 @@ for (const fx of storeFixtures()) {
       const target = posix.join(dir(), 'sales');
       const before = { 'dt=1': 'a stray file', 'dt=2/a.csv': 'keep' };
       await writeTree(sb.store, target, before);
-      const job = runJob(sb, { target, mode: 'overwrite', partitionBy: 'dt' }, [
+      const job = await prepare(sb, { target, mode: 'overwrite', partitionBy: 'dt' }, [
         { task: '0', partition: ['dt=1'], files: { 'a.csv': 'new-a' } },
       ]);
+      const r = await commitJob(sb, job, ['--json']);
       if (fx.name === 's3') {
         // The key 'dt=1' and the keys under 'dt=1/' could both stand: the stray object is not taken for the partition.
-        await assert.rejects(
-          job,
-          /exited 6: stagecommit: error: 'dt=1' is a directory in the job's output but a file in the target/,
-        );
+        assertFailed(r, 6, { reason: 'kind-mismatch', path: 'dt=1', output: 'dir', target: 'file' });
         return assert.deepEqual(data(await readTree(sb.store, target)), before);
       }
-      await job;
+      assert.equal(r.code, 0, r.stderr);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/a.csv': 'new-a', 'dt=2/a.csv': 'keep' });
     });
 
@@ -273,11 +266,10 @@ for (const fx of storeFixtures()) {
         'dt=2/c.csv': 'c',
       });
 
-      const r = await cli(['stage', '--target', sb.uri(target), '--mode', 'overwrite', '--algorithm', 'v2'], {
+      const r = await cli(['stage', '--target', sb.uri(target), '--mode', 'overwrite', '--algorithm', 'v2', '--json'], {
         env: sb.env,
       });
-      assert.equal(r.code, 2);
-      assert.match(r.stderr, /v2 cannot be used with --mode overwrite/);
+      assertFailed(r, 2, { reason: 'v2-with-overwrite' });
     });
 
     test("abort of a v2 job names the tasks whose files stay in the target (dry run too); v1's leaves it alone", async () => {

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
-import { cli, errorOf, ok } from '../testing/cli.js';
+import { assertFailed, cli, errorOf, ok, type Failure } from '../testing/cli.js';
 import { commitJob, commitTask, localFiles, prepare, stage, stageTask } from '../testing/jobs.js';
 import { inProcess, okInProcess } from '../testing/main.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
@@ -49,14 +49,16 @@ for (const fx of storeFixtures()) {
         { task: '0', partition: ['dt=2'], files: { 'x.csv': 'from-0' } },
         { task: '1', partition: ['dt=2'], files: { 'x.csv': 'from-1' } },
       ]);
-      const r = await commitJob(sb, job);
-      assert.equal(r.code, 6);
-      assert.match(r.stderr, /tasks 0 and 1 both wrote 'dt=2\/x.csv'/);
+      const r = await commitJob(sb, job, ['--json']);
       // A committed task cannot commit again; the advice is the job's.
-      assert.match(
-        r.stderr,
-        /the tasks are committed, and a commit is final: nothing was changed; abort the job and run it again with distinct file names$/m,
-      );
+      assertFailed(r, 6, {
+        kind: 'ConflictError',
+        reason: 'path-clash',
+        clash: 'same-path',
+        what: "tasks 0 and 1 both wrote 'dt=2/x.csv'",
+        when: 'job',
+        advice: 'abort the job and run it again with distinct file names',
+      });
       assert.deepEqual(await readTree(sb.store, target), { 'dt=1/keep': 'k' });
     });
 
@@ -106,9 +108,7 @@ for (const fx of storeFixtures()) {
       const again = await cli(['abort', '--job', job], { env: sb.env });
       assert.equal(again.code, 0);
       assert.match(again.stderr, /nothing to abort/);
-      const c = await commitJob(sb, job);
-      assert.equal(c.code, 2);
-      assert.match(c.stderr, /finished .*or never existed/);
+      assertFailed(await commitJob(sb, job, ['--json']), 2, { reason: 'no-job', stagingDir: job });
     });
 
     test('a committed job: stage, commit-task and abort exit 2, commit-job and recover 0, nothing changed', async () => {
@@ -117,21 +117,22 @@ for (const fx of storeFixtures()) {
       assert.equal((await commitJob(sb, job)).code, 0);
       const before = await readTree(sb.store, target);
       const [file] = await localFiles({ 'b.csv': 'b' });
-      for (const [args, code, said] of [
-        [
-          ['abort', '--job', job],
-          2,
-          /cannot abort: job \S+ is finished: it was committed \(.*_SUCCESS, .*\); nothing was changed/,
-        ],
-        [['abort', '--job', job, '--task', '0'], 2, /cannot abort: job \S+ is finished: it was committed/],
-        [['commit-task', '--job', job, '--task', '0'], 2, /job \S+ is finished: it was committed/],
-        [['stage', '--job', job, '--task', '0', file!], 2, /job \S+ is finished: it was committed/],
-        [['commit-job', '--job', job], 0, /already committed/],
-        [['recover', '--job', job], 0, /already committed/],
+      const jobId = posix.basename(job);
+      for (const [args, code, want] of [
+        [['abort', '--job', job], 2, { reason: 'job-finished-abort', jobId }],
+        [['abort', '--job', job, '--task', '0'], 2, { reason: 'job-finished-abort', jobId }],
+        [['commit-task', '--job', job, '--task', '0'], 2, { reason: 'job-finished-task', jobId, task: '0' }],
+        [['stage', '--job', job, '--task', '0', file!], 2, { reason: 'job-finished', jobId }],
       ] as const) {
+        assertFailed(await cli([...args, '--json'], { env: sb.env }), code, want);
+      }
+      for (const args of [
+        ['commit-job', '--job', job],
+        ['recover', '--job', job],
+      ]) {
         const r = await cli(args, { env: sb.env });
-        assert.equal(r.code, code, `${args.join(' ')}: ${r.stderr}`);
-        assert.match(r.stderr, said, args.join(' '));
+        assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+        assert.match(r.stderr, /already committed/, args.join(' '));
       }
       assert.deepEqual(await readTree(sb.store, target), before);
     });
@@ -147,9 +148,8 @@ for (const fx of storeFixtures()) {
         (e: unknown) => (e instanceof InjectedFault ? 'killed' : e),
       );
       assert.equal(killedRun, 'killed');
-      const r = await cli(['abort', '--job', job], { env: sb.env });
-      assert.equal(r.code, 6, r.stderr);
-      assert.match(r.stderr, /cannot abort: job \S+ is committing; it is past its commit point/);
+      const r = await cli(['abort', '--job', job, '--json'], { env: sb.env });
+      assertFailed(r, 6, { reason: 'wrong-state', doing: 'abort', jobId: posix.basename(job), state: 'committing' });
       assert.equal((await cli(['recover', '--job', job], { env: sb.env })).code, 0);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'a.csv': 'a' });
     });
@@ -161,12 +161,9 @@ for (const fx of storeFixtures()) {
       await stageTask(sb, job, { task: '0', attempt: 1, files: { 'a.csv': 'a' } });
       const claim = new JobLayout(sb.pathOf(job)).claimFile(0, '0');
       await sb.store.writeFile(claim, '');
-      const r = await commitTask(sb, job, '0', 1);
-      assert.equal(r.code, 1, r.stderr);
-      const hint = sb.store.caps.createsVisibleEarly
-        ? /is empty: the step creating it was stopped .*delete the file and run the step again/
-        : /is empty \(cut short before anything was written\)/;
-      assert.match(r.stderr, hint);
+      const r = await cli(['commit-task', '--job', job, '--task', '0', '--attempt', '1', '--json'], { env: sb.env });
+      const reason = sb.store.caps.createsVisibleEarly ? 'stopped-before-written' : 'empty';
+      assertFailed(r, 1, { kind: 'CorruptManifestError', reason, file: sb.uri(claim) });
       await sb.store.delete(claim, false);
       assert.equal((await commitTask(sb, job, '0', 1)).code, 0);
       assert.equal((await commitJob(sb, job)).code, 0);
@@ -223,41 +220,11 @@ for (const fx of storeFixtures()) {
       const job = await stage(sb, { target, partitionBy: 'dt' });
       const [file] = await localFiles({ 'a.csv': 'a' });
       const before = await readTree(sb.store, root);
-      const cases: [string[], RegExp][] = [
-        [['stage', '--job', job, '--task', '0', '--partition', 'dt', file!], /expected COLUMN=VALUE/],
-        [['stage', '--job', job, '--task', '../x', '--partition', 'dt=1', file!], /invalid task id/],
-        [
-          ['stage', '--job', job, '--task', '0', '--partition', 'dt=1', '--name', '../evil', '-'],
-          /'\.\.' segments are not allowed/,
-        ],
-        [
-          ['stage', '--job', job, '--task', '0', '--partition', 'dt=1', '--name', '/etc/passwd', '-'],
-          /absolute paths are not allowed/,
-        ],
-        [['stage', '--job', job, '--task', '0', '--partition', 'dt=1', '/no/such/file.csv'], /no such file/],
-        [['stage', '--job', job, '--task', '0', '--partition', 'region=eu', file!], /expected column 'dt'/],
-        [['stage', '--job', job, '--task', '0', file!], /need a value for partition column\(s\) dt/],
-        [['stage', '--job', job, '--task', '0', '--attempt', 'x', file!], /--attempt must be a whole number/],
-        [
-          ['stage', '--target', sb.uri(posix.join(root, 'u')), '--partition', 'dt=1', '--partition-by', 'region,dt'],
-          /static values must be the leading columns/,
-        ],
-        [['stage', '--target', sb.uri(posix.join(root, 'u')), '--mode', 'replace'], /--mode/],
-        [
-          ['stage', '--target', sb.uri(posix.join(root, 'u')), '--staging-dir', sb.uri(posix.join(root, 'u', 'stage'))],
-          /inside the target/,
-        ],
-        [['stage', '--target', sb.uri(posix.join(root, 'u')), '--job-id', 'a/b'], /invalid --job-id/],
-        [['commit-task', '--job', job, '--task', '0', '--bogus'], /unknown option/],
-        [['commit-job'], /no job given/],
-        [['status', '--job', sb.uri(posix.join(root, 'nope'))], /never existed/],
-        [['clean-orphans', sb.uri(root), '--older-than', 'soon'], /invalid --older-than/],
-      ];
+      const cases = badInputs(sb, root, job, file!);
       // Usage errors through main() in this process: the same parsing, message and exit code.
-      for (const [args, pattern] of cases) {
-        const r = await inProcess(args, { env: { ...sb.env, STAGECOMMIT_JOB: undefined } });
-        assert.equal(r.code, 2, `${args.join(' ')} → ${r.code}: ${r.stderr}`);
-        assert.match(r.stderr, pattern, args.join(' '));
+      for (const [args, want] of cases) {
+        const r = await inProcess([...args, '--json'], { env: { ...sb.env, STAGECOMMIT_JOB: undefined } });
+        assertFailed(r, 2, { kind: 'UsageError', ...want });
         assert.equal(r.stderr.trim().split('\n').length, 1, `one line: ${r.stderr}`);
       }
       assert.deepEqual(await readTree(sb.store, root), before);
@@ -266,11 +233,10 @@ for (const fx of storeFixtures()) {
       });
       // The same id with other parameters names the difference; with the same ones it is a rerun.
       const dup = await inProcess(
-        ['stage', '--target', sb.uri(posix.join(root, 'v')), '--job-id', 'fixed-id', '--mode', 'append'],
+        ['stage', '--target', sb.uri(posix.join(root, 'v')), '--job-id', 'fixed-id', '--mode', 'append', '--json'],
         { env: sb.env },
       );
-      assert.equal(dup.code, 2);
-      assert.match(dup.stderr, /with other parameters: --mode append \(the job's is create\)/);
+      assertFailed(dup, 2, { reason: 'rerun-other-parameters', diff: "--mode append (the job's is create)" });
       assert.ok(jobId.endsWith('fixed-id'));
       const rerun = await okInProcess(['stage', '--target', sb.uri(posix.join(root, 'v')), '--job-id', 'fixed-id'], {
         env: sb.env,
@@ -283,9 +249,8 @@ for (const fx of storeFixtures()) {
       const job = await stage(sb, { target, partitionBy: 'dt' });
       const printed = await ok(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env });
       await writeTree(sb.store, sb.pathOf(printed), { 'stray.csv': 's' });
-      const r = await commitTask(sb, job, '0');
-      assert.equal(r.code, 2);
-      assert.match(r.stderr, /not inside a partition/);
+      const r = await cli(['commit-task', '--job', job, '--task', '0', '--json'], { env: sb.env });
+      assertFailed(r, 2, { reason: 'file-outside-partitions', path: 'stray.csv', columns: ['dt'] });
     });
 
     test('STAGECOMMIT_JOB names the job; --json prints one document', async () => {
@@ -308,4 +273,43 @@ for (const fx of storeFixtures()) {
       assert.equal(JSON.parse(err.stdout).error.exitCode, 2);
     });
   });
+}
+
+/** Bad input to stage, commit-task, commit-job, status and clean-orphans, and the usage error each is. */
+function badInputs(sb: StoreSandbox, root: string, job: string, file: string): [string[], Failure][] {
+  const u = sb.uri(posix.join(root, 'u'));
+  const stageIt = ['stage', '--job', job, '--task', '0'];
+  return [
+    [[...stageIt, '--partition', 'dt', file], { reason: 'partition-invalid', partition: 'dt' }],
+    [['stage', '--job', job, '--task', '../x', '--partition', 'dt=1', file], { reason: 'task-id-invalid' }],
+    [
+      [...stageIt, '--partition', 'dt=1', '--name', '../evil', '-'],
+      { reason: 'relative-path-invalid', path: '../evil', problem: 'segment' },
+    ],
+    [
+      [...stageIt, '--partition', 'dt=1', '--name', '/etc/passwd', '-'],
+      { reason: 'relative-path-invalid', path: '/etc/passwd', problem: 'absolute' },
+    ],
+    [[...stageIt, '--partition', 'dt=1', '/no/such/file.csv'], { reason: 'source-missing' }],
+    [
+      [...stageIt, '--partition', 'region=eu', file],
+      { reason: 'partition-column-order', column: 'region', expected: 'dt' },
+    ],
+    [[...stageIt, file], { reason: 'partition-values-missing', columns: ['dt'] }],
+    [[...stageIt, '--attempt', 'x', file], { reason: 'number-invalid', option: '--attempt', value: 'x' }],
+    [
+      ['stage', '--target', u, '--partition', 'dt=1', '--partition-by', 'region,dt'],
+      { reason: 'partition-not-leading', column: 'dt' },
+    ],
+    [['stage', '--target', u, '--mode', 'replace'], { reason: 'command-line' }],
+    [
+      ['stage', '--target', u, '--staging-dir', sb.uri(posix.join(root, 'u', 'stage'))],
+      { reason: 'staging-dir-in-target' },
+    ],
+    [['stage', '--target', u, '--job-id', 'a/b'], { reason: 'job-id-invalid', jobId: 'a/b' }],
+    [['commit-task', '--job', job, '--task', '0', '--bogus'], { reason: 'command-line' }],
+    [['commit-job'], { reason: 'no-job-given' }],
+    [['status', '--job', sb.uri(posix.join(root, 'nope'))], { reason: 'no-job' }],
+    [['clean-orphans', sb.uri(root), '--older-than', 'soon'], { reason: 'duration-invalid', duration: 'soon' }],
+  ];
 }
