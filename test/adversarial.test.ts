@@ -16,7 +16,7 @@ import { isTempName } from '../src/store/temp-names.js';
 import { abort } from '../src/steps/abort.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import { recover } from '../src/steps/recover.js';
-import { cli, type CliResult } from '../testing/cli.js';
+import { assertFailed, cli, type CliResult } from '../testing/cli.js';
 import { inProcess } from '../testing/main.js';
 import { killed as killedAt } from '../testing/crash-points.js';
 import {
@@ -73,18 +73,15 @@ for (const fx of storeFixtures()) {
           ),
         );
         const [ra, rb] = await Promise.all([
-          racer(sb, ['commit-job', '--job', sb.uri(a!)]),
-          racer(sb, ['commit-job', '--job', sb.uri(b!)]),
+          racer(sb, ['commit-job', '--job', sb.uri(a!), '--json']),
+          racer(sb, ['commit-job', '--job', sb.uri(b!), '--json']),
         ]);
         const where = `round ${round}: exits ${ra.code}/${rb.code}: ${ra.stderr}${rb.stderr}`;
         assert.deepEqual([ra.code, rb.code].sort(), [0, 6], where);
         const [winner, loser, lr] = ra.code === 0 ? ['A', 'B', rb] : ['B', 'A', ra];
         wins[winner as 'A' | 'B']++;
-        assert.match(
-          lr.stderr,
-          new RegExp(`job ${loser}${round} conflicts with job ${winner}${round}, which replaced 'dt=1'`),
-          where,
-        );
+        const replaced = { jobId: `${loser}${round}`, other: `${winner}${round}`, did: 'replaced', unit: 'dt=1' };
+        assertFailed(lr, 6, { kind: 'ConflictError', reason: 'partition-replaced', ...replaced });
         assert.deepEqual(
           data(await readTree(sb.store, target)),
           { [`dt=1/from-${winner}`]: winner, 'dt=2/keep': 'keep' },
@@ -230,23 +227,17 @@ for (const fx of storeFixtures()) {
       assert.ok(await sb.store.stat(new JobLayout(x).commitFile), 'X is past its commit point');
       const z = await ready(target, job('Z', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { z: 'Z' } }]);
       const env = { ...sb.env };
-      const rz = await cli(['commit-job', '--job', sb.uri(z)], { env });
-      assert.equal(rz.code, 6, rz.stderr);
-      assert.match(
-        rz.stderr,
-        new RegExp(
-          `job X passed its commit point for 'dt=1' but did not finish.*stagecommit recover --job ${sb.uri(x).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`,
-        ),
-      );
+      const rz = await cli(['commit-job', '--job', sb.uri(z), '--json'], { env });
+      const held = { holder: 'X', unit: 'dt=1', handle: sb.uri(x), holderState: 'stopped' };
+      assertFailed(rz, 6, { reason: 'unit-held', jobId: 'Z', ...held });
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' }, 'Z changed nothing');
       // The operator's cleaner rolls X forward; Y (staged before X's commit) conflicts; Z lands.
       const co = await cli(['clean-orphans', sb.uri(x), '--older-than', '0s', '--delete', '--json'], { env });
       assert.equal(co.code, 0, co.stderr);
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/x': 'X' });
       // The steps after the roll-forward through main() in this process (the same commands).
-      const ry = await inProcess(['commit-job', '--job', sb.uri(y)], { env });
-      assert.equal(ry.code, 6, ry.stderr);
-      assert.match(ry.stderr, /job Y conflicts with job X, which replaced 'dt=1'/);
+      const ry = await inProcess(['commit-job', '--job', sb.uri(y), '--json'], { env });
+      assertFailed(ry, 6, { reason: 'partition-replaced', jobId: 'Y', other: 'X', did: 'replaced', unit: 'dt=1' });
       const rz2 = await inProcess(['commit-job', '--job', sb.uri(z)], { env });
       assert.equal(rz2.code, 0, rz2.stderr);
       // Whatever is run on the stale job now, Z's data stays.
@@ -340,12 +331,8 @@ for (const fx of storeFixtures()) {
         if (change === 'symlink') execFileSync('ln', ['-s', '/etc/passwd', posix.join(root, 'dt=2/link')]);
         if (change === 'rewritten') await sb.store.writeFile(posix.join(root, 'dt=2/b'), 'B');
         const before = await readTree(sb.store, target);
-        const r = await cli(['commit-job', '--job', sb.uri(staging)], { env: sb.env });
-        assert.equal(r.code, 6, `${change}: ${r.stderr}`);
-        assert.match(
-          r.stderr,
-          /committed output of task 1 .* (has lost 'dt=2\/b'|holds 'dt=2\/extra'|holds 'dt=2\/link'|has a file written again since its commit-task)/,
-        );
+        const r = await cli(['commit-job', '--job', sb.uri(staging), '--json'], { env: sb.env });
+        assertFailed(r, 6, { reason: 'output-damaged', task: '1' });
         assert.deepEqual(await readTree(sb.store, target), before, `${change}: target unchanged`);
       }
       t.diagnostic(`${changes.join(', ')}: refused`);
@@ -368,6 +355,7 @@ for (const fx of storeFixtures()) {
       await sb.store.writeFile(posix.join(root, 'dt=2/extra'), 'x');
       const r = await cli(['commit-job', '--job', sb.uri(staging)], { env: sb.env });
       assert.equal(r.code, 6, r.stderr);
+      // The words a user reads (a golden line).
       assert.match(r.stderr, /committed output of task 10 .* holds 'dt=2\/extra'/);
       assert.equal(await sb.store.stat(target), null, 'nothing published');
       const clean = posix.join(dir(), 'u');
@@ -387,18 +375,14 @@ for (const fx of storeFixtures()) {
       );
       await libStageTask(testEnv(sb.store), staging, { task: '1', partition: ['dt=2'], files: { b: 'b' } });
       assert.deepEqual((await recover(testEnv(sb.store), { stagingPath: staging })).tasksToRun, ['1']);
-      const r = await cli(['commit-task', '--job', sb.uri(staging), '--task', '1'], { env: sb.env });
-      assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /was never staged in app attempt 1 \(recover started it/);
-      const z = await cli(['commit-task', '--job', sb.uri(staging), '--task', '01'], { env: sb.env });
-      assert.equal(z.code, 2, z.stderr);
-      assert.match(z.stderr, /write numbers without leading zeros \('1'\)/);
+      const r = await cli(['commit-task', '--job', sb.uri(staging), '--task', '1', '--json'], { env: sb.env });
+      assertFailed(r, 2, { reason: 'attempt-not-staged', taskAttempt: 'attempt_N_1_0', appAttempt: 1 });
+      const z = await cli(['commit-task', '--job', sb.uri(staging), '--task', '01', '--json'], { env: sb.env });
+      assertFailed(z, 2, { reason: 'task-id-invalid', task: '01', leadingZeros: true });
       const fresh = posix.join(dir(), 'new');
-      const c = await cli(['stage', '--target', sb.uri(fresh), '--staging-dir', sb.uri(posix.join(fresh, '.stg'))], {
-        env: sb.env,
-      });
-      assert.equal(c.code, 2, c.stderr);
-      assert.match(c.stderr, /inside the target/);
+      const stg = sb.uri(posix.join(fresh, '.stg'));
+      const c = await cli(['stage', '--target', sb.uri(fresh), '--staging-dir', stg, '--json'], { env: sb.env });
+      assertFailed(c, 2, { reason: 'staging-dir-in-target', stagingDir: stg });
     });
 
     test('a plan whose table-log entry was lost or reused is never rolled forward', async () => {
@@ -416,9 +400,9 @@ for (const fx of storeFixtures()) {
       await sb.store.delete(posix.join(root, '.stagecommit', 't', '_log', '00000000000000000000.yaml'), false);
       const b = await ready(target, job('B', 'append'), [{ task: '0', partition: ['dt=1'], files: { fb: 'B' } }]);
       await commitJob(testEnv(sb.store), { stagingPath: b }); // takes number 0 again
-      const r = await cli(['recover', '--job', sb.uri(a)], { env: sb.env });
-      assert.equal(r.code, 1, r.stderr);
-      assert.match(r.stderr, /_commit\.yaml: field 'logEntry' names table-log entry 0, which belongs to job B/);
+      const r = await cli(['recover', '--job', sb.uri(a), '--json'], { env: sb.env });
+      const commitFile = sb.uri(new JobLayout(a).commitFile);
+      assertFailed(r, 1, { kind: 'CorruptManifestError', reason: 'bad-field', file: commitFile, field: 'logEntry' });
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/fb': 'B', 'dt=1/old': 'old' });
     });
 
@@ -460,12 +444,9 @@ for (const fx of storeFixtures()) {
             ['commit-job', '--job', sb.uri(a)],
             ['abort', '--job', sb.uri(a)],
           ]) {
-            const r = await cli(args, { env: sb.env });
-            assert.equal(r.code, 1, r.stderr);
-            assert.match(
-              r.stderr,
-              /_job\.yaml: field 'plan' names table-log entry 0, which is not this job's .*, but the plan was partly applied/,
-            );
+            const r = await cli([...args, '--json'], { env: sb.env });
+            const jobFile = sb.uri(new JobLayout(a).jobFile);
+            assertFailed(r, 1, { kind: 'CorruptManifestError', reason: 'bad-field', file: jobFile, field: 'plan' });
           }
           assert.deepEqual(await readTree(sb.store, root), before, 'nothing changed');
         } else {
@@ -497,9 +478,8 @@ for (const fx of storeFixtures()) {
       }
       try {
         const before = await readTree(sb.store, target);
-        const r = await cli(['commit-job', '--job', staging], { env: sb.env });
-        assert.equal(r.code, 1, r.stderr);
-        assert.match(r.stderr, /dt=1: cannot change this directory/);
+        const r = await cli(['commit-job', '--job', staging, '--json'], { env: sb.env });
+        assertFailed(r, 1, { kind: 'StoreError', reason: 'refused', op: 'checkWritable' });
         assert.deepEqual(await readTree(sb.store, target), before);
         assert.equal(await sb.store.stat(new JobLayout(staging).commitFile), null, 'not past the commit point');
       } finally {
