@@ -32,6 +32,7 @@ test('docs/json.md lists every reason of every kind, one line each', () => {
   for (const [kind, rs] of reasons()) {
     assert.ok(rs.length > 0, kind);
     assert.equal(new Set(rs.map((r) => r.reason)).size, rs.length, `${kind}: a reason declared twice`);
+    for (const r of rs) assert.notEqual(r.doc, '', `${kind} ${r.reason}: its variant has no doc comment`);
   }
 });
 

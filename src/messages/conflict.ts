@@ -210,6 +210,7 @@ export type ConflictDetail =
   /** commit-task in a job that was aborted (`stays`: what of the task's files stays, or what became of them). */
   | { readonly reason: 'task-of-aborted-job'; readonly task: string; readonly jobId: string; readonly stays: string }
   // A stage run that the job or the attempt overtook (`taken`: what the run made was taken back).
+  /** The job was committed, aborted or finished while this stage ran (`taken`: what became of its files). */
   | {
       readonly reason: 'stage-overtaken';
       readonly jobId: string;
@@ -218,6 +219,7 @@ export type ConflictDetail =
       readonly newJob: { readonly jobId: string; readonly staging: string } | null;
       readonly taken: TakenBack;
     }
+  /** recover started a new app attempt while this stage ran (`taken`: what became of its files). */
   | {
       readonly reason: 'stage-recover-restarted';
       readonly jobId: string;

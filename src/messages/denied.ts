@@ -33,6 +33,7 @@ export function deniedMessage(d: DeniedDetail): string {
 
 /** What commit-job found missing. */
 export type IncompleteDetail =
+  /** Declared tasks are not committed. */
   | {
       readonly reason: 'tasks-missing';
       /** The declared tasks not committed, in order. */

@@ -10,22 +10,30 @@ export type ManifestProblem =
   | { readonly reason: 'empty' }
   /** No 'end:' check line (`newline`: it ends with one, else it was cut inside a line). */
   | { readonly reason: 'no-end-line'; readonly newline: boolean }
+  /** Its 'end:' check line cannot be read. */
   | { readonly reason: 'bad-end-line' }
+  /** It does not match the sha256 of its end line: edited or damaged. */
   | { readonly reason: 'digest-mismatch' }
+  /** It has another number of lines than its end line says. */
   | { readonly reason: 'line-count'; readonly lines: number; readonly says: string }
+  /** It is not in the line format stagecommit writes. */
   | { readonly reason: 'not-line-format' }
+  /** Its end line's 'lists' count cannot be read. */
   | { readonly reason: 'bad-list-counts' }
   /** A hand-written (unsigned) file that YAML cannot read (`error`: the parser's first line). */
   | { readonly reason: 'not-yaml'; readonly error: string }
+  /** It is not a YAML mapping. */
   | { readonly reason: 'not-a-mapping' }
   /** A list the end line counts is missing, or has another count. */
   | { readonly reason: 'list-missing'; readonly field: string }
+  /** A list has another number of entries than its end line says. */
   | { readonly reason: 'list-count'; readonly field: string; readonly entries: number; readonly says: string }
   /** A field that is missing, of the wrong type or value, or disagrees with where the file is (`problem`). */
   | { readonly reason: 'bad-field'; readonly field: string; readonly problem: string }
   // Where it is.
   /** Empty after re-reads: the step creating it was stopped before writing it. */
   | { readonly reason: 'stopped-before-written' }
+  /** A directory where stagecommit keeps a file. */
   | { readonly reason: 'directory' }
   /** A file in the claims dir that is not named as a claim. */
   | { readonly reason: 'not-a-claim' }

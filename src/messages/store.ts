@@ -1,11 +1,17 @@
 // The message of StoreError (exit 1; 'no-location' exit 2): the operation, its paths, the store's own words.
 
-/**
- * What went wrong in a store: 'not-found' and 'exists' as the Store contract says; 'refused'
- * (permission, a capability that does not hold); 'io' (anything else); 'no-location' (the URI names
- * a place this store does not have, such as a missing bucket: bad input, exit 2).
- */
-export type StoreErrorReason = 'not-found' | 'exists' | 'refused' | 'io' | 'no-location';
+/** What went wrong in a store. */
+export type StoreErrorReason =
+  /** A path that is not there (as the Store contract says). */
+  | 'not-found'
+  /** A path that is there already, or a directory that is not empty (as the Store contract says). */
+  | 'exists'
+  /** Permission denied, or a capability that does not hold. */
+  | 'refused'
+  /** Anything else the store answered, or no answer. */
+  | 'io'
+  /** The URI names a place this store does not have, such as a missing bucket (bad input: exit 2). */
+  | 'no-location';
 
 export interface StoreDetail {
   readonly reason: StoreErrorReason;

@@ -17,7 +17,9 @@ export type UsageDetail =
       readonly near: string | null;
       readonly known: readonly string[];
     }
+  /** A library option that is required was not given (`what`: what it is). */
   | { readonly reason: 'option-missing'; readonly op: string; readonly option: string; readonly what: string }
+  /** A library option of the wrong type or value (`what`: what it must be; `got`: as shown). */
   | {
       readonly reason: 'option-invalid';
       readonly op: string;
@@ -28,20 +30,28 @@ export type UsageDetail =
   /** A command-line number that is not a whole number (`positive`: 1 or more, else 0 or more). */
   | { readonly reason: 'number-invalid'; readonly option: string; readonly value: string; readonly positive: boolean }
   // A location given as a path or URI.
-  /** It holds a line break (CR, LF, U+2028 or U+2029). */
+  /** A path or URI holding a line break (CR, LF, U+2028 or U+2029). */
   | { readonly reason: 'uri-line-break'; readonly uri: string }
+  /** An empty path or URI. */
   | { readonly reason: 'uri-empty' }
+  /** A file:// URI that does not name an absolute local path (`error`: why). */
   | { readonly reason: 'file-uri-invalid'; readonly uri: string; readonly error: string }
+  /** A URI scheme stagecommit has no store for. */
   | { readonly reason: 'uri-scheme-unsupported'; readonly uri: string; readonly scheme: string }
+  /** An S3 URI without a bucket. */
   | { readonly reason: 'uri-no-bucket'; readonly uri: string; readonly scheme: string }
   /** `hdfs:/wh/t` or `s3:/b/t`: a scheme without its '//'. */
   | { readonly reason: 'uri-missing-slashes'; readonly uri: string; readonly scheme: string }
+  /** A '%' that is not a percent-escape of UTF-8. */
   | { readonly reason: 'uri-bad-percent'; readonly uri: string }
   // Partitions, tasks, attempts and paths inside the table.
+  /** A --partition-by column that is not letters, digits and '_'. */
   | { readonly reason: 'partition-column-invalid'; readonly column: string }
+  /** A --partition that is not COLUMN=VALUE. */
   | { readonly reason: 'partition-invalid'; readonly partition: string }
   /** A task id that is no number and no token, or a number with leading zeros. */
   | { readonly reason: 'task-id-invalid'; readonly task: string; readonly leadingZeros: boolean }
+  /** An --attempt that is not a number. */
   | { readonly reason: 'attempt-invalid'; readonly attempt: string }
   /** A path relative to the table that is absolute, has an empty, '.' or '..' segment, or a NUL. */
   | {
@@ -52,6 +62,7 @@ export type UsageDetail =
     }
   /** A file of a partitioned job that is not inside a partition, or a segment that is not COLUMN=VALUE. */
   | { readonly reason: 'file-outside-partitions'; readonly path: string; readonly columns: readonly string[] }
+  /** A file of a partitioned job whose segment is not the `column`=VALUE its depth asks for. */
   | {
       readonly reason: 'file-partition-segment';
       readonly path: string;
@@ -59,6 +70,7 @@ export type UsageDetail =
       readonly column: string;
       readonly columns: readonly string[];
     }
+  /** A file outside the job's static partition. */
   | { readonly reason: 'file-outside-static-partition'; readonly path: string; readonly staticPartition: string }
   // The config file and the store's settings.
   /** A setting of the wrong type or form: `must` says what it must be ("be a string"). */
@@ -70,7 +82,9 @@ export type UsageDetail =
       readonly file: string;
       readonly error: string;
     }
+  /** webhdfs.basicAuth and Kerberos both configured. */
   | { readonly reason: 'basic-auth-with-kerberos' }
+  /** webhdfs.kerberos.keytab without webhdfs.kerberos.principal. */
   | { readonly reason: 'keytab-without-principal' }
   /** webhdfs.basicAuth towards a name node that is not https. */
   | { readonly reason: 'basic-auth-in-clear'; readonly url: string }
@@ -81,12 +95,14 @@ export type UsageDetail =
       readonly from: string;
       readonly problem: 'not-url' | 'not-http';
     }
+  /** AWS_PROFILE names a profile in neither AWS file. */
   | {
       readonly reason: 'aws-profile-missing';
       readonly profile: string;
       readonly configFile: string;
       readonly credentialsFile: string;
     }
+  /** An AWS profile names a services section its config file does not have. */
   | {
       readonly reason: 'aws-services-missing';
       readonly profile: string;
@@ -96,9 +112,13 @@ export type UsageDetail =
   // HDFS: its name nodes and credentials.
   /** hdfs:/// with no fs.defaultFS to name the cluster (`port`: the HTTP port a URI would give). */
   | { readonly reason: 'no-default-name-node'; readonly scheme: string; readonly port: number }
+  /** The delegation token file HADOOP_TOKEN_FILE_LOCATION names cannot be read. */
   | { readonly reason: 'token-file-unreadable'; readonly file: string; readonly error: string }
+  /** HADOOP_TOKEN_FILE_LOCATION names a file that is not a Hadoop token storage file. */
   | { readonly reason: 'token-file-invalid'; readonly file: string; readonly error: string }
+  /** The cluster needs Kerberos, and the optional package 'kerberos' is not installed. */
   | { readonly reason: 'kerberos-package-missing'; readonly error: string }
+  /** The KDC knows no HTTP/`host` principal for the name node. */
   | {
       readonly reason: 'kerberos-no-service-principal';
       readonly host: string;
@@ -113,6 +133,7 @@ export type UsageDetail =
       readonly principal: string;
       readonly error: string;
     }
+  /** Kerberos (SPNEGO) failed otherwise (`error`: how). */
   | { readonly reason: 'kerberos-failed'; readonly host: string; readonly error: string }
   /** HTTP 401 from a name node: the credentials given (`gave`) were refused, or none were given. */
   | {
@@ -123,11 +144,13 @@ export type UsageDetail =
       readonly negotiate: boolean;
     }
   // adopt: what an engine left that cannot become a job.
+  /** A dir that is no Hadoop '_temporary', Spark '.spark-staging-<id>' or Hive '.hive-staging…' dir. */
   | { readonly reason: 'not-a-leftover'; readonly leftover: string }
   /** Nothing to adopt: the dir is empty (`stage` null), or holds no output at the stage it was left in. */
   | { readonly reason: 'leftover-empty'; readonly leftover: string; readonly stage: string | null }
   /** A Spark dynamic partition overwrite's leftover with a file outside any partition dir. */
   | { readonly reason: 'leftover-unpartitioned'; readonly leftover: string; readonly file: string }
+  /** A leftover that is not laid out as its engine (`engine`) writes (`problem`: where not). */
   | { readonly reason: 'leftover-layout'; readonly leftover: string; readonly engine: string; readonly problem: string }
   /** Spark's files for partitions at custom locations, flat at the top (`files`: the first three). */
   | {
@@ -144,12 +167,14 @@ export type UsageDetail =
       readonly tops: readonly string[];
       readonly writing: boolean;
     }
+  /** A leftover file in a directory that is not a partition (column=value). */
   | {
       readonly reason: 'leftover-not-partition';
       readonly leftover: string;
       readonly file: string;
       readonly dir: string;
     }
+  /** Leftover files under different partition columns. */
   | {
       readonly reason: 'leftover-mixed-partitions';
       readonly leftover: string;
@@ -161,22 +186,29 @@ export type UsageDetail =
   /** `status --tasks-to-run` of a job staged without --tasks: tasks never attempted are unknown to it. */
   | { readonly reason: 'tasks-not-declared'; readonly jobId: string }
   // stage: the target, the staging dir, the job's options.
+  /** The target is the root of its store. */
   | { readonly reason: 'target-is-root' }
   /** A target that is a whole S3 bucket (`target`: its URI). */
   | { readonly reason: 'target-is-bucket'; readonly target: string }
+  /** The target exists and is not a directory. */
   | { readonly reason: 'target-not-dir'; readonly target: string }
   /** --mode create towards a target that exists. */
   | { readonly reason: 'target-exists'; readonly target: string }
+  /** One column given twice with --partition. */
   | { readonly reason: 'partition-given-twice'; readonly column: string }
+  /** --partition-by names a column twice. */
   | { readonly reason: 'partition-by-repeats'; readonly columns: readonly string[] }
   /** A static --partition that is not the next of the leading --partition-by columns. */
   | { readonly reason: 'partition-not-leading'; readonly column: string; readonly columns: readonly string[] }
+  /** The target is inside the staging dir. */
   | { readonly reason: 'target-in-staging-dir'; readonly target: string; readonly stagingDir: string }
   /** A staging dir inside the target: it would make a create target exist, or readers would see it. */
   | { readonly reason: 'staging-dir-in-target'; readonly stagingDir: string; readonly why: 'create' | 'visible' }
+  /** --algorithm v2 with --mode overwrite: a failed job would leave the old data deleted. */
   | { readonly reason: 'v2-with-overwrite' }
   /** The library's `tasks` that is not a positive whole number (`got`: as shown). */
   | { readonly reason: 'tasks-invalid'; readonly got: string }
+  /** A --job-id of other characters than letters, digits, '.', '_' and '-', or too long. */
   | { readonly reason: 'job-id-invalid'; readonly jobId: string }
   /** A --staging-dir that holds files (`names`: the first three, as shown; `stagedJobId`: a job found there). */
   | {
@@ -185,9 +217,11 @@ export type UsageDetail =
       readonly names: string;
       readonly stagedJobId: string | null;
     }
+  /** A --job-id whose staging dir another job holds. */
   | { readonly reason: 'job-id-in-use'; readonly jobId: string; readonly stagingDir: string }
   /** The job id's staging dir was made by another call meanwhile (`rerun`: a rerun then goes on with that job). */
   | { readonly reason: 'job-id-taken'; readonly jobId: string; readonly stagingDir: string; readonly rerun: boolean }
+  /** A --job-id that names a job committed into the target already. */
   | {
       readonly reason: 'job-id-committed';
       readonly jobId: string;
@@ -211,26 +245,34 @@ export type UsageDetail =
   // stage FILE… and stage DIR: the local files given.
   /** No such file (`notUtf8`: its name holds U+FFFD, so it may not be valid UTF-8). */
   | { readonly reason: 'source-missing'; readonly file: string; readonly notUtf8: boolean }
+  /** A file to stage that is not a regular file. */
   | { readonly reason: 'source-not-file'; readonly file: string }
   /** A file or dir (`dir`) on a kernel filesystem (`filesystem`) whose files do not hold the size they report. */
   | { readonly reason: 'source-pseudo-fs'; readonly path: string; readonly filesystem: string; readonly dir: boolean }
+  /** A symbolic link in a tree given to stage DIR. */
   | { readonly reason: 'source-symlink'; readonly file: string }
   /** A FIFO, socket or device in the tree of stage DIR. */
   | { readonly reason: 'source-special'; readonly file: string }
+  /** A tree given to stage DIR that holds no files. */
   | { readonly reason: 'source-dir-empty'; readonly dir: string }
   /** stage DIR given with other files beside the dir. */
   | { readonly reason: 'source-dir-with-others'; readonly dir: string }
   // adopt: the leftover and the target given.
+  /** The leftover given to adopt does not exist. */
   | { readonly reason: 'leftover-missing'; readonly leftover: string }
+  /** The leftover given to adopt is a symbolic link. */
   | { readonly reason: 'leftover-symlink'; readonly leftover: string }
+  /** The leftover given to adopt is not a directory. */
   | { readonly reason: 'leftover-not-dir'; readonly leftover: string }
   /** Something in the leftover that is neither a file nor a directory. */
   | { readonly reason: 'leftover-special-file'; readonly file: string }
+  /** adopt's target is not a directory. */
   | { readonly reason: 'adopt-target-missing'; readonly target: string }
   /** The target is the leftover (`itself`) or inside it. */
   | { readonly reason: 'adopt-target-in-leftover'; readonly target: string; readonly itself: boolean }
   /** Without rename (S3) the leftover must be inside the target, under a '_' or '.' name. */
   | { readonly reason: 'leftover-outside-target'; readonly leftover: string; readonly target: string }
+  /** The leftover and the staging dir are on different filesystems: one rename cannot move it. */
   | {
       readonly reason: 'leftover-other-filesystem';
       readonly leftover: string;
@@ -241,6 +283,7 @@ export type UsageDetail =
   | { readonly reason: 'leftover-file-invalid'; readonly leftover: string; readonly problem: string }
   /** Left in its engine's job commit: merged output that --tasks cannot count. */
   | { readonly reason: 'leftover-tasks-uncountable'; readonly leftover: string }
+  /** A leftover holding output of a task outside --tasks. */
   | {
       readonly reason: 'leftover-task-beyond';
       readonly leftover: string;
@@ -256,6 +299,7 @@ export type UsageDetail =
       readonly value: string;
       readonly variable: string;
     }
+  /** A HADOOP_CONF_DIR property needing more than `limit` substitutions (a loop?). */
   | {
       readonly reason: 'hadoop-conf-substitution-loop';
       readonly file: string;
@@ -263,13 +307,19 @@ export type UsageDetail =
       readonly value: string;
       readonly limit: number;
     }
+  /** A HADOOP_CONF_DIR file that is not XML. */
   | { readonly reason: 'hadoop-conf-not-xml'; readonly file: string; readonly error: string }
+  /** A HADOOP_CONF_DIR file that cannot be read. */
   | { readonly reason: 'hadoop-conf-unreadable'; readonly file: string; readonly error: string }
   /** HADOOP_CONF_DIR holds neither core-site.xml nor hdfs-site.xml. */
   | { readonly reason: 'hadoop-conf-empty'; readonly dir: string }
+  /** An xi:include without href in HADOOP_CONF_DIR. */
   | { readonly reason: 'hadoop-include-no-href'; readonly file: string }
+  /** xi:includes nested too deep (a loop of files?). */
   | { readonly reason: 'hadoop-include-too-deep'; readonly file: string; readonly href: string; readonly depth: number }
+  /** More than `limit` xi:includes read. */
   | { readonly reason: 'hadoop-include-too-many'; readonly file: string; readonly href: string; readonly limit: number }
+  /** An xi:include of a URL, not a file. */
   | { readonly reason: 'hadoop-include-url'; readonly file: string; readonly href: string }
   /** An xi:include that cannot be read and has no xi:fallback. */
   | {
@@ -293,7 +343,9 @@ export type UsageDetail =
       readonly value: string;
       readonly staticValue: string;
     }
+  /** A --partition of a column beyond the job's partition columns. */
   | { readonly reason: 'partition-column-extra'; readonly column: string; readonly columns: readonly string[] }
+  /** A --partition whose column is not the `expected` next one. */
   | {
       readonly reason: 'partition-column-order';
       readonly column: string;
@@ -306,7 +358,9 @@ export type UsageDetail =
   | { readonly reason: 'file-name-reserved'; readonly name: string; readonly prefix: string }
   /** A writer's marker, or a name under the job's own success file: never committed. */
   | { readonly reason: 'file-name-marker'; readonly name: string; readonly successFile: string }
+  /** Two staged files of one name. */
   | { readonly reason: 'file-name-twice'; readonly name: string }
+  /** stage given no files, no stdin and no --print-path. */
   | { readonly reason: 'nothing-to-stage' }
   /** stage DIR: a dir that is a partition (`column`) deeper than the job's partition columns. */
   | {
@@ -319,6 +373,7 @@ export type UsageDetail =
   // commit-task: what the attempt holds.
   /** A task file named as the job's own success marker, or under it. */
   | { readonly reason: 'task-file-success-name'; readonly path: string; readonly successFile: string }
+  /** An attempt holding a directory named as the job's success marker. */
   | { readonly reason: 'attempt-success-dir'; readonly taskAttempt: string; readonly successFile: string }
   /** The writer wrote a file at the attempt dir's path (`dir`), not under it. */
   | { readonly reason: 'attempt-dir-is-file'; readonly taskAttempt: string; readonly dir: string }
@@ -329,6 +384,7 @@ export type UsageDetail =
       readonly name: string;
       readonly symlink: boolean;
     }
+  /** An attempt holding a name that is not valid UTF-8. */
   | { readonly reason: 'attempt-name-not-utf8'; readonly taskAttempt: string; readonly name: string }
   /** Never staged in this app attempt (`olderOutput`: its files from an earlier one, or null). */
   | {
@@ -340,7 +396,9 @@ export type UsageDetail =
   // The CLI's config files (`file`: the one at fault).
   /** A config file that cannot be read (`given`: named by --config or STAGECOMMIT_CONFIG). */
   | { readonly reason: 'config-unreadable'; readonly file: string; readonly error: string; readonly given: boolean }
+  /** A config file that is not valid YAML. */
   | { readonly reason: 'config-not-yaml'; readonly file: string; readonly error: string }
+  /** A config file that is not a mapping. */
   | { readonly reason: 'config-not-mapping'; readonly file: string }
   /** A key of no such name (`section`: the mapping it is in; `near`: the closest known key, or null). */
   | {
@@ -365,10 +423,13 @@ export type UsageDetail =
         | 'no-target-or-task';
     }
   // Other commands' options and roots.
+  /** A duration (--older-than) that is not a number and a unit. */
   | { readonly reason: 'duration-invalid'; readonly duration: string }
   /** `op` (jobs, clean-orphans) given nothing to look at. */
   | { readonly reason: 'no-roots'; readonly op: 'jobs' | 'clean-orphans' }
+  /** `op` given URIs on different stores. */
   | { readonly reason: 'roots-on-stores'; readonly op: 'jobs' | 'clean-orphans' }
+  /** clean-orphans --delete-unpublished without --delete. */
   | { readonly reason: 'delete-unpublished-alone' }
   /** clean-orphans' roots that are no directories, each with its problem. */
   | {
@@ -378,6 +439,7 @@ export type UsageDetail =
         readonly problem: 'missing' | 'symlink' | 'file' | 'not-dir';
       }[];
     }
+  /** A root given to jobs that does not exist or is not a directory. */
   | { readonly reason: 'jobs-root-invalid'; readonly root: string; readonly problem: 'missing' | 'not-dir' }
   /** hdfs://HOST:PORT naming the name node's RPC port (`why`: how it was told), not its HTTP one. */
   | {
@@ -396,8 +458,11 @@ export type UsageDetail =
     }
   /** A task outside --tasks (`what`: what was not done, "committed"). */
   | { readonly reason: 'task-not-declared'; readonly task: string; readonly tasks: number; readonly what: string }
+  /** No --job and no STAGECOMMIT_JOB. */
   | { readonly reason: 'no-job-given' }
+  /** adopt's --target on another store than the leftover. */
   | { readonly reason: 'adopt-target-other-store'; readonly target: string; readonly store: string }
+  /** --attempt without --task. */
   | { readonly reason: 'attempt-without-task' }
   // A handle that names no job (JobGoneError): finished, or never existed.
   /** Committed (`success`: its _SUCCESS URI); `strayPlan`: a commit plan of it that landed later, or null. */
@@ -425,6 +490,7 @@ export type UsageDetail =
     }
   /** A commit plan left where its job ended before it landed. */
   | { readonly reason: 'job-plan-given-up'; readonly stagingDir: string; readonly plan: string }
+  /** No job at the handle: it finished (committed or aborted) or never existed. */
   | { readonly reason: 'no-job'; readonly stagingDir: string };
 
 type Of<R extends UsageDetail['reason']> = Extract<UsageDetail, { reason: R }>;
