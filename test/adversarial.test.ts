@@ -402,7 +402,14 @@ for (const fx of storeFixtures()) {
       await commitJob(testEnv(sb.store), { stagingPath: b }); // takes number 0 again
       const r = await cli(['recover', '--job', sb.uri(a), '--json'], { env: sb.env });
       const commitFile = sb.uri(new JobLayout(a).commitFile);
-      assertFailed(r, 1, { kind: 'CorruptManifestError', reason: 'bad-field', file: commitFile, field: 'logEntry' });
+      const which = { kind: 'other-job', jobId: 'B', handle: null };
+      assertFailed(r, 1, {
+        kind: 'CorruptManifestError',
+        reason: 'plan-entry-lost',
+        file: commitFile,
+        entry: 0,
+        which,
+      });
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/fb': 'B', 'dt=1/old': 'old' });
     });
 
@@ -445,8 +452,8 @@ for (const fx of storeFixtures()) {
             ['abort', '--job', sb.uri(a)],
           ]) {
             const r = await cli([...args, '--json'], { env: sb.env });
-            const jobFile = sb.uri(new JobLayout(a).jobFile);
-            assertFailed(r, 1, { kind: 'CorruptManifestError', reason: 'bad-field', file: jobFile, field: 'plan' });
+            const planned = { file: sb.uri(new JobLayout(a).jobFile), entry: 0, stale: { kind: 'foreign' } };
+            assertFailed(r, 1, { kind: 'CorruptManifestError', reason: 'stale-plan-applied', ...planned });
           }
           assert.deepEqual(await readTree(sb.store, root), before, 'nothing changed');
         } else {
