@@ -224,15 +224,15 @@ export async function unfinishedEntryOf(
   const listing = await (listed ?? log.list().catch(() => null));
   if (!listing) return { entry: null, unreadable: null };
   const open = listing.numbers.filter((n) => !listing.done.has(n)).slice(-LOG_LOOKBACK);
+  // Each read is its entry or its damage; any other failure (an entry gone meanwhile) is neither.
   const read = await mapLimit(open, concurrency, (n) =>
-    log.read(n).catch((e: unknown) => (e instanceof CorruptManifestError ? e : null)),
+    log.read(n).then(
+      (entry) => ({ entry, damaged: null }),
+      (e: unknown) => ({ entry: null, damaged: e instanceof CorruptManifestError ? e : null }),
+    ),
   );
-  const entry =
-    read.find(
-      (e): e is LogEntry =>
-        e !== null && !(e instanceof Error) && isOwnEntry(e, { jobId: where.jobId, staging: stagingPath }),
-    ) ?? null;
-  return { entry, unreadable: read.find((e): e is CorruptManifestError => e instanceof CorruptManifestError) ?? null };
+  const own = read.find((r) => r.entry !== null && isOwnEntry(r.entry, { jobId: where.jobId, staging: stagingPath }));
+  return { entry: own?.entry ?? null, unreadable: read.find((r) => r.damaged !== null)?.damaged ?? null };
 }
 
 /**
