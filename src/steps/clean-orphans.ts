@@ -4,7 +4,7 @@
 // Keeps protocol.md §5.16 (never the only copy of output) and §5.17 (only uploads no job owns).
 
 import { posix } from 'node:path';
-import { ConflictError, StageCommitError, StoreError } from '../errors.js';
+import { asStageCommitError, ConflictError } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
 import { canHoldTable, defaultStagingRoot, JobLayout, JOB_FILE } from '../job/layout.js';
 import { isPastCommitPoint, stateOnStore } from '../job/open.js';
@@ -118,7 +118,7 @@ async function actOn(
       await act(env, l, input, clock());
     } catch (e) {
       l.action = 'skipped';
-      l.reason = e instanceof StageCommitError || e instanceof StoreError ? e.message : String(e);
+      l.reason = asStageCommitError(e).message;
     }
     removing.item(l.path, l.bytes);
   }
