@@ -2,6 +2,7 @@
 // two drivers of one job.
 
 import assert from 'node:assert/strict';
+import { localHost } from '../src/steps/env.js';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import os from 'node:os';
@@ -1651,6 +1652,18 @@ for (const fx of storeFixtures()) {
       await lease.release();
     });
 
+    // A suspended host's monotonic clock does not count its sleep; its wall clock does.
+    test('a driver whose host slept past its lease stops, though its monotonic clock did not move', async () => {
+      const layout = new JobLayout(posix.join(dir(), 'slept'));
+      let wall = Date.now();
+      const slept = testEnv(sb.store, undefined, { now: () => wall, monotonicNow: () => 0, leaseTtlMs: 2000 });
+      const lease = await Lease.acquire(sb.store, layout, slept, 'commit-job');
+      assert.ok(lease.admit(layout.jobFile));
+      wall += 5000;
+      assert.throws(() => lease.admit(layout.jobFile), /its lease ran out 3\.0 s ago/);
+      await lease.release();
+    });
+
     test('a lease renewal that lands after the fence tripped does not bring the driver back: it stays stopped', async () => {
       const target = posix.join(dir(), 'late');
       const staging = await readyJob(sb.store, target, jobScenario('R', 'create'), [
@@ -1938,10 +1951,21 @@ for (const fx of storeFixtures()) {
       assert.match(blocked.stderr, /locked: commit-job by someone on other-host/);
       await sb.store.writeFile(
         posix.join(layout.root, '_lease.0.yaml'),
-        lease(os.hostname(), 2 ** 22 + 12345, Date.now() + 3_600_000),
+        lease(localHost(), 2 ** 22 + 12345, Date.now() + 3_600_000),
       );
       const st = JSON.parse(await ok(['status', '--job', job, '--json'], { env: sb.env }));
       assert.equal(st.lease.alive, false);
+      // The same pid under this host name in another pid namespace (a container on the host's
+      // network) or on another machine of the name: another host, never known dead by its pid.
+      const hostName = localHost().split('#')[0]!;
+      for (const elsewhere of [hostName, `${hostName}#00000000`]) {
+        await sb.store.writeFile(
+          posix.join(layout.root, '_lease.0.yaml'),
+          lease(elsewhere, 2 ** 22 + 12345, Date.now() + 3_600_000),
+        );
+        const seen = JSON.parse(await ok(['status', '--job', job, '--json'], { env: sb.env }));
+        assert.equal(seen.lease.alive, true, elsewhere);
+      }
       // Its holder's clock says it runs for an hour more; it is never renewed.
       await sb.store.writeFile(
         posix.join(layout.root, '_lease.0.yaml'),
@@ -1958,7 +1982,7 @@ for (const fx of storeFixtures()) {
       const job = await prepare(sb, { target }, [{ task: '0', files: { a: 'a' } }]);
       const layout = new JobLayout(sb.pathOf(job));
       // A dead holder of generation 2 on this host, taken over by a live one on another host: generation 3.
-      const dead = { op: 'recover', owner: 'someone', host: os.hostname(), pid: 2 ** 22 + 12345, acquiredAtMs: 0 };
+      const dead = { op: 'recover', owner: 'someone', host: localHost(), pid: 2 ** 22 + 12345, acquiredAtMs: 0 };
       await sb.store.writeFile(posix.join(layout.root, '_lease.2.yaml'), encodeLease({ ...dead, expiresAtMs: 0 }));
       const holder = await Lease.acquire(
         sb.store,

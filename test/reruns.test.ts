@@ -3,7 +3,7 @@
 // changes nothing.
 
 import assert from 'node:assert/strict';
-import os from 'node:os';
+import { localHost } from '../src/steps/env.js';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { cli, errorOf, ok } from '../testing/cli.js';
@@ -33,7 +33,7 @@ function lease(expiresAtMs: number, dead = false): string {
   return encodeLease({
     op: 'commit-job',
     owner: 'someone',
-    host: dead ? os.hostname() : 'other-host',
+    host: dead ? localHost() : 'other-host',
     pid: dead ? 2 ** 22 + 12345 : 1,
     acquiredAtMs: 0,
     expiresAtMs,

@@ -1,10 +1,9 @@
 // In-process step runners for sweeps that run hundreds of steps (crash points, races).
 
-import os from 'node:os';
 import { posix } from 'node:path';
 import { InstrumentedStore, type MutationHook, type StoreHooks } from '../src/store/instrumented.js';
 import type { Store } from '../src/store/types.js';
-import { isPidAliveLocal, type StepEnv } from '../src/steps/env.js';
+import { isPidAliveLocal, localHost, type StepEnv } from '../src/steps/env.js';
 import { stageJob, type StageJobInput } from '../src/steps/stage-job.js';
 import { stageFiles } from '../src/steps/stage-files.js';
 import { commitTask } from '../src/steps/commit-task.js';
@@ -31,7 +30,7 @@ export function testEnv(
   const inst = new InstrumentedStore(store, hook);
   return {
     user: 'tester',
-    host: os.hostname(),
+    host: localHost(),
     pid: process.pid,
     now: () => Date.now(),
     concurrency: 8,

@@ -6,7 +6,7 @@ import { UsageError } from '../errors.js';
 import { InstrumentedStore, type MutationHook, type OpCounts } from '../store/instrumented.js';
 import { parseUri, StoreOpener, type ParsedUri } from '../store/resolve.js';
 import type { Store } from '../store/types.js';
-import { isPidAliveLocal, type StepEnv, type StepEvent } from '../steps/env.js';
+import { isPidAliveLocal, localHost, type StepEnv, type StepEvent } from '../steps/env.js';
 
 /** Progress and warnings from a running step: phases, counts done of total, warnings. */
 export type ProgressEvent = StepEvent;
@@ -76,7 +76,7 @@ export class Session {
     return {
       store: inst,
       user: this.init.env.USER ?? os.userInfo().username,
-      host: os.hostname(),
+      host: localHost(),
       pid: process.pid,
       now: () => Date.now(),
       monotonicNow: () => performance.now(),

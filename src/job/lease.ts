@@ -84,8 +84,8 @@ function decodeLease(text: string | Buffer, file: string): LeaseRecord {
     owner: f.string('owner'),
     host: f.string('host'),
     pid: f.count('pid'),
-    acquiredAtMs: f.count('acquiredAtMs'),
-    expiresAtMs: (f.string('expiresAt'), f.count('expiresAtMs')),
+    acquiredAtMs: f.time('acquiredAtMs'),
+    expiresAtMs: (f.string('expiresAt'), f.time('expiresAtMs')),
     ...since('ttlMs'),
     ...since('renewal'),
   };
@@ -108,6 +108,14 @@ function newRecord(env: LeaseClock, op: string): LeaseRecord {
 
 /** This process's elapsed time, which alone judges a lease. */
 const elapsed = (env: Pick<LeaseClock, 'now' | 'monotonicNow'>): number => (env.monotonicNow ?? env.now)();
+
+/** When a request was sent, on both of this process's clocks (Lease.surelyLeftMs). */
+interface Sent {
+  readonly elapsed: number;
+  readonly wall: number;
+}
+
+const sentNow = (env: Pick<LeaseClock, 'now' | 'monotonicNow'>): Sent => ({ elapsed: elapsed(env), wall: env.now() });
 
 /** Whether a listed lease is the file `path` with `record` as this process wrote it. */
 function isWrittenBy(c: CurrentLease | null, path: string, record: LeaseRecord): boolean {
@@ -242,10 +250,10 @@ export class Lease implements StoreFence {
   private renewing: Promise<void> | undefined;
   private released = false;
   /**
-   * Until when the lease is surely ours, on this process's elapsed time: its TTL after the last
-   * renewal the store took was sent (an observer saw it no earlier, and waits a TTL from then).
+   * When the last renewal the store took was sent: the lease is surely ours for its TTL from then
+   * (an observer saw it no earlier, and waits a TTL from then).
    */
-  private confirmedUntilMs: number;
+  private confirmed: Sent;
   private lastFailure: string | undefined;
   /** Who took the job over, as a renewal found (its lease file is a successor's generation, or gone). */
   private takenBy: string | undefined;
@@ -261,9 +269,9 @@ export class Lease implements StoreFence {
     readonly path: string,
     private record: LeaseRecord,
     private readonly env: LeaseClock,
-    sentAtMs: number,
+    sent: Sent,
   ) {
-    this.confirmedUntilMs = sentAtMs + env.leaseTtlMs;
+    this.confirmed = sent;
     setMaxListeners(0, this.cut.signal); // every request in flight listens to it
   }
 
@@ -292,7 +300,7 @@ export class Lease implements StoreFence {
         [this.store.toUri(this.path)],
         `${this.takenBy}: this process lost the job's lease (no renewal of it landed for its TTL: the process was stopped, or the store held its requests) and stops changing the job now`,
       );
-    const left = this.confirmedUntilMs - elapsed(this.env);
+    const left = this.surelyLeftMs();
     const seconds = (ms: number) => (ms >= 10_000 ? String(Math.round(ms / 1000)) : (ms / 1000).toFixed(1));
     // A process stopped (SIGSTOP, a paused VM) wakes up past the point: it says so, not "0 s before".
     const when =
@@ -322,7 +330,7 @@ export class Lease implements StoreFence {
     tryCreate: boolean,
   ): Promise<FirstLook> {
     const record = newRecord(env, op);
-    const sentAt = elapsed(env);
+    const sentAt = sentNow(env);
     const path = posix.join(layout.root, leaseName(0));
     const [listing, made] = await Promise.allSettled([
       readCurrentLease(store, layout),
@@ -371,7 +379,7 @@ export class Lease implements StoreFence {
     }
     const gen = current ? current.gen + 1 : 0;
     const record = newRecord(env, op);
-    const sentAt = elapsed(env);
+    const sentAt = sentNow(env);
     const path = posix.join(layout.root, leaseName(gen));
     if (!(await store.createExclusive(path, encodeLease(record)))) {
       const winner = await readCurrentLease(store, layout);
@@ -431,12 +439,12 @@ export class Lease implements StoreFence {
       expiresAtMs: this.env.now() + this.env.leaseTtlMs,
       renewal: (this.record.renewal ?? 0) + 1,
     };
-    const sentAt = elapsed(this.env);
+    const sentAt = sentNow(this.env);
     this.record = next;
     // Fenced by itself: a renewal sent once the lease may lapse is cut off (admit).
     await withFence(this, () => this.store.writeFile(this.path, encodeLease(next)));
     if (this.mayLapse()) return;
-    this.confirmedUntilMs = sentAt + this.env.leaseTtlMs;
+    this.confirmed = sentAt;
     this.armTrip();
   }
 
@@ -447,8 +455,19 @@ export class Lease implements StoreFence {
     this.cut.abort(this.lapse());
   }
 
+  /**
+   * How long the lease is surely still ours: its TTL less the time since the last renewal that
+   * landed was sent, by whichever of this process's clocks counted more. The monotonic clock does
+   * not count a host's suspend, the wall clock does (and may step either way): by the larger, a
+   * holder whose wall clock jumps ahead stops early, and one whose host slept stops at once.
+   */
+  private surelyLeftMs(): number {
+    const passed = Math.max(elapsed(this.env) - this.confirmed.elapsed, this.env.now() - this.confirmed.wall);
+    return this.env.leaseTtlMs - passed;
+  }
+
   private mayLapse(): boolean {
-    if (this.lost || this.confirmedUntilMs - elapsed(this.env) > this.env.leaseTtlMs / 4) return this.lost;
+    if (this.lost || this.surelyLeftMs() > this.env.leaseTtlMs / 4) return this.lost;
     this.lost = true;
     clearTimeout(this.tripTimer);
     this.cut.abort(this.lapse());
@@ -458,7 +477,7 @@ export class Lease implements StoreFence {
   /** The lease is lost when only a quarter of its confirmed time is left: then, not at the next look. */
   private armTrip(): void {
     clearTimeout(this.tripTimer);
-    const wait = this.confirmedUntilMs - this.env.leaseTtlMs / 4 - elapsed(this.env);
+    const wait = this.surelyLeftMs() - this.env.leaseTtlMs / 4;
     this.tripTimer = setTimeout(() => void (this.mayLapse() || this.armTrip()), Math.max(0, wait) + 1);
     this.tripTimer.unref();
   }

@@ -1,6 +1,8 @@
 // What every protocol step is given: the store, who is running, a clock, limits and an event sink.
 
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync, readlinkSync } from 'node:fs';
+import os from 'node:os';
 import type { LogRetention } from '../job/table-log.js';
 import type { OpCounts } from '../store/instrumented.js';
 import type { FencedStore } from '../store/fence.js';
@@ -56,6 +58,27 @@ export interface StepEnv {
  * What must not change a job without the lease takes this, and cannot be handed a bare store.
  */
 export type FencedEnv = StepEnv & { readonly store: FencedStore };
+
+let thisHost: string | undefined;
+
+/**
+ * This process's host as leases, claims and probes record it: the host name, tagged where Linux
+ * tells with its boot and its pid namespace. A pid names a process only within one namespace of one
+ * boot, so a container that shares the host's name (host network) or a second machine of the same
+ * name is another host, whose processes are never judged dead by their pid (protocol.md §10).
+ */
+export function localHost(): string {
+  if (thisHost !== undefined) return thisHost;
+  let tag = '';
+  try {
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').trim();
+    const pidNamespace = readlinkSync('/proc/self/ns/pid');
+    tag = '#' + createHash('sha256').update(`${boot} ${pidNamespace}`).digest('hex').slice(0, 8);
+  } catch {
+    // No /proc (not Linux): the host name alone, as the platform's pids are host-wide.
+  }
+  return (thisHost = os.hostname() + tag);
+}
 
 export function isPidAliveLocal(pid: number): boolean {
   try {
