@@ -57,6 +57,31 @@ for (const fx of storeFixtures()) {
       assert.deepEqual((await log.list()).numbers, [5, 6, 7, 8]);
     });
 
+    test('an entry removed by hand below the newest stops an older overwrite (exit 6)', async () => {
+      const target = posix.join(dir(), 'sales');
+      const commit = async (id: string, dt: string, body: string) =>
+        libCommitJob(
+          testEnv(sb.store),
+          await readyJob(sb.store, target, jobScenario(id, 'overwrite'), [
+            { task: '0', partition: [`dt=${dt}`], files: { a: body } },
+          ]),
+        );
+      await commit('first', '1', 'first');
+      const older = await readyJob(sb.store, target, jobScenario('older', 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { a: 'older' } },
+      ]);
+      await commit('other', '9', 'other');
+      await commit('newer', '1', 'newer');
+      const log = new TableLog(sb.store, target);
+      for (const name of ['00000000000000000001.yaml', '00000000000000000001.done'])
+        await sb.store.delete(posix.join(log.dir, name), false);
+
+      const err = await rejection(libCommitJob(testEnv(sb.store), older));
+      assert.ok(err instanceof BlockedError, `exit 6, not: ${String(err)}`);
+      assert.match((err as Error).message, /entries made since it was staged are missing/);
+      assert.equal(data(await readTree(sb.store, target))['dt=1/a'], 'newer', 'the newer data stays');
+    });
+
     test('a commit reads from its position on yet stops at an unfinished entry below it (exit 6)', async () => {
       const target = posix.join(dir(), 'sales');
       // Job x took entry 0 for dt=1 and stopped before its plan (killed between the two creates).
@@ -98,7 +123,8 @@ for (const fx of storeFixtures()) {
       await libCommitJob(testEnv(sb.store), first);
       // Well formed, but another table's (or made by hand): newest 49 in a log whose newest is 0.
       const checkpoint = posix.join(target, '..', '.stagecommit', 'sales', '_log', 'checkpoint.yaml');
-      const forged = { kind: 'stagecommit/log-checkpoint', version: 1, newest: 49, readFrom: 50, oldest: 0 };
+      const log = (await new TableLog(sb.store, target).list()).id!;
+      const forged = { kind: 'stagecommit/log-checkpoint', version: 2, log, newest: 49, readFrom: 50, oldest: 0 };
       await sb.store.writeFile(checkpoint, encodeManifest(forged));
       const older = await readyJob(sb.store, target, jobScenario('older', 'overwrite'), [
         { task: '0', partition: ['dt=1'], files: { o: 'older' } },
@@ -111,6 +137,30 @@ for (const fx of storeFixtures()) {
       const err = await rejection(libCommitJob(testEnv(sb.store), older));
       assert.ok(err instanceof BlockedError, `exit 6, not: ${String(err)}`);
       assert.equal(data(await readTree(sb.store, target))['dt=1/n'], 'newer', 'the newer commit stays');
+    });
+
+    test("another log's checkpoint is ignored: an unfinished entry it would skip still holds (exit 6)", async () => {
+      const target = posix.join(dir(), 'sales');
+      const first = await readyJob(sb.store, target, jobScenario('first', 'append'), [
+        { task: '0', partition: ['dt=0'], files: { a: 'first' } },
+      ]);
+      await libCommitJob(testEnv(sb.store), first);
+      // Job x holds entry 1 for dt=1, stopped before its commit point.
+      const x = await readyJob(sb.store, target, jobScenario('x', 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { a: 'x' } },
+      ]);
+      const log = new TableLog(sb.store, target);
+      const held = { jobId: 'x', staging: new JobLayout(x).root, handle: sb.store.toUri(x) };
+      await log.tryAppend({ number: 1, ...held, touches: ['dt=1'], replaces: ['dt=1'], atMs: Date.now() });
+      // Well formed, its newest taken here, but another log's: it says everything below 2 is finished.
+      const other = { kind: 'stagecommit/log-checkpoint', version: 2, log: 'another-log', newest: 1, readFrom: 2 };
+      await sb.store.writeFile(posix.join(log.dir, 'checkpoint.yaml'), encodeManifest({ ...other, oldest: 0 }));
+      const y = await readyJob(sb.store, target, jobScenario('y', 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { b: 'y' } },
+      ]);
+      const err = await rejection(libCommitJob(testEnv(sb.store), y));
+      assert.ok(err instanceof BlockedError, `exit 6, not: ${String(err)}`);
+      assert.equal(data(await readTree(sb.store, target))['dt=1/b'], undefined, 'nothing of y appears');
     });
   });
 }

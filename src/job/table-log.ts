@@ -61,9 +61,10 @@ function lowest(l: Pick<LogListing, 'numbers' | 'done'>): number | null {
 
 /**
  * What stays true of a log once true (protocol.md §3.4): number `newest` was taken, every number
- * below `readFrom` is finished, every number below `oldest` is pruned.
+ * below `readFrom` is finished, every number below `oldest` is pruned, in the log whose id is `log`.
  */
 export interface LogCheckpoint {
+  readonly log: string;
   readonly newest: number;
   readonly readFrom: number;
   readonly oldest: number;
@@ -227,7 +228,8 @@ export class TableLog {
    * The numbers from `from` up, on a store that cannot list from a name (a local directory lists
    * whole, in no order): each number is looked up until one is not there. Null when the anchor
    * (the number below `from`, or `from` itself when that one is pruned) is not there before and
-   * after the look: then pruning may have made a hole, and only a whole listing tells (protocol.md §3.4).
+   * after the look (pruning may have made a hole), or when a number above the first one missing is
+   * there (an entry removed by hand): only a whole listing tells (protocol.md §3.4).
    */
   private async lookUp(from: number): Promise<Pick<LogListing, 'numbers' | 'done'> | null> {
     const numbers: number[] = [];
@@ -243,13 +245,24 @@ export class TableLog {
     const anchor = below.entry || below.done ? from - 1 : first.entry || first.done ? from : null;
     if (anchor === null) return null;
     note(from, first);
-    if (first.entry || first.done) {
-      // A few numbers first (usually nothing is newer), more at once as the run goes on.
-      for (let n = from + 1, size = 2; ; n += size, size = Math.min(size * 2, LOOKUP_BATCH)) {
-        const batch = await Promise.all(Array.from({ length: size }, (_, i) => this.has(n + i)));
-        const end = batch.findIndex((h) => !h.entry && !h.done);
-        batch.slice(0, end < 0 ? batch.length : end).forEach((h, i) => note(n + i, h));
-        if (end >= 0) break;
+    // A number above the first missing one is there: a hole (an entry removed by hand), which only
+    // a whole listing shows for what it is (protocol.md §4.3 rule 2).
+    let past = first.entry || first.done ? null : from;
+    if (past !== null) {
+      const next = await this.has(from + 1);
+      if (next.entry || next.done) return null;
+    }
+    // A few numbers first (usually nothing is newer), more at once as the run goes on.
+    for (let n = from + 1, size = 2; past === null; n += size, size = Math.min(size * 2, LOOKUP_BATCH)) {
+      const batch = await Promise.all(Array.from({ length: size }, (_, i) => this.has(n + i)));
+      const end = batch.findIndex((h) => !h.entry && !h.done);
+      batch.slice(0, end < 0 ? batch.length : end).forEach((h, i) => note(n + i, h));
+      if (end < 0) continue;
+      if (batch.slice(end + 1).some((h) => h.entry || h.done)) return null;
+      past = n + end;
+      if (end === size - 1) {
+        const next = await this.has(past + 1);
+        if (next.entry || next.done) return null;
       }
     }
     // Pruning removes numbers from the oldest up: the anchor still there means none above it went.
@@ -264,11 +277,13 @@ export class TableLog {
    */
   async position(): Promise<{ position: number | null; readFrom: number; id: string | null }> {
     const [found, id] = await Promise.all([this.readCheckpoint(), this.readId()]);
-    // A checkpoint is trusted only where its newest number is taken in this log (one copied from
-    // another table, or made by hand, would hide this log's newer commits from the job's check).
-    const [from, newest] = found
-      ? await Promise.all([this.namesFrom(found.readFrom), this.has(found.newest)])
-      : [null, null];
+    // A checkpoint is trusted only where it names this log's id and its newest number is taken here
+    // (one copied from another table, or left from a log deleted and made again, would hide this
+    // log's newer commits from the job's check).
+    const [from, newest] =
+      found && id !== null && found.log === id
+        ? await Promise.all([this.namesFrom(found.readFrom), this.has(found.newest)])
+        : [null, null];
     const cp = newest && (newest.entry || newest.done) ? found : null;
     const listing = cp && from ? { ...from, id } : await this.list();
     const listed = lastTaken(listing);
@@ -276,8 +291,8 @@ export class TableLog {
     const open = listing.numbers.find((n) => !listing.done.has(n));
     const readFrom = open ?? (position === null ? 0 : position + 1);
     const oldest = lowest(listing);
-    if (!cp && position !== null && oldest !== null)
-      await this.writeCheckpoint({ newest: position, readFrom, oldest }).catch(() => undefined);
+    if (!cp && position !== null && oldest !== null && listing.id !== null)
+      await this.writeCheckpoint({ log: listing.id, newest: position, readFrom, oldest }).catch(() => undefined);
     return { position, readFrom, id: listing.id };
   }
 
@@ -292,8 +307,13 @@ export class TableLog {
   async readCheckpoint(): Promise<LogCheckpoint | null> {
     return readManifestFile(this.store, this.checkpointPath, (text, file) => {
       const f = new Fields(decodeManifest(text, file), file);
-      f.kind(CHECKPOINT, 1);
-      const cp = { newest: f.count('newest'), readFrom: f.count('readFrom'), oldest: f.count('oldest') };
+      f.kind(CHECKPOINT, 2);
+      const cp = {
+        log: f.string('log'),
+        newest: f.count('newest'),
+        readFrom: f.count('readFrom'),
+        oldest: f.count('oldest'),
+      };
       if (cp.readFrom > cp.newest + 1 || cp.oldest > cp.readFrom)
         throw new CorruptManifestError(file, {
           reason: 'bad-field',
@@ -305,7 +325,7 @@ export class TableLog {
   }
 
   private async writeCheckpoint(cp: LogCheckpoint): Promise<void> {
-    await this.store.writeFile(this.checkpointPath, encodeManifest({ kind: CHECKPOINT, version: 1, ...cp }));
+    await this.store.writeFile(this.checkpointPath, encodeManifest({ kind: CHECKPOINT, version: 2, ...cp }));
   }
 
   private get idPath(): string {
@@ -460,14 +480,18 @@ export class TableLog {
     if (own % every !== 0) return;
     const open = listing.numbers.filter((n) => n !== own && !listing.done.has(n));
     const readFrom = open.length ? Math.min(...open) : own + 1;
-    const cp = await this.readCheckpoint();
+    // The first commit made the log's id after its listing was read.
+    const id = listing.id ?? (await this.readId());
+    const found = await this.readCheckpoint();
+    const cp = found && found.log === id ? found : null;
     const oldest = cp ? cp.oldest : await this.oldestNumber();
     // Only finished entries go, never one of the newest KEEP_ENTRIES.
     const last = Math.min(readFrom - 1, own - keep, oldest + PRUNE_BATCH - 1);
     let through = Math.min(last, own - max);
     if (last > through && last >= oldest && (await this.weekOld(last, own))) through = last;
     if (through >= oldest) await this.removeRun(oldest, through);
-    await this.writeCheckpoint({ newest: own, readFrom, oldest: Math.max(oldest, through + 1) });
+    if (id !== null)
+      await this.writeCheckpoint({ log: id, newest: own, readFrom, oldest: Math.max(oldest, through + 1) });
   }
 
   /** The oldest number with an entry or done marker: a whole listing, made once, where no checkpoint says it. */
