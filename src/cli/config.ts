@@ -21,6 +21,11 @@ export interface Config {
 }
 
 const DEFAULTS = { concurrency: 32, leaseTtlSeconds: 120 };
+/**
+ * A lease's TTL is how long a killed driver's job waits to be taken over, and how long a step that
+ * finds the lease watches it unchanged: an hour at most (a timer cannot hold much more either).
+ */
+const MAXIMA = { concurrency: 100_000, leaseTtlSeconds: 3600 };
 export const SYSTEM_CONFIG = '/etc/stagecommit/config.yaml';
 
 /**
@@ -82,8 +87,14 @@ export function loadConfig(
   const num = (key: 'concurrency' | 'leaseTtlSeconds'): number => {
     const v = raw[key];
     if (v === undefined) return DEFAULTS[key];
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1)
-      throw new UsageError({ reason: 'config-value-invalid', file: where(key), key, must: 'a positive whole number' });
+    const max = MAXIMA[key];
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max)
+      throw new UsageError({
+        reason: 'config-value-invalid',
+        file: where(key),
+        key,
+        must: `a whole number from 1 to ${max}`,
+      });
     return v;
   };
   const stagingRoot = raw.stagingRoot;

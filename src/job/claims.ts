@@ -146,7 +146,7 @@ export function decodeClaimRecord(text: string | Buffer, file: string, ctx: Clai
   const versionDigest = f.doc.version === 1 ? null : f.nullableText('versionDigest');
   if (versionDigest !== null && !/^[0-9a-f]{64}$/.test(versionDigest))
     throw CorruptManifestError.badField(file, 'versionDigest', 'is not 64 hex digits');
-  const jobStagedAtMs = (f.doc.version as number) >= 3 ? f.count('jobStagedAtMs') : undefined;
+  const jobStagedAtMs = (f.doc.version as number) >= 3 ? f.time('jobStagedAtMs') : undefined;
   checkOfInstance(
     { file, what: `the claim of task ${who.task}, made by ${who.taskAttempt}`, stagedAtMs: jobStagedAtMs },
     { jobId: ctx.jobId, stagedAtMs: ctx.jobStagedAtMs },
@@ -155,7 +155,7 @@ export function decodeClaimRecord(text: string | Buffer, file: string, ctx: Clai
   const header = {
     ...who,
     state,
-    claimedAtMs: f.count('claimedAtMs'),
+    claimedAtMs: f.time('claimedAtMs'),
     host: f.string('host'),
     pid: f.count('pid'),
     root,

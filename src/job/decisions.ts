@@ -43,7 +43,7 @@ function decodeDecision(text: string | Buffer, file: string, taskAttempt: string
   const f = new Fields(decodeManifest(text, file), file);
   // 2: the job's stagedAtMs (jobStagedAtMs).
   f.kind(DECISION, 2);
-  const jobStagedAtMs = (f.doc.version as number) >= 2 ? f.count('jobStagedAtMs') : undefined;
+  const jobStagedAtMs = (f.doc.version as number) >= 2 ? f.time('jobStagedAtMs') : undefined;
   const d: Decision = {
     taskAttempt: f.string('taskAttempt'),
     outcome: f.oneOf('outcome', ['commit', 'abort'] as const),

@@ -145,7 +145,7 @@ export function decodeJob(text: string | Buffer, file: string, opts: DecodeOptio
     ...(Object.hasOwn(f.doc, 'logId') ? { logId: f.string('logId') } : {}),
     ...(Object.hasOwn(f.doc, 'logReadFrom') ? { logReadFrom: f.count('logReadFrom') } : {}),
     appAttempt: f.count('appAttempt'),
-    stagedAtMs: (f.string('stagedAt'), f.count('stagedAtMs')),
+    stagedAtMs: (f.string('stagedAt'), f.time('stagedAtMs')),
     owner: ownerOf(),
     ...(f.doc.version === 1 ? {} : { adopted: adoptionOf(f, file) }),
     ...(Object.hasOwn(f.doc, 'publishedTasks') ? { publishedTasks: f.array('publishedTasks', (t) => taskId(t)) } : {}),

@@ -200,6 +200,16 @@ export class Fields {
     return v;
   }
 
+  /**
+   * A time in ms since 1970 by some host's clock: a whole number of either sign, as a clock may be
+   * set before 1970 (no decision compares it with another host's, protocol.md §10).
+   */
+  time(field: string): number {
+    const v = this.number(field);
+    if (!Number.isSafeInteger(v)) this.fail(field, `is ${v}, expected a whole number of ms`);
+    return v;
+  }
+
   /** A field that must be present; null means "none". */
   nullableCount(field: string): number | null {
     if (!Object.hasOwn(this.doc, field)) this.fail(field, 'is missing (write null for none)');

@@ -182,7 +182,7 @@ export function decodePlan(text: string | Buffer, file: string): PersistedPlan {
     jobId: f.string('jobId'),
     appAttempt: f.count('appAttempt'),
     logEntry: f.nullableCount('logEntry'),
-    createdAtMs: (f.string('createdAt'), f.count('createdAtMs')),
+    createdAtMs: (f.string('createdAt'), f.time('createdAtMs')),
     files: f.count('files'),
     bytes: f.count('bytes'),
     tasks: f.strings('tasks'),
