@@ -10,6 +10,7 @@ import { describe, test } from 'node:test';
 import { ConflictError } from '../src/errors.js';
 import { stageFiles } from '../src/steps/stage-files.js';
 import { inProcess, okInProcess } from '../testing/main.js';
+import { assertFailed, type Failure } from '../testing/cli.js';
 import { testEnv } from '../testing/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 import { data, readTree } from '../testing/tree.js';
@@ -91,9 +92,8 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/part-0.csv': 'a\n' });
       const only = await localTree({ '_temporary/0/part-0.csv': 'x\n', '.hidden.csv': 'y\n' });
       const { handle: other } = await newJob('only-hidden');
-      const e = await run(['stage', '--job', other, '--task', '0', only]);
-      assert.equal(e.code, 2, e.stderr);
-      assert.match(e.stderr, /holds no files to stage; nothing was staged/);
+      const e = await run(['stage', '--job', other, '--task', '0', only, '--json']);
+      assertFailed(e, 2, { reason: 'source-dir-empty', dir: only });
     });
 
     test('with --partition the tree goes under that partition and gives the remaining columns', async () => {
@@ -116,15 +116,17 @@ for (const fx of storeFixtures()) {
 
     test('a dir that is not the next partition column, or a column the job lacks: exit 2 naming it', async () => {
       const { handle } = await newJob('bad', '--partition-by', 'dt');
-      const cases: [Record<string, string>, RegExp][] = [
-        [{ 'region=eu/a.csv': 'a' }, /segment 'region=eu' should be dt=VALUE/],
-        [{ 'a.csv': 'a' }, /file 'a.csv' is not inside a partition: expected dt=…\/FILE/],
-        [{ 'dt=1/hour=3/a.csv': 'a' }, /dir 'dt=1\/hour=3' is a partition of column 'hour' at depth 2/],
+      const cases: [Record<string, string>, Failure][] = [
+        [{ 'region=eu/a.csv': 'a' }, { reason: 'file-partition-segment', segment: 'region=eu', column: 'dt' }],
+        [{ 'a.csv': 'a' }, { reason: 'file-outside-partitions', path: 'a.csv', columns: ['dt'] }],
+        [
+          { 'dt=1/hour=3/a.csv': 'a' },
+          { reason: 'tree-partition-extra', dir: 'dt=1/hour=3', column: 'hour', depth: 2 },
+        ],
       ];
-      for (const [files, message] of cases) {
-        const r = await run(['stage', '--job', handle, '--task', '0', await localTree(files)]);
-        assert.equal(r.code, 2, r.stderr);
-        assert.match(r.stderr, message);
+      for (const [files, want] of cases) {
+        const r = await run(['stage', '--job', handle, '--task', '0', await localTree(files), '--json']);
+        assertFailed(r, 2, want);
         assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
       }
       const st = JSON.parse(await okInProcess(['--json', 'status', '--job', handle], { env: sb.env })) as {
@@ -138,9 +140,8 @@ for (const fx of storeFixtures()) {
       const { handle } = await newJob('links', '--partition-by', 'dt');
       const tree = await localTree({ 'dt=1/a.csv': 'a' });
       await symlink('/etc/hostname', path.join(tree, 'dt=1', 'link.csv'));
-      let r = await run(['stage', '--job', handle, '--task', '0', tree]);
-      assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /dt=1\/link\.csv is a symbolic link: stage DIR copies no links/);
+      let r = await run(['stage', '--job', handle, '--task', '0', tree, '--json']);
+      assertFailed(r, 2, { reason: 'source-symlink', file: path.join(tree, 'dt=1', 'link.csv') });
       const other = await localTree({ 'dt=1/b.csv': 'b' });
       r = await run([
         'stage',
@@ -152,12 +153,12 @@ for (const fx of storeFixtures()) {
         'dt=1',
         path.join(other, 'dt=1/b.csv'),
         other,
+        '--json',
       ]);
-      assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /is a directory: stage DIR takes one directory and nothing else/);
-      r = await run(['stage', '--job', handle, '--task', '0', await localTree({})]);
-      assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /holds no files to stage/);
+      assertFailed(r, 2, { reason: 'source-dir-with-others', dir: other });
+      const empty = await localTree({});
+      r = await run(['stage', '--job', handle, '--task', '0', empty, '--json']);
+      assertFailed(r, 2, { reason: 'source-dir-empty', dir: empty });
       const st = JSON.parse(await okInProcess(['--json', 'status', '--job', handle], { env: sb.env })) as {
         tasks: unknown[];
       };
@@ -186,7 +187,7 @@ for (const fx of storeFixtures()) {
       );
       assert.ok(ran);
       assert.ok(error instanceof ConflictError && error.exitCode === 4, String(error));
-      assert.match(error.message, /dt=1\/b\.csv changed while it was staged/);
+      assert.deepEqual(error.detail, { reason: 'file-changed', path: path.join(tree, 'dt=1/b.csv'), others: 0 });
     });
 
     test('a file of the tree written to while it is copied: exit 4 naming it; staged again, it is published', async () => {
@@ -212,7 +213,7 @@ for (const fx of storeFixtures()) {
       );
       assert.ok(ran);
       assert.ok(error instanceof ConflictError, String(error));
-      assert.match(error.message, /dt=1\/b\.csv changed while it was staged/);
+      assert.deepEqual(error.detail, { reason: 'file-changed', path: path.join(tree, 'dt=1/b.csv'), others: 0 });
       await okInProcess(['stage', '--job', handle, '--task', '0', tree], { env: sb.env });
       await commit(handle, '0');
       const published = data(await readTree(sb.store, target));

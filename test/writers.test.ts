@@ -7,7 +7,7 @@ import { symlink } from 'node:fs/promises';
 import { describe, test } from 'node:test';
 import { posix } from 'node:path';
 import { isWriterMarker } from '../src/steps/attempt-output.js';
-import { cli } from '../testing/cli.js';
+import { assertFailed, cli } from '../testing/cli.js';
 import { okInProcess } from '../testing/main.js';
 import { stage } from '../testing/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
@@ -99,12 +99,11 @@ for (const fx of storeFixtures()) {
         await okInProcess(['stage', '--job', job, '--task', '0', '--print-path'], { env: sb.env }),
       );
       await writeTree(sb.store, attempt, { 'part-0': 'rows', '_SUCCESS/inner': 'x' });
-      const r = await cli(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
-      assert.equal(r.code, 2, r.stderr);
-      assert.match(
-        r.stderr,
-        /'_SUCCESS\/inner' would collide with the job's own marker '_SUCCESS'|holds a directory '_SUCCESS', which would collide with the job's own marker/,
-      );
+      const r = await cli(['commit-task', '--job', job, '--task', '0', '--json'], { env: sb.env });
+      const success = r.stdout.includes('task-file-success-name')
+        ? { reason: 'task-file-success-name', path: '_SUCCESS/inner' }
+        : { reason: 'attempt-success-dir' };
+      assertFailed(r, 2, { ...success, successFile: '_SUCCESS' });
       assert.equal(
         (await cli(['abort', '--job', job, '--task', '0'], { env: sb.env })).code,
         0,
@@ -119,12 +118,8 @@ for (const fx of storeFixtures()) {
         await writeTree(sb.store, a2, { 'part-0': 'rows' });
         await sb.store.writeFile(`${a2}/empty/`, '');
         await sb.store.writeFile(`${a2}/marker/`, 'bytes');
-        const m = await cli(['commit-task', '--job', job, '--task', '0', '--attempt', '2'], { env: sb.env });
-        assert.equal(m.code, 2, m.stderr);
-        assert.match(
-          m.stderr,
-          /holds 'marker\/', which is not a regular file \(a pipe, socket or device; on S3, a key ending in '\/' that holds bytes\)/,
-        );
+        const m = await cli(['commit-task', '--job', job, '--task', '0', '--attempt', '2', '--json'], { env: sb.env });
+        assertFailed(m, 2, { reason: 'attempt-not-regular-file', name: 'marker/', symlink: false });
         assert.equal((await cli(['abort', '--job', job, '--task', '0', '--attempt', '2'], { env: sb.env })).code, 0);
       }
       if (fx.name !== 'local') return t.diagnostic('links: local only');
@@ -133,9 +128,8 @@ for (const fx of storeFixtures()) {
       );
       await writeTree(sb.store, attempt1, { 'part-0': 'rows' });
       await symlink('/etc/passwd', posix.join(attempt1, 'link.txt'));
-      const l = await cli(['commit-task', '--job', job, '--task', '0', '--attempt', '1'], { env: sb.env });
-      assert.equal(l.code, 2, l.stderr);
-      assert.match(l.stderr, /holds 'link.txt', which is not a regular file \(a symbolic link\)/);
+      const l = await cli(['commit-task', '--job', job, '--task', '0', '--attempt', '1', '--json'], { env: sb.env });
+      assertFailed(l, 2, { reason: 'attempt-not-regular-file', name: 'link.txt', symlink: true });
       assert.equal((await cli(['abort', '--job', job, '--task', '0', '--attempt', '1'], { env: sb.env })).code, 0);
     });
 
@@ -148,12 +142,8 @@ for (const fx of storeFixtures()) {
       );
       // Only a writer's marker in it: the marker is left out, and the directory would move on empty.
       await writeTree(sb.store, attempt, { 'part-0': 'rows', '_SUCCESS/._SUCCESS.crc': 'c' });
-      const r = await cli(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
-      assert.equal(r.code, 2, r.stderr);
-      assert.match(
-        r.stderr,
-        /holds a directory '_SUCCESS', which would collide with the job's own marker '_SUCCESS': remove it and run commit-task again \(nothing was committed\)/,
-      );
+      const r = await cli(['commit-task', '--job', job, '--task', '0', '--json'], { env: sb.env });
+      assertFailed(r, 2, { reason: 'attempt-success-dir', successFile: '_SUCCESS' });
       await sb.store.delete(posix.join(attempt, '_SUCCESS'), true);
       assert.equal((await cli(['commit-task', '--job', job, '--task', '0'], { env: sb.env })).code, 0);
       const cj = await cli(['commit-job', '--job', job], { env: sb.env });
@@ -172,6 +162,7 @@ for (const fx of storeFixtures()) {
       await sb.store.writeFile(attempt, 'rows\n');
       const r = await cli(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
       assert.equal(r.code, 2, r.stderr);
+      // The words a user reads (a golden line).
       assert.match(
         r.stderr,
         /attempt_\S+'s dir \S+ is a file: the writer wrote its output at the path --print-path gave, not under it; move it under that path \(e\.g\. \S+\/part-00000\) and run commit-task again \(nothing was committed\)\n$/,
@@ -190,9 +181,12 @@ for (const fx of storeFixtures()) {
       const job = await stage(sb, { target, mode: 'append', tasks: 1 });
       await stageTask(sb, job, { task: '0', files: { 'new.csv': 'new' } });
       await okInProcess(['commit-task', '--job', job, '--task', '0'], { env: sb.env });
-      const r = await cli(['commit-job', '--job', job], { env: sb.env });
-      assert.equal(r.code, 6, r.stderr);
-      assert.match(r.stderr, /_SUCCESS is not a file, and the commit must write its marker there: nothing was changed/);
+      const r = await cli(['commit-job', '--job', job, '--json'], { env: sb.env });
+      assertFailed(r, 6, {
+        kind: 'ConflictError',
+        reason: 'success-in-the-way',
+        path: sb.uri(posix.join(target, '_SUCCESS')),
+      });
       assert.deepEqual(data(await readTree(sb.store, target)), { 'old.csv': 'old', '_SUCCESS/x': 'not a marker' });
       assert.equal((await cli(['abort', '--job', job], { env: sb.env })).code, 0, 'still before its commit point');
     });
