@@ -95,13 +95,14 @@ for (const fx of storeFixtures()) {
     });
 
     // The way back each time: abort the half-made job, adopt again, commit.
-    // eslint-disable-next-line local/describe-size -- not yet split (issue 40)
     test('adopt SIGKILLed before each store mutation never loses the leftover', async (t) => {
       // Only the killed adopt is a process of its own; what shows and heals its leftovers runs
       // through main() in this process (here, inproc: the same commands, no start-up each).
       for (let k = 1; ; k++) {
         const c = sparkOverwrite('replacing');
         const { root, target, leftover } = await table(sb, dir(), c);
+        const intact = async (why: string) =>
+          assert.deepEqual(await readTree(sb.store, leftover), leftoverFiles(c), `killed at ${k}: ${why}`);
         const r = await cli(['adopt', '--older-than', '0s', sb.uri(leftover)], {
           env: { ...sb.env, STAGECOMMIT_TEST_KILL_AT: String(k) },
         });
@@ -123,11 +124,7 @@ for (const fx of storeFixtures()) {
           assert.equal(jobs.length, 1);
           await here(['commit-job', '--job', jobs[0]!.handle]);
         } else {
-          assert.deepEqual(
-            await readTree(sb.store, leftover),
-            leftoverFiles(c),
-            `killed at ${k}: the leftover is untouched`,
-          );
+          await intact('the leftover is untouched');
           // A half-made job is shown as one, and commit-job refuses it (it would publish nothing and write a _SUCCESS).
           const tree = await readTree(sb.store, root);
           for (const j of jobs) {
@@ -147,11 +144,7 @@ for (const fx of storeFixtures()) {
             `killed at ${k}: commit-job changed nothing (its lease came and went)`,
           );
           for (const j of jobs) await here(['abort', '--job', j.handle]);
-          assert.deepEqual(
-            await readTree(sb.store, leftover),
-            leftoverFiles(c),
-            `killed at ${k}: aborting the half-made job left the leftover`,
-          );
+          await intact('aborting the half-made job left the leftover');
           await here(['commit-job', '--job', await here(['adopt', '--older-than', '0s', sb.uri(leftover)])]);
         }
         await assertFinished(sb, c, root, target);
