@@ -71,30 +71,29 @@ export interface AdoptResult {
 /** Directories of a leftover listed at once. */
 const LIST_PARALLELISM = 16;
 
+/** A leftover's listing, or the first entry in it that is neither a file nor a directory (its URI). */
+export type LeftoverListing =
+  { readonly entries: ListedEntry[]; readonly special: null } | { readonly entries: null; readonly special: string };
+
 /**
  * Every file and directory under `dir`, relative to it, with sizes and times, a directory's
- * entries right after it. The directories of one level are listed at once (one after another,
- * a leftover of 100 tasks × 20 partitions took 2,100 round trips in a row).
+ * entries right after it; or, where an entry is neither (an engine never leaves one), that entry.
+ * The directories of one level are listed at once (one after another, a leftover of 100 tasks ×
+ * 20 partitions took 2,100 round trips in a row).
  */
 export async function listLeftover(
   store: Store,
   dir: string,
   onListed?: (dirs: number) => void,
-): Promise<ListedEntry[]> {
+): Promise<LeftoverListing> {
   const inside = new Map<string, Entry[]>();
   for (let level = [dir]; level.length;) {
     const listed = await mapLimit(level, LIST_PARALLELISM, (d) => store.list(d, { details: true }));
     onListed?.(inside.size + level.length);
-    const next: string[] = [];
-    listed.forEach((entries, i) => {
-      inside.set(level[i]!, entries);
-      for (const e of entries) {
-        if (e.kind === 'dir') next.push(e.path);
-        else if (e.kind !== 'file')
-          throw new UsageError({ reason: 'leftover-special-file', file: store.toUri(e.path) });
-      }
-    });
-    level = next;
+    const special = listed.flat().find((e) => e.kind !== 'dir' && e.kind !== 'file');
+    if (special) return { entries: null, special: store.toUri(special.path) };
+    listed.forEach((entries, i) => inside.set(level[i]!, entries));
+    level = listed.flat().flatMap((e) => (e.kind === 'dir' ? [e.path] : []));
   }
   const out: ListedEntry[] = [];
   const put = (d: string, rel: string): void => {
@@ -107,7 +106,7 @@ export async function listLeftover(
     }
   };
   put(dir, '');
-  return out;
+  return { entries: out, special: null };
 }
 
 /** What the other of two adopts of one leftover, or its engine, did to it while this one ran. */
@@ -119,9 +118,10 @@ export async function listLeftover(
 async function recognised(env: StepEnv, leftoverPath: string, ownMtimeMs: number): Promise<Leftover> {
   const { store } = env;
   const uri = store.toUri(leftoverPath);
-  const entries = await listLeftover(store, leftoverPath, (n) =>
+  const { entries, special } = await listLeftover(store, leftoverPath, (n) =>
     env.emit({ type: 'progress', label: 'reading the leftover: directories', done: n, total: n }),
   );
+  if (special !== null) throw new UsageError({ reason: 'leftover-special-file', file: special });
   try {
     return recogniseLeftover(uri, posix.basename(leftoverPath), entries, ownMtimeMs);
   } catch (e) {

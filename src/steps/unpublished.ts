@@ -28,18 +28,9 @@ export async function unpublishedOutput(store: Store, path: string, kind: Leftov
   if (kind === 's3a-magic') return magicCommit(store, path);
   if (kindOfName(name) === null) return null; // stagecommit jobs are judged elsewhere
   const uri = store.toUri(path);
-  let entries: ListedEntry[];
-  try {
-    entries = await listLeftover(store, path);
-  } catch (e) {
-    // An entry that is neither file nor dir: no engine's layout, but what beside it is output is unknown.
-    if (e instanceof UsageError)
-      return {
-        adoptable: false,
-        reason: `cannot be judged: ${e.message.replace(/; nothing was changed$/, '')}; ${RISK}`,
-      };
-    throw e;
-  }
+  const { entries, special } = await listLeftover(store, path);
+  // An entry that is neither file nor dir: no engine's layout, but what beside it is output is unknown.
+  if (special !== null) return notJudged(special);
   if (kind === 'spark-staging') {
     const flat = entries.filter((e) => e.kind === 'file' && !e.path.includes('/') && isDataName(e.path));
     if (flat.length) {
@@ -74,6 +65,14 @@ export async function unpublishedOutput(store: Store, path: string, kind: Leftov
   return { adoptable: true, reason: `${what}: publish it with 'stagecommit adopt ${uri}', or ${RISK}` };
 }
 
+/** A leftover holding an entry that is neither a file nor a directory (`special`, its URI). */
+function notJudged(special: string): Unpublished {
+  return {
+    adoptable: false,
+    reason: `cannot be judged: ${special} is neither a file nor a directory: an engine never leaves one; ${RISK}`,
+  };
+}
+
 /**
  * Files that sit where an engine puts committed output, whatever else the leftover holds: a Hadoop
  * committed task dir (`<n>/task_…/…`), a partition dir at the top of a Spark staging dir (its job
@@ -98,13 +97,8 @@ const MAGIC_RECORD = /\.pending(set)?$/;
  * copy of output not yet completed. Only Hadoop can finish it; removing it loses that output.
  */
 async function magicCommit(store: Store, path: string): Promise<Unpublished | null> {
-  let entries: ListedEntry[];
-  try {
-    entries = await listLeftover(store, path);
-  } catch (e) {
-    if (e instanceof UsageError) return { adoptable: false, reason: `cannot be judged: ${e.message}; ${RISK}` };
-    throw e;
-  }
+  const { entries, special } = await listLeftover(store, path);
+  if (special !== null) return notJudged(special);
   const records = entries.filter((e) => e.kind === 'file' && MAGIC_RECORD.test(e.path)).length;
   if (records === 0) return null;
   return {
