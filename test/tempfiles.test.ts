@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test, type TestContext } from 'node:test';
 import { TEMP_PREFIX } from '../src/store/temp-names.js';
 import type { Store } from '../src/store/types.js';
-import { BIN, cli } from '../testing/cli.js';
+import { assertFailed, BIN, cli } from '../testing/cli.js';
 import { inProcess, okInProcess } from '../testing/main.js';
 import { commitJob, commitTask, localFiles, prepare, stage, stageTask } from '../testing/jobs.js';
 import { localFixture, storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
@@ -105,14 +105,15 @@ for (const fx of storeFixtures()) {
 
       // A file named like a temp would be removed, never committed: stage refuses it up front.
       const [reserved] = await localFiles({ [`${TEMP_PREFIX}data.bin`]: 'x' });
-      const refused = await cli(['stage', '--job', job, '--task', '0', reserved!], { env: sb.env });
-      assert.equal(refused.code, 2, refused.stderr);
-      assert.match(refused.stderr, /reserved for temp files/);
+      const refused = await cli(['stage', '--job', job, '--task', '0', reserved!, '--json'], { env: sb.env });
+      assertFailed(refused, 2, { reason: 'file-name-reserved', name: `${TEMP_PREFIX}data.bin`, prefix: TEMP_PREFIX });
       // So is a name commit-task would leave out as a writer's marker, at any depth, or put under the job's own
       // _SUCCESS.
       for (const name of ['_SUCCESS', 'sub/._SUCCESS.crc', 'sub/_committed_7', '_SUCCESS/x']) {
-        const m = await cli(['stage', '--job', job, '--task', '0', '--name', name, '-'], { env: sb.env, input: 'x' });
-        assert.equal(m.code, 2, m.stderr);
+        const stageIt = ['stage', '--job', job, '--task', '0', '--name', name, '-', '--json'];
+        const m = await cli(stageIt, { env: sb.env, input: 'x' });
+        assertFailed(m, 2, { reason: 'file-name-marker', name, successFile: '_SUCCESS' });
+        // The words a user reads (a golden line).
         assert.match(
           m.stderr,
           new RegExp(
