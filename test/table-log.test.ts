@@ -9,6 +9,7 @@ import { BlockedError } from '../src/errors.js';
 import { JobLayout } from '../src/job/layout.js';
 import { TableLog } from '../src/job/table-log.js';
 import { encodeManifest } from '../src/manifest/codec.js';
+import { assertFailed, cli } from '../testing/cli.js';
 import { jobScenario, libCommitJob, readyJob, testEnv } from '../testing/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 import { data, readTree } from '../testing/tree.js';
@@ -113,6 +114,20 @@ for (const fx of storeFixtures()) {
       assert.match((err as Error).message, /job x holds 'dt=1' in the table log but stopped before its commit point/);
       assert.equal(data(await readTree(sb.store, target))['dt=1/b'], undefined, 'nothing of y appears');
       assert.ok((await log.list()).numbers.includes(0), 'the unfinished entry is never pruned');
+    });
+
+    test('a target inside a table that has a log is refused at stage (exit 2), nothing made', async () => {
+      const target = posix.join(dir(), 'sales');
+      const first = await readyJob(sb.store, target, jobScenario('first', 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { a: 'first' } },
+      ]);
+      await libCommitJob(testEnv(sb.store), first);
+      const before = await readTree(sb.store, dir());
+      const r = await cli(['stage', '--target', sb.uri(posix.join(target, 'dt=1')), '--mode', 'overwrite', '--json'], {
+        env: sb.env,
+      });
+      assertFailed(r, 2, { reason: 'target-inside-table', table: sb.uri(target), partition: 'dt=1' });
+      assert.deepEqual(await readTree(sb.store, dir()), before, 'nothing made');
     });
 
     test('a checkpoint naming a number this log never took is ignored: an older overwrite exits 6', async () => {

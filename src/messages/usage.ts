@@ -200,6 +200,16 @@ export type UsageDetail =
   | { readonly reason: 'partition-by-repeats'; readonly columns: readonly string[] }
   /** A static --partition that is not the next of the leading --partition-by columns. */
   | { readonly reason: 'partition-not-leading'; readonly column: string; readonly columns: readonly string[] }
+  /**
+   * The target lies inside a table that has a table log (`table`): its jobs would keep a log of their
+   * own and never meet that table's jobs (`partition`: the target's path below the table).
+   */
+  | {
+      readonly reason: 'target-inside-table';
+      readonly target: string;
+      readonly table: string;
+      readonly partition: string;
+    }
   /** The target is inside the staging dir. */
   | { readonly reason: 'target-in-staging-dir'; readonly target: string; readonly stagingDir: string }
   /** A staging dir inside the target: it would make a create target exist, or readers would see it. */
@@ -654,6 +664,8 @@ const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } 
   'partition-by-repeats': (d) => `--partition-by ${d.columns.join(',')} names a column twice`,
   'partition-not-leading': (d) =>
     `--partition ${d.column} does not match --partition-by ${d.columns.join(',')}: static values must be the leading columns, in order`,
+  'target-inside-table': (d) =>
+    `the target ${d.target} is inside the table ${d.table}, which has a table log: a job of ${d.partition} must commit through that table's log to meet its other jobs; stage --target ${d.table} with --partition for ${d.partition}`,
   'target-in-staging-dir': (d) =>
     `the target ${d.target} is inside the staging dir ${d.stagingDir}: choose another --staging-dir`,
   'staging-dir-in-target': (d) =>

@@ -6,7 +6,7 @@ import { posix } from 'node:path';
 import { findCommitted } from '../job/finished.js';
 import { BlockedError, UsageError } from '../errors.js';
 import { encodeJob, loadJob, type Adoption, type Algorithm, type JobManifest, type Mode } from '../job/job.js';
-import { canHoldTable, defaultStagingRoot, JOB_FILE, JobLayout, LEASE_PREFIX } from '../job/layout.js';
+import { canHoldTable, commitLogDir, defaultStagingRoot, JOB_FILE, JobLayout, LEASE_PREFIX } from '../job/layout.js';
 import { readCurrentLease } from '../job/lease.js';
 import { TableLog } from '../job/table-log.js';
 import { isDataName, normalizeColumn, type PartitionValue } from '../paths.js';
@@ -122,7 +122,28 @@ async function checkTarget(store: Store, targetPath: string, mode: StageJobInput
   if (mode === 'create' && target) {
     throw new UsageError({ reason: 'target-exists', target: store.toUri(targetPath) });
   }
+  await checkNotInsideTable(store, targetPath);
   return target;
+}
+
+/**
+ * A target inside a table that has a log (a partition staged as a table of its own) would keep a
+ * log of its own, and an overwrite of it would never meet the table's jobs (protocol.md §4.3): one
+ * look for the log of each enclosing directory whose log dir lies below the store's root.
+ */
+async function checkNotInsideTable(store: Store, targetPath: string): Promise<void> {
+  const tables: string[] = [];
+  for (let p = posix.dirname(targetPath); posix.dirname(p) !== p && posix.dirname(p) !== '/'; p = posix.dirname(p))
+    tables.push(p);
+  const logs = await Promise.all(tables.map((t) => store.stat(commitLogDir(t)).catch(() => null)));
+  const i = logs.findIndex((l) => l?.kind === 'dir');
+  if (i < 0) return;
+  throw new UsageError({
+    reason: 'target-inside-table',
+    target: store.toUri(targetPath),
+    table: store.toUri(tables[i]!),
+    partition: posix.relative(tables[i]!, targetPath),
+  });
 }
 
 /** A job never adopts files it did not stage: its staging dir is empty (stray leases of ended steps aside). */
