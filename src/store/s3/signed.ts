@@ -1,5 +1,7 @@
 // Signed S3 requests without the SDK's per-command middleware, for the requests a commit makes
-// once per file (CopyObject, CompleteMultipartUpload). The SDK spends ~1.5 ms of CPU on each
+// once per file (CopyObject, CompleteMultipartUpload) and those `stage` makes per file or part
+// (PutObject, CreateMultipartUpload, UploadPart: the bytes streamed from the file, never buffered
+// whole nor hashed by the SDK first). The SDK spends ~1.5 ms of CPU on each
 // command (serde, endpoint rules, retry bookkeeping); on a 2-core machine shared with the
 // server that halves the rate of a 2,000-file commit (bench/s3-commit.ts). What stays the
 // SDK's: the credential chain and the endpoint rules (resolved once per bucket). The signature
@@ -11,7 +13,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { admitChange } from '../fence.js';
 import { credentialProblem } from './keys.js';
 import { canonicalQuery, encodeSegment, SigV4 } from './sigv4.js';
-import { Transport, type Deadlines } from './transport.js';
+import { SourceChanged, Transport, type Deadlines, type StreamedBody } from './transport.js';
 
 export interface SignedRequest {
   readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE' | 'HEAD';
@@ -19,18 +21,20 @@ export interface SignedRequest {
   readonly key: string;
   readonly query?: Record<string, string>;
   readonly headers?: Record<string, string>;
-  readonly body?: string;
+  readonly body?: string | StreamedBody;
   /**
    * The root element a successful answer carries, whole (CopyObjectResult, …). A 200 without it
    * (an empty body, a connection closed early, a proxy's page) is not a success: it is retried as
-   * a server failure, since S3 sends a long copy's 200 before its result.
+   * a server failure, since S3 sends a long copy's 200 before its result. `etag`: the answer has
+   * no body and must carry an ETag header (PutObject, UploadPart).
    */
-  readonly expect: string;
+  readonly expect: string | { readonly etag: true };
 }
 
 export interface SignedResponse {
   readonly status: number;
   readonly body: string;
+  readonly etag?: string;
 }
 
 /** An S3 error shaped as the SDK's are (name = S3 error code, $metadata.httpStatusCode), so one mapping serves both. */
@@ -96,7 +100,8 @@ export function xmlDecode(s: string): string {
   );
 }
 
-function tag(xml: string, name: string): string {
+/** The text of the first element `name` in an S3 answer, references resolved; '' when absent. */
+export function tag(xml: string, name: string): string {
   const m = new RegExp(`<${name}>([\\s\\S]*?)</${name}>`).exec(xml);
   return m ? xmlDecode(m[1]!) : '';
 }
@@ -113,7 +118,7 @@ export function xmlText(s: string): string {
 
 /** Whether a failed request may be sent again: not when the credentials are missing or refused. */
 export function retryable(e: unknown): boolean {
-  if (credentialProblem(e) !== null) return false;
+  if (credentialProblem(e) !== null || e instanceof SourceChanged) return false;
   if (e instanceof S3ResponseError)
     return e.$metadata.httpStatusCode >= 500 || e.$metadata.httpStatusCode === 429 || RETRYABLE_CODES.has(e.name);
   // Anything else came from the connection (reset, refused, timed out): the request may be sent again.
@@ -172,7 +177,7 @@ export class SignedRequests {
     const headers: Record<string, string> = {
       host: ep.port ? `${ep.hostname}:${ep.port}` : ep.hostname,
       'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
-      'content-length': String(Buffer.byteLength(body)),
+      'content-length': String(typeof body === 'string' ? Buffer.byteLength(body) : body.length),
       ...req.headers,
     };
     const cfg = this.client.config;
@@ -198,6 +203,11 @@ export class SignedRequests {
       const code = tag(text, 'Code') || (status === 404 ? 'NotFound' : `HTTP${status}`);
       // A 200 with an <Error> inside is a server failure after the headers went out: retried as a 500.
       throw new S3ResponseError(code, tag(text, 'Message'), status >= 300 ? status : 500, answer.bucketRegion);
+    }
+    if (typeof req.expect !== 'string') {
+      if (!answer.etag)
+        throw new S3ResponseError('IncompleteAnswer', `the answer to ${req.method} ${path} carries no ETag`, 500);
+      return { status, body: text, etag: answer.etag };
     }
     if (!text.includes(`<${req.expect}`) || !text.includes(`</${req.expect}>`)) {
       throw new S3ResponseError(
