@@ -13,6 +13,7 @@ import { isWriterMarker } from '../steps/attempt-output.js';
 import { stageOrResume } from '../steps/stage-job.js';
 import {
   either,
+  flag,
   handle,
   listOf,
   oneOf,
@@ -170,6 +171,11 @@ export interface AttemptOptions {
 
 export interface StageFilesOptions extends AttemptOptions {
   readonly files: readonly FileSource[];
+  /**
+   * The local files may be consumed: renamed into the attempt where the staging dir is on their
+   * filesystem, else copied and removed once staged (docs/commands.md, stage --move).
+   */
+  readonly move?: boolean;
 }
 
 const ATTEMPT_OPTIONS: OptionTable<AttemptOptions> = {
@@ -195,6 +201,7 @@ function isFileSource(f: unknown): boolean {
 const STAGE_FILES_OPTIONS: OptionTable<StageFilesOptions> = {
   ...ATTEMPT_OPTIONS,
   files: required(listOf('files (a path, { name, data } or { name, stream })', isFileSource)),
+  move: flag,
 };
 
 /** `stage --job … --task … FILE… --json` and `stage … --print-path --json` */
@@ -313,7 +320,7 @@ async function stageInto(
   s: Session,
   o: AttemptOptions,
   files: readonly StagedSource[],
-  form: { readonly printPath?: boolean; readonly tree?: boolean },
+  form: { readonly printPath?: boolean; readonly tree?: boolean; readonly move?: boolean },
 ): Promise<StageFilesDoc> {
   const job = await s.job(o.job);
   const r: StageFilesResult = await stageFilesStep(s.stepEnv(job.store), {
@@ -345,11 +352,11 @@ export const stageFiles = operation(
     if (tree !== null) {
       const { sources, hidden } = await treeSources(tree);
       if (hidden.length) s.warn(hiddenWarning(tree, hidden));
-      return stageInto(s, o, sources, { tree: true });
+      return stageInto(s, o, sources, { tree: true, move: o.move });
     }
     const sources: StagedSource[] = [];
     for (const f of o.files) sources.push(await sourceOf(s, f));
-    return stageInto(s, o, sources, {});
+    return stageInto(s, o, sources, { move: o.move });
   },
 );
 

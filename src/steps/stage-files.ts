@@ -1,6 +1,7 @@
 // stage (task files): puts files into a task attempt's dir, or tells a writer where that dir is.
 // Keeps protocol.md §5.12 (a killed stage publishes no partial file).
 
+import type { BigIntStats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -11,7 +12,7 @@ import { ATTEMPT_MARKER, SUCCESS_FILE, taskAttemptName } from '../job/layout.js'
 import { stageAsUploads, type StagedUploads } from '../job/pending-uploads.js';
 import { checkAttempt, checkRelativePath, checkTaskId, partitionPath, type PartitionValue } from '../paths.js';
 import { isTempName, TEMP_PREFIX } from '../store/temp-names.js';
-import { dirsVanishWhenEmpty } from '../store/operations.js';
+import { dirsVanishWhenEmpty, syncWritten } from '../store/operations.js';
 import { forEachLimit } from '../util/pool.js';
 import type { OpenJob } from '../job/open.js';
 import { checkTaskFile, isWriterMarker } from './attempt-output.js';
@@ -19,6 +20,7 @@ import { checkDeclared } from './commit-task.js';
 import type { StepEnv } from './env.js';
 import { Progress } from './progress.js';
 import { runStep } from './runner.js';
+import { SourceMoves } from './stage-move.js';
 import { checkStillStaged, type StagedWrites } from './stage-race.js';
 import { currentAttempt } from './task-attempts.js';
 
@@ -33,6 +35,8 @@ export interface StageFilesInput {
   readonly partition: readonly PartitionValue[];
   readonly files: readonly StagedSource[];
   readonly printPath?: boolean;
+  /** The local sources may be consumed: renamed into the attempt where they can be, else removed once staged (stage-move.ts). */
+  readonly move?: boolean;
   /**
    * The files are a directory tree (stage DIR): their `k=v` dirs give the partition columns after
    * the ones in `partition`, and each is checked against the job's partitionBy.
@@ -136,7 +140,7 @@ async function stageInto(
     await checkStillStaged(env, layout, job, { ...written, files: marker, uploads: [], uploadRecord: null });
     return { ...where, files: [], bytes: 0 };
   }
-  const bytes = await sendFiles(env, open, input.files, { ...written, part });
+  const bytes = await sendFiles(env, open, input.files, { ...written, part, move: input.move });
   return { ...where, files: full, bytes };
 }
 
@@ -164,7 +168,11 @@ function checkNames(job: JobManifest, input: StageFilesInput, part: string): str
 }
 
 /** Where sendFiles writes: the task attempt, its write dir and the partition path under it. */
-type Destination = Omit<StagedWrites, 'files' | 'uploads' | 'uploadRecord'> & { readonly part: string };
+type Destination = Omit<StagedWrites, 'files' | 'uploads' | 'uploadRecord'> & {
+  readonly part: string;
+  /** stage --move: the local sources may be consumed. */
+  readonly move?: boolean;
+};
 
 /**
  * Sends the files into the write dir, then checks the job is still staged (else the files go
@@ -178,19 +186,22 @@ async function sendFiles(
 ): Promise<number> {
   const { store } = env;
   const { job, layout } = open;
-  const { part, ...written } = to;
+  const { part, move, ...written } = to;
   // Large local files on S3 go up as uploads to their final keys, left pending (no copy at commit).
   const local = sources.filter((f): f is Extract<StagedSource, { localPath: string }> => 'localPath' in f);
   let uploaded: StagedUploads = { names: new Set(), uploads: [], record: null };
   let small = sources;
   // A write that fails (the job's end removed the dir under it, say) is told after the look at the job.
   let failed: { error: unknown } | null = null;
-  const before = await Promise.all(local.map((f) => fingerprint(f.localPath)));
-  const sizes = new Map(await Promise.all(local.map(async (f) => [f.name, (await stat(f.localPath)).size] as const)));
+  // One look at each file gives its size and what tells a change.
+  const looked = await Promise.all(local.map((f) => stat(f.localPath, { bigint: true })));
+  const before = looked.map(fingerprintOf);
+  const sizes = new Map(local.map((f, i) => [f.name, Number(looked[i]!.size)] as const));
   const allLocal = local.length === sources.length;
   const progress = new Progress(env, 'staging files', sources.length, allLocal ? sum(sizes.values()) : undefined);
   const sent = new Map<string, number>();
   const onBytes = (name: string) => (n: number) => (sent.set(name, n), progress.bytes(name, n));
+  const moves = new SourceMoves(move === true);
   try {
     const watched = local.map((f) => ({ ...f, onBytes: onBytes(f.name) }));
     uploaded = await stageAsUploads(store, { layout, job, taskAttempt: to.taskAttempt }, part, watched, {
@@ -199,29 +210,70 @@ async function sendFiles(
     });
     for (const n of uploaded.names) progress.item(n, sizes.get(n));
     small = sources.filter((f) => !uploaded.names.has(f.name));
-    await forEachLimit(small, env.concurrency, async (f) => {
-      const watch = onBytes(f.name);
-      await store.put(
-        posix.join(to.dir, f.name),
-        'localPath' in f ? { localPath: f.localPath, onBytes: watch } : { stream: f.stream, onBytes: watch },
-      );
-      progress.item(f.name, sizes.get(f.name) ?? sent.get(f.name) ?? 0);
-    });
+    await putAll(env, small, to.dir, moves, (f) => ({
+      onBytes: onBytes(f.name),
+      done: () => progress.item(f.name, sizes.get(f.name) ?? sent.get(f.name) ?? 0),
+    }));
   } catch (error) {
     failed = { error };
   }
   const files = small.map((f) => posix.join(to.dir, f.name));
+  if (failed) await moves.giveBack(files);
   await checkStillStaged(env, layout, job, {
     ...written,
     files,
     uploads: uploaded.uploads,
     uploadRecord: uploaded.record,
+    giveBack: (taken) => moves.giveBack(taken),
   });
   // A copy that failed because its file went or changed meanwhile names that file (exit 4), not the store's error.
-  if (failed) await checkUnchanged(local, before);
+  const copied = local.map((f, i) => [f, before[i]!] as const).filter(([f]) => !moves.wasTaken(f.localPath));
+  if (failed) await checkUnchanged(copied);
   if (failed) throw failed.error;
-  await checkUnchanged(local, before);
+  await checkUnchanged(copied);
+  const left = await moves.removeCopied(local);
+  if (left.length) env.emit({ type: 'warn', message: notRemoved(left) });
   return sum(sources.map((f) => sizes.get(f.name) ?? sent.get(f.name) ?? 0));
+}
+
+/**
+ * Puts each file into `dir` (taken by rename where --move lets the store), then makes them all
+ * durable at once: from the look at the job that follows, a commit-task may claim them.
+ */
+async function putAll(
+  env: StepEnv,
+  files: readonly StagedSource[],
+  dir: string,
+  moves: SourceMoves,
+  watch: (f: StagedSource) => { onBytes: (n: number) => void; done: () => void },
+): Promise<void> {
+  const { store } = env;
+  await forEachLimit(files, env.concurrency, async (f) => {
+    const { onBytes, done } = watch(f);
+    const dst = posix.join(dir, f.name);
+    await store.put(
+      dst,
+      'localPath' in f
+        ? {
+            localPath: f.localPath,
+            move: moves.on,
+            onTaken: () => moves.took(f.localPath, dst),
+            onBytes,
+            syncLater: true,
+          }
+        : { stream: f.stream, onBytes, syncLater: true },
+    );
+    done();
+  });
+  await syncWritten(
+    store,
+    files.map((f) => posix.join(dir, f.name)),
+  );
+}
+
+function notRemoved(left: readonly string[]): string {
+  const shown = left.slice(0, 3).join(', ') + (left.length > 3 ? ', …' : '');
+  return `staged, but ${left.length} source file(s) could not be removed (--move): ${shown}`;
 }
 
 function sum(ns: Iterable<number>): number {
@@ -259,7 +311,11 @@ function checkTreeFile(job: JobManifest, rel: string): void {
  */
 async function fingerprint(localPath: string): Promise<string | null> {
   const s = await stat(localPath, { bigint: true }).catch(() => null);
-  return s && `${s.size}/${s.mtimeNs}/${s.ino}`;
+  return s && fingerprintOf(s);
+}
+
+function fingerprintOf(s: BigIntStats): string {
+  return `${s.size}/${s.mtimeNs}/${s.ino}`;
 }
 
 /**
@@ -268,11 +324,10 @@ async function fingerprint(localPath: string): Promise<string | null> {
  * and staging it again replaces that copy (the last staging of a name wins).
  */
 async function checkUnchanged(
-  local: readonly { readonly localPath: string }[],
-  before: readonly (string | null)[],
+  local: readonly (readonly [{ readonly localPath: string }, string | null])[],
 ): Promise<void> {
-  const after = await Promise.all(local.map((f) => fingerprint(f.localPath)));
-  const changed = local.filter((_, i) => after[i] !== before[i]);
+  const after = await Promise.all(local.map(([f]) => fingerprint(f.localPath)));
+  const changed = local.filter(([, before], i) => after[i] !== before).map(([f]) => f);
   if (changed.length === 0) return;
   throw new ConflictError({ reason: 'file-changed', path: changed[0]!.localPath, others: changed.length - 1 });
 }

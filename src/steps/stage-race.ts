@@ -36,6 +36,8 @@ export interface StagedWrites {
    * The dir the run wrote into (the partition's): emptied dirs from here and the files' own up go when the files go.
    */
   readonly dir: string;
+  /** Puts back, before they would be removed, the files this run took from their sources (stage --move). */
+  readonly giveBack?: (files: readonly string[]) => Promise<void>;
 }
 
 /**
@@ -190,6 +192,7 @@ async function takeBackUnlisted(
   );
   for (const top of roots) {
     const files = unlisted.map((p) => posix.join(top, p));
+    await w.giveBack?.(files);
     await deleteFiles(store, files, env.concurrency);
     await removeEmptyDirs(
       store,
@@ -208,6 +211,7 @@ async function takeBackUnlisted(
 async function takeBack(env: StepEnv, layout: JobLayout, app: number, w: StagedWrites, gone: boolean): Promise<void> {
   const { store } = env;
   await abortUploads(store, w.uploads, env.concurrency);
+  await w.giveBack?.(w.files);
   await deleteFiles(store, w.uploadRecord ? [...w.files, w.uploadRecord] : w.files, env.concurrency);
   // From each dir written into (a name may hold '/') up to `top`: the first that is not empty stops a walk.
   await removeEmptyDirs(

@@ -37,7 +37,7 @@ function resolve(s: Store): StoreFeatures {
   const listTree = s.listTree?.bind(s);
   const listTreeEach = s.listTreeEach?.bind(s);
   const { deleteMany, renameMany, listUploads, abortUpload, beginUpload, uploadParts, completeUpload } = s;
-  const { checkWritable, sameFilesystem, pendingUploadMinBytes } = s;
+  const { checkWritable, sameFilesystem, syncFiles, pendingUploadMinBytes } = s;
   return {
     tree: listTree
       ? {
@@ -59,8 +59,12 @@ function resolve(s: Store): StoreFeatures {
           }
         : null,
     localChecks:
-      checkWritable && sameFilesystem
-        ? { checkWritable: checkWritable.bind(s), sameFilesystem: sameFilesystem.bind(s) }
+      checkWritable && sameFilesystem && syncFiles
+        ? {
+            checkWritable: checkWritable.bind(s),
+            sameFilesystem: sameFilesystem.bind(s),
+            syncFiles: syncFiles.bind(s),
+          }
         : null,
   };
 }

@@ -98,6 +98,9 @@ export class FencedStore implements Store {
   get sameFilesystem(): Store['sameFilesystem'] {
     return this.inner.sameFilesystem?.bind(this.inner);
   }
+  get syncFiles(): Store['syncFiles'] {
+    return this.inner.syncFiles?.bind(this.inner);
+  }
   get pendingUploadMinBytes(): number | undefined {
     return this.inner.pendingUploadMinBytes;
   }

@@ -141,6 +141,9 @@ export class InstrumentedStore implements Store {
   get sameFilesystem(): ((a: string, b: string) => Promise<boolean>) | undefined {
     return this.inner.sameFilesystem?.bind(this.inner);
   }
+  get syncFiles(): Store['syncFiles'] {
+    return this.inner.syncFiles?.bind(this.inner);
+  }
   get pathOfUri(): ((uri: string) => string | null) | undefined {
     return this.inner.pathOfUri?.bind(this.inner);
   }

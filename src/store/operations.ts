@@ -223,6 +223,14 @@ export async function renamesBetween(store: Store, a: string, b: string): Promis
 }
 
 /**
+ * Makes files put with `syncLater` durable, all at once (a local filesystem: one sync of the
+ * filesystem for many files, not one fsync each); elsewhere a put is durable when it returns.
+ */
+export async function syncWritten(store: Store, paths: readonly string[]): Promise<void> {
+  if (paths.length > 0) await featuresOf(store).localChecks?.syncFiles(paths);
+}
+
+/**
  * Fails (StoreError 'refused') when this process cannot change the entries of one of these dirs,
  * before anything is changed. Only a local filesystem can tell ahead; elsewhere the write itself
  * answers.

@@ -4,9 +4,19 @@
 import type { Readable } from 'node:stream';
 import type { StoreError } from '../errors.js';
 
-/** What put stores: a local file (read again for a retry) or a stream; `onBytes` hears how many bytes of it have gone. */
-export type PutSource = ({ readonly localPath: string } | { readonly stream: Readable }) & {
+/**
+ * What put stores: a local file (read again for a retry) or a stream; `onBytes` hears how many
+ * bytes of it have gone. `move`: the store may take the local file itself, by rename, where it is
+ * on the same filesystem (a file taken is no longer at `localPath`; `onTaken` hears it); elsewhere
+ * it copies. `syncLater`:
+ * the caller makes the written files durable itself, all at once (syncWritten in operations.ts).
+ */
+export type PutSource = (
+  | { readonly localPath: string; readonly move?: boolean; readonly onTaken?: () => void }
+  | { readonly stream: Readable; readonly move?: undefined }
+) & {
   readonly onBytes?: (sent: number) => void;
+  readonly syncLater?: boolean;
 };
 
 /** What a store can do; the protocol asks these, never which store it is. */
@@ -155,6 +165,8 @@ export interface LocalChecks {
    * not exist yet is judged by its nearest existing parent.
    */
   sameFilesystem(a: string, b: string): Promise<boolean>;
+  /** Makes these files (put with syncLater) durable: on disk before it returns. */
+  syncFiles(paths: readonly string[]): Promise<void>;
 }
 
 /**

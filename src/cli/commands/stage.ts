@@ -22,14 +22,15 @@ interface StageFlags {
   attempt?: number;
   name?: string;
   printPath?: boolean;
+  move?: boolean;
 }
 
 async function newJob(rt: Runtime, o: StageFlags, files: string[]): Promise<void> {
   if (o.job !== undefined || o.task !== undefined || files.length) {
     throw new UsageError({ reason: 'stage-arguments', problem: 'new-job-extras' });
   }
-  // The [files] flags (--attempt, --name, --print-path) are no options of a new job.
-  const { job: _j, task: _t, attempt: _a, name: _n, printPath: _p, ...flags } = o;
+  // The [files] flags (--attempt, --name, --print-path, --move) are no options of a new job.
+  const { job: _j, task: _t, attempt: _a, name: _n, printPath: _p, move: _m, ...flags } = o;
   const r = await stage(rt.session, { ...flags, target: o.target! });
   rt.output(r, () => rt.ui.result(r.handle));
   rt.ui.message(stagedMessage(r));
@@ -69,7 +70,7 @@ async function taskFiles(rt: Runtime, o: StageFlags, files: string[]): Promise<v
   const list = filesOf(rt.ctx, files, o);
   const r = o.printPath
     ? await attemptPath(rt.session, attempt)
-    : await stageFiles(rt.session, { ...attempt, files: list });
+    : await stageFiles(rt.session, { ...attempt, files: list, move: o.move === true });
   rt.output(r, () =>
     o.printPath
       ? rt.ui.result(r.writeDir)
@@ -88,7 +89,14 @@ const FORMS = `Forms:
       dir that is not); _SUCCESS markers and every name starting with _ or . (_temporary/,
       .spark-staging-*, .crc) are left out with a warning; a symbolic link is refused (exit 2)
   stage --job JOB --task T [--attempt N] [--partition K=V]… --print-path
-      create and print the attempt dir, for a writer that writes there itself`;
+      create and print the attempt dir, for a writer that writes there itself
+  stage --job JOB --task T … --move FILE…|DIR
+      the files become the job's: on the staging dir's filesystem each is renamed into the attempt
+      (one rename, no copy); elsewhere (another filesystem, S3, HDFS) copied, then removed once
+      all are staged. A failed stage renames them back; a killed one leaves those renamed in the
+      attempt (stage --print-path names the dir) and the rest in place. abort, and a commit-job
+      that leaves the attempt out, delete them with the staging dir: keep a copy to run again.
+      A DIR's dirs, and its names starting with _ or ., stay where they are.`;
 
 export function stageCommand(run: Run): Command {
   const cmd = new Command('stage')
@@ -131,6 +139,7 @@ export function stageCommand(run: Run): Command {
     )
     .option('--name <name>', '[files] the file name for data read from stdin (FILE -)')
     .option('--print-path', '[files] print the attempt dir for a writer that writes there itself')
+    .option('--move', '[files] consume the local files: renamed into the attempt (no copy), or removed once staged')
     .argument('[files...]', 'files to stage, or one directory (its tree); - reads stdin')
     .action((files: string[], o: StageFlags, c: Command) =>
       run((rt) => (o.target !== undefined ? newJob(rt, o, files) : taskFiles(rt, o, files)), c),
