@@ -1,8 +1,9 @@
 // Benchmark: the whole atomic path as users run it, each step its own process: `stage` (new job),
 // `stage --task T FILE…` per task, `commit-task` per task, `commit-job`; against the plain,
 // non-atomic upload of the same local files to the final place in the same run: `rclone copy`
-// and `aws s3 cp --recursive` on S3 (Ceph RGW), `cp -r` locally. Cases: 100 × 8 MiB and
-// 2,000 × 1 KiB, in one task and in 10 tasks (BENCH_PATH_CASES picks by name). Prints each part's
+// and `aws s3 cp --recursive` on S3 (Ceph RGW), `cp -r` locally, and `stage --move` against `mv`
+// of the tree. Cases: 100 × 8 MiB, 2,000 × 1 KiB in 1, 10 and 100 tasks, 10,000 × 16 bytes
+// (BENCH_PATH_CASES picks by name). Prints each part's
 // wall time, the whole path, and ratios against the peers (above 1×: faster than the peer).
 // BENCH_PATH_RUNS rounds (default 1), peers and ours in turns; the load average with the figures.
 // Needs RGW (`scripts/rgw.sh start`) and the peers (scripts/bench-peers.sh). Not part of the tests.
@@ -31,6 +32,8 @@ const CASES: Case[] = [
   { name: 'large', files: 100, size: 8 * MiB, tasks: 1 },
   { name: 'small', files: 2000, size: KiB, tasks: 1 },
   { name: 'small-10-tasks', files: 2000, size: KiB, tasks: 10 },
+  { name: 'small-100-tasks', files: 2000, size: KiB, tasks: 100 },
+  { name: 'tiny-10000', files: 10_000, size: 16, tasks: 1 },
 ].filter((c) => !process.env.BENCH_PATH_CASES || process.env.BENCH_PATH_CASES.split(',').includes(c.name));
 
 const STORES = (process.env.BENCH_PATH_STORES ?? 'local,s3').split(',');
@@ -66,13 +69,17 @@ interface PathTimes {
   commitJob: number;
 }
 
-/** Our path, step by step as separate processes; stage of each task's files runs as one process per task, one after another. */
-function ours(targetUri: string, byTask: string[][], env: NodeJS.ProcessEnv): PathTimes {
+/**
+ * Our path, step by step as separate processes; stage of each task's files runs as one process
+ * per task, one after another (with --move: the files are consumed).
+ */
+function ours(targetUri: string, byTask: string[][], env: NodeJS.ProcessEnv, move = false): PathTimes {
   const node = process.execPath;
   const [t0, handle] = time(() => sh(node, [BIN, 'stage', '--target', targetUri, '--mode', 'append'], env));
+  const extra = move ? ['--move'] : [];
   const [t1] = time(() => {
     byTask.forEach((files, t) =>
-      sh(node, [BIN, 'stage', '--job', handle, '--task', String(t), '--quiet', ...files], env),
+      sh(node, [BIN, 'stage', '--job', handle, '--task', String(t), '--quiet', ...extra, ...files], env),
     );
   });
   const [t2] = time(() =>
@@ -123,8 +130,9 @@ try {
   for (const c of CASES) {
     const src = path.join(work, `src-${c.name}`);
     const byTask = makeSource(src, c);
-    const label = `${c.files.toLocaleString('en')} × ${c.size >= MiB ? `${c.size / MiB} MiB` : `${c.size / KiB} KiB`}, ${c.tasks} task${c.tasks > 1 ? 's' : ''}`;
-    for (const store of STORES) {
+    const label = `${c.files.toLocaleString('en')} × ${c.size >= MiB ? `${c.size / MiB} MiB` : c.size >= KiB ? `${c.size / KiB} KiB` : `${c.size} B`}, ${c.tasks} task${c.tasks > 1 ? 's' : ''}`;
+    const variants = STORES.flatMap((s) => (s === 'local' ? ['local', 'local --move'] : [s]));
+    for (const store of variants) {
       const runs: { ours: PathTimes; peers: Record<string, number> }[] = [];
       for (let r = 0; r < RUNS; r++) {
         const peers: Record<string, number> = {};
@@ -156,12 +164,25 @@ try {
           for (const p of ['rclone', 'aws', 'ours']) await s3!.delete(`/${bucket}/${base}-${p}`, true);
           await s3!.delete(`/${bucket}/.stagecommit`, true);
           spawnSync('bash', [path.join(ROOT, 'scripts', 'rgw.sh'), 'settle'], { stdio: 'ignore' });
-        } else {
+        } else if (store === 'local') {
           const dst = path.join(work, `dst-${c.name}-${r}`);
           mkdirSync(dst);
           peers['cp -r'] = time(() => sh('cp', ['-r', src, path.join(dst, 'cp')]))[0];
           mine = ours(path.join(dst, 'ours'), byTask, { ...process.env, STAGECOMMIT_BUNDLE: '1' });
           rmSync(dst, { recursive: true, force: true });
+        } else {
+          // Moves consume their sources: each gets a fresh copy of the tree (not timed) on the same filesystem.
+          const dst = path.join(work, `dst-${c.name}-${r}`);
+          mkdirSync(dst);
+          const [forMv, forOurs] = ['mv', 'ours'].map((p) => path.join(work, `src-${c.name}-${p}`));
+          sh('cp', ['-r', src, forMv!]);
+          sh('cp', ['-r', src, forOurs!]);
+          sh('sync', []);
+          peers['mv'] = time(() => sh('mv', [forMv!, path.join(dst, 'mv')]))[0];
+          const moved = byTask.map((files) => files.map((f) => path.join(forOurs!, path.relative(src, f))));
+          mine = ours(path.join(dst, 'ours'), moved, { ...process.env, STAGECOMMIT_BUNDLE: '1' }, true);
+          rmSync(dst, { recursive: true, force: true });
+          rmSync(forOurs!, { recursive: true, force: true });
         }
         runs.push({ ours: mine, peers });
       }

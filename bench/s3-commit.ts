@@ -1,7 +1,8 @@
 // Benchmark: `stagecommit commit-job` on Ceph RGW against `aws s3 mv --recursive` (Debian's awscli)
 // and `rclone move --transfers 16 --checkers 16` over the same data in the same run: 2,000 × 1 KiB
 // in 20 partitions; 100 × 8 MiB in 10 partitions staged by `stage FILE` (pending uploads) and by
-// an outside writer (copies); one 1 KiB file step by step; and the size at which completing a
+// an outside writer (copies), the peers' sources uploaded both as single parts and as multipart
+// objects; one 1 KiB file step by step; and the size at which completing a
 // pending upload beats copying. Prints times, ratios and requests per file.
 // Needs RGW (`scripts/rgw.sh install && scripts/rgw.sh start`) and the peers (scripts/bench-peers.sh).
 
@@ -9,7 +10,13 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import {
+  CompleteMultipartUploadCommand,
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
 import { S3Store } from '../src/store/s3/s3-store.js';
 import { s3Settings } from '../src/store/s3/settings.js';
 import { testEnv } from '../testing/lib.js';
@@ -74,9 +81,30 @@ await store.client.send(new CreateBucketCommand({ Bucket: bucket }));
 const work = mkdtempSync(path.join(os.tmpdir(), 'bench-s3-'));
 const stepEnv = () => testEnv(store, undefined, { concurrency: 32 });
 
-async function putObjects(keys: readonly string[], body: Buffer): Promise<void> {
+/**
+ * The peers' sources: each object one PutObject ('single'), or a multipart upload of 8 MiB parts
+ * ('multipart', as `aws s3 cp` uploads a file of 8 MiB or more). RGW copies a multipart object by
+ * reference to its parts, a shortcut AWS S3 does not take: both are shown.
+ */
+type SourceKind = 'single' | 'multipart';
+const PEER_PART = 8 * MiB;
+
+async function putObjects(keys: readonly string[], body: Buffer, kind: SourceKind = 'single'): Promise<void> {
   await forEachLimit(keys, 16, async (Key) => {
-    await store.client.send(new PutObjectCommand({ Bucket: bucket, Key, Body: body }));
+    if (kind === 'single') {
+      await store.client.send(new PutObjectCommand({ Bucket: bucket, Key, Body: body }));
+      return;
+    }
+    const { UploadId } = await store.client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key }));
+    const Parts: { ETag: string; PartNumber: number }[] = [];
+    for (let at = 0, n = 1; at < body.length || n === 1; at += PEER_PART, n++) {
+      const Body = body.subarray(at, at + PEER_PART);
+      const r = await store.client.send(new UploadPartCommand({ Bucket: bucket, Key, UploadId, PartNumber: n, Body }));
+      Parts.push({ ETag: r.ETag!, PartNumber: n });
+    }
+    await store.client.send(
+      new CompleteMultipartUploadCommand({ Bucket: bucket, Key, UploadId, MultipartUpload: { Parts } }),
+    );
   });
 }
 
@@ -170,10 +198,11 @@ writeFileSync(
 );
 
 /** `aws s3 mv --recursive` and `rclone move` of the same objects (uploaded first, not timed). */
-async function peerTimes(files: string[], body: Buffer): Promise<{ aws: number; rclone: number }> {
+async function peerTimes(files: string[], body: Buffer, kind: SourceKind): Promise<{ aws: number; rclone: number }> {
   await putObjects(
     files.map((n) => `src-aws/${n}`),
     body,
+    kind,
   );
   const awsEnv = { ...env, AWS_CONFIG_FILE: path.join(awsDir, 'config'), AWS_CA_BUNDLE: '' };
   settle();
@@ -197,6 +226,7 @@ async function peerTimes(files: string[], body: Buffer): Promise<{ aws: number; 
   await putObjects(
     files.map((n) => `src-rclone/${n}`),
     body,
+    kind,
   );
   const { AWS_CA_BUNDLE: _ca, ...rcloneEnv } = env;
   settle();
@@ -255,14 +285,17 @@ interface ManyCase {
   readonly hows: readonly ('writer' | 'stage-file')[];
   readonly goals: string;
   readonly rounds?: number;
+  /** How the peers' sources are uploaded: each kind a pair of peer runs a round (default: single). */
+  readonly sources?: readonly SourceKind[];
 }
 
 async function caseMany(c: ManyCase): Promise<void> {
-  const { label, files, partitions, size, hows, goals, rounds = 1 } = c;
+  const { label, files, partitions, size, hows, goals, rounds = 1, sources = ['single'] } = c;
   const fileNames = names(files, partitions);
   const body = Buffer.alloc(size, 'x');
   const ours: Record<string, Ours[]> = {};
-  const peer = { aws: [] as number[], rclone: [] as number[] };
+  const peers = new Map(sources.map((k) => [k, { aws: [] as number[], rclone: [] as number[] }]));
+  const peer = peers.get(sources[0]!)!;
   const floor: Floor[] = [];
   // Each round times every command once, in turn, so a drift in the machine's speed hits all alike.
   for (let r = 0; r < rounds; r++) {
@@ -273,19 +306,22 @@ async function caseMany(c: ManyCase): Promise<void> {
       await store.delete(`/${bucket}/wh/${how}-${files}-${r}`, true);
     }
     // BENCH_PEERS=0 skips aws and rclone (a quick look at our own figures).
-    const p = process.env.BENCH_PEERS === '0' ? { aws: NaN, rclone: NaN } : await peerTimes(fileNames, body);
-    peer.aws.push(p.aws);
-    peer.rclone.push(p.rclone);
+    for (const [kind, times] of peers) {
+      const p = process.env.BENCH_PEERS === '0' ? { aws: NaN, rclone: NaN } : await peerTimes(fileNames, body, kind);
+      times.aws.push(p.aws);
+      times.rclone.push(p.rclone);
+    }
     if (hows.includes('writer')) floor.push(await copyFloor(fileNames, body));
   }
   for (const how of hows)
-    row(
-      `${label}, staged by ${how === 'writer' ? 'an outside writer (--print-path)' : 'stage FILE'}`,
-      ours[how]!,
-      files,
-      peer,
-      goals,
-    );
+    for (const [kind, times] of peers)
+      row(
+        `${label}, staged by ${how === 'writer' ? 'an outside writer (--print-path)' : 'stage FILE'}${peers.size > 1 ? `; peers' sources ${kind === 'single' ? 'single-part' : 'multipart (8 MiB parts)'}` : ''}`,
+        ours[how]!,
+        files,
+        times,
+        goals,
+      );
   if (floor.length) floorRows(files, floor, ours.writer!, peer.aws, peer.rclone);
 }
 
@@ -507,6 +543,7 @@ try {
       hows: ['stage-file', 'writer'],
       goals: 'stage FILE: ≥3× aws, ≥1× rclone; every row faster than both',
       rounds: largeRounds,
+      sources: ['single', 'multipart'],
     });
   console.log(
     `\n=== S3 (Ceph RGW) commit-job, ${new Date().toISOString()}\n${rows.join('\n')}\nstagecommit times are whole processes (start-up included), as rclone's and aws's are.`,
