@@ -27,6 +27,10 @@ import {
   type OptionTable,
 } from './options.js';
 import { iso, type Location, type Session } from './session.js';
+import { mapLimit } from '../util/pool.js';
+
+/** Local files looked at (stat) at once before staging: the disk waits, not the CPU. */
+const LOOKS_AT_ONCE = 32;
 
 export interface StageOptions {
   /** The table directory to write (URI or path). */
@@ -222,24 +226,36 @@ export interface StageFilesDoc {
   readonly fileList: readonly string[];
 }
 
-async function sourceOf(s: Session, f: FileSource): Promise<StagedSource> {
+async function sourceOf(s: Session, f: FileSource, kinds: FilesystemKinds): Promise<StagedSource> {
   if (typeof f !== 'string') {
     if ('stream' in f) return f;
     const { Readable } = await import('node:stream');
     return { name: f.name, stream: Readable.from([Buffer.from(f.data)]) };
   }
   const localPath = path.resolve(s.init.cwd, f);
-  await checkLocal(localPath);
+  await checkLocal(localPath, kinds);
   return { localPath, name: path.basename(f) };
 }
 
+/** The kind of filesystem (statfs f_type) of each device seen: asked once a device, not once a file. */
+type FilesystemKinds = Map<number, Promise<number>>;
+
 /** A local path to stage: there, a regular file, not on a kernel filesystem. */
-async function checkLocal(localPath: string): Promise<void> {
+async function checkLocal(localPath: string, kinds: FilesystemKinds): Promise<void> {
   const st = await stat(localPath).catch(() => null);
   // A name that is not valid UTF-8 reaches Node's argv with U+FFFD in it: a name no file has.
   if (!st) throw new UsageError({ reason: 'source-missing', file: localPath, notUtf8: localPath.includes('\uFFFD') });
   if (!st.isFile()) throw new UsageError({ reason: 'source-not-file', file: localPath });
-  const pseudo = PSEUDO_FILESYSTEMS.get((await statfs(localPath).catch(() => null))?.type ?? 0);
+  let kind = kinds.get(st.dev);
+  if (!kind)
+    kinds.set(
+      st.dev,
+      (kind = statfs(localPath).then(
+        (f) => f.type,
+        () => 0,
+      )),
+    );
+  const pseudo = PSEUDO_FILESYSTEMS.get(await kind);
   if (pseudo) throw new UsageError({ reason: 'source-pseudo-fs', path: localPath, filesystem: pseudo, dir: false });
 }
 
@@ -286,12 +302,9 @@ function hiddenWarning(root: string, hidden: readonly string[]): string {
 
 /** The one directory among the files given (stage DIR), or null; a directory beside other files is refused. */
 async function treeGiven(s: Session, files: readonly FileSource[]): Promise<string | null> {
-  const dirs: string[] = [];
-  for (const f of files) {
-    if (typeof f !== 'string') continue;
-    const p = path.resolve(s.init.cwd, f);
-    if ((await stat(p).catch(() => null))?.isDirectory()) dirs.push(p);
-  }
+  const paths = files.filter((f): f is string => typeof f === 'string').map((f) => path.resolve(s.init.cwd, f));
+  const isDir = await mapLimit(paths, LOOKS_AT_ONCE, async (p) => (await stat(p).catch(() => null))?.isDirectory());
+  const dirs = paths.filter((_, i) => isDir[i]);
   if (dirs.length === 0) return null;
   if (files.length > 1) throw new UsageError({ reason: 'source-dir-with-others', dir: dirs[0]! });
   const pseudo = PSEUDO_FILESYSTEMS.get((await statfs(dirs[0]!).catch(() => null))?.type ?? 0);
@@ -354,8 +367,17 @@ export const stageFiles = operation(
       if (hidden.length) s.warn(hiddenWarning(tree, hidden));
       return stageInto(s, o, sources, { tree: true, move: o.move });
     }
-    const sources: StagedSource[] = [];
-    for (const f of o.files) sources.push(await sourceOf(s, f));
+    // Each checked (its first failure, in the order given, is the one told), many at a time.
+    const kinds: FilesystemKinds = new Map();
+    const looked = await mapLimit(o.files, LOOKS_AT_ONCE, (f) =>
+      sourceOf(s, f, kinds).then(
+        (src) => ({ src }),
+        (error: unknown) => ({ error }),
+      ),
+    );
+    const bad = looked.find((l) => 'error' in l);
+    if (bad && 'error' in bad) throw bad.error;
+    const sources = looked.map((l) => (l as { src: StagedSource }).src);
     return stageInto(s, o, sources, { move: o.move });
   },
 );
