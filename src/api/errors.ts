@@ -15,7 +15,10 @@ import {
   type UsageError,
 } from '../errors.js';
 
-/** The family of an error: its class directly below StageCommitError, or 'InternalError' for anything else (a bug: exit 1). */
+/**
+ * The family of an error: its class directly below StageCommitError, or 'InternalError' for
+ * anything else (a bug: exit 1).
+ */
 export function errorKind(e: unknown): ErrorKind {
   return asStageCommitError(e).kind;
 }

@@ -300,7 +300,10 @@ async function lenientUploads(
   return out;
 }
 
-/** Which claims: those of one app attempt of a job (refusing those of an earlier job of its id, when its stagedAtMs is given). */
+/**
+ * Which claims: those of one app attempt of a job (refusing those of an earlier job of its id, when
+ * its stagedAtMs is given).
+ */
 export type AppAttemptClaims = Omit<ClaimContext, 'task'>;
 
 /** Every claim of one app attempt, by task; a file there that is not a claim is reported. */

@@ -129,7 +129,10 @@ async function finishAbort(env: StepEnv, opened: OpenJob, lease: Lease) {
 interface NextAppAttempt {
   readonly claims: ReadonlyMap<string, Claim>;
   readonly decisions: ReadonlyMap<string, Decision>;
-  /** Each interrupted claim, with the committed root it is finished at (v2: '', published at apply), or null: undone. */
+  /**
+   * Each interrupted claim, with the committed root it is finished at (v2: '', published at apply),
+   * or null: undone.
+   */
   readonly settle: readonly { readonly claim: Claim; readonly root: string | null }[];
   /** The claims once the interrupted ones are settled: every one committed. */
   readonly kept: ReadonlyMap<string, Claim>;
@@ -245,7 +248,10 @@ async function carryForward(
   await forEachLimit(carried, env.concurrency, async (d) => void (await decide(store, layout, next, d)));
 }
 
-/** The tasks that were attempted in the app attempt: a dir, an uploads record (S3: even without files) or a decision. */
+/**
+ * The tasks that were attempted in the app attempt: a dir, an uploads record (S3: even without
+ * files) or a decision.
+ */
 async function attemptedTasks(
   env: StepEnv,
   { job, layout }: OpenJob,

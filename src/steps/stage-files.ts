@@ -35,7 +35,10 @@ export interface StageFilesInput {
   readonly partition: readonly PartitionValue[];
   readonly files: readonly StagedSource[];
   readonly printPath?: boolean;
-  /** The local sources may be consumed: renamed into the attempt where they can be, else removed once staged (stage-move.ts). */
+  /**
+   * The local sources may be consumed: renamed into the attempt where they can be, else removed
+   * once staged (stage-move.ts).
+   */
   readonly move?: boolean;
   /**
    * The files are a directory tree (stage DIR): their `k=v` dirs give the partition columns after

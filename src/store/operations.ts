@@ -107,7 +107,10 @@ export async function removeEmptyDirs(
   }
 }
 
-/** Removes `dir` if it is empty (a non-recursive delete; one not empty stays). Nothing to do without real directories. */
+/**
+ * Removes `dir` if it is empty (a non-recursive delete; one not empty stays). Nothing to do without
+ * real directories.
+ */
 export async function removeDirIfEmpty(store: Store, dir: string): Promise<void> {
   if (store.caps.realDirectories) await store.delete(dir, false).catch(() => false);
 }
@@ -244,7 +247,10 @@ export async function verifyStore(store: Store, dir: string): Promise<void> {
   if (store.verify) await store.verify(dir);
 }
 
-/** Renames many files at once where the store has a bulk rename: errors per pair; null: no bulk rename (rename each). */
+/**
+ * Renames many files at once where the store has a bulk rename: errors per pair; null: no bulk
+ * rename (rename each).
+ */
 export function bulkRename(store: Store): ((pairs: readonly RenamePair[]) => Promise<(StoreError | null)[]>) | null {
   const many = featuresOf(store).bulkRename;
   return many && ((pairs) => many.renameMany(pairs));

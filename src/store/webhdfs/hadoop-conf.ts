@@ -19,7 +19,10 @@ const MAX_INCLUDE_DEPTH = 16;
 /** Includes in all (files including one file twice, level after level, would read 2^16 files). */
 const MAX_INCLUDES = 1000;
 
-/** What `${…}` may name besides other properties: the environment (`${env.NAME}`) and the two Java system properties a client config uses. */
+/**
+ * What `${…}` may name besides other properties: the environment (`${env.NAME}`) and the two Java
+ * system properties a client config uses.
+ */
 export interface HadoopConfEnv {
   readonly [name: string]: string | undefined;
 }
