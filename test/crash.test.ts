@@ -228,18 +228,22 @@ for (const fx of storeFixtures({ inProcess: true })) {
     const swept = (a: Action) => !remote || a.kind === 'commit-task' || a.kind === 'commit-job';
     const heals = (k: number) => (memory ? (['recover', 'rerun'] as const) : ([k % 2 ? 'recover' : 'rerun'] as const));
 
+    /** One run with no fault: the mutations each action makes, by label, and the target it leaves. */
+    const cleanRun = async (sc: Scenario, actions: Action[]) => {
+      const base = await fresh(sc);
+      const points: Record<string, number> = {};
+      for (const a of actions) {
+        const c = counter();
+        await act(sb.store, base, a, sc, c.hook);
+        points[labelOf(a)] = c.count();
+      }
+      return { points, expected: data(await readTree(sb.store, base.targetPath)) };
+    };
+
     for (const sc of scenarios) {
-      // eslint-disable-next-line local/describe-size -- not yet split (issue 40)
       test(`a crash at any mutation heals: ${sc.name} (${formName(sc)})`, async (t) => {
         const actions = flow(sc);
-        const base = await fresh(sc);
-        const points: Record<string, number> = {};
-        for (const a of actions) {
-          const c = counter();
-          await act(sb.store, base, a, sc, c.hook);
-          points[labelOf(a)] = c.count();
-        }
-        const expected = data(await readTree(sb.store, base.targetPath));
+        const { points, expected } = await cleanRun(sc, actions);
         const initial = sc.initial ?? null;
         let visited = 0;
 
