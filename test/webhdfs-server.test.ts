@@ -7,7 +7,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
-import { createServer as createHttpServer, request as httpRequest, type ServerResponse } from 'node:http';
+import {
+  createServer as createHttpServer,
+  request as httpRequest,
+  type RequestListener,
+  type ServerResponse,
+} from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { WebHdfsCluster } from '../testing/webhdfs-server.js';
@@ -270,6 +275,18 @@ describe('WebHDFS client against the server', () => {
       retryBaseMs: 5,
       ...over,
     });
+
+  /** A stand-in name node answering with `handler`, a client of it, and how to close it. */
+  const standIn = async (handler: RequestListener, retries: number) => {
+    const server = createHttpServer(handler);
+    await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
+    const store = client({ nameNodes: [`http://127.0.0.1:${(server.address() as AddressInfo).port}`], retries });
+    const close = async () => {
+      server.closeAllConnections();
+      await new Promise((res) => server.close(res));
+    };
+    return { store, close };
+  };
 
   test('fails over from a standby name node and remembers the active one', async () => {
     cluster.active = 1;
@@ -581,11 +598,10 @@ describe('WebHDFS client against the server', () => {
   });
 
   // A page is an error; {"boolean": false} says why.
-  // eslint-disable-next-line local/describe-size -- not yet split (issue 40)
   test('a 200 to RENAME or CREATE is no proof by itself: only an empty answer or a boolean is', async () => {
     let rename = '';
     let create = { status: 201, body: '' };
-    const odd = createHttpServer((req, res) => {
+    const { store: c, close } = await standIn((req, res) => {
       const u = new URL(req.url!, 'http://x');
       const op = u.searchParams.get('op');
       if (op === 'GETFILESTATUS')
@@ -593,21 +609,11 @@ describe('WebHDFS client against the server', () => {
           .writeHead(404, { 'content-type': 'application/json' })
           .end('{"RemoteException":{"exception":"FileNotFoundException","message":"no"}}');
       if (op === 'CREATE' && !u.searchParams.has('dn'))
-        return void res
-          .writeHead(307, { location: `http://127.0.0.1:${(odd.address() as AddressInfo).port}${req.url}&dn=1` })
-          .end();
+        return void res.writeHead(307, { location: `http://127.0.0.1:${req.socket.localPort}${req.url}&dn=1` }).end();
       if (op === 'CREATE') return void req.resume().on('end', () => res.writeHead(create.status).end(create.body));
       res.writeHead(200, { 'content-type': 'application/json' }).end(rename);
-    });
-    await new Promise<void>((res) => odd.listen(0, '127.0.0.1', res));
+    }, 0);
     try {
-      const c = new WebHdfsStore({
-        nameNodes: [`http://127.0.0.1:${(odd.address() as AddressInfo).port}`],
-        uriPrefix: 'hdfs://c',
-        user: 'etl',
-        retries: 0,
-        retryBaseMs: 5,
-      });
       for (const ok of ['', '{"boolean":true}']) {
         rename = ok;
         await c.rename('/a', '/b');
@@ -640,36 +646,27 @@ describe('WebHDFS client against the server', () => {
           ),
       );
     } finally {
-      odd.closeAllConnections();
-      await new Promise((res) => odd.close(res));
+      await close();
     }
   });
 
   // Keeps protocol.md §5.6: a driver whose lease may have lapsed sends no request: the fence is asked
   // before every try of a change, a temp's rename included; none goes after it throws, and one still
   // unanswered when it trips is cut off.
-  // eslint-disable-next-line local/describe-size -- not yet split (issue 40)
   test('the store fence is asked before every try of a change; when it trips, requests in flight are cut', async () => {
     const seen: string[] = [];
     const held: ServerResponse[] = [];
-    const busy = createHttpServer((req, res) => {
+    const busy = await standIn((req, res) => {
       const op = new URL(req.url!, 'http://x').searchParams.get('op') ?? '';
       seen.push(op);
       if (op === 'DELETE') return void held.push(res); // never answered
       res
         .writeHead(503, { 'content-type': 'application/json' })
         .end('{"RemoteException":{"exception":"RetriableException","message":"busy"}}');
-    });
-    await new Promise<void>((res) => busy.listen(0, '127.0.0.1', res));
+    }, 3);
     const fenced = (e: unknown) => e instanceof StoreError && e.message === 'fenced';
     try {
-      const c = new WebHdfsStore({
-        nameNodes: [`http://127.0.0.1:${(busy.address() as AddressInfo).port}`],
-        uriPrefix: 'hdfs://c',
-        user: 'etl',
-        retries: 3,
-        retryBaseMs: 5,
-      });
+      const c = busy.store;
       let admitted = 0;
       const oneTry: StoreFence = {
         admit: () => {
@@ -689,8 +686,7 @@ describe('WebHDFS client against the server', () => {
       trip.abort(new StoreError('io', 'renew lease', [], 'fenced'));
       await assert.rejects(pending, fenced);
     } finally {
-      busy.closeAllConnections();
-      await new Promise((res) => busy.close(res));
+      await busy.close();
     }
     // On the real server: the temp is written, then the fence stops its rename; the temp goes.
     cluster.active = 0;
