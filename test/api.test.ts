@@ -29,6 +29,74 @@ function readmeExample(): string {
   return code;
 }
 
+type Refusal = [what: string, call: () => Promise<unknown>, message: RegExp];
+
+/** stage() calls with a misnamed, mistyped or missing option, at the target `uri`. */
+function badStageOptions(uri: string, env: NodeJS.ProcessEnv): Refusal[] {
+  return [
+    [
+      'typo partitions',
+      () => sc.stage({ target: uri, mode: 'overwrite', partitions: ['dt=3'], env } as never),
+      /^stage: 'partitions' is not an option \(did you mean 'partition'\?\)$/,
+    ],
+    [
+      'partition_by',
+      () => sc.stage({ target: uri, partition_by: 'dt', env } as never),
+      /'partition_by' is not an option \(did you mean 'partitionBy'\?\)/,
+    ],
+    [
+      'partition-by',
+      () => sc.stage({ target: uri, 'partition-by': 'dt', env } as never),
+      /'partition-by' is not an option \(did you mean 'partitionBy'\?\)/,
+    ],
+    ['stage({})', () => sc.stage({ env } as never), /^stage: 'target' is required/],
+    ['stage()', () => (sc.stage as (o?: unknown) => Promise<unknown>)(), /^stage: takes an options object/],
+    ['target: 42', () => sc.stage({ target: 42, env } as never), /'target' must be a non-empty string, got 42/],
+    [
+      "partition: 'dt=1'",
+      () => sc.stage({ target: uri, mode: 'overwrite', partition: 'dt=1', env } as never),
+      /'partition' must be a list of strings/,
+    ],
+    ['jobId: 12345', () => sc.stage({ target: uri, jobId: 12345, env } as never), /'jobId' must be/],
+  ];
+}
+
+/** Calls on `job`, and cleanOrphans of `roots`, with a misnamed, mistyped or missing option. */
+function badJobOptions(job: string, roots: string[], env: NodeJS.ProcessEnv): Refusal[] {
+  const files = [{ name: 'x.csv', data: 'x' }];
+  return [
+    ['onprogress', () => sc.commitJob({ job, onprogress: () => {}, env } as never), /did you mean 'onProgress'/],
+    [
+      "delete: 'false'",
+      () => sc.cleanOrphans({ roots, olderThan: '0s', delete: 'false', env } as never),
+      /^cleanOrphans: 'delete' must be true or false, got 'false'$/,
+    ],
+    ['stageFiles without task', () => sc.stageFiles({ job, files, env } as never), /^stageFiles: 'task' is required/],
+    ['commitTask without task', () => sc.commitTask({ job, env } as never), /^commitTask: 'task' is required/],
+    ['task: null', () => sc.commitTask({ job, task: null, env } as never), /'task' must be .*, got null/],
+    ['attemptPath without task', () => sc.attemptPath({ job, env } as never), /^attemptPath: 'task' is required/],
+    [
+      'parallelism: 0',
+      () => sc.commitJob({ job, parallelism: 0, env }),
+      /'parallelism' must be a whole number ≥ 1, got 0/,
+    ],
+    ["parallelism: 'x'", () => sc.commitJob({ job, parallelism: 'x', env } as never), /'parallelism' must be/],
+    [
+      'stageFiles without files',
+      () => sc.stageFiles({ job, task: 0, env } as never),
+      /^stageFiles: 'files' is required/,
+    ],
+    [
+      "roots: 'str'",
+      () => sc.cleanOrphans({ roots: roots[0], delete: true, env } as never),
+      /'roots' must be a list of strings/,
+    ],
+    ['olderThan: 5', () => sc.cleanOrphans({ roots, olderThan: 5, delete: true, env } as never), /'olderThan' must be/],
+    ['onProgress: 5', () => sc.commitJob({ job, onProgress: 5, env } as never), /'onProgress' must be a function/],
+    ['commitJob without job', () => sc.commitJob({ env } as never), /^commitJob: 'job' is required/],
+  ];
+}
+
 for (const fx of storeFixtures({ transport: true })) {
   describe(`library on ${fx.name}`, () => {
     let sb!: StoreSandbox;
@@ -90,7 +158,6 @@ for (const fx of storeFixtures({ transport: true })) {
       assert.equal(bad.exitCode, 2);
     });
 
-    // eslint-disable-next-line local/describe-size -- not yet split (issue 40)
     test('options are checked first: unknown names, wrong types, missing ones are UsageErrors (exit 2)', async () => {
       const env = { ...process.env, ...sb.env };
       const target = posix.join(dir(), 'sales');
@@ -108,70 +175,7 @@ for (const fx of storeFixtures({ transport: true })) {
       await sc.commitTask({ job, task: 0, env });
       const before = await readTree(sb.store, dir(), { dirs: true });
       const roots = [sb.uri(posix.join(dir(), 'old'))];
-      const files = [{ name: 'x.csv', data: 'x' }];
-      const bad: [string, () => Promise<unknown>, RegExp][] = [
-        [
-          'typo partitions',
-          () => sc.stage({ target: sb.uri(target), mode: 'overwrite', partitions: ['dt=3'], env } as never),
-          /^stage: 'partitions' is not an option \(did you mean 'partition'\?\)$/,
-        ],
-        [
-          'partition_by',
-          () => sc.stage({ target: sb.uri(target), partition_by: 'dt', env } as never),
-          /'partition_by' is not an option \(did you mean 'partitionBy'\?\)/,
-        ],
-        [
-          'partition-by',
-          () => sc.stage({ target: sb.uri(target), 'partition-by': 'dt', env } as never),
-          /'partition-by' is not an option \(did you mean 'partitionBy'\?\)/,
-        ],
-        ['onprogress', () => sc.commitJob({ job, onprogress: () => {}, env } as never), /did you mean 'onProgress'/],
-        [
-          "delete: 'false'",
-          () => sc.cleanOrphans({ roots, olderThan: '0s', delete: 'false', env } as never),
-          /^cleanOrphans: 'delete' must be true or false, got 'false'$/,
-        ],
-        [
-          'stageFiles without task',
-          () => sc.stageFiles({ job, files, env } as never),
-          /^stageFiles: 'task' is required/,
-        ],
-        ['commitTask without task', () => sc.commitTask({ job, env } as never), /^commitTask: 'task' is required/],
-        ['task: null', () => sc.commitTask({ job, task: null, env } as never), /'task' must be .*, got null/],
-        ['attemptPath without task', () => sc.attemptPath({ job, env } as never), /^attemptPath: 'task' is required/],
-        [
-          'parallelism: 0',
-          () => sc.commitJob({ job, parallelism: 0, env }),
-          /'parallelism' must be a whole number ≥ 1, got 0/,
-        ],
-        ["parallelism: 'x'", () => sc.commitJob({ job, parallelism: 'x', env } as never), /'parallelism' must be/],
-        ['stage({})', () => sc.stage({ env } as never), /^stage: 'target' is required/],
-        ['stage()', () => (sc.stage as (o?: unknown) => Promise<unknown>)(), /^stage: takes an options object/],
-        ['target: 42', () => sc.stage({ target: 42, env } as never), /'target' must be a non-empty string, got 42/],
-        [
-          "partition: 'dt=1'",
-          () => sc.stage({ target: sb.uri(target), mode: 'overwrite', partition: 'dt=1', env } as never),
-          /'partition' must be a list of strings/,
-        ],
-        ['jobId: 12345', () => sc.stage({ target: sb.uri(target), jobId: 12345, env } as never), /'jobId' must be/],
-        [
-          'stageFiles without files',
-          () => sc.stageFiles({ job, task: 0, env } as never),
-          /^stageFiles: 'files' is required/,
-        ],
-        [
-          "roots: 'str'",
-          () => sc.cleanOrphans({ roots: roots[0], delete: true, env } as never),
-          /'roots' must be a list of strings/,
-        ],
-        [
-          'olderThan: 5',
-          () => sc.cleanOrphans({ roots, olderThan: 5, delete: true, env } as never),
-          /'olderThan' must be/,
-        ],
-        ['onProgress: 5', () => sc.commitJob({ job, onProgress: 5, env } as never), /'onProgress' must be a function/],
-        ['commitJob without job', () => sc.commitJob({ env } as never), /^commitJob: 'job' is required/],
-      ];
+      const bad = [...badStageOptions(sb.uri(target), env), ...badJobOptions(job, roots, env)];
       for (const [what, fn, message] of bad) {
         const e = await fn().then(
           () => assert.fail(`${what}: accepted`),
