@@ -94,9 +94,27 @@ describe(
       );
     });
 
+    const fenced = (e: unknown) => e instanceof StoreError && e.message === 'fenced';
+
+    /** One store object, two steps at once (two jobs through the library): each answers to its own fence. */
+    const eachToItsFence = async (store: S3Store, dir: string) => {
+      const shut: StoreFence = {
+        admit: () => {
+          throw new StoreError('io', 'renew lease', [], 'fenced');
+        },
+      };
+      const [stopped, going] = await Promise.allSettled([
+        withFence(shut, () => store.writeFile(`${dir}/one`, '1')),
+        withFence({ admit: () => undefined }, () => store.writeFile(`${dir}/two`, '2')),
+      ]);
+      assert.ok(
+        stopped.status === 'rejected' && fenced(stopped.reason) && going.status === 'fulfilled',
+        `${stopped.status} ${going.status}`,
+      );
+    };
+
     // Keeps protocol.md §5.6: a driver whose lease may have lapsed sends no request: no retry is sent
     // after the fence throws, and one still unanswered when it trips is cut off.
-    // eslint-disable-next-line local/describe-size -- not yet split (issue 40)
     test('the store fence is asked before every try of a change: no retry after it trips, in-flight ones cut', async () => {
       // Changes under fenced/ are answered 503 SlowDown, or never (under fenced/hang); the rest passes.
       let changes = 0;
@@ -113,7 +131,6 @@ describe(
           );
         return true;
       });
-      const fenced = (e: unknown) => e instanceof StoreError && e.message === 'fenced';
       try {
         const store = new S3Store(
           await s3Settings({ endpoint: fencedProxy.url }, { ...process.env, ...sb.env } as Record<
@@ -150,20 +167,7 @@ describe(
           trip.abort(new StoreError('io', 'renew lease', [], 'fenced'));
           await assert.rejects(pending, fenced);
         }
-        // One store object, two steps at once (two jobs through the library): each answers to its own fence.
-        const shut: StoreFence = {
-          admit: () => {
-            throw new StoreError('io', 'renew lease', [], 'fenced');
-          },
-        };
-        const [stopped, going] = await Promise.allSettled([
-          withFence(shut, () => store.writeFile(`${dir}/one`, '1')),
-          withFence({ admit: () => undefined }, () => store.writeFile(`${dir}/two`, '2')),
-        ]);
-        assert.ok(
-          stopped.status === 'rejected' && fenced(stopped.reason) && going.status === 'fulfilled',
-          `${stopped.status} ${going.status}`,
-        );
+        await eachToItsFence(store, dir);
         await sb.store.delete(`${dir}/two`, false);
         assert.deepEqual(Object.keys(data(await readTree(sb.store, dir))), ['src'], 'nothing landed');
       } finally {
