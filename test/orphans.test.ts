@@ -141,7 +141,37 @@ for (const fx of storeFixtures()) {
       await sb.close();
     });
 
-    // eslint-disable-next-line local/describe-size -- not yet split (issue 40)
+    /** The table clean-orphans prints without --json, and its summary when everything is too young. */
+    const expectDryRunText = async () => {
+      const text = await cli(['clean-orphans', sb.uri(root), '--older-than', olderThan()], { env: sb.env });
+      assert.match(text.stdout, /^KIND\s+PATH\s+AGE\s+FILES\s+BYTES\s+JOB\s+ACTION/m);
+      assert.match(
+        text.stdout,
+        /\n\d+ leftover\(s\) to remove, .* reclaimable; 3 kept: output to adopt \(see ACTION\), 4 skipped \(see ACTION\); dry run: nothing was changed, add --delete to remove them\n$/,
+      );
+      // All of them too young: the summary says what was left, not "0 to remove" alone.
+      const young = await cli(['clean-orphans', sb.uri(root), '--older-than', '30d'], { env: sb.env });
+      assert.match(young.stdout, /\nnothing to remove; \d+ skipped \(see ACTION\); dry run: nothing was changed\n$/);
+    };
+
+    /** Roots that repeat or nest list each leftover once, its bytes counted once. */
+    const expectEachLeftoverOnce = async (doc: { leftovers: { path: string }[]; reclaimableBytes: number }) => {
+      const args = [
+        sb.uri(root),
+        `${sb.uri(root)}/`,
+        sb.uri(posix.join(root, 'sales')),
+        '--older-than',
+        olderThan(),
+        '--json',
+      ];
+      const again = JSON.parse((await cli(['clean-orphans', ...args], { env: sb.env })).stdout);
+      assert.deepEqual(
+        again.leftovers.map((l: { path: string }) => l.path).sort(),
+        doc.leftovers.map((l: { path: string }) => l.path).sort(),
+      );
+      assert.equal(again.reclaimableBytes, doc.reclaimableBytes);
+    };
+
     test('dry run: lists every kind with age, files and bytes, and changes nothing', async () => {
       const before = await readTree(sb.store, root);
       const r = await cli(['clean-orphans', sb.uri(root), '--older-than', olderThan(), '--json'], { env: sb.env });
@@ -196,31 +226,8 @@ for (const fx of storeFixtures()) {
       assert.match(by.get('.stagecommit/live/live-job')!.reason!, /lease/);
       assert.deepEqual(await readTree(sb.store, root), before);
 
-      const text = await cli(['clean-orphans', sb.uri(root), '--older-than', olderThan()], { env: sb.env });
-      assert.match(text.stdout, /^KIND\s+PATH\s+AGE\s+FILES\s+BYTES\s+JOB\s+ACTION/m);
-      assert.match(
-        text.stdout,
-        /\n\d+ leftover\(s\) to remove, .* reclaimable; 3 kept: output to adopt \(see ACTION\), 4 skipped \(see ACTION\); dry run: nothing was changed, add --delete to remove them\n$/,
-      );
-      // All of them too young: the summary says what was left, not "0 to remove" alone.
-      const young = await cli(['clean-orphans', sb.uri(root), '--older-than', '30d'], { env: sb.env });
-      assert.match(young.stdout, /\nnothing to remove; \d+ skipped \(see ACTION\); dry run: nothing was changed\n$/);
-
-      // Roots that repeat or nest list each leftover once, its bytes counted once.
-      const args = [
-        sb.uri(root),
-        `${sb.uri(root)}/`,
-        sb.uri(posix.join(root, 'sales')),
-        '--older-than',
-        olderThan(),
-        '--json',
-      ];
-      const again = JSON.parse((await cli(['clean-orphans', ...args], { env: sb.env })).stdout);
-      assert.deepEqual(
-        again.leftovers.map((l: { path: string }) => l.path).sort(),
-        doc.leftovers.map((l: { path: string }) => l.path).sort(),
-      );
-      assert.equal(again.reclaimableBytes, doc.reclaimableBytes);
+      await expectDryRunText();
+      await expectEachLeftoverOnce(doc);
     });
 
     test(
