@@ -59,10 +59,48 @@ test('mkdirs makes every missing level, accepts one that exists, fails (never sp
   }
 });
 
+/** `stage FILE` of job `job` refuses a name that is not UTF-8 (made under `root`) and files of /proc and /sys. */
+async function expectStageRefuses(root: string, job: string): Promise<void> {
+  // A local file of such a name cannot even be given to `stage FILE`: the shell hands Node its bytes, Node reads
+  // U+FFFD.
+  await writeFile(Buffer.concat([Buffer.from(path.join(root, 'f')), Buffer.from([0xe9])]), 'v');
+  const given = spawnSync(
+    'sh',
+    [
+      '-c',
+      `exec "$0" "$1" stage --job "$2" --task 1 "$3$(printf '\\351')"`,
+      process.execPath,
+      BIN,
+      job,
+      path.join(root, 'f'),
+    ],
+    { encoding: 'utf8' },
+  );
+  assert.equal(given.status, 2, given.stderr);
+  assert.match(
+    given.stderr,
+    /cannot read .*f\uFFFD: no such file \(is its name valid UTF-8\? a name that is not cannot be given on the command line; rename it\); nothing was staged/,
+  );
+  // Files the kernel makes up as they are read: /proc's copied as nothing, /sys's for ever: stage refuses them.
+  for (const [made, fsName] of [
+    ['/proc/self/status', 'procfs'],
+    ['/sys/kernel/mm/transparent_hugepage/enabled', 'sysfs'],
+  ] as const) {
+    if (!existsSync(made)) continue;
+    const refused = await cli(['stage', '--job', job, '--task', '1', made]);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(
+      refused.stderr,
+      new RegExp(
+        `${made}.* is on ${fsName}, a kernel filesystem whose files do not hold the size they report .*: copy it to a regular file first .*; nothing was staged`,
+      ),
+    );
+  }
+}
+
 // commit-task refuses a file or directory whose name is not valid UTF-8 (exit 2, nothing committed),
 // lists a name that holds U+FFFD, and commits once the name is fixed; stage refuses a file of /proc
 // or /sys (exit 2).
-// eslint-disable-next-line local/describe-size -- not yet split (issue 40)
 test('names that are not UTF-8 are refused at commit-task (exit 2), U+FFFD is listed; /proc and /sys too', async () => {
   const root = await mkdtemp(path.join(os.tmpdir(), 'stagecommit-names-'));
   try {
@@ -101,41 +139,7 @@ test('names that are not UTF-8 are refused at commit-task (exit 2), U+FFFD is li
       /holds a name that is not valid UTF-8 \(read as 'ok-\uFFFD\.csv'\)/,
     );
     await rm(twin);
-    // A local file of such a name cannot even be given to `stage FILE`: the shell hands Node its bytes, Node reads
-    // U+FFFD.
-    await writeFile(Buffer.concat([Buffer.from(path.join(root, 'f')), Buffer.from([0xe9])]), 'v');
-    const given = spawnSync(
-      'sh',
-      [
-        '-c',
-        `exec "$0" "$1" stage --job "$2" --task 1 "$3$(printf '\\351')"`,
-        process.execPath,
-        BIN,
-        job,
-        path.join(root, 'f'),
-      ],
-      { encoding: 'utf8' },
-    );
-    assert.equal(given.status, 2, given.stderr);
-    assert.match(
-      given.stderr,
-      /cannot read .*f\uFFFD: no such file \(is its name valid UTF-8\? a name that is not cannot be given on the command line; rename it\); nothing was staged/,
-    );
-    // Files the kernel makes up as they are read: /proc's copied as nothing, /sys's for ever: stage refuses them.
-    for (const [made, fsName] of [
-      ['/proc/self/status', 'procfs'],
-      ['/sys/kernel/mm/transparent_hugepage/enabled', 'sysfs'],
-    ] as const) {
-      if (!existsSync(made)) continue;
-      const refused = await cli(['stage', '--job', job, '--task', '1', made]);
-      assert.equal(refused.code, 2, refused.stderr);
-      assert.match(
-        refused.stderr,
-        new RegExp(
-          `${made}.* is on ${fsName}, a kernel filesystem whose files do not hold the size they report .*: copy it to a regular file first .*; nothing was staged`,
-        ),
-      );
-    }
+    await expectStageRefuses(root, job);
     await ok(['commit-task', '--job', job, '--task', '0']);
     await ok(['commit-job', '--job', job]);
     assert.equal(await readFile(path.join(target, 'sub', 'bad-\u00e9.csv'), 'utf8'), 'x');
