@@ -49,7 +49,70 @@ for (const fx of storeFixtures({ transport: true })) {
     let sb!: StoreSandbox;
     const dir = useSandbox(fx, (s) => (sb = s), 'j');
 
-    // eslint-disable-next-line local/describe-size -- not yet split (issue 40)
+    /** `jobs` on the table, the directory it is in and that directory's .stagecommit list `job`. */
+    const expectJobsListed = async (target: string, job: string, st: Record<string, unknown>) => {
+      const listed = await json(['jobs', sb.uri(target)], sb.env);
+      assertFields(listed, 'jobs');
+      assert.deepEqual(
+        (listed.jobs as { handle: string }[]).map((j) => j.handle),
+        [job],
+      );
+      const owner = (listed.jobs as { owner: unknown }[])[0]!.owner;
+      assert.deepEqual(owner, (st.job as { owner: unknown }).owner, 'owner is one object in jobs and status');
+      // The directory the table is in, and its .stagecommit, list the jobs of the tables in it.
+      for (const dir of [posix.dirname(target), posix.join(posix.dirname(target), '.stagecommit')]) {
+        assert.deepEqual(
+          ((await json(['jobs', sb.uri(dir)], sb.env)).jobs as { handle: string }[]).map((j) => j.handle),
+          [job],
+          dir,
+        );
+      }
+    };
+
+    /** A job run to its end: commit-job --dry-run, commit-job twice, status; the status document. */
+    const committedJobDocs = async (root: string, f: string) => {
+      const target2 = posix.join(root, 'two');
+      const job2 = (await json(['stage', '--target', sb.uri(target2)], sb.env)).handle as string;
+      await json(['stage', '--job', job2, '--task', '0', f], sb.env);
+      await json(['commit-task', '--job', job2, '--task', '0'], sb.env);
+      const plan = await json(['commit-job', '--job', job2, '--dry-run'], sb.env);
+      assertFields(plan, 'commit-job --dry-run');
+      assert.equal(plan.dryRun, true);
+      const done = await json(['commit-job', '--job', job2], sb.env);
+      assertFields(done, 'commit-job');
+      assert.equal(done.handle, job2);
+      const again = await json(['commit-job', '--job', job2], sb.env);
+      assertFields(again, 'commit-job');
+      assert.equal(again.outcome, 'already-committed');
+      const finished = await json(['status', '--job', job2], sb.env);
+      assertFields(finished, 'status of a finished job');
+      assert.equal(finished.finished, true);
+      assert.equal(finished.handle, job2);
+      return finished;
+    };
+
+    /**
+     * A rerun that finds its job committed: its time in both forms, as status gives it; recover
+     * on it lists no committed tasks it cannot know (null), and no commits it finished.
+     */
+    const rerunDocs = async (root: string, f: string, finished: Record<string, unknown>) => {
+      const rerun = ['stage', '--target', sb.uri(posix.join(root, 'rerun')), '--job-id', 'r1', '--tasks', '1'];
+      const r1 = (await json(rerun, sb.env)).handle as string;
+      await json(['stage', '--job', r1, '--task', '0', f], sb.env);
+      await json(['commit-task', '--job', r1, '--task', '0'], sb.env);
+      await json(['commit-job', '--job', r1], sb.env);
+      const committed = await json(rerun, sb.env);
+      assertFields(committed, 'stage --target');
+      assert.equal(committed.state, 'committed');
+      assert.equal(typeof committed.committedAtMs, 'number');
+      const rec2 = await json(['recover', '--job', r1], sb.env);
+      assertFields(rec2, 'recover');
+      assert.equal(rec2.committedTasks, null);
+      assert.deepEqual(rec2.commitsFinished, []);
+      assert.equal(typeof finished.finished, 'boolean', "status's finished is a boolean; recover has no such field");
+      assert.ok(!('finished' in rec2));
+    };
+
     test('every command prints the fields the README names, with one name per meaning', async () => {
       const root = dir();
       const target = posix.join(root, 'sales');
@@ -99,62 +162,14 @@ for (const fx of storeFixtures({ transport: true })) {
       });
       const abPlan = await json(['abort', '--job', job, '--task', '1', '--dry-run'], sb.env);
       assertFields(abPlan, 'abort --dry-run');
-      const listed = await json(['jobs', sb.uri(target)], sb.env);
-      assertFields(listed, 'jobs');
-      assert.deepEqual(
-        (listed.jobs as { handle: string }[]).map((j) => j.handle),
-        [job],
-      );
-      const owner = (listed.jobs as { owner: unknown }[])[0]!.owner;
-      assert.deepEqual(owner, (st.job as { owner: unknown }).owner, 'owner is one object in jobs and status');
-      // The directory the table is in, and its .stagecommit, list the jobs of the tables in it.
-      for (const dir of [posix.dirname(target), posix.join(posix.dirname(target), '.stagecommit')]) {
-        assert.deepEqual(
-          ((await json(['jobs', sb.uri(dir)], sb.env)).jobs as { handle: string }[]).map((j) => j.handle),
-          [job],
-          dir,
-        );
-      }
+      await expectJobsListed(target, job, st);
       const ab = await json(['abort', '--job', job, '--task', '1'], sb.env);
       assertFields(ab, 'abort');
       const orphans = await json(['clean-orphans', sb.uri(root)], sb.env);
       assertFields(orphans, 'clean-orphans');
 
-      const target2 = posix.join(root, 'two');
-      const job2 = (await json(['stage', '--target', sb.uri(target2)], sb.env)).handle as string;
-      await json(['stage', '--job', job2, '--task', '0', f!], sb.env);
-      await json(['commit-task', '--job', job2, '--task', '0'], sb.env);
-      const plan = await json(['commit-job', '--job', job2, '--dry-run'], sb.env);
-      assertFields(plan, 'commit-job --dry-run');
-      assert.equal(plan.dryRun, true);
-      const done = await json(['commit-job', '--job', job2], sb.env);
-      assertFields(done, 'commit-job');
-      assert.equal(done.handle, job2);
-      const again = await json(['commit-job', '--job', job2], sb.env);
-      assertFields(again, 'commit-job');
-      assert.equal(again.outcome, 'already-committed');
-      const finished = await json(['status', '--job', job2], sb.env);
-      assertFields(finished, 'status of a finished job');
-      assert.equal(finished.finished, true);
-      assert.equal(finished.handle, job2);
-
-      // A rerun that finds its job committed: its time in both forms, as status gives it; recover
-      // on it lists no committed tasks it cannot know (null), and no commits it finished.
-      const rerun = ['stage', '--target', sb.uri(posix.join(root, 'rerun')), '--job-id', 'r1', '--tasks', '1'];
-      const r1 = (await json(rerun, sb.env)).handle as string;
-      await json(['stage', '--job', r1, '--task', '0', f!], sb.env);
-      await json(['commit-task', '--job', r1, '--task', '0'], sb.env);
-      await json(['commit-job', '--job', r1], sb.env);
-      const committed = await json(rerun, sb.env);
-      assertFields(committed, 'stage --target');
-      assert.equal(committed.state, 'committed');
-      assert.equal(typeof committed.committedAtMs, 'number');
-      const rec2 = await json(['recover', '--job', r1], sb.env);
-      assertFields(rec2, 'recover');
-      assert.equal(rec2.committedTasks, null);
-      assert.deepEqual(rec2.commitsFinished, []);
-      assert.equal(typeof finished.finished, 'boolean', "status's finished is a boolean; recover has no such field");
-      assert.ok(!('finished' in rec2));
+      const finished = await committedJobDocs(root, f!);
+      await rerunDocs(root, f!, finished);
     });
   });
 }
