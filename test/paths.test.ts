@@ -58,8 +58,67 @@ test('files must sit under a full partition path of the job', () => {
   });
 });
 
+/**
+ * Read from its bytes as from its text (a plan is decoded from the bytes read): names beyond
+ * ASCII, U+2028 in a list item; a cut or a flipped byte found the same.
+ */
+function expectReadFromBytes(): void {
+  const wide = encodeManifest(
+    { kind: 'k', version: 1, name: 'é ' },
+    {
+      files: [
+        { path: 'dt=ü/a  b', size: 1 },
+        { path: '日本', size: 2 },
+      ],
+    },
+  );
+  assert.deepEqual(decodeManifest(Buffer.from(wide), 'f'), decodeManifest(wide, 'f'));
+  assert.throws(() => decodeManifest(Buffer.from(wide.slice(0, wide.indexOf('\nend:') + 1)), 'f'), {
+    reason: 'no-end-line',
+    file: 'f',
+  });
+  const flipped = Buffer.from(wide);
+  flipped[flipped.indexOf('日')]! ^= 1;
+  assert.throws(() => decodeManifest(flipped, 'f'), { detail: { reason: 'digest-mismatch', file: 'f' } });
+  assert.throws(() => decodeManifest(Buffer.alloc(0), '/s/f.yaml'), { reason: 'empty', file: '/s/f.yaml' });
+}
+
+/** An aborted v2 job's publishedTasks: task ids, as a claim's file name is. */
+function expectPublishedTasksChecked(): void {
+  const aborted = {
+    jobId: 'j',
+    target: '/t',
+    targetPath: '/t',
+    staging: '/s',
+    mode: 'append',
+    algorithm: 'v2',
+    partitionBy: [],
+    staticPartition: [],
+    logPosition: null,
+    appAttempt: 0,
+    state: 'aborted',
+    stagedAtMs: 1,
+    owner: { user: 'u', host: 'h', pid: 1 },
+  } as const;
+  assert.deepEqual(decodeJob(encodeJob({ ...aborted, publishedTasks: ['0', 'b'] }), 'f').publishedTasks, ['0', 'b']);
+  assert.equal(decodeJob(encodeJob(aborted), 'f').publishedTasks, undefined);
+  const bads: [unknown, string][] = [
+    [['../x'], 'publishedTasks[0]'],
+    [['01'], 'publishedTasks[0]'],
+    [[3], 'publishedTasks[0]'],
+    ['x', 'publishedTasks'],
+  ];
+  for (const [bad, field] of bads) {
+    const doc = { ...decodeManifest(encodeJob(aborted), 'f'), publishedTasks: bad };
+    assert.throws(
+      () => decodeJob(encodeManifest(doc), '/s/_job.yaml'),
+      { reason: 'bad-field', file: '/s/_job.yaml', field },
+      JSON.stringify(bad),
+    );
+  }
+}
+
 // Hand-written YAML is read only where allowed.
-// eslint-disable-next-line local/describe-size -- not yet split (issue 40)
 test('manifests: long lists one JSON line each, a check line at the end, errors naming the field', () => {
   const text = encodeManifest({ kind: 'k', version: 1, name: 'x: y' }, { files: [{ path: 'a b', size: 1 }] });
   assert.match(text, /^files:\n {2}- \{"path":"a b","size":1\}$/m);
@@ -101,58 +160,8 @@ test('manifests: long lists one JSON line each, a check line at the end, errors 
     decodeManifest(encodeManifest({ kind: 'k', version: 1, name: 'a\u2028b\u2029c' }), 'f').name,
     'a\u2028b\u2029c',
   );
-  // Read from its bytes as from its text (a plan is decoded from the bytes read): names beyond
-  // ASCII, U+2028 in a list item; a cut or a flipped byte found the same.
-  const wide = encodeManifest(
-    { kind: 'k', version: 1, name: 'é ' },
-    {
-      files: [
-        { path: 'dt=ü/a  b', size: 1 },
-        { path: '日本', size: 2 },
-      ],
-    },
-  );
-  assert.deepEqual(decodeManifest(Buffer.from(wide), 'f'), decodeManifest(wide, 'f'));
-  assert.throws(() => decodeManifest(Buffer.from(wide.slice(0, wide.indexOf('\nend:') + 1)), 'f'), {
-    reason: 'no-end-line',
-    file: 'f',
-  });
-  const flipped = Buffer.from(wide);
-  flipped[flipped.indexOf('日')]! ^= 1;
-  assert.throws(() => decodeManifest(flipped, 'f'), { detail: { reason: 'digest-mismatch', file: 'f' } });
-  assert.throws(() => decodeManifest(Buffer.alloc(0), '/s/f.yaml'), { reason: 'empty', file: '/s/f.yaml' });
-  // An aborted v2 job's publishedTasks: task ids, as a claim's file name is.
-  const aborted = {
-    jobId: 'j',
-    target: '/t',
-    targetPath: '/t',
-    staging: '/s',
-    mode: 'append',
-    algorithm: 'v2',
-    partitionBy: [],
-    staticPartition: [],
-    logPosition: null,
-    appAttempt: 0,
-    state: 'aborted',
-    stagedAtMs: 1,
-    owner: { user: 'u', host: 'h', pid: 1 },
-  } as const;
-  assert.deepEqual(decodeJob(encodeJob({ ...aborted, publishedTasks: ['0', 'b'] }), 'f').publishedTasks, ['0', 'b']);
-  assert.equal(decodeJob(encodeJob(aborted), 'f').publishedTasks, undefined);
-  const bads: [unknown, string][] = [
-    [['../x'], 'publishedTasks[0]'],
-    [['01'], 'publishedTasks[0]'],
-    [[3], 'publishedTasks[0]'],
-    ['x', 'publishedTasks'],
-  ];
-  for (const [bad, field] of bads) {
-    const doc = { ...decodeManifest(encodeJob(aborted), 'f'), publishedTasks: bad };
-    assert.throws(
-      () => decodeJob(encodeManifest(doc), '/s/_job.yaml'),
-      { reason: 'bad-field', file: '/s/_job.yaml', field },
-      JSON.stringify(bad),
-    );
-  }
+  expectReadFromBytes();
+  expectPublishedTasksChecked();
 });
 
 test('a plan read back: no more phases than ops, and old data parked only in the staging dir', () => {
