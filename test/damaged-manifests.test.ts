@@ -178,35 +178,19 @@ for (const fx of storeFixtures({ inProcess: true })) {
      */
     const sample = (vs: Variant[]) => vs.filter((_, i) => sampled(fx.name, i));
 
-    // Cut at every line and at bytes.
-    // eslint-disable-next-line local/describe-size -- not yet split (issue 40)
-    test('every kind, cut, with lines removed, bytes flipped, fields removed or retyped, paths escaping', async (t) => {
-      const w = await world();
-      const env = () => testEnv(sb.store);
-      const jLayout = w.layout;
-      const claim = jLayout.claimFile(0, '0');
-      const claimText = (await sb.store.readFile(claim))!.toString();
-      const jobText = (await sb.store.readFile(jLayout.jobFile))!.toString();
-      const decision = (await sb.store.list(jLayout.decisionsDir(0))).find((e) => e.name.endsWith('_0_1.yaml'))!.path;
-      const pLayout = new JobLayout(w.p);
-      const planText = (await sb.store.readFile(pLayout.commitFile))!.toString();
-      const entryText = (await sb.store.readFile(w.entry))!.toString();
-      const lease = posix.join(w.j, '_lease.0.yaml');
-      const leaseText = encodeLease({
-        op: 'commit-job',
-        owner: 'other',
-        host: 'elsewhere',
-        pid: 1,
-        acquiredAtMs: 0,
-        expiresAtMs: Date.now() + 3_600_000,
-      });
-      const forged = (text: string, cases: [string, string, string][]): Variant[] =>
-        cases.map(([name, key, value]) => ({ name, text: withField(text, key, value) }));
-      const counts: Record<string, number> = {};
+    type World = Awaited<ReturnType<typeof world>>;
+    const env = () => testEnv(sb.store);
+    const forged = (text: string, cases: [string, string, string][]): Variant[] =>
+      cases.map(([name, key, value]) => ({ name, text: withField(text, key, value) }));
 
-      counts.job = await expectRefused(
+    /** The job file and a task's claim: each damage and forgery refused by commit-job. */
+    const refuseJobAndClaim = async (w: World) => {
+      const claim = w.layout.claimFile(0, '0');
+      const claimText = (await sb.store.readFile(claim))!.toString();
+      const jobText = (await sb.store.readFile(w.layout.jobFile))!.toString();
+      const job = await expectRefused(
         w.root,
-        jLayout.jobFile,
+        w.layout.jobFile,
         [
           ...sample(damages(jobText, 1)),
           {
@@ -225,7 +209,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
         () => commitJob(env(), { stagingPath: w.j }),
       );
 
-      counts.claim = await expectRefused(
+      const claimN = await expectRefused(
         w.root,
         claim,
         [
@@ -249,24 +233,42 @@ for (const fx of storeFixtures({ inProcess: true })) {
         ],
         () => commitJob(env(), { stagingPath: w.j }),
       );
+      return { job, claim: claimN };
+    };
 
-      counts.decision = await expectRefused(
+    /** A task decision (refused by recover) and a lease another owner holds (by commit-job). */
+    const refuseDecisionAndLease = async (w: World) => {
+      const decision = (await sb.store.list(w.layout.decisionsDir(0))).find((e) => e.name.endsWith('_0_1.yaml'))!.path;
+      const decisionN = await expectRefused(
         w.root,
         decision,
         sample(damages((await sb.store.readFile(decision))!.toString(), 3)),
         () => recover(env(), { stagingPath: w.j }),
       );
-
+      const lease = posix.join(w.j, '_lease.0.yaml');
+      const leaseText = encodeLease({
+        op: 'commit-job',
+        owner: 'other',
+        host: 'elsewhere',
+        pid: 1,
+        acquiredAtMs: 0,
+        expiresAtMs: Date.now() + 3_600_000,
+      });
       await sb.store.writeFile(lease, leaseText);
-      counts.lease = await expectRefused(
+      const leaseN = await expectRefused(
         w.root,
         lease,
         sample(damages(leaseText, 4)).filter((v) => v.text !== ''),
         () => commitJob(env(), { stagingPath: w.j }),
       );
-
       await sb.store.delete(lease, false);
-      counts.logEntry = await expectRefused(
+      return { decision: decisionN, lease: leaseN };
+    };
+
+    /** The table log's entry and its done record: refused by commit-job, saying the log is damaged. */
+    const refuseLog = async (w: World) => {
+      const entryText = (await sb.store.readFile(w.entry))!.toString();
+      const logEntry = await expectRefused(
         w.root,
         w.entry,
         [
@@ -281,14 +283,20 @@ for (const fx of storeFixtures({ inProcess: true })) {
         'table-log-damaged',
       );
 
-      counts.logDone = await expectRefused(
+      const logDone = await expectRefused(
         w.root,
         w.done,
         sample(damages((await sb.store.readFile(w.done))!.toString(), 6)),
         () => commitJob(env(), { stagingPath: w.j }),
         'table-log-damaged',
       );
+      return { logEntry, logDone };
+    };
 
+    /** The commit plan: damages, ops that escape or destroy, forged fields; refused by recover. */
+    const refusePlan = async (w: World) => {
+      const pLayout = new JobLayout(w.p);
+      const planText = (await sb.store.readFile(pLayout.commitFile))!.toString();
       const opItems = parseBody(planText).find((l) => l.key === 'ops')!.items!;
       const ops = opItems.length;
       // An object store's plan copies: a copy's size (which paces them) must be a whole number.
@@ -300,7 +308,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
               name: `copy size ${v}`,
               text: withItem(planText, 'ops', copy, (o) => (o.size = JSON.parse(v) as unknown)),
             }));
-      counts.plan = await expectRefused(
+      const planN = await expectRefused(
         w.root,
         pLayout.commitFile,
         [
@@ -330,13 +338,18 @@ for (const fx of storeFixtures({ inProcess: true })) {
         ],
         () => recover(env(), { stagingPath: w.p }),
       );
+      return { plan: planN };
+    };
 
+    /** The plan's progress record, and a plan carried in _job.yaml: refused by recover. */
+    const refuseProgressAndCarriedPlan = async (w: World) => {
+      const pLayout = new JobLayout(w.p);
       // A progress record counting past the plan would skip every phase, and the staging dir would go
       // with the job's files (exit 0).
       const progressText =
         (await sb.store.readFile(pLayout.progressFile))?.toString() ?? encodeProgress({ jobId: 'P' }, 0);
       await sb.store.writeFile(pLayout.progressFile, progressText);
-      counts.progress = await expectRefused(
+      const progress = await expectRefused(
         w.root,
         pLayout.progressFile,
         [
@@ -359,7 +372,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.equal(qJob.state, 'committing');
       assert.ok(qJob.inlinePlan, 'Q carries its plan');
       assert.equal(await sb.store.stat(qLayout.commitFile), null, 'no _commit.yaml beside it');
-      counts.carriedPlan = await expectRefused(
+      const carriedPlan = await expectRefused(
         w.root,
         qLayout.jobFile,
         [
@@ -371,7 +384,19 @@ for (const fx of storeFixtures({ inProcess: true })) {
         ],
         () => recover(env(), { stagingPath: w.q }),
       );
+      return { progress, carriedPlan };
+    };
 
+    // Cut at every line and at bytes.
+    test('every kind, cut, with lines removed, bytes flipped, fields removed or retyped, paths escaping', async (t) => {
+      const w = await world();
+      const counts: Record<string, number> = {
+        ...(await refuseJobAndClaim(w)),
+        ...(await refuseDecisionAndLease(w)),
+        ...(await refuseLog(w)),
+        ...(await refusePlan(w)),
+        ...(await refuseProgressAndCarriedPlan(w)),
+      };
       t.diagnostic(
         `damaged variants refused: ${Object.entries(counts)
           .map(([k, v]) => `${k} ${v}`)
