@@ -42,6 +42,19 @@ export interface WebHdfsServerOptions {
   readonly gateway?: boolean;
 }
 
+/** What the next data-node request does instead of answering as HDFS does. */
+type DataNodeFault = 'cut-before' | 'cut-after' | 'error-500' | 'stall' | 'stall-after' | 'slow';
+
+/** One name-node request: the op named in its query, on path `p`. */
+interface NameNodeCall {
+  req: IncomingMessage;
+  res: ServerResponse;
+  method: string;
+  op: string;
+  p: string;
+  q: URLSearchParams;
+}
+
 interface RemoteError {
   readonly status: number;
   readonly exception: string;
@@ -92,7 +105,7 @@ export class WebHdfsCluster {
    * file and then nothing (stall-after), or one that reads an upload slowly, 64 KiB every 100 ms
    * (slow).
    */
-  readonly dataNodeFaults: ('cut-before' | 'cut-after' | 'error-500' | 'stall' | 'stall-after' | 'slow')[] = [];
+  readonly dataNodeFaults: DataNodeFault[] = [];
 
   constructor(readonly opts: WebHdfsServerOptions) {}
 
@@ -198,21 +211,15 @@ export class WebHdfsCluster {
           ),
         );
       }
-      await this.namespace(() => this.nameNodeOp(req, res, req.method ?? 'GET', op, p, url.searchParams));
+      await this.namespace(() =>
+        this.nameNodeOp({ req, res, method: req.method ?? 'GET', op, p, q: url.searchParams }),
+      );
     } catch (e) {
       fail(res, e);
     }
   }
 
-  // eslint-disable-next-line max-lines-per-function, max-params -- not yet split (issue 40)
-  private async nameNodeOp(
-    req: IncomingMessage,
-    res: ServerResponse,
-    method: string,
-    op: string,
-    p: string,
-    q: URLSearchParams,
-  ): Promise<void> {
+  private async nameNodeOp({ req, res, method, op, p, q }: NameNodeCall): Promise<void> {
     const want = (m: string) => {
       if (method !== m)
         throw new Fail(illegal(`Invalid value for webhdfs parameter "op": ${op} is not a valid ${method} operation`));
@@ -229,71 +236,19 @@ export class WebHdfsCluster {
       }
       case 'LISTSTATUS_BATCH': {
         want('GET');
-        // Hadoop's name node lists in name order from the entry after startAfter, a page at a time:
-        // what lies before it is not read.
-        const after = q.get('startAfter') ?? '';
-        const limit = this.opts.listLimit ?? 1000;
-        const { page, remaining } = await this.listingPage(local, p, after, limit);
-        return json(res, 200, {
-          DirectoryListing: {
-            partialListing: { FileStatuses: { FileStatus: page } },
-            remainingEntries: remaining,
-          },
-        });
+        return this.listBatch(res, local, p, q);
       }
       case 'MKDIRS': {
         want('PUT');
-        const st = await fs.stat(local).catch(() => null);
-        if (st && !st.isDirectory())
-          throw new Fail(
-            err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `Path is not a directory: ${p}`),
-          );
-        await this.throughDirs(p);
-        await fs.mkdir(local, { recursive: true });
-        return json(res, 200, { boolean: true });
+        return this.mkdirs(res, local, p);
       }
       case 'RENAME': {
         want('PUT');
-        const dst = q.get('destination');
-        if (!dst || !dst.startsWith('/'))
-          throw new Fail(illegal(`Invalid value for webhdfs parameter "destination": ${dst}`));
-        const options = q.get('renameoptions');
-        if (options !== null) {
-          if (this.opts.noRename2) throw new Fail(illegal('Invalid parameter "renameoptions"'));
-          await this.rename2(
-            p,
-            dst,
-            options
-              .split(',')
-              .map((o) => o.trim().toUpperCase())
-              .includes('OVERWRITE'),
-          );
-          res.writeHead(200, { 'content-type': 'application/json' }).end();
-          return;
-        }
-        return json(res, 200, { boolean: await this.rename(p, dst) });
+        return this.renameOp(res, p, q);
       }
       case 'DELETE': {
         want('DELETE');
-        const recursive = q.get('recursive') === 'true';
-        const st = await fs.lstat(local).catch(() => null);
-        if (!st || p === '/') return json(res, 200, { boolean: false });
-        if (st.isDirectory()) {
-          if (!recursive && (await fs.readdir(local)).length > 0)
-            throw new Fail(
-              err(
-                403,
-                'PathIsNotEmptyDirectoryException',
-                'org.apache.hadoop.fs',
-                `${p} is non empty': Directory is not empty`,
-              ),
-            );
-          // The name node removes a tree from its namespace in one step: no listing sees it half gone.
-          const away = `${this.opts.root}.deleted-${randomUUID()}`;
-          await fs.rename(local, away);
-          await fs.rm(away, { recursive: true, force: true });
-        } else await fs.unlink(local);
-        return json(res, 200, { boolean: true });
+        return this.deleteOp(res, local, p, q);
       }
       case 'OPEN': {
         want('GET');
@@ -311,6 +266,76 @@ export class WebHdfsCluster {
       default:
         throw new Fail(illegal(`Invalid value for webhdfs parameter "op": No enum constant ${op}`));
     }
+  }
+
+  /** LISTSTATUS_BATCH: one page of `p`'s entries after startAfter. */
+  private async listBatch(res: ServerResponse, local: string, p: string, q: URLSearchParams): Promise<void> {
+    // Hadoop's name node lists in name order from the entry after startAfter, a page at a time:
+    // what lies before it is not read.
+    const after = q.get('startAfter') ?? '';
+    const limit = this.opts.listLimit ?? 1000;
+    const { page, remaining } = await this.listingPage(local, p, after, limit);
+    return json(res, 200, {
+      DirectoryListing: {
+        partialListing: { FileStatuses: { FileStatus: page } },
+        remainingEntries: remaining,
+      },
+    });
+  }
+
+  /** MKDIRS: every missing level; a file in the way is an error. */
+  private async mkdirs(res: ServerResponse, local: string, p: string): Promise<void> {
+    const st = await fs.stat(local).catch(() => null);
+    if (st && !st.isDirectory())
+      throw new Fail(err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `Path is not a directory: ${p}`));
+    await this.throughDirs(p);
+    await fs.mkdir(local, { recursive: true });
+    return json(res, 200, { boolean: true });
+  }
+
+  /** RENAME, and rename with renameoptions (HDFS's rename2) unless the server is told it has none. */
+  private async renameOp(res: ServerResponse, p: string, q: URLSearchParams): Promise<void> {
+    const dst = q.get('destination');
+    if (!dst || !dst.startsWith('/'))
+      throw new Fail(illegal(`Invalid value for webhdfs parameter "destination": ${dst}`));
+    const options = q.get('renameoptions');
+    if (options !== null) {
+      if (this.opts.noRename2) throw new Fail(illegal('Invalid parameter "renameoptions"'));
+      await this.rename2(
+        p,
+        dst,
+        options
+          .split(',')
+          .map((o) => o.trim().toUpperCase())
+          .includes('OVERWRITE'),
+      );
+      res.writeHead(200, { 'content-type': 'application/json' }).end();
+      return;
+    }
+    return json(res, 200, { boolean: await this.rename(p, dst) });
+  }
+
+  /** DELETE: a non-empty directory only when recursive, gone from the namespace in one step. */
+  private async deleteOp(res: ServerResponse, local: string, p: string, q: URLSearchParams): Promise<void> {
+    const recursive = q.get('recursive') === 'true';
+    const st = await fs.lstat(local).catch(() => null);
+    if (!st || p === '/') return json(res, 200, { boolean: false });
+    if (st.isDirectory()) {
+      if (!recursive && (await fs.readdir(local)).length > 0)
+        throw new Fail(
+          err(
+            403,
+            'PathIsNotEmptyDirectoryException',
+            'org.apache.hadoop.fs',
+            `${p} is non empty': Directory is not empty`,
+          ),
+        );
+      // The name node removes a tree from its namespace in one step: no listing sees it half gone.
+      const away = `${this.opts.root}.deleted-${randomUUID()}`;
+      await fs.rename(local, away);
+      await fs.rm(away, { recursive: true, force: true });
+    } else await fs.unlink(local);
+    return json(res, 200, { boolean: true });
   }
 
   /**
@@ -486,7 +511,6 @@ export class WebHdfsCluster {
     await fs.rename(s, d);
   }
 
-  // eslint-disable-next-line max-lines-per-function -- not yet split (issue 40)
   private async serveDataNode(req: IncomingMessage, res: ServerResponse, gatewayPath?: string): Promise<void> {
     try {
       const url = new URL(req.url!, 'http://x');
@@ -506,68 +530,84 @@ export class WebHdfsCluster {
       if (fault === 'stall') return void req.pause();
       if (fault === 'error-500') throw new Error('DataStreamer Exception: injected');
       if (op === 'OPEN' && req.method === 'GET') {
-        // The path is opened once and its length taken from what was opened (WebHdfsHandler's
-        // onOpen): a rename that replaces the file meanwhile is never read half old, half new.
-        const fh = await fs.open(local, 'r').catch(() => null);
-        const st = await fh?.stat();
-        if (!fh || !st?.isFile()) {
-          await fh?.close();
-          throw new Fail(notFound(p));
-        }
-        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': st.size });
-        if (fault === 'cut-after' || fault === 'stall-after') {
-          const bytes = await fh.readFile();
-          await fh.close();
-          res.write(bytes.subarray(0, Math.floor(bytes.length / 2)));
-          // stall-after: half the file, then nothing more, the connection kept open.
-          if (fault === 'cut-after') setTimeout(() => res.socket?.destroy(), 20);
-          return;
-        }
-        await pipeline(fh.createReadStream(), res);
-        return;
+        return await this.dataNodeOpen(res, local, p, fault);
       }
       if (op === 'CREATE' && req.method === 'PUT') {
-        const overwrite = url.searchParams.get('overwrite') === 'true';
-        // The file enters the namespace under its lock; its bytes arrive afterwards.
-        await this.namespace(async () => {
-          await this.throughDirs(p);
-          await fs.mkdir(path.dirname(local), { recursive: true });
-          const st = await fs.lstat(local).catch(() => null);
-          if (st?.isDirectory())
-            throw new Fail(
-              err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `${p} already exists as a directory`),
-            );
-          // HDFS makes the file visible (empty) at create, before its bytes arrive.
-          const fh = await fs.open(local, overwrite ? 'w' : 'wx').catch((e: NodeJS.ErrnoException) => {
-            if (e.code === 'EEXIST') throw new Fail(exists(p));
-            throw e;
-          });
-          await fh.close();
-        });
-        if (this.opts.createDelayMs) await new Promise((r) => setTimeout(r, this.opts.createDelayMs));
-        const sink = createWriteStream(local, { flags: 'r+', highWaterMark: 64 * 1024 });
-        if (fault === 'slow') {
-          req.on('data', (chunk: Buffer) => {
-            req.pause();
-            sink.write(chunk);
-            setTimeout(() => req.resume(), 100 * Math.ceil(chunk.length / (64 * 1024)));
-          });
-          await new Promise<void>((r, j) => req.on('end', r).on('error', j));
-          await new Promise<void>((r) => sink.end(r));
-        } else await pipeline(req, sink);
-        if (fault === 'cut-after') return void req.socket.destroy();
-        res
-          .writeHead(201, {
-            location: `hdfs://localhost:8020${p.split('/').map(encodeURIComponent).join('/')}`,
-            'content-length': 0,
-          })
-          .end();
-        return;
+        return await this.dataNodeCreate(req, res, p, url.searchParams.get('overwrite') === 'true', fault);
       }
       throw new Fail(illegal(`Invalid data node operation ${op}`));
     } catch (e) {
       fail(res, e);
     }
+  }
+
+  /** A data node's OPEN: the bytes of what was opened, or half of them as `fault` says. */
+  private async dataNodeOpen(res: ServerResponse, local: string, p: string, fault?: DataNodeFault): Promise<void> {
+    // The path is opened once and its length taken from what was opened (WebHdfsHandler's
+    // onOpen): a rename that replaces the file meanwhile is never read half old, half new.
+    const fh = await fs.open(local, 'r').catch(() => null);
+    const st = await fh?.stat();
+    if (!fh || !st?.isFile()) {
+      await fh?.close();
+      throw new Fail(notFound(p));
+    }
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': st.size });
+    if (fault === 'cut-after' || fault === 'stall-after') {
+      const bytes = await fh.readFile();
+      await fh.close();
+      res.write(bytes.subarray(0, Math.floor(bytes.length / 2)));
+      // stall-after: half the file, then nothing more, the connection kept open.
+      if (fault === 'cut-after') setTimeout(() => res.socket?.destroy(), 20);
+      return;
+    }
+    await pipeline(fh.createReadStream(), res);
+    return;
+  }
+
+  /** A data node's CREATE: the file enters the namespace, then its bytes arrive (slowly or cut, as `fault` says). */
+  private async dataNodeCreate(
+    req: IncomingMessage,
+    res: ServerResponse,
+    p: string,
+    overwrite: boolean,
+    fault?: DataNodeFault,
+  ): Promise<void> {
+    const local = this.local(p);
+    // The file enters the namespace under its lock; its bytes arrive afterwards.
+    await this.namespace(async () => {
+      await this.throughDirs(p);
+      await fs.mkdir(path.dirname(local), { recursive: true });
+      const st = await fs.lstat(local).catch(() => null);
+      if (st?.isDirectory())
+        throw new Fail(
+          err(403, 'FileAlreadyExistsException', 'org.apache.hadoop.fs', `${p} already exists as a directory`),
+        );
+      // HDFS makes the file visible (empty) at create, before its bytes arrive.
+      const fh = await fs.open(local, overwrite ? 'w' : 'wx').catch((e: NodeJS.ErrnoException) => {
+        if (e.code === 'EEXIST') throw new Fail(exists(p));
+        throw e;
+      });
+      await fh.close();
+    });
+    if (this.opts.createDelayMs) await new Promise((r) => setTimeout(r, this.opts.createDelayMs));
+    const sink = createWriteStream(local, { flags: 'r+', highWaterMark: 64 * 1024 });
+    if (fault === 'slow') {
+      req.on('data', (chunk: Buffer) => {
+        req.pause();
+        sink.write(chunk);
+        setTimeout(() => req.resume(), 100 * Math.ceil(chunk.length / (64 * 1024)));
+      });
+      await new Promise<void>((r, j) => req.on('end', r).on('error', j));
+      await new Promise<void>((r) => sink.end(r));
+    } else await pipeline(req, sink);
+    if (fault === 'cut-after') return void req.socket.destroy();
+    res
+      .writeHead(201, {
+        location: `hdfs://localhost:8020${p.split('/').map(encodeURIComponent).join('/')}`,
+        'content-length': 0,
+      })
+      .end();
+    return;
   }
 }
 
