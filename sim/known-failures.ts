@@ -19,11 +19,6 @@ export interface KnownFailure {
 
 export const KNOWN_FAILURES: readonly KnownFailure[] = [
   {
-    title: 'a commit-job paused past its lease at its commit point: recover later finds a plan missing',
-    key: 'exhaustive-1-0-1|commit-job / recover|filesystem||0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.1.0.0.0.0.0.0.1',
-    violation: /says the job is past its commit point, but its plan is missing/,
-  },
-  {
     title: "a commit-task exits 4 'another run moved its files' while its attempt is published",
     key: 'random|commit-task / abort --task / recover|filesystem|193|5.0.3.13.0.1.0.2.0.3.0.0.1.0.0.0.0.1.2.3.1.2.8.1.0.0.0.0.0.4',
     violation: /exited 4 \(another run of attempt_\S+ moved its files while this one committed, and has not finished/,

@@ -10,24 +10,13 @@ import { encodeLease } from '../src/job/lease.js';
 import { describe, test } from 'node:test';
 import { InjectedFault, StageCommitError } from '../src/errors.js';
 import { JobLayout } from '../src/job/layout.js';
-import { loadJob } from '../src/job/job.js';
-import { crashAt } from '../src/store/instrumented.js';
-import { isTempName } from '../src/store/temp-names.js';
 import { abort } from '../src/steps/abort.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import { recover } from '../src/steps/recover.js';
 import { assertFailed, cli, type CliResult } from '../testing/cli.js';
 import { inProcess } from '../testing/main.js';
 import { killed as killedAt } from '../testing/crash-points.js';
-import {
-  driverDied,
-  INLINE_PLAN,
-  jobScenario,
-  libStageTask,
-  readyJob,
-  testEnv,
-  type Scenario,
-} from '../testing/lib.js';
+import { driverDied, planFileOf, jobScenario, libStageTask, readyJob, testEnv, type Scenario } from '../testing/lib.js';
 import type { TaskSpec } from '../testing/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 import { data, readTree, writeTree } from '../testing/tree.js';
@@ -90,7 +79,7 @@ for (const fx of storeFixtures()) {
         const loserStaging = winner === 'A' ? b! : a!;
         assert.equal(await sb.store.stat(winner === 'A' ? a! : b!), null, `${where}: winner's staging removed`);
         assert.equal(
-          await sb.store.stat(new JobLayout(loserStaging).commitFile),
+          await planFileOf(sb.store, new JobLayout(loserStaging)),
           null,
           `${where}: loser never passed its commit point`,
         );
@@ -224,7 +213,7 @@ for (const fx of storeFixtures()) {
       const y = await ready(target, job('Y', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { y: 'Y' } }]);
       await assert.rejects(commitJob(testEnv(sb.store, killedAt.atCommitPoint()), { stagingPath: x }), InjectedFault);
       await killed(x);
-      assert.ok(await sb.store.stat(new JobLayout(x).commitFile), 'X is past its commit point');
+      assert.ok(await planFileOf(sb.store, new JobLayout(x)), 'X is past its commit point');
       const z = await ready(target, job('Z', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { z: 'Z' } }]);
       const env = { ...sb.env };
       const rz = await cli(['commit-job', '--job', sb.uri(z), '--json'], { env });
@@ -390,84 +379,24 @@ for (const fx of storeFixtures()) {
       const target = posix.join(root, 't');
       await writeTree(sb.store, target, { 'dt=1/old': 'old' });
       const a = await ready(target, job('A', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { fa: 'A' } }]);
-      // Its plan a `_commit.yaml`: `_job.yaml` says committing only once both creates are done.
-      await assert.rejects(
-        commitJob(testEnv(sb.store, killedAt.applying(), { inlinePlanMaxBytes: 0 }), { stagingPath: a }),
-        InjectedFault,
-      );
+      // `_job.yaml` says committing, naming its plan, once the entry naming the plan is created.
+      await assert.rejects(commitJob(testEnv(sb.store, killedAt.applying()), { stagingPath: a }), InjectedFault);
       await killed(a);
+      const planFile = sb.uri((await planFileOf(sb.store, new JobLayout(a)))!);
       // the entry is lost
       await sb.store.delete(posix.join(root, '.stagecommit', 't', '_log', '00000000000000000000.yaml'), false);
       const b = await ready(target, job('B', 'append'), [{ task: '0', partition: ['dt=1'], files: { fb: 'B' } }]);
       await commitJob(testEnv(sb.store), { stagingPath: b }); // takes number 0 again
       const r = await cli(['recover', '--job', sb.uri(a), '--json'], { env: sb.env });
-      const commitFile = sb.uri(new JobLayout(a).commitFile);
-      const which = { kind: 'other-job', jobId: 'B', handle: null };
+      const which = { kind: 'other-plan', jobId: 'B', handle: null };
       assertFailed(r, 1, {
         kind: 'CorruptManifestError',
         reason: 'plan-entry-lost',
-        file: commitFile,
+        file: planFile,
         entry: 0,
         which,
       });
       assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/fb': 'B', 'dt=1/old': 'old' });
-    });
-
-    // The log is damaged. Once the plan is partly applied, every step exits 1 naming _job.yaml and changes
-    // nothing; before, the plan is removed and the job planned again against the newer commit.
-    test('a plan in _job.yaml whose table-log entry is lost: partly applied, exit 1; before, planned again', async () => {
-      for (const applied of [true, false]) {
-        const root = dir();
-        const target = posix.join(root, 't');
-        await writeTree(sb.store, target, { 'dt=1/old': 'old' });
-        const a = await ready(target, job('A', 'overwrite'), [
-          { task: '0', partition: ['dt=1'], files: { fa: 'A', fa2: 'A2' } },
-        ]);
-        // Killed once the first change to the target landed, or just before it.
-        const dies = applied
-          ? crashAt(
-              {
-                op: ['rename', 'copy', 'complete'],
-                path: (p) => !isTempName(posix.basename(p)) && !p.includes('/.stagecommit/t/_log/'),
-              },
-              { after: true },
-            )
-          : killedAt.applying();
-        await assert.rejects(commitJob(testEnv(sb.store, dies, INLINE_PLAN), { stagingPath: a }), InjectedFault);
-        await killed(a);
-        assert.equal(
-          (await loadJob(sb.store, new JobLayout(a)))?.inlinePlan !== undefined,
-          true,
-          'the plan rides in _job.yaml',
-        );
-        // the entry is lost
-        await sb.store.delete(posix.join(root, '.stagecommit', 't', '_log', '00000000000000000000.yaml'), false);
-        const b = await ready(target, job('B', 'append'), [{ task: '0', partition: ['dt=2'], files: { fb: 'B' } }]);
-        await commitJob(testEnv(sb.store), { stagingPath: b }); // takes number 0 again
-        const before = await readTree(sb.store, root);
-        if (applied) {
-          for (const args of [
-            ['recover', '--job', sb.uri(a)],
-            ['commit-job', '--job', sb.uri(a)],
-            ['abort', '--job', sb.uri(a)],
-          ]) {
-            const r = await cli([...args, '--json'], { env: sb.env });
-            const planned = { file: sb.uri(new JobLayout(a).jobFile), entry: 0, stale: { kind: 'foreign' } };
-            assertFailed(r, 1, { kind: 'CorruptManifestError', reason: 'stale-plan-applied', ...planned });
-          }
-          assert.deepEqual(await readTree(sb.store, root), before, 'nothing changed');
-        } else {
-          // Nothing of it was applied: planned again, it is checked against B's commit (another partition) and lands.
-          const r = await cli(['commit-job', '--job', sb.uri(a)], { env: sb.env });
-          assert.equal(r.code, 0, r.stderr);
-          assert.match(r.stderr, /carries a commit plan that names table-log entry 0, which is not this job's/);
-          assert.deepEqual(data(await readTree(sb.store, target)), {
-            'dt=1/fa': 'A',
-            'dt=1/fa2': 'A2',
-            'dt=2/fb': 'B',
-          });
-        }
-      }
     });
 
     test('a read-only partition directory is found before the commit point (local: an immutable directory)', async (t) => {
@@ -488,7 +417,7 @@ for (const fx of storeFixtures()) {
         const r = await cli(['commit-job', '--job', staging, '--json'], { env: sb.env });
         assertFailed(r, 1, { kind: 'StoreError', reason: 'refused', op: 'checkWritable' });
         assert.deepEqual(await readTree(sb.store, target), before);
-        assert.equal(await sb.store.stat(new JobLayout(staging).commitFile), null, 'not past the commit point');
+        assert.equal(await planFileOf(sb.store, new JobLayout(staging)), null, 'not past the commit point');
       } finally {
         execFileSync('chattr', ['-i', posix.join(target, 'dt=1')]);
       }

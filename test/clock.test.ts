@@ -311,6 +311,7 @@ for (const fx of storeFixtures()) {
             touches: [`dt=${n}`],
             replaces: [`dt=${n}`],
             atMs: Date.now(),
+            plan: { name: `0-${n}-00`, sha256: '0'.repeat(64) },
           };
           await log.tryAppend(entry);
           await log.markDone(entry, 'committed', Date.now());

@@ -12,7 +12,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   driverDied,
-  INLINE_PLAN,
+  planFileOf,
   jobScenario,
   libCommitJob,
   libCommitTask,
@@ -23,9 +23,8 @@ import {
 } from '../testing/lib.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commitJob as libCommitJobStep } from '../src/steps/commit-job.js';
-import { killed as killedAt, planCreated } from '../testing/crash-points.js';
-import { ConflictError, CorruptManifestError, InjectedFault, StoreError } from '../src/errors.js';
-import { loadJob, saveJob, withoutPlan } from '../src/job/job.js';
+import { killed as killedAt } from '../testing/crash-points.js';
+import { ConflictError, InjectedFault, StoreError } from '../src/errors.js';
 import { commitJob, commitTask, prepare, stage, stageTask } from '../testing/jobs.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 import { data, readTree, writeTree } from '../testing/tree.js';
@@ -36,9 +35,10 @@ import { cleanOrphans } from '../src/steps/clean-orphans.js';
 import { abort } from '../src/steps/abort.js';
 import { JobGoneError } from '../src/job/open.js';
 import { encodeLease, Lease, readCurrentLease } from '../src/job/lease.js';
-import { isTempName, tempPathFor } from '../src/store/temp-names.js';
-import { loadPlan, writePlan } from '../src/plan/plan-file.js';
-import { crashAt, InstrumentedStore, matches } from '../src/store/instrumented.js';
+import { tempPathFor } from '../src/store/temp-names.js';
+import { TableLog, type LogEntry } from '../src/job/table-log.js';
+import { createHash } from 'node:crypto';
+import { crashAt } from '../src/store/instrumented.js';
 import { once } from 'node:events';
 
 // Races of real processes are smoke tests (the simulation searches the interleavings): 4 rounds
@@ -533,108 +533,28 @@ for (const fx of storeFixtures()) {
       assert.equal(await sb.store.stat(stagingPath), null);
     });
 
-    for (const form of ['inline', 'file'] as const) {
-      // Keeps protocol.md §5.15: a plan that never became a commit point (its table-log entry, made with
-      // it, is missing) never counts: a late commit-task exits 0, recover removes the plan with a warning,
-      // and the job commits with the late task.
-      test(`a commit-job killed with its plan made ${form === 'inline' ? 'in _job.yaml' : 'as _commit.yaml'} but no table-log entry: no plan`, async () => {
-        const { target, stagingPath, layout } = await lateTaskJob(`p-${form}`);
-        let dead = false;
-        const killed = libCommitJob(
-          testEnv(
-            sb.store,
-            (n, op, p) => {
-              if (dead) throw new InjectedFault(n, op, p);
-              // The entry's request is lost with the driver; the plan's lands, and the driver dies.
-              if (op === 'createExclusive' && /\/_log\/\d{20}\.yaml$/.test(p)) throw new InjectedFault(n, op, p);
-              if (matches(planCreated, op, p)) dead = true;
-            },
-            form === 'file' ? {} : INLINE_PLAN,
-          ),
-          stagingPath,
-        );
-        await assert.rejects(killed, InjectedFault);
-        if (form === 'file') assert.notEqual(await sb.store.stat(layout.commitFile), null, 'the plan was created');
-        else
-          assert.match(
-            (await sb.store.readFile(layout.jobFile))!.toString(),
-            /^state: "committing"$[^]*^plan: /m,
-            'the plan was written with committing',
-          );
-        await driverDied(sb.store, stagingPath);
-        await libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} });
-        const warnings: string[] = [];
-        const r = await recover(
-          testEnv(sb.store, undefined, {
-            emit: (e: { type: string; message?: string }) => void (e.type === 'warn' && warnings.push(e.message!)),
-          }),
-          { stagingPath },
-        );
-        assert.equal(r.state, 'staged');
-        assert.ok(
-          warnings.some((w) =>
-            /names table-log entry 0, which is not this job's .*: it was never applied; removed it, the job is staged/.test(
-              w,
-            ),
-          ),
-          warnings.join('\n'),
-        );
-        assert.equal(await sb.store.stat(layout.commitFile), null);
-        assert.equal((await loadJob(sb.store, layout))!.inlinePlan, undefined);
-        await libCommitJob(testEnv(sb.store), stagingPath);
-        assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
-        assert.equal(await sb.store.stat(stagingPath), null);
-      });
-    }
-    // The store held the plan's write. commit-job and recover exit 1 naming _job.yaml; abort ends the job.
-    test('a late plan in _job.yaml after recover moved the job to its next attempt: exit 1, nothing changed', async () => {
-      const { target, stagingPath, layout } = await lateTaskJob('late-carried');
-      let dead = false;
-      const killed = libCommitJob(
-        testEnv(
-          sb.store,
-          (n, op, p) => {
-            if (dead) throw new InjectedFault(n, op, p);
-            if (op === 'createExclusive' && /\/_log\/\d{20}\.yaml$/.test(p)) throw new InjectedFault(n, op, p);
-            if (matches(planCreated, op, p)) dead = true;
-          },
-          INLINE_PLAN,
-        ),
-        stagingPath,
-      );
+    // Keeps protocol.md §4.1: a plan no table-log entry names is garbage, never a state: a late
+    // commit-task exits 0, recover removes the plan without a word, and the job commits with the late task.
+    test('a commit-job killed with its plan written but no table-log entry: the plan is garbage', async () => {
+      const { target, stagingPath, layout } = await lateTaskJob('p-file');
+      const killed = libCommitJob(testEnv(sb.store, killedAt.beforeCommitPoint()), stagingPath);
       await assert.rejects(killed, InjectedFault);
-      // The held write, as it will land: the job as it was, committing with its plan; until then `_job.yaml` says
-      // staged.
-      const carried = await sb.store.readFile(layout.jobFile);
-      assert.match(carried!.toString(), /^plan: /m);
-      const job = (await loadJob(sb.store, layout))!;
-      await saveJob(sb.store, layout, { ...withoutPlan(job) });
+      assert.notEqual(await planFileOf(sb.store, layout), null, 'the plan was written');
       await driverDied(sb.store, stagingPath);
-      const r = await recover(testEnv(sb.store), { stagingPath });
-      assert.equal(r.appAttempt, 1);
-      await sb.store.writeFile(layout.jobFile, carried!); // lands now
-      const before = await readTree(sb.store, posix.dirname(stagingPath));
-      for (const step of [
-        () => libCommitJob(testEnv(sb.store), stagingPath),
-        () => recover(testEnv(sb.store), { stagingPath }),
-      ]) {
-        const err = await step().then(
-          () => null,
-          (e: unknown) => e,
-        );
-        assert.ok(
-          err instanceof CorruptManifestError &&
-            /_job\.yaml: field 'appAttempt' is 0 with a commit plan naming table-log entry 0, which never counted, but app attempt 1 exists/.test(
-              err.message,
-            ),
-          String(err),
-        );
-      }
-      assert.deepEqual(await readTree(sb.store, posix.dirname(stagingPath)), before, 'nothing changed');
-      assert.equal(await sb.store.stat(target), null);
-      await abort(testEnv(sb.store), { stagingPath });
+      await libCommitTask(testEnv(sb.store), stagingPath, { task: '1', files: {} });
+      const warnings: string[] = [];
+      const r = await recover(
+        testEnv(sb.store, undefined, {
+          emit: (e: { type: string; message?: string }) => void (e.type === 'warn' && warnings.push(e.message!)),
+        }),
+        { stagingPath },
+      );
+      assert.equal(r.state, 'staged');
+      assert.deepEqual(warnings, []);
+      assert.equal(await planFileOf(sb.store, layout), null, 'the plan is gone');
+      await libCommitJob(testEnv(sb.store), stagingPath);
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=0/a': 'a', 'dt=1/b': 'b' });
       assert.equal(await sb.store.stat(stagingPath), null);
-      assert.equal(await sb.store.stat(target), null);
     });
     test('an abort removing the staging dir as commit-job takes the lease: exit 2, not a raw not-found', async () => {
       const { target, stagingPath, layout } = await lateTaskJob('g');
@@ -1705,232 +1625,120 @@ for (const fx of storeFixtures()) {
     });
 
     /**
-     * A job whose commit-job wrote its plan (as `_commit.yaml`) and died; the plan's bytes, and the plan removed as if
-     * not landed yet.
+     * A job whose commit-job wrote its plan and died before the table-log entry naming it: the plan's
+     * path and bytes, and the entry its held create would make.
      */
-    async function diedAfterPlan(
-      name: string,
-    ): Promise<{ target: string; staging: string; layout: JobLayout; plan: Buffer }> {
+    async function diedAfterPlan(name: string): Promise<{
+      target: string;
+      staging: string;
+      layout: JobLayout;
+      planPath: string;
+      plan: Buffer;
+      entry: LogEntry;
+    }> {
       const target = posix.join(dir(), name);
       await writeTree(sb.store, target, { 'dt=1/old': 'old' });
       const staging = await readyJob(sb.store, target, jobScenario(name, 'overwrite'), [
         { task: '0', partition: ['dt=1'], files: { f: 'new' } },
       ]);
       const layout = new JobLayout(staging);
-      let plan: Buffer | null = null;
-      const dying = testEnv(
-        sb.store,
-        async (n, op, path) => {
-          if (plan !== null || (await sb.store.stat(layout.commitFile)) === null) return;
-          plan = await sb.store.readFile(layout.commitFile);
-          throw new InjectedFault(n, op, path);
-        },
-        { inlinePlanMaxBytes: 0 },
+      await assert.rejects(
+        libCommitJobStep(testEnv(sb.store, killedAt.beforeCommitPoint()), { stagingPath: staging }),
+        InjectedFault,
       );
-      await assert.rejects(libCommitJobStep(dying, { stagingPath: staging }), InjectedFault);
-      assert.ok(plan, 'the plan was written');
-      await sb.store.delete(layout.commitFile, false);
+      const planPath = (await planFileOf(sb.store, layout))!;
+      assert.ok(planPath, 'the plan was written');
+      const plan = (await sb.store.readFile(planPath))!;
       await driverDied(sb.store, staging);
-      return { target, staging, layout, plan };
-    }
-    const warned = () => {
-      const warnings: string[] = [];
-      return {
-        warnings,
-        env: testEnv(sb.store, undefined, {
-          emit: (e: { type: string; message?: string }) => void (e.type === 'warn' && warnings.push(e.message!)),
-        }),
+      const planName = posix.basename(planPath, '.yaml');
+      const entry: LogEntry = {
+        number: Number(planName.split('-')[1]),
+        jobId: name,
+        staging: layout.root,
+        handle: sb.store.toUri(staging),
+        touches: ['dt=1'],
+        replaces: ['dt=1'],
+        atMs: Date.now(),
+        plan: { name: planName, sha256: createHash('sha256').update(plan).digest('hex') },
       };
-    };
-    const GIVEN_UP =
-      /names table-log entry \d+, which was given up \(by recover or abort\) before the plan landed: it was never applied; removed it/;
+      return { target, staging, layout, planPath, plan, entry };
+    }
 
-    // The store held the plan's write. commit-job commits afresh; recover and abort proceed.
-    // eslint-disable-next-line local/describe-size -- not yet split (issue 40)
-    test('a plan landing after recover gave its table-log entry up was never applied: no step is stuck', async () => {
-      for (const step of ['commit-job', 'recover', 'abort'] as const) {
-        const { target, staging, layout, plan } = await diedAfterPlan(`late-plan-${step}`);
-        // The plan's temp (HDFS writes one): recover removes it, so a held rename of it publishes nothing.
-        await sb.store.writeFile(tempPathFor(layout.commitFile), plan);
-        await recover(testEnv(sb.store), { stagingPath: staging });
-        assert.deepEqual(
-          (await sb.store.list(staging)).filter((e) => isTempName(e.name)),
-          [],
-          'no temp left at the top',
-        );
-        await sb.store.writeFile(layout.commitFile, plan); // the held write lands now
-        const { warnings, env } = warned();
-        if (step === 'commit-job') {
-          await libCommitJobStep(env, { stagingPath: staging });
-          assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'new' });
-          // Landing once more, after the commit: the job is finished, the plan a leftover to delete.
-          await sb.store.writeFile(layout.commitFile, plan);
-          const again = warned();
-          assert.equal((await libCommitJobStep(again.env, { stagingPath: staging })).outcome, 'already-committed');
+    // Keeps protocol.md §3.3, §5.15: the store held the entry's create; it lands after recover removed the plan.
+    test('a table-log entry landing after recover removed its plan never counts: the job commits afresh', async () => {
+      const { target, staging, layout, entry } = await diedAfterPlan('late-entry');
+      const r = await recover(testEnv(sb.store), { stagingPath: staging });
+      assert.equal(r.state, 'staged');
+      assert.equal(await planFileOf(sb.store, layout), null, 'the plan was garbage');
+      const log = new TableLog(sb.store, target);
+      assert.equal(await log.tryAppend({ ...entry, plan: entry.plan! }), true, 'the held create lands now');
+      assert.equal((await libCommitJobStep(testEnv(sb.store), { stagingPath: staging })).outcome, 'committed');
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'new' });
+      assert.equal(await log.readDone(entry.number, entry.jobId), 'void', 'the dead entry is marked void');
+      assert.equal(await log.readDone(entry.number + 1, entry.jobId), 'committed');
+    });
+
+    // Keeps protocol.md §3.3: another job meets the dead entry (its plan of an earlier app attempt), marks it void
+    // and commits over it.
+    test("another job's overwrite meets a dead entry: it is marked void, the commit goes on", async () => {
+      const { target, staging, entry } = await diedAfterPlan('dead-entry');
+      const other = await readyJob(sb.store, target, jobScenario('other', 'overwrite'), [
+        { task: '0', partition: ['dt=1'], files: { o: 'other' } },
+      ]);
+      await recover(testEnv(sb.store), { stagingPath: staging });
+      await new TableLog(sb.store, target).tryAppend({ ...entry, plan: entry.plan! });
+      await libCommitJobStep(testEnv(sb.store), { stagingPath: other });
+      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/o': 'other' });
+      assert.equal(await new TableLog(sb.store, target).readDone(entry.number, entry.jobId), 'void');
+    });
+
+    // The store held the plan's write; it lands once the job ended: a leftover every step names.
+    test('a plan landing after its job committed or aborted is a leftover to delete; nothing else changes', async () => {
+      for (const ending of ['commit', 'abort'] as const) {
+        const { target, staging, planPath, plan } = await diedAfterPlan(`late-plan-${ending}`);
+        if (ending === 'commit') await libCommitJobStep(testEnv(sb.store), { stagingPath: staging });
+        else await abort(testEnv(sb.store), { stagingPath: staging });
+        assert.equal(await sb.store.stat(staging), null, 'staging dir gone');
+        await sb.store.writeFile(planPath, plan); // the held write lands now
+        const warnings: string[] = [];
+        const env = testEnv(sb.store, undefined, {
+          emit: (e: { type: string; message?: string }) => void (e.type === 'warn' && warnings.push(e.message!)),
+        });
+        if (ending === 'commit') {
+          assert.equal((await libCommitJobStep(env, { stagingPath: staging })).outcome, 'already-committed');
           assert.ok(
-            again.warnings.some((w) => /landed after it committed .*_commit\.yaml is left over; delete it/.test(w)),
-            again.warnings.join('\n'),
+            warnings.some((w) => /landed after it committed .*_plan\/0-0-[0-9a-f]+\.yaml is garbage, removed/.test(w)),
+            warnings.join('\n'),
           );
-          const swept = await cleanOrphans(testEnv(sb.store), {
-            roots: [posix.dirname(staging)],
-            olderThanMs: 0,
-            delete: true,
-          });
-          assert.ok(
-            swept.problems.some((p) =>
-              /committed .* and this plan of it landed later; nothing was touched: delete the directory/.test(
-                p.message,
-              ),
-            ),
-            JSON.stringify(swept.problems),
-          );
-          await sb.store.delete(staging, true);
-        } else if (step === 'recover') {
-          const r = await recover(env, { stagingPath: staging });
-          assert.equal(r.state, 'staged');
-          assert.equal(await sb.store.stat(layout.commitFile), null, 'the plan is gone');
-          await libCommitJobStep(testEnv(sb.store), { stagingPath: staging });
-          assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'new' });
+          assert.equal(await sb.store.stat(staging), null, 'the plan and its dir removed');
+          await sb.store.writeFile(planPath, plan);
         } else {
-          await abort(env, { stagingPath: staging });
-          assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' });
-          // Landing once more, after the abort: no job, the plan a leftover every step names.
-          await sb.store.writeFile(layout.commitFile, plan);
-          const again = warned();
-          assert.equal((await abort(again.env, { stagingPath: staging })).outcome, 'nothing');
-          assert.ok(
-            again.warnings.some((w) =>
-              /ended \(aborted, or reset by recover\) before this commit plan of it landed; the plan was never applied: delete /.test(
-                w,
-              ),
-            ),
-            again.warnings.join('\n'),
-          );
+          // No entry names it: garbage, which a driving step removes with the dir it made again.
+          assert.equal((await abort(env, { stagingPath: staging })).outcome, 'nothing');
+          assert.equal(await sb.store.stat(staging), null, 'the plan and its dir removed');
+          await sb.store.writeFile(planPath, plan);
           await assert.rejects(
             libCommitJobStep(testEnv(sb.store), { stagingPath: staging }),
             (e: unknown) => e instanceof JobGoneError && e.detail.reason === 'job-plan-given-up',
           );
-          const swept = await cleanOrphans(testEnv(sb.store), {
-            roots: [posix.dirname(staging)],
-            olderThanMs: 0,
-            delete: true,
-          });
-          assert.ok(
-            swept.problems.some((p) =>
-              /its job ended before it \(the plan was never applied\) and this plan of it landed later/.test(p.message),
-            ),
-            JSON.stringify(swept.problems),
-          );
-          await sb.store.delete(staging, true);
-          assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' });
+          assert.equal(await sb.store.stat(staging), null, 'removed again');
+          await sb.store.writeFile(planPath, plan);
         }
+        const swept = await cleanOrphans(testEnv(sb.store), {
+          roots: [posix.dirname(staging)],
+          olderThanMs: 0,
+          delete: true,
+        });
         assert.ok(
-          warnings.some((w) => GIVEN_UP.test(w)),
-          warnings.join('\n'),
+          swept.problems.some((p) => /_plan\/ without _job\.yaml: .* and this plan of it landed later/.test(p.message)),
+          JSON.stringify(swept.problems),
         );
-        if (step !== 'recover') assert.equal(await sb.store.stat(staging), null, 'staging dir gone');
-      }
-    });
-
-    // The new job reuses the id and the staging dir.
-    test('a late plan of an aborted job, in a new job of the same id, is removed as given up: the job commits', async () => {
-      const { target, staging, layout, plan } = await diedAfterPlan('reused-id');
-      await abort(testEnv(sb.store), { stagingPath: staging });
-      const again = await readyJob(sb.store, target, jobScenario('reused-id', 'overwrite'), [
-        { task: '0', partition: ['dt=1'], files: { g: 'newer' } },
-      ]);
-      assert.equal(again, staging, 'the same staging dir');
-      await sb.store.writeFile(layout.commitFile, plan);
-      const { warnings, env } = warned();
-      await libCommitJobStep(env, { stagingPath: staging });
-      assert.ok(
-        warnings.some((w) => GIVEN_UP.test(w)),
-        warnings.join('\n'),
-      );
-      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/g': 'newer' });
-    });
-
-    test('a plan naming a given-up entry is kept once _job.yaml says applying began: exit 1, nothing changed', async () => {
-      const { target, staging, layout, plan } = await diedAfterPlan('late-plan-applying');
-      await recover(testEnv(sb.store), { stagingPath: staging });
-      await sb.store.writeFile(layout.commitFile, plan);
-      const job = (await loadJob(sb.store, layout))!;
-      await saveJob(sb.store, layout, { ...job, state: 'committing' });
-      const err = await libCommitJobStep(testEnv(sb.store), { stagingPath: staging }).then(
-        () => null,
-        (e: unknown) => e,
-      );
-      assert.ok(
-        err instanceof CorruptManifestError && /names table-log entry \d+, which was given up/.test(err.message),
-        String(err),
-      );
-      assert.deepEqual(await sb.store.readFile(layout.commitFile), plan, 'the plan stays');
-      assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' });
-    });
-
-    // Given up, the late plan is removed and the commit goes on; live, the commit stops (exit 4) and
-    // recover finishes it.
-    test('a late plan landing while the next commit-job writes its own: neither replaces the other', async () => {
-      for (const given of [true, false]) {
-        const { target, staging, layout, plan } = await diedAfterPlan(`plan-race-${given}`);
-        if (given) await recover(testEnv(sb.store), { stagingPath: staging });
-        // The held write lands just before this commit-job creates its plan.
-        let landed = false;
-        const { warnings, env } = warned();
-        // A plan of its own as `_commit.yaml` (a small one goes into `_job.yaml`, where a late file plan is never
-        // read).
-        const racing = {
-          ...env,
-          inlinePlanMaxBytes: 0,
-          store: new InstrumentedStore(sb.store, async (_n, op, path) => {
-            if (landed || op !== 'createExclusive' || !path.includes('_commit.yaml')) return;
-            landed = true;
-            await sb.store.writeFile(layout.commitFile, plan);
-          }),
-        };
-        const r = await libCommitJobStep(racing, { stagingPath: staging }).then(
-          () => null,
-          (e: unknown) => e,
+        await sb.store.delete(staging, true);
+        assert.deepEqual(
+          data(await readTree(sb.store, target)),
+          ending === 'commit' ? { 'dt=1/f': 'new' } : { 'dt=1/old': 'old' },
         );
-        assert.ok(landed, 'the late plan landed during the commit');
-        if (given) {
-          assert.equal(r, null, String(r));
-          assert.ok(
-            warnings.some((w) => GIVEN_UP.test(w)),
-            warnings.join('\n'),
-          );
-        } else {
-          assert.ok(
-            r instanceof ConflictError && r.detail.reason === 'plan-appeared' && r.detail.jobId === 'plan-race-false',
-            String(r),
-          );
-          assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/old': 'old' }, 'nothing published');
-          assert.deepEqual(await sb.store.readFile(layout.commitFile), plan, 'the earlier plan stands');
-          await driverDied(sb.store, staging);
-          await recover(testEnv(sb.store), { stagingPath: staging });
-        }
-        assert.deepEqual(data(await readTree(sb.store, target)), { 'dt=1/f': 'new' });
-        assert.equal(await sb.store.stat(staging), null, 'staging dir gone');
       }
-    });
-
-    test("a plan is created, never written over: another attempt's late plan is refused, the same is no error", async () => {
-      const { staging, layout, plan } = await diedAfterPlan('plan-create');
-      await sb.store.writeFile(layout.commitFile, plan);
-      const mine = await loadPlan(sb.store, layout, 'plan-create');
-      assert.ok(mine);
-      assert.equal(await writePlan(sb.store, layout, mine), true, 'ours again: a retry whose answer was lost');
-      assert.equal(
-        await writePlan(sb.store, layout, { ...mine, logEntry: (mine.logEntry ?? 0) + 7 }),
-        false,
-        'another is refused',
-      );
-      assert.deepEqual(await sb.store.readFile(layout.commitFile), plan, 'the plan there stands');
-      assert.deepEqual(
-        (await sb.store.list(staging)).filter((e) => isTempName(e.name)),
-        [],
-        'no temp left',
-      );
     });
 
     test('a lease being renewed blocks; one unchanged for its TTL, or of a dead pid on this host, goes', async () => {

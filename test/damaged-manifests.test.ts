@@ -7,9 +7,9 @@ import { posix } from 'node:path';
 import { describe, test } from 'node:test';
 import { ConflictError, CorruptManifestError, InjectedFault, type ErrorContext } from '../src/errors.js';
 import { encodeLease } from '../src/job/lease.js';
-import { encodeJob, loadJob } from '../src/job/job.js';
 import { encodeProgress } from '../src/plan/plan-file.js';
 import { JobLayout } from '../src/job/layout.js';
+import { TableLog } from '../src/job/table-log.js';
 import { abort } from '../src/steps/abort.js';
 import { commitJob } from '../src/steps/commit-job.js';
 import { recover } from '../src/steps/recover.js';
@@ -20,7 +20,7 @@ import { damages, parseBody, sign, withField, withItem, type Variant } from '../
 import type { TaskSpec } from '../testing/jobs.js';
 import {
   driverDied,
-  INLINE_PLAN,
+  planFileOf,
   jobScenario as job,
   libStageTask,
   readyJob,
@@ -54,8 +54,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
     /**
      * One table with every manifest kind in place: job J (staged, two tasks committed, an
      * aborted attempt) holding `_job.yaml`, claims, decisions and a lease; job K's log entry
-     * after J's stage (voided: K gave up), job P past its commit point (its plan a `_commit.yaml`),
-     * and job Q past it (its small plan carried in its `_job.yaml`).
+     * after J's stage (dead, marked void), and job P past its commit point (its plan in `_plan/`).
      */
     async function world() {
       const root = dir();
@@ -67,36 +66,32 @@ for (const fx of storeFixtures({ inProcess: true })) {
       ]);
       await libStageTask(testEnv(sb.store), j, { task: '0', attempt: 1, partition: ['dt=1'], files: { late: 'late' } });
       await abort(testEnv(sb.store), { stagingPath: j, task: '0', attempt: 1 });
+      // K's entry 0 for dt=1 is dead and marked void (protocol.md §3.3): it landed after its plan was removed.
       const k = await ready(target, job('K', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { k: 'k' } }]);
-      await assert.rejects(
-        commitJob(testEnv(sb.store, killedAt.beforeCommitPoint()), { stagingPath: k }),
-        InjectedFault,
-      ); // holds log entry 0
-      await killed(k);
-      await abort(testEnv(sb.store), { stagingPath: k }); // gives it up: entry 0 is void
+      const kEntry = {
+        number: 0,
+        jobId: 'K',
+        staging: new JobLayout(k).root,
+        handle: sb.store.toUri(k),
+        touches: ['dt=1'],
+        replaces: ['dt=1'],
+        atMs: Date.now(),
+        plan: { name: '0-0-dead', sha256: '0'.repeat(64) },
+      };
+      await new TableLog(sb.store, target).tryAppend(kEntry);
+      await new TableLog(sb.store, target).markDone(kEntry, 'void', Date.now());
+      await abort(testEnv(sb.store), { stagingPath: k });
       const p = await ready(posix.join(root, 'other'), job('P', 'append'), [
         { task: '0', partition: ['dt=5'], files: { p: 'p' } },
       ]);
-      await assert.rejects(
-        commitJob(testEnv(sb.store, killedAt.applying(), { inlinePlanMaxBytes: 0 }), { stagingPath: p }),
-        InjectedFault,
-      );
+      await assert.rejects(commitJob(testEnv(sb.store, killedAt.applying()), { stagingPath: p }), InjectedFault);
       await killed(p);
-      const q = await ready(posix.join(root, 'third'), job('Q', 'append'), [
-        { task: '0', partition: ['dt=6'], files: { q: 'q' } },
-      ]);
-      await assert.rejects(
-        commitJob(testEnv(sb.store, killedAt.applying(), INLINE_PLAN), { stagingPath: q }),
-        InjectedFault,
-      );
-      await killed(q);
       const layout = new JobLayout(j);
       const log = posix.join(root, '.stagecommit', 't', '_log');
       return {
         root,
         j,
         p,
-        q,
         layout,
         log,
         entry: posix.join(log, '00000000000000000000.yaml'),
@@ -296,7 +291,8 @@ for (const fx of storeFixtures({ inProcess: true })) {
     /** The commit plan: damages, ops that escape or destroy, forged fields; refused by recover. */
     const refusePlan = async (w: World) => {
       const pLayout = new JobLayout(w.p);
-      const planText = (await sb.store.readFile(pLayout.commitFile))!.toString();
+      const planFile = (await planFileOf(sb.store, pLayout))!;
+      const planText = (await sb.store.readFile(planFile))!.toString();
       const opItems = parseBody(planText).find((l) => l.key === 'ops')!.items!;
       const ops = opItems.length;
       // An object store's plan copies: a copy's size (which paces them) must be a whole number.
@@ -310,7 +306,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
             }));
       const planN = await expectRefused(
         w.root,
-        pLayout.commitFile,
+        planFile,
         [
           ...sized,
           ...sample(damages(planText, 7)),
@@ -341,8 +337,8 @@ for (const fx of storeFixtures({ inProcess: true })) {
       return { plan: planN };
     };
 
-    /** The plan's progress record, and a plan carried in _job.yaml: refused by recover. */
-    const refuseProgressAndCarriedPlan = async (w: World) => {
+    /** The plan's progress record: refused by recover. */
+    const refuseProgress = async (w: World) => {
       const pLayout = new JobLayout(w.p);
       // A progress record counting past the plan would skip every phase, and the staging dir would go
       // with the job's files (exit 0).
@@ -365,26 +361,7 @@ for (const fx of storeFixtures({ inProcess: true })) {
         () => recover(env(), { stagingPath: w.p }),
       );
 
-      // A small plan rides in `_job.yaml`: that file damaged, or the plan in it (the file signed
-      // again around the damaged plan), is exit 1 naming `_job.yaml`; nothing is planned again.
-      const qLayout = new JobLayout(w.q);
-      const qJob = (await loadJob(sb.store, qLayout))!;
-      assert.equal(qJob.state, 'committing');
-      assert.ok(qJob.inlinePlan, 'Q carries its plan');
-      assert.equal(await sb.store.stat(qLayout.commitFile), null, 'no _commit.yaml beside it');
-      const carriedPlan = await expectRefused(
-        w.root,
-        qLayout.jobFile,
-        [
-          ...sample(damages(encodeJob(qJob), 9)),
-          ...sample(damages(qJob.inlinePlan, 10)).map((v) => ({
-            name: `the plan in it: ${v.name}`,
-            text: encodeJob({ ...qJob, inlinePlan: v.text }),
-          })),
-        ],
-        () => recover(env(), { stagingPath: w.q }),
-      );
-      return { progress, carriedPlan };
+      return { progress };
     };
 
     // Cut at every line and at bytes.
@@ -395,18 +372,16 @@ for (const fx of storeFixtures({ inProcess: true })) {
         ...(await refuseDecisionAndLease(w)),
         ...(await refuseLog(w)),
         ...(await refusePlan(w)),
-        ...(await refuseProgressAndCarriedPlan(w)),
+        ...(await refuseProgress(w)),
       };
       t.diagnostic(
         `damaged variants refused: ${Object.entries(counts)
           .map(([k, v]) => `${k} ${v}`)
           .join(', ')}`,
       );
-      // Undamaged, everything still works: J commits (K's entry is void), P and Q roll forward.
+      // Undamaged, everything still works: J commits (K's entry is void), P rolls forward.
       await commitJob(env(), { stagingPath: w.j });
       await recover(env(), { stagingPath: w.p });
-      await recover(env(), { stagingPath: w.q });
-      assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 'third'))), { 'dt=6/q': 'q' });
       assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 't'))), {
         'dt=1/a': 'a',
         'dt=2/b': 'b',
@@ -415,21 +390,17 @@ for (const fx of storeFixtures({ inProcess: true })) {
       assert.deepEqual(data(await readTree(sb.store, posix.join(w.root, 'other'))), { 'dt=5/p': 'p' });
     });
 
-    // The entry's own job can still be aborted.
+    // A job staged before the damaged entry was made can still be aborted.
     test('a table-log entry cut short: commits to the table stop naming the way out, and the way out works', async () => {
       const root = dir();
       const target = posix.join(root, 't');
       await writeTree(sb.store, target, { 'dt=1/old': 'old' });
-      const k = await ready(target, job('K', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { k: 'k' } }]);
-      await assert.rejects(
-        commitJob(testEnv(sb.store, killedAt.beforeCommitPoint()), { stagingPath: k }),
-        InjectedFault,
-      ); // holds log entry 0
-      await killed(k);
+      const k = await ready(target, job('K', 'append'), [{ task: '0', partition: ['dt=1'], files: { k: 'k' } }]);
+      const l = await ready(target, job('L', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { l: 'l' } }]);
+      await commitJob(testEnv(sb.store), { stagingPath: k }); // entry 0
       const entry = posix.join(root, '.stagecommit', 't', '_log', '00000000000000000000.yaml');
       const text = (await sb.store.readFile(entry))!.toString();
       await sb.store.writeFile(entry, text.slice(0, text.indexOf('\n', text.length / 2) + 1));
-      const l = await ready(target, job('L', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { l: 'l' } }]);
       const refused = await commitJob(testEnv(sb.store), { stagingPath: l }).then(
         () => null,
         (e: unknown) => e,
@@ -438,15 +409,6 @@ for (const fx of storeFixtures({ inProcess: true })) {
       // The words a user reads (a golden line).
       assert.match(refused.message, LOG_ADVICE);
       // The way out the message gives: abort every job, delete the log dir, stage again.
-      const warnings: string[] = [];
-      await abort(testEnv(sb.store, undefined, { emit: (e) => void (e.type === 'warn' && warnings.push(e.message)) }), {
-        stagingPath: k,
-      });
-      assert.match(
-        warnings.join('\n'),
-        /table-log entry.*: .*_log\/00000000000000000000.yaml: .*cut short/,
-        'the abort says it could not give up its entry',
-      );
       await abort(testEnv(sb.store), { stagingPath: l });
       await sb.store.delete(posix.dirname(entry), true);
       const m = await ready(target, job('M', 'overwrite'), [{ task: '0', partition: ['dt=1'], files: { m: 'm' } }]);
@@ -571,12 +533,6 @@ for (const fx of storeFixtures({ inProcess: true })) {
         );
         assert.ok(refused instanceof CorruptManifestError, `${v.name}: exit 1, not ${String(refused)}`);
         assert.equal(refused.context?.reason, 'table-log-damaged', v.name);
-        // recover too, before it changes anything (not even the next app attempt's claims).
-        const stopped = await recover(testEnv(sb.store), { stagingPath: l }).then(
-          () => null,
-          (e: unknown) => e,
-        );
-        assert.ok(stopped instanceof CorruptManifestError, `${v.name}: recover exit 1, not ${String(stopped)}`);
         await sb.store.writeFile(idFile, text);
         assert.deepEqual(data(await readTree(sb.store, root)), data(before), `${v.name}: nothing changed`);
       }
@@ -605,20 +561,21 @@ for (const fx of storeFixtures({ inProcess: true })) {
       if (fx.inProcess) return t.skip('the CLI cannot open an in-memory store');
       const w = await world();
       const pLayout = new JobLayout(w.p);
-      const planText = (await sb.store.readFile(pLayout.commitFile))!.toString();
+      const planFile = (await planFileOf(sb.store, pLayout))!;
+      const planText = (await sb.store.readFile(planFile))!.toString();
       const before = await readTree(sb.store, w.root);
       // Cut exactly at a line boundary: the last operation line and the check line gone.
-      await sb.store.writeFile(pLayout.commitFile, planText.split('\n').slice(0, -3).join('\n') + '\n');
+      await sb.store.writeFile(planFile, planText.split('\n').slice(0, -3).join('\n') + '\n');
       const r = await cli(['recover', '--job', sb.uri(w.p), '--json'], { env: sb.env });
       assert.equal(r.code, 1, r.stderr);
       assert.equal(r.stderr.trim().split('\n').length, 1);
       assert.match(
         r.stderr,
-        new RegExp(`${sb.uri(pLayout.commitFile).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: has no 'end:' check line`),
+        new RegExp(`${sb.uri(planFile).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: has no 'end:' check line`),
       );
       assert.equal(JSON.parse(r.stdout).error.exitCode, 1);
       // The plan deleted after a kill mid-apply: exit 1, never planned again.
-      await sb.store.delete(pLayout.commitFile, false);
+      await sb.store.delete(planFile, false);
       const jobText = (await sb.store.readFile(pLayout.jobFile))!.toString();
       assert.match(jobText, /state: "committing"/);
       for (const args of [
@@ -629,10 +586,10 @@ for (const fx of storeFixtures({ inProcess: true })) {
         assert.equal(rr.code, 1, rr.stderr);
         assert.match(
           rr.stderr,
-          /_job\.yaml: says the job is past its commit point, but its plan is missing \(neither in it nor .*_commit\.yaml\)/,
+          /_job\.yaml: says the job is past its commit point, but its plan \S+\/_plan\/0-0-[0-9a-f]+\.yaml is missing/,
         );
       }
-      await sb.store.writeFile(pLayout.commitFile, planText);
+      await sb.store.writeFile(planFile, planText);
       assert.deepEqual(await readTree(sb.store, w.root), before);
     });
   });

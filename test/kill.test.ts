@@ -12,7 +12,15 @@ import { loadJob } from '../src/job/job.js';
 import type { MutationHook } from '../src/store/instrumented.js';
 import { cli } from '../testing/cli.js';
 import { inProcess } from '../testing/main.js';
-import { libCommitJob, libCommitTask, libStage, libStageTask, testEnv, type Scenario } from '../testing/lib.js';
+import {
+  libCommitJob,
+  libCommitTask,
+  libStage,
+  libStageTask,
+  planFileOf,
+  testEnv,
+  type Scenario,
+} from '../testing/lib.js';
 import { storeFixtures, useSandbox, type StoreSandbox } from '../testing/stores.js';
 import { data, readTree, writeTree } from '../testing/tree.js';
 
@@ -113,7 +121,7 @@ for (const fx of stores) {
         killed++;
         const layout = new JobLayout(run.stagingPath);
         const job = await loadJob(sb.store, layout);
-        if (job?.state === 'staged' && !(await sb.store.stat(layout.commitFile))) {
+        if (job?.state === 'staged' && !(await planFileOf(sb.store, layout))) {
           assert.deepEqual(
             await readTree(sb.store, run.targetPath),
             SC.initial,

@@ -85,11 +85,12 @@ for (const fx of storeFixtures()) {
 
     test('a commit reads from its position on yet stops at an unfinished entry below it (exit 6)', async () => {
       const target = posix.join(dir(), 'sales');
-      // Job x took entry 0 for dt=1 and stopped before its plan (killed between the two creates).
+      // Job x wrote its plan and took entry 0 for dt=1 (its commit point), then was killed.
       const x = await readyJob(sb.store, target, jobScenario('x', 'overwrite'), [
         { task: '0', partition: ['dt=1'], files: { a: 'x' } },
       ]);
       const log = new TableLog(sb.store, target);
+      await sb.store.writeFile(new JobLayout(x).planFile('0-0-aa'), 'a plan');
       await log.tryAppend({
         number: 0,
         jobId: 'x',
@@ -98,6 +99,7 @@ for (const fx of storeFixtures()) {
         touches: ['dt=1'],
         replaces: ['dt=1'],
         atMs: Date.now(),
+        plan: { name: '0-0-aa', sha256: '0'.repeat(64) },
       });
       // Commits of other partitions since: the log's newest is well above entry 0.
       for (let i = 2; i < 6; i++) {
@@ -111,7 +113,7 @@ for (const fx of storeFixtures()) {
       ]);
       const err = await rejection(libCommitJob(testEnv(sb.store), y));
       assert.ok(err instanceof BlockedError, `exit 6, not: ${String(err)}`);
-      assert.match((err as Error).message, /job x holds 'dt=1' in the table log but stopped before its commit point/);
+      assert.match((err as Error).message, /job x passed its commit point for 'dt=1' but did not finish/);
       assert.equal(data(await readTree(sb.store, target))['dt=1/b'], undefined, 'nothing of y appears');
       assert.ok((await log.list()).numbers.includes(0), 'the unfinished entry is never pruned');
     });
@@ -160,13 +162,15 @@ for (const fx of storeFixtures()) {
         { task: '0', partition: ['dt=0'], files: { a: 'first' } },
       ]);
       await libCommitJob(testEnv(sb.store), first);
-      // Job x holds entry 1 for dt=1, stopped before its commit point.
+      // Job x holds entry 1 for dt=1: it wrote its plan and took the entry (its commit point), then was killed.
       const x = await readyJob(sb.store, target, jobScenario('x', 'overwrite'), [
         { task: '0', partition: ['dt=1'], files: { a: 'x' } },
       ]);
       const log = new TableLog(sb.store, target);
+      await sb.store.writeFile(new JobLayout(x).planFile('0-1-aa'), 'a plan');
       const held = { jobId: 'x', staging: new JobLayout(x).root, handle: sb.store.toUri(x) };
-      await log.tryAppend({ number: 1, ...held, touches: ['dt=1'], replaces: ['dt=1'], atMs: Date.now() });
+      const plan = { name: '0-1-aa', sha256: '0'.repeat(64) };
+      await log.tryAppend({ number: 1, ...held, touches: ['dt=1'], replaces: ['dt=1'], atMs: Date.now(), plan });
       // Well formed, its newest taken here, but another log's: it says everything below 2 is finished.
       const other = { kind: 'stagecommit/log-checkpoint', version: 2, log: 'another-log', newest: 1, readFrom: 2 };
       await sb.store.writeFile(posix.join(log.dir, 'checkpoint.yaml'), encodeManifest({ ...other, oldest: 0 }));

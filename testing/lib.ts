@@ -13,8 +13,11 @@ import { loadJob } from '../src/job/job.js';
 import { JobLayout, taskAttemptName } from '../src/job/layout.js';
 import { localFiles, type TaskSpec } from './jobs.js';
 
-/** A commit-job that carries a small plan in `_job.yaml` (off by default: plan-writer.ts). */
-export const INLINE_PLAN = { inlinePlanMaxBytes: 16 * 1024 } as const;
+/** The path of the job's commit plan in `_plan/` (protocol.md §2.2), or null when there is none. */
+export async function planFileOf(store: Store, layout: JobLayout): Promise<string | null> {
+  const plans = (await store.list(layout.planDir)).filter((e) => e.kind === 'file');
+  return plans.length ? plans[0]!.path : null;
+}
 
 /**
  * A pid no process has (above Linux's pid_max): an in-process step killed on purpose runs under it,

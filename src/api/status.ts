@@ -15,7 +15,7 @@ const STATUS_OPTIONS: OptionTable<StatusOptions> = { job: required(handle) };
  * The job's manifest as `status --json` shows it: the handle is top-level `handle`, not `staging`;
  * the declared task count is `tasksDeclared` (null: none), as in every other document.
  */
-export type StatusJob = Omit<JobManifest, 'staging' | 'tasks' | 'inlinePlan' | 'adopted'> & {
+export type StatusJob = Omit<JobManifest, 'staging' | 'tasks' | 'planName' | 'adopted'> & {
   readonly tasksDeclared: number | null;
   /** An adopted job: where its leftover was, and how many committed tasks adopt claims. */
   readonly adopted?: { readonly leftover: string; readonly leftoverPath: string; readonly tasksAdopted: number };
@@ -38,7 +38,7 @@ export const status = operation('status', STATUS_OPTIONS, async (s: Session, o: 
   const loc = await s.job(o.job);
   const r = await statusStep(s.stepEnv(loc.store), { stagingPath: loc.path });
   if ('finished' in r) return { handle: loc.store.toUri(loc.path), ...r };
-  const { staging, tasks, inlinePlan: _plan, adopted, ...job } = r.job;
+  const { staging, tasks, planName: _plan, adopted, ...job } = r.job;
   return {
     handle: staging,
     ...r,

@@ -6,12 +6,12 @@
 
 import { posix } from 'node:path';
 import { CorruptManifestError } from '../errors.js';
-import { decodeManifestLazy } from '../manifest/codec.js';
 import { mapLimit } from '../util/pool.js';
 import { ADOPTED_DIR, OUTPUT_DIR, PROGRESS_FILE, SUCCESS_FILE, targetOfDefaultStaging, TRASH_DIR } from './layout.js';
 import { UPLOADS_DIR } from './pending-uploads.js';
 import { isOwnEntry, TableLog, type LogEntry, type LogListing } from './table-log.js';
 import type { Entry, Store } from '../store/types.js';
+import type { PlanRef } from '../plan/plan-file.js';
 
 export interface FinishedJob {
   readonly jobId: string;
@@ -236,25 +236,23 @@ export async function unfinishedEntryOf(
 }
 
 /**
- * Whether a commit plan found without its `_job.yaml` names a table-log entry of its job that was
- * given up (the job was aborted, or reset by recover, before the plan landed: a write its store
- * held). Such a plan was never applied: a leftover. Known in the default staging layout only,
- * where the table is; a plan that cannot be read is not judged.
+ * Whether the plans found without their `_job.yaml` are all garbage: each names a table-log entry
+ * that does not name it back (protocol.md §4.1), so none was ever applied; writes a store held that
+ * landed after the job ended. Known in the default staging layout only, where the table is; a plan
+ * that names no entry, or whose entry cannot be read, is not judged.
  */
-export async function planGivenUp(store: Store, stagingPath: string, commitFile: string): Promise<boolean> {
+export async function plansUndecided(store: Store, stagingPath: string, plans: readonly PlanRef[]): Promise<boolean> {
   const where = targetOfDefaultStaging(stagingPath);
   if (!where) return false;
-  const plan = await store
-    .readFile(commitFile)
-    // header fields only: its ops are not read
-    .then((b) => (b ? decodeManifestLazy(b, store.toUri(commitFile)) : null))
-    .catch(() => null);
-  const n = plan?.logEntry;
-  if (plan?.jobId !== where.jobId || typeof n !== 'number') return false;
-  return new TableLog(store, where.targetPath)
-    .readOwn(n, { jobId: where.jobId, staging: stagingPath })
-    .then((own) => own.givenUp)
-    .catch(() => false);
+  const log = new TableLog(store, where.targetPath);
+  const owner = { jobId: where.jobId, staging: stagingPath };
+  for (const p of plans) {
+    if (p.appAttempt === null) continue;
+    if (p.entry === null) return false;
+    const named = await log.entryNaming(p.entry, owner, p.name).catch(() => null);
+    if (!named || named.names) return false;
+  }
+  return true;
 }
 
 /**

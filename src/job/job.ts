@@ -56,11 +56,8 @@ export interface JobManifest {
    * re-run of the abort, once the claims are gone).
    */
   readonly publishedTasks?: readonly string[];
-  /**
-   * A small commit plan (the bytes `_commit.yaml` would hold), written with 'committing' at once
-   * with the table-log entry it names: it counts once that entry is the job's (open.ts).
-   */
-  readonly inlinePlan?: string;
+  /** The plan a committing job rolls forward (`_plan/<planName>.yaml`), written with 'committing'. */
+  readonly planName?: string;
 }
 
 /** What `adopt` records: where the leftover was, so that `abort` can give it back. */
@@ -116,7 +113,7 @@ export function encodeJob(job: JobManifest): string {
     owner: { ...job.owner },
     ...(job.adopted ? { adopted: { ...job.adopted } } : {}),
     ...(job.publishedTasks ? { publishedTasks: [...job.publishedTasks] } : {}),
-    ...(job.inlinePlan === undefined ? {} : { plan: job.inlinePlan }),
+    ...(job.planName === undefined ? {} : { plan: job.planName }),
   });
 }
 
@@ -149,13 +146,13 @@ export function decodeJob(text: string | Buffer, file: string, opts: DecodeOptio
     owner: ownerOf(),
     ...(f.doc.version === 1 ? {} : { adopted: adoptionOf(f, file) }),
     ...(Object.hasOwn(f.doc, 'publishedTasks') ? { publishedTasks: f.array('publishedTasks', (t) => taskId(t)) } : {}),
-    ...(Object.hasOwn(f.doc, 'plan') ? { inlinePlan: f.string('plan') } : {}),
+    ...(Object.hasOwn(f.doc, 'plan') ? { planName: f.string('plan') } : {}),
   };
-  if (job.inlinePlan !== undefined && job.state !== 'committing')
+  if (job.planName !== undefined && job.state !== 'committing' && job.state !== 'committed')
     throw CorruptManifestError.badField(
       file,
       'plan',
-      `is there, but the job is ${job.state}: a job carries its plan only while committing`,
+      `is there, but the job is ${job.state}: a job names its plan only once past its commit point`,
     );
   if (job.staticPartition.some((p, i) => p.column !== job.partitionBy[i])) {
     throw CorruptManifestError.badField(
@@ -241,12 +238,6 @@ export async function loadJob(store: Store, layout: JobLayout, opts: DecodeOptio
     );
   }
   return job;
-}
-
-/** The job without the plan it carried while committing, in `state` (staged: as before a plan that never counted). */
-export function withoutPlan(job: JobManifest, state: JobState = 'staged'): JobManifest {
-  const { inlinePlan: _, ...rest } = job;
-  return { ...rest, state };
 }
 
 export async function saveJob(store: Store, layout: JobLayout, job: JobManifest): Promise<void> {

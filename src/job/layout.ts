@@ -3,7 +3,10 @@
 import { posix } from 'node:path';
 
 export const JOB_FILE = '_job.yaml';
-export const COMMIT_FILE = '_commit.yaml';
+/** The plan as written before plans had names of their own: read only for a job already committing. */
+export const LEGACY_PLAN_FILE = '_commit.yaml';
+/** Commit plans, each under a name never used again (protocol.md §2.2). */
+export const PLAN_DIR = '_plan';
 export const LEASE_PREFIX = '_lease.';
 export const SUCCESS_FILE = '_SUCCESS';
 /** Rewritten by each resume of a job (under its lease): the age clean-orphans judges starts again. */
@@ -36,8 +39,14 @@ export class JobLayout {
   get jobFile(): string {
     return posix.join(this.root, JOB_FILE);
   }
-  get commitFile(): string {
-    return posix.join(this.root, COMMIT_FILE);
+  get planDir(): string {
+    return posix.join(this.root, PLAN_DIR);
+  }
+  planFile(name: string): string {
+    return posix.join(this.root, PLAN_DIR, `${name}.yaml`);
+  }
+  get legacyPlanFile(): string {
+    return posix.join(this.root, LEGACY_PLAN_FILE);
   }
   get progressFile(): string {
     return posix.join(this.root, PROGRESS_FILE);

@@ -1,34 +1,31 @@
 // Opening a job by its staging dir: its manifest, and the state it is really in — the one home
-// of the commit-point rule (protocol.md §4.1): an existing `_commit.yaml` means past the commit
-// point once the table-log entry it names (if any) is the job's, above its position and not void.
-// commit-job creates the two at once.
+// of the commit-point rule (protocol.md §4.1): a plan of the job's current app attempt counts once
+// the table-log entry it names names it back (its create is the commit point), or, naming no
+// entry, once it is there. Any other plan is garbage, never a state.
 
 import { BlockedError, ConflictError, CorruptManifestError, UsageError } from '../errors.js';
 import type { JobGoneDetail } from '../messages/usage.js';
-import { decodeManifestLazy } from '../manifest/codec.js';
 import type { Store } from '../store/types.js';
-import { loadJob, withoutPlan, type JobManifest, type JobState } from './job.js';
+import { loadJob, type JobManifest, type JobState } from './job.js';
 import {
   findCommitted,
   noJobEvidence,
-  planGivenUp,
+  plansUndecided,
   taskDebrisOnly,
   type FinishedJob,
   type TaskDebris,
 } from './finished.js';
 import { JobLayout, targetOfDefaultStaging, TRASH_DIR } from './layout.js';
 import { TableLog } from './table-log.js';
+import { listPlans, type PlanRef } from '../plan/plan-file.js';
 
 export interface OpenJob {
   readonly layout: JobLayout;
   readonly job: JobManifest;
-  /** The job's state, counting a decided `_commit.yaml` as 'committing' (the commit point). */
+  /** The job's state, counting a decided plan as 'committing' (the commit point). */
   readonly state: JobState;
-  /**
-   * A plan that never became the job's commit point (planVerdict; `job` is then as before it): the step that holds the
-   * lease removes it.
-   */
-  readonly stalePlan?: StalePlan;
+  /** The files in `_plan/` when the job was opened (a committed job's: not listed). */
+  readonly plans?: readonly PlanRef[];
 }
 
 /**
@@ -52,88 +49,49 @@ export class JobGoneError extends UsageError {
   /** The warning a step that finds the job committed gives about its stray plan; null when there is none. */
   strayWarning(): string | null {
     return this.committed && this.stray
-      ? `a commit plan of job ${this.committed.jobId} landed after it committed (a write its store held): ${this.stray} is left over; delete it`
+      ? `a commit plan of job ${this.committed.jobId} landed after it committed (a write its store held): ${this.stray} is garbage, removed`
       : null;
   }
 }
 
 /**
- * A plan that never became its job's commit point, and the table-log entry it names. 'superseded': made in an earlier
- * app attempt than the job's (`appAttempt`): recover reset the job before the plan landed.
+ * The plan among `plans` that decides the job (protocol.md §4.1), or null: one of the job's current
+ * app attempt that names no entry, or whose table-log entry names it (the job's id and staging
+ * dir, and the plan's name). Whether its bytes have the digest the entry names is checked where
+ * the plan is read (loadDecidedPlan): a damaged plan is reported by the lease holder, not taken for
+ * garbage.
  */
-export interface StalePlan {
-  readonly kind: 'proposal' | 'given-up' | 'superseded';
-  readonly entry: number;
-  /** 'superseded': the app attempt the plan was made in. */
-  readonly appAttempt?: number;
-  /** The plan as `_job.yaml` carried it (undefined: a `_commit.yaml`). */
-  readonly carried?: string;
-}
-
-/** Whether `job` carries its plan in `_job.yaml`, written with 'committing' beside the entry it names. */
-function carriesPlan(job: JobManifest): job is JobManifest & { inlinePlan: string } {
-  return job.state === 'committing' && job.inlinePlan !== undefined;
-}
-
-/**
- * What a plan not yet proven past the commit point by `_job.yaml` is (protocol.md §4.1): a staged job's
- * `_commit.yaml`, or the plan `_job.yaml` carries with 'committing'. Either is created at once
- * with the table-log entry it names. 'decided': past the commit point; a 'proposal' whose entry
- * did not land (another job took the number first, or the run was stopped between the two
- * creates); 'given-up' when its entry was given up (by recover or abort) before the plan landed;
- * 'superseded' when it was made in an earlier app attempt than the job's: its writer was stopped
- * with both creates sent, recover took the lease over and reset the job (finding neither yet),
- * and then both landed. The app attempt is the job's epoch: what was decided in an earlier one
- * never counts, whatever lands when.
- * Neither of the last two was ever applied: publishing starts only once both creates are done. A
- * plan or entry that cannot be read is 'decided' here: the step that holds the lease reads it and
- * reports the damage. 'absent': the plan went meanwhile.
- */
-export async function planVerdict(
+export async function decidedPlan(
   store: Store,
   layout: JobLayout,
   job: JobManifest,
-): Promise<'decided' | 'absent' | StalePlan> {
-  const inline = carriesPlan(job);
-  try {
-    const data = inline ? job.inlinePlan : await store.readFile(layout.commitFile);
-    if (data === null) return 'absent';
-    // header fields only: its ops are not read
-    const plan = decodeManifestLazy(data, store.toUri(inline ? layout.jobFile : layout.commitFile));
-    const n = plan.logEntry;
-    if (plan.jobId !== job.jobId || typeof n !== 'number') return 'decided';
-    const carried = inline ? { carried: job.inlinePlan } : {};
-    const own = await new TableLog(store, job.targetPath).readOwn(n, { jobId: job.jobId, staging: layout.root });
-    if (!own.own) return { kind: 'proposal', entry: n, ...carried };
-    // An entry made before this job's stage is an earlier job's of this id (aborted, its id staged again).
-    if (own.givenUp || (job.logPosition !== null && n <= job.logPosition))
-      return { kind: 'given-up', entry: n, ...carried };
-    const made = plan.appAttempt;
-    if (typeof made === 'number' && made < job.appAttempt)
-      return { kind: 'superseded', entry: n, appAttempt: made, ...carried };
-    return 'decided';
-  } catch {
-    return 'decided';
+  plans: readonly PlanRef[],
+): Promise<{ readonly ref: PlanRef; readonly sha256: string | null } | null> {
+  const current = plans.filter((p) => p.appAttempt === job.appAttempt);
+  const own = current.find((p) => p.entry === null);
+  if (own) return { ref: own, sha256: null };
+  const log = new TableLog(store, job.targetPath);
+  const owner = { jobId: job.jobId, staging: layout.root };
+  for (const p of current) {
+    // An entry that cannot be read may name this plan: decided, and the lease holder reports the damage.
+    const named = await log.entryNaming(p.entry!, owner, p.name).catch(() => null);
+    if (!named) return { ref: p, sha256: null };
+    if (named.names && !named.void) return { ref: p, sha256: named.entry!.plan!.sha256 };
   }
+  return null;
 }
 
-/**
- * The state a job is in: one whose plan is written (and decided) is past its commit point. `planFound`: a stat of
- * `_commit.yaml` made already.
- */
+/** The state a job is in: a staged one with a decided plan is past its commit point. `plans`: `_plan/`, listed. */
 export async function stateOnStore(
   store: Store,
   layout: JobLayout,
   job: JobManifest,
-  planFound?: boolean,
+  plans?: readonly PlanRef[],
 ): Promise<JobState> {
-  if (!awaitsVerdict(job, planFound ?? (await store.stat(layout.commitFile)) !== null)) return job.state;
-  return (await planVerdict(store, layout, job)) === 'decided' ? 'committing' : 'staged';
-}
-
-/** Whether the job's state hangs on its plan's entry: a plan it carries, or a staged job's `_commit.yaml`. */
-function awaitsVerdict(job: JobManifest, planFound: boolean): boolean {
-  return carriesPlan(job) || (job.state === 'staged' && planFound);
+  if (job.state !== 'staged') return job.state;
+  const found = plans ?? (await listPlans(store, layout));
+  if (found.length === 0) return 'staged';
+  return (await decidedPlan(store, layout, job, found)) ? 'committing' : 'staged';
 }
 
 /** Past the commit point, a job only rolls forward. */
@@ -150,24 +108,18 @@ export async function openJob(
   const { store } = env;
   const layout = new JobLayout(stagingPath);
   // Both reads at once: one round trip, not two.
-  const [job, plan] = await Promise.all([
+  const [job, plans] = await Promise.all([
     loadJob(store, layout, { allowUnsigned: env.allowUnsignedJob }),
-    store.stat(layout.commitFile),
+    listPlans(store, layout),
   ]);
-  if (job) {
-    if (!awaitsVerdict(job, plan !== null)) return { layout, job, state: job.state };
-    const verdict = await planVerdict(store, layout, job);
-    if (verdict === 'decided') return { layout, job, state: 'committing' };
-    // A plan that never counted: the job is as it was before it (the lease holder removes the plan).
-    const before = carriesPlan(job) ? withoutPlan(job) : job;
-    return verdict === 'absent'
-      ? { layout, job: before, state: 'staged' }
-      : { layout, job: before, state: 'staged', stalePlan: verdict };
-  }
+  if (job) return { layout, job, state: await stateOnStore(store, layout, job, plans), plans };
   // A plan outlives `_job.yaml` in no clean-up: this job is past its commit point and lost its manifest.
-  if (plan) {
+  if (plans.length) {
+    const plan = store.toUri(plans[0]!.path);
     // A plan that landed after its job committed (a write its store held, protocol.md §5.15) made the
     // staging dir again: the job is finished, the plan a leftover.
+    // Garbage either way (protocol.md §4.1): the step that drives the handle removes it.
+    const garbage = () => Promise.resolve({ files: plans.map((p) => p.path), dirs: [layout.planDir] });
     const done = await findCommitted(store, stagingPath);
     if (done) {
       throw new JobGoneError(
@@ -176,15 +128,20 @@ export async function openJob(
           jobId: done.jobId,
           success: done.success,
           committedAt: done.committedAt,
-          strayPlan: store.toUri(layout.commitFile),
+          strayPlan: plan,
         },
         done,
-        store.toUri(layout.commitFile),
+        plan,
+        garbage,
       );
     }
-    if (await planGivenUp(store, stagingPath, layout.commitFile)) {
-      const plan = store.toUri(layout.commitFile);
-      throw new JobGoneError({ reason: 'job-plan-given-up', stagingDir: store.toUri(stagingPath), plan }, null, plan);
+    if (await plansUndecided(store, stagingPath, plans)) {
+      throw new JobGoneError(
+        { reason: 'job-plan-given-up', stagingDir: store.toUri(stagingPath), plan },
+        null,
+        plan,
+        garbage,
+      );
     }
     throw new CorruptManifestError(store.toUri(layout.jobFile), {
       reason: 'job-file-missing',

@@ -81,6 +81,11 @@ export interface LogEntry {
   /** Table-relative units whose old data the commit replaces. */
   readonly replaces: readonly string[];
   readonly atMs: number;
+  /**
+   * The plan the commit applies (`_plan/<plan>.yaml` in `staging`) and its SHA-256; null in entries
+   * made before entries named their plan (version 1).
+   */
+  readonly plan: { readonly name: string; readonly sha256: string } | null;
 }
 
 export type DoneOutcome = 'committed' | 'void';
@@ -349,7 +354,7 @@ export class TableLog {
 
   private decode(text: string | Buffer, file: string, n: number): LogEntry {
     const f = new Fields(decodeManifest(text, file), file);
-    f.kind(ENTRY, 1);
+    f.kind(ENTRY, 2);
     const number = f.count('number');
     if (number !== n) throw CorruptManifestError.badField(file, 'number', `is ${number}, but the file is entry ${n}`);
     const staging = f.string('staging');
@@ -366,6 +371,7 @@ export class TableLog {
       touches: checkUnits('touches', f),
       replaces: checkUnits('replaces', f),
       atMs: (f.string('at'), f.count('atMs')),
+      plan: f.doc.version === 1 ? null : { name: f.string('plan'), sha256: f.string('planSha256') },
     };
   }
 
@@ -397,22 +403,23 @@ export class TableLog {
   }
 
   /**
-   * Entry `n` as a plan naming it for `owner` needs it: the entry (null when it is gone), whether
-   * it is that job's (its id and its staging dir: one id may be given to jobs in two staging
-   * dirs), and then whether it was given up (its done marker says void) or finished (it says
-   * committed: written once its plan was applied and `_SUCCESS` written).
+   * Entry `n` as plan `plan` of job `owner` needs it (protocol.md §4.1, §4.4): whether it names that
+   * plan (the job's id and staging dir, and the plan's name), then whether it is marked void or
+   * finished (`committed`: written once its plan was applied and `_SUCCESS` written). `entry`:
+   * null when it is not there.
    */
-  async readOwn(
+  async entryNaming(
     n: number,
     owner: EntryOwner,
-  ): Promise<{ entry: LogEntry | null; own: boolean; givenUp: boolean; finished: boolean }> {
+    plan: string,
+  ): Promise<{ entry: LogEntry | null; names: boolean; void: boolean; finished: boolean }> {
     const entry = await this.read(n).catch((e: unknown) => {
       if (e instanceof ConflictError) return null;
       throw e;
     });
-    const own = entry !== null && isOwnEntry(entry, owner);
-    const outcome = own ? await this.readDone(n, owner.jobId) : null;
-    return { entry, own, givenUp: outcome === 'void', finished: outcome === 'committed' };
+    const names = entry !== null && isOwnEntry(entry, owner) && entry.plan?.name === plan;
+    const outcome = names ? await this.readDone(n, owner.jobId) : null;
+    return { entry, names, void: outcome === 'void', finished: outcome === 'committed' };
   }
 
   /**
@@ -434,12 +441,12 @@ export class TableLog {
     }).catch(this.withAdvice);
   }
 
-  /** Creates entry N if nobody has; false when another job has it. */
-  tryAppend(entry: LogEntry): Promise<boolean> {
-    const { number, jobId, staging, handle, touches, replaces, atMs } = entry;
+  /** Creates entry N if nobody has (the commit point, protocol.md §4.1); false when another job has it. */
+  tryAppend(entry: LogEntry & { readonly plan: NonNullable<LogEntry['plan']> }): Promise<boolean> {
+    const { number, jobId, staging, handle, touches, replaces, atMs, plan } = entry;
     const body = encodeManifest({
       kind: ENTRY,
-      version: 1,
+      version: 2,
       number,
       jobId,
       staging,
@@ -448,11 +455,13 @@ export class TableLog {
       replaces: [...replaces],
       atMs,
       at: new Date(atMs).toISOString(),
+      plan: plan.name,
+      planSha256: plan.sha256,
     });
     return this.store.createExclusive(this.entryPath(number), body);
   }
 
-  /** Marks entry N finished (its commit applied) or void (its job never passed its commit point). */
+  /** Marks entry N finished (its commit applied) or void (it never became a commit point: protocol.md §3.3). */
   async markDone(entry: Pick<LogEntry, 'number' | 'jobId'>, outcome: DoneOutcome, nowMs: number): Promise<void> {
     const body = encodeManifest({
       kind: DONE,
@@ -527,17 +536,5 @@ export class TableLog {
       await this.store.delete(this.entryPath(n), false);
       await this.store.delete(this.donePath(n), false);
     }
-  }
-
-  /** This job's unfinished entry made after its `stage`, if an interrupted run created one. */
-  async findOwn(
-    owner: EntryOwner,
-    position: number | null,
-    listing: LogListing,
-    concurrency: number,
-  ): Promise<LogEntry | null> {
-    const since = listing.numbers.filter((n) => (position === null || n > position) && !listing.done.has(n));
-    const entries = await this.readMany(since, concurrency);
-    return entries.find((e) => isOwnEntry(e, owner)) ?? null;
   }
 }

@@ -45,7 +45,6 @@ export type ConflictDetail =
       readonly advice: string;
     }
   /** A commit plan of an earlier attempt appeared while this one was made. */
-  | { readonly reason: 'plan-appeared'; readonly jobId: string; readonly handle: string }
   /** A half-made adoption: commit-job refuses it. */
   | { readonly reason: 'half-made-adoption'; readonly jobId: string; readonly what: string; readonly advice: string }
   // The table log.
@@ -58,7 +57,7 @@ export type ConflictDetail =
       readonly holder: string;
       readonly unit: string;
       readonly handle: string;
-      readonly holderState: 'live' | 'stopped' | 'before-commit-point';
+      readonly holderState: 'live' | 'stopped';
     }
   /** The table log is not the one the job was staged against (`logIdGone`: its id file went). */
   | {
@@ -281,8 +280,6 @@ function unitHeld(d: Of<'unit-held'>): string {
       return `job ${d.jobId} waited for job ${d.holder}, which is still committing ${unit} (${d.handle}): nothing was changed; run commit-job again when it has finished`;
     case 'stopped':
       return `job ${d.holder} passed its commit point for ${unit} but did not finish (killed?): nothing was changed; finish it with ${recoverCommand(d.handle)}, then run commit-job again`;
-    case 'before-commit-point':
-      return `job ${d.holder} holds ${unit} in the table log but stopped before its commit point (killed?): nothing was changed; ${recoverAdvice({ handle: d.handle })} (or abort it), then run commit-job again`;
   }
 }
 
@@ -338,8 +335,6 @@ const MESSAGES: { readonly [R in ConflictDetail['reason']]: (d: Of<R>) => string
     `cannot commit: job ${d.jobId} was aborted; ${d.leftover !== null ? `adopt ${d.leftover} again` : 'stage a new job'}`,
   'earlier-job-file': (d) =>
     `${d.what} (${d.file}) was made for an earlier job ${d.jobId}, staged ${d.madeAt}, by a run that went on after that job ended; this job was staged ${d.stagedAt}: nothing was changed; ${d.advice}`,
-  'plan-appeared': (d) =>
-    `a commit plan of an earlier attempt of job ${d.jobId} appeared while this one was made (a write its store held): nothing was changed; ${recoverAdvice({ handle: d.handle })}, which finishes it`,
   'half-made-adoption': (d) => `job ${d.jobId} is a half-made adoption (${d.what}): nothing was changed; ${d.advice}`,
   'log-entry-vanished': (d) => `the table log entry ${d.entry} vanished while it was read: run the step again`,
   'unit-held': unitHeld,

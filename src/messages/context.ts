@@ -4,18 +4,16 @@
 import { recoverAdvice } from './advice.js';
 
 export type ErrorContext =
-  /** A write at the commit point failed and reading it back did not tell whether it landed. */
+  /** The create at the commit point failed: whether it landed, the next lease holder reads. */
   | {
       readonly reason: 'commit-point-unknown';
       readonly jobId: string;
       readonly handle: string;
       /** What, once written, is the commit point. */
-      readonly made: 'plan was written' | 'table-log entry was made';
+      readonly made: 'plan was created' | 'table-log entry was made';
     }
   /** A failure after the commit point: the job is committing and recover finishes it. */
   | { readonly reason: 'past-commit-point'; readonly jobId: string; readonly handle: string }
-  /** The table-log entry was not made, and the plan written beside it could not be withdrawn. */
-  | { readonly reason: 'plan-left' }
   /** A damaged table-log file stops every commit to the table. */
   | { readonly reason: 'table-log-damaged'; readonly target: string; readonly dir: string }
   /** The record of a replay's progress cannot be read: which phases are done is unknown. */
@@ -25,11 +23,9 @@ export type ErrorContext =
 export function contextWords(c: ErrorContext): string {
   switch (c.reason) {
     case 'commit-point-unknown':
-      return `; the target is unchanged, but whether job ${c.jobId} passed its commit point is not known: ${recoverAdvice({ handle: c.handle })} once the store answers (it finishes the job if its ${c.made}, else leaves it staged)`;
+      return `; the target is unchanged, but whether job ${c.jobId} passed its commit point is not known: ${recoverAdvice({ handle: c.handle })} once the store answers (it finishes the job if its ${c.made}, else removes the plan and leaves the job staged)`;
     case 'past-commit-point':
       return `; job ${c.jobId} is past its commit point: ${recoverAdvice({ handle: c.handle, why: 'to finish it' })}`;
-    case 'plan-left':
-      return '; the commit plan written beside it is left, and counts for nothing: the next commit-job, recover or abort removes it';
     case 'table-log-damaged':
       // A number given up must never be taken again (a job staged after it compares from it): only
       // a log that no job holds a position in may start over.

@@ -42,18 +42,9 @@ export type ManifestProblem =
   // The job's manifest and its plan.
   /** `_job.yaml` is gone, but something in or beside the staging dir shows the job may be past its commit point. */
   | { readonly reason: 'job-file-missing'; readonly evidence: MissingJobEvidence }
-  /** Past the commit point, and the plan is in neither `_job.yaml` nor `_commit.yaml`. */
-  | { readonly reason: 'plan-missing'; readonly commitFile: string }
-  /** A plan that never counted landed over the job's manifest after a later app attempt began. */
-  | {
-      readonly reason: 'earlier-driver-wrote';
-      readonly appAttempt: number;
-      readonly entry: number;
-      readonly later: number;
-    }
-  /** A plan whose log entry never counted was partly applied. */
-  | { readonly reason: 'stale-plan-applied'; readonly entry: number; readonly stale: StaleEntry }
-  /** A roll-forward's plan names a log entry that is no longer the job's. */
+  /** Past the commit point, and its plan (`_plan/<name>.yaml`, or `_commit.yaml` before plans had names) is gone. */
+  | { readonly reason: 'plan-missing'; readonly plan: string }
+  /** A roll-forward's plan names a log entry that no longer names it back (gone, void, or another plan). */
   | { readonly reason: 'plan-entry-lost'; readonly entry: number; readonly which: LostEntry }
   /** The log says the plan's entry is finished, but the progress record does not (`done` null: unreadable). */
   | {
@@ -72,15 +63,10 @@ export type MissingJobEvidence =
   | { readonly kind: 'files'; readonly files: readonly string[]; readonly trash: string | null };
 
 /** Why a plan's log entry never counted: given up, made before recover reset the job, or another job's. */
-export type StaleEntry =
-  | { readonly kind: 'given-up' }
-  | { readonly kind: 'superseded'; readonly appAttempt: number }
-  | { readonly kind: 'foreign' };
-
 export type LostEntry =
   | { readonly kind: 'gone' }
-  | { readonly kind: 'given-up' }
-  | { readonly kind: 'other-job'; readonly jobId: string; readonly handle: string | null };
+  | { readonly kind: 'void' }
+  | { readonly kind: 'other-plan'; readonly jobId: string; readonly handle: string | null };
 
 /** The file, and what is wrong with it. */
 export type ManifestDetail = ManifestProblem & { readonly file: string };
@@ -100,25 +86,14 @@ function missingJob(e: MissingJobEvidence): string {
   }
 }
 
-function staleEntry(s: StaleEntry): string {
-  switch (s.kind) {
-    case 'given-up':
-      return 'was given up';
-    case 'superseded':
-      return `was made in app attempt ${s.appAttempt}, before recover reset the job`;
-    case 'foreign':
-      return "is not this job's (lost, or taken by another job)";
-  }
-}
-
 function lostEntry(l: LostEntry): string {
   switch (l.kind) {
     case 'gone':
       return 'is gone';
-    case 'given-up':
-      return 'was given up';
-    case 'other-job':
-      return `belongs to job ${l.jobId}${l.handle === null ? '' : ` staged in ${l.handle}`}`;
+    case 'void':
+      return 'is marked void';
+    case 'other-plan':
+      return `names another plan, of job ${l.jobId}${l.handle === null ? '' : ` staged in ${l.handle}`}`;
   }
 }
 
@@ -129,10 +104,6 @@ export function problemField(p: ManifestProblem): string | null {
     case 'list-count':
     case 'bad-field':
       return p.field;
-    case 'earlier-driver-wrote':
-      return 'appAttempt';
-    case 'stale-plan-applied':
-      return 'plan';
     case 'plan-entry-lost':
       return 'logEntry';
     case 'lease-unreadable':
@@ -182,11 +153,7 @@ function problemWords(p: ManifestProblem): string {
     case 'job-file-missing':
       return missingJob(p.evidence);
     case 'plan-missing':
-      return `says the job is past its commit point, but its plan is missing (neither in it nor ${p.commitFile}): the plan cannot be made again (that could undo newer commits); restore it or repair the target by hand`;
-    case 'earlier-driver-wrote':
-      return `is ${p.appAttempt} with a commit plan naming table-log entry ${p.entry}, which never counted, but app attempt ${p.later} exists: a write of an earlier driver that its store held landed over the job's manifest; nothing was changed: abort the job and run it again`;
-    case 'stale-plan-applied':
-      return `names table-log entry ${p.entry}, which ${staleEntry(p.stale)}, but the plan was partly applied: rolling it forward could undo newer commits, and planning again would take what it published for old data; nothing was changed: restore the log, or check the target by hand against the plan and then abort the job`;
+      return `says the job is past its commit point, but its plan ${p.plan} is missing: the plan cannot be made again (that could undo newer commits); restore it or repair the target by hand`;
     case 'plan-entry-lost':
       return `names table-log entry ${p.entry}, which ${lostEntry(p.which)}: rolling this plan forward could undo newer commits; restore the log, or check the target by hand (what the plan replaced is under trash/ in the staging dir) and then delete the staging dir`;
     case 'progress-disagrees':

@@ -498,7 +498,7 @@ export type UsageDetail =
       readonly committedAt: string;
       readonly task: string;
     }
-  /** A commit plan left where its job ended before it landed. */
+  /** A commit plan no table-log entry names, left where its job ended before it landed: garbage. */
   | { readonly reason: 'job-plan-given-up'; readonly stagingDir: string; readonly plan: string }
   /** No job at the handle: it finished (committed or aborted) or never existed. */
   | { readonly reason: 'no-job'; readonly stagingDir: string };
@@ -807,13 +807,13 @@ const MESSAGES: { readonly [R in UsageDetail['reason']]: (d: Of<R>) => string } 
     `--target ${d.target} is not on the leftover's store (${d.store}): adopting moves no data between stores`,
   'attempt-without-task': () => '--attempt needs --task: it names one attempt of one task',
   'job-finished': (d) =>
-    `job ${d.jobId} is finished: it was committed (${d.success}, ${d.committedAt}); ${d.strayPlan !== null ? `a commit plan of it that landed later is left at ${d.strayPlan}: delete it` : 'there is nothing more to do'}`,
+    `job ${d.jobId} is finished: it was committed (${d.success}, ${d.committedAt}); ${d.strayPlan !== null ? `a commit plan of it that landed later, ${d.strayPlan}, is garbage (commit-job and recover remove it)` : 'there is nothing more to do'}`,
   'job-finished-abort': (d) =>
     `cannot abort: job ${d.jobId} is finished: it was committed (${d.success}, ${d.committedAt}); nothing was changed`,
   'job-finished-task': (d) =>
     `job ${d.jobId} is finished: it was committed (${d.success}, ${d.committedAt}); task ${d.task} can no longer be committed into it: its commit holds task ${d.task}'s output only if the task was committed before the job was (if that output is missing, run the job again)`,
   'job-plan-given-up': (d) =>
-    `no job at ${d.stagingDir}: it ended (aborted, or reset by recover) before this commit plan of it landed; the plan was never applied: delete ${d.plan}`,
+    `no job at ${d.stagingDir}: it ended before this commit plan of it landed, and no table-log entry names the plan, so it was never applied: ${d.plan} is garbage (commit-job, recover and abort remove it)`,
   'no-job': (d) =>
     `no job at ${d.stagingDir}: it is finished (committed or aborted) or never existed; check the handle that 'stagecommit stage' printed`,
   'job-id-taken': (d) =>

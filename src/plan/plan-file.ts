@@ -1,14 +1,15 @@
-// `_commit.yaml`: the persisted commit plan; with the table-log entry it names, the commit point
-// (protocol.md §4.1). Keeps protocol.md §5.10, §5.11 and §5.15 (created, never written over).
+// `_plan/<name>.yaml`: the persisted commit plan, written under a name never used again before the
+// table-log entry that names it, whose create is the commit point (protocol.md §4.1). Keeps
+// protocol.md §5.10, §5.11 and §5.15 (created, never written over).
 
-import { CorruptManifestError, ExitCode, StageCommitError, withContext } from '../errors.js';
+import { createHash, randomBytes } from 'node:crypto';
+import { CorruptManifestError, withContext } from '../errors.js';
 import { decodeManifest, decodeManifestLazy, encodeManifest, encodeManifestBytes, Fields } from '../manifest/codec.js';
 import { checkRelativePath } from '../paths.js';
 import { createWhole } from '../store/operations.js';
 import type { Store } from '../store/types.js';
 import { ADOPTED_DIR, OUTPUT_DIR, TRASH_DIR, type JobLayout } from '../job/layout.js';
 import { readManifestFile } from '../job/manifest-io.js';
-import type { JobManifest } from '../job/job.js';
 import { opCount, PhaseOps, singleOps } from './ops.js';
 import type { CommitPlan, Loc, PlanOp, PlannedUpload, SingleOp } from './plan.js';
 
@@ -193,24 +194,92 @@ export function decodePlan(text: string | Buffer, file: string): PersistedPlan {
   };
 }
 
-export async function loadPlan(store: Store, layout: JobLayout, jobId: string): Promise<PersistedPlan | null> {
-  const plan = await readManifestFile(store, layout.commitFile, decodePlan);
+/**
+ * A file in `_plan/`, by its name alone: a plan of app attempt `appAttempt` naming table-log entry
+ * `entry` (null: a plan that names none, decided by its own create), or anything else found there
+ * (a temp of a killed write: `appAttempt` null), which is garbage.
+ */
+export interface PlanRef {
+  readonly name: string;
+  readonly path: string;
+  readonly appAttempt: number | null;
+  readonly entry: number | null;
+}
+
+/** `<appAttempt>.yaml` names no entry; `<appAttempt>-<entry>-<random>.yaml` names entry `<entry>`. */
+const PLAN_NAME = /^(\d+)(?:-(\d+)-([0-9a-f]+))?\.yaml$/;
+
+export function planRefOf(layout: JobLayout, fileName: string): PlanRef {
+  const m = PLAN_NAME.exec(fileName);
+  const name = m ? fileName.slice(0, -'.yaml'.length) : fileName;
+  return {
+    name,
+    path: m ? layout.planFile(name) : `${layout.planDir}/${fileName}`,
+    appAttempt: m ? Number(m[1]) : null,
+    entry: m && m[2] !== undefined ? Number(m[2]) : null,
+  };
+}
+
+/** The files in the job's `_plan/` (one listing). */
+export async function listPlans(store: Store, layout: JobLayout): Promise<PlanRef[]> {
+  return (await store.list(layout.planDir)).filter((e) => e.kind === 'file').map((e) => planRefOf(layout, e.name));
+}
+
+/** The plan's name: never used again (protocol.md §2.2). */
+function nameFor(plan: PersistedPlan): string {
+  return plan.logEntry === null
+    ? String(plan.appAttempt)
+    : `${plan.appAttempt}-${plan.logEntry}-${randomBytes(8).toString('hex')}`;
+}
+
+export function sha256(bytes: Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/**
+ * Writes the plan under a name never used before (protocol.md §2.2, §4.2). A plan that names a
+ * table-log entry is only a proposal until the entry naming it is created; one that names none
+ * is the commit point itself, created once per app attempt: null when a plan of this app attempt
+ * was there already. Where a created file shows before all its bytes (HDFS), the plan is written
+ * under a temp name and renamed into place without replace, so that no reader sees part of it.
+ */
+export async function writePlan(
+  store: Store,
+  layout: JobLayout,
+  plan: PersistedPlan,
+): Promise<{ readonly ref: PlanRef; readonly sha256: string } | null> {
+  const bytes = encodePlan(plan);
+  const ref = planRefOf(layout, `${nameFor(plan)}.yaml`);
+  if (!(await createWhole(store, ref.path, bytes))) return null;
+  return { ref, sha256: sha256(bytes) };
+}
+
+/**
+ * Reads plan `ref` of job `jobId`; `digest`: the SHA-256 its table-log entry names (protocol.md §4.1),
+ * which the bytes must have. Null when it is not there.
+ */
+export async function loadPlan(
+  store: Store,
+  ref: Pick<PlanRef, 'path'>,
+  jobId: string,
+  digest?: string,
+): Promise<PersistedPlan | null> {
+  const plan = await readManifestFile(store, ref.path, (bytes, file) => {
+    const p = decodePlan(bytes, file);
+    if (digest !== undefined && sha256(bytes) !== digest)
+      throw CorruptManifestError.badField(
+        file,
+        'end',
+        `digests to another SHA-256 than ${digest}, which its table-log entry names`,
+      );
+    return p;
+  });
   if (plan && plan.jobId !== jobId)
     throw CorruptManifestError.badField(
-      store.toUri(layout.commitFile),
+      store.toUri(ref.path),
       'jobId',
       `is '${plan.jobId}', but the job is '${jobId}'`,
     );
-  return plan;
-}
-
-/** The plan of a job past its commit point: the one its `_job.yaml` carries, else `_commit.yaml`. */
-export async function loadJobPlan(store: Store, layout: JobLayout, job: JobManifest): Promise<PersistedPlan | null> {
-  if (job.inlinePlan === undefined) return loadPlan(store, layout, job.jobId);
-  const file = store.toUri(layout.jobFile);
-  const plan = decodePlan(Buffer.from(job.inlinePlan), file);
-  if (plan.jobId !== job.jobId)
-    throw CorruptManifestError.badField(file, 'plan', `is job '${plan.jobId}''s, but the job is '${job.jobId}'`);
   return plan;
 }
 
@@ -253,35 +322,4 @@ export async function readProgress(store: Store, layout: JobLayout, plan: Persis
       throw withContext(e, { reason: 'progress-unknown', phases: plan.phases.length });
     throw e;
   }
-}
-
-/**
- * Creates the plan: the commit point. Created, never written over: a plan write that lands late (a
- * request a store held while its driver's lease lapsed, protocol.md §5.15) cannot replace a newer
- * attempt's plan. False when a plan other than this one is there already. Where a created file
- * shows before all its bytes (HDFS), the plan is written under a temp name and renamed into place
- * without replace, so that no reader ever sees part of it. A write that fails may still have
- * taken effect (every answer lost): read back, the plan decides; when the store does not answer
- * that either, the message says how to find out rather than "nothing changed".
- */
-export async function writePlan(store: Store, layout: JobLayout, plan: PersistedPlan): Promise<boolean> {
-  const text = encodePlan(plan);
-  try {
-    if (await createWhole(store, layout.commitFile, text)) return true;
-  } catch (e) {
-    // Read back: our bytes there, the write landed; nothing there, nothing changed (a full disk).
-    const now = await store.readFile(layout.commitFile).catch(() => undefined);
-    if (now?.equals(text)) return true;
-    if (now !== null && e instanceof StageCommitError && e.exitCode === ExitCode.failed) {
-      throw withContext(e, {
-        reason: 'commit-point-unknown',
-        jobId: plan.jobId,
-        handle: store.toUri(layout.root),
-        made: 'plan was written',
-      });
-    }
-    throw e;
-  }
-  // Ours from a try whose answer was lost, or another.
-  return (await store.readFile(layout.commitFile))?.equals(text) === true;
 }

@@ -1,7 +1,7 @@
 // abort: throws away one task attempt, or the whole job's staged data (refused past the commit point).
 // Keeps protocol.md §5.9 (one decision per attempt) and §5.18 (an adopted leftover goes back).
 
-import { BlockedError, ConflictError, CorruptManifestError, StoreError } from '../errors.js';
+import { BlockedError, ConflictError, StoreError } from '../errors.js';
 import { posix } from 'node:path';
 import { claimedUploads, readClaim, readClaims } from '../job/claims.js';
 import { decide, decidedBy, decider, readDecision } from '../job/decisions.js';
@@ -10,7 +10,6 @@ import { isSameJob, loadJob, saveJob, type JobManifest } from '../job/job.js';
 import { waitFor } from '../util/wait.js';
 import { checkAttempt, checkTaskId } from '../paths.js';
 import { abortRecordedUploads, settleAttemptUploads } from '../job/pending-uploads.js';
-import { releaseLogEntry } from './commit-point.js';
 import { JobGoneError, openJob, requireState, type OpenJob } from '../job/open.js';
 import { processGone, type Lease } from '../job/lease.js';
 import { removeStagingDir } from '../job/staging-dir.js';
@@ -99,11 +98,8 @@ function abortGone(env: StepEnv, gone: JobGoneError, scope: 'job' | 'task'): Abo
 
 /** The whole job's abort, under its lease: refused past the commit point. */
 async function abortJobLocked(env: FencedEnv, opened: OpenJob, lease: Lease): Promise<AbortResult> {
-  // A plan that never became the commit point was never applied: removed, the job may be aborted.
-  const locked =
-    opened.state === 'committing' || opened.stalePlan
-      ? (await readHeldPlan(env, opened, { aborting: true })).open
-      : opened;
+  // Read again under the lease: a plan no entry names was never applied, and the job may be aborted.
+  const locked = opened.plans?.length ? (await readHeldPlan(env, opened, { load: false })).open : opened;
   // Past its commit point a job only rolls forward: an abort never passes, however often it runs (exit 6).
   if (locked.state === 'committing')
     throw new BlockedError({ reason: 'wrong-state', doing: 'abort', jobId: locked.job.jobId, state: locked.state });
@@ -111,14 +107,6 @@ async function abortJobLocked(env: FencedEnv, opened: OpenJob, lease: Lease): Pr
   const { job, layout } = locked;
   const { published, back } = await jobAbortEffects(env, locked);
   if (job.state !== 'aborted') {
-    // A damaged log stops every commit to the table, but never the abort that is the way out.
-    await releaseLogEntry(env, locked).catch((e: unknown) => {
-      if (!(e instanceof CorruptManifestError)) throw e;
-      env.emit({
-        type: 'warn',
-        message: `could not give up this job's table-log entry, if it holds one: ${e.message}`,
-      });
-    });
     await saveJob(env.store, layout, {
       ...job,
       state: 'aborted',

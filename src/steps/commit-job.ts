@@ -6,7 +6,7 @@
 import { posix } from 'node:path';
 import { BlockedError, CorruptManifestError, ExitCode, StageCommitError, StoreError, withContext } from '../errors.js';
 import { claimedUploads, type TaskFile } from '../job/claims.js';
-import { saveJob, withoutPlan, type JobManifest } from '../job/job.js';
+import { saveJob, type JobManifest } from '../job/job.js';
 import { defaultStagingRoot, SUCCESS_FILE } from '../job/layout.js';
 import { abortRecordedUploads, recordedUploads } from '../job/pending-uploads.js';
 import type { Lease } from '../job/lease.js';
@@ -14,7 +14,7 @@ import { successJson } from '../job/success.js';
 import { TableLog, type LogListing } from '../job/table-log.js';
 import { applyPhases } from '../plan/apply.js';
 import { allDone } from '../util/pool.js';
-import { encodeProgress, loadJobPlan, readProgress, type PersistedPlan } from '../plan/plan-file.js';
+import { encodeProgress, readProgress, writePlan, type PersistedPlan, type PlanRef } from '../plan/plan-file.js';
 import type { PlanPhase } from '../plan/plan.js';
 import type { OpCounts } from '../store/instrumented.js';
 import { isTempName } from '../store/temp-names.js';
@@ -25,8 +25,8 @@ import { removesInBulk, removeStagingDir, stagingKeys } from '../job/staging-dir
 import { keepsPendingUploads, pendingUploadsUnder } from '../store/uploads.js';
 import { JobGoneError, openJob } from '../job/open.js';
 import type { FencedEnv, StepEnv } from './env.js';
-import { checkHeldEntry, planMissing, readHeldPlan, type HeldPlan } from './held-plan.js';
-import { planWriter } from './plan-writer.js';
+import { readHeldPlan, type HeldPlan } from './held-plan.js';
+import { commitPointUnknown } from './commit-point.js';
 import { runLeasedStep } from './runner.js';
 import { checkUnlocked, operationsOf, summaryOf, type PlannedOperation, type PlanSummary } from './effects.js';
 
@@ -85,9 +85,14 @@ export async function rollForward(
   env: StepEnv,
   open: OpenJob,
   plan: PersistedPlan,
-  run: { readonly lease?: Lease; readonly made?: JustPlanned; readonly finished?: boolean } = {},
+  run: {
+    readonly lease?: Lease;
+    readonly made?: JustPlanned;
+    readonly finished?: boolean;
+    readonly planName?: string;
+  } = {},
 ): Promise<{ success: string }> {
-  const { lease, made, finished = false } = run;
+  const { lease, made, finished = false, planName } = run;
   const { store } = env;
   const { job, layout } = open;
   const success = posix.join(job.targetPath, SUCCESS_FILE);
@@ -99,7 +104,9 @@ export async function rollForward(
     if (removesInBulk(store)) listed = stagingKeys(store, layout).catch(() => null);
     // Before anything is published: a job whose plan is lost later is still known to be past its
     // commit point, and never planned again (protocol.md §5.10).
-    if (job.state === 'staged') await saveJob(store, layout, { ...job, state: 'committing' });
+    // It names the plan, which is then found without the log (an entry is pruned once finished).
+    if (job.state === 'staged')
+      await saveJob(store, layout, { ...job, state: 'committing', ...(planName === undefined ? {} : { planName }) });
     if (finished) await confirmFinished(store, open, plan);
     else await publish(env, open, plan, success, made);
   }
@@ -108,7 +115,7 @@ export async function rollForward(
   // finished by the next without publishing again (`finished`); one killed with 'committed' alone
   // written marks it on its next run. Either way the log no longer holds the job's partitions.
   await allDone([
-    job.state === 'committed' ? undefined : saveJob(store, layout, withoutPlan(job, 'committed')),
+    job.state === 'committed' ? undefined : saveJob(store, layout, { ...job, state: 'committed' }),
     plan.logEntry === null
       ? undefined
       : log.markDone({ number: plan.logEntry, jobId: job.jobId }, 'committed', env.now()),
@@ -320,6 +327,26 @@ async function cleanUpCommitted(
 }
 
 /**
+ * The commit point of a plan that names no table-log entry (v2, or nothing to publish): its create,
+ * once per app attempt (protocol.md §4.1). One there already was created by an earlier driver of
+ * this app attempt whose write landed late: it decided the job, and is rolled forward instead.
+ */
+async function createOwnPlan(
+  env: FencedEnv,
+  open: OpenJob,
+  plan: PersistedPlan,
+): Promise<{ plan: PersistedPlan; ref: PlanRef | null }> {
+  env.emit({ type: 'phase', label: 'writing the commit plan' });
+  const created = await writePlan(env.store, open.layout, plan).catch((e: unknown) => {
+    throw commitPointUnknown(env, open, e, 'plan was created');
+  });
+  if (created) return { plan, ref: created.ref };
+  const held = await readHeldPlan(env, open);
+  if (!held.plan) throw new Error(`a plan of app attempt ${open.job.appAttempt} appeared and went: ${open.job.jobId}`);
+  return { plan: held.plan, ref: held.ref };
+}
+
+/**
  * commit-job's work, for a caller that holds the job lease (commit-job itself, recover).
  * `known.held`: the plan the caller read under the lease (recover); `known.ahead`: the planning
  * reads the runner started for this job, given only while it is still staged (commit-job).
@@ -336,27 +363,27 @@ export async function commitJobLocked(
     throw new BlockedError({ reason: 'job-aborted', jobId: job.jobId, leftover: job.adopted?.leftover ?? null });
   // Under the lease, a job that openJob found before its commit point has no plan to read.
   const held = known.held ?? (await readHeldPlan(env, opened));
-  let { open } = held;
-  let plan = held.plan;
+  const { open } = held;
+  let { plan, ref } = held;
   const outcome = plan ? 'rolled-forward' : 'committed';
   // Only the clean-up was left: the plan is removed just before `_job.yaml`.
   if (!plan && open.state === 'committed') return cleanUpCommitted(env, open, job, lease);
-  if (!plan && open.state === 'committing') {
-    throw planMissing(env, open);
-  }
-  const finished = plan ? await checkHeldEntry(env, open, plan) : false;
   let made: JustPlanned | undefined;
   if (!plan) {
-    // A plan naming a table-log entry is created at once with the entry (reachCommitPoint).
-    const writer = planWriter(env, open);
-    const prepared = await preparePlan(env, open, false, known.ahead, writer);
-    ({ plan } = prepared);
+    // A plan naming a table-log entry is written just before the entry (reachCommitPoint).
+    const write = (p: PersistedPlan) =>
+      writePlan(store, open.layout, p).then((w) => w ?? Promise.reject(new Error(`plan name taken: ${p.jobId}`)));
+    const prepared = await preparePlan(env, open, false, known.ahead, write);
     made = prepared;
-    if (plan.logEntry === null) await writer.persist(plan);
-    const carried = writer.carried();
-    if (carried) open = { ...open, job: carried, state: 'committing' };
+    ({ plan, ref = null } = prepared);
+    if (plan.logEntry === null) {
+      const own = await createOwnPlan(env, open, plan);
+      if (own.plan !== plan) made = undefined;
+      ({ plan, ref } = own);
+    }
   }
-  const { success } = await rollForward(env, open, plan, { lease, made, finished }).catch(pastCommitPoint(store, open));
+  const run = { lease, made, finished: held.finished, planName: ref?.name };
+  const { success } = await rollForward(env, open, plan, run).catch(pastCommitPoint(store, open));
   return {
     jobId: job.jobId,
     target: job.target,
@@ -396,12 +423,10 @@ export async function commitJobDryRun(env: StepEnv, input: { stagingPath: string
   await checkUnlocked(env, layout);
   if (open.state === 'aborted')
     throw new BlockedError({ reason: 'job-aborted', jobId: job.jobId, leftover: job.adopted?.leftover ?? null });
-  // A plan that never became the commit point is removed by the real run, which then plans afresh.
-  let plan: PersistedPlan | null = open.stalePlan ? null : await loadJobPlan(store, layout, job);
+  // Garbage plans are removed by the real run, which then plans afresh.
+  let plan: PersistedPlan | null =
+    open.state === 'committing' ? (await readHeldPlan(env, open, { tidy: false })).plan : null;
   const outcome = plan || open.state === 'committed' ? 'rolled-forward' : 'committed';
-  if (!plan && open.state === 'committing') {
-    throw planMissing(env, open);
-  }
   let done = 0;
   if (plan) {
     done = await readProgress(store, layout, plan);
@@ -423,7 +448,7 @@ export async function commitJobDryRun(env: StepEnv, input: { stagingPath: string
     logEntry: plan?.logEntry ?? null,
     summary: summaryOf(env, open, phases.slice(done)),
     operations: [
-      ...(plan && outcome === 'committed' ? [{ op: 'write', path: store.toUri(layout.commitFile) }] : []),
+      ...(plan && outcome === 'committed' ? [{ op: 'write', path: store.toUri(layout.planDir) }] : []),
       ...operationsOf(env, open, phases, done),
       { op: 'write', path: store.toUri(posix.join(job.targetPath, SUCCESS_FILE)) },
       { op: 'delete', path: job.staging, dir: true },

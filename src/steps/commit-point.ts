@@ -1,14 +1,16 @@
-// Reaching the commit point through the table log (protocol.md §4.3, §5.5, §5.8): conflicts with commits
-// made since the job was staged, waiting for (or naming) unfinished commits of the same
-// partitions, then creating the next log entry — the one decision two racing jobs cannot both win.
+// Reaching the commit point through the table log (protocol.md §4.1, §4.3, §5.5, §5.8): conflicts with
+// commits made since the job was staged, waiting for (or naming) unfinished commits of the same
+// partitions, then the plan written and the next log entry naming it created — that one create is
+// the commit point, the one decision two racing jobs cannot both win.
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { againAdvice } from '../job/adoption.js';
 import { BlockedError, ConflictError, StageCommitError, withContext, type ConflictDetail } from '../errors.js';
 import { loadJob, type JobManifest } from '../job/job.js';
-import { stateOnStore, type OpenJob } from '../job/open.js';
+import type { OpenJob } from '../job/open.js';
 import { JobLayout } from '../job/layout.js';
 import { LeaseWatch, readCurrentLease } from '../job/lease.js';
+import { planRefOf, type PlanRef } from '../plan/plan-file.js';
 import {
   isOwnEntry,
   lastTaken,
@@ -29,48 +31,54 @@ export interface CommitUnits {
 
 const DEFAULT_WAIT_MS = 60_000;
 
-type HolderState = 'finished' | 'void' | 'live' | 'stopped' | 'undecided';
+type HolderState = 'finished' | 'dead' | 'live' | 'stopped';
 
 /**
- * What an unfinished entry's job is doing: done, given up, running (its lease is not yet seen
- * expired by `watch`, this process's own look at it over the rounds), stopped past its commit
- * point, or stopped after taking the entry but before writing its plan.
+ * What an unfinished entry's job is doing: done; running (its lease is not yet seen expired by
+ * `watch`, this process's own look at it over the rounds); stopped past its commit point; or the
+ * entry is dead (protocol.md §3.3): its job was aborted, or the entry names no plan of the job that
+ * is there in its current app attempt (a create that landed after the next lease holder removed
+ * the plan, or after recover started a new app attempt), or is not the plan the job commits.
  */
 async function holderState(env: StepEnv, e: LogEntry, watch: LeaseWatch): Promise<HolderState> {
   const layout = new JobLayout(e.staging);
   const job = await loadJob(env.store, layout);
   if (!job || job.jobId !== e.jobId || job.state === 'committed') return 'finished';
-  if (job.state === 'aborted') return 'void';
+  if (job.state === 'aborted') return 'dead';
   const lease = await readCurrentLease(env.store, layout);
   if (lease && !watch.expired(lease)) return 'live';
-  return (await stateOnStore(env.store, layout, job)) === 'committing' ? 'stopped' : 'undecided';
+  return (await namesLivePlan(env, layout, job, e)) ? 'stopped' : 'dead';
+}
+
+/** Whether entry `e` may still be its job's commit point: the plan it names is the job's to roll forward. */
+async function namesLivePlan(env: StepEnv, layout: JobLayout, job: JobManifest, e: LogEntry): Promise<boolean> {
+  // A job committing since before entries named their plan: its entry is taken as its own.
+  if (job.state === 'committing') return job.planName === undefined || e.plan?.name === job.planName;
+  if (!e.plan) return false;
+  const ref = planRefOf(layout, `${e.plan.name}.yaml`);
+  return ref.appAttempt === job.appAttempt && (await env.store.stat(ref.path)) !== null;
 }
 
 /** Why this job cannot commit while `e` holds `where`: its holder is running, or stopped. */
-function heldBy(job: JobManifest, e: LogEntry, where: string, state: HolderState): ConflictError {
+function heldBy(job: JobManifest, e: LogEntry, where: string, state: 'live' | 'stopped'): ConflictError {
   // A live holder finishes on its own (retry later); a stopped one waits for someone to run recover.
-  const holderState = state === 'live' || state === 'stopped' ? state : 'before-commit-point';
   const detail: ConflictDetail = {
     reason: 'unit-held',
     jobId: job.jobId,
     holder: e.jobId,
     unit: where,
     handle: e.handle,
-    holderState,
+    holderState: state,
   };
   return new (state === 'live' ? ConflictError : BlockedError)(detail);
-}
-
-function sameSet(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
 }
 
 /** What reachCommitPoint may be given beside the plan. */
 export interface CommitPointOptions<P> {
   dryRun?: boolean;
   firstListing?: Promise<LogListing>;
-  persist?: (planned: P, entry: number) => Promise<void>;
-  withdraw?: () => Promise<unknown>;
+  /** Writes the plan, naming entry `entry`, under a name never used before (protocol.md §4.2 step 5). */
+  write?: (planned: P, entry: number) => Promise<{ readonly ref: PlanRef; readonly sha256: string }>;
 }
 
 /**
@@ -131,10 +139,8 @@ interface LogRound {
   /** Entries made since the job was staged. */
   readonly since: readonly number[];
   readonly unfinished: readonly number[];
-  /** This job's own entries among `since`. */
+  /** This job's own entries among `since`: while it is staged, each is dead or finished. */
   readonly mine: ReadonlySet<number>;
-  /** This job's unfinished entry, made by an interrupted run. */
-  readonly own: LogEntry | null;
 }
 
 /**
@@ -168,8 +174,7 @@ export async function reachCommitPoint<P>(
     const planned = await plan(firstListed && held.settled);
     const reached = await createEntry(r, seen, planned, opts);
     if (reached) return reached;
-    // Another job took that number first: the plan naming it goes; read what that job did, then try the next one.
-    await opts.withdraw?.();
+    // Another job took that number first: read what that job did, then try the next one.
   }
 }
 
@@ -205,9 +210,7 @@ async function readRound(r: LogReading, listing: LogListing): Promise<LogRound> 
   const unfinished = numbers.filter((n) => !done.has(n));
   await r.read([...new Set([...since, ...unfinished])]);
   const mine = new Set(since.filter((n) => isOwnEntry(r.entry(n), { jobId: job.jobId, staging: open.layout.root })));
-  const ownNumber = [...mine].find((n) => !done.has(n));
-  const own = ownNumber === undefined ? null : r.entry(ownNumber);
-  return { listing, max, since, unfinished, mine, own };
+  return { listing, max, since, unfinished, mine };
 }
 
 /** protocol.md §5.5: a commit since this job's stage that touched what this job replaces wins over it. */
@@ -218,7 +221,12 @@ async function checkNoConflict(r: LogReading, seen: LogRound): Promise<void> {
     const e = r.entry(n);
     if (seen.mine.has(n)) continue;
     const where = overlap(replaces, e.touches);
-    if (where === null || (seen.listing.done.has(n) && (await r.outcome(n)) === 'void')) continue;
+    if (where === null) continue;
+    // A dead entry (protocol.md §3.3) never committed: marked void, or found dead now (rule 4 marks it).
+    if (
+      seen.listing.done.has(n) ? (await r.outcome(n)) === 'void' : (await holderState(r.env, e, r.watch(n))) === 'dead'
+    )
+      continue;
     const did = overlap(replaces, e.replaces) !== null ? 'replaced' : 'wrote into';
     throw new BlockedError({
       reason: 'partition-replaced',
@@ -235,7 +243,8 @@ async function checkNoConflict(r: LogReading, seen: LogRound): Promise<void> {
 
 /**
  * protocol.md §5.8: an unfinished commit holds what it touches until its plan is applied. One whose job
- * finished or gave up is marked so; a live one is waited for (`wait`) until the deadline; any
+ * finished is marked so, a dead one void (protocol.md §3.3; this job's own unfinished entries are
+ * dead: it is staged and holds the lease); a live one is waited for (`wait`) until the deadline; any
  * other stops this commit. `settled`: no unfinished entry touched what this job does.
  */
 async function unfinishedHolders(
@@ -244,19 +253,16 @@ async function unfinishedHolders(
   dryRun: boolean,
 ): Promise<{ wait: LogEntry | null; settled: boolean }> {
   const { env, log } = r;
-  const { own, mine } = seen;
   let wait: LogEntry | null = null;
   let settled = true;
   for (const n of seen.unfinished) {
     const e = r.entry(n);
-    // Entries after our own were made by jobs that saw ours: they wait for us, not we for them.
-    if (mine.has(n) || (own && n > own.number)) continue;
     const where = overlap(r.units.touches, e.touches);
     if (where === null) continue;
     settled = false;
-    const state = await holderState(env, e, r.watch(n));
-    if (state === 'finished' || state === 'void') {
-      if (!dryRun) await log.markDone(e, state === 'void' ? 'void' : 'committed', env.now());
+    const state = seen.mine.has(n) ? 'dead' : await holderState(env, e, r.watch(n));
+    if (state === 'finished' || state === 'dead') {
+      if (!dryRun) await log.markDone(e, state === 'dead' ? 'void' : 'committed', env.now());
       continue;
     }
     if (state === 'live' && env.now() < r.deadline && !dryRun) {
@@ -269,8 +275,9 @@ async function unfinishedHolders(
 }
 
 /**
- * The commit point: the next entry and the plan naming it, created at once. Null when another
- * job took that number first.
+ * The commit point (protocol.md §4.1): the plan written, then the next entry naming it and its
+ * digest created. Null when another job took that number first: the plan, named by no entry, is
+ * garbage and goes.
  */
 async function createEntry<P>(
   r: LogReading,
@@ -280,13 +287,8 @@ async function createEntry<P>(
 ): Promise<{ plan: P; entry: LogEntry; listing: LogListing } | null> {
   const { env, open, log, units } = r;
   const { job } = open;
-  const { own, listing } = seen;
-  if (own && sameSet(own.touches, units.touches) && sameSet(own.replaces, units.replaces)) {
-    // An interrupted run made the entry but not the plan: the plan alone is the commit point now.
-    await opts.persist?.(planned, own.number);
-    return { plan: planned, entry: own, listing };
-  }
-  const entry: LogEntry = {
+  const { listing } = seen;
+  const base = {
     number: (seen.max ?? -1) + 1,
     jobId: job.jobId,
     staging: open.layout.root,
@@ -296,67 +298,33 @@ async function createEntry<P>(
     atMs: env.now(),
   };
   // A dry run stops here: the entry it would create, created by nobody.
-  if (opts.dryRun) return { plan: planned, entry, listing };
-  // An interrupted run held an entry for other partitions (tasks committed since): give it up.
-  if (own) await log.markDone(own, 'void', env.now());
-  // The commit point in one round trip: the entry and the plan naming it, created at once (the
-  // plan counts once its entry is this job's: open.ts). The log's first entry (or the first
-  // since logs have ids) gives it its id, beside them.
-  const [tried, id, persisted] = await Promise.allSettled([
-    log.tryAppend(entry),
-    listing.id === null ? log.makeId() : undefined,
-    opts.persist?.(planned, entry.number),
-  ]);
-  if (persisted.status === 'rejected') throw persisted.reason;
-  const appended =
-    tried.status === 'fulfilled'
-      ? tried.value
-      : await landed(env, open, { log, entry, withdraw: opts.withdraw }, tried.reason);
+  if (opts.dryRun || !opts.write) return { plan: planned, entry: { ...base, plan: null }, listing };
+  const written = await opts.write(planned, base.number);
+  const entry = { ...base, plan: { name: written.ref.name, sha256: written.sha256 } };
+  // The log's first entry (or the first since logs have ids) gives it its id, beside it.
+  const [tried, id] = await Promise.allSettled([log.tryAppend(entry), listing.id === null ? log.makeId() : undefined]);
+  if (tried.status === 'rejected') throw commitPointUnknown(env, open, tried.reason as unknown);
   // Past the commit point now: a log left without its id gets one from the next commit.
-  if (id.status === 'rejected')
+  if (id.status === 'rejected' && tried.value)
     env.emit({ type: 'warn', message: `could not give the table log its id: ${(id.reason as Error).message}` });
-  return appended
-    ? { plan: planned, entry, listing: { ...listing, numbers: [...listing.numbers, entry.number] } }
-    : null;
+  if (tried.value)
+    return { plan: planned, entry, listing: { ...listing, numbers: [...listing.numbers, entry.number] } };
+  await env.store.delete(written.ref.path, false);
+  return null;
 }
 
 /**
- * The entry's create failed (with the plan naming it written, when `withdraw` is given): it may
- * have landed, its answer lost. Read back: ours, the commit point is passed; not there, the plan
- * is withdrawn and the error stands (nothing changed); unknown, the error says so.
+ * The entry's create failed: it may have landed, its answer lost. No read-back: the next lease
+ * holder reads the log and rolls the plan forward or removes it (protocol.md §4.2 step 5).
  */
-async function landed(
+export function commitPointUnknown(
   env: StepEnv,
   open: OpenJob,
-  created: { readonly log: TableLog; readonly entry: LogEntry; readonly withdraw?: () => Promise<unknown> },
   e: unknown,
-): Promise<true> {
-  const { log, entry, withdraw } = created;
-  if (!withdraw) throw e;
-  const now = await log
-    .readOwn(entry.number, { jobId: open.job.jobId, staging: open.layout.root })
-    .catch(() => undefined);
-  if (now?.own) return true;
-  if (now) {
-    // Not there: nothing changed. A plan that cannot be withdrawn now counts for nothing (open.ts).
-    const withdrawn = await withdraw().then(
-      () => true,
-      () => false,
-    );
-    throw withdrawn || !(e instanceof StageCommitError) ? e : withContext(e, { reason: 'plan-left' });
-  }
+  made: 'plan was created' | 'table-log entry was made' = 'table-log entry was made',
+): unknown {
   // Only stagecommit's own errors reach a user (a store's failure is a StoreError); others are bugs or injected faults.
-  if (e instanceof ConflictError || !(e instanceof StageCommitError)) throw e;
+  if (e instanceof ConflictError || !(e instanceof StageCommitError)) return e;
   const handle = env.store.toUri(open.layout.root);
-  const made = 'table-log entry was made';
-  throw withContext(e, { reason: 'commit-point-unknown', jobId: open.job.jobId, handle, made });
-}
-
-/** Gives up this job's log entry if it holds one (abort, or recover before the commit point). */
-export async function releaseLogEntry(env: StepEnv, { job, layout }: Pick<OpenJob, 'job' | 'layout'>): Promise<void> {
-  if (job.algorithm === 'v2') return;
-  const log = new TableLog(env.store, job.targetPath);
-  const listing = await log.listFrom(TableLog.readFromOf(job));
-  const own = await log.findOwn({ jobId: job.jobId, staging: layout.root }, job.logPosition, listing, env.concurrency);
-  if (own && !listing.done.has(own.number)) await log.markDone(own, 'void', env.now());
+  return withContext(e, { reason: 'commit-point-unknown', jobId: open.job.jobId, handle, made });
 }

@@ -49,8 +49,6 @@ export interface StepEnv {
   readonly commitWaitMs?: number;
   /** How many table-log entries pruning keeps (protocol.md §3.4); the defaults unless given. */
   readonly logRetention?: LogRetention;
-  /** The largest plan `_job.yaml` carries itself (bytes; default 0: always `_commit.yaml`, see plan-writer.ts). */
-  readonly inlinePlanMaxBytes?: number;
 }
 
 /**

@@ -1,154 +1,125 @@
-// The plan of a job found past its commit point (in `_job.yaml`, or `_commit.yaml`), read once under
-// the lease, and whether the table log still lets it roll forward (protocol.md §5.8). A plan that never
-// became the commit point (open.ts) is removed, unless it shows it was partly applied or landed
-// over a job that recover had moved on: writes a store held while the driver's lease lapsed (protocol.md §5.15).
+// The plan of a job past its commit point, read once under the lease, and whether the table log
+// still lets it roll forward (protocol.md §4.4, §5.8). The lease holder removes the job's garbage
+// plans here (protocol.md §4.1: a plan no entry names), with no warning: none was ever applied.
 
-import { posix } from 'node:path';
 import { CorruptManifestError } from '../errors.js';
-import type { OpenJob, StalePlan } from '../job/open.js';
-import type { LostEntry, StaleEntry } from '../messages/manifest.js';
-import { TableLog } from '../job/table-log.js';
-import { decodePlan, loadJobPlan, type PersistedPlan } from '../plan/plan-file.js';
-import { resolveLoc } from '../plan/apply.js';
+import { decidedPlan, type OpenJob } from '../job/open.js';
+import type { LostEntry } from '../messages/manifest.js';
+import { isOwnEntry, TableLog } from '../job/table-log.js';
+import { listPlans, loadPlan, planRefOf, type PersistedPlan, type PlanRef } from '../plan/plan-file.js';
 import { mapLimit } from '../util/pool.js';
-import { saveJob } from '../job/job.js';
 import type { StepEnv } from './env.js';
 
 export interface HeldPlan {
-  /** The job as it is now: staged again when its plan was given up and removed. */
+  /** The job as it is now: 'committing' when a plan decides it, though `_job.yaml` may still say staged. */
   readonly open: OpenJob;
   /** The plan to roll forward; null before the commit point (or a committed job's clean-up). */
   readonly plan: PersistedPlan | null;
+  /** Its file (`_commit.yaml` for a plan written before plans had names of their own). */
+  readonly ref: PlanRef | null;
+  /** The table log marks the plan's entry finished: nothing is applied or written again (confirmed by its progress). */
+  readonly finished: boolean;
 }
 
 /**
- * Reads the plan of a job past its commit point. A staged job's plan that never became its
- * commit point (open.ts: its table-log entry did not land, or was given up before the plan
- * landed: recover decided the job had not reached its commit point, then a write its store held
- * arrived) was never applied, and never may be: later commits may hold its partitions. It is
- * removed, with a warning, and the job is staged, so commit-job commits it afresh and abort may
- * discard it. A plan whose entry is the job's is rolled forward (checkHeldEntry looks again).
+ * Reads the plan that decides the job, under the lease, and removes every other plan in `_plan/`:
+ * garbage, never applied, never to be (an entry that names one later never counts, protocol.md §3.3).
+ * `load: false`: only the job's state is wanted (abort), not the plan's bytes; `tidy: false`: a dry
+ * run, which removes nothing.
  */
-export async function readHeldPlan(env: StepEnv, open: OpenJob, opts: { aborting?: boolean } = {}): Promise<HeldPlan> {
-  const stale = open.stalePlan;
-  if (stale?.carried !== undefined) {
-    if (!opts.aborting) await refuseOverwritten(env, open, stale);
-    await refuseApplied(env, open, stale, stale.carried);
-  }
-  if (stale) return dropStalePlan(env, open, stale);
-  if (open.state !== 'committing' && open.state !== 'committed') return { open, plan: null };
-  const plan = await loadJobPlan(env.store, open.layout, open.job);
-  return { open, plan };
+export async function readHeldPlan(
+  env: StepEnv,
+  open: OpenJob,
+  opts: { load?: boolean; tidy?: boolean } = {},
+): Promise<HeldPlan> {
+  const { store } = env;
+  const { job, layout } = open;
+  const none = { plan: null, ref: null, finished: false };
+  if (open.state === 'aborted' || job.state === 'committed') return { open, ...none };
+  const plans = await listPlans(store, layout);
+  const ref =
+    job.state === 'committing'
+      ? job.planName === undefined
+        ? null
+        : (plans.find((p) => p.name === job.planName) ?? planRefOf(layout, `${job.planName}.yaml`))
+      : ((await decidedPlan(store, layout, job, plans))?.ref ?? null);
+  if (opts.tidy !== false)
+    await mapLimit(
+      plans.filter((p) => p.path !== ref?.path),
+      env.concurrency,
+      (p) => store.delete(p.path, false),
+    );
+  if (!ref && job.state === 'staged') return { open: { ...open, state: 'staged' }, ...none };
+  const committing = { ...open, state: 'committing' as const };
+  if (opts.load === false) return { open: committing, ...none };
+  if (!ref) return readLegacyPlan(env, committing);
+  const { finished, sha256 } = await checkHeldEntry(env, committing, ref);
+  const plan = await loadPlan(store, ref, job.jobId, sha256 ?? undefined);
+  if (plan) return { open: committing, plan, ref, finished };
+  // Its entry finished, its plan gone: the job committed and its staging dir went (the plan goes only
+  // with it), and this `_job.yaml` is a late write of a stopped driver (protocol.md §5.15): only the
+  // clean-up is left.
+  if (finished) return { open: { ...open, state: 'committed', job: { ...job, state: 'committed' } }, ...none };
+  throw planMissing(env, open, ref.path);
 }
 
 /**
- * A plan in `_job.yaml` that never counted can be a write of an earlier driver that its store
- * held and let land after recover had moved the job on: it then carries the job as it was before
- * (an earlier app attempt). Committing that would leave out what the later app attempt holds.
+ * A job committing since before plans had names of their own: its `_job.yaml` names no plan, and
+ * `_commit.yaml` is its plan, rolled forward while its entry is still its own (protocol.md §11).
  */
-async function refuseOverwritten(env: StepEnv, { job, layout }: OpenJob, stale: StalePlan): Promise<void> {
-  const later = (await env.store.list(layout.temporary))
-    .map((e) => Number(e.name))
-    .filter((n) => Number.isInteger(n) && n > job.appAttempt);
-  if (later.length === 0) return;
-  throw new CorruptManifestError(env.store.toUri(layout.jobFile), {
-    reason: 'earlier-driver-wrote',
-    appAttempt: job.appAttempt,
-    entry: stale.entry,
-    later: Math.max(...later),
-  });
-}
-
-/**
- * `_job.yaml` is written with its plan at once with the entry, so an entry lost or reused later
- * (the log damaged) reads as one that never landed. A plan that was partly applied shows it:
- * then neither rolling it forward (later commits may hold its partitions) nor planning again
- * (what it published would be taken for old data) is safe.
- */
-async function refuseApplied(env: StepEnv, { job, layout }: OpenJob, stale: StalePlan, carried: string): Promise<void> {
-  const plan = decodePlan(Buffer.from(carried), env.store.toUri(layout.jobFile));
-  const at = (loc: string) => resolveLoc({ stagingPath: layout.root, targetPath: job.targetPath }, loc);
-  const gone: string[] = [];
-  const there: string[] = [layout.progressFile, layout.trash];
-  for (const phase of plan.phases) {
-    for (const op of phase) {
-      if (op.op === 'move') gone.push(at(op.from));
-      else if (op.op === 'moves') gone.push(...op.names.map((n) => posix.join(at(op.from), n)));
-      else if (op.op === 'swap') (gone.push(at(op.from)), there.push(at(op.trash)));
-      else if (op.op === 'copy' && !op.replace) there.push(at(op.to));
-    }
-  }
-  const [missing, present] = await Promise.all([
-    mapLimit(gone, env.concurrency, async (p) => (await env.store.stat(p)) === null),
-    mapLimit(there, env.concurrency, async (p) => (await env.store.stat(p)) !== null),
-  ]);
-  if (!missing.includes(true) && !present.includes(true)) return;
-  const kind: StaleEntry =
-    stale.kind === 'superseded'
-      ? { kind: 'superseded', appAttempt: stale.appAttempt! }
-      : { kind: stale.kind === 'given-up' ? 'given-up' : 'foreign' };
-  throw new CorruptManifestError(env.store.toUri(layout.jobFile), {
-    reason: 'stale-plan-applied',
-    entry: stale.entry,
-    stale: kind,
-  });
-}
-
-async function dropStalePlan(env: StepEnv, open: OpenJob, stale: StalePlan): Promise<HeldPlan> {
-  const { layout } = open;
-  const why =
-    stale.kind === 'given-up'
-      ? 'which was given up (by recover or abort) before the plan landed'
-      : stale.kind === 'superseded'
-        ? `and was made in app attempt ${stale.appAttempt}: recover reset the job to app attempt ${open.job.appAttempt} before the plan landed`
-        : "which is not this job's (the run that wrote the plan lost that number to another job, or was stopped before it made the entry)";
-  const where =
-    stale.carried !== undefined
-      ? `${env.store.toUri(layout.jobFile)} carries a commit plan that`
-      : env.store.toUri(layout.commitFile);
-  env.emit({
-    type: 'warn',
-    message: `${where} names table-log entry ${stale.entry}, ${why}: it was never applied; removed it, the job is staged`,
-  });
-  // openJob gave the job as it was before the plan: written back, the plan goes with 'committing'.
-  await (stale.carried !== undefined
-    ? saveJob(env.store, layout, open.job)
-    : env.store.delete(layout.commitFile, false));
-  const { stalePlan: _, ...rest } = open;
-  return { open: rest, plan: null };
+async function readLegacyPlan(env: StepEnv, open: OpenJob): Promise<HeldPlan> {
+  const { store } = env;
+  const { job, layout } = open;
+  const ref: PlanRef = { name: '_commit', path: layout.legacyPlanFile, appAttempt: job.appAttempt, entry: null };
+  const plan = await loadPlan(store, ref, job.jobId);
+  if (!plan) throw planMissing(env, open, layout.planDir);
+  if (plan.logEntry === null) return { open, plan, ref, finished: false };
+  const log = new TableLog(store, job.targetPath);
+  const entry = await log.read(plan.logEntry).catch(() => null);
+  const outcome =
+    entry && isOwnEntry(entry, { jobId: job.jobId, staging: layout.root })
+      ? await log.readDone(plan.logEntry, job.jobId)
+      : 'void';
+  if (outcome === 'void') throw entryLost(env, ref.path, plan.logEntry, { kind: entry ? 'void' : 'gone' });
+  return { open, plan, ref, finished: outcome === 'committed' };
 }
 
 /** A job past its commit point whose plan is gone: exit 1, never planned again (protocol.md §5.10). */
-export function planMissing(env: StepEnv, { layout }: OpenJob): CorruptManifestError {
-  const { store } = env;
-  return new CorruptManifestError(store.toUri(layout.jobFile), {
+export function planMissing(env: StepEnv, { layout }: Pick<OpenJob, 'layout'>, plan: string): CorruptManifestError {
+  return new CorruptManifestError(env.store.toUri(layout.jobFile), {
     reason: 'plan-missing',
-    commitFile: store.toUri(layout.commitFile),
+    plan: env.store.toUri(plan),
   });
 }
 
+function entryLost(env: StepEnv, plan: string, entry: number, which: LostEntry): CorruptManifestError {
+  return new CorruptManifestError(env.store.toUri(plan), { reason: 'plan-entry-lost', entry, which });
+}
+
 /**
- * A roll-forward applies its plan only while the table log still says the plan's entry is this
- * job's: an entry lost or reused means later commits may hold those partitions. True when the
- * entry is finished already (its done marker goes beside 'committed', after the plan was applied
- * and `_SUCCESS` written): then nothing is applied or written again, over what later commits wrote.
+ * A roll-forward applies its plan only while the table-log entry its name gives still names it and
+ * is not marked void (protocol.md §4.4): an entry lost or reused means later commits may hold those
+ * partitions. `finished` when the entry is marked committed (its done marker goes beside
+ * 'committed', after the plan was applied and `_SUCCESS` written): then nothing is applied or
+ * written again, over what later commits wrote. `sha256`: the digest the entry names.
  */
-export async function checkHeldEntry(env: StepEnv, open: OpenJob, plan: PersistedPlan): Promise<boolean> {
-  const n = plan.logEntry;
-  if (n === null || open.job.state === 'committed') return false;
-  const { entry, own, givenUp, finished } = await new TableLog(env.store, open.job.targetPath).readOwn(n, {
-    jobId: open.job.jobId,
-    staging: open.layout.root,
-  });
-  if (own && !givenUp) return finished;
-  const which: LostEntry = !entry
+async function checkHeldEntry(
+  env: StepEnv,
+  { job, layout }: OpenJob,
+  ref: PlanRef,
+): Promise<{ finished: boolean; sha256: string | null }> {
+  if (ref.entry === null) return { finished: false, sha256: null };
+  const owner = { jobId: job.jobId, staging: layout.root };
+  const named = await new TableLog(env.store, job.targetPath).entryNaming(ref.entry, owner, ref.name);
+  if (named.names && !named.void) return { finished: named.finished, sha256: named.entry!.plan!.sha256 };
+  const which: LostEntry = !named.entry
     ? { kind: 'gone' }
-    : givenUp
-      ? { kind: 'given-up' }
-      : { kind: 'other-job', jobId: entry.jobId, handle: entry.jobId === open.job.jobId ? entry.handle : null };
-  throw new CorruptManifestError(env.store.toUri(open.layout.commitFile), {
-    reason: 'plan-entry-lost',
-    entry: n,
-    which,
-  });
+    : named.names
+      ? { kind: 'void' }
+      : {
+          kind: 'other-plan',
+          jobId: named.entry.jobId,
+          handle: named.entry.jobId === job.jobId ? named.entry.handle : null,
+        };
+  throw entryLost(env, ref.path, ref.entry, which);
 }

@@ -4,8 +4,9 @@
 
 import { UsageError } from '../errors.js';
 import { posix } from 'node:path';
-import { findCommitted, jobFilesLeft, planGivenUp, unfinishedEntryOf } from '../job/finished.js';
-import { COMMIT_FILE, JOB_FILE, LEASE_PREFIX, PROGRESS_FILE, STAGING_PARENT } from '../job/layout.js';
+import { findCommitted, jobFilesLeft, plansUndecided, unfinishedEntryOf } from '../job/finished.js';
+import { JobLayout, JOB_FILE, LEASE_PREFIX, PLAN_DIR, PROGRESS_FILE, STAGING_PARENT } from '../job/layout.js';
+import { listPlans } from '../plan/plan-file.js';
 import type { Entry, Store } from '../store/types.js';
 import { dirsVanishWhenEmpty } from '../store/operations.js';
 import { pendingUploadsUnder } from '../store/uploads.js';
@@ -151,18 +152,21 @@ async function scanDir(run: ScanRun, { path, depth }: DirToScan): Promise<DirToS
 async function jobWithoutManifest(store: Store, path: string, entries: readonly Entry[]): Promise<string | null> {
   // A plan without its job: a stagecommit job past its commit point that lost `_job.yaml`.
   // Its `_temporary` holds committed output, not a leftover: nothing under it is touched.
-  if (entries.some((e) => e.name === COMMIT_FILE && e.kind === 'file')) {
+  const plans = entries.some((e) => e.name === PLAN_DIR && e.kind === 'dir')
+    ? await listPlans(store, new JobLayout(path))
+    : [];
+  if (plans.length) {
     // Or the plan landed after its job committed (a write its store held): then it is a leftover to delete.
-    // Or its job ended before it landed (aborted, or reset by recover): never applied, a leftover too.
+    // Or no entry names it (protocol.md §4.1): never applied, a leftover too.
     const done = await findCommitted(store, path);
     const late = done
       ? `job ${done.jobId} committed (${done.committedAt})`
-      : (await planGivenUp(store, path, posix.join(path, COMMIT_FILE)))
-        ? 'its job ended before it (the plan was never applied)'
+      : (await plansUndecided(store, path, plans))
+        ? 'no table-log entry names it (it was never applied)'
         : null;
     return late
-      ? `${COMMIT_FILE} without ${JOB_FILE}: ${late} and this plan of it landed later; nothing was touched: delete the directory`
-      : `${COMMIT_FILE} without ${JOB_FILE}: a stagecommit job past its commit point lost its manifest; nothing under it was touched: restore ${JOB_FILE}, then run ${recoverCommand()}`;
+      ? `${PLAN_DIR}/ without ${JOB_FILE}: ${late} and this plan of it landed later; nothing was touched: delete the directory`
+      : `${PLAN_DIR}/ without ${JOB_FILE}: a stagecommit job past its commit point lost its manifest; nothing under it was touched: restore ${JOB_FILE}, then run ${recoverCommand()}`;
   }
   // A default staging dir whose job lost `_job.yaml` (and the plan it carried) while holding the
   // table log: its `_temporary` is a job's output, not a Hadoop leftover.

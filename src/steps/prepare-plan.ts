@@ -9,7 +9,7 @@ import { isFullyStatic, staticPrefix, type JobManifest } from '../job/job.js';
 import { SUCCESS_FILE } from '../job/layout.js';
 import type { OpenJob } from '../job/open.js';
 import { TableLog, type LogListing } from '../job/table-log.js';
-import type { PersistedPlan } from '../plan/plan-file.js';
+import type { PersistedPlan, PlanRef } from '../plan/plan-file.js';
 import {
   planTree,
   targetDirsChanged,
@@ -69,27 +69,23 @@ export function startPlanReads(env: StepEnv, open: OpenJob): PlanReads {
   return { output, firstListing };
 }
 
-/**
- * Plans the commit and reaches the commit point; throws before it on any problem. A dry run
- * makes the same checks and plan, reading only: no log entry, no wait. `ahead`: the first reads,
- * already started for this job.
- */
-/**
- * How commit-job makes its plan durable: created with the table-log entry it names; withdrawn when another job took
- * that number first.
- */
-export interface PlanWriter {
-  readonly persist: (plan: PersistedPlan) => Promise<void>;
-  readonly withdraw: () => Promise<unknown>;
-}
+/** Writes a plan under a name never used before (plan-file.ts writePlan). */
+export type PlanWrite = (plan: PersistedPlan) => Promise<{ readonly ref: PlanRef; readonly sha256: string }>;
 
+/**
+ * Plans the commit and, given `write`, reaches the commit point of a plan that names a table-log
+ * entry: the plan written, then the entry naming it created (protocol.md §4.2). Throws before it on
+ * any problem. A dry run (no `write`) makes the same checks and plan, reading only: no plan, no log
+ * entry, no wait. `ahead`: the first reads, already started for this job. `ref`: the plan's file,
+ * when it was written (a plan that names no entry is left to the caller to create).
+ */
 export async function preparePlan(
   env: StepEnv,
   open: OpenJob,
   dryRun = false,
   ahead?: PlanReads,
-  writer?: PlanWriter,
-): Promise<{ plan: PersistedPlan; listing?: LogListing; uploads?: readonly TaskFile[] }> {
+  write?: PlanWrite,
+): Promise<{ plan: PersistedPlan; ref?: PlanRef; listing?: LogListing; uploads?: readonly TaskFile[] }> {
   const { store } = env;
   const { job } = open;
   const { output, firstListing } = ahead ?? startPlanReads(env, open);
@@ -112,17 +108,27 @@ export async function preparePlan(
     logEntry: entry,
     ...planned,
   });
-  let written: PersistedPlan | undefined;
-  const persist =
-    writer && ((planned: CommitPlan, entry: number) => writer.persist((written = persisted(planned, entry))));
+  let written: { plan: PersistedPlan; ref: PlanRef } | undefined;
+  const toWrite =
+    write && !dryRun
+      ? async (planned: CommitPlan, entry: number) => {
+          env.emit({ type: 'phase', label: 'writing the commit plan' });
+          const plan = persisted(planned, entry);
+          const done = await write(plan);
+          written = { plan, ref: done.ref };
+          return done;
+        }
+      : undefined;
   const { plan, entry, listing } = await reachCommitPoint(
     env,
     open,
     units,
     (settled) => planOnTarget(env, open, { tree, sources, units }, settled ? targetRoot : undefined),
-    { dryRun, firstListing, ...(persist && writer ? { persist, withdraw: writer.withdraw } : {}) },
+    { dryRun, firstListing, ...(toWrite ? { write: toWrite } : {}) },
   );
-  return { plan: written ?? persisted(plan, entry.number), listing, uploads };
+  return written
+    ? { plan: written.plan, ref: written.ref, listing, uploads }
+    : { plan: persisted(plan, entry.number), listing, uploads };
 }
 
 /** v2: every task published itself at commit-task; the job commit only marks success. */

@@ -8,7 +8,7 @@ import { encodeClaim, readClaims, type Claim } from '../job/claims.js';
 import { decide, readDecisions, type Decision } from '../job/decisions.js';
 import { publishedV2Tasks } from '../job/published.js';
 import { saveJob, type JobManifest } from '../job/job.js';
-import { COMMIT_FILE, taskOfAttempt, type JobLayout } from '../job/layout.js';
+import { taskOfAttempt, type JobLayout } from '../job/layout.js';
 import type { Entry, Store } from '../store/types.js';
 import { compareTasks, dirsHolding } from '../paths.js';
 import type { Lease } from '../job/lease.js';
@@ -17,7 +17,6 @@ import { checkUnlocked } from './effects.js';
 import { readHeldPlan } from './held-plan.js';
 import { abortRecordedUploads, uploadsDir } from '../job/pending-uploads.js';
 import { abortJobUploads } from './abort.js';
-import { releaseLogEntry } from './commit-point.js';
 import { publishClaimedV2 } from '../plan/publish-v2.js';
 import { promotedOutput } from '../store/operations.js';
 import { openJob, JobGoneError, type OpenJob } from '../job/open.js';
@@ -27,7 +26,6 @@ import { otherLiveProcessHere, type FencedEnv, type StepEnv } from './env.js';
 import { Progress } from './progress.js';
 import { runLeasedStep } from './runner.js';
 import { forEachLimit } from '../util/pool.js';
-import { isTempName } from '../store/temp-names.js';
 
 export interface RecoverInput {
   readonly stagingPath: string;
@@ -92,18 +90,15 @@ async function recoverLocked(env: FencedEnv, opened: OpenJob, lease: Lease): Pro
     commitsUndone: [],
   };
   if (opened.state === 'aborted') return { ...base, ...(await finishAbort(env, opened, lease)) };
-  // A plan given up before it landed is removed: the job is then recovered as a staged one.
+  // Garbage plans are removed (protocol.md §4.1): a job no plan decides is recovered as a staged one.
   const held = await readHeldPlan(env, opened);
   if (held.open.state === 'committing' || held.open.state === 'committed') {
     env.emit({ type: 'phase', label: 'rolling the commit forward' });
     await commitJobLocked(env, held.open, lease, { held });
     return { ...base, committedTasks: null, state: 'committed', rolledForward: true };
   }
-  // Not past the commit point: a table-log entry an interrupted commit-job made is given up
-  // first, so a damaged log stops recover before it changes anything (not a half-made next app
-  // attempt). v1 only: a v2 job holds no entry before its commit.
-  await releaseLogEntry(env, opened);
-  return startNextAppAttempt(env, opened);
+  // Not past the commit point: the job holds no table-log entry (an entry is made only as its commit point).
+  return startNextAppAttempt(env, held.open);
 }
 
 /** An abort that was killed: its clean-up is finished. */
@@ -187,7 +182,6 @@ async function startNextAppAttempt(env: StepEnv, opened: OpenJob): Promise<Recov
   const plan = await planNextAppAttempt(env, opened);
   await settleInterruptedClaims(env, opened, plan.settle);
   await carryForward(env, opened, plan.kept, plan.decisions);
-  await removePlanTemps(store, layout);
   await saveJob(store, layout, { ...job, appAttempt: next });
   await discardEarlierAttempts(env, opened, plan.kept);
   const { committedTasks, tasksToRun, finished, undone } = plan;
@@ -272,16 +266,6 @@ async function attemptedTasks(
     if (task) attempted.add(task);
   }
   return attempted;
-}
-
-/**
- * The temp of an interrupted commit-job's plan goes (HDFS: a rename of it held by the store then
- * has nothing to publish). Only the plan's: a lease's temp at the top may be another process's write.
- */
-async function removePlanTemps(store: Store, layout: JobLayout): Promise<void> {
-  for (const e of await store.list(layout.root))
-    if (e.kind === 'file' && isTempName(e.name) && e.name.endsWith(`-${COMMIT_FILE}`))
-      await store.delete(e.path, false);
 }
 
 /** Discard what no committed claim refers to in the earlier app attempts, and their uploads (S3). */

@@ -21,6 +21,7 @@ import { abortUploads } from '../store/uploads.js';
 import { waitFor } from '../util/wait.js';
 import type { StepEnv } from './env.js';
 import type { TakenBack } from '../messages/advice.js';
+import { listPlans } from '../plan/plan-file.js';
 
 /** What one `stage` run wrote: files (store paths), pending uploads and their record, dirs it may have made. */
 export interface StagedWrites {
@@ -59,12 +60,12 @@ export async function checkStillStaged(
     readDecision(store, layout, job.appAttempt, w.taskAttempt, job).catch((e: unknown) =>
       e instanceof ConflictError ? e : Promise.reject(e),
     ),
-    store.stat(layout.commitFile),
+    listPlans(store, layout),
   ]);
   // A job id may be used again once its job ended (abort): the same job is the same id staged at the same time.
   const same = now !== null && isSameJob(now, job);
   // A written plan is past the commit point though `_job.yaml` may still say staged (a killed commit-job).
-  const state = now && (await stateOnStore(store, layout, now, plan !== null));
+  const state = now && (await stateOnStore(store, layout, now, plan));
   const taken = takenBack(w);
   // A claim made after the job moved on is in no output either: nothing can hold the files.
   if (!same || state !== 'staged' || now.appAttempt !== job.appAttempt) {

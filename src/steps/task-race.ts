@@ -16,6 +16,7 @@ import { waitFor } from '../util/wait.js';
 import type { AttemptContext } from './attempt-context.js';
 import type { StepEnv } from './env.js';
 import { takeBackIfEnded, type RunRecords } from './task-debris.js';
+import { listPlans } from '../plan/plan-file.js';
 
 export type { RunRecords } from './task-debris.js';
 
@@ -37,11 +38,11 @@ async function jobWithoutHolder({ env, layout, job, task }: AttemptContext): Pro
     const [now, lease, plan] = await Promise.all([
       loadJob(store, layout),
       readCurrentLease(store, layout),
-      store.stat(layout.commitFile),
+      listPlans(store, layout),
     ]);
     holder = lease;
     if (!now || !lease || watch.expired(lease))
-      return { now: now && { ...now, state: await stateOnStore(store, layout, now, plan !== null) } };
+      return { now: now && { ...now, state: await stateOnStore(store, layout, now, plan) } };
     return undefined;
   });
   if (found) return found.now;
