@@ -11,7 +11,7 @@ import { ADOPTED_DIR, OUTPUT_DIR, PROGRESS_FILE, SUCCESS_FILE, targetOfDefaultSt
 import { UPLOADS_DIR } from './pending-uploads.js';
 import { isOwnEntry, TableLog, type LogEntry, type LogListing } from './table-log.js';
 import type { Entry, Store } from '../store/types.js';
-import type { PlanRef } from '../plan/plan-file.js';
+import type { PlanRef } from './plan-names.js';
 
 export interface FinishedJob {
   readonly jobId: string;

@@ -17,7 +17,7 @@ import {
 } from './finished.js';
 import { JobLayout, targetOfDefaultStaging, TRASH_DIR } from './layout.js';
 import { TableLog } from './table-log.js';
-import { listPlans, type PlanRef } from '../plan/plan-file.js';
+import { listPlans, type PlanRef } from './plan-names.js';
 
 export interface OpenJob {
   readonly layout: JobLayout;

@@ -10,6 +10,8 @@ import { createWhole } from '../store/operations.js';
 import type { Store } from '../store/types.js';
 import { ADOPTED_DIR, OUTPUT_DIR, TRASH_DIR, type JobLayout } from '../job/layout.js';
 import { readManifestFile } from '../job/manifest-io.js';
+import { planRefOf, type PlanRef } from '../job/plan-names.js';
+export { listPlans, planRefOf, type PlanRef } from '../job/plan-names.js';
 import { opCount, PhaseOps, singleOps } from './ops.js';
 import type { CommitPlan, Loc, PlanOp, PlannedUpload, SingleOp } from './plan.js';
 
@@ -192,37 +194,6 @@ export function decodePlan(text: string | Buffer, file: string): PersistedPlan {
     filenames: f.strings('filenames'),
     phases: phases.map((p) => p.ops),
   };
-}
-
-/**
- * A file in `_plan/`, by its name alone: a plan of app attempt `appAttempt` naming table-log entry
- * `entry` (null: a plan that names none, decided by its own create), or anything else found there
- * (a temp of a killed write: `appAttempt` null), which is garbage.
- */
-export interface PlanRef {
-  readonly name: string;
-  readonly path: string;
-  readonly appAttempt: number | null;
-  readonly entry: number | null;
-}
-
-/** `<appAttempt>.yaml` names no entry; `<appAttempt>-<entry>-<random>.yaml` names entry `<entry>`. */
-const PLAN_NAME = /^(\d+)(?:-(\d+)-([0-9a-f]+))?\.yaml$/;
-
-export function planRefOf(layout: JobLayout, fileName: string): PlanRef {
-  const m = PLAN_NAME.exec(fileName);
-  const name = m ? fileName.slice(0, -'.yaml'.length) : fileName;
-  return {
-    name,
-    path: m ? layout.planFile(name) : `${layout.planDir}/${fileName}`,
-    appAttempt: m ? Number(m[1]) : null,
-    entry: m && m[2] !== undefined ? Number(m[2]) : null,
-  };
-}
-
-/** The files in the job's `_plan/` (one listing). */
-export async function listPlans(store: Store, layout: JobLayout): Promise<PlanRef[]> {
-  return (await store.list(layout.planDir)).filter((e) => e.kind === 'file').map((e) => planRefOf(layout, e.name));
 }
 
 /** The plan's name: never used again (protocol.md §2.2). */
