@@ -20,6 +20,7 @@ import {
   type LogEntry,
   type LogListing,
 } from '../job/table-log.js';
+import { failuresAreAnswers } from '../store/operations.js';
 import type { StepEnv } from './env.js';
 
 export interface CommitUnits {
@@ -325,6 +326,8 @@ export function commitPointUnknown(
 ): unknown {
   // Only stagecommit's own errors reach a user (a store's failure is a StoreError); others are bugs or injected faults.
   if (e instanceof ConflictError || !(e instanceof StageCommitError)) return e;
+  // A local create that failed (no space, no permission) made nothing: the job is staged.
+  if (failuresAreAnswers(env.store)) return e;
   const handle = env.store.toUri(open.layout.root);
   return withContext(e, { reason: 'commit-point-unknown', jobId: open.job.jobId, handle, made });
 }

@@ -136,6 +136,15 @@ export function listsInOrder(store: Store): boolean {
 }
 
 /**
+ * Whether a failed call is known to have changed nothing: a local filesystem's calls always
+ * answer (a create that failed made nothing), where a remote store's answer may be lost after it
+ * acted.
+ */
+export function failuresAreAnswers(store: Store): boolean {
+  return featuresOf(store).localChecks !== null;
+}
+
+/**
  * Whether a directory exists only through what is in it (object stores): a file created and then
  * deleted leaves no directory behind, and a dir that must be seen while empty needs a marker file.
  */
