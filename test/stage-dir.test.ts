@@ -165,27 +165,28 @@ for (const fx of storeFixtures()) {
       assert.deepEqual(st.tasks, []);
     });
 
-    test('a file of the tree deleted while it is copied: exit 4 naming it, not the store error', async () => {
-      const { handle } = await newJob('deleted', '--partition-by', 'dt');
-      const tree = await localTree({ 'dt=1/a.csv': 'a,1\n', 'dt=1/b.csv': 'b,22\n' });
+    /** Stages the tree's dt=1/a.csv and b.csv, changing b.csv once, before the first store mutation. */
+    const stageWhileChanging = async (handle: string, tree: string, change: (b: string) => Promise<void>) => {
       let ran = false;
       const env = testEnv(sb.store, async () => {
         if (ran) return;
         ran = true;
-        await rm(path.join(tree, 'dt=1/b.csv'));
+        await change(path.join(tree, 'dt=1/b.csv'));
       });
       const files = ['dt=1/a.csv', 'dt=1/b.csv'].map((name) => ({ localPath: path.join(tree, name), name }));
-      const error = await stageFiles(env, {
-        stagingPath: sb.pathOf(handle),
-        task: '0',
-        partition: [],
-        files,
-        tree: true,
-      }).then(
+      const staged = stageFiles(env, { stagingPath: sb.pathOf(handle), task: '0', partition: [], files, tree: true });
+      const error = await staged.then(
         () => null,
         (e: unknown) => e,
       );
-      assert.ok(ran);
+      assert.ok(ran, 'the file was changed while staged');
+      return error;
+    };
+
+    test('a file of the tree deleted while it is copied: exit 4 naming it, not the store error', async () => {
+      const { handle } = await newJob('deleted', '--partition-by', 'dt');
+      const tree = await localTree({ 'dt=1/a.csv': 'a,1\n', 'dt=1/b.csv': 'b,22\n' });
+      const error = await stageWhileChanging(handle, tree, (b) => rm(b));
       assert.ok(error instanceof ConflictError && error.exitCode === 4, String(error));
       assert.deepEqual(error.detail, { reason: 'file-changed', path: path.join(tree, 'dt=1/b.csv'), others: 0 });
     });
@@ -194,24 +195,7 @@ for (const fx of storeFixtures()) {
       const { target, handle } = await newJob('changed', '--partition-by', 'dt');
       // Both sizes on one side of S3's pending-upload threshold (4 bytes in these tests).
       const tree = await localTree({ 'dt=1/a.csv': 'a,1\n', 'dt=1/b.csv': 'b,22\n' });
-      let ran = false;
-      const env = testEnv(sb.store, async () => {
-        if (ran) return;
-        ran = true;
-        await appendFile(path.join(tree, 'dt=1/b.csv'), 'more\n');
-      });
-      const files = ['dt=1/a.csv', 'dt=1/b.csv'].map((name) => ({ localPath: path.join(tree, name), name }));
-      const error = await stageFiles(env, {
-        stagingPath: sb.pathOf(handle),
-        task: '0',
-        partition: [],
-        files,
-        tree: true,
-      }).then(
-        () => null,
-        (e: unknown) => e,
-      );
-      assert.ok(ran);
+      const error = await stageWhileChanging(handle, tree, (b) => appendFile(b, 'more\n'));
       assert.ok(error instanceof ConflictError, String(error));
       assert.deepEqual(error.detail, { reason: 'file-changed', path: path.join(tree, 'dt=1/b.csv'), others: 0 });
       await okInProcess(['stage', '--job', handle, '--task', '0', tree], { env: sb.env });
